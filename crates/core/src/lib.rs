@@ -1,0 +1,18 @@
+//! hpcscope-core: the model side of hpcscope.
+//!
+//! Machine descriptions ([`machine`]), application profiles ([`profile`]), cache-aware
+//! rooflines ([`roofline`]), relative performance projection ([`project`]) after Gavoille
+//! (2024 thesis, chapters 6 and 7) and design-space exploration ([`explore`]). Pure
+//! functions and types: no I/O besides (de)serialization.
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod library;
+pub mod machine;
+pub mod profile;
+pub mod project;
+pub mod roofline;
+
+pub use error::{Error, InputError, Result};
+pub use machine::{Machine, Precision};
+pub use profile::{AppMetrics, Profile};

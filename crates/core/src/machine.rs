@@ -1,0 +1,583 @@
+//! Machine descriptions: what a machine (or one core of it) can sustain.
+//!
+//! A machine file is TOML (format documented in `docs/machine-format.md`). It holds the
+//! topology, the sustained peak per precision (per core and per node), an ordered list of
+//! memory levels of any length with their bandwidths (per core and per node), optional cache
+//! geometry for the simulator, and the provenance of every number.
+//!
+//! Bandwidths are in GB/s (1e9 B/s), peaks in GFLOP/s (1e9 FLOP/s).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{InputError, Result, check_positive, from_toml};
+
+/// The machine format version this library reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Floating-point precision of a peak or of an application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// IEEE binary64 (double).
+    F64,
+    /// IEEE binary32 (single).
+    F32,
+}
+
+impl Precision {
+    /// Element size in bits (the `datasize` of eq. 6.2).
+    pub fn bits(self) -> u32 {
+        match self {
+            Precision::F64 => 64,
+            Precision::F32 => 32,
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
+        })
+    }
+}
+
+/// Sustained compute peak for one precision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peak {
+    /// Precision this peak is for.
+    pub precision: Precision,
+    /// Sustained peak of one core running alone, GFLOP/s (single-core HPL, FMA kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_gflops: Option<f64>,
+    /// Sustained peak of the whole node with all cores busy, GFLOP/s (node HPL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_gflops: Option<f64>,
+    /// Where these numbers come from (a table of a document, a vendor page, a measurement).
+    pub provenance: String,
+}
+
+/// What a memory level is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LevelKind {
+    /// A cache level.
+    Cache,
+    /// A memory: DRAM, HBM, another socket's memory, CXL...
+    Memory,
+}
+
+/// Geometry of a cache level, used by the cache simulator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheGeometry {
+    /// Capacity of one instance of the cache, bytes.
+    pub size_bytes: u64,
+    /// Line size, bytes.
+    pub line_bytes: u32,
+    /// Ways per set.
+    pub associativity: u32,
+    /// How many cores share one instance (1 = private).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_by_cores: Option<u32>,
+    /// Whether the level holds every line of the levels above it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inclusive: Option<bool>,
+    /// Where the geometry comes from, when it differs from the level's provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
+}
+
+/// One level of the memory hierarchy, ordered from the core outwards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    /// Name, matched between machines and profiles: `L1`, `L2`, `L3`, `MM` (main memory),
+    /// or any other (`MM-remote`, `HBM`, `CXL`).
+    pub name: String,
+    /// Cache or memory.
+    pub kind: LevelKind,
+    /// Sustained bandwidth of one core running alone from this level, GB/s (STREAM triad).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_gbs: Option<f64>,
+    /// Sustained bandwidth of the whole node from this level with all cores busy, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_gbs: Option<f64>,
+    /// Memory technology for memory levels (`DDR4`, `HBM2`...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub technology: Option<String>,
+    /// Cache geometry for the simulator (caches only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheGeometry>,
+    /// Where the bandwidths come from.
+    pub provenance: String,
+}
+
+/// A machine, real (measured or published) or hypothetical (derived by transforms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    /// Format version; must be [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Short identifier used on the command line (`thunderx2`).
+    pub id: String,
+    /// Human-readable name.
+    pub name: String,
+    /// One or two sentences on what the machine is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Instruction-set architecture: `aarch64`, `x86_64`, ...
+    pub isa: String,
+    /// Vector extension used for the peak: `neon`, `sve`, `avx512`, `avx2`, `sse2`...
+    pub simd: String,
+    /// Vector register width in bits used by the peak (128 for NEON, 512 for AVX-512...).
+    pub vector_bits: u32,
+    /// Whether the peak uses fused multiply-add.
+    pub fma: bool,
+    /// Sockets in the node.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores_per_socket: u32,
+    /// Hardware threads per core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_per_core: Option<u32>,
+    /// Core frequency in GHz at which the peaks were obtained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_ghz: Option<f64>,
+    /// Compiler the published numbers were obtained with, when relevant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
+    /// Where the topology fields (ISA, vector width, cores, frequency) come from.
+    pub provenance: String,
+    /// Sustained peaks, one entry per precision.
+    pub peaks: Vec<Peak>,
+    /// Memory levels ordered from the core outwards; the last one is main memory.
+    pub levels: Vec<Level>,
+    /// Free-form remarks (what is unvalidated, what was assumed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Largest bandwidth accepted, GB/s: above, the value is probably in B/s.
+const MAX_GBS: f64 = 1.0e6;
+/// Largest peak accepted, GFLOP/s: above, the value is probably in FLOP/s.
+const MAX_GFLOPS: f64 = 1.0e7;
+
+impl Machine {
+    /// Parses a machine from TOML text and validates it; `origin` names the source in errors.
+    pub fn from_toml_str(src: &str, origin: &str) -> Result<Machine> {
+        let m: Machine = toml::from_str(src).map_err(|e| {
+            from_toml(
+                origin,
+                src,
+                &e,
+                "see docs/machine-format.md for the fields; `hpcscope machine show thunderx2 --format toml` prints a complete example",
+            )
+        })?;
+        m.validate(origin)?;
+        Ok(m)
+    }
+
+    /// Serializes the machine as TOML.
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string_pretty(self).expect("a machine always serializes to TOML")
+    }
+
+    /// Total number of cores of the node.
+    pub fn cores(&self) -> u32 {
+        self.sockets * self.cores_per_socket
+    }
+
+    /// The peak entry for `precision`, if any.
+    pub fn peak(&self, precision: Precision) -> Option<&Peak> {
+        self.peaks.iter().find(|p| p.precision == precision)
+    }
+
+    /// The level called `name`, if any.
+    pub fn level(&self, name: &str) -> Option<&Level> {
+        self.levels.iter().find(|l| l.name == name)
+    }
+
+    /// Names of the levels, in order.
+    pub fn level_names(&self) -> Vec<String> {
+        self.levels.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Checks every field; returns all problems at once.
+    pub fn validate(&self, origin: &str) -> Result<()> {
+        let mut errs = Vec::new();
+        if self.format_version != FORMAT_VERSION {
+            errs.push(InputError::new(
+                origin,
+                "format_version",
+                format!(
+                    "is {}, this hpcscope reads version {FORMAT_VERSION}",
+                    self.format_version
+                ),
+                format!(
+                    "set format_version = {FORMAT_VERSION} after checking docs/machine-format.md"
+                ),
+            ));
+        }
+        for (field, v) in [
+            ("id", &self.id),
+            ("name", &self.name),
+            ("isa", &self.isa),
+            ("simd", &self.simd),
+            ("provenance", &self.provenance),
+        ] {
+            if v.trim().is_empty() {
+                errs.push(InputError::new(
+                    origin,
+                    field,
+                    "is empty",
+                    format!("give the machine's {field}"),
+                ));
+            }
+        }
+        if self.id.contains(char::is_whitespace) || self.id.contains('/') {
+            errs.push(InputError::new(
+                origin,
+                "id",
+                format!("'{}' contains spaces or '/'", self.id),
+                "use a short identifier such as `thunderx2` or `my-node`",
+            ));
+        }
+        if self.vector_bits == 0 || self.vector_bits % 32 != 0 {
+            errs.push(InputError::new(
+                origin,
+                "vector_bits",
+                format!("must be a positive multiple of 32, found {}", self.vector_bits),
+                "give the vector register width in bits: 64 (scalar f64), 128 (SSE, NEON), 256 (AVX2), 512 (AVX-512, SVE-512)",
+            ));
+        }
+        for (field, v) in [
+            ("sockets", self.sockets),
+            ("cores_per_socket", self.cores_per_socket),
+        ] {
+            if v == 0 {
+                errs.push(InputError::new(
+                    origin,
+                    field,
+                    "must be at least 1",
+                    "give a positive integer",
+                ));
+            }
+        }
+        if let Some(f) = self.frequency_ghz {
+            errs.extend(check_positive(origin, "frequency_ghz", f, "GHz"));
+            if f.is_finite() && f > 100.0 {
+                errs.push(InputError::new(
+                    origin,
+                    "frequency_ghz",
+                    format!("{f} GHz is implausible"),
+                    "the unit is GHz: write 2.5, not 2500 (MHz) or 2.5e9 (Hz)",
+                ));
+            }
+        }
+        if self.peaks.is_empty() {
+            errs.push(InputError::new(
+                origin,
+                "peaks",
+                "no peak is given",
+                "add a [[peaks]] table with precision = \"f64\" and core_gflops and/or node_gflops",
+            ));
+        }
+        let mut seen = Vec::new();
+        for (i, p) in self.peaks.iter().enumerate() {
+            let f = format!("peaks[{i}]");
+            if seen.contains(&p.precision) {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.precision"),
+                    format!("{} appears twice", p.precision),
+                    "give one [[peaks]] entry per precision",
+                ));
+            }
+            seen.push(p.precision);
+            if p.core_gflops.is_none() && p.node_gflops.is_none() {
+                errs.push(InputError::new(
+                    origin,
+                    &f,
+                    "has neither core_gflops nor node_gflops",
+                    "give at least one of them, in GFLOP/s",
+                ));
+            }
+            for (name, v) in [
+                ("core_gflops", p.core_gflops),
+                ("node_gflops", p.node_gflops),
+            ] {
+                if let Some(v) = v {
+                    errs.extend(check_positive(origin, &format!("{f}.{name}"), v, "GFLOP/s"));
+                    if v.is_finite() && v > MAX_GFLOPS {
+                        errs.push(InputError::new(
+                            origin,
+                            format!("{f}.{name}"),
+                            format!("{v} GFLOP/s is implausible: it looks like FLOP/s"),
+                            format!("the unit is GFLOP/s (1e9 FLOP/s): write {}", v / 1e9),
+                        ));
+                    }
+                }
+            }
+            if p.provenance.trim().is_empty() {
+                errs.push(InputError::new(origin, format!("{f}.provenance"), "is empty", "say where the peak comes from (benchmark and date, table of a document, vendor page)"));
+            }
+        }
+        if self.levels.is_empty() {
+            errs.push(InputError::new(
+                origin,
+                "levels",
+                "no memory level is given",
+                "add [[levels]] tables ordered from L1 to main memory",
+            ));
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            let f = format!("levels[{i}]");
+            if l.name.trim().is_empty() {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.name"),
+                    "is empty",
+                    "name the level: L1, L2, L3, MM...",
+                ));
+            }
+            if self.levels[..i].iter().any(|o| o.name == l.name) {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.name"),
+                    format!("level '{}' appears twice", l.name),
+                    "give each level a distinct name",
+                ));
+            }
+            if l.core_gbs.is_none()
+                && l.node_gbs.is_none()
+                && (l.kind == LevelKind::Memory || l.cache.is_none())
+            {
+                errs.push(InputError::new(origin, &f, format!("level '{}' has neither core_gbs nor node_gbs", l.name), "give at least one bandwidth, in GB/s (a cache level may instead give only its [levels.cache] geometry: it is then simulated but has no roofline)"));
+            }
+            for (name, v) in [("core_gbs", l.core_gbs), ("node_gbs", l.node_gbs)] {
+                if let Some(v) = v {
+                    errs.extend(check_positive(origin, &format!("{f}.{name}"), v, "GB/s"));
+                    if v.is_finite() && v > MAX_GBS {
+                        errs.push(InputError::new(
+                            origin,
+                            format!("{f}.{name}"),
+                            format!("{v} GB/s is implausible: it looks like B/s"),
+                            format!("the unit is GB/s (1e9 B/s): write {}", v / 1e9),
+                        ));
+                    }
+                }
+            }
+            if l.provenance.trim().is_empty() {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.provenance"),
+                    "is empty",
+                    "say where the bandwidth comes from",
+                ));
+            }
+            if let Some(c) = &l.cache {
+                if l.kind == LevelKind::Memory {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.cache"),
+                        "a memory level has a cache geometry",
+                        "remove [levels.cache] or set kind = \"cache\"",
+                    ));
+                }
+                if c.line_bytes == 0 || !c.line_bytes.is_power_of_two() {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.cache.line_bytes"),
+                        format!("must be a power of two, found {}", c.line_bytes),
+                        "typical values are 64 (x86, Neoverse) or 256 (A64FX)",
+                    ));
+                }
+                if c.associativity == 0 {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.cache.associativity"),
+                        "must be at least 1",
+                        "give the number of ways per set",
+                    ));
+                }
+                let set_bytes = u64::from(c.line_bytes) * u64::from(c.associativity.max(1));
+                if c.size_bytes == 0 || (c.line_bytes > 0 && c.size_bytes % set_bytes != 0) {
+                    errs.push(InputError::new(origin, format!("{f}.cache.size_bytes"), format!("{} is not a positive multiple of line_bytes x associativity = {set_bytes}", c.size_bytes), "give the capacity of one cache instance in bytes (32 KiB = 32768)"));
+                }
+            }
+        }
+        // Order: caches first, then memories.
+        if let Some(first_mem) = self.levels.iter().position(|l| l.kind == LevelKind::Memory) {
+            if let Some(j) = self.levels[first_mem..]
+                .iter()
+                .position(|l| l.kind == LevelKind::Cache)
+            {
+                let j = first_mem + j;
+                errs.push(InputError::new(
+                    origin,
+                    format!("levels[{j}].kind"),
+                    format!(
+                        "cache level '{}' comes after memory level '{}'",
+                        self.levels[j].name, self.levels[first_mem].name
+                    ),
+                    "order levels from the core outwards: caches first, then memories",
+                ));
+            }
+        } else if !self.levels.is_empty() {
+            let last = self.levels.len() - 1;
+            errs.push(InputError::new(
+                origin,
+                format!("levels[{last}].kind"),
+                "no level has kind = \"memory\"",
+                "the last level must be main memory: set kind = \"memory\"",
+            ));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else if errs.len() == 1 {
+            Err(errs.remove(0).into())
+        } else {
+            Err(crate::Error::Inputs(errs))
+        }
+    }
+
+    /// Sustained peak of one core for `precision`, GFLOP/s, with how it was obtained.
+    ///
+    /// Uses `core_gflops`; without it, `node_gflops / cores` (eq. 7.1's per-core share).
+    pub fn core_peak_gflops(&self, precision: Precision) -> Option<(f64, Derivation)> {
+        let p = self.peak(precision)?;
+        match (p.core_gflops, p.node_gflops) {
+            (Some(c), _) => Some((c, Derivation::Given)),
+            (None, Some(n)) => Some((n / f64::from(self.cores()), Derivation::NodeShare)),
+            (None, None) => None,
+        }
+    }
+
+    /// Per-core share of the node peak (eq. 7.1), GFLOP/s.
+    pub fn node_share_peak_gflops(&self, precision: Precision) -> Option<(f64, Derivation)> {
+        let p = self.peak(precision)?;
+        match (p.node_gflops, p.core_gflops) {
+            (Some(n), _) => Some((n / f64::from(self.cores()), Derivation::NodeShare)),
+            (None, Some(c)) => Some((c, Derivation::CoreAsShare)),
+            (None, None) => None,
+        }
+    }
+
+    /// Bandwidth of one core alone from `level`, GB/s (falls back to the node share);
+    /// `None` for a level given only by its cache geometry.
+    pub fn core_bandwidth_gbs(&self, level: &Level) -> Option<(f64, Derivation)> {
+        match (level.core_gbs, level.node_gbs) {
+            (Some(c), _) => Some((c, Derivation::Given)),
+            (None, Some(n)) => Some((n / f64::from(self.cores()), Derivation::NodeShare)),
+            (None, None) => None,
+        }
+    }
+
+    /// Per-core share of the node bandwidth of `level` (eq. 7.1), GB/s; `None` for a
+    /// level given only by its cache geometry.
+    pub fn node_share_bandwidth_gbs(&self, level: &Level) -> Option<(f64, Derivation)> {
+        match (level.node_gbs, level.core_gbs) {
+            (Some(n), _) => Some((n / f64::from(self.cores()), Derivation::NodeShare)),
+            (None, Some(c)) => Some((c, Derivation::CoreAsShare)),
+            (None, None) => None,
+        }
+    }
+
+    /// Levels that have a bandwidth (and so a roofline), in order.
+    pub fn roofline_levels(&self) -> impl Iterator<Item = &Level> {
+        self.levels
+            .iter()
+            .filter(|l| l.core_gbs.is_some() || l.node_gbs.is_some())
+    }
+}
+
+/// How a per-core value was obtained from a machine file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Derivation {
+    /// Given directly by the file.
+    Given,
+    /// Node value divided by the number of cores (eq. 7.1).
+    NodeShare,
+    /// No node value: the single-core value stands in for the per-core share (optimistic).
+    CoreAsShare,
+}
+
+/// Differences between two machines, field by field, for `hpcscope machine diff`.
+pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
+    let mut out = Vec::new();
+    let mut push = |field: String, x: String, y: String| {
+        if x != y {
+            out.push(FieldDiff { field, a: x, b: y });
+        }
+    };
+    let opt = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
+    push("name".into(), a.name.clone(), b.name.clone());
+    push("isa".into(), a.isa.clone(), b.isa.clone());
+    push("simd".into(), a.simd.clone(), b.simd.clone());
+    push(
+        "vector_bits".into(),
+        a.vector_bits.to_string(),
+        b.vector_bits.to_string(),
+    );
+    push("fma".into(), a.fma.to_string(), b.fma.to_string());
+    push("cores".into(), a.cores().to_string(), b.cores().to_string());
+    push(
+        "frequency_ghz".into(),
+        opt(a.frequency_ghz),
+        opt(b.frequency_ghz),
+    );
+    for prec in [Precision::F64, Precision::F32] {
+        let (pa, pb) = (a.peak(prec), b.peak(prec));
+        push(
+            format!("peak.{prec}.core_gflops"),
+            opt(pa.and_then(|p| p.core_gflops)),
+            opt(pb.and_then(|p| p.core_gflops)),
+        );
+        push(
+            format!("peak.{prec}.node_gflops"),
+            opt(pa.and_then(|p| p.node_gflops)),
+            opt(pb.and_then(|p| p.node_gflops)),
+        );
+    }
+    let mut names: Vec<String> = a.level_names();
+    for n in b.level_names() {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    for n in names {
+        let (la, lb) = (a.level(&n), b.level(&n));
+        push(
+            format!("level.{n}.core_gbs"),
+            opt(la.and_then(|l| l.core_gbs)),
+            opt(lb.and_then(|l| l.core_gbs)),
+        );
+        push(
+            format!("level.{n}.node_gbs"),
+            opt(la.and_then(|l| l.node_gbs)),
+            opt(lb.and_then(|l| l.node_gbs)),
+        );
+        let size = |l: Option<&Level>| {
+            l.and_then(|l| l.cache.as_ref())
+                .map(|c| c.size_bytes.to_string())
+                .unwrap_or_else(|| "-".into())
+        };
+        push(format!("level.{n}.cache.size_bytes"), size(la), size(lb));
+    }
+    out
+}
+
+/// One field that differs between two machines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldDiff {
+    /// Field path.
+    pub field: String,
+    /// Value in the first machine (`-` when absent).
+    pub a: String,
+    /// Value in the second machine (`-` when absent).
+    pub b: String,
+}

@@ -1,0 +1,394 @@
+//! Cache-aware rooflines (Gavoille 2024 thesis, section 6.1; Ilic et al.'s CARM).
+//!
+//! * eq. 6.1: `roofline_j(OI) = min(BW_j x OI, Peak)`, one roofline per memory level j;
+//! * eq. 6.2: the peak weighted by the instruction mix,
+//!   `Peak_w = Peak / (2 x vector_bits / datasize) x FLOPs / FP_instructions`;
+//! * eq. 6.3: cumulative operational intensity per level,
+//!   `OI_k = FLOPs / sum_{i >= k} B_i` (bytes served by level k and every level beyond);
+//! * eq. 7.2: hit-ratio weighted harmonic bandwidth per level,
+//!   `BW_k = sum_{i>=k} a_i / sum_{i>=k} (a_i / BW_i)`.
+//!
+//! Units: GB/s, GFLOP/s, FLOP/byte.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::machine::{Derivation, Machine, Precision};
+use crate::profile::AppMetrics;
+
+/// Eq. 6.1: attainable GFLOP/s at operational intensity `oi` under one bandwidth and a peak.
+/// An infinite OI (no byte from this level) is compute-bound.
+pub fn attainable(bandwidth_gbs: f64, peak_gflops: f64, oi: f64) -> f64 {
+    if oi.is_infinite() {
+        peak_gflops
+    } else {
+        (bandwidth_gbs * oi).min(peak_gflops)
+    }
+}
+
+/// What bounds a point of a roofline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// The bandwidth line is below the peak at this OI.
+    Memory,
+    /// The peak is below (or equal to) the bandwidth line.
+    Compute,
+}
+
+impl Bound {
+    /// Which roof binds at `oi`.
+    pub fn at(bandwidth_gbs: f64, peak_gflops: f64, oi: f64) -> Bound {
+        if oi.is_finite() && bandwidth_gbs * oi < peak_gflops {
+            Bound::Memory
+        } else {
+            Bound::Compute
+        }
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::Memory => "memory",
+            Bound::Compute => "compute",
+        })
+    }
+}
+
+/// Largest FLOPs per FP instruction at `vector_bits` and `datasize_bits`: an FMA on a full
+/// vector, `2 x lanes`.
+pub fn max_flops_per_instruction(vector_bits: u32, datasize_bits: u32) -> f64 {
+    2.0 * f64::from(vector_bits) / f64::from(datasize_bits)
+}
+
+/// Eq. 6.2: the peak weighted by the instruction mix.
+///
+/// Returns the weighted peak and whether the FLOPs per instruction exceeded `2 x lanes`
+/// (then clamped: the binary is wider than the machine's declared vector width).
+pub fn weighted_peak(
+    peak_gflops: f64,
+    vector_bits: u32,
+    datasize_bits: u32,
+    flops_per_instruction: f64,
+) -> (f64, bool) {
+    let max = max_flops_per_instruction(vector_bits, datasize_bits);
+    let clamped = flops_per_instruction > max * (1.0 + 1e-12);
+    (peak_gflops / max * flops_per_instruction.min(max), clamped)
+}
+
+/// Eq. 6.3: cumulative OI of each level, `FLOPs / sum_{i>=k} B_i` (infinite when no byte
+/// comes from level k or beyond).
+pub fn cumulative_oi(flops: f64, bytes: &[f64]) -> Vec<f64> {
+    (0..bytes.len())
+        .map(|k| {
+            let b: f64 = bytes[k..].iter().sum();
+            if b > 0.0 { flops / b } else { f64::INFINITY }
+        })
+        .collect()
+}
+
+/// Ridge point: the OI where a bandwidth line meets the peak, FLOP/byte.
+pub fn ridge(peak_gflops: f64, bandwidth_gbs: f64) -> f64 {
+    peak_gflops / bandwidth_gbs
+}
+
+/// Eq. 7.2 generalised to every level k: the harmonic mean of the bandwidths of level k and
+/// beyond, weighted by the fraction of bytes each serves. When no byte comes from level k or
+/// beyond, the level's own bandwidth is returned.
+pub fn weighted_bandwidth(fractions: &[f64], bandwidth_gbs: &[f64]) -> Vec<f64> {
+    (0..fractions.len())
+        .map(|k| {
+            let num: f64 = fractions[k..].iter().sum();
+            let den: f64 = fractions[k..]
+                .iter()
+                .zip(&bandwidth_gbs[k..])
+                .map(|(a, bw)| a / bw)
+                .sum();
+            if num > 0.0 && den > 0.0 {
+                num / den
+            } else {
+                bandwidth_gbs[k]
+            }
+        })
+        .collect()
+}
+
+/// Whose bandwidths and peak a roofline uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// One core running alone: `core_gflops`, `core_gbs` (chapter 6).
+    #[default]
+    Core,
+    /// One core's share of the loaded node: `node / cores` (eq. 7.1, chapter 7).
+    Node,
+}
+
+/// A machine's rooflines restricted to the levels that have a bandwidth, for one precision
+/// and scope.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ceilings {
+    /// Machine id.
+    pub machine: String,
+    /// Precision.
+    pub precision: Precision,
+    /// Scope.
+    pub scope: Scope,
+    /// Unweighted sustained peak, GFLOP/s.
+    pub peak_gflops: f64,
+    /// Vector width, bits.
+    pub vector_bits: u32,
+    /// Level names with a bandwidth, ordered from the core outwards.
+    pub levels: Vec<String>,
+    /// Bandwidth per level, GB/s.
+    pub bandwidth_gbs: Vec<f64>,
+    /// How values were derived from the file (one per level, then the peak).
+    pub notes: Vec<String>,
+}
+
+impl Ceilings {
+    /// Reads the ceilings of `m` for `precision` and `scope`.
+    pub fn of(m: &Machine, precision: Precision, scope: Scope) -> Result<Ceilings> {
+        let mut notes = Vec::new();
+        let peak = match scope {
+            Scope::Core => m.core_peak_gflops(precision),
+            Scope::Node => m.node_share_peak_gflops(precision),
+        };
+        let Some((peak_gflops, how)) = peak else {
+            return Err(Error::mismatch(
+                format!("machine '{}' has no {precision} peak", m.id),
+                format!(
+                    "add a [[peaks]] entry with precision = \"{precision}\" to the machine file, or analyse the application in the machine's precision"
+                ),
+            ));
+        };
+        note_derivation(&mut notes, &m.id, "peak", how);
+        let mut levels = Vec::new();
+        let mut bandwidth_gbs = Vec::new();
+        for l in &m.levels {
+            let bw = match scope {
+                Scope::Core => m.core_bandwidth_gbs(l),
+                Scope::Node => m.node_share_bandwidth_gbs(l),
+            };
+            if let Some((bw, how)) = bw {
+                note_derivation(&mut notes, &m.id, &l.name, how);
+                levels.push(l.name.clone());
+                bandwidth_gbs.push(bw);
+            }
+        }
+        Ok(Ceilings {
+            machine: m.id.clone(),
+            precision,
+            scope,
+            peak_gflops,
+            vector_bits: m.vector_bits,
+            levels,
+            bandwidth_gbs,
+            notes,
+        })
+    }
+
+    /// Bandwidth of level `name`, if it has one.
+    pub fn bandwidth(&self, name: &str) -> Option<f64> {
+        self.levels
+            .iter()
+            .position(|l| l == name)
+            .map(|i| self.bandwidth_gbs[i])
+    }
+
+    /// Eq. 6.2 for this machine and an application's mix: (weighted peak, clamped).
+    pub fn weighted_peak(&self, app: &AppMetrics) -> (f64, bool) {
+        match app.flops_per_instruction() {
+            Some(fpi) => weighted_peak(
+                self.peak_gflops,
+                self.vector_bits,
+                self.precision.bits(),
+                fpi,
+            ),
+            // No FP instruction: no compute ceiling is binding; keep the raw peak.
+            None => (self.peak_gflops, false),
+        }
+    }
+}
+
+fn note_derivation(notes: &mut Vec<String>, id: &str, what: &str, how: Derivation) {
+    match how {
+        Derivation::Given => {}
+        Derivation::NodeShare => notes.push(format!(
+            "{id}: {what} is the node value divided by the core count (eq. 7.1)"
+        )),
+        Derivation::CoreAsShare => notes.push(format!(
+            "{id}: {what} has no node value; the single-core value stands in for the per-core share (optimistic)"
+        )),
+    }
+}
+
+/// Checks that the machine levels appear in the application's level list, in the same
+/// order; returns their indices in the application's list.
+pub fn match_levels(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<Vec<usize>> {
+    let mut idx = Vec::new();
+    let missing: Vec<&String> = c
+        .levels
+        .iter()
+        .filter(|l| !app.levels.contains(l))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::mismatch(
+            format!(
+                "{app_origin} has no bytes for level(s) {} of machine '{}' (profile levels: {}; machine levels: {})",
+                missing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.machine,
+                app.levels.join(", "),
+                c.levels.join(", ")
+            ),
+            format!(
+                "produce the profile for this machine's caches (hpcscope mix --machine {}), or rename the profile's levels to the machine's",
+                c.machine
+            ),
+        ));
+    }
+    for l in &c.levels {
+        idx.push(
+            app.levels
+                .iter()
+                .position(|x| x == l)
+                .expect("checked above"),
+        );
+    }
+    if idx.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::mismatch(
+            format!(
+                "{app_origin} orders its levels ({}) differently from machine '{}' ({})",
+                app.levels.join(", "),
+                c.machine,
+                c.levels.join(", ")
+            ),
+            "order the profile's levels from the core outwards, as in the machine file",
+        ));
+    }
+    Ok(idx)
+}
+
+/// One row of a roofline analysis: one memory level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelRow {
+    /// Level name.
+    pub level: String,
+    /// Bandwidth, GB/s.
+    pub bandwidth_gbs: f64,
+    /// Bytes served by this level.
+    pub bytes: f64,
+    /// Cumulative OI of this level (eq. 6.3), FLOP/byte (`null` in JSON when infinite).
+    #[serde(serialize_with = "ser_f64_inf")]
+    pub oi: f64,
+    /// Ridge OI of this level against the weighted peak.
+    pub ridge_oi: f64,
+    /// Attainable GFLOP/s on this level's roofline at this level's OI, weighted peak.
+    pub attainable_gflops: f64,
+    /// What bounds that point.
+    pub bound: Bound,
+}
+
+/// A roofline analysis of one application on one machine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RooflineAnalysis {
+    /// The machine's ceilings.
+    pub ceilings: Ceilings,
+    /// FLOPs per FP instruction of the application.
+    pub flops_per_instruction: Option<f64>,
+    /// Largest possible FLOPs per FP instruction (2 x lanes).
+    pub max_flops_per_instruction: f64,
+    /// Eq. 6.2 weighted peak, GFLOP/s.
+    pub weighted_peak_gflops: f64,
+    /// Achieved GFLOP/s, when the profile has a time.
+    pub achieved_gflops: Option<f64>,
+    /// One row per level with a bandwidth.
+    pub levels: Vec<LevelRow>,
+    /// The level whose roofline is lowest at its OI: the binding ceiling.
+    pub binding_level: String,
+    /// Attainable GFLOP/s of the binding ceiling.
+    pub binding_gflops: f64,
+    /// What bounds the binding ceiling.
+    pub binding_bound: Bound,
+    /// Achieved / binding attainable, when the time is known.
+    pub efficiency: Option<f64>,
+    /// Remarks (derived values, clamping, levels without a roofline).
+    pub notes: Vec<String>,
+}
+
+/// Serializes infinite floats as `null` (JSON has no infinity).
+pub(crate) fn ser_f64_inf<S: serde::Serializer>(
+    v: &f64,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    if v.is_finite() {
+        s.serialize_f64(*v)
+    } else {
+        s.serialize_none()
+    }
+}
+
+/// Places an application on a machine's cache-aware rooflines.
+pub fn analyze(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<RooflineAnalysis> {
+    let idx = match_levels(c, app, app_origin)?;
+    let mut notes = c.notes.clone();
+    let (wpeak, clamped) = c.weighted_peak(app);
+    let max_fpi = max_flops_per_instruction(c.vector_bits, c.precision.bits());
+    if clamped {
+        notes.push(format!(
+            "FLOPs per FP instruction ({:.3}) exceed 2 x lanes = {max_fpi} of a {}-bit machine: the binary uses wider vectors than the machine declares; clamped",
+            app.flops_per_instruction().unwrap_or(0.0),
+            c.vector_bits
+        ));
+    }
+    if app.fp_instructions == 0.0 {
+        notes.push("no FP instruction: the weighted peak is the raw peak".into());
+    }
+    for l in &app.levels {
+        if !c.levels.contains(l) {
+            notes.push(format!(
+                "level {l} has no bandwidth on machine '{}': its bytes count in the OIs of the levels above it",
+                c.machine
+            ));
+        }
+    }
+    let ois = cumulative_oi(app.flops, &app.bytes);
+    let levels: Vec<LevelRow> = c
+        .levels
+        .iter()
+        .zip(&c.bandwidth_gbs)
+        .zip(&idx)
+        .map(|((name, &bw), &i)| LevelRow {
+            level: name.clone(),
+            bandwidth_gbs: bw,
+            bytes: app.bytes[i],
+            oi: ois[i],
+            ridge_oi: ridge(wpeak, bw),
+            attainable_gflops: attainable(bw, wpeak, ois[i]),
+            bound: Bound::at(bw, wpeak, ois[i]),
+        })
+        .collect();
+    let binding = levels
+        .iter()
+        .min_by(|a, b| a.attainable_gflops.total_cmp(&b.attainable_gflops))
+        .expect("a validated machine has a memory level with a bandwidth");
+    let achieved = app.gflops();
+    Ok(RooflineAnalysis {
+        flops_per_instruction: app.flops_per_instruction(),
+        max_flops_per_instruction: max_fpi,
+        weighted_peak_gflops: wpeak,
+        achieved_gflops: achieved,
+        binding_level: binding.level.clone(),
+        binding_gflops: binding.attainable_gflops,
+        binding_bound: binding.bound,
+        efficiency: achieved.map(|a| a / binding.attainable_gflops),
+        levels,
+        ceilings: c.clone(),
+        notes,
+    })
+}
