@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod explore;
 pub mod library;
 pub mod machine;
 pub mod profile;

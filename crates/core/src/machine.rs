@@ -245,7 +245,7 @@ impl Machine {
                 "use a short identifier such as `thunderx2` or `my-node`",
             ));
         }
-        if self.vector_bits == 0 || self.vector_bits % 32 != 0 {
+        if self.vector_bits == 0 || !self.vector_bits.is_multiple_of(32) {
             errs.push(InputError::new(
                 origin,
                 "vector_bits",

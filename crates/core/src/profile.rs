@@ -71,6 +71,27 @@ pub struct HitRatios {
     /// One entry per level, ordered from the core outwards. With local ratios the last
     /// level (main memory) may be omitted: it serves everything that reaches it.
     pub levels: Vec<LevelRatio>,
+    /// With local ratios, the name of the level that serves what misses every listed level
+    /// when it is not listed itself (default `MM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_level: Option<String>,
+}
+
+impl HitRatios {
+    /// Level names covered, in order (local ratios add the implied memory level).
+    pub fn level_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.levels.iter().map(|x| x.level.clone()).collect();
+        if self.kind == RatioKind::Local {
+            let mem = self
+                .memory_level
+                .clone()
+                .unwrap_or_else(|| "MM".to_string());
+            if v.last() != Some(&mem) {
+                v.push(mem);
+            }
+        }
+        v
+    }
 }
 
 /// Where the data of the loads and stores came from.
@@ -216,11 +237,16 @@ impl AppMetrics {
 
 /// Bytes per level from a total and local hit ratios (`h[i]` for every level but possibly
 /// the last): `B_1 = B h_1`, `B_2 = B (1-h_1) h_2`, ..., the last level gets the rest.
+#[allow(clippy::needless_range_loop)] // `local` may be one shorter than the levels
 pub fn bytes_from_local(total: f64, local: &[f64], n_levels: usize) -> Vec<f64> {
     let mut out = Vec::with_capacity(n_levels);
     let mut reaching = total;
     for i in 0..n_levels {
-        let h = if i + 1 == n_levels { 1.0 } else { local[i] };
+        let h = if i + 1 == n_levels {
+            1.0
+        } else {
+            local.get(i).copied().unwrap_or(1.0)
+        };
         out.push(reaching * h);
         reaching *= 1.0 - h;
     }
@@ -331,7 +357,7 @@ impl Profile {
                 ),
             ));
         }
-        if self.vector_bits == 0 || self.vector_bits % 32 != 0 {
+        if self.vector_bits == 0 || !self.vector_bits.is_multiple_of(32) {
             errs.push(InputError::new(
                 origin,
                 "vector_bits",
@@ -461,7 +487,7 @@ impl Memory {
         if let Some(l) = &self.bytes_per_level {
             l.iter().map(|x| x.level.clone()).collect()
         } else if let Some(h) = &self.hit_ratios {
-            h.levels.iter().map(|x| x.level.clone()).collect()
+            h.level_names()
         } else {
             Vec::new()
         }

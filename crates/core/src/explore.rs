@@ -1,0 +1,524 @@
+//! Design-space exploration (Gavoille 2024 thesis, sections 6.3 and 7.3-7.4).
+//!
+//! A scenario names a source (machine, profile, measured performance), target binaries
+//! (variants: compiler, vector length) and target machines derived by transforms (vector
+//! length: peak x new/old; main memory swapped for another machine's; any level's bandwidth
+//! scaled or replaced; core count changed), and sweeps their product. Each design point is a
+//! projection interval.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, InputError, Result};
+use crate::machine::{LevelKind, Machine, Precision};
+use crate::profile::AppMetrics;
+use crate::project::{Interval, Options, PairRule, Projection, Side, project};
+use crate::roofline::{Bound, Scope};
+
+/// A change applied to a machine to make a hypothetical one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Transform {
+    /// Change the vector length: peaks x new/old (thesis A8); bandwidths unchanged.
+    VectorBits(u32),
+    /// Replace the bandwidths of the main-memory level with those of another machine's
+    /// main memory (the thesis' DDR4 -> HBM2 study); caches unchanged.
+    ReplaceMemory(String),
+    /// Multiply a level's bandwidths (core and node) by a factor.
+    ScaleLevel {
+        /// Level name.
+        level: String,
+        /// Factor (> 0).
+        factor: f64,
+    },
+    /// Set a level's bandwidths, GB/s.
+    SetLevel {
+        /// Level name.
+        level: String,
+        /// New single-core bandwidth, GB/s.
+        #[serde(default)]
+        core_gbs: Option<f64>,
+        /// New node bandwidth, GB/s.
+        #[serde(default)]
+        node_gbs: Option<f64>,
+    },
+    /// Change the number of cores per socket: node peaks and node bandwidths of private
+    /// caches scale with the core count; shared caches and memories keep their node
+    /// bandwidth (so each core's share changes).
+    Cores(u32),
+    /// Set a peak, GFLOP/s.
+    SetPeak {
+        /// Precision.
+        precision: Precision,
+        /// New single-core peak.
+        #[serde(default)]
+        core_gflops: Option<f64>,
+        /// New node peak.
+        #[serde(default)]
+        node_gflops: Option<f64>,
+    },
+    /// Set a cache level's capacity (for the cache simulator: the target profile must be
+    /// produced with the transformed machine).
+    CacheSize {
+        /// Level name.
+        level: String,
+        /// New capacity, bytes.
+        size_bytes: u64,
+    },
+}
+
+impl Transform {
+    /// A short label (`vl=512`, `mem=a64fx`...).
+    pub fn label(&self) -> String {
+        match self {
+            Transform::VectorBits(v) => format!("vl={v}"),
+            Transform::ReplaceMemory(m) => format!("mem={m}"),
+            Transform::ScaleLevel { level, factor } => format!("{level}x{factor}"),
+            Transform::SetLevel {
+                level,
+                core_gbs,
+                node_gbs,
+            } => format!(
+                "{level}={}",
+                core_gbs
+                    .or(*node_gbs)
+                    .map(|v| format!("{v}GB/s"))
+                    .unwrap_or_default()
+            ),
+            Transform::Cores(c) => format!("cores={c}"),
+            Transform::SetPeak {
+                precision,
+                core_gflops,
+                node_gflops,
+            } => format!(
+                "peak.{precision}={}",
+                core_gflops
+                    .or(*node_gflops)
+                    .map(|v| format!("{v}"))
+                    .unwrap_or_default()
+            ),
+            Transform::CacheSize { level, size_bytes } => format!("{level}.size={size_bytes}"),
+        }
+    }
+}
+
+/// Applies `t` to `m`. `lookup` loads another machine by id or path (for `ReplaceMemory`).
+pub fn apply(
+    m: &Machine,
+    t: &Transform,
+    lookup: &dyn Fn(&str) -> Result<Machine>,
+) -> Result<Machine> {
+    let mut out = m.clone();
+    let origin = format!("transform {} of machine '{}'", t.label(), m.id);
+    let level_idx = |name: &str| -> Result<usize> {
+        m.levels.iter().position(|l| l.name == name).ok_or_else(|| {
+            InputError::new(
+                &origin,
+                "level",
+                format!("machine '{}' has no level '{name}'", m.id),
+                format!("use one of: {}", m.level_names().join(", ")),
+            )
+            .into()
+        })
+    };
+    let positive = |field: &str, v: f64| -> Result<()> {
+        match crate::error::check_positive(&origin, field, v, "") {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    };
+    match t {
+        Transform::VectorBits(v) => {
+            if *v == 0 || v % 32 != 0 {
+                return Err(InputError::new(
+                    &origin,
+                    "vector_bits",
+                    format!("{v} is not a positive multiple of 32"),
+                    "give a vector length in bits: 128, 256, 512, 1024, 2048",
+                )
+                .into());
+            }
+            let r = f64::from(*v) / f64::from(m.vector_bits);
+            for p in &mut out.peaks {
+                p.core_gflops = p.core_gflops.map(|x| x * r);
+                p.node_gflops = p.node_gflops.map(|x| x * r);
+                p.provenance = format!(
+                    "{} x {v}/{} (vector length extrapolated linearly)",
+                    p.provenance, m.vector_bits
+                );
+            }
+            out.vector_bits = *v;
+        }
+        Transform::ReplaceMemory(other) => {
+            let o = lookup(other)?;
+            let mem = o
+                .levels
+                .iter()
+                .rev()
+                .find(|l| l.kind == LevelKind::Memory)
+                .cloned();
+            let Some(mem) = mem else {
+                return Err(Error::mismatch(
+                    format!("machine '{other}' has no memory level"),
+                    "choose a machine with a main-memory level",
+                ));
+            };
+            let i = out
+                .levels
+                .iter()
+                .rposition(|l| l.kind == LevelKind::Memory)
+                .expect("a validated machine has a memory level");
+            let l = &mut out.levels[i];
+            // The core bandwidth follows the other machine's core bandwidth, the node bandwidth
+            // its node bandwidth; a missing one stays missing.
+            l.core_gbs = mem.core_gbs;
+            l.node_gbs = mem.node_gbs;
+            if l.core_gbs.is_none() && l.node_gbs.is_none() {
+                return Err(Error::mismatch(
+                    format!("machine '{other}' gives no bandwidth for its memory"),
+                    "choose a machine with a memory bandwidth",
+                ));
+            }
+            l.technology = mem.technology.clone();
+            l.provenance = format!("main memory of '{}': {}", o.id, mem.provenance);
+        }
+        Transform::ScaleLevel { level, factor } => {
+            positive("factor", *factor)?;
+            let i = level_idx(level)?;
+            let l = &mut out.levels[i];
+            l.core_gbs = l.core_gbs.map(|x| x * factor);
+            l.node_gbs = l.node_gbs.map(|x| x * factor);
+            l.provenance = format!("{} x {factor} (hypothetical)", l.provenance);
+        }
+        Transform::SetLevel {
+            level,
+            core_gbs,
+            node_gbs,
+        } => {
+            let i = level_idx(level)?;
+            if core_gbs.is_none() && node_gbs.is_none() {
+                return Err(InputError::new(
+                    &origin,
+                    "set_level",
+                    "gives neither core_gbs nor node_gbs",
+                    "give at least one bandwidth, GB/s",
+                )
+                .into());
+            }
+            for v in [core_gbs, node_gbs].into_iter().flatten() {
+                positive("gbs", *v)?;
+            }
+            let l = &mut out.levels[i];
+            if core_gbs.is_some() {
+                l.core_gbs = *core_gbs;
+            }
+            if node_gbs.is_some() {
+                l.node_gbs = *node_gbs;
+            }
+            l.provenance = "set by a scenario transform (hypothetical)".into();
+        }
+        Transform::Cores(c) => {
+            if *c == 0 {
+                return Err(InputError::new(
+                    &origin,
+                    "cores",
+                    "must be at least 1",
+                    "give the new number of cores per socket",
+                )
+                .into());
+            }
+            let r = f64::from(*c) / f64::from(m.cores_per_socket);
+            out.cores_per_socket = *c;
+            for p in &mut out.peaks {
+                p.node_gflops = p.node_gflops.map(|x| x * r);
+            }
+            let new_cores = out.cores();
+            for l in &mut out.levels {
+                let private = l.kind == LevelKind::Cache
+                    && l.cache
+                        .as_ref()
+                        .and_then(|g| g.shared_by_cores)
+                        .unwrap_or(1)
+                        <= 1;
+                if private {
+                    l.node_gbs = l.node_gbs.map(|x| x * r);
+                }
+                if let Some(g) = &mut l.cache
+                    && g.shared_by_cores == Some(m.cores())
+                {
+                    g.shared_by_cores = Some(new_cores);
+                }
+            }
+        }
+        Transform::SetPeak {
+            precision,
+            core_gflops,
+            node_gflops,
+        } => {
+            for v in [core_gflops, node_gflops].into_iter().flatten() {
+                positive("gflops", *v)?;
+            }
+            match out.peaks.iter_mut().find(|p| p.precision == *precision) {
+                Some(p) => {
+                    if core_gflops.is_some() {
+                        p.core_gflops = *core_gflops;
+                    }
+                    if node_gflops.is_some() {
+                        p.node_gflops = *node_gflops;
+                    }
+                    p.provenance = "set by a scenario transform (hypothetical)".into();
+                }
+                None => out.peaks.push(crate::machine::Peak {
+                    precision: *precision,
+                    core_gflops: *core_gflops,
+                    node_gflops: *node_gflops,
+                    provenance: "set by a scenario transform (hypothetical)".into(),
+                }),
+            }
+        }
+        Transform::CacheSize { level, size_bytes } => {
+            let i = level_idx(level)?;
+            let Some(g) = out.levels[i].cache.as_mut() else {
+                return Err(InputError::new(
+                    &origin,
+                    "cache_size",
+                    format!("level '{level}' has no cache geometry"),
+                    "add [levels.cache] to the machine file first",
+                )
+                .into());
+            };
+            g.size_bytes = *size_bytes;
+        }
+    }
+    let labels: Vec<String> = std::iter::once(t.label()).collect();
+    out.id = format!("{}+{}", out.id, labels.join("+"));
+    out.name = format!("{} [{}]", out.name, t.label());
+    out.validate(&origin)?;
+    Ok(out)
+}
+
+/// A scenario file (TOML).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Title of the study.
+    pub name: String,
+    /// What question it answers.
+    #[serde(default)]
+    pub description: String,
+    /// Precision (default f64).
+    #[serde(default = "default_precision")]
+    pub precision: Precision,
+    /// Single core (default) or node.
+    #[serde(default)]
+    pub scope: Scope,
+    /// Pair rule (default upper-triangular).
+    #[serde(default)]
+    pub pair_rule: PairRule,
+    /// The measured source.
+    pub source: SourceSpec,
+    /// Target binaries.
+    pub variants: Vec<VariantSpec>,
+    /// Target machines.
+    pub targets: Vec<TargetSpec>,
+}
+
+fn default_precision() -> Precision {
+    Precision::F64
+}
+
+/// The source of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// Built-in machine id or path.
+    pub machine: String,
+    /// Profile path.
+    pub profile: String,
+    /// Region of the profile (default: the only one).
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Measured GFLOP/s, overriding FLOPs / time of the profile.
+    #[serde(default)]
+    pub gflops: Option<f64>,
+}
+
+/// A target binary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSpec {
+    /// Label (`gcc sve-512`).
+    pub name: String,
+    /// Profile path.
+    pub profile: String,
+    /// Region (default: the only one).
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Vector length of this binary: applies [`Transform::VectorBits`] to every target.
+    #[serde(default)]
+    pub vector_bits: Option<u32>,
+}
+
+/// A target machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// Label (`N1 + HBM2`).
+    pub name: String,
+    /// Built-in machine id or path.
+    pub machine: String,
+    /// Transforms applied in order.
+    #[serde(default)]
+    pub transforms: Vec<Transform>,
+}
+
+impl Scenario {
+    /// Parses a scenario from TOML.
+    pub fn from_toml_str(src: &str, origin: &str) -> Result<Scenario> {
+        let s: Scenario = toml::from_str(src).map_err(|e| {
+            crate::error::from_toml(
+                origin,
+                src,
+                &e,
+                "see docs/scenario-format.md and examples/scenarios/",
+            )
+        })?;
+        if s.variants.is_empty() {
+            return Err(InputError::new(
+                origin,
+                "variants",
+                "is empty",
+                "add at least one [[variants]] (a target binary's profile)",
+            )
+            .into());
+        }
+        if s.targets.is_empty() {
+            return Err(InputError::new(
+                origin,
+                "targets",
+                "is empty",
+                "add at least one [[targets]] (a machine, with transforms or not)",
+            )
+            .into());
+        }
+        Ok(s)
+    }
+}
+
+/// A scenario with its files loaded.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Source machine.
+    pub source_machine: Machine,
+    /// Source per-thread metrics.
+    pub source_threads: Vec<AppMetrics>,
+    /// Source GFLOP/s.
+    pub source_gflops: f64,
+    /// Variants: (label, vector bits, per-thread metrics).
+    pub variants: Vec<(String, Option<u32>, Vec<AppMetrics>)>,
+    /// Targets: (label, machine with the scenario's transforms applied).
+    pub targets: Vec<(String, Machine)>,
+}
+
+/// One design point of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DesignPoint {
+    /// Variant label.
+    pub variant: String,
+    /// Target label.
+    pub target: String,
+    /// Id of the (derived) target machine.
+    pub machine: String,
+    /// Projected interval, GFLOP/s.
+    pub interval: Interval,
+    /// Interval relative to the source performance (speed-up).
+    pub speedup: Interval,
+    /// How many points are memory-bound on the target, out of how many.
+    pub memory_bound_points: usize,
+    /// Total points.
+    pub points: usize,
+    /// The (OI level, roofline level) of the lowest point: what binds the lower bound.
+    pub lower_bound_by: String,
+    /// Projected time of the variant's region, seconds.
+    pub time_s: Option<Interval>,
+    /// The full projection.
+    pub projection: Projection,
+}
+
+/// Sweeps variants x targets.
+pub fn sweep(r: &Resolved, precision: Precision, opts: Options) -> Result<Vec<DesignPoint>> {
+    let mut out = Vec::with_capacity(r.variants.len() * r.targets.len());
+    for (vname, vbits, vthreads) in &r.variants {
+        for (tname, tm) in &r.targets {
+            let tm = match vbits {
+                Some(b) if *b != tm.vector_bits => apply(tm, &Transform::VectorBits(*b), &|_| {
+                    unreachable!("no lookup for a vector-length change")
+                })?,
+                _ => tm.clone(),
+            };
+            out.push(design_point(
+                r, vname, tname, &tm, vthreads, precision, opts,
+            )?);
+        }
+    }
+    Ok(out)
+}
+
+fn design_point(
+    r: &Resolved,
+    vname: &str,
+    tname: &str,
+    tm: &Machine,
+    vthreads: &[AppMetrics],
+    precision: Precision,
+    opts: Options,
+) -> Result<DesignPoint> {
+    let origin = format!("variant '{vname}'");
+    let p = project(
+        Side {
+            machine: &r.source_machine,
+            threads: &r.source_threads,
+            origin: "the source profile",
+        },
+        r.source_gflops,
+        Side {
+            machine: tm,
+            threads: vthreads,
+            origin: &origin,
+        },
+        precision,
+        opts,
+    )?;
+    let pts: Vec<&crate::project::Point> = if p.points.is_empty() {
+        p.threads.iter().flat_map(|t| &t.points).collect()
+    } else {
+        p.points.iter().collect()
+    };
+    let lowest = pts
+        .iter()
+        .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
+        .map(|pt| {
+            format!(
+                "OI {} on {} roofline ({})",
+                pt.oi_level, pt.roof_level, pt.bound_target
+            )
+        })
+        .unwrap_or_default();
+    Ok(DesignPoint {
+        variant: vname.to_string(),
+        target: tname.to_string(),
+        machine: tm.id.clone(),
+        interval: p.interval,
+        speedup: Interval {
+            lo: p.interval.lo / r.source_gflops,
+            hi: p.interval.hi / r.source_gflops,
+        },
+        memory_bound_points: pts
+            .iter()
+            .filter(|pt| pt.bound_target == Bound::Memory)
+            .count(),
+        points: pts.len(),
+        lower_bound_by: lowest,
+        time_s: p.target_time_s,
+        projection: p,
+    })
+}

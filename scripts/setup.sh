@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what hpcscope's build, tests and demo need on a Debian machine (run as root or
+# with sudo): the emulator and cross compiler for `hpcscope mix`, and the reference tools
+# the tests and benchmarks compare against. Safe to run again.
+set -euo pipefail
+
+packages=(
+  qemu-user                 # qemu-x86_64 / qemu-aarch64: hpcscope mix runs binaries under TCG plugins
+  gcc-aarch64-linux-gnu     # cross-compiles the aarch64 NEON/SVE reference workloads
+  binutils-aarch64-linux-gnu
+  libc6-dev-arm64-cross
+  valgrind                  # cachegrind: reference for the cache simulator
+  likwid                    # likwid-bench: reference for hpcscope bench
+  hyperfine                 # whole-command timing in bench/ scripts
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "setup: cargo is missing: install Rust (https://rustup.rs)" >&2; exit 3; }
