@@ -1,0 +1,575 @@
+//! The design-space sweep chart (thesis figures 6.17-6.25, 7.4-7.5) and the validation chart
+//! (figure 7.1): projected intervals as range bars over categories.
+
+use hpcscope_core::explore::DesignPoint;
+use serde::{Deserialize, Serialize};
+
+use crate::axis::{Kind, Scale, Tick, fmt_value, linear_ticks, log_domain, log_ticks};
+use crate::chart::{
+    Frame, INK, LEFT, LegendEntry, MUTED, PALETTE, PLOT_H, PLOT_W, Rect, Swatch, TOP, WIDTH, axis,
+    caption_lines, draw_axes, draw_caption, draw_legend, draw_title, place_label, speedup_label,
+};
+use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle, wrap};
+
+/// Interval spans more than this ratio: log axis.
+const LOG_RATIO: f64 = 30.0;
+
+/// Last unsigned integer in a label (`gcc sve-512` -> 512).
+fn last_number(s: &str) -> Option<u64> {
+    let mut best = None;
+    let mut cur = String::new();
+    for ch in s.chars().chain(std::iter::once(' ')) {
+        if ch.is_ascii_digit() {
+            cur.push(ch);
+        } else if !cur.is_empty() {
+            best = cur.parse().ok();
+            cur.clear();
+        }
+    }
+    best
+}
+
+/// Whether the categories are an ordered numeric sweep (each label ends in a number, the
+/// numbers strictly increasing).
+fn ordered(labels: &[String]) -> bool {
+    let nums: Option<Vec<u64>> = labels.iter().map(|l| last_number(l)).collect();
+    match nums {
+        Some(n) => n.len() >= 2 && n.windows(2).all(|w| w[0] < w[1]),
+        None => false,
+    }
+}
+
+/// A y scale for positive values: linear from 0, or log when they span more than 30x.
+fn value_axis(values: &[f64], f: &Frame) -> (Scale, Vec<Tick>) {
+    let v: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(0.0, f64::max);
+    if v.is_empty() {
+        return axis(Kind::Linear, 0.0, 1.0, f.bottom, f.top);
+    }
+    if hi / lo > LOG_RATIO {
+        let (a, b) = log_domain([lo, hi]);
+        axis(Kind::Log, a, b, f.bottom, f.top)
+    } else {
+        axis(Kind::Linear, 0.0, hi * 1.08, f.bottom, f.top)
+    }
+}
+
+/// Category labels under the plot, wrapped to the group width; returns the lowest baseline.
+fn category_labels(svg: &mut Svg, f: &Frame, labels: &[String]) -> f64 {
+    let n = labels.len().max(1) as f64;
+    let gw = (f.right - f.left) / n;
+    let mut bottom = f.bottom + 18.0;
+    for (i, l) in labels.iter().enumerate() {
+        let x = f.left + gw * (i as f64 + 0.5);
+        let lines = wrap(l, 11.0, (gw - 6.0).max(30.0));
+        for (k, line) in lines.iter().take(3).enumerate() {
+            let y = f.bottom + 18.0 + 13.0 * k as f64;
+            bottom = bottom.max(y);
+            svg.text(
+                x,
+                y,
+                line,
+                &TextStyle {
+                    anchor: Anchor::Middle,
+                    fill: INK,
+                    class: Some("tick"),
+                    ..TextStyle::default()
+                },
+            );
+        }
+    }
+    bottom
+}
+
+/// Axes for a categorical x: frame, horizontal grid and y ticks only.
+fn draw_value_axes(svg: &mut Svg, f: &Frame, ys: &Scale, yticks: &[Tick], y_label: &str) {
+    let dummy = Scale {
+        kind: Kind::Linear,
+        lo: 0.0,
+        hi: 1.0,
+        p0: f.left,
+        p1: f.right,
+    };
+    draw_axes(svg, f, (&dummy, &[]), (ys, yticks), "", y_label);
+}
+
+/// A range bar [lo, hi] with caps at x, or a diamond when lo == hi.
+fn range_bar(svg: &mut Svg, x: f64, ys: &Scale, lo: f64, hi: f64, color: &str, half: f64) -> Rect {
+    let (y0, y1) = (ys.px(hi), ys.px(lo));
+    svg.open_group("range");
+    if (y1 - y0).abs() < 2.0 {
+        svg.marker(Shape::Diamond, x, (y0 + y1) / 2.0, 5.0, color, true, None);
+    } else {
+        let s = Stroke::solid(color, 3.0);
+        svg.line(x, y0, x, y1, s, None);
+        let c = Stroke::solid(color, 2.0);
+        svg.line(x - half, y0, x + half, y0, c, None);
+        svg.line(x - half, y1, x + half, y1, c, None);
+    }
+    svg.close_group();
+    Rect {
+        x0: x - half - 1.0,
+        y0: y0.min(y1) - 6.0,
+        x1: x + half + 1.0,
+        y1: y0.max(y1) + 6.0,
+    }
+}
+
+/// Projected intervals across a design-space sweep.
+///
+/// One group per variant (target binary) on the x axis, in the order of first appearance,
+/// and one series (colour) per target machine: each design point is a range bar
+/// `[lo, hi]` (a diamond when the interval is a single value). When the variants are an
+/// ordered numeric sweep (`sve-128` ... `sve-2048`), each target's bars are joined by a
+/// translucent band. A dashed line marks the source's measured GFLOP/s and the right axis
+/// gives the speed-up over it. The y axis is linear from 0, or log when the values span more
+/// than 30x.
+pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> String {
+    let mut f = Frame::standard();
+    f.right -= 34.0; // room for the speed-up axis
+    let mut variants: Vec<String> = Vec::new();
+    let mut targets: Vec<String> = Vec::new();
+    for p in points {
+        if !variants.contains(&p.variant) {
+            variants.push(p.variant.clone());
+        }
+        if !targets.contains(&p.target) {
+            targets.push(p.target.clone());
+        }
+    }
+    let src = (source_gflops.is_finite() && source_gflops > 0.0).then_some(source_gflops);
+    let mut values: Vec<f64> = points
+        .iter()
+        .flat_map(|p| [p.interval.lo, p.interval.hi])
+        .collect();
+    values.extend(src);
+    let (ys, yticks) = value_axis(&values, &f);
+    let is_ordered = ordered(&variants);
+
+    // Caption: how to read, then the answer.
+    let mut caption = String::from(
+        "How to read: each bar is the projected performance interval [lo, hi] of one target binary (x axis) on one target machine (colour)",
+    );
+    if let Some(s) = src {
+        caption.push_str(&format!(
+            "; the dashed line is the source's measured performance ({} GFLOP/s): a bar above it is a speed-up, and the right axis reads the speed-up directly",
+            fmt_value(s)
+        ));
+    }
+    caption.push('.');
+    if src.is_some() {
+        caption.push_str(
+            " A bar entirely above the line is a speed-up whichever roofline binds; one that straddles it is undecided.",
+        );
+    }
+    if is_ordered {
+        caption.push_str(" The bands join a machine's intervals across the sweep.");
+    }
+    if points.iter().any(|p| p.interval.lo == p.interval.hi) {
+        caption.push_str(
+            " A diamond is an interval reduced to one value: every (OI, roofline) pair gives the same projection (compute-bound).",
+        );
+    }
+    if let (Some(s), false) = (src, points.is_empty()) {
+        for t in &targets {
+            let of_t: Vec<&DesignPoint> = points.iter().filter(|p| &p.target == t).collect();
+            // The first variant reaching the best lower bound (the cheapest, on a sweep).
+            let best = of_t.iter().fold(None::<&&DesignPoint>, |acc, p| match acc {
+                Some(b) if b.interval.lo >= p.interval.lo => Some(b),
+                _ => Some(p),
+            });
+            if let Some(best) = best {
+                caption.push_str(&format!(
+                    " {t}: best lower bound with {}, ×{} to ×{} the source's performance.",
+                    best.variant,
+                    fmt_value(best.interval.lo / s),
+                    fmt_value(best.interval.hi / s)
+                ));
+            }
+        }
+    }
+    if points.is_empty() {
+        caption.push_str(" No design point to show.");
+    }
+
+    let mut svg = Svg::new(WIDTH, title, &caption);
+    draw_title(
+        &mut svg,
+        title,
+        &format!(
+            "{} variants × {} targets · projected GFLOP/s",
+            variants.len(),
+            targets.len()
+        ),
+    );
+    draw_value_axes(
+        &mut svg,
+        &f,
+        &ys,
+        &yticks,
+        if ys.kind == Kind::Log {
+            "Projected performance (GFLOP/s, log scale)"
+        } else {
+            "Projected performance (GFLOP/s)"
+        },
+    );
+    let label_bottom = category_labels(&mut svg, &f, &variants);
+    svg.text(
+        (f.left + f.right) / 2.0,
+        label_bottom + 22.0,
+        "Target binary (variant)",
+        &TextStyle {
+            size: 12.0,
+            anchor: Anchor::Middle,
+            fill: INK,
+            class: Some("axis-label"),
+            ..TextStyle::default()
+        },
+    );
+
+    // Speed-up axis on the right.
+    if let Some(s) = src {
+        let sp = Scale {
+            kind: ys.kind,
+            lo: ys.lo / s,
+            hi: ys.hi / s,
+            p0: ys.p0,
+            p1: ys.p1,
+        };
+        let ticks = match sp.kind {
+            Kind::Log => log_ticks(sp.lo, sp.hi),
+            Kind::Linear => linear_ticks(sp.lo, sp.hi, 6).2,
+        };
+        for t in ticks
+            .iter()
+            .filter(|t| t.label.is_some() && t.value > 0.0 && sp.contains(t.value))
+        {
+            let y = sp.px(t.value);
+            svg.line(
+                f.right,
+                y,
+                f.right + 4.0,
+                y,
+                Stroke::solid("#999999", 1.0),
+                None,
+            );
+            svg.text(
+                f.right + 6.0,
+                y + 4.0,
+                &speedup_label(t.value),
+                &TextStyle {
+                    fill: MUTED,
+                    class: Some("tick"),
+                    ..TextStyle::default()
+                },
+            );
+        }
+        svg.text(
+            f.right + 44.0,
+            (f.top + f.bottom) / 2.0,
+            "Speed-up over the source",
+            &TextStyle {
+                size: 12.0,
+                anchor: Anchor::Middle,
+                rotate: 90.0,
+                fill: INK,
+                class: Some("axis-label"),
+                ..TextStyle::default()
+            },
+        );
+    }
+
+    let nv = variants.len().max(1) as f64;
+    let nt = targets.len().max(1) as f64;
+    let gw = (f.right - f.left) / nv;
+    let dodge = (gw * 0.7 / nt).min(26.0);
+    let half = (dodge * 0.3).clamp(3.0, 7.0);
+    let xpos =
+        |v: usize, t: usize| f.left + gw * (v as f64 + 0.5) + (t as f64 - (nt - 1.0) / 2.0) * dodge;
+    let color = |t: usize| PALETTE[t % PALETTE.len()];
+
+    // Bands first (under the bars).
+    if is_ordered {
+        svg.open_group("bands");
+        for (ti, t) in targets.iter().enumerate() {
+            let mut upper = Vec::new();
+            let mut lower = Vec::new();
+            for (vi, v) in variants.iter().enumerate() {
+                if let Some(p) = points.iter().find(|p| {
+                    &p.target == t
+                        && &p.variant == v
+                        && p.interval.lo.is_finite()
+                        && p.interval.hi.is_finite()
+                }) {
+                    let x = xpos(vi, ti);
+                    upper.push((x, ys.px(p.interval.hi)));
+                    lower.push((x, ys.px(p.interval.lo)));
+                }
+            }
+            if upper.len() >= 2 {
+                let mut poly = upper.clone();
+                poly.extend(lower.iter().rev());
+                svg.polygon(&poly, color(ti), 0.14, Some("band"));
+                svg.polyline(&upper, Stroke::solid(color(ti), 1.0), None);
+                svg.polyline(&lower, Stroke::solid(color(ti), 1.0), None);
+            }
+        }
+        svg.close_group();
+    }
+    let mut taken: Vec<Rect> = Vec::new();
+    if let Some(s) = src {
+        let y = ys.px(s);
+        svg.line(
+            f.left,
+            y,
+            f.right,
+            y,
+            Stroke::dashed(INK, 1.5, "6 4"),
+            Some("source-line"),
+        );
+    }
+    svg.open_group("ranges");
+    for p in points {
+        let (Some(vi), Some(ti)) = (
+            variants.iter().position(|v| *v == p.variant),
+            targets.iter().position(|t| *t == p.target),
+        ) else {
+            continue;
+        };
+        if !(p.interval.lo.is_finite() && p.interval.hi.is_finite()) {
+            continue;
+        }
+        let r = range_bar(
+            &mut svg,
+            xpos(vi, ti),
+            &ys,
+            p.interval.lo,
+            p.interval.hi,
+            color(ti),
+            half,
+        );
+        taken.push(r);
+    }
+    svg.close_group();
+    if let Some(s) = src {
+        let y = ys.px(s);
+        let text = format!("source, measured {} GFLOP/s", fmt_value(s));
+        let cands = [
+            (6.0, -5.0, Anchor::Start),
+            (6.0, 13.0, Anchor::Start),
+            (f.right - f.left - 6.0, -5.0, Anchor::End),
+            (f.right - f.left - 6.0, 13.0, Anchor::End),
+        ];
+        let (x, y, anchor) = place_label(&f, &mut taken, (f.left, y), &text, 11.0, &cands);
+        svg.text(
+            x,
+            y,
+            &text,
+            &TextStyle {
+                anchor,
+                fill: INK,
+                halo: true,
+                class: Some("source-label"),
+                ..TextStyle::default()
+            },
+        );
+    }
+    if points.is_empty() {
+        svg.text(
+            (f.left + f.right) / 2.0,
+            (f.top + f.bottom) / 2.0,
+            "no design point",
+            &TextStyle {
+                anchor: Anchor::Middle,
+                fill: MUTED,
+                size: 13.0,
+                ..TextStyle::default()
+            },
+        );
+    }
+
+    let mut legend = vec![LegendEntry::heading("Target machine")];
+    for (ti, t) in targets.iter().enumerate() {
+        legend.push(LegendEntry {
+            swatch: Swatch::Range {
+                color: color(ti).into(),
+            },
+            label: t.clone(),
+        });
+    }
+    if is_ordered && !targets.is_empty() {
+        legend.push(LegendEntry {
+            swatch: Swatch::Band {
+                color: PALETTE[0].into(),
+            },
+            label: "Interval across the sweep".into(),
+        });
+    }
+    if src.is_some() {
+        legend.push(LegendEntry::line(INK, 1.5, Some("6 4"), "Source, measured"));
+    }
+    let lx = f.right + 62.0;
+    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend);
+    let lines = caption_lines(&caption);
+    let cap_y = (label_bottom + 50.0).max(legend_bottom + 18.0);
+    let bottom = draw_caption(&mut svg, cap_y, &lines);
+    svg.finish(bottom + 6.0)
+}
+
+/// One workload of a validation chart: the projected interval and the measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationRow {
+    /// Workload (and machine) name.
+    pub label: String,
+    /// Projected lower bound, GFLOP/s.
+    pub lo: f64,
+    /// Projected upper bound, GFLOP/s.
+    pub hi: f64,
+    /// Measured GFLOP/s on the target.
+    pub measured: f64,
+}
+
+/// Projected intervals against measurements, one group per workload (thesis figure 7.1).
+///
+/// Each workload has a range bar `[lo, hi]` and a diamond at the measured value, green when
+/// it falls inside the interval, vermilion with the signed error of the nearest bound when
+/// it does not (positive: the projection over-predicts).
+pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
+    let f = Frame::standard();
+    let mut values: Vec<f64> = rows.iter().flat_map(|r| [r.lo, r.hi, r.measured]).collect();
+    values.retain(|v| v.is_finite());
+    let (ys, yticks) = value_axis(&values, &f);
+    let inside =
+        |r: &ValidationRow| r.measured >= r.lo * (1.0 - 1e-9) && r.measured <= r.hi * (1.0 + 1e-9);
+    let n_in = rows.iter().filter(|r| inside(r)).count();
+    let caption = format!(
+        "How to read: each bar is the projected interval [lo, hi] of one workload and the diamond its measured performance on the target; a green diamond falls inside its interval, a vermilion one outside, labelled with the error of the nearest bound relative to the measurement (positive: over-predicted). {n_in} of {} measurements fall inside their interval.",
+        rows.len()
+    );
+    let mut svg = Svg::new(WIDTH, title, &caption);
+    draw_title(&mut svg, title, "projected interval vs measured GFLOP/s");
+    draw_value_axes(
+        &mut svg,
+        &f,
+        &ys,
+        &yticks,
+        if ys.kind == Kind::Log {
+            "Performance (GFLOP/s, log scale)"
+        } else {
+            "Performance (GFLOP/s)"
+        },
+    );
+    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    let label_bottom = category_labels(&mut svg, &f, &labels);
+    svg.text(
+        (f.left + f.right) / 2.0,
+        label_bottom + 22.0,
+        "Workload",
+        &TextStyle {
+            size: 12.0,
+            anchor: Anchor::Middle,
+            fill: INK,
+            class: Some("axis-label"),
+            ..TextStyle::default()
+        },
+    );
+    let gw = (f.right - f.left) / rows.len().max(1) as f64;
+    let mut taken = Vec::new();
+    let mut marks = Vec::new();
+    svg.open_group("ranges");
+    for (i, r) in rows.iter().enumerate() {
+        let x = f.left + gw * (i as f64 + 0.5);
+        if r.lo.is_finite() && r.hi.is_finite() {
+            taken.push(range_bar(
+                &mut svg,
+                x - 6.0,
+                &ys,
+                r.lo,
+                r.hi,
+                PALETTE[0],
+                7.0,
+            ));
+        }
+        if r.measured.is_finite() && ys.contains(r.measured) {
+            let ok = inside(r);
+            let c = if ok { PALETTE[2] } else { PALETTE[4] };
+            let y = ys.px(r.measured);
+            svg.marker(Shape::Diamond, x + 8.0, y, 5.5, c, true, Some("measured"));
+            taken.push(Rect::around(x + 8.0, y, 7.0));
+            if !ok {
+                let err = if r.measured < r.lo {
+                    (r.lo - r.measured) / r.measured
+                } else {
+                    (r.hi - r.measured) / r.measured
+                };
+                marks.push((x + 8.0, y, format!("{:+.0}%", err * 100.0), c));
+            }
+        }
+    }
+    svg.close_group();
+    for (x, y, text, c) in marks {
+        let cands = [
+            (10.0, 4.0, Anchor::Start),
+            (0.0, -10.0, Anchor::Middle),
+            (0.0, 18.0, Anchor::Middle),
+        ];
+        let (x, y, anchor) = place_label(&f, &mut taken, (x, y), &text, 11.0, &cands);
+        svg.text(
+            x,
+            y,
+            &text,
+            &TextStyle {
+                anchor,
+                fill: c,
+                bold: true,
+                halo: true,
+                class: Some("error-label"),
+                ..TextStyle::default()
+            },
+        );
+    }
+    let legend = vec![
+        LegendEntry {
+            swatch: Swatch::Range {
+                color: PALETTE[0].into(),
+            },
+            label: "Projected interval".into(),
+        },
+        LegendEntry::marker(Shape::Diamond, PALETTE[2], true, "Measured, inside"),
+        LegendEntry::marker(
+            Shape::Diamond,
+            PALETTE[4],
+            true,
+            "Measured, outside (error of the nearest bound)",
+        ),
+    ];
+    let lx = LEFT + PLOT_W + 26.0;
+    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend);
+    let lines = caption_lines(&caption);
+    let cap_y = (label_bottom + 50.0)
+        .max(legend_bottom + 18.0)
+        .max(TOP + PLOT_H + 66.0);
+    let bottom = draw_caption(&mut svg, cap_y, &lines);
+    svg.finish(bottom + 6.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_ordered_sweeps() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(ordered(&l(&["sve-128", "sve-256", "sve-512"])));
+        assert!(ordered(&l(&["gcc 128", "gcc 2048"])));
+        assert!(!ordered(&l(&["gcc", "fcc"])));
+        assert!(!ordered(&l(&["sve-512", "sve-128"])));
+        assert!(!ordered(&l(&["sve-128"])));
+        assert_eq!(last_number("a64fx sve-512 v2"), Some(2));
+    }
+}

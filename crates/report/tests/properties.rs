@@ -1,0 +1,143 @@
+//! Property tests: whatever the numbers and names, the charts are well-formed XML with finite
+//! coordinates, and escaped text reads back unchanged.
+
+use hpcscope_report::*;
+use proptest::prelude::*;
+
+/// Parses `svg` and checks every attribute is free of NaN/inf.
+fn well_formed(svg: &str) -> Result<(), TestCaseError> {
+    let doc =
+        roxmltree::Document::parse(svg).map_err(|e| TestCaseError::fail(format!("{e}\n{svg}")))?;
+    for n in doc.descendants().filter(|n| n.is_element()) {
+        for a in n.attributes() {
+            prop_assert!(
+                !a.value().contains("NaN") && !a.value().contains("inf"),
+                "{}={}",
+                a.name(),
+                a.value()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn value() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        8 => 1e-3f64..1e4,
+        1 => Just(0.0),
+        1 => Just(f64::NAN),
+        1 => Just(f64::INFINITY),
+        1 => -10.0f64..0.0,
+    ]
+}
+
+proptest! {
+    #[test]
+    fn escaped_text_reads_back(s in "\\PC{0,40}") {
+        let xml = format!("<a t=\"{}\">{}</a>", escape(&s), escape(&s));
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        prop_assert_eq!(root.attribute("t").unwrap_or_default(), s.as_str());
+        prop_assert_eq!(root.text().unwrap_or_default(), s.as_str());
+    }
+
+    #[test]
+    fn line_charts_are_well_formed(
+        series in prop::collection::vec(
+            (any::<String>(), prop::collection::vec((value(), value()), 0..20), any::<bool>()),
+            0..4,
+        ),
+        log_x in any::<bool>(),
+        log_y in any::<bool>(),
+        markers in prop::collection::vec((value(), "[a-z <&>]{0,12}"), 0..3),
+        title in any::<String>(),
+    ) {
+        let series: Vec<Series> = series
+            .into_iter()
+            .map(|(name, points, dashed)| Series { name, points, dashed })
+            .collect();
+        let svg = line_chart_svg(&series, &ChartOptions {
+            title,
+            x_label: "x (unit)".into(),
+            y_label: "y <unit>".into(),
+            log_x,
+            log_y,
+            vertical_markers: markers,
+            caption: "a & b".into(),
+        });
+        well_formed(&svg)?;
+    }
+
+    #[test]
+    fn validation_charts_are_well_formed(
+        rows in prop::collection::vec(("[A-Za-z0-9 <>&\"]{0,20}", value(), value(), value()), 0..6),
+    ) {
+        let rows: Vec<ValidationRow> = rows
+            .into_iter()
+            .map(|(label, lo, hi, measured)| ValidationRow { label, lo: lo.min(hi), hi: hi.max(lo), measured })
+            .collect();
+        well_formed(&validation_svg(&rows, "v"))?;
+    }
+
+    #[test]
+    fn html_tables_are_well_formed(
+        headers in prop::collection::vec("\\PC{0,10}", 1..4),
+        rows in prop::collection::vec(prop::collection::vec("\\PC{0,10}", 1..4), 0..4),
+    ) {
+        let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+        let t = html_table(&h, &rows);
+        prop_assert!(roxmltree::Document::parse(&t).is_ok(), "{}", t);
+    }
+}
+
+fn base_projection() -> hpcscope_core::project::Projection {
+    use hpcscope_core::Precision;
+    use hpcscope_core::library::builtin;
+    use hpcscope_core::profile::{AppMetrics, bytes_from_local};
+    use hpcscope_core::project::{Options, Side, project};
+    let app = AppMetrics {
+        flops: 1.0e11,
+        fp_instructions: 3.125e10,
+        levels: ["L1", "L2", "MM"].map(String::from).to_vec(),
+        bytes: bytes_from_local(8.0e11, &[0.9, 0.6], 3),
+        time_s: None,
+    };
+    let m = builtin("thunderx2").unwrap();
+    let t = [app];
+    let side = Side {
+        machine: &m,
+        threads: &t,
+        origin: "x",
+    };
+    project(side, 1.0, side, Precision::F64, Options::default()).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn explore_charts_are_well_formed(
+        pts in prop::collection::vec(("[a-c] sve-[0-9]{1,4}", "[xy<&]{1,3}", value(), value()), 0..12),
+        source in value(),
+    ) {
+        let base = base_projection();
+        let pts: Vec<hpcscope_core::explore::DesignPoint> = pts
+            .into_iter()
+            .map(|(variant, target, a, b)| {
+                let interval = hpcscope_core::project::Interval { lo: a.min(b), hi: a.max(b) };
+                hpcscope_core::explore::DesignPoint {
+                    variant,
+                    target: target.clone(),
+                    machine: target,
+                    interval,
+                    speedup: interval,
+                    memory_bound_points: 0,
+                    points: 1,
+                    lower_bound_by: String::new(),
+                    time_s: None,
+                    projection: base.clone(),
+                }
+            })
+            .collect();
+        well_formed(&explore_svg(&pts, "e", source))?;
+    }
+}
