@@ -1,0 +1,510 @@
+//! aarch64 (A64, AdvSIMD, SVE) classifier: first matching row of `data/aarch64.toml`.
+//!
+//! A64 instructions are 32-bit words, so a row is a mask/value pair on the word. The table
+//! says what an instruction is; the few field rules below (which precision bits, how many
+//! bytes a load/store moves) are a fixed vocabulary the table refers to by name.
+
+use serde::Deserialize;
+
+use super::{Class, Classifier, FpInfo, FpOp, InsnInfo, Precision, TableError};
+
+/// The table shipped with the plugin.
+pub const TABLE: &str = include_str!("../../data/aarch64.toml");
+
+#[derive(Deserialize)]
+struct TableFile {
+    insn: Vec<RowSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowSpec {
+    name: String,
+    mask: u32,
+    value: u32,
+    class: String,
+    fp: Option<FpSpec>,
+    mem: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FpSpec {
+    op: String,
+    flops_per_lane: u32,
+    precision: String,
+    shape: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PrecRule {
+    Fixed(Precision),
+    /// Scalar FP `ftype`, bits 23:22: 00 f32, 01 f64, 11 f16.
+    Ftype,
+    /// AdvSIMD `sz`, bit 22: 0 f32, 1 f64.
+    Sz22,
+    /// SVE `size`, bits 23:22: 01 f16, 10 f32, 11 f64.
+    SveSize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Scalar,
+    /// AdvSIMD: 128 bits if Q (bit 30) is set, else 64.
+    NeonQ,
+    /// SVE: the vector length in use.
+    Sve,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum MemRule {
+    LdstGeneric,
+    SveVec,
+    SvePredReg,
+    SveLdContig,
+    SveLd1r,
+    SveSt,
+    SveGather32,
+    SveGather64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    mask: u32,
+    value: u32,
+    class: Class,
+    fp: Option<(FpOp, u32, PrecRule, Shape)>,
+    mem: Option<MemRule>,
+}
+
+/// Classifier for aarch64 guests at a given SVE vector length.
+pub struct Aarch64 {
+    rows: Vec<Row>,
+    vl_bits: u32,
+}
+
+fn parse_class(s: &str) -> Option<Class> {
+    Some(match s {
+        "fp" => Class::Fp,
+        "load" => Class::Load,
+        "store" => Class::Store,
+        "int" => Class::Int,
+        "branch" => Class::Branch,
+        "other" => Class::Other,
+        _ => return None,
+    })
+}
+
+impl Aarch64 {
+    /// Build from a TOML table (normally [`TABLE`]) and the SVE vector length in bits.
+    pub fn new(table: &str, vl_bits: u32) -> Result<Self, TableError> {
+        let file: TableFile =
+            toml::from_str(table).map_err(|e| TableError(format!("aarch64 table: {e}")))?;
+        let mut rows = Vec::with_capacity(file.insn.len());
+        for r in file.insn {
+            let bad = |what: &str| TableError(format!("aarch64 table, row '{}': {what}", r.name));
+            if r.value & !r.mask != 0 {
+                return Err(bad("value has bits outside mask"));
+            }
+            let class = parse_class(&r.class).ok_or_else(|| bad("unknown class"))?;
+            let fp = match &r.fp {
+                None => None,
+                Some(f) => {
+                    let op = FpOp::parse(&f.op).ok_or_else(|| bad("unknown fp.op"))?;
+                    let prec = match f.precision.as_str() {
+                        "ftype" => PrecRule::Ftype,
+                        "sz22" => PrecRule::Sz22,
+                        "sve_size" => PrecRule::SveSize,
+                        p => PrecRule::Fixed(
+                            Precision::parse(p).ok_or_else(|| bad("unknown fp.precision"))?,
+                        ),
+                    };
+                    let shape = match f.shape.as_str() {
+                        "scalar" => Shape::Scalar,
+                        "neon_q" => Shape::NeonQ,
+                        "sve" => Shape::Sve,
+                        _ => return Err(bad("unknown fp.shape")),
+                    };
+                    Some((op, f.flops_per_lane, prec, shape))
+                }
+            };
+            let mem = match r.mem.as_deref() {
+                None => None,
+                Some(m) => Some(match m {
+                    "ldst_generic" => MemRule::LdstGeneric,
+                    "sve_vec" => MemRule::SveVec,
+                    "sve_pred_reg" => MemRule::SvePredReg,
+                    "sve_ld_contig" => MemRule::SveLdContig,
+                    "sve_ld1r" => MemRule::SveLd1r,
+                    "sve_st" => MemRule::SveSt,
+                    "sve_gather32" => MemRule::SveGather32,
+                    "sve_gather64" => MemRule::SveGather64,
+                    _ => return Err(bad("unknown mem rule")),
+                }),
+            };
+            if class == Class::Fp && fp.is_none() {
+                return Err(bad("class fp needs an fp = { ... } entry"));
+            }
+            rows.push(Row {
+                mask: r.mask,
+                value: r.value,
+                class,
+                fp,
+                mem,
+            });
+        }
+        Ok(Aarch64 { rows, vl_bits })
+    }
+
+    fn classify_word(&self, w: u32) -> InsnInfo {
+        let info = self.classify_class(w);
+        InsnInfo {
+            // RET {Xn}, RETAA, RETAB.
+            returns: w & 0xffff_fc1f == 0xd65f_0000 || w == 0xd65f_0bff || w == 0xd65f_0fff,
+            ..info
+        }
+    }
+
+    fn classify_class(&self, w: u32) -> InsnInfo {
+        let sve = (w >> 25) & 0xf == 0b0010;
+        let Some(row) = self.rows.iter().find(|r| w & r.mask == r.value) else {
+            return InsnInfo {
+                sve,
+                ..InsnInfo::plain(Class::Other)
+            };
+        };
+        let mut info = InsnInfo {
+            sve,
+            ..InsnInfo::plain(row.class)
+        };
+        if let Some((op, flops_per_lane, prec, shape)) = row.fp {
+            let precision = match prec {
+                PrecRule::Fixed(p) => Some(p),
+                PrecRule::Ftype => match bits(w, 23, 22) {
+                    0 => Some(Precision::F32),
+                    1 => Some(Precision::F64),
+                    3 => Some(Precision::F16),
+                    _ => None,
+                },
+                PrecRule::Sz22 => Some(if bits(w, 22, 22) == 1 {
+                    Precision::F64
+                } else {
+                    Precision::F32
+                }),
+                PrecRule::SveSize => match bits(w, 23, 22) {
+                    1 => Some(Precision::F16),
+                    2 => Some(Precision::F32),
+                    3 => Some(Precision::F64),
+                    _ => None,
+                },
+            };
+            let vector_bits = match shape {
+                Shape::Scalar => None,
+                Shape::NeonQ => Some(if bits(w, 30, 30) == 1 { 128 } else { 64 }),
+                Shape::Sve => Some(self.vl_bits),
+            };
+            match precision {
+                // An unallocated size field: not an FP instruction we know.
+                None => info.class = Class::Other,
+                Some(precision) => {
+                    info.fp = Some(FpInfo {
+                        precision,
+                        vector_bits,
+                        flops_per_lane,
+                        op,
+                    })
+                }
+            }
+        }
+        if let Some(rule) = row.mem {
+            match self.mem_access(rule, w) {
+                Access::Prefetch => info.class = Class::Other,
+                Access::Load(n) => {
+                    info.class = Class::Load;
+                    info.loads = true;
+                    info.load_bytes = n;
+                }
+                Access::Store(n) => {
+                    info.class = Class::Store;
+                    info.stores = true;
+                    info.store_bytes = n;
+                }
+                Access::LoadStore(n) => {
+                    info.class = Class::Store;
+                    info.loads = true;
+                    info.stores = true;
+                    info.load_bytes = n;
+                    info.store_bytes = n;
+                }
+            }
+        }
+        info
+    }
+
+    fn mem_access(&self, rule: MemRule, w: u32) -> Access {
+        let vl_bytes = self.vl_bits / 8;
+        let sve_store = bits(w, 31, 29) == 0b111;
+        let dir = |n| {
+            if sve_store {
+                Access::Store(n)
+            } else {
+                Access::Load(n)
+            }
+        };
+        match rule {
+            MemRule::LdstGeneric => ldst_generic(w),
+            MemRule::SveVec => dir(vl_bytes),
+            MemRule::SvePredReg => dir(vl_bytes / 8),
+            MemRule::SveLdContig => {
+                let (msz, esz) = SVE_DTYPE[bits(w, 24, 21) as usize];
+                let contiguous = self.vl_bits / esz * msz;
+                match bits(w, 15, 13) {
+                    0b010 | 0b011 | 0b101 => Access::Load(contiguous),
+                    // LD1RQ* (16 bytes) / LD1RO* (32 bytes).
+                    0b000 | 0b001 => Access::Load(if bits(w, 22, 21) == 1 { 32 } else { 16 }),
+                    // LDNT1 (1 register) and LD2/LD3/LD4: (num + 1) whole vectors.
+                    _ => Access::Load((bits(w, 22, 21) + 1) * vl_bytes),
+                }
+            }
+            MemRule::SveLd1r => {
+                let (msz, _) = SVE_DTYPE[(bits(w, 24, 23) << 2 | bits(w, 14, 13)) as usize];
+                Access::Load(msz)
+            }
+            MemRule::SveSt => {
+                let msize = 1 << bits(w, 24, 23);
+                let lanes32 = self.vl_bits / 32;
+                let lanes64 = self.vl_bits / 64;
+                Access::Store(match bits(w, 15, 13) {
+                    0b010 => self.vl_bits / (8 << bits(w, 22, 21)) * msize,
+                    0b111 if bits(w, 20, 20) == 0 => self.vl_bits / (8 << bits(w, 22, 21)) * msize,
+                    0b111 | 0b011 => (bits(w, 22, 21) + 1) * vl_bytes,
+                    0b100 | 0b110 if bits(w, 22, 22) == 1 => lanes32 * msize,
+                    0b100 | 0b110 => lanes64 * msize,
+                    0b101 if bits(w, 22, 21) == 0b11 => lanes32 * msize,
+                    0b101 => lanes64 * msize,
+                    _ => vl_bytes,
+                })
+            }
+            MemRule::SveGather32 => {
+                let msz = bits(w, 24, 23);
+                let prefetch = (msz == 0 && bits(w, 21, 21) == 1 && bits(w, 15, 15) == 0)
+                    || (bits(w, 22, 21) == 0 && bits(w, 15, 15) == 1)
+                    || (bits(w, 24, 22) == 0b111 && bits(w, 15, 15) == 0);
+                if prefetch {
+                    Access::Prefetch
+                } else {
+                    Access::Load(self.vl_bits / 32 * (1 << msz))
+                }
+            }
+            MemRule::SveGather64 => {
+                let msz = bits(w, 24, 23);
+                let prefetch = (msz == 0
+                    && bits(w, 21, 21) == 1
+                    && (bits(w, 22, 22) == 1 || bits(w, 15, 15) == 0))
+                    || (bits(w, 22, 21) == 0 && bits(w, 15, 13) == 0b111);
+                if prefetch {
+                    Access::Prefetch
+                } else {
+                    Access::Load(self.vl_bits / 64 * (1 << msz))
+                }
+            }
+        }
+    }
+}
+
+impl Classifier for Aarch64 {
+    fn classify(&self, bytes: &[u8]) -> InsnInfo {
+        match <[u8; 4]>::try_from(bytes) {
+            Ok(b) => self.classify_word(u32::from_le_bytes(b)),
+            Err(_) => InsnInfo::plain(Class::Other),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Load(u32),
+    Store(u32),
+    LoadStore(u32),
+    Prefetch,
+}
+
+/// SVE `dtype` (4 bits) of contiguous loads: (memory bytes per element, element bits in the
+/// register). E.g. 0b1111 is LD1D (8, 64); 0b0100 is LD1SW (4, 64).
+const SVE_DTYPE: [(u32, u32); 16] = [
+    (1, 8),
+    (1, 16),
+    (1, 32),
+    (1, 64),
+    (4, 64),
+    (2, 16),
+    (2, 32),
+    (2, 64),
+    (2, 64),
+    (2, 32),
+    (4, 32),
+    (4, 64),
+    (1, 64),
+    (1, 32),
+    (1, 16),
+    (8, 64),
+];
+
+fn bits(w: u32, hi: u32, lo: u32) -> u32 {
+    (w >> lo) & ((1u32 << (hi - lo + 1)) - 1)
+}
+
+/// Non-SVE loads and stores (the A64 "loads and stores" group, bits 27 = 1, 25 = 0).
+fn ldst_generic(w: u32) -> Access {
+    let size = bits(w, 31, 30);
+    let v = bits(w, 26, 26) == 1;
+    let opc = bits(w, 23, 22);
+    match bits(w, 29, 27) {
+        // Single register: immediate (all forms), register offset, atomics.
+        0b111 => {
+            let atomic = bits(w, 24, 24) == 0 && bits(w, 21, 21) == 1 && bits(w, 11, 10) == 0;
+            if atomic && !v {
+                return Access::LoadStore(1 << size);
+            }
+            if !v {
+                match opc {
+                    0 => Access::Store(1 << size),
+                    2 if size == 3 => Access::Prefetch,
+                    _ => Access::Load(1 << size),
+                }
+            } else {
+                match (opc, size) {
+                    (0, _) => Access::Store(1 << size),
+                    (1, _) => Access::Load(1 << size),
+                    (2, 0) => Access::Store(16),
+                    _ => Access::Load(16),
+                }
+            }
+        }
+        // Pairs: two registers of 4, 8 or 16 bytes.
+        0b101 => {
+            let each = if v {
+                4 << size
+            } else if size == 2 {
+                8
+            } else {
+                4
+            };
+            if bits(w, 22, 22) == 1 {
+                Access::Load(2 * each)
+            } else {
+                Access::Store(2 * each)
+            }
+        }
+        0b011 => {
+            if bits(w, 24, 24) == 0 {
+                // Load register (literal): opc is bits 31:30.
+                match (v, size) {
+                    (false, 3) => Access::Prefetch,
+                    (false, 1) | (true, 1) => Access::Load(8),
+                    (true, 2) => Access::Load(16),
+                    _ => Access::Load(4),
+                }
+            } else if opc == 0 {
+                Access::Store(1 << size)
+            } else {
+                Access::Load(1 << size)
+            }
+        }
+        // 0b001: AdvSIMD structures (bit 31 = 0, V = 1) or exclusives / ordered.
+        _ => {
+            let load = bits(w, 22, 22) == 1;
+            let n = if v && bits(w, 31, 31) == 0 {
+                let q = bits(w, 30, 30) == 1;
+                if bits(w, 24, 24) == 0 {
+                    // LD1-4 / ST1-4, multiple structures.
+                    let regs = match bits(w, 15, 12) {
+                        0b0000 | 0b0010 => 4,
+                        0b0100 | 0b0110 => 3,
+                        0b1000 | 0b1010 => 2,
+                        _ => 1,
+                    };
+                    regs * if q { 16 } else { 8 }
+                } else {
+                    // Single structure (one lane, or replicate).
+                    let opcode = bits(w, 15, 13);
+                    let selem = ((opcode & 1) << 1 | bits(w, 21, 21)) + 1;
+                    let esize = match opcode >> 1 {
+                        0 => 1,
+                        1 => 2,
+                        2 if bits(w, 11, 10) == 1 => 8,
+                        2 => 4,
+                        _ => 1 << bits(w, 11, 10),
+                    };
+                    selem * esize
+                }
+            } else {
+                // Exclusive / acquire-release; bit 21 selects the pair forms.
+                (1 << size) * if bits(w, 21, 21) == 1 { 2 } else { 1 }
+            };
+            if load {
+                Access::Load(n)
+            } else {
+                Access::Store(n)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(vl: u32) -> Aarch64 {
+        Aarch64::new(TABLE, vl).expect("embedded table parses")
+    }
+
+    // Encodings checked with aarch64-linux-gnu-objdump.
+    #[test]
+    fn sve_fmla_d_counts_two_flops_per_lane() {
+        // fmla z0.d, p0/m, z1.d, z2.d
+        let i = c(512).classify_word(0x65e20020);
+        let fp = i.fp.expect("fp");
+        assert_eq!((fp.precision, fp.flops()), (Precision::F64, 16));
+        assert!(i.sve);
+        let i = c(2048).classify_word(0x65e20020);
+        assert_eq!(i.fp.expect("fp").flops(), 64);
+    }
+
+    #[test]
+    fn sve_ld1d_st1d_move_a_vector() {
+        // ld1d {z0.d}, p0/z, [x1, x2, lsl #3]; st1d {z0.d}, p0, [x1, x2, lsl #3]
+        let a = c(256);
+        let ld = a.classify_word(0xa5e24020);
+        assert_eq!((ld.class, ld.load_bytes), (Class::Load, 32));
+        let st = a.classify_word(0xe5e24020);
+        assert_eq!((st.class, st.store_bytes), (Class::Store, 32));
+    }
+
+    #[test]
+    fn scalar_and_neon() {
+        let a = c(128);
+        // fmadd d0, d1, d2, d3
+        let i = a.classify_word(0x1f420c20);
+        assert_eq!(i.fp.expect("fp").flops(), 2);
+        // fmla v0.2d, v1.2d, v2.2d
+        let i = a.classify_word(0x4e62cc20);
+        assert_eq!(i.fp.expect("fp").flops(), 4);
+        // ldr q0, [x1]
+        let i = a.classify_word(0x3dc00020);
+        assert_eq!(i.load_bytes, 16);
+        // ldp d0, d1, [x1]
+        let i = a.classify_word(0x6d400420);
+        assert_eq!(i.load_bytes, 16);
+        // str d0, [x1, x2, lsl #3]
+        let i = a.classify_word(0xfc227820);
+        assert_eq!((i.class, i.store_bytes), (Class::Store, 8));
+        // b.ne
+        assert_eq!(a.classify_word(0x54000001).class, Class::Branch);
+        // ret
+        assert!(a.classify_word(0xd65f03c0).returns);
+        assert!(!a.classify_word(0xd63f0000).returns);
+        // add x0, x1, x2
+        assert_eq!(a.classify_word(0x8b020020).class, Class::Int);
+    }
+}

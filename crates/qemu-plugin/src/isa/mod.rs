@@ -1,0 +1,296 @@
+//! Static classification of one guest instruction, done once at translation time.
+//!
+//! Each ISA module decodes the instruction bytes and looks the result up in a table shipped
+//! as data (`data/<isa>.toml`, embedded with `include_str!`). The result is an [`InsnInfo`],
+//! which [`InsnInfo::add_to`] turns into increments of the fixed counter vector described by
+//! [`Counter`]. Nothing here runs per executed instruction.
+
+pub mod aarch64;
+pub mod x86_64;
+
+/// Floating-point precision of an arithmetic instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    F16 = 0,
+    F32 = 1,
+    F64 = 2,
+}
+
+impl Precision {
+    /// Element size in bits.
+    pub fn bits(self) -> u32 {
+        match self {
+            Precision::F16 => 16,
+            Precision::F32 => 32,
+            Precision::F64 => 64,
+        }
+    }
+
+    /// Parse `f16`, `f32` or `f64`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "f16" => Some(Precision::F16),
+            "f32" => Some(Precision::F32),
+            "f64" => Some(Precision::F64),
+            _ => None,
+        }
+    }
+
+    const ALL: [Precision; 3] = [Precision::F16, Precision::F32, Precision::F64];
+
+    fn name(self) -> &'static str {
+        match self {
+            Precision::F16 => "f16",
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+}
+
+/// Primary class of an instruction (exactly one per instruction).
+///
+/// Precedence when several apply: FP arithmetic, branch, integer, store, load, other. The
+/// load/store *counters* are independent of the class: `addpd xmm0, [mem]` is class `fp` and
+/// also counts one load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Fp,
+    Load,
+    Store,
+    Int,
+    Branch,
+    Other,
+}
+
+/// What an FP arithmetic instruction does, for the FMA and divide/sqrt counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FpOp {
+    Arith,
+    Fma,
+    DivSqrt,
+}
+
+impl FpOp {
+    /// Parse `arith`, `fma` or `divsqrt`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "arith" => Some(FpOp::Arith),
+            "fma" => Some(FpOp::Fma),
+            "divsqrt" => Some(FpOp::DivSqrt),
+            _ => None,
+        }
+    }
+}
+
+/// FP arithmetic part of an instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FpInfo {
+    pub precision: Precision,
+    /// Register width in bits for vector instructions, `None` for scalar.
+    pub vector_bits: Option<u32>,
+    /// FLOPs per lane: 1, or 2 for a fused multiply-add.
+    pub flops_per_lane: u32,
+    pub op: FpOp,
+}
+
+impl FpInfo {
+    /// Number of lanes: vector width / element width (all lanes, predicates and masks ignored).
+    pub fn lanes(&self) -> u32 {
+        match self.vector_bits {
+            None => 1,
+            Some(bits) => (bits / self.precision.bits()).max(1),
+        }
+    }
+
+    /// FLOPs of one execution: lanes x FLOPs per lane.
+    pub fn flops(&self) -> u32 {
+        self.lanes() * self.flops_per_lane
+    }
+}
+
+/// Everything the plugin knows statically about one instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InsnInfo {
+    pub class: Class,
+    pub fp: Option<FpInfo>,
+    /// Bytes read per execution (0 if the instruction does not read memory).
+    pub load_bytes: u32,
+    /// Bytes written per execution (0 if the instruction does not write memory).
+    pub store_bytes: u32,
+    /// The instruction reads / writes memory (a prefetch does neither).
+    pub loads: bool,
+    pub stores: bool,
+    /// The instruction belongs to the SVE encoding space (aarch64 only).
+    pub sve: bool,
+    /// The instruction returns from a function (x86 `ret`, aarch64 `ret`).
+    pub returns: bool,
+}
+
+impl InsnInfo {
+    /// An instruction of the given class that touches no memory and does no FP arithmetic.
+    pub fn plain(class: Class) -> Self {
+        InsnInfo {
+            class,
+            fp: None,
+            load_bytes: 0,
+            store_bytes: 0,
+            loads: false,
+            stores: false,
+            sve: false,
+            returns: false,
+        }
+    }
+
+    /// Add this instruction's per-execution increments to a counter vector.
+    pub fn add_to(&self, v: &mut [u64; N_COUNTERS]) {
+        v[Counter::Instructions as usize] += 1;
+        let class = match self.class {
+            Class::Fp => Counter::ClassFp,
+            Class::Load => Counter::ClassLoad,
+            Class::Store => Counter::ClassStore,
+            Class::Int => Counter::ClassInt,
+            Class::Branch => Counter::ClassBranch,
+            Class::Other => Counter::ClassOther,
+        };
+        v[class as usize] += 1;
+        if self.loads {
+            v[Counter::Loads as usize] += 1;
+            v[Counter::BytesLoaded as usize] += u64::from(self.load_bytes);
+        }
+        if self.stores {
+            v[Counter::Stores as usize] += 1;
+            v[Counter::BytesStored as usize] += u64::from(self.store_bytes);
+        }
+        if self.sve {
+            v[Counter::SveInstructions as usize] += 1;
+        }
+        if let Some(fp) = self.fp {
+            let flops = u64::from(fp.flops());
+            v[Counter::FpInstructions as usize] += 1;
+            v[Counter::Flops as usize] += flops;
+            match fp.op {
+                FpOp::Fma => v[Counter::FmaInstructions as usize] += 1,
+                FpOp::DivSqrt => v[Counter::DivSqrtInstructions as usize] += 1,
+                FpOp::Arith => {}
+            }
+            let slot = fp_slot(fp.precision, fp.vector_bits);
+            v[FP_BY_WIDTH_INSNS + slot] += 1;
+            v[FP_BY_WIDTH_FLOPS + slot] += flops;
+        }
+    }
+}
+
+/// Named counters at the start of the counter vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    Instructions = 0,
+    ClassFp,
+    ClassLoad,
+    ClassStore,
+    ClassInt,
+    ClassBranch,
+    ClassOther,
+    Loads,
+    Stores,
+    BytesLoaded,
+    BytesStored,
+    FpInstructions,
+    Flops,
+    FmaInstructions,
+    DivSqrtInstructions,
+    SveInstructions,
+}
+
+const N_NAMED: usize = Counter::SveInstructions as usize + 1;
+
+/// Width buckets of the FP breakdown: scalar, then vector register widths in bits.
+pub const WIDTHS: [Option<u32>; 7] = [
+    None,
+    Some(64),
+    Some(128),
+    Some(256),
+    Some(512),
+    Some(1024),
+    Some(2048),
+];
+const N_SLOTS: usize = 3 * WIDTHS.len();
+const FP_BY_WIDTH_INSNS: usize = N_NAMED;
+const FP_BY_WIDTH_FLOPS: usize = N_NAMED + N_SLOTS;
+
+/// Length of the counter vector.
+pub const N_COUNTERS: usize = N_NAMED + 2 * N_SLOTS;
+
+fn fp_slot(p: Precision, vector_bits: Option<u32>) -> usize {
+    // Any width not in WIDTHS (cannot happen for valid VLs) falls into the widest bucket.
+    let w = WIDTHS
+        .iter()
+        .position(|w| *w == vector_bits)
+        .unwrap_or(WIDTHS.len() - 1);
+    p as usize * WIDTHS.len() + w
+}
+
+/// Names and values of the FP-by-width breakdown, e.g. `("f64_256", insns, flops)`,
+/// skipping empty buckets.
+pub fn fp_breakdown(v: &[u64; N_COUNTERS]) -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    for p in Precision::ALL {
+        for w in WIDTHS {
+            let slot = fp_slot(p, w);
+            let insns = v[FP_BY_WIDTH_INSNS + slot];
+            if insns == 0 {
+                continue;
+            }
+            let width = match w {
+                None => "scalar".to_string(),
+                Some(b) => b.to_string(),
+            };
+            out.push((
+                format!("{}_{}", p.name(), width),
+                insns,
+                v[FP_BY_WIDTH_FLOPS + slot],
+            ));
+        }
+    }
+    out
+}
+
+/// A decoder for one guest ISA.
+pub trait Classifier: Send {
+    /// Classify the instruction whose bytes are `bytes`.
+    fn classify(&self, bytes: &[u8]) -> InsnInfo;
+}
+
+/// Error loading an embedded or user-supplied ISA table.
+#[derive(Debug)]
+pub struct TableError(pub String);
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fma_on_512_bits_f64_counts_16_flops() {
+        let fp = FpInfo {
+            precision: Precision::F64,
+            vector_bits: Some(512),
+            flops_per_lane: 2,
+            op: FpOp::Fma,
+        };
+        assert_eq!(fp.lanes(), 8);
+        assert_eq!(fp.flops(), 16);
+        let mut v = [0u64; N_COUNTERS];
+        let info = InsnInfo {
+            fp: Some(fp),
+            ..InsnInfo::plain(Class::Fp)
+        };
+        info.add_to(&mut v);
+        assert_eq!(v[Counter::Flops as usize], 16);
+        assert_eq!(fp_breakdown(&v), vec![("f64_512".to_string(), 1, 16)]);
+    }
+}

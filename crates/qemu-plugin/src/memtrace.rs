@@ -1,0 +1,270 @@
+//! Optional memory-access stream (`mem=on`): one 8-byte record per guest access.
+//!
+//! The per-access callback only packs the record and appends it to its vCPU's buffer;
+//! full buffers (64 Ki records, 512 KiB) are written with one `write` to the sink (a file,
+//! a FIFO or an inherited file descriptor), where the reader (the `mix` driver's cache
+//! simulator, on another core) decodes them.
+//!
+//! Stream format: the 8 magic bytes `HPCSMT01`, then records, each a little-endian `u64`:
+//! bits 0..=55 virtual address, bits 56..=59 log2 of the access size in bytes,
+//! bit 63 set for a store. Records of one thread keep their order; batches of different
+//! threads interleave whole. At exit, pending records of every vCPU are written.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
+use qemu_plugin::sys::{
+    qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
+};
+
+/// First bytes of the stream.
+pub const MAGIC: &[u8; 8] = b"HPCSMT01";
+/// Address bits kept in a record.
+pub const ADDR_MASK: u64 = (1 << 56) - 1;
+/// Records per batch.
+const BATCH: usize = 1 << 16;
+
+static SINK: Mutex<Option<File>> = Mutex::new(None);
+static BROKEN: AtomicBool = AtomicBool::new(false);
+static WRITTEN: AtomicU64 = AtomicU64::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// vCPUs with a buffer of their own; higher indices share one behind a lock.
+const MAX_VCPUS: usize = 256;
+
+/// One vCPU's batch. In user mode a vCPU is one guest thread, so only that thread touches
+/// its slot (no lock, no thread-local lookup on the hot path).
+struct Slot {
+    buf: *mut u64,
+    len: usize,
+    /// 0 until the buffer is allocated, then `BATCH`.
+    cap: usize,
+}
+
+struct Slots([UnsafeCell<Slot>; MAX_VCPUS]);
+
+// SAFETY: slot `i` is only used by the thread running vCPU `i` (and at exit, when the
+// guest no longer runs).
+unsafe impl Sync for Slots {}
+
+static SLOTS: Slots = Slots(
+    [const {
+        UnsafeCell::new(Slot {
+            buf: std::ptr::null_mut(),
+            len: 0,
+            cap: 0,
+        })
+    }; MAX_VCPUS],
+);
+static SHARED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+unsafe extern "C" {
+    fn fcntl(fd: std::ffi::c_int, cmd: std::ffi::c_int, ...) -> std::ffi::c_int;
+}
+/// Linux `F_SETPIPE_SZ`.
+const F_SETPIPE_SZ: std::ffi::c_int = 1031;
+
+/// Set the sink and write the stream header. A pipe gets a 1 MiB buffer so that one batch
+/// fits and the writer rarely waits for the reader.
+pub fn open(mut file: File) -> std::io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own; failure (not a pipe) is harmless.
+    unsafe { fcntl(file.as_raw_fd(), F_SETPIPE_SZ, 1 << 20) };
+    file.write_all(MAGIC)?;
+    if let Ok(mut sink) = SINK.lock() {
+        *sink = Some(file);
+    }
+    Ok(())
+}
+
+/// Pack one access into a record.
+#[inline(always)]
+pub fn record(vaddr: u64, size_shift: u32, store: bool) -> u64 {
+    (vaddr & ADDR_MASK) | (u64::from(size_shift & 0xf) << 56) | (u64::from(store) << 63)
+}
+
+/// Decoded meminfo values: 0 = not yet seen, else the record's top byte (bits 0..=3
+/// log2 size, bit 7 store) with bit 4 set as a "known" mark. QEMU's meminfo is an opaque
+/// 32-bit value with few distinct values (size, sign, endianness, direction, MMU index);
+/// asking QEMU once per distinct value keeps the two API calls off the hot path without
+/// relying on its bit layout.
+static DECODED: [AtomicU8; 1 << DECODE_BITS] = [const { AtomicU8::new(0) }; 1 << DECODE_BITS];
+const DECODE_BITS: u32 = 18;
+const KNOWN: u8 = 0x10;
+
+/// Record bits 56..=63 (size and direction) of a meminfo; `query` asks QEMU (log2 size,
+/// store) for a value not seen before.
+#[inline(always)]
+fn decode(info: qemu_plugin_meminfo_t, query: impl FnOnce(u32) -> (u32, bool)) -> u64 {
+    match DECODED
+        .get(info as usize)
+        .map(|c| c.load(Ordering::Relaxed))
+    {
+        Some(d) if d != 0 => u64::from(d & !KNOWN) << 56,
+        _ => decode_slow(info, query),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn decode_slow(info: qemu_plugin_meminfo_t, query: impl FnOnce(u32) -> (u32, bool)) -> u64 {
+    let (shift, store) = query(info);
+    let top = record(0, shift, store) >> 56;
+    if let Some(cell) = DECODED.get(info as usize) {
+        cell.store(top as u8 | KNOWN, Ordering::Relaxed);
+    }
+    top << 56
+}
+
+fn query_qemu(info: qemu_plugin_meminfo_t) -> (u32, bool) {
+    // SAFETY: plain accessors of the meminfo QEMU passes to the memory callback.
+    unsafe {
+        (
+            qemu_plugin_mem_size_shift(info),
+            qemu_plugin_mem_is_store(info),
+        )
+    }
+}
+
+/// The per-access callback registered with `qemu_plugin_register_vcpu_mem_cb`: pack and
+/// append; a full batch is written out.
+pub extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
+    let rec = (vaddr & ADDR_MASK) | decode(info, query_qemu);
+    if let Some(slot) = SLOTS.0.get(vcpu as usize) {
+        // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+        let s = unsafe { &mut *slot.get() };
+        if s.len < s.cap {
+            // SAFETY: `buf` has `cap` elements.
+            unsafe { *s.buf.add(s.len) = rec };
+            s.len += 1;
+            return;
+        }
+    }
+    push_slow(vcpu, rec);
+}
+
+/// A vCPU without a buffer yet, with a full buffer, or beyond `MAX_VCPUS`.
+#[cold]
+#[inline(never)]
+fn push_slow(vcpu: c_uint, rec: u64) {
+    let Some(slot) = SLOTS.0.get(vcpu as usize) else {
+        if let Ok(mut v) = SHARED.lock() {
+            v.push(rec);
+            if v.len() >= BATCH {
+                write_batch(&v);
+                v.clear();
+            }
+        }
+        return;
+    };
+    // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+    let s = unsafe { &mut *slot.get() };
+    if s.buf.is_null() {
+        s.buf = Box::into_raw(vec![0u64; BATCH].into_boxed_slice()) as *mut u64;
+        s.cap = BATCH;
+    } else {
+        // SAFETY: the first `len` elements are initialized records.
+        write_batch(unsafe { std::slice::from_raw_parts(s.buf, s.len) });
+        s.len = 0;
+    }
+    // SAFETY: `len` is 0 and `buf` has BATCH elements.
+    unsafe { *s.buf.add(s.len) = rec };
+    s.len += 1;
+}
+
+/// [`on_mem`] for `scope=` mode: only while a scope function runs.
+pub extern "C" fn on_mem_scoped(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    ud: *mut c_void,
+) {
+    if crate::scope::active(vcpu) {
+        on_mem(vcpu, info, vaddr, ud);
+    }
+}
+
+/// Write the pending records of vCPU `vcpu` (its own thread, or anyone once the guest
+/// stopped).
+pub fn flush_vcpu(vcpu: u32) {
+    if let Some(slot) = SLOTS.0.get(vcpu as usize) {
+        // SAFETY: called by the vCPU's own thread, or at exit.
+        let s = unsafe { &mut *slot.get() };
+        if !s.buf.is_null() && s.len > 0 {
+            // SAFETY: as in `on_mem`.
+            write_batch(unsafe { std::slice::from_raw_parts(s.buf, s.len) });
+            s.len = 0;
+        }
+    }
+}
+
+fn write_batch(v: &[u64]) {
+    let n = v.len() as u64;
+    if BROKEN.load(Ordering::Relaxed) {
+        DROPPED.fetch_add(n, Ordering::Relaxed);
+        return;
+    }
+    #[cfg(target_endian = "little")]
+    // SAFETY: reinterpreting initialized u64s as bytes; records are little-endian already.
+    let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8) };
+    #[cfg(target_endian = "big")]
+    let owned: Vec<u8> = v.iter().flat_map(|r| r.to_le_bytes()).collect();
+    #[cfg(target_endian = "big")]
+    let bytes = &owned[..];
+    let ok = match SINK.lock() {
+        Ok(mut sink) => sink.as_mut().is_some_and(|f| f.write_all(bytes).is_ok()),
+        Err(_) => false,
+    };
+    if ok {
+        WRITTEN.fetch_add(n, Ordering::Relaxed);
+    } else {
+        BROKEN.store(true, Ordering::Relaxed);
+        DROPPED.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Flush the sink; returns (records written, records dropped after a write error).
+pub fn finish() -> (u64, u64) {
+    // The guest has stopped: every vCPU's pending records can be written.
+    for vcpu in 0..MAX_VCPUS as u32 {
+        flush_vcpu(vcpu);
+    }
+    if let Ok(mut v) = SHARED.lock() {
+        write_batch(&v);
+        v.clear();
+    }
+    if let Ok(mut sink) = SINK.lock()
+        && let Some(f) = sink.as_mut()
+    {
+        let _ = f.flush();
+    }
+    (
+        WRITTEN.load(Ordering::Relaxed),
+        DROPPED.load(Ordering::Relaxed),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_cache_round_trips() {
+        // The first look-up asks, the second comes from the cache.
+        assert_eq!(decode(7, |_| (3, true)), record(0, 3, true));
+        assert_eq!(decode(7, |_| unreachable!()), record(0, 3, true));
+        assert_eq!(decode(9, |_| (2, false)), record(0, 2, false));
+    }
+
+    #[test]
+    fn record_layout() {
+        let r = record(0x7fff_1234_5678, 3, true);
+        assert_eq!(r & ADDR_MASK, 0x7fff_1234_5678);
+        assert_eq!((r >> 56) & 0xf, 3);
+        assert_eq!(r >> 63, 1);
+    }
+}

@@ -1,0 +1,145 @@
+//! The JSON summary written at exit (format documented in the README).
+
+use serde_json::{Map, Value, json};
+
+use crate::isa::{Counter, N_COUNTERS, fp_breakdown};
+
+/// Format tag of the summary; bumped only on incompatible changes.
+pub const FORMAT: &str = "hpcscope-qemu-plugin/1";
+
+/// Counts of one translation block start address, summed over its translations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TbCounts {
+    pub pc: u64,
+    pub executions: u64,
+    pub counts: [u64; N_COUNTERS],
+}
+
+fn c(v: &[u64; N_COUNTERS], k: Counter) -> u64 {
+    v[k as usize]
+}
+
+/// The `totals` object (also used, shortened, per TB).
+pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
+    let mut by_width = Map::new();
+    for (name, insns, flops) in fp_breakdown(v) {
+        by_width.insert(name, json!({ "instructions": insns, "flops": flops }));
+    }
+    json!({
+        "instructions": c(v, Counter::Instructions),
+        "classes": {
+            "fp": c(v, Counter::ClassFp),
+            "load": c(v, Counter::ClassLoad),
+            "store": c(v, Counter::ClassStore),
+            "int": c(v, Counter::ClassInt),
+            "branch": c(v, Counter::ClassBranch),
+            "other": c(v, Counter::ClassOther),
+        },
+        "loads": c(v, Counter::Loads),
+        "stores": c(v, Counter::Stores),
+        "bytes_loaded": c(v, Counter::BytesLoaded),
+        "bytes_stored": c(v, Counter::BytesStored),
+        "fp_instructions": c(v, Counter::FpInstructions),
+        "flops": c(v, Counter::Flops),
+        "fma_instructions": c(v, Counter::FmaInstructions),
+        "divsqrt_instructions": c(v, Counter::DivSqrtInstructions),
+        "sve_instructions": c(v, Counter::SveInstructions),
+        "fp_by_width": Value::Object(by_width),
+    })
+}
+
+fn tb_json(t: &TbCounts) -> Value {
+    let v = &t.counts;
+    json!({
+        "pc": t.pc,
+        "executions": t.executions,
+        "instructions": c(v, Counter::Instructions),
+        "fp_instructions": c(v, Counter::FpInstructions),
+        "flops": c(v, Counter::Flops),
+        "loads": c(v, Counter::Loads),
+        "stores": c(v, Counter::Stores),
+        "bytes_loaded": c(v, Counter::BytesLoaded),
+        "bytes_stored": c(v, Counter::BytesStored),
+    })
+}
+
+/// What the summary says about the run besides the counts.
+pub struct RunInfo<'a> {
+    pub target: &'a str,
+    /// SVE vector length in bits and its source (`argument`, `qemu-command-line`,
+    /// `default`), aarch64 only.
+    pub vl: Option<(u32, &'a str)>,
+    /// Run-time regions (link-time addresses plus `load_bias`).
+    pub regions: &'a [(u64, u64)],
+    pub load_bias: u64,
+    /// Run-time `scope` functions.
+    pub scopes: &'a [(u64, u64)],
+    pub mem_records: Option<(u64, u64)>,
+}
+
+/// The whole summary.
+pub fn summary(run: &RunInfo, totals: &[u64; N_COUNTERS], tbs: Option<&[TbCounts]>) -> Value {
+    let mut m = Map::new();
+    m.insert("format".into(), json!(FORMAT));
+    m.insert("target".into(), json!(run.target));
+    m.insert("sve_vl_bits".into(), json!(run.vl.map(|v| v.0)));
+    m.insert("sve_vl_source".into(), json!(run.vl.map(|v| v.1)));
+    m.insert("predication".into(), json!("full_lanes"));
+    m.insert("load_bias".into(), json!(run.load_bias));
+    m.insert(
+        "regions".into(),
+        Value::Array(
+            run.regions
+                .iter()
+                .map(|&(a, b)| json!({ "start": a, "end": b }))
+                .collect(),
+        ),
+    );
+    m.insert(
+        "scopes".into(),
+        Value::Array(
+            run.scopes
+                .iter()
+                .map(|&(a, b)| json!({ "start": a, "end": b }))
+                .collect(),
+        ),
+    );
+    m.insert("totals".into(), totals_json(totals));
+    if let Some((written, dropped)) = run.mem_records {
+        m.insert(
+            "mem_stream".into(),
+            json!({ "records": written, "dropped": dropped }),
+        );
+    }
+    if let Some(tbs) = tbs {
+        m.insert(
+            "tbs".into(),
+            Value::Array(tbs.iter().map(tb_json).collect()),
+        );
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_has_documented_keys() {
+        let mut v = [0u64; N_COUNTERS];
+        v[Counter::Flops as usize] = 42;
+        let run = RunInfo {
+            target: "x86_64",
+            vl: None,
+            regions: &[(1, 2)],
+            load_bias: 0,
+            scopes: &[],
+            mem_records: None,
+        };
+        let s = summary(&run, &v, Some(&[]));
+        assert_eq!(s["format"], FORMAT);
+        assert_eq!(s["totals"]["flops"], 42);
+        assert_eq!(s["regions"][0]["end"], 2);
+        assert!(s["tbs"].as_array().is_some_and(|a| a.is_empty()));
+    }
+}
