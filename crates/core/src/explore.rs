@@ -488,37 +488,46 @@ fn design_point(
         precision,
         opts,
     )?;
-    let pts: Vec<&crate::project::Point> = if p.points.is_empty() {
-        p.threads.iter().flat_map(|t| &t.points).collect()
-    } else {
-        p.points.iter().collect()
-    };
-    let lowest = pts
-        .iter()
-        .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
-        .map(|pt| {
-            format!(
-                "OI {} on {} roofline ({})",
-                pt.oi_level, pt.roof_level, pt.bound_target
-            )
-        })
-        .unwrap_or_default();
-    Ok(DesignPoint {
-        variant: vname.to_string(),
-        target: tname.to_string(),
-        machine: tm.id.clone(),
-        interval: p.interval,
-        speedup: Interval {
-            lo: p.interval.lo / r.source_gflops,
-            hi: p.interval.hi / r.source_gflops,
-        },
-        memory_bound_points: pts
+    Ok(DesignPoint::from_projection(vname, tname, p))
+}
+
+impl DesignPoint {
+    /// Summarizes a projection as a design point labelled `variant` x `target`.
+    pub fn from_projection(variant: &str, target: &str, p: Projection) -> DesignPoint {
+        let pts: Vec<&crate::project::Point> = if p.points.is_empty() {
+            p.threads.iter().flat_map(|t| &t.points).collect()
+        } else {
+            p.points.iter().collect()
+        };
+        let lowest = pts
+            .iter()
+            .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
+            .map(|pt| {
+                format!(
+                    "OI {} on {} roofline ({})",
+                    pt.oi_level, pt.roof_level, pt.bound_target
+                )
+            })
+            .unwrap_or_default();
+        let memory_bound_points = pts
             .iter()
             .filter(|pt| pt.bound_target == Bound::Memory)
-            .count(),
-        points: pts.len(),
-        lower_bound_by: lowest,
-        time_s: p.target_time_s,
-        projection: p,
-    })
+            .count();
+        let points = pts.len();
+        DesignPoint {
+            variant: variant.to_string(),
+            target: target.to_string(),
+            machine: p.target_machine.clone(),
+            interval: p.interval,
+            speedup: Interval {
+                lo: p.interval.lo / p.source_gflops,
+                hi: p.interval.hi / p.source_gflops,
+            },
+            memory_bound_points,
+            points,
+            lower_bound_by: lowest,
+            time_s: p.target_time_s,
+            projection: p,
+        }
+    }
 }
