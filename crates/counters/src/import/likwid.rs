@@ -1,0 +1,185 @@
+//! likwid-perfctr CSV output (`-O`, or `-o out.csv`), with the marker API (`-m`: tables per
+//! region, `TABLE,Region NAME,Group 1 Raw,...`) or without (`TABLE,Group 1 Raw,...`). Raw
+//! tables give per hardware thread the events, `RDTSC Runtime [s]` (time) and `call count`;
+//! statistics and metric tables are skipped (the metrics are recomputed from the events).
+
+use crate::error::{Error, Result};
+use crate::raw::{Collector, Count, RawData};
+
+/// Parses likwid-perfctr CSV.
+pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
+    let mut raw = RawData::new(label, "likwid-csv", Collector::Likwid);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    let mut tables = 0;
+    while i < lines.len() {
+        let line = lines[i].trim_end();
+        let f: Vec<&str> = line.split(',').collect();
+        match f[0] {
+            "STRUCT" => {
+                let n: usize = f
+                    .get(2)
+                    .and_then(|s| s.trim().parse().ok())
+                    .ok_or_else(|| {
+                        Error::import(
+                            origin,
+                            i + 1,
+                            line.find(',').map_or(1, |p| p + 2),
+                            "STRUCT line without a line count",
+                        )
+                    })?;
+                for l in lines.iter().skip(i + 1).take(n) {
+                    if let Some(cpu) = l.strip_prefix("CPU name:,") {
+                        raw.cpu = Some(cpu.trim_end_matches(',').to_string());
+                    }
+                }
+                i += 1 + n;
+            }
+            "TABLE" => {
+                let region = f
+                    .iter()
+                    .find_map(|x| x.strip_prefix("Region "))
+                    .unwrap_or("all")
+                    .to_string();
+                let is_raw = f.iter().any(|x| x.contains("Raw") && !x.contains("Stat"));
+                let n: usize = f.last().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+                if !is_raw {
+                    i += 1 + n.max(1);
+                    continue;
+                }
+                tables += 1;
+                let header_ln = i + 1;
+                let header: Vec<&str> = lines
+                    .get(header_ln)
+                    .map(|h| h.split(',').collect())
+                    .unwrap_or_default();
+                if header.first() != Some(&"Event") || header.len() < 3 {
+                    return Err(Error::import(
+                        origin,
+                        header_ln + 1,
+                        1,
+                        "expected 'Event,Counter,HWThread 0,...' after a Raw TABLE line",
+                    ));
+                }
+                let threads: Vec<u64> = header[2..]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, h)| {
+                        h.rsplit(' ')
+                            .next()
+                            .and_then(|x| x.parse().ok())
+                            .unwrap_or(k as u64)
+                    })
+                    .collect();
+                let mut j = header_ln + 1;
+                while j < lines.len()
+                    && !lines[j].starts_with("TABLE,")
+                    && !lines[j].starts_with("STRUCT,")
+                    && !lines[j].trim().is_empty()
+                {
+                    let row: Vec<&str> = lines[j].split(',').collect();
+                    let name = row[0];
+                    for (k, tid) in threads.iter().enumerate() {
+                        let cell = row.get(k + 2).copied().unwrap_or("").trim();
+                        if cell.is_empty() || cell == "-" || cell.eq_ignore_ascii_case("nan") {
+                            continue;
+                        }
+                        let v: f64 = cell.parse().map_err(|_| {
+                            let col = row[..k + 2]
+                                .iter()
+                                .map(|c| c.chars().count() + 1)
+                                .sum::<usize>()
+                                + 1;
+                            Error::import(origin, j + 1, col, format!("'{cell}' is not a number"))
+                        })?;
+                        let t = raw.thread_mut(&region, *tid);
+                        if name.starts_with("RDTSC Runtime") || name.starts_with("Runtime (RDTSC)")
+                        {
+                            t.time_s = Some(v);
+                        } else if name == "call count" {
+                            t.calls = Some(v as u64);
+                        } else {
+                            // The same event on several boxes (CAS_COUNT_RD on every memory
+                            // channel): instances, summed.
+                            let e = t.counters.entry(name.to_string()).or_insert(Count::of(0.0));
+                            e.value = e.value.map(|a| a + v);
+                        }
+                    }
+                    j += 1;
+                }
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    if tables == 0 {
+        return Err(Error::import(
+            origin,
+            1,
+            1,
+            "no 'TABLE,...,Raw,...' block: not likwid-perfctr CSV output",
+        ));
+    }
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In the shape of `likwid-perfctr -C 0-1 -g FLOPS_DP -m -O ./a.out` (likwid 5.x).
+    const MARKER: &str = "STRUCT,Info,3
+CPU name:,Intel(R) Xeon(R) Platinum 8260 CPU @ 2.40GHz
+CPU type:,Intel Cascadelake SP processor
+CPU clock:,2.39 GHz
+TABLE,Region triad,Group 1 Raw,FLOPS_DP,10
+Event,Counter,HWThread 0,HWThread 1
+RDTSC Runtime [s],TSC,0.500000,0.510000
+call count,-,10,10
+INSTR_RETIRED_ANY,FIXC0,1000000,1100000
+CPU_CLK_UNHALTED_CORE,FIXC1,2000000,2100000
+CPU_CLK_UNHALTED_REF,FIXC2,2000000,2100000
+FP_ARITH_INST_RETIRED_128B_PACKED_DOUBLE,PMC0,0,0
+FP_ARITH_INST_RETIRED_SCALAR_DOUBLE,PMC1,10,12
+FP_ARITH_INST_RETIRED_512B_PACKED_DOUBLE,PMC3,50000,50000
+CAS_COUNT_RD,MBOX0C0,100,-
+CAS_COUNT_RD,MBOX1C0,50,-
+TABLE,Region triad,Group 1 Raw StatTable,FLOPS_DP,2
+Event,Counter,Sum,Min,Max,Avg
+INSTR_RETIRED_ANY STAT,FIXC0,2100000,1000000,1100000,1050000
+TABLE,Region triad,Group 1 Metric,FLOPS_DP,2
+Metric,HWThread 0,HWThread 1
+Runtime (RDTSC) [s],0.5,0.51
+";
+
+    #[test]
+    fn marker_tables() {
+        let r = parse(MARKER, "l.csv", "l").unwrap();
+        assert_eq!(
+            r.cpu.as_deref(),
+            Some("Intel(R) Xeon(R) Platinum 8260 CPU @ 2.40GHz")
+        );
+        assert_eq!(r.regions.len(), 1);
+        let a = r.regions[0].aggregate();
+        assert_eq!(
+            a.counters["FP_ARITH_INST_RETIRED_512B_PACKED_DOUBLE"].value,
+            Some(100000.0)
+        );
+        assert_eq!(a.time_s, Some(0.51));
+        assert_eq!(a.calls, Some(20));
+        assert!(!a.counters.contains_key("INSTR_RETIRED_ANY STAT"));
+        assert_eq!(a.counters["CAS_COUNT_RD"].value, Some(150.0));
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let bad = MARKER.replace(
+            "INSTR_RETIRED_ANY,FIXC0,1000000,1100000",
+            "INSTR_RETIRED_ANY,FIXC0,1000000,x11",
+        );
+        let e = parse(&bad, "l.csv", "l").unwrap_err().to_string();
+        assert!(e.starts_with("l.csv:9:33:"), "{e}");
+        let e = parse("hello\n", "n.csv", "l").unwrap_err().to_string();
+        assert!(e.starts_with("n.csv:1:1:"), "{e}");
+    }
+}

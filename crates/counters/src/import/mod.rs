@@ -1,0 +1,109 @@
+//! Importers of counter data users already have. Each produces a [`RawData`] that feeds
+//! the same metric computation as live collection. Malformed input is an error with the
+//! line and column; problems that do not stop the import are kept as warnings.
+
+pub mod caliper;
+pub mod likwid;
+pub mod markers;
+pub mod papi;
+pub mod perf_csv;
+pub mod pmu_events;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::raw::RawData;
+
+/// Input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `perf stat -x,` output (also with `-I`, `-A`, `--per-thread`).
+    PerfCsv,
+    /// PAPI high-level API output (`papi_hl_output/rank_*.json`).
+    PapiJson,
+    /// Caliper JSON (`CALI_REPORT_CONFIG="... FORMAT json"`), PAPI service attributes.
+    CaliperJson,
+    /// likwid-perfctr CSV (`-O` or `-o file.csv`), with or without the marker API.
+    LikwidCsv,
+    /// The region markers' output file.
+    Markers,
+    /// Raw counter data as hpcscope saves it (`counters run --save`).
+    Raw,
+}
+
+impl Format {
+    /// Parses a `--format` value.
+    pub fn parse(s: &str) -> Option<Format> {
+        Some(match s {
+            "perf-csv" | "perf" => Format::PerfCsv,
+            "papi-json" | "papi" => Format::PapiJson,
+            "caliper-json" | "caliper" => Format::CaliperJson,
+            "likwid-csv" | "likwid" => Format::LikwidCsv,
+            "markers" | "hpcscope-markers" => Format::Markers,
+            "raw" | "hpcscope-raw" => Format::Raw,
+            _ => return None,
+        })
+    }
+
+    /// Guesses the format from the content.
+    pub fn detect(text: &str) -> Option<Format> {
+        let t = text.trim_start();
+        if t.starts_with('{') && t.contains("\"hpcscope-markers\"") {
+            Some(Format::Markers)
+        } else if t.starts_with('{') && t.contains("\"collector\"") && t.contains("\"regions\"") {
+            Some(Format::Raw)
+        } else if t.starts_with('{') && t.contains("\"threads\"") {
+            Some(Format::PapiJson)
+        } else if t.starts_with('[') || t.starts_with('{') {
+            Some(Format::CaliperJson)
+        } else if t.starts_with("STRUCT,") || t.contains("\nTABLE,") || t.starts_with("TABLE,") {
+            Some(Format::LikwidCsv)
+        } else if t.lines().any(|l| l.contains(',')) {
+            Some(Format::PerfCsv)
+        } else {
+            None
+        }
+    }
+}
+
+/// Imports a file; `format` `None` guesses from the content. `label` names the configuration.
+pub fn import_file(path: &Path, format: Option<Format>, label: &str) -> Result<RawData> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let origin = path.display().to_string();
+    let f = match format.or_else(|| Format::detect(&text)) {
+        Some(f) => f,
+        None => {
+            return Err(Error::import(
+                &origin,
+                1,
+                1,
+                "cannot tell the format: give --format perf-csv|papi-json|caliper-json|likwid-csv|markers",
+            ));
+        }
+    };
+    import_str(&text, f, &origin, label)
+}
+
+/// Imports text in a known format.
+pub fn import_str(text: &str, format: Format, origin: &str, label: &str) -> Result<RawData> {
+    match format {
+        Format::PerfCsv => perf_csv::parse(text, origin, label),
+        Format::PapiJson => papi::parse(text, origin, label),
+        Format::CaliperJson => caliper::parse(text, origin, label),
+        Format::LikwidCsv => likwid::parse(text, origin, label),
+        Format::Markers => markers::parse(text, origin, label),
+        Format::Raw => {
+            let mut r: RawData = serde_json::from_str(text).map_err(|e| json_err(origin, &e))?;
+            r.label = label.to_string();
+            Ok(r)
+        }
+    }
+}
+
+/// A serde_json error as an import error with line and column.
+pub(crate) fn json_err(origin: &str, e: &serde_json::Error) -> Error {
+    Error::import(origin, e.line().max(1), e.column().max(1), e.to_string())
+}

@@ -1,0 +1,342 @@
+//! Reports as the seed lays them out: metric rows grouped by category, one column per
+//! configuration (run, machine, region), as text, Markdown, CSV or JSON. Two columns get a
+//! third with their ratio (`compare`).
+
+use serde::Serialize;
+
+use crate::catalogue::MetricSet;
+use crate::compute::{MetricValue, Report};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Aligned text.
+    #[default]
+    Table,
+    /// JSON (the reports as they are).
+    Json,
+    /// CSV: category, metric, unit, then one column per configuration.
+    Csv,
+    /// Markdown table.
+    Md,
+}
+
+/// One column: a configuration's region.
+#[derive(Debug, Clone, Serialize)]
+pub struct Column {
+    /// Header.
+    pub header: String,
+    /// Values in catalogue order.
+    pub values: Vec<MetricValue>,
+}
+
+/// Formats a value for display: 4 significant digits, scientific outside [1e-3, 1e6).
+pub fn fmt_value(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if v.fract() == 0.0 && a < 1e6 {
+        return format!("{v:.0}");
+    }
+    if !(1e-3..1e6).contains(&a) {
+        let s = format!("{v:.3e}");
+        // 1.370e12 -> 1.370E12
+        return s.replace('e', "E");
+    }
+    let digits = 4 - 1 - a.log10().floor() as i32;
+    let d = digits.clamp(0, 6) as usize;
+    format!("{v:.d$}")
+}
+
+/// Columns for the regions of the reports (all regions, or the one named).
+pub fn columns(reports: &[Report], region: Option<&str>, per_thread: bool) -> Vec<Column> {
+    let mut cols = Vec::new();
+    for r in reports {
+        let many = r.regions.len() > 1 || reports.len() == 1;
+        for reg in &r.regions {
+            if region.is_some_and(|n| n != reg.name) {
+                continue;
+            }
+            let header = if reports.len() == 1 {
+                reg.name.clone()
+            } else if many {
+                format!("{} {}", r.label, reg.name)
+            } else {
+                r.label.clone()
+            };
+            cols.push(Column {
+                header,
+                values: reg.total.clone(),
+            });
+            if per_thread {
+                for t in &reg.threads {
+                    cols.push(Column {
+                        header: format!("{} t{}", reg.name, t.thread),
+                        values: t.metrics.clone(),
+                    });
+                }
+            }
+        }
+    }
+    cols
+}
+
+fn cell(m: &MetricValue, scale: f64) -> String {
+    match m.value {
+        None => "NA".into(),
+        Some(v) => {
+            let mut s = fmt_value(v * scale);
+            if m.multiplexed {
+                s.push('*');
+            }
+            if m.warning.is_some() {
+                s.push('!');
+            }
+            s
+        }
+    }
+}
+
+/// Renders reports. `region` picks one region; `per_thread` adds per-thread columns.
+pub fn render(
+    reports: &[Report],
+    set: &MetricSet,
+    region: Option<&str>,
+    per_thread: bool,
+    format: Format,
+) -> String {
+    if format == Format::Json {
+        return serde_json::to_string_pretty(reports).unwrap_or_default();
+    }
+    let cols = columns(reports, region, per_thread);
+    // Two runs side by side get their ratio.
+    let ratio = reports.len() == 2 && cols.len() == 2;
+    let mut headers = vec!["metric".to_string()];
+    headers.extend(cols.iter().map(|c| c.header.clone()));
+    if ratio {
+        headers.push(format!("{} / {}", cols[1].header, cols[0].header));
+    }
+    // Rows: (category label or None, metric label, cells).
+    let mut rows: Vec<(bool, Vec<String>)> = Vec::new();
+    for cat in &set.categories {
+        let ms: Vec<_> = set
+            .metrics
+            .iter()
+            .filter(|m| m.category == cat.id)
+            .collect();
+        // Software-event rows only when some column has one.
+        let any = ms.iter().any(|m| {
+            cols.iter()
+                .any(|c| c.values.iter().any(|v| v.id == m.id && v.value.is_some()))
+        });
+        if cat.id == "software" && !any {
+            continue;
+        }
+        rows.push((true, vec![cat.label.clone()]));
+        for m in ms {
+            let mut r = vec![m.label.clone()];
+            let vals: Vec<Option<&MetricValue>> = cols
+                .iter()
+                .map(|c| c.values.iter().find(|v| v.id == m.id))
+                .collect();
+            for v in &vals {
+                r.push(v.map_or("NA".into(), |v| cell(v, m.scale)));
+            }
+            if ratio {
+                let q = match (vals[0].and_then(|v| v.value), vals[1].and_then(|v| v.value)) {
+                    (Some(a), Some(b)) if a != 0.0 => fmt_value(b / a),
+                    _ => "NA".into(),
+                };
+                r.push(q);
+            }
+            rows.push((false, r));
+        }
+    }
+    let mut out = String::new();
+    match format {
+        Format::Csv => {
+            let q = |s: &str| {
+                if s.contains([',', '"']) {
+                    format!("\"{}\"", s.replace('"', "\"\""))
+                } else {
+                    s.to_string()
+                }
+            };
+            let mut cat = String::new();
+            out.push_str("category,");
+            out.push_str(&headers.iter().map(|h| q(h)).collect::<Vec<_>>().join(","));
+            out.push('\n');
+            for (is_cat, r) in &rows {
+                if *is_cat {
+                    cat = r[0].clone();
+                    continue;
+                }
+                out.push_str(&q(&cat));
+                out.push(',');
+                out.push_str(&r.iter().map(|c| q(c)).collect::<Vec<_>>().join(","));
+                out.push('\n');
+            }
+        }
+        Format::Md => {
+            out.push_str(&format!("| {} |\n", headers.join(" | ")));
+            out.push_str(&format!("|{}\n", "---|".repeat(headers.len())));
+            for (is_cat, r) in &rows {
+                if *is_cat {
+                    out.push_str(&format!(
+                        "| **{}** |{}\n",
+                        r[0],
+                        " |".repeat(headers.len() - 1)
+                    ));
+                } else {
+                    out.push_str(&format!("| {} |\n", r.join(" | ")));
+                }
+            }
+        }
+        _ => {
+            let n = headers.len();
+            let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+            for (is_cat, r) in &rows {
+                if !is_cat {
+                    for (i, c) in r.iter().enumerate().take(n) {
+                        // Metric labels are indented by two under their category.
+                        let extra = if i == 0 { 2 } else { 0 };
+                        w[i] = w[i].max(c.chars().count() + extra);
+                    }
+                }
+            }
+            let line = |cells: &[String]| {
+                let mut s = String::new();
+                for (i, c) in cells.iter().enumerate() {
+                    let pad = w[i].saturating_sub(c.chars().count());
+                    if i == 0 {
+                        s.push_str(c);
+                        s.push_str(&" ".repeat(pad));
+                    } else {
+                        s.push_str("  ");
+                        s.push_str(&" ".repeat(pad));
+                        s.push_str(c);
+                    }
+                }
+                s.trim_end().to_string() + "\n"
+            };
+            out.push_str(&line(&headers));
+            for (is_cat, r) in &rows {
+                if *is_cat {
+                    out.push_str(&format!("{}\n", r[0]));
+                } else {
+                    let mut r = r.clone();
+                    r[0] = format!("  {}", r[0]);
+                    out.push_str(&line(&r));
+                }
+            }
+        }
+    }
+    if format != Format::Csv {
+        out.push_str(&footnotes(reports, &cols));
+    }
+    out
+}
+
+/// The notes under a table: the PMU status once, NA reasons once each, multiplexing,
+/// warnings and the recipes' caveats.
+pub fn footnotes(reports: &[Report], cols: &[Column]) -> String {
+    let mut out = String::new();
+    let mut said: Vec<String> = Vec::new();
+    let mut say = |out: &mut String, s: String| {
+        if !said.contains(&s) {
+            out.push_str(&s);
+            out.push('\n');
+            said.push(s);
+        }
+    };
+    out.push('\n');
+    for r in reports {
+        say(
+            &mut out,
+            format!(
+                "{}: recipe {} ({}), precision {}, source {}",
+                r.label, r.recipe, r.variant, r.precision, r.source
+            ),
+        );
+        if let Some(h) = &r.hardware_unavailable {
+            say(&mut out, format!("NA hardware metrics: {h}"));
+        }
+        if !r.multiplexed_counters.is_empty() {
+            say(
+                &mut out,
+                format!(
+                    "* multiplexed (scaled by enabled/running time): {}",
+                    r.multiplexed_counters.join(", ")
+                ),
+            );
+        }
+        for w in &r.warnings {
+            say(&mut out, format!("warning: {w}"));
+        }
+        for n in &r.notes {
+            say(&mut out, format!("note: {n}"));
+        }
+    }
+    let hw_down = reports.iter().any(|r| r.hardware_unavailable.is_some());
+    // NA reasons, each once, with the metrics it hides.
+    let mut na: Vec<(String, Vec<String>)> = Vec::new();
+    for c in cols {
+        for v in &c.values {
+            if let Some(w) = &v.warning {
+                say(&mut out, format!("! {} {}: {w}", c.header, v.id));
+            }
+            if let Some(why) = &v.na
+                && !(hw_down && (why.contains("not available") || why.contains("<not supported>")))
+                && !why.contains("cannot be measured")
+            {
+                match na.iter_mut().find(|(r, _)| r == why) {
+                    Some((_, ids)) => {
+                        if !ids.contains(&v.id) {
+                            ids.push(v.id.clone());
+                        }
+                    }
+                    None => na.push((why.clone(), vec![v.id.clone()])),
+                }
+            }
+        }
+    }
+    for (why, ids) in na {
+        say(&mut out, format!("NA {}: {why}", ids.join(", ")));
+    }
+    for r in reports {
+        let mut cm: Vec<String> = Vec::new();
+        for reg in &r.regions {
+            for v in &reg.total {
+                if let Some(na) = &v.na
+                    && let Some(p) = na.find("cannot be measured on ")
+                {
+                    let s = na[p..].to_string();
+                    if !cm.contains(&s) {
+                        cm.push(s);
+                    }
+                }
+            }
+        }
+        for s in cm {
+            say(&mut out, format!("NA: {s}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values() {
+        assert_eq!(fmt_value(2581.04), "2581");
+        assert_eq!(fmt_value(0.5312), "0.5312");
+        assert_eq!(fmt_value(1.37e12), "1.370E12");
+        assert_eq!(fmt_value(2.5e-5), "2.500E-5");
+        assert_eq!(fmt_value(7.9997), "8.000");
+        assert_eq!(fmt_value(393.0), "393");
+        assert_eq!(fmt_value(0.0), "0");
+    }
+}

@@ -1,0 +1,448 @@
+//! Function regions without recompiling: a uprobe on a function's entry and a uretprobe on
+//! its return, each sampling on every hit with `PERF_SAMPLE_READ` of a group that also holds
+//! the counters. Entry and return samples of one thread pair up (nesting and recursion
+//! included) and the counter deltas between them are the function's region.
+//!
+//! Limits: only the command's main thread is followed (a per-task event with `inherit`
+//! cannot be mmapped; per-CPU events would lift this); functions are found in the ELF
+//! symbol tables (`.symtab`, `.dynsym`) of the executable itself, not of shared libraries.
+
+use std::path::Path;
+
+use hpcscope_markers::sys::{EventSpec, PerfEventAttr};
+
+use crate::error::{Error, Result};
+use crate::raw::{Collector, Count, RawData};
+
+/// File offset of function `name` in ELF file `path` (what a uprobe needs).
+pub fn function_offset(path: &Path, name: &str) -> Result<u64> {
+    let data = std::fs::read(path).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let bad = |m: &str| Error::Input(format!("{}: {m}", path.display()));
+    if data.len() < 64 || &data[..4] != b"\x7fELF" || data[4] != 2 || data[5] != 1 {
+        return Err(bad("not a 64-bit little-endian ELF file"));
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([data[o], data[o + 1]]) as usize;
+    let u32_at =
+        |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().expect("4 bytes")) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().expect("8 bytes"));
+    let shoff = u64_at(0x28) as usize;
+    let shentsize = u16_at(0x3a);
+    let shnum = u16_at(0x3c);
+    if shoff == 0 || shoff + shnum * shentsize > data.len() {
+        return Err(bad("no section headers"));
+    }
+    let sh = |i: usize| shoff + i * shentsize;
+    let mut found = None;
+    for i in 0..shnum {
+        let ty = u32_at(sh(i) + 4);
+        if ty != 2 && ty != 11 {
+            continue; // SHT_SYMTAB, SHT_DYNSYM
+        }
+        let off = u64_at(sh(i) + 0x18) as usize;
+        let size = u64_at(sh(i) + 0x20) as usize;
+        let link = u32_at(sh(i) + 0x28);
+        let str_off = u64_at(sh(link) + 0x18) as usize;
+        let mut k = off;
+        while k + 24 <= (off + size).min(data.len()) {
+            let st_name = u32_at(k);
+            let st_info = data[k + 4];
+            let st_value = u64_at(k + 8);
+            k += 24;
+            if st_info & 0xf != 2 || st_value == 0 {
+                continue; // STT_FUNC with an address
+            }
+            let s = str_off + st_name;
+            let end = data[s..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(data.len(), |e| s + e);
+            if &data[s..end] == name.as_bytes() {
+                found = Some(st_value);
+                break;
+            }
+        }
+        if found.is_some() {
+            break;
+        }
+    }
+    let Some(addr) = found else {
+        return Err(bad(&format!(
+            "no function '{name}' in the symbol tables (stripped binary, or a C++ name that needs its mangled form)"
+        )));
+    };
+    for i in 0..shnum {
+        let a = u64_at(sh(i) + 0x10);
+        let size = u64_at(sh(i) + 0x20);
+        let ty = u32_at(sh(i) + 4);
+        if ty != 8 && a != 0 && addr >= a && addr < a + size {
+            return Ok(addr - a + u64_at(sh(i) + 0x18));
+        }
+    }
+    Err(bad(&format!(
+        "function '{name}' at {addr:#x} is in no section"
+    )))
+}
+
+const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+const SAMPLE_TID: u64 = 1 << 1;
+const SAMPLE_TIME: u64 = 1 << 2;
+const SAMPLE_READ: u64 = 1 << 4;
+const FORMAT_GROUP: u64 = 8;
+const FORMAT_ENABLED: u64 = 1;
+const FORMAT_RUNNING: u64 = 2;
+const FORMAT_ID: u64 = 4;
+const RECORD_SAMPLE: u32 = 9;
+
+fn open(attr: &PerfEventAttr, pid: libc::pid_t, group: i32) -> std::io::Result<i32> {
+    // SAFETY: attr is a fully initialised perf_event_attr of the size it declares.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            pid,
+            -1,
+            group,
+            8u64,
+        )
+    };
+    if fd < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(fd as i32)
+    }
+}
+
+struct Ring {
+    base: *mut u8,
+    len: usize,
+    data_size: usize,
+}
+
+impl Ring {
+    fn new(fd: i32, pages: usize) -> std::io::Result<Ring> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = page * (1 + pages);
+        // SAFETY: mapping a perf event fd as the kernel documents (1 + 2^n pages).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Ring {
+            base: p.cast(),
+            len,
+            data_size: page * pages,
+        })
+    }
+
+    /// Takes every complete record out of the ring.
+    fn drain(&mut self, out: &mut Vec<Vec<u8>>) {
+        // SAFETY: base points at the perf_event_mmap_page; data_head (offset 1024) and
+        // data_tail (1032) are u64 fields; the data area follows the first page.
+        unsafe {
+            let head_p = self.base.add(1024) as *const u64;
+            let tail_p = self.base.add(1032) as *mut u64;
+            let head = std::ptr::read_volatile(head_p);
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            let mut tail = std::ptr::read_volatile(tail_p);
+            let page = self.len - self.data_size;
+            let data = self.base.add(page);
+            while tail + 8 <= head {
+                let mut hdr = [0u8; 8];
+                for (i, b) in hdr.iter_mut().enumerate() {
+                    *b = *data.add(((tail as usize) + i) % self.data_size);
+                }
+                let size = u16::from_le_bytes([hdr[6], hdr[7]]) as usize;
+                if size < 8 || tail + size as u64 > head {
+                    break;
+                }
+                let mut rec = vec![0u8; size];
+                for (i, b) in rec.iter_mut().enumerate() {
+                    *b = *data.add(((tail as usize) + i) % self.data_size);
+                }
+                out.push(rec);
+                tail += size as u64;
+            }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            std::ptr::write_volatile(tail_p, tail);
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what new() mapped.
+        unsafe {
+            libc::munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+/// Runs `argv` with regions on the entry and return of each function in `functions`
+/// (symbols of the executable `argv[0]` resolves to), counting the software events.
+pub fn collect_functions(
+    argv: &[String],
+    functions: &[String],
+    events: &[EventSpec],
+) -> Result<RawData> {
+    crate::perf::check_paranoid(2, "uprobes on your own command")?;
+    let exe = which(&argv[0]).ok_or_else(|| Error::Input(format!("cannot find '{}'", argv[0])))?;
+    let uprobe_type: u32 = std::fs::read_to_string(Path::new(crate::perf::SYSFS_PMUS).join("uprobe/type"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| Error::Env(crate::error::EnvLimit::Syscall {
+            call: "uprobe PMU".into(),
+            message: "no uprobe PMU in /sys/bus/event_source/devices (kernel without CONFIG_UPROBE_EVENTS)".into(),
+        }))?;
+    let path_c = std::ffi::CString::new(exe.display().to_string())
+        .map_err(|_| Error::Input("path with a NUL byte".into()))?;
+    let offsets: Vec<u64> = functions
+        .iter()
+        .map(|f| function_offset(&exe, f))
+        .collect::<Result<_>>()?;
+    let mut raw = RawData::new("functions", "uprobes", Collector::Perf);
+    // Fork, stop before exec, attach, release (as perf::run_once does).
+    let c_argv: Vec<std::ffi::CString> = argv
+        .iter()
+        .filter_map(|a| std::ffi::CString::new(a.as_bytes()).ok())
+        .collect();
+    let mut argv_p: Vec<*const libc::c_char> = c_argv.iter().map(|c| c.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let mut go = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 on a 2-int array.
+    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::Input("pipe2 failed".into()));
+    }
+    // SAFETY: the child only calls async-signal-safe functions on prepared data.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            libc::close(go[1]);
+            let mut b = 0u8;
+            libc::read(go[0], (&mut b as *mut u8).cast(), 1);
+            libc::execvp(argv_p[0], argv_p.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: closing our read end.
+    unsafe {
+        libc::close(go[0]);
+    }
+    let read_format = FORMAT_GROUP | FORMAT_ID | FORMAT_ENABLED | FORMAT_RUNNING;
+    let mut rings: Vec<(usize, i32, i32, Ring)> = Vec::new();
+    let mut fds = Vec::new();
+    // A per-task event with `inherit` cannot be mmapped (the kernel wants per-CPU events
+    // then): the main thread only.
+    let inherit = false;
+    raw.warnings
+        .push("function regions follow the command's main thread only".into());
+    for (fi, off) in offsets.iter().enumerate() {
+        let mk = |ret: bool, inh: bool| PerfEventAttr {
+            type_: uprobe_type,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: u64::from(ret),
+            config1: path_c.as_ptr() as u64,
+            config2: *off,
+            sample_period: 1,
+            sample_type: SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_READ,
+            read_format,
+            // enable_on_exec | inherit | disabled
+            flags: (1 << 12) | u64::from(inh) << 1 | 1,
+            wakeup_events: 1,
+            ..PerfEventAttr::default()
+        };
+        let leader = open(&mk(false, inherit), pid, -1)
+            .map_err(|e| Error::Input(format!("uprobe on {}: {e}", functions[fi])))?;
+        let ret = open(&mk(true, inherit), pid, leader)
+            .map_err(|e| Error::Input(format!("uretprobe on {}: {e}", functions[fi])))?;
+        for ev in events {
+            let a = PerfEventAttr {
+                type_: ev.type_,
+                size: std::mem::size_of::<PerfEventAttr>() as u32,
+                config: ev.config,
+                read_format,
+                flags: u64::from(inherit) << 1,
+                ..PerfEventAttr::default()
+            };
+            match open(&a, pid, leader) {
+                Ok(fd) => fds.push(fd),
+                Err(e) => raw.warnings.push(format!("{}: {e}", ev.name)),
+            }
+        }
+        let ring = Ring::new(leader, 64).map_err(|e| Error::Input(format!("mmap: {e}")))?;
+        // The return probe writes into the leader's ring.
+        // SAFETY: PERF_EVENT_IOC_SET_OUTPUT (0x2405) with another perf fd of this process.
+        unsafe {
+            libc::ioctl(ret, 0x2405 as _, leader);
+        }
+        fds.push(ret);
+        fds.push(leader);
+        rings.push((fi, leader, ret, ring));
+    }
+    // SAFETY: release the child.
+    unsafe {
+        libc::write(go[1], [1u8].as_ptr().cast(), 1);
+        libc::close(go[1]);
+    }
+    // Poll the rings while the child runs.
+    let mut records: Vec<(usize, Vec<u8>)> = Vec::new();
+    loop {
+        let mut st = 0;
+        // SAFETY: non-blocking wait for our child.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        for (fi, _, _, ring) in &mut rings {
+            let mut v = Vec::new();
+            ring.drain(&mut v);
+            records.extend(v.into_iter().map(|x| (*fi, x)));
+        }
+        if r == pid {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // Pair entries and returns per thread.
+    let mut ids: std::collections::HashMap<u64, (usize, bool)> = std::collections::HashMap::new();
+    for (fi, leader, ret, _) in &rings {
+        for (fd, is_ret) in [(*leader, false), (*ret, true)] {
+            let mut id = 0u64;
+            // SAFETY: PERF_EVENT_IOC_ID (0x80082407) writes a u64.
+            unsafe {
+                libc::ioctl(fd, 0x8008_2407u64 as _, &mut id as *mut u64);
+            }
+            ids.insert(id, (*fi, is_ret));
+        }
+    }
+    // (function, thread) -> open calls: (entry time, group values at entry).
+    type Open = Vec<(u64, Vec<u64>)>;
+    let mut stacks: std::collections::HashMap<(usize, u32), Open> =
+        std::collections::HashMap::new();
+    let names: Vec<String> = events.iter().map(|e| e.name.clone()).collect();
+    for (_, rec) in records {
+        let ty = u32::from_le_bytes(rec[0..4].try_into().expect("4"));
+        if ty != RECORD_SAMPLE || rec.len() < 56 {
+            continue;
+        }
+        let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8"));
+        // header, identifier, pid/tid, time, then the group read.
+        let Some(&(fi, is_ret)) = ids.get(&u64_at(8)) else {
+            continue;
+        };
+        let tid = u32::from_le_bytes(rec[20..24].try_into().expect("4"));
+        let time = u64_at(24);
+        let nr = u64_at(32) as usize;
+        let mut o = 56;
+        let mut vals = Vec::new();
+        for _ in 0..nr {
+            if o + 16 > rec.len() {
+                break;
+            }
+            vals.push(u64_at(o));
+            o += 16;
+        }
+        let st = stacks.entry((fi, tid)).or_default();
+        if !is_ret {
+            st.push((time, vals));
+        } else if let Some((t0, v0)) = st.pop() {
+            let t = raw.thread_mut(&functions[fi], u64::from(tid));
+            t.time_s = Some(t.time_s.unwrap_or(0.0) + time.saturating_sub(t0) as f64 * 1e-9);
+            t.calls = Some(t.calls.unwrap_or(0) + 1);
+            // Group order: entry probe, return probe, then the counters.
+            for (k, name) in names.iter().enumerate() {
+                let (a, b) = (
+                    v0.get(k + 2).copied().unwrap_or(0),
+                    vals.get(k + 2).copied().unwrap_or(0),
+                );
+                let e = t.counters.entry(name.clone()).or_insert(Count::of(0.0));
+                e.value = e.value.map(|x| x + b.saturating_sub(a) as f64);
+            }
+        }
+    }
+    for fd in fds {
+        // SAFETY: closing fds we opened.
+        unsafe {
+            libc::close(fd);
+        }
+    }
+    drop(rings);
+    if raw.regions.is_empty() {
+        raw.warnings
+            .push(format!("no call of {} completed", functions.join(", ")));
+    }
+    Ok(raw)
+}
+
+fn which(cmd: &str) -> Option<std::path::PathBuf> {
+    if cmd.contains('/') {
+        return std::fs::canonicalize(cmd).ok();
+    }
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(cmd))
+            .find(|c| c.is_file())
+            .and_then(|c| std::fs::canonicalize(c).ok())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_regions_through_uprobes() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("f.c");
+        std::fs::write(
+            &src,
+            "#include <stdlib.h>\n__attribute__((noinline)) double work(int n){volatile double s=0;for(int i=0;i<n;i++)s+=i*0.5;return s;}\nint main(){double t=0;for(int i=0;i<3;i++)t+=work(2000000);return t<0;}\n",
+        )
+        .unwrap();
+        let exe = dir.path().join("f");
+        let ok = std::process::Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            println!("skipping test - no C compiler");
+            return;
+        }
+        assert!(function_offset(&exe, "work").unwrap() > 0);
+        assert!(
+            function_offset(&exe, "nope")
+                .unwrap_err()
+                .to_string()
+                .contains("no function 'nope'")
+        );
+        let ev = vec![EventSpec::parse("task-clock").unwrap()];
+        let raw = match collect_functions(&[exe.display().to_string()], &["work".to_string()], &ev)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                println!("skipping test - uprobes not usable here: {e}");
+                return;
+            }
+        };
+        let r = raw
+            .regions
+            .iter()
+            .find(|r| r.name == "work")
+            .unwrap_or_else(|| panic!("{:?}", raw.warnings));
+        let a = r.aggregate();
+        assert_eq!(a.calls, Some(3));
+        assert!(a.time_s.unwrap() > 0.0);
+        assert!(a.counters["task-clock"].value.unwrap() > 0.0);
+    }
+}

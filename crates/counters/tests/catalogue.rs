@@ -1,0 +1,230 @@
+//! The shipped catalogue and recipes load and check; bad recipes are refused with the file,
+//! the formula and the column; unknown CPUs get the list of known recipes.
+
+use hpcscope_counters::catalogue::{Catalogue, Variant};
+use hpcscope_counters::cpu::CpuId;
+use hpcscope_counters::error::Error;
+
+#[test]
+fn every_shipped_recipe_checks_in_both_variants() {
+    let cat = Catalogue::builtin();
+    cat.check().unwrap();
+    assert_eq!(
+        cat.metrics
+            .metrics
+            .iter()
+            .filter(|m| m.category != "software")
+            .count(),
+        21,
+        "the seed's 21 metrics"
+    );
+    for id in [
+        "intel-cascadelake",
+        "fujitsu-a64fx",
+        "intel-sapphirerapids",
+        "amd-zen3",
+        "amd-zen4",
+        "arm-neoverse-n1",
+        "arm-neoverse-v1",
+        "arm-neoverse-v2",
+        "software",
+    ] {
+        let r = cat.find(id).unwrap();
+        assert!(
+            !r.recipe.source.is_empty() && !r.recipe.events_source.is_empty(),
+            "{id} says where it comes from"
+        );
+        assert_eq!(
+            r.recipe.from_seed,
+            id == "intel-cascadelake" || id == "fujitsu-a64fx",
+            "{id}"
+        );
+        // Every raw encoding parses as key=value pairs.
+        for (e, d) in &r.events {
+            if let Some(raw) = &d.raw {
+                assert!(raw.split(',').all(|kv| kv.contains('=')), "{id} {e}: {raw}");
+            }
+        }
+    }
+    // Variants only where the seed contradicts itself.
+    assert!(cat.find("a64fx").unwrap().has_variants());
+    assert!(cat.find("clx").unwrap().has_variants());
+    assert!(!cat.find("spr").unwrap().has_variants());
+}
+
+#[test]
+fn cpus_map_to_recipes() {
+    let cat = Catalogue::builtin();
+    let cases = [
+        (
+            "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n",
+            "intel-cascadelake",
+        ),
+        (
+            "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n",
+            "intel-sapphirerapids",
+        ),
+        (
+            "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\n",
+            "intel-sapphirerapids",
+        ),
+        (
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n",
+            "amd-zen3",
+        ),
+        (
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n",
+            "amd-zen4",
+        ),
+        (
+            "CPU implementer\t: 0x46\nCPU part\t: 0x001\n",
+            "fujitsu-a64fx",
+        ),
+        (
+            "CPU implementer\t: 0x41\nCPU part\t: 0xd0c\n",
+            "arm-neoverse-n1",
+        ),
+        (
+            "CPU implementer\t: 0x41\nCPU part\t: 0xd40\n",
+            "arm-neoverse-v1",
+        ),
+        (
+            "CPU implementer\t: 0x41\nCPU part\t: 0xd4f\n",
+            "arm-neoverse-v2",
+        ),
+    ];
+    for (info, want) in cases {
+        let cpu = CpuId::from_cpuinfo(info);
+        assert_eq!(cat.for_cpu(&cpu).unwrap().recipe.id, want, "{cpu}");
+    }
+    let unknown = CpuId::from_cpuinfo(
+        "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 42\nmodel name\t: Old Xeon\n",
+    );
+    let e = cat.for_cpu(&unknown).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains(
+            "no counter recipe for this CPU (GenuineIntel family 6 model 0x2a \"Old Xeon\")"
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("intel-cascadelake (Intel Xeon Cascade Lake"),
+        "{msg}"
+    );
+    assert!(msg.contains("--recipe-file FILE"), "{msg}");
+    assert_eq!(e.exit_code(), 2);
+}
+
+fn write(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
+    let p = dir.path().join("my-cpu.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const GOOD: &str = r#"format_version = 1
+[recipe]
+id = "my-cpu"
+name = "My CPU"
+vendor = "generic"
+source = "tests"
+events_source = "tests"
+[recipe.cannot_measure]
+instructions = "x"
+cycles = "x"
+fpins = "x"
+ld_ins = "x"
+st_ins = "x"
+ld_bytes = "x"
+st_bytes = "x"
+l1_accesses = "x"
+l1_misses = "x"
+l2_accesses = "x"
+l2_misses = "x"
+l3_accesses = "x"
+l3_misses = "x"
+mem_bytes = "x"
+[constants]
+line_size = 64
+[events.FP]
+perf = "fp_ops"
+[formulas]
+flops = "FP * 2"
+"#;
+
+#[test]
+fn user_recipe_files_and_their_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cat = Catalogue::builtin();
+    let r = cat.add_recipe_file(&write(&dir, GOOD)).unwrap();
+    assert_eq!(r.recipe.id, "my-cpu");
+    assert!(cat.find("my-cpu").is_ok());
+
+    let mut cat = Catalogue::builtin();
+    let e = cat
+        .add_recipe_file(&write(&dir, &GOOD.replace("FP * 2", "FP * (2")))
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(matches!(e, Error::Formula { .. }), "{m}");
+    assert!(
+        m.contains("formula 'flops'") && m.contains("at column 8"),
+        "{m}"
+    );
+
+    let e = cat
+        .add_recipe_file(&write(&dir, &GOOD.replace("FP * 2", "FP * FPX")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown name 'FPX' at column 6"), "{e}");
+
+    let e = cat
+        .add_recipe_file(&write(&dir, &GOOD.replace("FP * 2", "FP * #vl")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown constant '#vl'"), "{e}");
+
+    let e = cat
+        .add_recipe_file(&write(&dir, &GOOD.replace("mem_bytes = \"x\"\n", "")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("quantity 'mem_bytes' has no formula"), "{e}");
+
+    // Formulas that refer to each other in a cycle.
+    let cyc = GOOD.replace(
+        "flops = \"FP * 2\"",
+        "flops = \"helper + FP\"\nhelper = \"other * 2\"\nother = \"helper\"",
+    );
+    let e = cat
+        .add_recipe_file(&write(&dir, &cyc))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cycle: helper -> other -> helper"), "{e}");
+
+    // TOML syntax errors carry line and column.
+    let e = cat
+        .add_recipe_file(&write(
+            &dir,
+            &GOOD.replace("name = \"My CPU\"", "name = My CPU"),
+        ))
+        .unwrap_err();
+    assert!(matches!(e, Error::Import { line: 4, .. }), "{e}");
+
+    let e = cat.find("pentium-4").unwrap_err().to_string();
+    assert!(
+        e.contains("unknown recipe 'pentium-4'") && e.contains("fujitsu-a64fx"),
+        "{e}"
+    );
+}
+
+#[test]
+fn variant_text() {
+    let cat = Catalogue::builtin();
+    let a = cat
+        .compile(cat.find("a64fx").unwrap(), Variant::AsPublished)
+        .unwrap();
+    let c = cat
+        .compile(cat.find("a64fx").unwrap(), Variant::Corrected)
+        .unwrap();
+    assert!(a.formulas["ld_bytes"].source().contains("8 if #sp else 4"));
+    assert!(c.formulas["ld_bytes"].source().contains("#element_bytes"));
+}
