@@ -1,0 +1,467 @@
+//! One cache hierarchy fed access by access: the policies between levels and the fast path.
+//!
+//! Policies: write-back, write-allocate (a store miss fills the line like a load, then
+//! dirties it in L1). On a demand miss the line is looked up level by level; the first
+//! level holding it (or memory) serves the access's bytes.
+//!
+//! - Non-inclusive and inclusive: the line is filled into every level between the one that
+//!   served it and L1, outermost first. A dirty victim is written back to the next level,
+//!   which marks its copy dirty (without a recency update) or, when it has none, allocates
+//!   it (write-allocate); the last level writes back to memory. Inclusive also invalidates
+//!   a victim in every level above (back-invalidation); a dirty copy found there makes the
+//!   victim dirty, and the one write-back is counted at the evicting level.
+//! - Exclusive: a hit in a level below L1 moves the line (with its dirty bit) to L1; a miss
+//!   everywhere fills L1 only. Each level's victim moves to the next level; the last level's
+//!   dirty victims are written back to memory.
+//!
+//! Fast paths (they change no result, only the time to get it):
+//! - The hierarchy remembers the last line L1 served and where it sits. An access to that
+//!   line again is an L1 hit that needs no replacement update (the line is already most
+//!   recently used, and tree-PLRU bits are idempotent), so it only adds to two counters and
+//!   remembers a store, which dirties the line before the next slower-path access.
+//! - A 512-entry memo, indexed by a hash of the line, remembers where recently used lines sit
+//!   in L1. When the remembered slot still holds the line, the hit skips the set search
+//!   (interleaved streams such as `a[i] = b[i] + s * c[i]` hit here).
+
+use crate::Access;
+use crate::config::{HierarchyConfig, Inclusion};
+use crate::error::ConfigError;
+use crate::level::{Level, Slot};
+use crate::stats::{HierarchyStats, LevelStats};
+
+/// No line: larger than any `address >> log2(line_bytes)` with lines of at least 4 bytes.
+const NO_LINE: u64 = u64::MAX;
+
+/// Entries of the L1 slot memo (a power of two).
+const MEMO_LEN: usize = 512;
+
+/// A remembered L1 position of a recently used line; checked against the tag store before
+/// use, so a stale entry is only a missed shortcut, never a wrong answer.
+#[derive(Clone, Copy, Debug)]
+struct Memo {
+    line: u64,
+    slot: Slot,
+}
+
+const NO_MEMO: Memo = Memo {
+    line: NO_LINE,
+    slot: Slot {
+        index: 0,
+        set: 0,
+        way: 0,
+    },
+};
+
+#[inline(always)]
+fn memo_index(line: u64) -> usize {
+    // Fibonacci hashing: arrays a multiple of 4 KiB apart still land on different entries.
+    (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_LEN.trailing_zeros())) as usize
+}
+
+/// A simulated cache hierarchy (levels plus implied main memory).
+///
+/// ```
+/// use hpcscope_cachesim::{Access, CacheConfig, Hierarchy, HierarchyConfig};
+///
+/// let cfg = HierarchyConfig::new(
+///     "toy",
+///     vec![CacheConfig::new("L1", 32 << 10, 64, 8), CacheConfig::new("L2", 1 << 20, 64, 16)],
+/// );
+/// let mut h = Hierarchy::new(cfg)?;
+/// for i in 0..1024u64 {
+///     h.access(Access::read(0x10_0000 + 8 * i, 8));
+/// }
+/// let s = h.stats();
+/// assert_eq!(s.levels[0].hits, 896); // 7 of 8 accesses per 64-byte line
+/// assert_eq!(s.memory.bytes_served, 128 * 8);
+/// # Ok::<(), hpcscope_cachesim::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Hierarchy {
+    cfg: HierarchyConfig,
+    line_shift: u32,
+    line_mask: u64,
+    levels: Vec<Level>,
+    // Fast paths: last line served by L1, its slot in L1, whether it was stored to since
+    // the dirty bit was last written, and the L1 hits and bytes counted by the last-line
+    // filter and the memo.
+    mru_line: u64,
+    mru_slot: Slot,
+    memo: Box<[Memo; MEMO_LEN]>,
+    mru_write: bool,
+    mru_hits: u64,
+    mru_bytes: u64,
+    mem_reads: u64,
+    mem_bytes: u64,
+    mem_writebacks: u64,
+    split_accesses: u64,
+    extra_pieces: u64,
+}
+
+impl Hierarchy {
+    /// Validates `cfg` and builds an empty (cold) hierarchy.
+    pub fn new(cfg: HierarchyConfig) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let line_bytes = cfg.levels[0].line_bytes;
+        let levels = cfg.levels.iter().map(Level::new).collect();
+        Ok(Self {
+            line_shift: line_bytes.trailing_zeros(),
+            line_mask: line_bytes - 1,
+            levels,
+            cfg,
+            mru_line: NO_LINE,
+            mru_slot: NO_MEMO.slot,
+            memo: Box::new([NO_MEMO; MEMO_LEN]),
+            mru_write: false,
+            mru_hits: 0,
+            mru_bytes: 0,
+            mem_reads: 0,
+            mem_bytes: 0,
+            mem_writebacks: 0,
+            split_accesses: 0,
+            extra_pieces: 0,
+        })
+    }
+
+    /// The configuration this hierarchy was built from.
+    pub fn config(&self) -> &HierarchyConfig {
+        &self.cfg
+    }
+
+    /// Simulates one program access. An access that straddles line boundaries is split
+    /// into one line access per line touched, each carrying the bytes inside its line.
+    /// A zero-size access touches the line of `addr` and carries no bytes.
+    #[inline(always)]
+    pub fn access(&mut self, a: Access) {
+        let off = a.addr & self.line_mask;
+        if off + u64::from(a.size) <= self.line_mask + 1 {
+            self.access_line(a.addr >> self.line_shift, u64::from(a.size), a.is_write);
+        } else {
+            self.access_split(a);
+        }
+    }
+
+    /// Simulates the accesses of `batch` in order. Faster than calling
+    /// [`Hierarchy::access`] in a loop: the last-line filter, the memo lookup and the
+    /// fast-path hit counters stay in registers.
+    pub fn access_batch(&mut self, batch: &[Access]) {
+        let (shift, mask) = (self.line_shift, self.line_mask);
+        let (mut mru, mut slot, mut write) = (self.mru_line, self.mru_slot, self.mru_write);
+        let (mut hits, mut bytes) = (0u64, 0u64);
+        for &a in batch {
+            let size = u64::from(a.size);
+            if (a.addr & mask) + size > mask + 1 {
+                (self.mru_line, self.mru_slot, self.mru_write) = (mru, slot, write);
+                self.access_split(a);
+                (mru, slot, write) = (self.mru_line, self.mru_slot, self.mru_write);
+                continue;
+            }
+            let line = a.addr >> shift;
+            if line == mru {
+                hits += 1;
+                bytes += size;
+                write |= a.is_write;
+                continue;
+            }
+            // Leaving the last line: store its pending dirty bit, then try the memo.
+            let l1 = &mut self.levels[0];
+            if write {
+                l1.mark_slot_dirty(slot);
+            }
+            let m = self.memo[memo_index(line)];
+            if m.line == line && l1.holds_at(m.slot, line) {
+                l1.touch(m.slot);
+                hits += 1;
+                bytes += size;
+                (mru, slot, write) = (line, m.slot, a.is_write);
+                continue;
+            }
+            self.mru_write = false;
+            self.slow_path(line, size, a.is_write);
+            (mru, slot, write) = (self.mru_line, self.mru_slot, self.mru_write);
+        }
+        (self.mru_line, self.mru_slot, self.mru_write) = (mru, slot, write);
+        self.mru_hits += hits;
+        self.mru_bytes += bytes;
+    }
+
+    #[inline(always)]
+    fn access_line(&mut self, line: u64, bytes: u64, write: bool) {
+        if line == self.mru_line {
+            self.mru_hits += 1;
+            self.mru_bytes += bytes;
+            self.mru_write |= write;
+        } else {
+            self.memo_path(line, bytes, write);
+        }
+    }
+
+    #[inline(always)]
+    fn memo_path(&mut self, line: u64, bytes: u64, write: bool) {
+        self.flush_mru();
+        let m = self.memo[memo_index(line)];
+        let l1 = &mut self.levels[0];
+        if m.line == line && l1.holds_at(m.slot, line) {
+            l1.touch(m.slot);
+            l1.hits += 1;
+            l1.bytes += bytes;
+            // The memo entry is already right; only the last-line filter moves.
+            self.mru_line = line;
+            self.mru_slot = m.slot;
+            self.mru_write = write;
+        } else {
+            self.slow_path(line, bytes, write);
+        }
+    }
+
+    #[inline(never)]
+    fn access_split(&mut self, a: Access) {
+        let end = a.addr.saturating_add(u64::from(a.size)); // exclusive
+        let first = a.addr >> self.line_shift;
+        let last = (end - 1) >> self.line_shift;
+        self.split_accesses += 1;
+        self.extra_pieces += last - first;
+        for line in first..=last {
+            let lo = (line << self.line_shift).max(a.addr);
+            let hi = (line + 1)
+                .checked_mul(self.line_mask + 1)
+                .map_or(end, |h| h.min(end));
+            self.access_line(line, hi - lo, a.is_write);
+        }
+    }
+
+    /// Writes the pending store of the fast path into L1's dirty bit.
+    #[inline(always)]
+    fn flush_mru(&mut self) {
+        if self.mru_write {
+            self.levels[0].mark_slot_dirty(self.mru_slot);
+            self.mru_write = false;
+        }
+    }
+
+    #[inline(never)]
+    fn slow_path(&mut self, line: u64, bytes: u64, write: bool) {
+        let n = self.levels.len();
+        let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
+        if let Some(slot) = self.levels[0].lookup(line) {
+            let l1 = &mut self.levels[0];
+            l1.hits += 1;
+            l1.bytes += bytes;
+            self.set_mru(line, slot, write);
+            return;
+        }
+        self.levels[0].misses += 1;
+        let mut served = n;
+        let mut dirty = false;
+        for i in 1..n {
+            let lvl = &mut self.levels[i];
+            let hit = if exclusive {
+                lvl.invalidate(line).map(|d| dirty = d).is_some()
+            } else {
+                lvl.lookup(line).is_some()
+            };
+            if hit {
+                lvl.hits += 1;
+                lvl.bytes += bytes;
+                served = i;
+                break;
+            }
+            lvl.misses += 1;
+        }
+        if served == n {
+            self.mem_reads += 1;
+            self.mem_bytes += bytes;
+        }
+        let slot = if exclusive {
+            self.fill_exclusive(line, dirty)
+        } else {
+            for j in (1..served).rev() {
+                self.fill(j, line, false);
+            }
+            self.fill(0, line, false)
+        };
+        self.set_mru(line, slot, write);
+    }
+
+    #[inline(always)]
+    fn set_mru(&mut self, line: u64, slot: Slot, write: bool) {
+        self.memo[memo_index(line)] = Memo { line, slot };
+        self.mru_line = line;
+        self.mru_slot = slot;
+        self.mru_write = write;
+    }
+
+    /// Installs `line` into level `j` (non-exclusive policies) and handles the victim.
+    #[inline(always)]
+    fn fill(&mut self, j: usize, line: u64, dirty: bool) -> Slot {
+        let inclusive = self.cfg.inclusion == Inclusion::Inclusive;
+        let lvl = &mut self.levels[j];
+        let (slot, victim) = lvl.insert(line, dirty);
+        lvl.fills += 1;
+        if let Some(v) = victim {
+            lvl.evictions += 1;
+            // Clean victims of a non-inclusive hierarchy, the common case, just leave.
+            if v & 1 == 1 || inclusive {
+                self.evict(j, v);
+            }
+        }
+        slot
+    }
+
+    /// Back-invalidates (inclusive) and writes back (dirty) a victim `v` of level `j`.
+    #[inline(never)]
+    fn evict(&mut self, j: usize, v: u64) {
+        let vline = v >> 1;
+        let mut vdirty = v & 1 == 1;
+        if self.cfg.inclusion == Inclusion::Inclusive {
+            for k in 0..j {
+                if let Some(d) = self.levels[k].invalidate(vline) {
+                    vdirty |= d;
+                }
+            }
+        }
+        if vdirty {
+            self.levels[j].writebacks += 1;
+            self.write_back(j + 1, vline);
+        }
+    }
+
+    /// A dirty line arrives at level `k` (or memory when `k` is past the last level).
+    fn write_back(&mut self, k: usize, line: u64) {
+        if k == self.levels.len() {
+            self.mem_writebacks += 1;
+        } else if !self.levels[k].mark_dirty(line) {
+            self.fill(k, line, true);
+        }
+    }
+
+    /// Installs `line` into L1 and pushes the victims down (exclusive policy).
+    fn fill_exclusive(&mut self, line: u64, dirty: bool) -> Slot {
+        let n = self.levels.len();
+        let (slot, mut victim) = self.levels[0].insert(line, dirty);
+        self.levels[0].fills += 1;
+        let mut j = 0;
+        while let Some(v) = victim {
+            let vdirty = v & 1 == 1;
+            self.levels[j].evictions += 1;
+            if vdirty {
+                self.levels[j].writebacks += 1;
+            }
+            j += 1;
+            if j == n {
+                if vdirty {
+                    self.mem_writebacks += 1;
+                }
+                break;
+            }
+            let (_, next) = self.levels[j].insert(v >> 1, vdirty);
+            self.levels[j].fills += 1;
+            victim = next;
+        }
+        slot
+    }
+
+    /// Counters since construction or the last [`Hierarchy::flush_stats`] / reset.
+    pub fn stats(&self) -> HierarchyStats {
+        let levels: Vec<LevelStats> = self
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let (hits, bytes) = if i == 0 {
+                    (l.hits + self.mru_hits, l.bytes + self.mru_bytes)
+                } else {
+                    (l.hits, l.bytes)
+                };
+                LevelStats {
+                    name: l.name.clone(),
+                    accesses: hits + l.misses,
+                    hits,
+                    misses: l.misses,
+                    bytes_served: bytes,
+                    fills: l.fills,
+                    writebacks: l.writebacks,
+                    evictions: l.evictions,
+                }
+            })
+            .collect();
+        let memory = LevelStats {
+            name: "MM".to_string(),
+            accesses: self.mem_reads,
+            hits: self.mem_reads,
+            misses: 0,
+            bytes_served: self.mem_bytes,
+            fills: 0,
+            writebacks: self.mem_writebacks,
+            evictions: 0,
+        };
+        let bytes = levels.iter().map(|l| l.bytes_served).sum::<u64>() + memory.bytes_served;
+        let line_accesses = levels.first().map_or(0, |l| l.accesses);
+        HierarchyStats {
+            name: self.cfg.name.clone(),
+            line_bytes: self.line_mask + 1,
+            accesses: line_accesses - self.extra_pieces,
+            split_accesses: self.split_accesses,
+            bytes,
+            levels,
+            memory,
+        }
+    }
+
+    /// Returns the counters and zeroes them; the cache contents stay (warm), so the next
+    /// region of a program starts where this one left off.
+    pub fn flush_stats(&mut self) -> HierarchyStats {
+        let s = self.stats();
+        self.reset_stats();
+        s
+    }
+
+    /// Zeroes the counters, keeping the cache contents.
+    pub fn reset_stats(&mut self) {
+        for l in &mut self.levels {
+            l.clear_counters();
+        }
+        self.mru_hits = 0;
+        self.mru_bytes = 0;
+        self.mem_reads = 0;
+        self.mem_bytes = 0;
+        self.mem_writebacks = 0;
+        self.split_accesses = 0;
+        self.extra_pieces = 0;
+    }
+
+    /// Empties every level (cold caches, dirty data dropped) and zeroes the counters.
+    pub fn reset(&mut self) {
+        for l in &mut self.levels {
+            l.clear();
+        }
+        self.mru_line = NO_LINE;
+        self.mru_write = false;
+        self.memo.fill(NO_MEMO);
+        self.reset_stats();
+    }
+
+    /// Whether level `level` (0 = L1) holds the line containing `addr`; `false` past the
+    /// last level. Does not change any state.
+    pub fn contains(&self, level: usize, addr: u64) -> bool {
+        let line = addr >> self.line_shift;
+        if level == 0 && line == self.mru_line {
+            return true;
+        }
+        self.levels.get(level).is_some_and(|l| l.contains(line))
+    }
+
+    /// Whether level `level` holds the line containing `addr` dirty. Does not change state.
+    pub fn is_dirty(&self, level: usize, addr: u64) -> bool {
+        let line = addr >> self.line_shift;
+        if level == 0 && line == self.mru_line && self.mru_write {
+            return true;
+        }
+        self.levels.get(level).is_some_and(|l| l.is_dirty(line))
+    }
+
+    /// Valid lines held by level `level` (0 = L1); 0 past the last level.
+    pub fn valid_lines(&self, level: usize) -> usize {
+        self.levels.get(level).map_or(0, Level::valid_lines)
+    }
+}

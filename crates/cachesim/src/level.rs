@@ -1,0 +1,589 @@
+//! One cache level: tag store, replacement state and counters, with no policy between levels.
+//!
+//! Layout, chosen for speed: one flat `Vec<u64>` of `sets * ways` entries, set after set,
+//! each the `line` it holds (`line` = address >> log2(line_bytes)) or [`INVALID`], so a
+//! set search is plain equality; dirty bits live in a parallel bitset. Entries never move. Replacement state:
+//! - LRU with at most 16 ways: a `u64` per set lists the ways from most to least recently
+//!   used, one 4-bit nibble each; a use moves a way to the front, an eviction takes the
+//!   last nibble, an invalidation moves the way to the back (so invalid ways are taken
+//!   first). A few shifts and masks, no loop.
+//! - LRU with more ways: a parallel `Vec<u32>` of last-use stamps from a per-level clock
+//!   (0 = invalid, so a set's minimum stamp is its first invalid way, else its LRU way);
+//!   when the clock would wrap, every set's stamps are renumbered by rank.
+//! - Tree pseudo-LRU: a `u64` per set holds the tree bits.
+//!
+//! The set index is `line & (sets - 1)` when the set count is a power of two,
+//! and `line mod sets` otherwise (e.g. a 15-way 105 MiB L3), computed with a precomputed
+//! reciprocal (one 64×64→128-bit multiply and at most two corrections) instead of a division.
+
+use crate::config::{CacheConfig, Replacement};
+
+/// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes).
+pub(crate) const INVALID: u64 = u64::MAX;
+
+/// Where a line sits: its index in the tag store and its set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) index: usize,
+    pub(crate) set: usize,
+    pub(crate) way: u32,
+}
+
+/// A cache level's state and raw counters.
+#[derive(Clone, Debug)]
+pub(crate) struct Level {
+    pub(crate) name: String,
+    tags: Vec<u64>,
+    dirty: Vec<u64>,
+    stamps: Vec<u32>,
+    clock: u32,
+    per_set: Vec<u64>,
+    policy: Policy,
+    ways: usize,
+    sets: u64,
+    set_mask: u64,
+    set_recip: u64,
+    pow2_sets: bool,
+    plru_depth: u32,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+    pub(crate) bytes: u64,
+    pub(crate) fills: u64,
+    pub(crate) writebacks: u64,
+    pub(crate) evictions: u64,
+}
+
+impl Level {
+    /// Builds an empty level; `cfg` must have been validated.
+    pub(crate) fn new(cfg: &CacheConfig) -> Self {
+        let sets = cfg.sets().max(1);
+        let ways = cfg.associativity.max(1) as usize;
+        let policy = match cfg.replacement {
+            Replacement::TreePlru => Policy::TreePlru,
+            Replacement::Lru if ways <= 16 => Policy::Nibbles,
+            Replacement::Lru => Policy::Stamps,
+        };
+        let (per_set, stamps) = match policy {
+            Policy::TreePlru => (vec![0; sets as usize], Vec::new()),
+            Policy::Nibbles => (vec![nib_identity(ways); sets as usize], Vec::new()),
+            Policy::Stamps => (Vec::new(), vec![0; sets as usize * ways]),
+        };
+        Self {
+            name: cfg.name.clone(),
+            tags: vec![INVALID; sets as usize * ways],
+            dirty: vec![0; (sets as usize * ways).div_ceil(64)],
+            stamps,
+            clock: 1,
+            per_set,
+            policy,
+            ways,
+            sets,
+            set_mask: sets.wrapping_sub(1),
+            set_recip: u64::MAX / sets,
+            pow2_sets: sets.is_power_of_two(),
+            plru_depth: ways.trailing_zeros(),
+            hits: 0,
+            misses: 0,
+            bytes: 0,
+            fills: 0,
+            writebacks: 0,
+            evictions: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn set_of(&self, line: u64) -> usize {
+        if self.pow2_sets {
+            (line & self.set_mask) as usize
+        } else {
+            fast_mod(line, self.sets, self.set_recip) as usize
+        }
+    }
+
+    #[inline(always)]
+    fn find(&self, base: usize, line: u64) -> Option<usize> {
+        let set = &self.tags[base..base + self.ways];
+        // Four ways per branch: a miss scans the whole set, so fewer, better predicted
+        // branches matter more than stopping early.
+        let mut chunks = set.chunks_exact(4);
+        let mut at = 0;
+        for c in &mut chunks {
+            let hit = (c[0] == line) | (c[1] == line) | (c[2] == line) | (c[3] == line);
+            if hit {
+                return c.iter().position(|&e| e == line).map(|p| at + p);
+            }
+            at += 4;
+        }
+        chunks
+            .remainder()
+            .iter()
+            .position(|&e| e == line)
+            .map(|p| at + p)
+    }
+
+    #[inline(always)]
+    fn set_dirty(&mut self, index: usize) {
+        self.dirty[index / 64] |= 1 << (index % 64);
+    }
+
+    /// Clears the dirty bit of `index`, returning its old value.
+    #[inline(always)]
+    fn take_dirty(&mut self, index: usize) -> bool {
+        let word = &mut self.dirty[index / 64];
+        let bit = 1u64 << (index % 64);
+        let was = *word & bit != 0;
+        *word &= !bit;
+        was
+    }
+
+    /// Stamps way `slot` as just used.
+    #[inline(always)]
+    fn touch_lru(&mut self, slot: usize) {
+        if self.clock == u32::MAX {
+            self.renumber_stamps();
+        }
+        self.stamps[slot] = self.clock;
+        self.clock += 1;
+    }
+
+    /// Replaces each set's stamps by their rank (1 = least recent), keeping 0 for invalid
+    /// ways, and restarts the clock above them. Runs once per ~4 billion uses of a level.
+    #[cold]
+    fn renumber_stamps(&mut self) {
+        let mut order: Vec<usize> = Vec::with_capacity(self.ways);
+        for set in self.stamps.chunks_mut(self.ways) {
+            order.clear();
+            order.extend((0..set.len()).filter(|&w| set[w] != 0));
+            order.sort_by_key(|&w| set[w]);
+            for (rank, &w) in order.iter().enumerate() {
+                set[w] = rank as u32 + 1;
+            }
+        }
+        self.clock = self.ways as u32 + 1;
+    }
+
+    /// Looks `line` up; on a hit updates the replacement state and returns where it is.
+    #[inline(always)]
+    pub(crate) fn lookup(&mut self, line: u64) -> Option<Slot> {
+        let set = self.set_of(line);
+        let base = set * self.ways;
+        let p = self.find(base, line)?;
+        let slot = Slot {
+            index: base + p,
+            set,
+            way: p as u32,
+        };
+        self.touch(slot);
+        Some(slot)
+    }
+
+    /// Whether `slot` holds `line` (a remembered slot is still valid).
+    #[inline(always)]
+    pub(crate) fn holds_at(&self, slot: Slot, line: u64) -> bool {
+        self.tags.get(slot.index).is_some_and(|&e| e == line)
+    }
+
+    /// Records a use of the line at `slot` in the replacement state.
+    #[inline(always)]
+    pub(crate) fn touch(&mut self, slot: Slot) {
+        let way = slot.way as usize;
+        match self.policy {
+            Policy::Nibbles => {
+                let order = &mut self.per_set[slot.set];
+                // Interleaved streams mostly touch lines that already lead their set.
+                if (*order & 15) as usize != way {
+                    *order = nib_to_front(*order, nib_position(*order, way), way);
+                }
+            }
+            Policy::Stamps => self.touch_lru(slot.index),
+            Policy::TreePlru => plru_touch(&mut self.per_set[slot.set], way, self.plru_depth),
+        }
+    }
+
+    /// Marks `line` dirty if present, without touching the replacement state (a write-back
+    /// arriving from the level above). Returns whether it was present.
+    #[inline]
+    pub(crate) fn mark_dirty(&mut self, line: u64) -> bool {
+        let base = self.set_of(line) * self.ways;
+        match self.find(base, line) {
+            Some(p) => {
+                self.set_dirty(base + p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Marks the entry at `slot` dirty.
+    #[inline(always)]
+    pub(crate) fn mark_slot_dirty(&mut self, slot: Slot) {
+        self.set_dirty(slot.index);
+    }
+
+    /// Installs `line` (absent) as most recently used; returns its slot and, if a valid
+    /// line had to leave, the victim encoded as `victim_line << 1 | dirty`.
+    #[inline(always)]
+    pub(crate) fn insert(&mut self, line: u64, dirty: bool) -> (Slot, Option<u64>) {
+        let set = self.set_of(line);
+        let base = set * self.ways;
+
+        let w = match self.policy {
+            Policy::Nibbles => {
+                // The last way in recency order: an invalid way if any, else the LRU way.
+                let order = self.per_set[set];
+                let w = ((order >> (4 * (self.ways - 1))) & 15) as usize;
+                self.per_set[set] = nib_to_front(order, self.ways - 1, w);
+                w
+            }
+            Policy::Stamps => {
+                // The smallest stamp: the first invalid way (stamp 0), else the LRU way.
+                let stamps = &self.stamps[base..base + self.ways];
+                let mut w = 0;
+                let mut min = stamps[0];
+                for (i, &t) in stamps.iter().enumerate().skip(1) {
+                    if t < min {
+                        min = t;
+                        w = i;
+                    }
+                }
+                self.touch_lru(base + w);
+                w
+            }
+            Policy::TreePlru => {
+                let ways = &self.tags[base..base + self.ways];
+                let w = match ways.iter().position(|&e| e == INVALID) {
+                    Some(w) => w,
+                    None => plru_victim(self.per_set[set], self.plru_depth),
+                };
+                plru_touch(&mut self.per_set[set], w, self.plru_depth);
+                w
+            }
+        };
+        let index = base + w;
+        let victim = std::mem::replace(&mut self.tags[index], line);
+        let was_dirty = self.take_dirty(index);
+        if dirty {
+            self.set_dirty(index);
+        }
+        let slot = Slot {
+            index: base + w,
+            set,
+            way: w as u32,
+        };
+        (
+            slot,
+            (victim != INVALID).then_some(victim << 1 | u64::from(was_dirty)),
+        )
+    }
+
+    /// Removes `line` if present; returns its dirty bit.
+    #[inline]
+    pub(crate) fn invalidate(&mut self, line: u64) -> Option<bool> {
+        let set = self.set_of(line);
+        let base = set * self.ways;
+        let p = self.find(base, line)?;
+        self.tags[base + p] = INVALID;
+        let was_dirty = self.take_dirty(base + p);
+        match self.policy {
+            Policy::Nibbles => {
+                let order = self.per_set[set];
+                self.per_set[set] = nib_to_back(order, nib_position(order, p), p, self.ways);
+            }
+            Policy::Stamps => self.stamps[base + p] = 0,
+            Policy::TreePlru => {}
+        }
+        Some(was_dirty)
+    }
+
+    /// Whether `line` is present (no state change).
+    pub(crate) fn contains(&self, line: u64) -> bool {
+        let base = self.set_of(line) * self.ways;
+        self.find(base, line).is_some()
+    }
+
+    /// Whether `line` is present and dirty (no state change).
+    pub(crate) fn is_dirty(&self, line: u64) -> bool {
+        let base = self.set_of(line) * self.ways;
+        self.find(base, line)
+            .is_some_and(|p| self.dirty[(base + p) / 64] >> ((base + p) % 64) & 1 == 1)
+    }
+
+    /// Valid lines held.
+    pub(crate) fn valid_lines(&self) -> usize {
+        self.tags.iter().filter(|&&e| e != INVALID).count()
+    }
+
+    /// Empties the level (contents and replacement state); counters stay.
+    pub(crate) fn clear(&mut self) {
+        self.tags.fill(INVALID);
+        self.dirty.fill(0);
+        self.stamps.fill(0);
+        self.clock = 1;
+        let init = match self.policy {
+            Policy::Nibbles => nib_identity(self.ways),
+            _ => 0,
+        };
+        self.per_set.fill(init);
+    }
+
+    /// Zeroes the counters.
+    pub(crate) fn clear_counters(&mut self) {
+        self.hits = 0;
+        self.misses = 0;
+        self.bytes = 0;
+        self.fills = 0;
+        self.writebacks = 0;
+        self.evictions = 0;
+    }
+}
+
+/// How a level keeps its replacement state (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    Nibbles,
+    Stamps,
+    TreePlru,
+}
+
+const NIB_ONES: u64 = 0x1111_1111_1111_1111;
+const NIB_HIGHS: u64 = 0x8888_8888_8888_8888;
+
+/// Mask of the first `k` nibbles, `k < 16`.
+#[inline(always)]
+fn nib_low(k: usize) -> u64 {
+    (1u64 << (4 * k)) - 1
+}
+
+/// Recency order listing ways `0, 1, ..., ways - 1`.
+fn nib_identity(ways: usize) -> u64 {
+    (0..ways).fold(0, |o, w| o | (w as u64) << (4 * w))
+}
+
+/// Position of way `w` in `order`. The way occurs once among the used nibbles, and the
+/// lowest zero nibble of `order ^ w * 0x11..1` found by the borrow trick is always exact.
+#[inline(always)]
+fn nib_position(order: u64, w: usize) -> usize {
+    let x = order ^ (NIB_ONES * w as u64);
+    let zero = x.wrapping_sub(NIB_ONES) & !x & NIB_HIGHS;
+    (zero.trailing_zeros() / 4) as usize
+}
+
+/// Moves way `w`, found at position `p`, to the front (most recently used).
+#[inline(always)]
+fn nib_to_front(order: u64, p: usize, w: usize) -> u64 {
+    let below = order & nib_low(p);
+    // Two shifts so that p = 15 needs no 64-bit shift.
+    let above = (order >> (4 * p) >> 4) << 4 << (4 * p);
+    above | below << 4 | w as u64
+}
+
+/// Moves way `w`, found at position `p`, to the back (position `ways - 1`).
+#[inline(always)]
+fn nib_to_back(order: u64, p: usize, w: usize, ways: usize) -> u64 {
+    let below = order & nib_low(p);
+    let above = ((order >> (4 * p) >> 4) << (4 * p)) & nib_low(ways - 1);
+    below | above | (w as u64) << (4 * (ways - 1))
+}
+
+/// `n mod d` for `d` not a power of two, with `recip = u64::MAX / d`: the estimated
+/// quotient `mulhi(n, recip)` is at most 2 below `n / d` and never above it.
+#[inline(always)]
+fn fast_mod(n: u64, d: u64, recip: u64) -> u64 {
+    let q = ((u128::from(n) * u128::from(recip)) >> 64) as u64;
+    let mut r = n - q * d;
+    while r >= d {
+        r -= d;
+    }
+    r
+}
+
+/// Points the tree bits on the path to way `w` away from it. Node `k` (1-based heap order)
+/// holds 0 when its victim side is the left subtree and 1 when it is the right one.
+#[inline(always)]
+fn plru_touch(bits: &mut u64, w: usize, depth: u32) {
+    let mut node = 1usize;
+    for l in (0..depth).rev() {
+        let b = (w >> l) & 1;
+        if b == 0 {
+            *bits |= 1 << node;
+        } else {
+            *bits &= !(1 << node);
+        }
+        node = 2 * node + b;
+    }
+}
+
+/// Follows the tree bits from the root to the pseudo-LRU way.
+#[inline(always)]
+fn plru_victim(bits: u64, depth: u32) -> usize {
+    let mut node = 1usize;
+    let mut w = 0usize;
+    for _ in 0..depth {
+        let b = ((bits >> node) & 1) as usize;
+        w = (w << 1) | b;
+        node = 2 * node + b;
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_set(ways: u32, r: Replacement) -> Level {
+        Level::new(&CacheConfig::new("t", 64 * u64::from(ways), 64, ways).with_replacement(r))
+    }
+
+    #[test]
+    fn lru_evicts_least_recent() {
+        let mut l = one_set(4, Replacement::Lru);
+        for x in [1, 2, 3, 4] {
+            assert!(l.lookup(x).is_none());
+            assert_eq!(l.insert(x, false).1, None);
+        }
+        assert!(l.lookup(1).is_some());
+        assert_eq!(l.insert(5, false).1, Some(2 << 1));
+        assert_eq!(l.insert(6, true).1, Some(3 << 1));
+        assert_eq!(l.insert(7, false).1, Some(4 << 1));
+        assert_eq!(l.insert(8, false).1, Some(1 << 1));
+        assert_eq!(l.insert(9, false).1, Some(5 << 1));
+        assert_eq!(l.insert(10, false).1, Some(6 << 1 | 1));
+    }
+
+    #[test]
+    fn tree_plru_known_sequence() {
+        // A B C D fill ways 0..3; touching A again leaves the tree pointing at C
+        // (root → right half, node 3 → way 2) where true LRU would evict B.
+        let mut l = one_set(4, Replacement::TreePlru);
+        for x in [10, 11, 12, 13] {
+            l.insert(x, false);
+        }
+        assert!(l.lookup(10).is_some());
+        assert_eq!(l.insert(14, false).1, Some(12 << 1));
+        // E went to way 2: root now points left, node 2 points at way 1 (B).
+        assert_eq!(l.insert(15, false).1, Some(11 << 1));
+        // F went to way 1: root right, node 3 points at way 3 (D).
+        assert_eq!(l.insert(16, false).1, Some(13 << 1));
+    }
+
+    #[test]
+    fn invalidate_frees_a_way_before_eviction() {
+        for r in [Replacement::Lru, Replacement::TreePlru] {
+            let mut l = one_set(4, r);
+            for x in [1, 2, 3, 4] {
+                l.insert(x, x == 3);
+            }
+            assert_eq!(l.invalidate(3), Some(true));
+            assert_eq!(l.invalidate(3), None);
+            assert_eq!(l.insert(5, false).1, None, "{r:?}");
+            assert_eq!(l.valid_lines(), 4);
+        }
+    }
+
+    #[test]
+    fn nibble_order_moves_ways() {
+        let o = nib_identity(4); // 0 1 2 3
+        assert_eq!(o, 0x3210);
+        assert_eq!(nib_position(o, 2), 2);
+        assert_eq!(nib_to_front(o, 2, 2), 0x3102); // 2 0 1 3
+        assert_eq!(nib_to_back(o, 1, 1, 4), 0x1320); // 0 2 3 1
+        let full = nib_identity(16);
+        assert_eq!(nib_position(full, 15), 15);
+        assert_eq!(nib_position(full, 0), 0);
+        assert_eq!(nib_to_front(full, 15, 15), 0xedcb_a987_6543_210f);
+        assert_eq!(nib_to_back(full, 0, 0, 16), 0x0fed_cba9_8765_4321);
+    }
+
+    #[test]
+    fn lru_policies_agree() {
+        // 16 ways use the nibble order, 17 the stamps; the first 16 ways must behave alike.
+        let mut a = one_set(16, Replacement::Lru);
+        let mut b = Level::new(&CacheConfig::new("t", 64 * 17, 64, 17));
+        assert_eq!((a.policy, b.policy), (Policy::Nibbles, Policy::Stamps));
+        b.insert(1000, false); // occupies b's 17th way for good
+        for _ in 0..16 {
+            let _ = b.lookup(1000);
+        }
+        let mut x = 5u64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let line = x % 24;
+            let _ = b.lookup(1000);
+            match (a.lookup(line), b.lookup(line)) {
+                (Some(_), Some(_)) => {}
+                (None, None) => {
+                    if x.is_multiple_of(7) {
+                        assert_eq!(a.invalidate(line), b.invalidate(line));
+                    } else {
+                        assert_eq!(a.insert(line, false).1, b.insert(line, false).1);
+                    }
+                }
+                other => panic!("policies disagree on {line}: {other:?}"),
+            }
+            if x.is_multiple_of(5) {
+                let victim = x % 24;
+                assert_eq!(a.invalidate(victim), b.invalidate(victim));
+            }
+        }
+    }
+
+    #[test]
+    fn fast_mod_matches_remainder() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for d in [3u64, 5, 7, 15, 96, 114_688, 1_000_003, (1 << 32) - 1] {
+            let recip = u64::MAX / d;
+            for n in [
+                0,
+                1,
+                d - 1,
+                d,
+                d + 1,
+                u64::MAX,
+                u64::MAX - 1,
+                1 << 62,
+                (1 << 62) - 1,
+            ] {
+                assert_eq!(fast_mod(n, d, recip), n % d, "{n} mod {d}");
+            }
+            for _ in 0..10_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                assert_eq!(fast_mod(x, d, recip), x % d, "{x} mod {d}");
+                assert_eq!(fast_mod(x >> 6, d, recip), (x >> 6) % d);
+            }
+        }
+    }
+
+    #[test]
+    fn stamp_renumbering_keeps_lru_order() {
+        let mut l = Level::new(&CacheConfig::new("t", 64 * 20, 64, 20));
+        assert_eq!(l.policy, Policy::Stamps);
+        for x in 1..=20 {
+            assert_eq!(l.insert(x, false).1, None);
+        }
+        assert!(l.lookup(1).is_some());
+        l.clock = u32::MAX - 1;
+        assert!(l.lookup(2).is_some()); // stamp u32::MAX - 1
+        assert!(l.lookup(3).is_some()); // renumbers first
+        assert!(l.clock < 30);
+        for x in (4..=20).chain([1, 2, 3]) {
+            assert_eq!(l.insert(100 + x, false).1, Some(x << 1));
+        }
+    }
+
+    #[test]
+    fn non_power_of_two_sets_use_modulo() {
+        let mut l = Level::new(&CacheConfig::new("L3", 3 * 64 * 2, 64, 2));
+        assert_eq!(l.sets, 3);
+        for x in 0..6 {
+            l.insert(x, false);
+        }
+        for x in 0..6 {
+            assert!(l.contains(x));
+        }
+        assert_eq!(l.insert(6, false).1, Some(0));
+    }
+}
