@@ -1,0 +1,37 @@
+//! hpcscope-bench: measures what this machine can sustain and describes it as an
+//! [`hpcscope_core::Machine`].
+//!
+//! - [`topology`]: sockets, cores, SMT, NUMA nodes, caches (sysfs, cpuid), ISA, frequency;
+//! - [`kernels`]: load, store, copy, STREAM triad, four-stream triad, daxpy, per vector
+//!   width, normal and non-temporal stores;
+//! - [`flops`]: add, mul, FMA peak kernels per precision and width;
+//! - [`plateau`]: bandwidth-vs-size plateaus and Gravelle's level rule (pure functions);
+//! - [`latency`]: pointer chasing over a Sattolo cycle;
+//! - [`run`]: the orchestration, including thread scaling with pinned threads;
+//! - [`report`]: the JSON report and the machine file; [`svg`]: the sweep chart.
+//!
+//! ```no_run
+//! let cfg = hpcscope_bench::BenchConfig { quick: true, ..Default::default() };
+//! let report = hpcscope_bench::run(&cfg).expect("benchmark");
+//! println!("{}", report.machine.to_toml_string());
+//! ```
+#![deny(missing_docs)]
+
+pub mod affinity;
+pub mod error;
+pub mod flops;
+pub mod host;
+pub mod kernels;
+pub mod latency;
+pub mod measure;
+pub mod plateau;
+pub mod report;
+pub mod run;
+pub mod stats;
+pub mod svg;
+pub mod topology;
+pub mod units;
+
+pub use error::BenchError;
+pub use report::{MachineNames, Report};
+pub use run::{BenchConfig, CpuRequest, Selection, run};

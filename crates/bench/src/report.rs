@@ -1,0 +1,587 @@
+//! The full benchmark report (JSON) and the machine file built from it (TOML).
+//!
+//! Every bandwidth says which bytes it counts: `gbs` is the kernel's own traffic (STREAM
+//! convention, the one used in machine files); `gbs_with_write_allocate` adds the
+//! write-allocate reads of normal stores.
+
+use std::path::Path;
+
+use hpcscope_core::machine::{CacheGeometry, Level, LevelKind, Peak};
+use hpcscope_core::{Machine, Precision};
+use serde::{Deserialize, Serialize};
+
+use crate::error::BenchError;
+use crate::flops::FlopOp;
+use crate::kernels::{Kernel, Width};
+use crate::plateau::{LevelEstimate, Plateau};
+use crate::stats::Summary;
+use crate::topology::{Isa, Topology};
+
+/// Where and when the run happened, and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// `hpcscope-bench <version>`.
+    pub tool: String,
+    /// Host name.
+    pub host: String,
+    /// UTC start time.
+    pub date: String,
+    /// OS kernel (`Linux 6.1.0`).
+    pub kernel: String,
+    /// Quick mode.
+    pub quick: bool,
+    /// Timed samples per measurement.
+    pub repetitions: usize,
+    /// Target duration of one sample, seconds.
+    pub sample_seconds: f64,
+    /// CPUs used (the single-core runs use the first).
+    pub cpus: Vec<u32>,
+    /// Relative spread `(max - min) / median` above which a measurement is flagged.
+    pub spread_warning: f64,
+    /// Wall-clock seconds per stage (frequency, peaks, sweep, kernel table, latency,
+    /// scaling).
+    pub stage_seconds: Vec<(String, f64)>,
+}
+
+/// Core frequency measured while vector FMAs of one width run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorFrequency {
+    /// Vector width.
+    pub width: Width,
+    /// Frequency, GHz.
+    pub ghz: f64,
+}
+
+/// Measured and nominal frequency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Frequency {
+    /// Measured core frequency running scalar code, GHz (dependent-add chain, 1 cycle per
+    /// add, best run).
+    pub measured_ghz: f64,
+    /// Measured frequency while 512-bit FMAs keep the FMA units half busy (wide vectors
+    /// may lower the clock; at full FMA density some cores lower it further).
+    pub vector_ghz: Vec<VectorFrequency>,
+    /// Nominal frequency from the system, GHz, when known.
+    pub nominal_ghz: Option<f64>,
+    /// How `measured_ghz` was obtained.
+    pub method: String,
+}
+
+/// One point of the working-set sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Total working set of all arrays, bytes.
+    pub size_bytes: u64,
+    /// Elements per array.
+    pub elements: u64,
+    /// Bandwidth counting the kernel's own bytes, GB/s.
+    pub gbs: Summary,
+    /// Median bandwidth including write-allocate traffic, GB/s.
+    pub gbs_with_write_allocate: f64,
+}
+
+/// One bandwidth kernel measured at one size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelResult {
+    /// Kernel.
+    pub kernel: Kernel,
+    /// Formula.
+    pub formula: String,
+    /// Vector width.
+    pub width: Width,
+    /// Non-temporal stores.
+    pub nt: bool,
+    /// Total working set, bytes.
+    pub size_bytes: u64,
+    /// Bytes per element counted in `gbs` (kernel convention).
+    pub bytes_per_element: u32,
+    /// Bytes per element counted in `gbs_with_write_allocate`.
+    pub bytes_per_element_with_write_allocate: u32,
+    /// Bandwidth, kernel convention, GB/s.
+    pub gbs: Summary,
+    /// Median bandwidth including write-allocate traffic, GB/s.
+    pub gbs_with_write_allocate: f64,
+    /// Median GFLOP/s of the kernel's arithmetic.
+    pub gflops: f64,
+}
+
+/// One peak kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeakResult {
+    /// Operation.
+    pub op: FlopOp,
+    /// Precision.
+    pub precision: Precision,
+    /// Vector width.
+    pub width: Width,
+    /// Lanes per instruction.
+    pub lanes: u32,
+    /// GFLOP/s of one core.
+    pub gflops: Summary,
+    /// FLOPs per cycle at the measured frequency.
+    pub flops_per_cycle: f64,
+    /// Execution units implied by the best repetition (flops per cycle / (lanes x flops
+    /// per lane)), rounded.
+    pub units: u32,
+    /// `units x lanes x flops-per-lane x measured GHz`, GFLOP/s.
+    pub theoretical_gflops: f64,
+    /// `gflops.median / theoretical_gflops`.
+    pub efficiency: f64,
+}
+
+/// Latency at one working-set size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPoint {
+    /// Working set, bytes.
+    pub size_bytes: u64,
+    /// Nanoseconds per dependent load.
+    pub ns: Summary,
+    /// Median cycles per load at the measured frequency.
+    pub cycles: f64,
+}
+
+/// A measurement with several threads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    /// Threads (one per CPU).
+    pub threads: usize,
+    /// CPUs used.
+    pub cpus: String,
+    /// What ran: `fma-f64-512`, `triad-512 L2`.
+    pub what: String,
+    /// Level name for bandwidths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// Precision for peaks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+    /// Working set per thread, bytes (bandwidths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_per_thread: Option<u64>,
+    /// Aggregate rate of all threads (GB/s or GFLOP/s).
+    pub value: Summary,
+    /// Unit of `value`.
+    pub unit: String,
+    /// `value.median / threads`.
+    pub per_thread: f64,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Run information.
+    pub run: RunInfo,
+    /// Topology.
+    pub topology: Topology,
+    /// ISA extensions.
+    pub isa: Isa,
+    /// Frequency.
+    pub frequency: Frequency,
+    /// Kernel, width and byte convention of the sweep.
+    pub sweep_kernel: String,
+    /// The working-set sweep (one core).
+    pub sweep: Vec<SweepPoint>,
+    /// Plateaus detected in the sweep.
+    pub plateaus: Vec<Plateau>,
+    /// Sizes where the detected plateaus change, bytes.
+    pub transitions: Vec<u64>,
+    /// Bandwidth per level (one core).
+    pub levels: Vec<LevelEstimate>,
+    /// Bandwidth kernels per width at representative sizes.
+    pub kernels: Vec<KernelResult>,
+    /// Peak FLOP kernels.
+    pub peaks: Vec<PeakResult>,
+    /// Latency per working-set size.
+    pub latency: Vec<LatencyPoint>,
+    /// Thread scaling.
+    pub scaling: Vec<ScalingPoint>,
+    /// Kernels that could not run, and why.
+    pub skipped: Vec<String>,
+    /// Noisy measurements and other warnings.
+    pub warnings: Vec<String>,
+    /// The machine description built from the measurements.
+    pub machine: Machine,
+}
+
+/// Inputs to [`build_machine`] that are not measurements.
+#[derive(Debug, Clone, Default)]
+pub struct MachineNames {
+    /// Machine id (`--id`); default from the host name.
+    pub id: Option<String>,
+    /// Human-readable name (`--name`); default from the CPU model and host.
+    pub name: Option<String>,
+}
+
+/// Turns `s` into an id: lowercase, `[a-z0-9-_.]`, other characters become `-`.
+pub fn sanitize_id(s: &str) -> String {
+    let v: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let v = v.trim_matches('-').to_string();
+    if v.is_empty() {
+        "this-machine".into()
+    } else {
+        v
+    }
+}
+
+/// Builds the machine file from a report's measurements (the report's own `machine`
+/// field is ignored).
+pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchError> {
+    let ri = &r.run;
+    let settings = format!(
+        "{} repetitions of ~{} ms, median",
+        ri.repetitions,
+        (ri.sample_seconds * 1000.0).round()
+    );
+    let stamp = format!(
+        "{} on host {}, {}, {}",
+        ri.tool, ri.host, ri.date, ri.kernel
+    );
+    let peak_width = r
+        .peaks
+        .iter()
+        .filter(|p| p.op == FlopOp::Fma || !r.isa.fma)
+        .map(|p| p.width)
+        .max()
+        .unwrap_or(Width::Scalar);
+    let mut peaks = Vec::new();
+    for prec in [Precision::F64, Precision::F32] {
+        // Best median over widths and operations (FMA when the CPU has it).
+        let best = r
+            .peaks
+            .iter()
+            .filter(|p| p.precision == prec && (p.op == FlopOp::Fma || !r.isa.fma))
+            .max_by(|a, b| a.gflops.median.total_cmp(&b.gflops.median));
+        let Some(best) = best else { continue };
+        let node = r
+            .scaling
+            .iter()
+            .filter(|s| {
+                s.precision == Some(prec) && s.threads == ri.cpus.len() && ri.cpus.len() > 1
+            })
+            .map(|s| s.value.median)
+            .next();
+        let mut prov = format!(
+            "{stamp}: kernel {}-{}-{} ({} independent accumulator chains, inline asm), 1 thread pinned to CPU {}, {settings} (spread {:.1}%)",
+            best.op,
+            prec,
+            best.width,
+            crate::flops::CHAINS,
+            ri.cpus.first().copied().unwrap_or(0),
+            100.0 * best.gflops.spread()
+        );
+        if node.is_some() {
+            prov.push_str(&format!(
+                "; node_gflops: same kernel on {} pinned threads (CPUs {})",
+                ri.cpus.len(),
+                crate::topology::format_cpu_list(&ri.cpus)
+            ));
+        }
+        peaks.push(Peak {
+            precision: prec,
+            core_gflops: Some(round(best.gflops.median, 4)),
+            node_gflops: node.map(|v| round(v, 4)),
+            provenance: prov,
+        });
+    }
+    if peaks.is_empty() {
+        return Err(BenchError::Environment {
+            what: "no peak FLOP kernel ran, so the machine has no peak".into(),
+            fix: "include fma (or add and mul) in --kernels and a precision in --precision".into(),
+        });
+    }
+    let mut levels = Vec::new();
+    let caches = &r.topology.caches;
+    for est in &r.levels {
+        let geometry = if est.memory {
+            None
+        } else {
+            est.name
+                .strip_prefix('L')
+                .and_then(|n| n.parse::<u32>().ok())
+                .and_then(|lvl| caches.iter().find(|c| c.level == lvl))
+                .map(|c| CacheGeometry {
+                    size_bytes: c.size_bytes,
+                    line_bytes: c.line_bytes,
+                    associativity: c.associativity,
+                    shared_by_cores: Some(c.shared_by_cores),
+                    inclusive: c.inclusive,
+                    provenance: Some(format!(
+                        "sysfs cpu{}/cache (level {}, {}){}",
+                        ri.cpus.first().copied().unwrap_or(0),
+                        c.level,
+                        c.kind,
+                        if c.inclusive.is_some() {
+                            "; inclusiveness from cpuid"
+                        } else {
+                            ""
+                        }
+                    )),
+                })
+        };
+        let node = r
+            .scaling
+            .iter()
+            .filter(|s| {
+                s.level.as_deref() == Some(est.name.as_str())
+                    && s.threads == ri.cpus.len()
+                    && ri.cpus.len() > 1
+            })
+            .map(|s| (s.value.median, s.size_per_thread))
+            .next();
+        let mut prov = match (est.gbs, est.at_size) {
+            (Some(_), Some(size)) => format!(
+                "{stamp}: {}, working set {} ({size} B, all arrays), 1 thread pinned to CPU {}, {settings}; {}; bytes counted: {}",
+                r.sweep_kernel,
+                crate::units::format_bytes(size),
+                ri.cpus.first().copied().unwrap_or(0),
+                est.rule,
+                "kernel's own loads and stores (STREAM convention, triad 24 B/element; write-allocate not counted)"
+            ),
+            _ => format!("{stamp}: no bandwidth: {}", est.rule),
+        };
+        if let Some((_, Some(sz))) = node {
+            prov.push_str(&format!(
+                "; node_gbs: same kernel on {} pinned threads, {} per thread",
+                ri.cpus.len(),
+                crate::units::format_bytes(sz)
+            ));
+        }
+        levels.push(Level {
+            name: est.name.clone(),
+            kind: if est.memory {
+                LevelKind::Memory
+            } else {
+                LevelKind::Cache
+            },
+            core_gbs: est.gbs.map(|v| round(v, 4)),
+            node_gbs: node.map(|(v, _)| round(v, 4)),
+            technology: None,
+            cache: geometry,
+            provenance: prov,
+        });
+    }
+    let peak_ghz = r
+        .frequency
+        .vector_ghz
+        .iter()
+        .find(|v| v.width == peak_width)
+        .map(|v| v.ghz)
+        .unwrap_or(r.frequency.measured_ghz);
+    let host = &ri.host;
+    let id = names
+        .id
+        .clone()
+        .unwrap_or_else(|| sanitize_id(&format!("bench-{host}")));
+    let model = if r.topology.model_name.is_empty() {
+        "unknown CPU".to_string()
+    } else {
+        r.topology.model_name.clone()
+    };
+    let name = names
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{model} ({host}, measured)"));
+    let mut notes = Vec::new();
+    if !r.warnings.is_empty() {
+        notes.push(format!(
+            "{} measurement(s) had a spread above {:.0}% between repetitions (see the JSON report's warnings); the machine was probably busy",
+            r.warnings.len(),
+            100.0 * ri.spread_warning
+        ));
+    }
+    if !r.transitions.is_empty() {
+        let t: Vec<String> = r
+            .transitions
+            .iter()
+            .map(|t| crate::units::format_bytes(*t))
+            .collect();
+        notes.push(format!(
+            "Plateau detection saw the bandwidth step down at about {} (total working set).",
+            t.join(", ")
+        ));
+    }
+    for s in &r.skipped {
+        notes.push(format!("skipped: {s}"));
+    }
+    let m = Machine {
+        format_version: hpcscope_core::machine::FORMAT_VERSION,
+        id,
+        name,
+        description: format!(
+            "Measured by {} on {} cores ({}): sustained peaks and per-level bandwidths of one core and of the node.",
+            ri.tool,
+            r.topology.cores(),
+            r.isa.extensions().join(", ")
+        ),
+        isa: r.isa.arch.clone(),
+        simd: r.isa.simd_name(peak_width).into(),
+        vector_bits: peak_width.bits(64),
+        fma: r.isa.fma,
+        sockets: r.topology.sockets,
+        cores_per_socket: r.topology.cores_per_socket,
+        threads_per_core: Some(r.topology.threads_per_core),
+        frequency_ghz: Some(round(peak_ghz, 3)),
+        compiler: None,
+        provenance: format!(
+            "{stamp}: topology from {}; frequency_ghz is the frequency under {}-bit FMA load (scalar code: {:.3} GHz), {}",
+            r.topology.source,
+            peak_width.bits(64),
+            r.frequency.measured_ghz,
+            r.frequency.method
+        ),
+        peaks,
+        levels,
+        notes,
+    };
+    m.validate("measured machine").map_err(|e| BenchError::BadInput {
+        flag: "--sizes".into(),
+        what: format!("the measurements do not make a valid machine: {e}"),
+        fix: "let the sweep reach beyond the last-level cache (default sizes, or add a size >= 4x the last-level cache to --sizes)".into(),
+    })?;
+    Ok(m)
+}
+
+/// A short human-readable summary of a report (peaks, levels, warnings).
+pub fn summary(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let vf: Vec<String> = r
+        .frequency
+        .vector_ghz
+        .iter()
+        .map(|v| format!("{:.3} GHz under {}-bit FMA", v.ghz, v.width))
+        .collect();
+    let _ = writeln!(
+        s,
+        "{} on {}: {} x {} cores, {}, measured {:.3} GHz (scalar){}{}",
+        r.run.tool,
+        r.run.host,
+        r.topology.sockets,
+        r.topology.cores_per_socket,
+        r.isa.extensions().join(" "),
+        r.frequency.measured_ghz,
+        if vf.is_empty() { "" } else { ", " },
+        vf.join(", ")
+    );
+    for p in r.peaks.iter().filter(|p| p.op == FlopOp::Fma || !r.isa.fma) {
+        let _ = writeln!(
+            s,
+            "  peak {}-{}-{}: {:.1} GFLOP/s median, best {:.1} ({:.1} flop/cycle, {:.1}% of {} unit(s) x {} lanes x {} x {:.3} GHz)",
+            p.op,
+            p.precision,
+            p.width,
+            p.gflops.median,
+            p.gflops.max,
+            p.flops_per_cycle,
+            100.0 * p.efficiency,
+            p.units,
+            p.lanes,
+            p.op.flops_per_lane(),
+            p.theoretical_gflops / f64::from(p.units * p.lanes * p.op.flops_per_lane())
+        );
+    }
+    for l in &r.machine.levels {
+        let v = |x: Option<f64>| {
+            x.map(|v| format!("{v:.1} GB/s"))
+                .unwrap_or_else(|| "-".into())
+        };
+        let _ = writeln!(
+            s,
+            "  {:<3} core {:>12}  node {:>12}",
+            l.name,
+            v(l.core_gbs),
+            v(l.node_gbs)
+        );
+    }
+    for p in r.latency.iter() {
+        let _ = writeln!(
+            s,
+            "  latency {:>9}: {:.2} ns ({:.0} cycles)",
+            crate::units::format_bytes(p.size_bytes),
+            p.ns.median,
+            p.cycles
+        );
+    }
+    if !r.skipped.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {} kernel group(s) skipped (see notes)",
+            r.skipped.len()
+        );
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(
+            s,
+            "  warning: {} noisy measurement(s) (spread > {:.0}%); see `--format json` warnings",
+            r.warnings.len(),
+            100.0 * r.run.spread_warning
+        );
+    }
+    s
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let mag = v.abs().log10().floor() as i32;
+    let k = 10f64.powi(digits - 1 - mag);
+    (v * k).round() / k
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same directory,
+/// flushed, then renamed over `path`. A failure leaves no partial file behind.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), BenchError> {
+    use std::io::Write;
+    let err = |source| BenchError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".hpcscope-bench-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(err)?;
+    tmp.write_all(contents).map_err(err)?;
+    tmp.as_file().sync_all().map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_rounding() {
+        assert_eq!(sanitize_id("bench-My Host/1"), "bench-my-host-1");
+        assert_eq!(sanitize_id("///"), "this-machine");
+        assert_eq!(round(87.654321, 4), 87.65);
+        assert_eq!(round(0.0123456, 3), 0.0123);
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.toml");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        // A directory that does not exist is an error, and nothing is created.
+        assert!(write_atomic(&d.path().join("no/such/m.toml"), b"x").is_err());
+    }
+}

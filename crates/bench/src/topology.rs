@@ -1,0 +1,676 @@
+//! What the machine is: sockets, cores, SMT, NUMA nodes, caches, ISA extensions, frequency.
+//!
+//! Topology and caches are read from a sysfs tree (`<root>/devices/system/cpu/...` and
+//! `<root>/devices/system/node/...`); the root is a parameter so tests can read a fixture
+//! directory. On x86-64, cpuid adds what sysfs lacks (cache inclusiveness, brand string).
+//! The frequency is measured with a chain of dependent integer adds (1 cycle each).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernels::Width;
+
+/// ISA extensions relevant to the kernels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Isa {
+    /// `std::env::consts::ARCH` of this build: `x86_64`, `aarch64`...
+    pub arch: String,
+    /// SSE2 (x86).
+    pub sse2: bool,
+    /// AVX (x86): needed by every x86 kernel (VEX encoding).
+    pub avx: bool,
+    /// AVX2 (x86).
+    pub avx2: bool,
+    /// FMA3 (x86) or the FMA that comes with NEON/SVE.
+    pub fma: bool,
+    /// AVX-512 Foundation (x86).
+    pub avx512f: bool,
+    /// NEON / Advanced SIMD (aarch64).
+    pub neon: bool,
+    /// SVE (aarch64).
+    pub sve: bool,
+    /// SVE vector length in bits, when SVE is present.
+    pub sve_bits: Option<u32>,
+}
+
+impl Isa {
+    /// Detects the extensions of the running CPU.
+    pub fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            Isa {
+                arch: std::env::consts::ARCH.into(),
+                sse2: std::arch::is_x86_feature_detected!("sse2"),
+                avx: std::arch::is_x86_feature_detected!("avx"),
+                avx2: std::arch::is_x86_feature_detected!("avx2"),
+                fma: std::arch::is_x86_feature_detected!("fma"),
+                avx512f: std::arch::is_x86_feature_detected!("avx512f"),
+                neon: false,
+                sve: false,
+                sve_bits: None,
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            let sve = std::arch::is_aarch64_feature_detected!("sve");
+            Isa {
+                arch: std::env::consts::ARCH.into(),
+                sse2: false,
+                avx: false,
+                avx2: false,
+                fma: true,
+                avx512f: false,
+                neon: std::arch::is_aarch64_feature_detected!("neon"),
+                sve,
+                sve_bits: if sve { sve_vector_bits() } else { None },
+            }
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            Isa::none()
+        }
+    }
+
+    /// An ISA with no vector extension (only the portable scalar kernels run).
+    pub fn none() -> Isa {
+        Isa {
+            arch: std::env::consts::ARCH.into(),
+            sse2: false,
+            avx: false,
+            avx2: false,
+            fma: false,
+            avx512f: false,
+            neon: false,
+            sve: false,
+            sve_bits: None,
+        }
+    }
+
+    /// Whether this build has kernels of `width` that this CPU can run.
+    pub fn supports(&self, width: Width) -> bool {
+        if cfg!(target_arch = "x86_64") {
+            match width {
+                Width::Scalar | Width::W128 | Width::W256 => self.avx,
+                Width::W512 => self.avx512f,
+            }
+        } else {
+            // Other architectures: portable scalar loops only.
+            width == Width::Scalar
+        }
+    }
+
+    /// What a kernel of `width` needs, for messages.
+    pub fn requirement(&self, width: Width) -> &'static str {
+        if cfg!(target_arch = "x86_64") {
+            match width {
+                Width::W512 => "needs AVX-512F",
+                _ => "needs AVX (VEX encoding)",
+            }
+        } else {
+            "only portable scalar kernels exist for this architecture so far"
+        }
+    }
+
+    /// Widths this CPU and build support, narrowest first.
+    pub fn widths(&self) -> Vec<Width> {
+        Width::ALL
+            .into_iter()
+            .filter(|w| self.supports(*w))
+            .collect()
+    }
+
+    /// Widest supported width.
+    pub fn widest(&self) -> Width {
+        self.widths().last().copied().unwrap_or(Width::Scalar)
+    }
+
+    /// Name of the vector extension used at `width`, for the machine's `simd` field.
+    pub fn simd_name(&self, width: Width) -> &'static str {
+        if self.arch == "x86_64" {
+            match width {
+                Width::Scalar => "scalar",
+                Width::W128 => "sse",
+                Width::W256 => {
+                    if self.avx2 {
+                        "avx2"
+                    } else {
+                        "avx"
+                    }
+                }
+                Width::W512 => "avx512",
+            }
+        } else if self.arch == "aarch64" {
+            match width {
+                Width::Scalar => "scalar",
+                _ if self.sve => "sve",
+                _ => "neon",
+            }
+        } else {
+            "scalar"
+        }
+    }
+
+    /// Extensions present, as names (`avx2`, `fma`, `avx512f`, `sve(512)`).
+    pub fn extensions(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for (on, name) in [
+            (self.sse2, "sse2"),
+            (self.avx, "avx"),
+            (self.avx2, "avx2"),
+            (self.fma, "fma"),
+            (self.avx512f, "avx512f"),
+            (self.neon, "neon"),
+        ] {
+            if on {
+                v.push(name.to_string());
+            }
+        }
+        if self.sve {
+            v.push(match self.sve_bits {
+                Some(b) => format!("sve({b})"),
+                None => "sve".into(),
+            });
+        }
+        v
+    }
+}
+
+/// SVE vector length in bits from `prctl(PR_SVE_GET_VL)`.
+#[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+fn sve_vector_bits() -> Option<u32> {
+    const PR_SVE_GET_VL: libc::c_int = 51;
+    const PR_SVE_VL_LEN_MASK: libc::c_int = 0xffff;
+    // SAFETY: PR_SVE_GET_VL takes no pointer arguments.
+    let r = unsafe { libc::prctl(PR_SVE_GET_VL, 0, 0, 0, 0) };
+    if r < 0 {
+        None
+    } else {
+        Some(((r & PR_SVE_VL_LEN_MASK) as u32) * 8)
+    }
+}
+
+#[cfg(all(target_arch = "aarch64", not(target_os = "linux")))]
+fn sve_vector_bits() -> Option<u32> {
+    None
+}
+
+/// One cache as seen by one CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheInfo {
+    /// Level, 1 = closest to the core.
+    pub level: u32,
+    /// `Data`, `Unified` (instruction caches are not listed).
+    pub kind: String,
+    /// Capacity of one instance, bytes.
+    pub size_bytes: u64,
+    /// Line size, bytes.
+    pub line_bytes: u32,
+    /// Ways per set.
+    pub associativity: u32,
+    /// Sets.
+    pub sets: u32,
+    /// Hardware threads sharing one instance.
+    pub shared_cpus: Vec<u32>,
+    /// Cores sharing one instance.
+    pub shared_by_cores: u32,
+    /// Whether the cache holds every line of the caches above it (cpuid), when known.
+    pub inclusive: Option<bool>,
+}
+
+/// The machine's topology.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// CPU model (`model name` of /proc/cpuinfo or the cpuid brand string).
+    pub model_name: String,
+    /// Online hardware threads (logical CPU numbers).
+    pub cpus: Vec<u32>,
+    /// Sockets (distinct physical package ids).
+    pub sockets: u32,
+    /// Physical cores per socket.
+    pub cores_per_socket: u32,
+    /// Hardware threads per core.
+    pub threads_per_core: u32,
+    /// NUMA nodes.
+    pub numa_nodes: u32,
+    /// Data and unified caches of the first online CPU, by level.
+    pub caches: Vec<CacheInfo>,
+    /// Nominal frequency, GHz, when the system says (cpufreq, model name, cpuinfo).
+    pub nominal_ghz: Option<f64>,
+    /// Where each field came from.
+    pub source: String,
+}
+
+impl Topology {
+    /// Total physical cores.
+    pub fn cores(&self) -> u32 {
+        self.sockets * self.cores_per_socket
+    }
+
+    /// The largest cache level (the last-level cache), if any cache is known.
+    pub fn llc(&self) -> Option<&CacheInfo> {
+        self.caches.iter().max_by_key(|c| c.level)
+    }
+
+    /// Detects the topology of the running machine.
+    pub fn detect() -> Topology {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let mut t = Topology::from_sysfs(Path::new("/sys"), &cpuinfo);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let incl = cpuid::cache_inclusiveness();
+            for c in &mut t.caches {
+                if c.inclusive.is_none() {
+                    c.inclusive = incl.iter().find(|(l, _)| *l == c.level).map(|(_, i)| *i);
+                }
+            }
+            if t.model_name.is_empty() {
+                t.model_name = cpuid::brand_string();
+            }
+        }
+        if t.cpus.is_empty() {
+            // No sysfs: fall back on what the process can see.
+            let n = std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1);
+            t.cpus = (0..n).collect();
+            t.sockets = 1;
+            t.cores_per_socket = n;
+            t.threads_per_core = 1;
+            t.source.push_str(
+                "; no sysfs topology: one socket of available_parallelism() cores assumed",
+            );
+        }
+        t
+    }
+
+    /// Reads the topology from a sysfs tree rooted at `root` (normally `/sys`) and the
+    /// text of `/proc/cpuinfo`.
+    pub fn from_sysfs(root: &Path, cpuinfo: &str) -> Topology {
+        let cpu_dir = root.join("devices/system/cpu");
+        let cpus = read_trim(&cpu_dir.join("online"))
+            .and_then(|s| parse_cpu_list(&s).ok())
+            .unwrap_or_else(|| list_cpu_dirs(&cpu_dir));
+        // (package, core) per CPU.
+        let mut packages = BTreeSet::new();
+        let mut cores = BTreeSet::new();
+        let mut core_of = std::collections::BTreeMap::new();
+        for &c in &cpus {
+            let topo = cpu_dir.join(format!("cpu{c}/topology"));
+            let pkg = read_u64(&topo.join("physical_package_id")).unwrap_or(0);
+            let core = read_u64(&topo.join("core_id")).unwrap_or(u64::from(c));
+            packages.insert(pkg);
+            cores.insert((pkg, core));
+            core_of.insert(c, (pkg, core));
+        }
+        let sockets = packages.len().max(1) as u32;
+        let n_cores = cores.len().max(1) as u32;
+        let threads_per_core = (cpus.len() as u32 / n_cores).max(1);
+        let cores_per_socket = (n_cores / sockets).max(1);
+        let numa_nodes = std::fs::read_dir(root.join("devices/system/node"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        n.starts_with("node") && n[4..].parse::<u32>().is_ok()
+                    })
+                    .count() as u32
+            })
+            .unwrap_or(0)
+            .max(1);
+        let mut caches = Vec::new();
+        if let Some(&first) = cpus.first() {
+            let cache_dir = cpu_dir.join(format!("cpu{first}/cache"));
+            let mut idx: Vec<PathBuf> = std::fs::read_dir(&cache_dir)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .map(|e| e.path())
+                        .filter(|p| {
+                            p.file_name()
+                                .is_some_and(|n| n.to_string_lossy().starts_with("index"))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            idx.sort();
+            for d in idx {
+                let kind = read_trim(&d.join("type")).unwrap_or_default();
+                if kind == "Instruction" {
+                    continue;
+                }
+                let Some(level) = read_u64(&d.join("level")) else {
+                    continue;
+                };
+                let Some(size_bytes) =
+                    read_trim(&d.join("size")).and_then(|s| parse_sysfs_size(&s))
+                else {
+                    continue;
+                };
+                let line_bytes = read_u64(&d.join("coherency_line_size")).unwrap_or(64) as u32;
+                let sets = read_u64(&d.join("number_of_sets")).unwrap_or(0) as u32;
+                let mut associativity =
+                    read_u64(&d.join("ways_of_associativity")).unwrap_or(0) as u32;
+                if associativity == 0 && sets > 0 && line_bytes > 0 {
+                    associativity = (size_bytes / (u64::from(sets) * u64::from(line_bytes))) as u32;
+                }
+                let shared_cpus = read_trim(&d.join("shared_cpu_list"))
+                    .and_then(|s| parse_cpu_list(&s).ok())
+                    .unwrap_or_else(|| vec![first]);
+                let shared_cores: BTreeSet<_> = shared_cpus
+                    .iter()
+                    .map(|c| core_of.get(c).copied().unwrap_or((0, u64::from(*c))))
+                    .collect();
+                caches.push(CacheInfo {
+                    level: level as u32,
+                    kind,
+                    size_bytes,
+                    line_bytes,
+                    associativity: associativity.max(1),
+                    sets,
+                    shared_by_cores: shared_cores.len().max(1) as u32,
+                    shared_cpus,
+                    inclusive: None,
+                });
+            }
+        }
+        caches.sort_by_key(|c| c.level);
+        caches.dedup_by_key(|c| c.level);
+        let model_name = cpuinfo_field(cpuinfo, "model name")
+            .or_else(|| cpuinfo_field(cpuinfo, "Model"))
+            .unwrap_or_default();
+        let nominal_ghz = read_u64(&cpu_dir.join(format!(
+            "cpu{}/cpufreq/base_frequency",
+            cpus.first().copied().unwrap_or(0)
+        )))
+        .map(|khz| khz as f64 / 1e6)
+        .or_else(|| {
+            model_name
+                .rsplit_once('@')
+                .and_then(|(_, f)| f.trim().trim_end_matches("GHz").trim().parse().ok())
+        })
+        .or_else(|| {
+            cpuinfo_field(cpuinfo, "cpu MHz")
+                .and_then(|m| m.parse::<f64>().ok())
+                .map(|m| m / 1000.0)
+        });
+        Topology {
+            model_name,
+            cpus,
+            sockets,
+            cores_per_socket,
+            threads_per_core,
+            numa_nodes,
+            caches,
+            nominal_ghz,
+            source: "sysfs devices/system/{cpu,node} and /proc/cpuinfo".into(),
+        }
+    }
+}
+
+/// First value of `key` in /proc/cpuinfo text.
+fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn read_u64(p: &Path) -> Option<u64> {
+    read_trim(p)?.parse().ok()
+}
+
+fn list_cpu_dirs(cpu_dir: &Path) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(cpu_dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_prefix("cpu")?
+                        .parse()
+                        .ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// Parses a sysfs cache size: `48K`, `2048K`, `32M`, or bytes.
+pub fn parse_sysfs_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1024),
+        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| n * mult)
+}
+
+/// Parses a CPU list such as `0-3,8,10-11` (the sysfs and `taskset -c` syntax).
+pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: u32 = a
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a CPU range"))?;
+            let b: u32 = b
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a CPU range"))?;
+            if b < a {
+                return Err(format!("'{part}' is a decreasing range"));
+            }
+            v.extend(a..=b);
+        } else {
+            v.push(
+                part.parse()
+                    .map_err(|_| format!("'{part}' is not a CPU number"))?,
+            );
+        }
+    }
+    if v.is_empty() {
+        return Err("the CPU list is empty".into());
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// Formats CPU numbers compactly: `0-3,8`.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// Integer adds executed by [`dependent_adds`] per iteration.
+pub const ADDS_PER_ITER: u64 = 100;
+
+/// Runs `iters * ADDS_PER_ITER` dependent register-register integer adds (1 cycle of
+/// latency each on every current core) and returns the final value
+/// (`iters * ADDS_PER_ITER`).
+///
+/// The addend is a register, not an immediate: recent cores (Intel Golden Cove and later)
+/// fold chains of `add reg, imm` at rename, which would make the chain look 2-4x faster.
+pub fn dependent_adds(iters: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if iters == 0 {
+            return 0;
+        }
+        let mut x: u64 = 0;
+        macro_rules! add10 {
+            () => {
+                "add {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}\nadd {x}, {one}"
+            };
+        }
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            std::arch::asm!(
+                ".p2align 5",
+                "2:",
+                add10!(), add10!(), add10!(), add10!(), add10!(),
+                add10!(), add10!(), add10!(), add10!(), add10!(),
+                "dec {n}",
+                "jnz 2b",
+                x = inout(reg) x,
+                one = in(reg) 1u64,
+                n = inout(reg) iters => _,
+                options(nomem, nostack),
+            );
+        }
+        x
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut x: u64 = 0;
+        for _ in 0..iters {
+            for _ in 0..ADDS_PER_ITER {
+                x = std::hint::black_box(x) + 1;
+            }
+        }
+        x
+    }
+}
+
+/// Measures the core frequency in GHz: the best of `samples` timings of a dependent-add
+/// chain lasting about `sample_s` seconds each (1 add = 1 cycle). Many short samples make
+/// the best one likely to have run undisturbed on a busy machine.
+pub fn measure_frequency_ghz(sample_s: f64, samples: usize) -> f64 {
+    let mut iters: u64 = 1000;
+    let mut dt;
+    loop {
+        let t = std::time::Instant::now();
+        std::hint::black_box(dependent_adds(iters));
+        dt = t.elapsed().as_secs_f64();
+        if dt > sample_s / 4.0 || iters > 1 << 40 {
+            break;
+        }
+        iters *= 4;
+    }
+    let iters = ((iters as f64) * sample_s / dt.max(1e-9)).max(1000.0) as u64;
+    let mut best: f64 = 0.0;
+    for _ in 0..samples.max(1) {
+        let t = std::time::Instant::now();
+        std::hint::black_box(dependent_adds(iters));
+        best = best.max((iters * ADDS_PER_ITER) as f64 / t.elapsed().as_secs_f64() / 1e9);
+    }
+    best
+}
+
+#[cfg(target_arch = "x86_64")]
+mod cpuid {
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+
+    /// (level, inclusive) of the data/unified caches from cpuid leaf 4 (Intel) or
+    /// 0x8000001D (AMD): EDX bit 1 says "cache is inclusive of lower cache levels".
+    pub fn cache_inclusiveness() -> Vec<(u32, bool)> {
+        let (leaf, max) = {
+            let v = __cpuid(0);
+            let vendor = [
+                v.ebx.to_le_bytes(),
+                v.edx.to_le_bytes(),
+                v.ecx.to_le_bytes(),
+            ]
+            .concat();
+            if vendor == b"GenuineIntel" {
+                (4u32, v.eax)
+            } else if vendor == b"AuthenticAMD" {
+                (0x8000_001D, __cpuid(0x8000_0000).eax)
+            } else {
+                return Vec::new();
+            }
+        };
+        if max < leaf {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for sub in 0..16 {
+            let r = __cpuid_count(leaf, sub);
+            let kind = r.eax & 0x1f;
+            if kind == 0 {
+                break;
+            }
+            if kind == 2 {
+                continue; // instruction cache
+            }
+            out.push(((r.eax >> 5) & 0x7, r.edx & 2 != 0));
+        }
+        out
+    }
+
+    /// The processor brand string (leaves 0x80000002-4).
+    pub fn brand_string() -> String {
+        if __cpuid(0x8000_0000).eax < 0x8000_0004 {
+            return String::new();
+        }
+        let mut bytes = Vec::with_capacity(48);
+        for leaf in 0x8000_0002u32..=0x8000_0004 {
+            let r = __cpuid(leaf);
+            for w in [r.eax, r.ebx, r.ecx, r.edx] {
+                bytes.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        String::from_utf8_lossy(&bytes)
+            .trim_matches(char::from(0))
+            .trim()
+            .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_and_format() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
+        assert_eq!(parse_cpu_list(" 1 ").unwrap(), vec![1]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("").is_err());
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+    }
+
+    #[test]
+    fn sysfs_sizes_parse() {
+        assert_eq!(parse_sysfs_size("48K"), Some(48 * 1024));
+        assert_eq!(parse_sysfs_size("266240K"), Some(266240 * 1024));
+        assert_eq!(parse_sysfs_size("32M"), Some(32 << 20));
+        assert_eq!(parse_sysfs_size("512"), Some(512));
+        assert_eq!(parse_sysfs_size("x"), None);
+    }
+
+    #[test]
+    fn dependent_adds_count() {
+        assert_eq!(dependent_adds(3), 3 * ADDS_PER_ITER);
+        assert_eq!(dependent_adds(0), 0);
+    }
+}

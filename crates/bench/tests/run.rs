@@ -1,0 +1,162 @@
+//! End to end on a fixture topology: a tiny run, its machine file loaded back, bad input
+//! rejected with exit code 2 before anything is measured. Values are not checked (no
+//! timing assertions), only their presence and consistency.
+
+use std::path::Path;
+
+use hpcscope_bench::kernels::Width;
+use hpcscope_bench::{BenchConfig, CpuRequest, MachineNames, Selection};
+use hpcscope_core::Machine;
+
+fn fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-2s-smt2")
+}
+
+fn tiny() -> BenchConfig {
+    BenchConfig {
+        quick: true,
+        selection: Selection::parse("triad,copy").unwrap(),
+        // L1, L2, L3 of the fixture (32 KiB, 1 MiB, 16.5 MiB) and > 4x its L3.
+        sizes: Some(vec![16 << 10, 512 << 10, 8 << 20, 70 << 20]),
+        repeat: Some(1),
+        widths: Some(vec![Width::Scalar, Width::W512]),
+        precisions: vec![hpcscope_core::Precision::F64],
+        names: MachineNames {
+            id: Some("tiny-test".into()),
+            name: None,
+        },
+        progress: false,
+        sysfs_root: fixture(),
+        cpus: CpuRequest::Threads(1),
+        ..BenchConfig::default()
+    }
+}
+
+#[test]
+fn tiny_run_writes_a_valid_machine_and_skips_missing_isa() {
+    let mut cfg = tiny();
+    // Pretend the CPU has no AVX-512: its kernels must be skipped with a note.
+    let mut isa = hpcscope_bench::topology::Isa::detect();
+    isa.avx512f = false;
+    cfg.isa = Some(isa.clone());
+    let r = match hpcscope_bench::run(&cfg) {
+        Ok(r) => r,
+        Err(e) if !isa.supports(Width::Scalar) => {
+            eprintln!("skipping test - no kernel can run on this CPU/build: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert!(
+        r.skipped
+            .iter()
+            .any(|s| s.contains("512") && s.contains("AVX-512F")),
+        "{:?}",
+        r.skipped
+    );
+    assert!(r.peaks.iter().all(|p| p.width != Width::W512));
+    assert!(r.kernels.iter().all(|k| k.width == Width::Scalar));
+    assert_eq!(r.sweep.len(), 4);
+    assert!(
+        r.sweep
+            .iter()
+            .all(|p| p.gbs.median > 0.0 && p.gbs_with_write_allocate > p.gbs.median)
+    );
+    // Levels follow the fixture's caches plus memory.
+    let names: Vec<&str> = r.machine.levels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["L1", "L2", "L3", "MM"]);
+    assert_eq!(
+        r.machine.levels[2].cache.as_ref().unwrap().shared_by_cores,
+        Some(4)
+    );
+    assert_eq!(
+        (
+            r.machine.sockets,
+            r.machine.cores_per_socket,
+            r.machine.threads_per_core
+        ),
+        (2, 4, Some(2))
+    );
+    assert_eq!(r.machine.id, "tiny-test");
+    // Every number has a provenance naming the tool, the kernel and the settings.
+    for l in &r.machine.levels {
+        assert!(
+            l.provenance.contains("hpcscope-bench") && l.provenance.contains("triad"),
+            "{}",
+            l.provenance
+        );
+        assert!(
+            l.provenance.contains("STREAM convention"),
+            "{}",
+            l.provenance
+        );
+    }
+    for p in &r.machine.peaks {
+        assert!(
+            p.provenance.contains("fma") && p.provenance.contains("repetitions"),
+            "{}",
+            p.provenance
+        );
+    }
+    // TOML written by the machine loads back and validates.
+    let toml = r.machine.to_toml_string();
+    let back = Machine::from_toml_str(&toml, "bench output").unwrap();
+    assert_eq!(back, r.machine);
+    // The JSON report and the SVG render.
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"sweep\"") && json.contains("\"gbs_with_write_allocate\""));
+    let svg = hpcscope_bench::svg::sweep_svg(&r);
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("GB/s") && svg.contains("L1"));
+    // Atomic write to a file.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.toml");
+    hpcscope_bench::report::write_atomic(&out, toml.as_bytes()).unwrap();
+    Machine::from_toml_str(&std::fs::read_to_string(&out).unwrap(), "file").unwrap();
+}
+
+#[test]
+fn bad_input_is_rejected_before_measuring() {
+    let mut cfg = tiny();
+    cfg.cpus = CpuRequest::List(vec![0, 4000]);
+    let e = hpcscope_bench::run(&cfg).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(
+        e.to_string().contains("4000") && e.to_string().contains("usable CPUs"),
+        "{e}"
+    );
+
+    let mut cfg = tiny();
+    cfg.sizes = Some(vec![1 << 50]);
+    let e = hpcscope_bench::run(&cfg).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("--sizes"), "{e}");
+
+    let mut cfg = tiny();
+    cfg.repeat = Some(0);
+    assert_eq!(hpcscope_bench::run(&cfg).unwrap_err().exit_code(), 2);
+
+    let mut cfg = tiny();
+    cfg.names.id = Some("my node".into());
+    let e = hpcscope_bench::run(&cfg).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().starts_with("--id"), "{e}");
+
+    let e = Selection::parse("triad,peakflops").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("peakflops"));
+}
+
+#[test]
+fn no_size_beyond_the_llc_is_explained() {
+    let mut cfg = tiny();
+    cfg.sizes = Some(vec![16 << 10, 512 << 10]);
+    cfg.selection = Selection::parse("triad").unwrap();
+    let isa = hpcscope_bench::topology::Isa::detect();
+    if !isa.supports(Width::Scalar) {
+        return;
+    }
+    let e = hpcscope_bench::run(&cfg).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("beyond the last-level cache"), "{e}");
+}
