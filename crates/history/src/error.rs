@@ -1,0 +1,86 @@
+//! Errors of the run store and of the analyses.
+
+use std::path::PathBuf;
+
+/// An error of the history store or of a non-regression analysis.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// The file exists but is not an SQLite database.
+    #[error(
+        "{path}: not an hpcscope history store ({detail}); the file was left untouched. \
+         Choose another file with --db or $HPCSCOPE_DB"
+    )]
+    NotAStore {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// The file is an SQLite database that is truncated or damaged.
+    #[error(
+        "{path}: the history store is damaged ({detail}); it was opened read-only and left \
+         untouched. Restore it from a backup, or try `sqlite3 {path} .recover`, or start a new \
+         store with --db"
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's diagnosis.
+        detail: String,
+    },
+    /// The store was written by a newer hpcscope.
+    #[error(
+        "{path}: schema version {found} is newer than this hpcscope understands ({supported}); \
+         upgrade hpcscope"
+    )]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Schema version in the file.
+        found: i64,
+        /// Newest schema version this build knows.
+        supported: i64,
+    },
+    /// The store does not exist (read-only open).
+    #[error(
+        "{path}: no history store here; record runs first with `hpcscope record -- CMD`, or \
+         point --db / $HPCSCOPE_DB at an existing store"
+    )]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A run record is not valid (empty or duplicate metric name, non-finite value...).
+    #[error("invalid run record: {0}")]
+    InvalidRecord(String),
+    /// No default location for the store could be found.
+    #[error(
+        "no location for the history store: set $HPCSCOPE_DB, $XDG_DATA_HOME or $HOME, or pass --db"
+    )]
+    NoDefaultPath,
+    /// Not enough data for the requested analysis.
+    #[error("{0}")]
+    Insufficient(String),
+    /// An SQLite error on an otherwise valid store.
+    #[error("{path}: {source}")]
+    Sqlite {
+        /// The file.
+        path: PathBuf,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// An I/O error on the store's file or directory.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, HistoryError>;

@@ -1,0 +1,504 @@
+//! What a run is: the record stored for every run, and the helpers that capture its context
+//! (machine fingerprint, git state, binary hash, environment, timing of a child process).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::sha256::{sha256_file, sha256_hex};
+
+/// One metric of a run: `time_s`, `instructions`, `l2_bytes`, `triad_bandwidth_gbs`...
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Metric name, unique within a run; units go in the name too when it helps (`_s`, `_gbs`).
+    pub name: String,
+    /// Finite value.
+    pub value: f64,
+    /// Unit (`s`, `B`, `GB/s`, `count`...); empty when dimensionless.
+    pub unit: String,
+}
+
+impl Metric {
+    /// A metric from its parts.
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Metric {
+        Metric {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+        }
+    }
+}
+
+/// Git state of the working directory of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitInfo {
+    /// Full commit hash of `HEAD`.
+    pub commit: String,
+    /// Whether tracked files had uncommitted changes.
+    pub dirty: bool,
+    /// Current branch, when not detached.
+    pub branch: Option<String>,
+}
+
+impl GitInfo {
+    /// Git state of `dir`, or `None` when `dir` is not in a git work tree or git is missing.
+    pub fn detect(dir: &Path) -> Option<GitInfo> {
+        let git = |args: &[&str]| -> Option<String> {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(args)
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        };
+        let commit = git(&["rev-parse", "HEAD"])?;
+        let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+            .map(|s| !s.is_empty())
+            .unwrap_or(false);
+        let branch = git(&["symbolic-ref", "--short", "-q", "HEAD"]).filter(|b| !b.is_empty());
+        Some(GitInfo {
+            commit,
+            dirty,
+            branch,
+        })
+    }
+}
+
+/// What identifies the machine a run ran on. Runs on different fingerprints are not compared
+/// unless asked: a new CPU, kernel, frequency governor or machine file is not a code change.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// CPU model name (`/proc/cpuinfo` "model name", or the architecture).
+    pub cpu_model: String,
+    /// Logical CPUs available.
+    pub cpu_count: u32,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// cpufreq scaling governor of CPU 0, when exposed.
+    pub governor: Option<String>,
+    /// Name of the hpcscope machine file the run was tied to, if any.
+    pub machine_file: Option<String>,
+    /// SHA-256 of that machine file's contents.
+    pub machine_file_sha256: Option<String>,
+    /// Host name. Informative only: it is not part of [`Fingerprint::id`], so identical nodes
+    /// of a cluster share a fingerprint.
+    pub hostname: Option<String>,
+}
+
+impl Fingerprint {
+    /// Stable identifier: the first 16 hex digits of the SHA-256 of the identifying fields
+    /// (CPU model, CPU count, kernel, governor, machine-file hash).
+    pub fn id(&self) -> String {
+        let key = format!(
+            "cpu={}\ncpus={}\nkernel={}\ngovernor={}\nmachine={}\n",
+            self.cpu_model,
+            self.cpu_count,
+            self.kernel,
+            self.governor.as_deref().unwrap_or(""),
+            self.machine_file_sha256.as_deref().unwrap_or(""),
+        );
+        sha256_hex(key.as_bytes())[..16].to_string()
+    }
+
+    /// The fields that differ between two fingerprints, as `(field, self, other)`.
+    pub fn diff(&self, other: &Fingerprint) -> Vec<(String, String, String)> {
+        let mut d = Vec::new();
+        let mut cmp = |name: &str, a: String, b: String| {
+            if a != b {
+                d.push((name.to_string(), a, b));
+            }
+        };
+        cmp("cpu_model", self.cpu_model.clone(), other.cpu_model.clone());
+        cmp(
+            "cpu_count",
+            self.cpu_count.to_string(),
+            other.cpu_count.to_string(),
+        );
+        cmp("kernel", self.kernel.clone(), other.kernel.clone());
+        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        cmp("governor", o(&self.governor), o(&other.governor));
+        cmp(
+            "machine_file",
+            o(&self.machine_file),
+            o(&other.machine_file),
+        );
+        cmp(
+            "machine_file_sha256",
+            o(&self.machine_file_sha256),
+            o(&other.machine_file_sha256),
+        );
+        d
+    }
+
+    /// Fingerprint of this machine, read from `/proc` and `/sys` (fields that cannot be read
+    /// are left empty). `machine_file` ties the run to an hpcscope machine description.
+    pub fn current(machine_file: Option<&Path>) -> std::io::Result<Fingerprint> {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let cpu_model = read("/proc/cpuinfo")
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+        let cpu_count = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
+        let kernel = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let governor = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+        let hostname = read("/proc/sys/kernel/hostname").or_else(|| std::env::var("HOSTNAME").ok());
+        let (machine_file, machine_file_sha256) = match machine_file {
+            Some(p) => (
+                Some(
+                    p.file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| p.display().to_string()),
+                ),
+                Some(sha256_file(p)?),
+            ),
+            None => (None, None),
+        };
+        Ok(Fingerprint {
+            cpu_model,
+            cpu_count,
+            kernel,
+            governor,
+            machine_file,
+            machine_file_sha256,
+            hostname,
+        })
+    }
+}
+
+/// Everything stored about one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The command line, as typed (arguments joined with shell quoting).
+    pub command: String,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// What produced the record: `record` for `hpcscope record`, else the subcommand name.
+    pub source: String,
+    /// User tags (`--tag k=v`).
+    pub tags: BTreeMap<String, String>,
+    /// SHA-256 of the executable that ran, when it could be found.
+    pub binary_sha256: Option<String>,
+    /// Git state of the working directory.
+    pub git: Option<GitInfo>,
+    /// Machine fingerprint.
+    pub fingerprint: Fingerprint,
+    /// Environment variables that affect performance (see [`capture_env`]).
+    pub env: BTreeMap<String, String>,
+    /// Start time, seconds since the Unix epoch (UTC).
+    pub started_at: f64,
+    /// Wall-clock duration, seconds.
+    pub duration_s: Option<f64>,
+    /// Exit status of the command (`None`: killed by a signal, or not a command).
+    pub exit_status: Option<i32>,
+    /// Every metric the run produced.
+    pub metrics: Vec<Metric>,
+}
+
+impl RunRecord {
+    /// A record for `command` started now on this machine, with no metric yet.
+    pub fn new(command: impl Into<String>, source: impl Into<String>) -> RunRecord {
+        RunRecord {
+            command: command.into(),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|p| p.display().to_string()),
+            source: source.into(),
+            tags: BTreeMap::new(),
+            binary_sha256: None,
+            git: None,
+            fingerprint: Fingerprint::default(),
+            env: BTreeMap::new(),
+            started_at: now_unix(),
+            duration_s: None,
+            exit_status: Some(0),
+            metrics: Vec::new(),
+        }
+    }
+
+    /// The value of metric `name`, if the run has it.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+
+    /// Adds every finite number of a JSON result (another hpcscope command's `--format json`
+    /// output) as a metric named by its path, `a.b.0.c` (prefixed by `prefix.` when given).
+    /// Booleans, strings and nulls are skipped. Returns the number of metrics added.
+    pub fn add_json_metrics(&mut self, prefix: &str, value: &serde_json::Value) -> usize {
+        fn walk(path: String, v: &serde_json::Value, out: &mut Vec<Metric>) {
+            match v {
+                serde_json::Value::Number(n) => {
+                    if let Some(x) = n.as_f64().filter(|x| x.is_finite()) {
+                        out.push(Metric::new(path, x, ""));
+                    }
+                }
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        let p = if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        };
+                        walk(p, v, out);
+                    }
+                }
+                serde_json::Value::Array(a) => {
+                    for (i, v) in a.iter().enumerate() {
+                        let p = if path.is_empty() {
+                            i.to_string()
+                        } else {
+                            format!("{path}.{i}")
+                        };
+                        walk(p, v, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(prefix.to_string(), value, &mut out);
+        out.retain(|m| !m.name.is_empty() && self.metric(&m.name).is_none());
+        let n = out.len();
+        self.metrics.extend(out);
+        n
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Formats Unix seconds as RFC 3339 UTC with millisecond precision, `2026-01-31T12:00:00.000Z`.
+pub fn format_rfc3339(unix: f64) -> String {
+    let ms_total = (unix * 1000.0).round() as i64;
+    let secs = ms_total.div_euclid(1000);
+    let ms = ms_total.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    )
+}
+
+/// Prefixes of environment variables recorded with every run: they change how HPC codes run
+/// (threads, placement, MPI, math libraries, compilers, allocator).
+pub const ENV_PREFIXES: &[&str] = &[
+    "OMP_",
+    "GOMP_",
+    "KMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "BLIS_",
+    "I_MPI_",
+    "OMPI_",
+    "MPICH_",
+    "UCX_",
+    "SLURM_",
+    "PBS_",
+    "CUDA_",
+    "HIP_",
+    "MALLOC_",
+    "GLIBC_TUNABLES",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "CC",
+    "CXX",
+    "FC",
+    "CFLAGS",
+    "CXXFLAGS",
+    "FFLAGS",
+    "RUSTFLAGS",
+    "HPCSCOPE_",
+];
+
+/// The environment variables that match [`ENV_PREFIXES`] (an exact name for entries without a
+/// trailing underscore).
+pub fn capture_env() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            ENV_PREFIXES.iter().any(|p| {
+                if p.ends_with('_') {
+                    k.starts_with(p)
+                } else {
+                    k == p
+                }
+            })
+        })
+        .collect()
+}
+
+/// Resolves a program name like a shell does: a name with a `/` is a path, else the first
+/// executable file of that name on `PATH`.
+pub fn resolve_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Quotes arguments for display so that the command line can be pasted into a shell.
+pub fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What one execution of a command measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Wall-clock time, seconds.
+    pub wall_s: f64,
+    /// User CPU time of the child, seconds.
+    pub user_s: f64,
+    /// System CPU time of the child, seconds.
+    pub sys_s: f64,
+    /// Exit status (`None` when killed by a signal).
+    pub exit_status: Option<i32>,
+    /// Start time, Unix seconds.
+    pub started_at: f64,
+}
+
+fn children_cpu_s() -> (f64, f64) {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Runs `argv` once (stdin, stdout and stderr inherited) and measures it: wall time, and
+/// user and system time from `getrusage(RUSAGE_CHILDREN)` before and after.
+pub fn measure_command(argv: &[String]) -> std::io::Result<Measured> {
+    let Some((prog, args)) = argv.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty command",
+        ));
+    };
+    let (u0, s0) = children_cpu_s();
+    let started_at = now_unix();
+    let t0 = Instant::now();
+    let status = Command::new(prog).args(args).status()?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    let (u1, s1) = children_cpu_s();
+    Ok(Measured {
+        wall_s,
+        user_s: (u1 - u0).max(0.0),
+        sys_s: (s1 - s0).max(0.0),
+        exit_status: status.code(),
+        started_at,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(format_rfc3339(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339(951_782_400.5), "2000-02-29T00:00:00.500Z");
+        assert_eq!(format_rfc3339(1_767_225_599.0), "2025-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn fingerprint_id_ignores_hostname() {
+        let a = Fingerprint {
+            cpu_model: "X".into(),
+            cpu_count: 4,
+            kernel: "6.1".into(),
+            hostname: Some("n1".into()),
+            ..Fingerprint::default()
+        };
+        let mut b = a.clone();
+        b.hostname = Some("n2".into());
+        assert_eq!(a.id(), b.id());
+        b.governor = Some("powersave".into());
+        assert_ne!(a.id(), b.id());
+        assert_eq!(a.diff(&b)[0].0, "governor");
+    }
+
+    #[test]
+    fn json_metrics_are_flattened() {
+        let mut r = RunRecord::new("x", "test");
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"a": 1, "b": {"c": [2.5, "s", true]}, "d": null}"#).unwrap();
+        assert_eq!(r.add_json_metrics("", &v), 2);
+        assert_eq!(r.metric("a"), Some(1.0));
+        assert_eq!(r.metric("b.c.0"), Some(2.5));
+    }
+
+    #[test]
+    fn shell_quoting() {
+        let a = vec![
+            "echo".to_string(),
+            "a b".into(),
+            "it's".into(),
+            "x=1".into(),
+        ];
+        assert_eq!(shell_join(&a), r#"echo 'a b' 'it'\''s' x=1"#);
+    }
+
+    #[test]
+    fn measures_a_command() {
+        let m = measure_command(&["true".to_string()]).unwrap();
+        assert_eq!(m.exit_status, Some(0));
+        assert!(m.wall_s >= 0.0);
+        let f = measure_command(&["false".to_string()]).unwrap();
+        assert_eq!(f.exit_status, Some(1));
+        assert!(measure_command(&[]).is_err());
+    }
+}

@@ -1,0 +1,162 @@
+//! `regress check` end to end on a store: a regression is found and explained, noise is not
+//! flagged, a machine change is reported instead of being taken for a code change, and the
+//! reports render.
+
+use hpcscope_history::check::{CheckOptions, check};
+use hpcscope_history::gate::Verdict;
+use hpcscope_history::record::{Fingerprint, GitInfo, Metric, RunRecord};
+use hpcscope_history::store::Store;
+
+fn machine(kernel: &str) -> Fingerprint {
+    Fingerprint {
+        cpu_model: "Test CPU".into(),
+        cpu_count: 4,
+        kernel: kernel.into(),
+        governor: Some("performance".into()),
+        ..Fingerprint::default()
+    }
+}
+
+/// Seed 004 Table 3.2 time ratios: the run-to-run noise of the baseline.
+const TABLE_3_2: [f64; 16] = [
+    1.006, 1.003, 0.998, 1.011, 1.009, 0.994, 1.005, 1.009, 0.998, 1.015, 0.999, 1.009, 1.006,
+    1.013, 1.009, 1.009,
+];
+
+fn run(i: usize, time: f64, l2: f64, kernel: &str) -> RunRecord {
+    let mut r = RunRecord::new("./qe.x -in ausurf.in", "record");
+    r.started_at = 1_750_000_000.0 + 60.0 * i as f64;
+    r.fingerprint = machine(kernel);
+    r.git = Some(GitInfo {
+        commit: format!("{i:040x}"),
+        dirty: false,
+        branch: None,
+    });
+    r.metrics = vec![
+        Metric::new("time_s", time, "s"),
+        Metric::new("l2_bytes", l2, "B"),
+        Metric::new("instructions", 5e9, "count"),
+    ];
+    r
+}
+
+fn store_with_baseline(dir: &std::path::Path) -> Store {
+    let mut s = Store::open(dir.join("h.sqlite")).unwrap();
+    for (i, &r) in TABLE_3_2.iter().enumerate() {
+        s.record(&run(i, 2.0 * r, 1e9 * r, "6.1")).unwrap();
+    }
+    s
+}
+
+#[test]
+fn table_3_2_regression_is_flagged_and_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_baseline(dir.path());
+    // Research note §6.10: ratio 1.030 is the regression (M = 5.06, +2.23%).
+    s.record(&run(16, 2.0 * 1.030, 1.4e9, "6.1")).unwrap();
+    let rep = check(&s, &CheckOptions::default()).unwrap();
+    assert!(rep.regression);
+    assert_eq!(rep.results[0].verdict, Verdict::Regression);
+    assert_eq!(rep.baseline_runs.len(), 16);
+    let e = rep.explanation.as_ref().unwrap();
+    assert!(
+        e.summary.starts_with("time_s +2.2%, l2_bytes +39."),
+        "{}",
+        e.summary
+    );
+    assert!(
+        e.summary.ends_with("instructions unchanged"),
+        "{}",
+        e.summary
+    );
+    let md = rep.to_markdown();
+    assert!(
+        md.contains("REGRESSION") && md.contains("**regression**"),
+        "{md}"
+    );
+    let xml = rep.to_junit_xml();
+    assert!(
+        xml.contains("failures=\"1\"") && xml.contains("<failure"),
+        "{xml}"
+    );
+    let json = serde_json::to_value(&rep).unwrap();
+    assert_eq!(json["regression"], true);
+}
+
+#[test]
+fn table_3_2_noise_run_is_not_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_baseline(dir.path());
+    // 1.020 is within the noise by the §6.10 rule (M = 2.81 < 3.5).
+    s.record(&run(16, 2.0 * 1.020, 1e9, "6.1")).unwrap();
+    // A failed run, however slow, is not a measurement.
+    let mut failed = run(17, 9.0, 1e9, "6.1");
+    failed.exit_status = Some(1);
+    s.record(&failed).unwrap();
+    let rep = check(&s, &CheckOptions::default()).unwrap();
+    assert!(!rep.regression, "{}", rep.to_markdown());
+    assert_eq!(rep.results[0].verdict, Verdict::Unchanged);
+    assert!(rep.to_junit_xml().contains("failures=\"0\""));
+    assert!(rep.notes.iter().any(|n| n.contains("non-zero status")));
+}
+
+#[test]
+fn machine_change_is_reported_not_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store_with_baseline(dir.path());
+    // Same code, new kernel: 10% slower. Not a code regression.
+    s.record(&run(16, 2.2, 1e9, "6.8")).unwrap();
+    let rep = check(&s, &CheckOptions::default()).unwrap();
+    assert!(!rep.regression);
+    assert_eq!(rep.results[0].verdict, Verdict::Insufficient);
+    let mc = rep.machine_change.as_ref().unwrap();
+    assert_eq!(
+        mc.fields,
+        vec![("kernel".to_string(), "6.1".to_string(), "6.8".to_string())]
+    );
+    assert_eq!(rep.other_machine_runs, 16);
+    assert!(rep.notes.iter().any(|n| n.contains("--mix-machines")));
+    // Asked to mix, the comparison happens.
+    let mixed = check(
+        &s,
+        &CheckOptions {
+            mix_machines: true,
+            ..CheckOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(mixed.regression);
+}
+
+#[test]
+fn history_change_points_are_tied_to_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(dir.path().join("h.sqlite")).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..60 {
+        let noise = TABLE_3_2[i % 16];
+        let t = if i < 55 { 2.0 } else { 2.2 } * noise;
+        ids.push(s.record(&run(i, t, 1e9, "6.1")).unwrap());
+    }
+    let rep = check(
+        &s,
+        &CheckOptions {
+            candidates: 5,
+            ..CheckOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(rep.regression);
+    assert_eq!(rep.change_points.len(), 1, "{:?}", rep.change_points);
+    assert_eq!(rep.change_points[0].run_id, ids[55]);
+    assert!(rep.change_points[0].worse);
+    assert!(rep.results[0].p_worse.unwrap() < 0.01);
+}
+
+#[test]
+fn empty_store_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(dir.path().join("h.sqlite")).unwrap();
+    let e = check(&s, &CheckOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("hpcscope record"), "{e}");
+}
