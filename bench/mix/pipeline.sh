@@ -1,0 +1,39 @@
+#!/bin/sh
+# The whole `hpcscope mix` pipeline against its references, side by side in one run, on one
+# x86-64 binary built without AVX (triad + 2D stencil, gcc -O3 -march=x86-64):
+#   native | bare qemu-x86_64 | hpcscope mix simulating two 3-level hierarchies
+#   (cascadelake-8260 and graviton2) | valgrind --tool=cachegrind --cache-sim=yes
+#   (cachegrind simulates one 2-level hierarchy).
+#
+#   bench/mix/pipeline.sh [OUTDIR]     (env: N=1000 REPS=10 RUNS=5)
+#
+# Needs gcc, qemu-user, valgrind, hyperfine, python3 and a release build of hpcscope and the
+# plugin. Prints each mean as a ratio to bare qemu and to cachegrind (targets: mix <= 2.5x
+# bare qemu and <= 1.5x cachegrind).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-"$root/target/bench-mix"}
+n=${N:-1000}
+reps=${REPS:-10}
+runs=${RUNS:-5}
+mkdir -p "$out"
+for tool in gcc qemu-x86_64 valgrind hyperfine python3; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool (apt-get install gcc qemu-user valgrind hyperfine python3)" >&2; exit 3; }
+done
+(cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+hs="$root/target/release/hpcscope"
+bin="$out/triad_stencil"
+gcc -O3 -march=x86-64 -std=c11 -D_POSIX_C_SOURCE=200809L -o "$bin" "$root/workloads/src/triad_stencil.c"
+hyperfine -N --warmup 1 --runs "$runs" --export-json "$out/pipeline.json" \
+  -n native "$bin $n $reps" \
+  -n qemu "qemu-x86_64 $bin $n $reps" \
+  -n "hpcscope mix (2 x 3 levels)" "$hs mix -m cascadelake-8260 -m graviton2 --native-runs 0 -- $bin $n $reps" \
+  -n "cachegrind (1 x 2 levels)" "valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null $bin $n $reps" >/dev/null
+python3 - "$out/pipeline.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+q = r["qemu"]["mean"]; c = r["cachegrind (1 x 2 levels)"]["mean"]
+for name, x in r.items():
+    print(f"{name:30s} {x['mean']:8.3f} s  x{x['mean']/q:5.2f} bare qemu  x{x['mean']/c:5.2f} cachegrind")
+PY

@@ -1,0 +1,381 @@
+//! One emulation: QEMU with the hpcscope plugin, the memory-access stream read on another
+//! thread and fed to the cache simulator as it arrives (never held in memory whole).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hpcscope_cachesim::{Access, HierarchyConfig, HierarchyStats, MultiSim};
+use serde::{Deserialize, Serialize};
+
+use crate::elf::Arch;
+use crate::error::MixError;
+
+/// What the plugin writes at exit (`out=`), the fields mix reads.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PluginOutput {
+    /// `hpcscope-qemu-plugin/1`.
+    #[serde(default)]
+    pub format: String,
+    /// SVE vector length used, bits.
+    #[serde(default)]
+    pub sve_vl_bits: Option<u32>,
+    /// How predicated lanes were counted.
+    #[serde(default)]
+    pub predication: Option<String>,
+    /// Load bias of the main binary.
+    #[serde(default)]
+    pub load_bias: u64,
+    /// Totals of the counted region.
+    pub totals: Totals,
+    /// Stream statistics.
+    #[serde(default)]
+    pub mem_stream: Option<StreamStats>,
+    /// Per translation block counts (with `tbs=on`).
+    #[serde(default)]
+    pub tbs: Vec<TbCounts>,
+}
+
+/// Totals of the counted region.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Totals {
+    /// Instructions.
+    pub instructions: u64,
+    /// Instructions that load.
+    pub loads: u64,
+    /// Instructions that store.
+    pub stores: u64,
+    /// Bytes loaded.
+    pub bytes_loaded: u64,
+    /// Bytes stored.
+    pub bytes_stored: u64,
+    /// FP arithmetic instructions.
+    pub fp_instructions: u64,
+    /// FLOPs.
+    pub flops: u64,
+    /// FP instructions and FLOPs per precision and width (`f64_256`...).
+    #[serde(default)]
+    pub fp_by_width: BTreeMap<String, WidthCounts>,
+    /// Instructions per class.
+    #[serde(default)]
+    pub classes: BTreeMap<String, u64>,
+}
+
+/// FP instructions and FLOPs of one precision and width.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WidthCounts {
+    /// Instructions.
+    pub instructions: u64,
+    /// FLOPs.
+    pub flops: u64,
+}
+
+/// Stream statistics.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StreamStats {
+    /// Records written.
+    pub records: u64,
+    /// Records dropped.
+    pub dropped: u64,
+}
+
+/// Counts of one translation block.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TbCounts {
+    /// Start address (run time).
+    pub pc: u64,
+    /// Executions.
+    pub executions: u64,
+    /// Instructions executed.
+    pub instructions: u64,
+    /// FP instructions executed.
+    pub fp_instructions: u64,
+    /// FLOPs.
+    pub flops: u64,
+    /// Load instructions.
+    pub loads: u64,
+    /// Store instructions.
+    pub stores: u64,
+    /// Bytes loaded.
+    pub bytes_loaded: u64,
+    /// Bytes stored.
+    pub bytes_stored: u64,
+}
+
+/// One emulation to run.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// QEMU binary.
+    pub qemu: PathBuf,
+    /// Plugin library.
+    pub plugin: PathBuf,
+    /// Program and arguments.
+    pub program: PathBuf,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Architecture.
+    pub arch: Arch,
+    /// SVE vector length, bits (aarch64).
+    pub sve_bits: Option<u32>,
+    /// In-function regions (link-time ranges).
+    pub regions: Vec<(u64, u64)>,
+    /// Start/stop scopes, callees included (link-time ranges).
+    pub scopes: Vec<(u64, u64)>,
+    /// Hierarchies to simulate (empty: no memory stream).
+    pub hierarchies: Vec<HierarchyConfig>,
+    /// Per-TB breakdown.
+    pub tbs: bool,
+    /// Time limit.
+    pub timeout: Option<Duration>,
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// Exit status 0.
+    Success,
+    /// Non-zero exit status.
+    Failed(i32),
+    /// Killed by a signal (crash).
+    Signal(i32),
+    /// Stopped by mix at the time limit.
+    TimedOut,
+}
+
+/// What one emulation produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Plugin counts (None when the plugin wrote nothing: QEMU could not start).
+    pub counts: Option<PluginOutput>,
+    /// Cache statistics per hierarchy (same order as the request).
+    pub caches: Vec<HierarchyStats>,
+    /// Memory records read from the stream.
+    pub records: u64,
+    /// How the program ended.
+    pub ending: Ending,
+    /// Wall time of the emulation, seconds.
+    pub wall_s: f64,
+    /// Last lines the program and QEMU printed on standard error.
+    pub stderr_tail: String,
+}
+
+fn ranges(v: &[(u64, u64)]) -> String {
+    v.iter()
+        .map(|(a, b)| format!("0x{a:x}-0x{b:x}"))
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// Runs one emulation.
+pub fn run(req: &Request) -> Result<Outcome, MixError> {
+    let dir = tempdir()?;
+    let out_json = dir.join("counts.json");
+    let mut plugin_args = format!("{},out={}", req.plugin.display(), out_json.display());
+    if let Some(vl) = req.sve_bits {
+        plugin_args.push_str(&format!(",vl={vl}"));
+    }
+    if !req.regions.is_empty() {
+        plugin_args.push_str(&format!(",region={}", ranges(&req.regions)));
+    }
+    if !req.scopes.is_empty() {
+        plugin_args.push_str(&format!(",scope={}", ranges(&req.scopes)));
+    }
+    if req.tbs {
+        plugin_args.push_str(",tbs=on");
+    }
+    let mut pipe_fds = [-1i32; 2];
+    let simulate = !req.hierarchies.is_empty();
+    if simulate {
+        // A plain pipe: the write end is inherited by QEMU (no close-on-exec), the read end
+        // is ours alone.
+        // SAFETY: pipe() fills the two descriptors; fcntl on our own descriptor.
+        unsafe {
+            if libc::pipe(pipe_fds.as_mut_ptr()) != 0 {
+                return Err(MixError::Run(format!(
+                    "cannot create a pipe: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+            libc::fcntl(pipe_fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        plugin_args.push_str(&format!(",mem=on,memfd={}", pipe_fds[1]));
+    }
+    let cpu = match (req.arch, req.sve_bits) {
+        (Arch::Aarch64, Some(vl)) => format!("max,sve-default-vector-length={}", vl / 8),
+        _ => "max".to_string(),
+    };
+    let stderr_path = dir.join("stderr");
+    let stderr_file = File::create(&stderr_path)
+        .map_err(|e| MixError::Run(format!("cannot create a temporary file: {e}")))?;
+    let start = Instant::now();
+    let mut child = Command::new(&req.qemu)
+        .arg("-cpu")
+        .arg(&cpu)
+        .arg("-plugin")
+        .arg(&plugin_args)
+        .arg(&req.program)
+        .args(&req.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr_file)
+        .spawn()
+        .map_err(|e| MixError::Missing {
+            message: format!("cannot start {}: {e}", req.qemu.display()),
+            fix: "install qemu-user (apt-get install qemu-user)".into(),
+        })?;
+    let reader = if simulate {
+        // SAFETY: closing our copy of the write end so EOF arrives when QEMU exits.
+        unsafe { libc::close(pipe_fds[1]) };
+        // SAFETY: the read end is a valid descriptor we own from here on.
+        let file = unsafe { File::from_raw_fd(pipe_fds[0]) };
+        let sim =
+            MultiSim::new(req.hierarchies.clone()).map_err(|e| MixError::Run(e.to_string()))?;
+        Some(std::thread::spawn(move || read_stream(file, sim)))
+    } else {
+        None
+    };
+    let ending = wait(&mut child, req.timeout)?;
+    let wall_s = start.elapsed().as_secs_f64();
+    let (caches, records) = match reader {
+        Some(h) => h
+            .join()
+            .map_err(|_| MixError::Run("the stream reader panicked".into()))??,
+        None => (Vec::new(), 0),
+    };
+    // The final counts, or else the plugin's last snapshot (written every 250 ms): QEMU 7.2
+    // skips the plugins' exit callbacks when the guest dies of a signal.
+    let partial_json = dir.join("counts.json.partial");
+    let counts = match std::fs::read_to_string(&out_json)
+        .or_else(|_| std::fs::read_to_string(&partial_json))
+    {
+        Ok(t) => Some(
+            serde_json::from_str::<PluginOutput>(&t)
+                .map_err(|e| MixError::Run(format!("the plugin's output is unreadable: {e}")))?,
+        ),
+        Err(_) => None,
+    };
+    let stderr_tail = tail(
+        &std::fs::read_to_string(&stderr_path).unwrap_or_default(),
+        12,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Outcome {
+        counts,
+        caches,
+        records,
+        ending,
+        wall_s,
+        stderr_tail,
+    })
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn tempdir() -> Result<PathBuf, MixError> {
+    let base = std::env::temp_dir();
+    for i in 0..1000u32 {
+        let d = base.join(format!("hpcscope-mix-{}-{i}", std::process::id()));
+        if std::fs::create_dir(&d).is_ok() {
+            return Ok(d);
+        }
+    }
+    Err(MixError::Run(format!(
+        "cannot create a temporary directory in {}",
+        base.display()
+    )))
+}
+
+fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<Ending, MixError> {
+    let start = Instant::now();
+    let mut sent_term = None::<Instant>;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                use std::os::unix::process::ExitStatusExt;
+                if sent_term.is_some() {
+                    return Ok(Ending::TimedOut);
+                }
+                return Ok(match (st.code(), st.signal()) {
+                    (Some(0), _) => Ending::Success,
+                    (Some(c), _) => Ending::Failed(c),
+                    (None, Some(s)) => Ending::Signal(s),
+                    (None, None) => Ending::Failed(-1),
+                });
+            }
+            Ok(None) => {}
+            Err(e) => return Err(MixError::Run(format!("waiting for QEMU: {e}"))),
+        }
+        if let Some(t) = timeout {
+            match sent_term {
+                None if start.elapsed() > t => {
+                    // SIGTERM lets QEMU run the plugin's exit callback, which writes the
+                    // counts so far.
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                    sent_term = Some(Instant::now());
+                }
+                Some(s) if s.elapsed() > Duration::from_secs(5) => {
+                    let _ = child.kill();
+                }
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Stream magic (see the plugin's README).
+const MAGIC: &[u8; 8] = b"HPCSMT01";
+
+fn read_stream(mut f: File, mut sim: MultiSim) -> Result<(Vec<HierarchyStats>, u64), MixError> {
+    // Bytes read but not yet decoded (a record may straddle two reads).
+    let mut pending: Vec<u8> = Vec::with_capacity(2 << 20);
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut batch: Vec<Access> = Vec::with_capacity(chunk.len() / 8);
+    let mut header = false;
+    let mut records = 0u64;
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(MixError::Run(format!("reading the memory stream: {e}"))),
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        let mut start = 0;
+        if !header {
+            if pending.len() < MAGIC.len() {
+                continue;
+            }
+            if &pending[..MAGIC.len()] != MAGIC {
+                return Err(MixError::Run(
+                    "the memory stream does not start with the hpcscope header: the plugin and hpcscope come from different versions".into(),
+                ));
+            }
+            header = true;
+            start = MAGIC.len();
+        }
+        let whole = start + (pending.len() - start) / 8 * 8;
+        batch.clear();
+        batch.extend(pending[start..whole].chunks_exact(8).map(|c| {
+            let r = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            Access {
+                addr: r & ((1 << 56) - 1),
+                size: 1u32 << ((r >> 56) & 0xf),
+                is_write: r >> 63 == 1,
+            }
+        }));
+        records += batch.len() as u64;
+        sim.access_batch(&batch);
+        pending.drain(..whole);
+    }
+    Ok((sim.stats(), records))
+}

@@ -1,0 +1,582 @@
+//! hpcscope-mix: characterize a binary by emulation.
+//!
+//! Runs a program under QEMU user mode with the hpcscope TCG plugin (instruction classes,
+//! FLOPs, FP instructions by width and precision, loads, stores, bytes; any SVE vector
+//! length), streams its memory accesses into the cache simulator for every machine asked
+//! (the source's caches and each target's), and builds one [`Profile`] per machine and
+//! vector length: the application side of a roofline projection (Gavoille 2024, sections
+//! 6.1.4 and 7.1; DynamoRIO/ArmIE and drcachesim there, QEMU and our simulator here).
+#![deny(missing_docs)]
+
+pub mod elf;
+pub mod emulate;
+pub mod error;
+pub mod sample;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hpcscope_cachesim::{CacheConfig, HierarchyConfig, HierarchyStats, Inclusion};
+use hpcscope_core::machine::LevelKind;
+use hpcscope_core::profile::{BinaryIdentity, LevelBytes, Memory, Region, ThreadMetrics};
+use hpcscope_core::{Machine, Precision, Profile};
+use serde::Serialize;
+
+pub use elf::{Arch, ElfInfo};
+pub use emulate::{Ending, PluginOutput};
+pub use error::MixError;
+
+/// What to analyse and how.
+#[derive(Debug, Clone, Default)]
+pub struct MixOptions {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// SVE vector lengths to analyse at (aarch64); empty: the emulator's default.
+    pub sve_bits: Vec<u32>,
+    /// Machines whose caches are simulated: one profile each.
+    pub machines: Vec<Machine>,
+    /// Count only inside these functions (their own instructions, not their callees').
+    pub functions: Vec<String>,
+    /// Count while these functions run, callees included.
+    pub scope: Vec<String>,
+    /// Take the memory stream from this build of the same source instead (SVE accesses are
+    /// not reported by QEMU 7.2).
+    pub cache_binary: Option<PathBuf>,
+    /// Stop the emulation after this long (the counts so far are kept, marked partial).
+    pub timeout: Option<Duration>,
+    /// Native runs to time (0: none). Only when the host runs the program natively.
+    pub native_runs: u32,
+    /// Application name (default: the program's file name).
+    pub application: Option<String>,
+    /// Per-function breakdown.
+    pub per_function: bool,
+}
+
+/// Counts of one function (per-function breakdown).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FunctionCounts {
+    /// Function name (`?` outside any symbol).
+    pub function: String,
+    /// Instructions.
+    pub instructions: u64,
+    /// FP instructions.
+    pub fp_instructions: u64,
+    /// FLOPs.
+    pub flops: u64,
+    /// Bytes loaded and stored.
+    pub bytes: u64,
+}
+
+/// The analysis at one vector length.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantReport {
+    /// SVE vector length, bits (None: not SVE).
+    pub sve_bits: Option<u32>,
+    /// The plugin's counts.
+    pub counts: PluginOutput,
+    /// How the program ended under emulation.
+    pub ending: Ending,
+    /// Whether the counts are partial (crash, failure, time limit).
+    pub partial: bool,
+    /// Wall time of the emulation, seconds.
+    pub emulation_s: f64,
+    /// Memory records simulated.
+    pub records: u64,
+    /// Cache statistics per machine.
+    pub caches: Vec<HierarchyStats>,
+    /// One profile per machine (same order as the options' machines).
+    pub profiles: Vec<Profile>,
+    /// Per-function breakdown, largest FLOPs first.
+    pub functions: Vec<FunctionCounts>,
+}
+
+/// The whole result of `mix`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MixReport {
+    /// Application name.
+    pub application: String,
+    /// Program path.
+    pub program: String,
+    /// Architecture.
+    pub arch: Arch,
+    /// SHA-256 of the program.
+    pub sha256: String,
+    /// Compiler, from the ELF `.comment` section.
+    pub compiler: Option<String>,
+    /// Native wall times, seconds (one per run).
+    pub native_times_s: Vec<f64>,
+    /// One report per vector length.
+    pub variants: Vec<VariantReport>,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// The cache hierarchy of a machine, for the simulator: every cache level must have a
+/// geometry, with one line size.
+pub fn hierarchy(m: &Machine) -> Result<HierarchyConfig, MixError> {
+    let mut levels = Vec::new();
+    for l in m.levels.iter().filter(|l| l.kind == LevelKind::Cache) {
+        let Some(g) = &l.cache else {
+            return Err(MixError::Machine {
+                machine: m.id.clone(),
+                message: format!("cache level {} has no geometry", l.name),
+                fix: "add [levels.cache] with size_bytes, line_bytes and associativity to the machine file".into(),
+            });
+        };
+        levels.push(CacheConfig::new(
+            l.name.clone(),
+            g.size_bytes,
+            u64::from(g.line_bytes),
+            g.associativity,
+        ));
+    }
+    if levels.is_empty() {
+        return Err(MixError::Machine {
+            machine: m.id.clone(),
+            message: "has no cache level to simulate".into(),
+            fix: "describe its caches, or use another machine for the simulation".into(),
+        });
+    }
+    let inclusive = m
+        .levels
+        .iter()
+        .filter_map(|l| l.cache.as_ref())
+        .any(|g| g.inclusive == Some(true));
+    let cfg = HierarchyConfig::new(m.id.clone(), levels).with_inclusion(if inclusive {
+        Inclusion::Inclusive
+    } else {
+        Inclusion::NonInclusive
+    });
+    cfg.validate().map_err(|e| MixError::Machine {
+        machine: m.id.clone(),
+        message: e.to_string(),
+        fix: "fix the cache geometry in the machine file".into(),
+    })?;
+    Ok(cfg)
+}
+
+/// Runs the whole analysis.
+pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
+    let info = ElfInfo::read(&opts.program)?;
+    if !opts.sve_bits.is_empty() && info.arch != Arch::Aarch64 {
+        return Err(MixError::Usage {
+            message: format!("--sve-bits given for a {} program", info.arch.name()),
+            fix: "SVE vector lengths apply to aarch64 programs only; drop --sve-bits".into(),
+        });
+    }
+    for &b in &opts.sve_bits {
+        if !(128..=2048).contains(&b) || b % 128 != 0 {
+            return Err(MixError::Usage {
+                message: format!("SVE vector length {b} bits is not valid"),
+                fix: "use multiples of 128 from 128 to 2048".into(),
+            });
+        }
+    }
+    let qemu = tools::qemu(info.arch)?;
+    let plugin = tools::plugin()?;
+    let hierarchies: Vec<HierarchyConfig> = opts
+        .machines
+        .iter()
+        .map(hierarchy)
+        .collect::<Result<_, _>>()?;
+    let resolve = |names: &[String],
+                   info: &ElfInfo,
+                   path: &std::path::Path|
+     -> Result<Vec<(u64, u64)>, MixError> {
+        names
+            .iter()
+            .map(|n| info.function(n, path).map(|s| (s.addr, s.addr + s.size)))
+            .collect()
+    };
+    let regions = resolve(&opts.functions, &info, &opts.program)?;
+    let scopes = resolve(&opts.scope, &info, &opts.program)?;
+    let cache_info = match &opts.cache_binary {
+        Some(p) => Some(ElfInfo::read(p)?),
+        None => None,
+    };
+    let application = opts.application.clone().unwrap_or_else(|| {
+        opts.program
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "program".into())
+    });
+    let mut notes = Vec::new();
+
+    // Native timing first (it also tells early whether the program runs at all), with
+    // CPU-clock sampling so that a region's own time is measured.
+    let mut native_times_s = Vec::new();
+    let mut region_times_s = Vec::new();
+    let native_ok = Arch::host() == Some(info.arch) && opts.sve_bits.is_empty();
+    if opts.native_runs > 0 {
+        if native_ok {
+            for _ in 0..opts.native_runs {
+                let s = sample::run(
+                    &opts.program,
+                    &opts.args,
+                    &regions,
+                    info.lowest_vaddr,
+                    info.pie,
+                    SAMPLE_HZ,
+                )
+                .map_err(|e| MixError::Program {
+                    path: opts.program.display().to_string(),
+                    message: format!("cannot run it natively: {e}"),
+                    fix: "check that it is executable (chmod +x) and its libraries are installed"
+                        .into(),
+                })?;
+                if !s.success {
+                    notes.push("the native run failed: its time is not used".to_string());
+                    native_times_s.clear();
+                    region_times_s.clear();
+                    break;
+                }
+                native_times_s.push(s.wall_s);
+                if let Some(t) = s.region_s(MIN_SAMPLES) {
+                    region_times_s.push(t);
+                }
+            }
+        } else {
+            notes.push(format!(
+                "no native time: this host cannot run this {} program{} natively; the profiles have no time and cannot be a projection's source without --source-gflops",
+                info.arch.name(),
+                if opts.sve_bits.is_empty() { "" } else { " at a chosen SVE length" }
+            ));
+        }
+    }
+
+    let lengths: Vec<Option<u32>> = if opts.sve_bits.is_empty() {
+        vec![None]
+    } else {
+        opts.sve_bits.iter().map(|b| Some(*b)).collect()
+    };
+    // The cache stream of a separate binary does not depend on the vector length: simulate it once.
+    let mut shared_caches: Option<(Vec<HierarchyStats>, u64)> = None;
+    if let (Some(cb), Some(ci)) = (&opts.cache_binary, &cache_info) {
+        let o = emulate::run(&emulate::Request {
+            qemu: tools::qemu(ci.arch)?,
+            plugin: plugin.clone(),
+            program: cb.clone(),
+            args: opts.args.clone(),
+            arch: ci.arch,
+            sve_bits: None,
+            regions: resolve(&opts.functions, ci, cb)?,
+            scopes: resolve(&opts.scope, ci, cb)?,
+            hierarchies: hierarchies.clone(),
+            tbs: false,
+            timeout: opts.timeout,
+        })?;
+        notes.push(format!(
+            "cache behaviour simulated on {} ({} accesses)",
+            cb.display(),
+            o.records
+        ));
+        shared_caches = Some((o.caches, o.records));
+    }
+    let mut variants = Vec::new();
+    for sve in lengths {
+        let o = emulate::run(&emulate::Request {
+            qemu: qemu.clone(),
+            plugin: plugin.clone(),
+            program: opts.program.clone(),
+            args: opts.args.clone(),
+            arch: info.arch,
+            sve_bits: sve,
+            regions: regions.clone(),
+            scopes: scopes.clone(),
+            hierarchies: if shared_caches.is_some() {
+                Vec::new()
+            } else {
+                hierarchies.clone()
+            },
+            tbs: opts.per_function,
+            timeout: opts.timeout,
+        })?;
+        let Some(counts) = o.counts.clone() else {
+            let how = match &o.ending {
+                Ending::Signal(s) => format!("was killed by signal {s}"),
+                Ending::Failed(c) => format!("exited with status {c}"),
+                Ending::TimedOut => "reached the time limit".to_string(),
+                Ending::Success => "ended".to_string(),
+            };
+            return Err(MixError::Program {
+                path: opts.program.display().to_string(),
+                message: format!(
+                    "{how} under emulation before anything was counted; QEMU said:\n{}",
+                    o.stderr_tail
+                ),
+                fix: "check that the program runs with these arguments (and under qemu-user)"
+                    .into(),
+            });
+        };
+        let partial = o.ending != Ending::Success;
+        let (caches, records) = match &shared_caches {
+            Some((c, r)) => (c.clone(), *r),
+            None => (o.caches.clone(), o.records),
+        };
+        let mut vnotes = Vec::new();
+        match &o.ending {
+            Ending::Success => {}
+            Ending::Failed(c) => vnotes.push(format!(
+                "the program exited with status {c} under emulation: counts are partial"
+            )),
+            Ending::Signal(s) => vnotes.push(format!(
+                "the program was killed by signal {s} under emulation: counts are partial"
+            )),
+            Ending::TimedOut => {
+                vnotes.push("the emulation reached the time limit: counts are partial".to_string())
+            }
+        }
+        let time_s = if regions.is_empty() && scopes.is_empty() {
+            median(&native_times_s)
+        } else if !scopes.is_empty() {
+            if !native_times_s.is_empty() {
+                vnotes.push("a scope (callees included) is not timed by sampling: no time recorded; give the region's time with --source-gflops when projecting".into());
+            }
+            None
+        } else if region_times_s.len() == native_times_s.len() && !region_times_s.is_empty() {
+            vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz (median of {} native runs)", region_times_s.len()));
+            median(&region_times_s)
+        } else {
+            if !native_times_s.is_empty() {
+                vnotes.push(format!("the native run is too short to time the region by sampling (fewer than {MIN_SAMPLES} samples): no time recorded"));
+            }
+            None
+        };
+        let mut profiles = Vec::new();
+        for (m, st) in opts.machines.iter().zip(&caches) {
+            profiles.push(profile(
+                &application,
+                opts,
+                &info,
+                &counts,
+                m,
+                st,
+                records,
+                sve,
+                time_s,
+                partial,
+                &vnotes,
+            )?);
+        }
+        let functions = if opts.per_function {
+            per_function(&counts, &info)
+        } else {
+            Vec::new()
+        };
+        variants.push(VariantReport {
+            sve_bits: sve,
+            counts,
+            ending: o.ending,
+            partial,
+            emulation_s: o.wall_s,
+            records,
+            caches,
+            profiles,
+            functions,
+        });
+    }
+    Ok(MixReport {
+        application,
+        program: opts.program.display().to_string(),
+        arch: info.arch,
+        sha256: info.sha256.clone(),
+        compiler: info.compiler.clone(),
+        native_times_s,
+        variants,
+        notes,
+    })
+}
+
+/// Sampling frequency of native runs, Hz.
+const SAMPLE_HZ: u64 = 10_000;
+/// Fewest samples for a region time.
+const MIN_SAMPLES: u64 = 50;
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// The dominant precision and the widest vector width of the FP work.
+fn precision_and_width(c: &PluginOutput) -> (Precision, Option<u32>, Vec<String>) {
+    let mut f64f = 0u64;
+    let mut f32f = 0u64;
+    let mut width = None::<u32>;
+    let mut notes = Vec::new();
+    for (k, w) in &c.totals.fp_by_width {
+        let (p, wd) = k.split_once('_').unwrap_or((k.as_str(), "scalar"));
+        match p {
+            "f64" => f64f += w.flops,
+            "f32" => f32f += w.flops,
+            _ => {}
+        }
+        if let Ok(b) = wd.parse::<u32>()
+            && w.instructions > 0
+        {
+            width = Some(width.map_or(b, |x: u32| x.max(b)));
+        }
+    }
+    let p = if f32f > f64f {
+        Precision::F32
+    } else {
+        Precision::F64
+    };
+    let (major, minor) = if p == Precision::F64 {
+        (f64f, f32f)
+    } else {
+        (f32f, f64f)
+    };
+    if minor > 0 && minor * 20 > major {
+        notes.push(format!(
+            "mixed precision: {minor} of {} FLOPs are not {p}",
+            major + minor
+        ));
+    }
+    (p, width, notes)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn profile(
+    application: &str,
+    opts: &MixOptions,
+    info: &ElfInfo,
+    c: &PluginOutput,
+    m: &Machine,
+    st: &HierarchyStats,
+    records: u64,
+    sve: Option<u32>,
+    time_s: Option<f64>,
+    partial: bool,
+    notes_in: &[String],
+) -> Result<Profile, MixError> {
+    let counted = (c.totals.bytes_loaded + c.totals.bytes_stored) as f64;
+    let simulated: f64 = st.levels.iter().map(|l| l.bytes_served as f64).sum::<f64>()
+        + st.memory.bytes_served as f64;
+    let mut notes = notes_in.to_vec();
+    let (precision, width, pnotes) = precision_and_width(c);
+    notes.extend(pnotes);
+    if let Some(p) = &c.predication
+        && sve.is_some()
+    {
+        notes.push(format!("SVE predication counted as {p}"));
+    }
+    if counted > 0.0 && (records == 0 || simulated == 0.0) {
+        return Err(MixError::Run(
+            format!(
+                "the memory stream is empty while the program moved {counted} bytes{}",
+                if sve.is_some() {
+                    " (QEMU 7.2 does not report SVE loads and stores to plugins)"
+                } else {
+                    ""
+                }
+            ) + "\n  fix: pass --cache-binary with a NEON or scalar build of the same source: its cache behaviour is simulated instead",
+        ));
+    }
+    // Fractions from the simulation, applied to the counted bytes (they differ when QEMU
+    // splits accesses, or when the stream comes from another build).
+    let scale = if simulated > 0.0 {
+        counted / simulated
+    } else {
+        0.0
+    };
+    if simulated > 0.0 && (scale - 1.0).abs() > 0.01 {
+        notes.push(format!("simulated bytes ({simulated}) differ from counted bytes ({counted}); the simulated fractions are applied to the counted bytes"));
+    }
+    let mem_name = m
+        .levels
+        .iter()
+        .rev()
+        .find(|l| l.kind == LevelKind::Memory)
+        .map(|l| l.name.clone())
+        .unwrap_or_else(|| "MM".into());
+    let mut levels: Vec<LevelBytes> = st
+        .levels
+        .iter()
+        .map(|l| LevelBytes {
+            level: l.name.clone(),
+            bytes: l.bytes_served as f64 * scale,
+        })
+        .collect();
+    levels.push(LevelBytes {
+        level: mem_name,
+        bytes: st.memory.bytes_served as f64 * scale,
+    });
+    let t = &c.totals;
+    Ok(Profile {
+        format_version: hpcscope_core::profile::FORMAT_VERSION,
+        application: application.to_string(),
+        binary: Some(BinaryIdentity {
+            path: opts.program.display().to_string(),
+            sha256: Some(info.sha256.clone()),
+            compiler: info.compiler.clone(),
+            flags: None,
+        }),
+        isa: info.arch.name().to_string(),
+        vector_bits: sve.or(width).unwrap_or(64).max(64),
+        precision,
+        machine: Some(m.id.clone()),
+        collector: Some("hpcscope mix (QEMU plugin + cache simulator)".into()),
+        partial,
+        regions: vec![Region {
+            name: region_name(opts),
+            threads: vec![ThreadMetrics {
+                thread: 0,
+                time_s,
+                flops: t.flops as f64,
+                fp_instructions: t.fp_instructions as f64,
+                memory: Memory {
+                    bytes_per_level: Some(levels),
+                    bytes_total: None,
+                    hit_ratios: None,
+                },
+                loads: Some(t.loads as f64),
+                stores: Some(t.stores as f64),
+                instructions: Some(t.instructions as f64),
+            }],
+        }],
+        notes,
+    })
+}
+
+fn region_name(opts: &MixOptions) -> String {
+    let mut parts: Vec<String> = opts.functions.clone();
+    parts.extend(opts.scope.iter().map(|s| format!("{s}+callees")));
+    if parts.is_empty() {
+        "main".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn per_function(c: &PluginOutput, info: &ElfInfo) -> Vec<FunctionCounts> {
+    let mut map: std::collections::BTreeMap<String, FunctionCounts> = Default::default();
+    for tb in &c.tbs {
+        let addr = tb.pc.wrapping_sub(c.load_bias);
+        let name = info
+            .function_at(addr)
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| "?".into());
+        let e = map.entry(name.clone()).or_insert_with(|| FunctionCounts {
+            function: name,
+            ..Default::default()
+        });
+        e.instructions += tb.instructions;
+        e.fp_instructions += tb.fp_instructions;
+        e.flops += tb.flops;
+        e.bytes += tb.bytes_loaded + tb.bytes_stored;
+    }
+    let mut v: Vec<FunctionCounts> = map.into_values().collect();
+    v.sort_by(|a, b| {
+        b.flops
+            .cmp(&a.flops)
+            .then(b.instructions.cmp(&a.instructions))
+    });
+    v
+}
