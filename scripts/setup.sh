@@ -12,6 +12,9 @@ packages=(
   valgrind                  # cachegrind: reference for the cache simulator
   likwid                    # likwid-bench: reference for hpcscope bench
   hyperfine                 # whole-command timing in bench/ scripts
+  chromium                  # headless: the end-to-end test of the HTML report
+  clang llvm                # compiles the eBPF programs (only to regenerate them)
+  bpftrace                  # reference for the tracing overhead benchmark
 )
 
 missing=()

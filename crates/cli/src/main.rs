@@ -1,1 +1,110 @@
-fn main() {}
+//! `hpcscope`: HPC performance engineering in one binary.
+//!
+//! This file only parses arguments, dispatches to a subcommand and maps errors to exit codes
+//! (0 success, 1 a finding, 2 bad input or usage, 3 an environment limit).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod host;
+mod load;
+mod output;
+mod workloads;
+
+/// HPC performance engineering: machines, rooflines, projection between machines,
+/// design-space exploration.
+#[derive(Parser, Debug)]
+#[command(name = "hpcscope", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List, show, validate and compare machine descriptions.
+    #[command(subcommand)]
+    Machine(cmd::machine::MachineCmd),
+    /// Place an application profile on a machine's cache-aware rooflines.
+    Roofline(cmd::roofline::RooflineArgs),
+    /// Project measured performance from a source machine to a target machine as an interval.
+    Project(cmd::project::ProjectArgs),
+    /// Sweep a design space (vector length, memory, cache, compiler) from a scenario file.
+    Explore(cmd::explore::ExploreArgs),
+    /// Count FLOPs, FP instructions and bytes per memory level of a binary under emulation.
+    Mix(cmd::mix::MixArgs),
+    /// Measure what this machine sustains (bandwidth per level, peak FLOP rate) and write a machine file.
+    Bench(cmd::bench::BenchArgs),
+    /// From a binary to a projection report: rooflines here, intervals on other machines.
+    Analyze(cmd::analyze::AnalyzeArgs),
+    /// Build, analyse and project the bundled reference workloads into one HTML report.
+    Demo(cmd::demo::DemoArgs),
+    /// Check projections against measurements: SSE2 <-> AVX2 builds on this machine.
+    Validate(cmd::demo::ValidateArgs),
+    /// Portable hardware-counter metrics: collect, import, compare, validate.
+    Counters(cmd::counters::CountersArgs),
+    /// Run a command N times and keep each run in the history store.
+    Record(cmd::record::RecordArgs),
+    /// List, export and chart the runs of the history store.
+    History(cmd::history::HistoryArgs),
+    /// Non-regression testing over the history store (exit 1 on a regression).
+    Regress(cmd::regress::RegressArgs),
+}
+
+/// An error caused by the environment (missing tool, permission, hardware), exit code 3.
+#[derive(Debug)]
+pub struct EnvError(pub String);
+
+impl std::fmt::Display for EnvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Machine(c) => cmd::machine::run(c),
+        Command::Roofline(a) => cmd::roofline::run(&a),
+        Command::Project(a) => cmd::project::run(&a),
+        Command::Explore(a) => cmd::explore::run(&a),
+        Command::Mix(a) => cmd::mix::run(&a),
+        Command::Bench(a) => cmd::bench::run(&a),
+        Command::Analyze(a) => cmd::analyze::run(&a),
+        Command::Demo(a) => cmd::demo::run(&a),
+        Command::Validate(a) => cmd::demo::run_validate(&a),
+        Command::Counters(a) => cmd::counters::run(&a),
+        Command::Record(a) => cmd::record::run(&a),
+        Command::History(a) => cmd::history::run(&a),
+        Command::Regress(a) => cmd::regress::run(&a),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            if err.downcast_ref::<EnvError>().is_some() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

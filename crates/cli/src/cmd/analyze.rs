@@ -1,0 +1,575 @@
+//! `hpcscope analyze`: from a binary to a projection report in one command.
+//!
+//! Source machine (given, or this machine measured once and cached), the application timed
+//! natively and characterized by `mix` for the source's caches and every target's, rooflines
+//! on the source, projections to each target, a JSON result and a self-contained HTML report.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use hpcscope_core::explore::DesignPoint;
+use hpcscope_core::project::{Options, Projection, Side, project};
+use hpcscope_core::roofline::{Bound, Ceilings, RooflineAnalysis, Scope, analyze as roofline};
+use hpcscope_core::{AppMetrics, Machine, Profile, library};
+use hpcscope_mix::{MixOptions, MixReport};
+use hpcscope_report::{Section, escape, html_page, html_table};
+use serde::Serialize;
+
+use crate::cmd::mix::lift;
+use crate::load;
+use crate::output::{emit, num, write_atomic};
+
+/// Arguments of `analyze`.
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Source machine (built-in id or file); default: this machine, measured once by
+    /// `hpcscope bench --quick` and cached.
+    #[arg(long, short)]
+    pub machine: Option<String>,
+    /// Target machine (built-in id or file); repeatable; default: every built-in machine.
+    #[arg(long = "target", short)]
+    pub targets: Vec<String>,
+    /// The binary built for the targets (e.g. an SVE build), characterized for each target's
+    /// caches; default: the same binary.
+    #[arg(long)]
+    pub target_binary: Option<PathBuf>,
+    /// With an aarch64 SVE target binary: the vector length to emulate, bits (default: each
+    /// target's vector width).
+    #[arg(long)]
+    pub sve_bits: Option<u32>,
+    /// For an SVE target binary: a NEON or scalar build whose memory accesses stand for its
+    /// own (QEMU 7.2 does not report SVE accesses).
+    #[arg(long)]
+    pub cache_binary: Option<PathBuf>,
+    /// Analyse only inside this function (repeatable); its time is measured by sampling.
+    #[arg(long = "function", value_name = "NAME")]
+    pub functions: Vec<String>,
+    /// Native runs to time (median).
+    #[arg(long, default_value_t = 3)]
+    pub native_runs: u32,
+    /// Emulation time limit, seconds.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Output directory: result.json, report.html, profiles and charts.
+    #[arg(long, short, default_value = "hpcscope-analysis")]
+    pub output: PathBuf,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
+    pub command: Vec<String>,
+}
+
+/// One target's projection.
+#[derive(Debug, Serialize)]
+pub struct TargetResult {
+    /// Target machine id.
+    pub machine: String,
+    /// Target machine name.
+    pub name: String,
+    /// Where the target binary's bytes per level come from.
+    pub caches_from: String,
+    /// The projection.
+    pub projection: Projection,
+    /// One sentence.
+    pub verdict: String,
+}
+
+/// The result of `analyze`.
+#[derive(Debug, Serialize)]
+pub struct AnalyzeResult {
+    /// Application name.
+    pub application: String,
+    /// Source machine.
+    pub source_machine: Machine,
+    /// The source profile.
+    pub source_profile: Profile,
+    /// Roofline analysis on the source.
+    pub roofline: RooflineAnalysis,
+    /// Measured GFLOP/s on the source, when timed.
+    pub source_gflops: Option<f64>,
+    /// Projections.
+    pub targets: Vec<TargetResult>,
+    /// The characterization of the binary.
+    pub mix: MixReport,
+    /// The characterization of the target binary, when one was given.
+    pub target_mix: Option<MixReport>,
+    /// One sentence on the source.
+    pub verdict: String,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// The source machine: given, or this machine from the cache (measured when missing).
+pub fn source_machine(arg: Option<&str>) -> Result<Machine> {
+    match arg {
+        Some(m) => load::machine(m),
+        None => crate::host::machine_cached(),
+    }
+}
+
+/// Runs the analysis (shared with `demo`).
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_program(
+    source: &Machine,
+    targets: &[Machine],
+    program: &Path,
+    args: &[String],
+    functions: &[String],
+    target_binary: Option<(&Path, Option<u32>, Option<&Path>)>,
+    native_runs: u32,
+    timeout: Option<std::time::Duration>,
+    application: Option<String>,
+) -> Result<AnalyzeResult> {
+    let mut notes = Vec::new();
+    let simulable = |m: &Machine| hpcscope_mix::hierarchy(m).is_ok();
+    let mut machines = vec![source.clone()];
+    if target_binary.is_none() {
+        machines.extend(targets.iter().filter(|m| simulable(m)).cloned());
+    }
+    let opts = MixOptions {
+        program: program.to_path_buf(),
+        args: args.to_vec(),
+        machines,
+        functions: functions.to_vec(),
+        native_runs,
+        timeout,
+        application: application.clone(),
+        per_function: true,
+        ..Default::default()
+    };
+    let mix = hpcscope_mix::analyze(&opts).map_err(lift)?;
+    let v = &mix.variants[0];
+    let source_profile = v.profiles[0].clone();
+    let origin = format!("the profile of {}", program.display());
+    let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
+    let agg = source_profile.regions[0].aggregate(&origin)?;
+    let ceilings = Ceilings::of(source, source_profile.precision, Scope::Core)?;
+    let roof = roofline(&ceilings, &agg, &origin)?;
+    let source_gflops = agg.gflops();
+    if source_gflops.is_none() {
+        notes.push("the application has no measured time on the source: rooflines show its intensities, but nothing can be projected".into());
+    }
+    // The binary for the targets: characterized for each target's caches.
+    let mut target_mix = None;
+    let mut target_profiles: Vec<(String, Profile, String)> = Vec::new();
+    if let Some((tb, sve, cache_bin)) = target_binary {
+        let sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
+        let mut per_len: Vec<(Option<u32>, Vec<Machine>)> = Vec::new();
+        for m in &sim {
+            let len = match (
+                hpcscope_mix::ElfInfo::read(tb).map_err(lift)?.arch,
+                m.simd.as_str(),
+            ) {
+                (hpcscope_mix::Arch::Aarch64, "sve") => Some(sve.unwrap_or(m.vector_bits)),
+                (hpcscope_mix::Arch::Aarch64, _) if sve.is_some() => sve,
+                _ => None,
+            };
+            match per_len.iter_mut().find(|(l, _)| *l == len) {
+                Some((_, v)) => v.push(m.clone()),
+                None => per_len.push((len, vec![m.clone()])),
+            }
+        }
+        let mut reports = Vec::new();
+        for (len, ms) in per_len {
+            let r = hpcscope_mix::analyze(&MixOptions {
+                program: tb.to_path_buf(),
+                args: args.to_vec(),
+                sve_bits: len.into_iter().collect(),
+                machines: ms,
+                functions: functions.to_vec(),
+                cache_binary: cache_bin.map(Path::to_path_buf),
+                native_runs: 0,
+                timeout,
+                application: application.clone(),
+                ..Default::default()
+            })
+            .map_err(lift)?;
+            for p in &r.variants[0].profiles {
+                let how = match len {
+                    Some(b) => format!("{} at SVE {b} bits, simulated on its caches", tb.display()),
+                    None => format!("{}, simulated on its caches", tb.display()),
+                };
+                target_profiles.push((p.machine.clone().unwrap_or_default(), p.clone(), how));
+            }
+            reports.push(r);
+        }
+        target_mix = reports.into_iter().next();
+    } else {
+        for p in v.profiles.iter().skip(1) {
+            target_profiles.push((
+                p.machine.clone().unwrap_or_default(),
+                p.clone(),
+                "the same binary, simulated on its caches".into(),
+            ));
+        }
+    }
+    let mut results = Vec::new();
+    if let Some(g) = source_gflops {
+        for t in targets {
+            let (prof, how) = match target_profiles.iter().find(|(id, _, _)| id == &t.id) {
+                Some((_, p, h)) => (p.clone(), h.clone()),
+                None => (
+                    source_profile.clone(),
+                    format!("the source's caches ({} has no cache geometry)", t.id),
+                ),
+            };
+            let to = format!("the target profile for {}", t.id);
+            let tm: Vec<AppMetrics> = prof.regions[0].thread_metrics(&to)?;
+            let p = match project(
+                Side {
+                    machine: source,
+                    threads: &src_metrics,
+                    origin: &origin,
+                },
+                g,
+                Side {
+                    machine: t,
+                    threads: &tm,
+                    origin: &to,
+                },
+                source_profile.precision,
+                Options::default(),
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    notes.push(format!("{}: not projected: {e}", t.id));
+                    continue;
+                }
+            };
+            let verdict = target_verdict(t, &p);
+            results.push(TargetResult {
+                machine: t.id.clone(),
+                name: t.name.clone(),
+                caches_from: how,
+                projection: p,
+                verdict,
+            });
+        }
+    }
+    let verdict = source_verdict(source, &roof);
+    Ok(AnalyzeResult {
+        application: mix.application.clone(),
+        source_machine: source.clone(),
+        source_profile,
+        roofline: roof,
+        source_gflops,
+        targets: results,
+        mix,
+        target_mix,
+        verdict,
+        notes,
+    })
+}
+
+/// One sentence on the source run.
+pub fn source_verdict(m: &Machine, r: &RooflineAnalysis) -> String {
+    let eff = r
+        .efficiency
+        .map(|e| format!(", at {:.0} % of that ceiling", e * 100.0))
+        .unwrap_or_default();
+    let achieved = r
+        .achieved_gflops
+        .map(|g| format!("runs at {} GFLOP/s and ", num(g, 3)))
+        .unwrap_or_default();
+    match r.binding_bound {
+        Bound::Memory => format!(
+            "On {} the application {achieved}is memory-bound on {}: that level's bandwidth allows {} GFLOP/s at its operational intensity{eff}.",
+            m.name,
+            r.binding_level,
+            num(r.binding_gflops, 3)
+        ),
+        Bound::Compute => format!(
+            "On {} the application {achieved}is compute-bound: its instruction mix allows {} GFLOP/s{eff}.",
+            m.name,
+            num(r.binding_gflops, 3)
+        ),
+    }
+}
+
+/// One sentence on a target.
+pub fn target_verdict(t: &Machine, p: &Projection) -> String {
+    let lowest = p.points.iter().min_by(|a, b| a.gflops.total_cmp(&b.gflops));
+    let what = match lowest {
+        Some(pt) if pt.bound_target == Bound::Memory => {
+            format!("the lower bound is set by {} bandwidth", pt.roof_level)
+        }
+        Some(_) => "the lower bound is compute-bound (the binary's instruction mix on that core)"
+            .to_string(),
+        None => String::new(),
+    };
+    format!(
+        "On {} projected {} to {} GFLOP/s (x{} to x{} the source); {what}.",
+        t.name,
+        num(p.interval.lo, 3),
+        num(p.interval.hi, 3),
+        num(p.interval.lo / p.source_gflops, 3),
+        num(p.interval.hi / p.source_gflops, 3)
+    )
+}
+
+/// The section describing the source machine.
+pub fn machine_section(m: &Machine, title_prefix: &str) -> Section {
+    let mut rows = vec![
+        vec!["machine".into(), format!("{} ({})", m.name, m.id)],
+        vec![
+            "ISA, vector".into(),
+            format!(
+                "{} {} {}-bit{}",
+                m.isa,
+                m.simd,
+                m.vector_bits,
+                if m.fma { ", FMA" } else { "" }
+            ),
+        ],
+        vec![
+            "cores".into(),
+            format!("{} x {}", m.sockets, m.cores_per_socket),
+        ],
+    ];
+    for p in &m.peaks {
+        rows.push(vec![
+            format!("peak {}", p.precision),
+            format!(
+                "{} GFLOP/s per core",
+                p.core_gflops.map(|x| num(x, 4)).unwrap_or("-".into())
+            ),
+        ]);
+    }
+    for l in &m.levels {
+        rows.push(vec![
+            format!("{} bandwidth", l.name),
+            l.core_gbs
+                .map(|x| format!("{} GB/s per core", num(x, 4)))
+                .unwrap_or("-".into()),
+        ]);
+    }
+    Section {
+        title: format!("{title_prefix}Source machine"),
+        summary: format!("{}. Provenance: {}", m.name, m.provenance),
+        body_html: html_table(&["", ""], &rows),
+        svgs: vec![],
+    }
+}
+
+/// The HTML sections of one analysis.
+pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Vec<Section> {
+    let mut out = Vec::new();
+    let m = &r.source_machine;
+    if with_machine {
+        out.push(machine_section(m, title_prefix));
+    }
+    let th = &r.source_profile.regions[0].threads[0];
+    let mut rows = vec![
+        vec!["program".into(), escape(&r.mix.program)],
+        vec!["region".into(), r.source_profile.regions[0].name.clone()],
+        vec!["FLOPs".into(), num(th.flops, 4)],
+        vec!["FP instructions".into(), num(th.fp_instructions, 4)],
+        vec![
+            "FLOPs per FP instruction".into(),
+            r.roofline
+                .flops_per_instruction
+                .map(|x| num(x, 3))
+                .unwrap_or("-".into()),
+        ],
+        vec![
+            "time (s)".into(),
+            th.time_s
+                .map(|t| num(t, 4))
+                .unwrap_or("not measured".into()),
+        ],
+        vec![
+            "GFLOP/s".into(),
+            r.source_gflops.map(|g| num(g, 4)).unwrap_or("-".into()),
+        ],
+    ];
+    for l in &r.roofline.levels {
+        rows.push(vec![
+            format!("bytes from {}", l.level),
+            format!("{} (OI {} FLOP/B)", num(l.bytes, 4), num(l.oi, 3)),
+        ]);
+    }
+    let hot: Vec<Vec<String>> = r.mix.variants[0]
+        .functions
+        .iter()
+        .take(6)
+        .map(|f| {
+            vec![
+                escape(&f.function),
+                num(f.flops as f64, 4),
+                num(f.instructions as f64, 4),
+                num(f.bytes as f64, 4),
+            ]
+        })
+        .collect();
+    let mut body = html_table(&["metric", "value"], &rows);
+    if !hot.is_empty() {
+        body.push_str("<p>Where the work is, per function (emulated counts):</p>");
+        body.push_str(&html_table(
+            &["function", "FLOPs", "instructions", "bytes"],
+            &hot,
+        ));
+    }
+    out.push(Section {
+        title: format!("{title_prefix}Application"),
+        summary: r.verdict.clone(),
+        body_html: body,
+        svgs: vec![hpcscope_report::roofline_svg(
+            &r.roofline,
+            &format!("{} on {}", r.application, m.name),
+        )],
+    });
+    if !r.targets.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .targets
+            .iter()
+            .map(|t| {
+                vec![
+                    escape(&t.name),
+                    num(t.projection.interval.lo, 4),
+                    num(t.projection.interval.hi, 4),
+                    format!(
+                        "x{} - x{}",
+                        num(t.projection.interval.lo / t.projection.source_gflops, 3),
+                        num(t.projection.interval.hi / t.projection.source_gflops, 3)
+                    ),
+                    t.projection
+                        .points
+                        .iter()
+                        .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
+                        .map(|p| format!("{} ({})", p.roof_level, p.bound_target))
+                        .unwrap_or_default(),
+                    escape(&t.caches_from),
+                ]
+            })
+            .collect();
+        let dps: Vec<DesignPoint> = r
+            .targets
+            .iter()
+            .map(|t| DesignPoint::from_projection(&r.application, &t.name, t.projection.clone()))
+            .collect();
+        let best = r.targets.iter().max_by(|a, b| {
+            a.projection
+                .interval
+                .hi
+                .total_cmp(&b.projection.interval.hi)
+        });
+        let mut summary = String::new();
+        if let Some(b) = best {
+            summary.push_str(&format!("Highest upper bound: {} ", b.verdict));
+        }
+        let mut svgs = vec![hpcscope_report::explore_svg(
+            &dps,
+            &format!("{}: projected performance per target", r.application),
+            r.source_gflops.unwrap_or(0.0),
+        )];
+        if let Some(b) = best
+            && let (Ok(sc), Ok(tc)) = (
+                Ceilings::of(m, b.projection.precision, Scope::Core),
+                load::machine(&b.machine)
+                    .and_then(|t| Ok(Ceilings::of(&t, b.projection.precision, Scope::Core)?)),
+            )
+        {
+            svgs.push(hpcscope_report::projection_svg(
+                &b.projection,
+                &sc,
+                &tc,
+                &format!("{} -> {}", m.name, b.name),
+            ));
+        }
+        let mut body = html_table(
+            &[
+                "target",
+                "lo GFLOP/s",
+                "hi GFLOP/s",
+                "speed-up",
+                "lower bound set by",
+                "target bytes from",
+            ],
+            &rows,
+        );
+        body.push_str("<ul>");
+        for t in &r.targets {
+            body.push_str(&format!("<li>{}</li>", escape(&t.verdict)));
+        }
+        body.push_str("</ul>");
+        out.push(Section {
+            title: format!("{title_prefix}Projection to other machines"),
+            summary,
+            body_html: body,
+            svgs,
+        });
+    }
+    if !r.notes.is_empty() || !r.source_profile.notes.is_empty() {
+        let mut body = String::from("<ul>");
+        for n in r
+            .notes
+            .iter()
+            .chain(&r.source_profile.notes)
+            .chain(&r.mix.notes)
+        {
+            body.push_str(&format!("<li>{}</li>", escape(n)));
+        }
+        body.push_str("</ul>");
+        out.push(Section {
+            title: format!("{title_prefix}Notes"),
+            summary: "What was assumed or could not be measured.".into(),
+            body_html: body,
+            svgs: vec![],
+        });
+    }
+    out
+}
+
+/// Runs `analyze`.
+pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
+    let source = source_machine(a.machine.as_deref())?;
+    let targets: Vec<Machine> = if a.targets.is_empty() {
+        library::all()?
+    } else {
+        a.targets
+            .iter()
+            .map(|t| load::machine(t))
+            .collect::<Result<_>>()?
+    };
+    let timeout = a.timeout.map(std::time::Duration::from_secs_f64);
+    let program = PathBuf::from(&a.command[0]);
+    let r = analyze_program(
+        &source,
+        &targets,
+        &program,
+        &a.command[1..],
+        &a.functions,
+        a.target_binary
+            .as_deref()
+            .map(|t| (t, a.sve_bits, a.cache_binary.as_deref())),
+        a.native_runs,
+        timeout,
+        None,
+    )?;
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    write_atomic(
+        &a.output.join("result.json"),
+        &(serde_json::to_string_pretty(&r)? + "\n"),
+    )?;
+    let page = html_page(
+        &format!("hpcscope analysis: {}", r.application),
+        &sections(&r, "", true),
+    );
+    write_atomic(&a.output.join("report.html"), &page)?;
+    let mut text = format!("{}\n", r.verdict);
+    for t in &r.targets {
+        text.push_str(&format!("  {}\n", t.verdict));
+    }
+    for n in &r.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    text.push_str(&format!(
+        "wrote {} and {}\n",
+        a.output.join("report.html").display(),
+        a.output.join("result.json").display()
+    ));
+    emit(&text, None)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,181 @@
+//! `hpcscope bench`: measures what this machine can sustain and writes a machine file.
+//!
+//! Argument parsing and output only; the measurements live in `hpcscope-bench`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use hpcscope_bench::kernels::Width;
+use hpcscope_bench::{BenchConfig, BenchError, CpuRequest, MachineNames, Selection};
+use hpcscope_core::Precision;
+
+/// Output format of `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum BenchFormat {
+    /// The machine file (hpcscope machine format).
+    #[default]
+    Toml,
+    /// The full report: sweep points, peaks per kernel and width, latency, scaling, and
+    /// the machine.
+    Json,
+}
+
+/// Precisions of the peak kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum PrecisionArg {
+    /// Double and single precision.
+    #[default]
+    All,
+    /// Double precision only.
+    F64,
+    /// Single precision only.
+    F32,
+}
+
+/// Arguments of `bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// A few seconds instead of a few minutes: fewer sizes, widths and repetitions.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write the output to this file (atomically) instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output format: the machine file, or the full report.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: BenchFormat,
+    /// Also draw the bandwidth-vs-working-set sweep to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Kernels to run, comma-separated: load, store, copy, triad, triad4, daxpy, add, mul,
+    /// fma, latency, scaling, all (default: all). The triad sweep and the FMA peak always
+    /// run: the machine file needs them.
+    #[arg(long, value_name = "LIST")]
+    pub kernels: Option<String>,
+    /// Working-set sizes (all arrays together) replacing the default sweep, e.g.
+    /// `32k,1m,64m,1g` (k/m/g and KiB/MiB/GiB are powers of 1024, kB/MB/GB of 1000).
+    #[arg(long, value_name = "LIST")]
+    pub sizes: Option<String>,
+    /// Use the first N CPUs (one pinned thread each) for the scaling runs.
+    #[arg(long, value_name = "N", conflicts_with = "cpus")]
+    pub threads: Option<usize>,
+    /// Use these CPUs, e.g. `0-3,8`; single-core runs use the first.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Timed repetitions per measurement (default 3 with --quick, 7 otherwise).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
+    /// Vector widths to measure, comma-separated: scalar, 128, 256, 512 (default: all the
+    /// CPU has).
+    #[arg(long, value_name = "LIST")]
+    pub widths: Option<String>,
+    /// Machine id written to the file (default: `bench-<host name>`).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Human-readable machine name (default: CPU model and host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Precisions of the peak kernels.
+    #[arg(long, value_enum, default_value_t)]
+    pub precision: PrecisionArg,
+}
+
+/// Turns the arguments into a benchmark configuration.
+pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
+    let selection = match &args.kernels {
+        Some(list) => Selection::parse(list)?,
+        None => Selection::all(),
+    };
+    let sizes = match &args.sizes {
+        Some(s) => Some(hpcscope_bench::units::parse_size_list(s).map_err(|e| {
+            BenchError::bad_input(
+                "--sizes",
+                e,
+                "give sizes such as 32k,1m,64m,1g (k/m/g = KiB/MiB/GiB; kB/MB/GB = 1000-based)",
+            )
+        })?),
+        None => None,
+    };
+    let cpus = match (&args.threads, &args.cpus) {
+        (Some(n), _) => CpuRequest::Threads(*n),
+        (None, Some(list)) => {
+            CpuRequest::List(hpcscope_bench::topology::parse_cpu_list(list).map_err(|e| {
+                BenchError::bad_input("--cpus", e, "give CPU numbers and ranges such as 0-3,8")
+            })?)
+        }
+        (None, None) => CpuRequest::All,
+    };
+    let widths = match &args.widths {
+        Some(list) => {
+            let mut v = Vec::new();
+            for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+                v.push(Width::from_name(w).ok_or_else(|| {
+                    BenchError::bad_input(
+                        "--widths",
+                        format!("unknown width '{w}'"),
+                        "give some of: scalar, 128, 256, 512",
+                    )
+                })?);
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let precisions = match args.precision {
+        PrecisionArg::All => vec![Precision::F64, Precision::F32],
+        PrecisionArg::F64 => vec![Precision::F64],
+        PrecisionArg::F32 => vec![Precision::F32],
+    };
+    Ok(BenchConfig {
+        quick: args.quick,
+        selection,
+        sizes,
+        cpus,
+        repeat: args.repeat,
+        widths,
+        precisions,
+        names: MachineNames {
+            id: args.id.clone(),
+            name: args.name.clone(),
+        },
+        ..BenchConfig::default()
+    })
+}
+
+/// Runs `bench`: 0 on success, 2 on bad input, 3 on an environment limit.
+pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    match run_inner(args) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(e.exit_code()))
+        }
+    }
+}
+
+fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
+    let cfg = config(args)?;
+    let report = hpcscope_bench::run(&cfg)?;
+    let text = match args.format {
+        BenchFormat::Toml => report.machine.to_toml_string(),
+        BenchFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&report)
+                .map_err(|e| BenchError::Internal(format!("JSON: {e}")))?;
+            s.push('\n');
+            s
+        }
+    };
+    if let Some(svg) = &args.svg {
+        hpcscope_bench::report::write_atomic(
+            svg,
+            hpcscope_bench::svg::sweep_svg(&report).as_bytes(),
+        )?;
+    }
+    match &args.output {
+        Some(path) => hpcscope_bench::report::write_atomic(path, text.as_bytes())?,
+        None => print!("{text}"),
+    }
+    eprint!("{}", hpcscope_bench::report::summary(&report));
+    Ok(())
+}

@@ -1,0 +1,704 @@
+//! `hpcscope counters`: portable hardware-counter metrics (seed 001): collect, import,
+//! compare, validate, and list metrics and CPU recipes. The work is in `hpcscope-counters`;
+//! this file parses arguments and prints.
+//!
+//! Exit codes: 0 success, 2 bad input, 3 an environment limit (no PMU where one is
+//! required, perf_event_paranoid too high).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use hpcscope_counters::catalogue::{Catalogue, Recipe, Variant};
+use hpcscope_counters::compute::{self, Options, Precision, Report};
+use hpcscope_counters::import::{self, Format as InFormat};
+use hpcscope_counters::output::{self, Format as OutFormat};
+use hpcscope_counters::raw::RawData;
+use hpcscope_counters::{cpu, perf, profile, validate};
+
+/// Arguments of `counters`.
+#[derive(Args, Debug)]
+pub struct CountersArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub cmd: CountersCmd,
+}
+
+/// `counters` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum CountersCmd {
+    /// Run a command and compute the metrics from its counters (whole run, or per region
+    /// with --markers).
+    Run(RunArgs),
+    /// Compute the metrics from counter files users already have (perf stat -x, CSV,
+    /// PAPI high-level or Caliper JSON, likwid-perfctr CSV); several files are merged.
+    Import(ImportArgs),
+    /// Compare two runs or two machines side by side (columns A, B and B/A).
+    Compare(CompareArgs),
+    /// Check the recipe against a triad kernel with known flops and bytes.
+    Validate(ValidateArgs),
+    /// List the portable metrics.
+    Metrics(ListArgs),
+    /// List the CPU recipes, or show one; says which recipe this CPU gets and whether its
+    /// PMU is available.
+    Recipes(RecipesArgs),
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Fmt {
+    /// Aligned text for a terminal.
+    #[default]
+    Table,
+    /// JSON.
+    Json,
+    /// CSV.
+    Csv,
+    /// Markdown.
+    Md,
+}
+
+impl From<Fmt> for OutFormat {
+    fn from(f: Fmt) -> OutFormat {
+        match f {
+            Fmt::Table => OutFormat::Table,
+            Fmt::Json => OutFormat::Json,
+            Fmt::Csv => OutFormat::Csv,
+            Fmt::Md => OutFormat::Md,
+        }
+    }
+}
+
+/// Formula variant where the seed contradicts itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum VariantArg {
+    /// Reproduces the seed's tables.
+    #[default]
+    AsPublished,
+    /// Physical element and vector sizes.
+    Corrected,
+}
+
+/// Precision of the FP work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum PrecisionArg {
+    /// Double precision.
+    #[default]
+    Dp,
+    /// Single precision.
+    Sp,
+}
+
+/// Input formats of `import`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FromArg {
+    /// `perf stat -x,` output.
+    PerfCsv,
+    /// PAPI high-level API JSON.
+    PapiJson,
+    /// Caliper JSON with the PAPI service.
+    CaliperJson,
+    /// likwid-perfctr CSV.
+    LikwidCsv,
+    /// hpcscope region markers' JSON.
+    Markers,
+    /// Raw counters saved by `counters run --save`.
+    Raw,
+}
+
+impl From<FromArg> for InFormat {
+    fn from(f: FromArg) -> InFormat {
+        match f {
+            FromArg::PerfCsv => InFormat::PerfCsv,
+            FromArg::PapiJson => InFormat::PapiJson,
+            FromArg::CaliperJson => InFormat::CaliperJson,
+            FromArg::LikwidCsv => InFormat::LikwidCsv,
+            FromArg::Markers => InFormat::Markers,
+            FromArg::Raw => InFormat::Raw,
+        }
+    }
+}
+
+/// Which recipe and formulas.
+#[derive(Args, Debug, Clone)]
+pub struct RecipeOpts {
+    /// Recipe id or alias (default: the one for this CPU; see `counters recipes`).
+    #[arg(long)]
+    pub recipe: Option<String>,
+    /// A recipe file of your own (TOML, the format of data/metrics/recipes/).
+    #[arg(long, value_name = "FILE")]
+    pub recipe_file: Option<PathBuf>,
+    /// Formula variant where the seed contradicts itself.
+    #[arg(long, value_enum, default_value_t)]
+    pub variant: VariantArg,
+    /// Precision of the floating-point work.
+    #[arg(long, value_enum, default_value_t)]
+    pub precision: PrecisionArg,
+}
+
+/// Where and how to print.
+#[derive(Args, Debug, Clone)]
+pub struct OutOpts {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Fmt,
+    /// Write to this file instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Only this region.
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Also show each thread.
+    #[arg(long)]
+    pub per_thread: bool,
+    /// Also write a Profile (JSON) for `hpcscope roofline` and `project`.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// With --profile: vector width of the binary, bits.
+    #[arg(long, default_value_t = 512)]
+    pub vector_bits: u32,
+    /// With --profile: id of the machine the counters were measured on.
+    #[arg(long)]
+    pub machine: Option<String>,
+}
+
+/// Arguments of `counters run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Recipe.
+    #[command(flatten)]
+    pub recipe: RecipeOpts,
+    /// Output.
+    #[command(flatten)]
+    pub out: OutOpts,
+    /// Count per region through the marker library (the program calls
+    /// hpcscope_region_start/stop); without it the whole command is one region.
+    #[arg(long)]
+    pub markers: bool,
+    /// With --markers: events to count (perf names, rHEX, TYPE:CONFIG), comma-separated;
+    /// default the software events task-clock,page-faults,context-switches,cpu-migrations.
+    #[arg(long, value_delimiter = ',')]
+    pub events: Vec<String>,
+    /// Measure these functions of the executable as regions, without recompiling (uprobes
+    /// on entry and return; main thread; software events). Repeatable.
+    #[arg(long = "function", value_name = "NAME", conflicts_with = "markers")]
+    pub functions: Vec<String>,
+    /// Open all event groups in one run (the kernel multiplexes; counts are scaled and
+    /// flagged) instead of one run per group.
+    #[arg(long)]
+    pub multiplex: bool,
+    /// Hardware events per group.
+    #[arg(long, default_value_t = 4)]
+    pub group_size: usize,
+    /// Exit 3 when hardware counters are not available (default: report them NA, exit 0).
+    #[arg(long)]
+    pub require_pmu: bool,
+    /// Save the raw counters (JSON) to reuse with `import --from raw` or `compare`.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// The command and its arguments (after --).
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `counters import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Counter files; several are merged (e.g. one Caliper file per counter).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Input format (default: guessed from the content).
+    #[arg(long, value_enum, visible_alias = "input-format")]
+    pub from: Option<FromArg>,
+    /// Column label (default: the first file's name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Recipe.
+    #[command(flatten)]
+    pub recipe: RecipeOpts,
+    /// Output.
+    #[command(flatten)]
+    pub out: OutOpts,
+}
+
+/// Arguments of `counters compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// First run (any importable counter file, or `run --save` output).
+    pub a: PathBuf,
+    /// Second run.
+    pub b: PathBuf,
+    /// Input format of both files (default: guessed).
+    #[arg(long, value_enum)]
+    pub from: Option<FromArg>,
+    /// Recipe of A (default: --recipe, or this CPU's).
+    #[arg(long)]
+    pub recipe_a: Option<String>,
+    /// Recipe of B, for two machines (default: --recipe, or this CPU's).
+    #[arg(long)]
+    pub recipe_b: Option<String>,
+    /// Recipe.
+    #[command(flatten)]
+    pub recipe: RecipeOpts,
+    /// Output.
+    #[command(flatten)]
+    pub out: OutOpts,
+}
+
+/// Arguments of `counters validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Recipe.
+    #[command(flatten)]
+    pub recipe: RecipeOpts,
+    /// Triad elements (default: 4 Mi, 96 MiB of arrays: from memory).
+    #[arg(long, default_value_t = 4 << 20)]
+    pub n: u64,
+    /// Repetitions.
+    #[arg(long, default_value_t = 10)]
+    pub reps: u64,
+    /// Check the recipe's formulas with the counters a vectorised triad produces on its CPU
+    /// (no PMU needed) instead of running the kernel here.
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Fmt,
+}
+
+/// Arguments of `counters metrics`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Fmt,
+}
+
+/// Arguments of `counters recipes`.
+#[derive(Args, Debug)]
+pub struct RecipesArgs {
+    /// Show this recipe: events, formulas, what it cannot measure.
+    pub id: Option<String>,
+    /// A recipe file to check and show.
+    #[arg(long, value_name = "FILE")]
+    pub recipe_file: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Fmt,
+}
+
+/// Runs `counters`.
+pub fn run(args: &CountersArgs) -> Result<ExitCode> {
+    let r = match &args.cmd {
+        CountersCmd::Run(a) => cmd_run(a),
+        CountersCmd::Import(a) => cmd_import(a),
+        CountersCmd::Compare(a) => cmd_compare(a),
+        CountersCmd::Validate(a) => cmd_validate(a),
+        CountersCmd::Metrics(a) => cmd_metrics(a),
+        CountersCmd::Recipes(a) => cmd_recipes(a),
+    };
+    match r {
+        Err(e) => {
+            if let Some(ce) = e.downcast_ref::<hpcscope_counters::Error>()
+                && ce.exit_code() == 3
+            {
+                eprintln!("error: {e:#}");
+                return Ok(ExitCode::from(3));
+            }
+            Err(e)
+        }
+        ok => ok,
+    }
+}
+
+fn catalogue(o: &RecipeOpts) -> Result<Catalogue> {
+    let mut cat = Catalogue::builtin();
+    if let Some(f) = &o.recipe_file {
+        cat.add_recipe_file(f)?;
+    }
+    Ok(cat)
+}
+
+fn pick<'a>(cat: &'a Catalogue, o: &RecipeOpts, id: Option<&str>) -> Result<&'a Recipe> {
+    if let Some(id) = id.or(o.recipe.as_deref()) {
+        return Ok(cat.find(id)?);
+    }
+    if o.recipe_file.is_some() {
+        // A recipe file given without --recipe is the one to use (added first).
+        return Ok(&cat.recipes[0].1);
+    }
+    let here = cpu::CpuId::detect();
+    Ok(cat.for_cpu(&here)?)
+}
+
+fn options(o: &RecipeOpts, per_thread: bool) -> Options {
+    Options {
+        precision: match o.precision {
+            PrecisionArg::Dp => Precision::Dp,
+            PrecisionArg::Sp => Precision::Sp,
+        },
+        per_thread,
+        ..Options::default()
+    }
+}
+
+fn variant(o: &RecipeOpts) -> Variant {
+    match o.variant {
+        VariantArg::AsPublished => Variant::AsPublished,
+        VariantArg::Corrected => Variant::Corrected,
+    }
+}
+
+fn order(cat: &Catalogue) -> Vec<String> {
+    cat.metrics.metrics.iter().map(|m| m.id.clone()).collect()
+}
+
+fn emit(text: &str, to: Option<&Path>) -> Result<()> {
+    match to {
+        Some(p) => {
+            let tmp = p.with_extension("tmp");
+            std::fs::write(&tmp, text)
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+            std::fs::rename(&tmp, p).with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
+    if let Some(r) = &o.region
+        && !reports
+            .iter()
+            .any(|x| x.regions.iter().any(|g| &g.name == r))
+    {
+        let names: Vec<String> = reports
+            .iter()
+            .flat_map(|x| x.regions.iter().map(|g| g.name.clone()))
+            .collect();
+        bail!("no region named '{r}'; regions: {}", names.join(", "));
+    }
+    let text = output::render(
+        reports,
+        &cat.metrics,
+        o.region.as_deref(),
+        o.per_thread,
+        o.format.into(),
+    );
+    emit(&text, o.output.as_deref())?;
+    if let Some(p) = &o.profile {
+        let info = profile::ProfileInfo {
+            application: app.to_string(),
+            isa: std::env::consts::ARCH.to_string(),
+            vector_bits: o.vector_bits,
+            machine: o.machine.clone(),
+        };
+        let prof = profile::to_profile(&reports[0], &info)?;
+        emit(&prof.to_json_string(), Some(p))?;
+        eprintln!("profile written to {}", p.display());
+    }
+    Ok(())
+}
+
+fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
+    let cat = catalogue(&a.recipe)?;
+    let recipe = pick(&cat, &a.recipe, None).or_else(|e| {
+        // An unknown CPU still gets its software events.
+        eprintln!("{e:#}\ncontinuing with software events only (--recipe software)");
+        cat.find("software")
+    })?;
+    let compiled = cat.compile(recipe, variant(&a.recipe))?;
+    let app = Path::new(&a.command[0])
+        .file_name()
+        .map_or("app".into(), |s| s.to_string_lossy().into_owned());
+    let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
+    let opts = perf::CollectOptions {
+        group_size: a.group_size,
+        multiplex: a.multiplex,
+        ..perf::CollectOptions::default()
+    };
+    let raw: RawData = if !a.functions.is_empty() {
+        let specs = if a.events.is_empty() {
+            opts.software.clone()
+        } else {
+            a.events.clone()
+        };
+        let specs = specs
+            .iter()
+            .map(|e| perf::EventSpec::parse(e).map_err(anyhow::Error::msg))
+            .collect::<Result<Vec<_>>>()?;
+        let mut r = hpcscope_counters::uprobe::collect_functions(&a.command, &a.functions, &specs)?;
+        r.label = app.clone();
+        if !perf::probe().available {
+            r.hardware_unavailable = Some(perf::probe().to_string());
+        }
+        r
+    } else if a.markers {
+        let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+        perf::collect_markers(recipe, &events, &a.command, &opts, &a.events, dir.path())?
+    } else {
+        let mut r = perf::collect(recipe, &events, &a.command, &opts)?;
+        r.label = app.clone();
+        r
+    };
+    if let Some(p) = &a.save {
+        emit(&serde_json::to_string_pretty(&raw)?, Some(p))?;
+    }
+    let rep = compute::compute(
+        &compiled,
+        &order(&cat),
+        &raw,
+        &options(&a.recipe, a.out.per_thread),
+    );
+    report(&cat, std::slice::from_ref(&rep), &a.out, &app)?;
+    if a.require_pmu && rep.hardware_unavailable.is_some() {
+        eprintln!(
+            "error: {}",
+            rep.hardware_unavailable.as_deref().unwrap_or_default()
+        );
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load(files: &[PathBuf], from: Option<FromArg>, label: &str) -> Result<RawData> {
+    let mut merged: Option<RawData> = None;
+    for f in files {
+        let r = import::import_file(f, from.map(Into::into), label)?;
+        match &mut merged {
+            None => merged = Some(r),
+            Some(m) => m.merge(&r),
+        }
+    }
+    merged.context("no input file")
+}
+
+fn label_of(p: &Path) -> String {
+    p.file_stem()
+        .map_or("run".into(), |s| s.to_string_lossy().into_owned())
+}
+
+fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
+    let cat = catalogue(&a.recipe)?;
+    let label = a.label.clone().unwrap_or_else(|| label_of(&a.files[0]));
+    let raw = load(&a.files, a.from, &label)?;
+    let recipe = pick(&cat, &a.recipe, None)?;
+    let compiled = cat.compile(recipe, variant(&a.recipe))?;
+    let rep = compute::compute(
+        &compiled,
+        &order(&cat),
+        &raw,
+        &options(&a.recipe, a.out.per_thread),
+    );
+    report(&cat, std::slice::from_ref(&rep), &a.out, &label)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
+    let cat = catalogue(&a.recipe)?;
+    let mut reps = Vec::new();
+    for (f, rid) in [(&a.a, &a.recipe_a), (&a.b, &a.recipe_b)] {
+        let label = label_of(f);
+        let raw = load(std::slice::from_ref(f), a.from, &label)?;
+        let recipe = pick(&cat, &a.recipe, rid.as_deref())?;
+        let compiled = cat.compile(recipe, variant(&a.recipe))?;
+        reps.push(compute::compute(
+            &compiled,
+            &order(&cat),
+            &raw,
+            &options(&a.recipe, false),
+        ));
+    }
+    report(&cat, &reps, &a.out, "compare")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
+    let cat = catalogue(&a.recipe)?;
+    let recipe = pick(&cat, &a.recipe, None)?;
+    let compiled = cat.compile(recipe, variant(&a.recipe))?;
+    let e = validate::triad_expected(a.n, a.reps);
+    let raw = if a.synthetic {
+        validate::synthetic_triad(recipe, a.n, a.reps).with_context(|| {
+            format!("no synthetic triad counters for recipe '{}': use intel-cascadelake, intel-sapphirerapids or fujitsu-a64fx", recipe.recipe.id)
+        })?
+    } else {
+        let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
+        validate::measure_triad(recipe, &events, a.n, a.reps)?
+    };
+    let (rep, checks) = validate::validate_raw(&compiled, &order(&cat), &raw, &e);
+    match a.format {
+        Fmt::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"expected": e, "checks": checks, "report": rep})
+            )?
+        ),
+        f => {
+            let sep = if f == Fmt::Csv { "," } else { "  " };
+            println!(
+                "triad a[i] = b[i] + s*c[i], n = {}, reps = {} (DP): expected flops {:.4e}, LS bytes {:.4e}",
+                a.n, a.reps, e.flops, e.ls_bytes
+            );
+            println!(
+                "{}",
+                ["metric", "expected", "measured", "error %"].join(sep)
+            );
+            for c in &checks {
+                println!(
+                    "{}",
+                    [
+                        c.metric.clone(),
+                        output::fmt_value(c.expected),
+                        c.measured.map_or("NA".into(), output::fmt_value),
+                        c.error_pct.map_or("NA".into(), |p| format!("{p:+.3}")),
+                    ]
+                    .join(sep)
+                );
+            }
+            if let Some(r) = rep.regions.first() {
+                for id in ["time", "cpu_time", "cpus_utilized", "page_faults"] {
+                    if let Some(v) = r.value(id) {
+                        println!("{id}: {}", output::fmt_value(v));
+                    }
+                }
+            }
+            if let Some(f) = checks
+                .iter()
+                .find(|c| c.metric == "flops")
+                .and_then(|c| c.error_pct)
+            {
+                println!(
+                    "flops {} the seed's 0.5 % threshold",
+                    if f.abs() < 0.5 { "within" } else { "outside" }
+                );
+            }
+        }
+    }
+    if let Some(h) = &rep.hardware_unavailable {
+        eprintln!("error: validation needs hardware counters: {h}");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_metrics(a: &ListArgs) -> Result<ExitCode> {
+    let cat = Catalogue::builtin();
+    match a.format {
+        Fmt::Json => println!("{}", serde_json::to_string_pretty(&cat.metrics)?),
+        _ => {
+            for c in &cat.metrics.categories {
+                println!("{}", c.label);
+                for m in cat.metrics.metrics.iter().filter(|m| m.category == c.id) {
+                    println!(
+                        "  {:<20} {:<20} {}  [{}]",
+                        m.id, m.label, m.description, m.formula
+                    );
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
+    let mut cat = Catalogue::builtin();
+    if let Some(f) = &a.recipe_file {
+        cat.add_recipe_file(f)?;
+    }
+    let here = cpu::CpuId::detect();
+    if let Some(id) = a.id.as_deref().or(a
+        .recipe_file
+        .as_ref()
+        .map(|_| cat.recipes[0].1.recipe.id.as_str()))
+    {
+        let r = cat.find(id)?;
+        if a.format == Fmt::Json {
+            println!("{}", serde_json::to_string_pretty(r)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!(
+            "{} ({})\n  source: {}\n  events: {}",
+            r.recipe.id, r.recipe.name, r.recipe.source, r.recipe.events_source
+        );
+        println!(
+            "  from seed 001: {}",
+            if r.recipe.from_seed { "yes" } else { "no" }
+        );
+        println!("formulas:");
+        for (k, f) in &r.formulas {
+            match f {
+                hpcscope_counters::catalogue::FormulaDef::One(s) => println!("  {k} = {s}"),
+                hpcscope_counters::catalogue::FormulaDef::Variants {
+                    as_published,
+                    corrected,
+                    note,
+                } => {
+                    println!(
+                        "  {k} (as_published) = {as_published}\n  {k} (corrected)    = {corrected}"
+                    );
+                    if let Some(n) = note {
+                        println!("      {n}");
+                    }
+                }
+            }
+        }
+        println!("events:");
+        for (k, e) in &r.events {
+            let sp: Vec<String> = [
+                ("perf", &e.perf),
+                ("papi", &e.papi),
+                ("likwid", &e.likwid),
+                ("generic", &e.generic),
+                ("raw", &e.raw),
+                ("derived", &e.derived),
+            ]
+            .iter()
+            .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n}={v}")))
+            .collect();
+            println!("  {k}: {}", sp.join("  "));
+        }
+        if !r.recipe.cannot_measure.is_empty() {
+            println!("cannot measure:");
+            for (k, why) in &r.recipe.cannot_measure {
+                println!("  {k}: {why}");
+            }
+        }
+        for n in &r.recipe.notes {
+            println!("note: {n}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.format == Fmt::Json {
+        let list: Vec<_> = cat
+            .recipes
+            .iter()
+            .map(|(o, r)| serde_json::json!({"id": r.recipe.id, "name": r.recipe.name, "aliases": r.recipe.aliases, "from_seed": r.recipe.from_seed, "file": o}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (_, r) in &cat.recipes {
+        println!(
+            "{:<22} {}{}  [{}]",
+            r.recipe.id,
+            r.recipe.name,
+            if r.recipe.from_seed {
+                " (seed 001)"
+            } else {
+                ""
+            },
+            r.recipe.aliases.join(", ")
+        );
+    }
+    println!();
+    match cat.for_cpu(&here) {
+        Ok(r) => println!("this CPU ({here}): recipe {}", r.recipe.id),
+        Err(_) => println!(
+            "this CPU ({here}): no recipe; use --recipe ID or --recipe-file FILE (software events are still counted)"
+        ),
+    }
+    println!("{}", perf::probe());
+    Ok(ExitCode::SUCCESS)
+}

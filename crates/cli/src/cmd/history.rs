@@ -1,0 +1,600 @@
+//! `hpcscope history`: list, filter and export stored runs; list metrics and machines; draw a
+//! metric's history as SVG with its change points; print the change points.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use hpcscope_history::changepoint::{ChangePoint, EDivisiveOptions, PeltOptions, e_divisive, pelt};
+use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
+use hpcscope_report::{ChartOptions, Series, line_chart_svg};
+
+/// List, export and plot the run history.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    cmd: HistoryCmd,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum HistoryCmd {
+    /// List runs (newest last), or export them as CSV or JSON with every metric.
+    List(ListArgs),
+    /// List the metrics stored, with their unit and number of runs.
+    Metrics(FilterArgs),
+    /// List the machine fingerprints stored.
+    Machines(DbArg),
+    /// Draw a metric's history as SVG, with its change points marked.
+    Plot(PlotArgs),
+    /// Print the change points of a metric's history (E-divisive and PELT).
+    Changes(ChangesArgs),
+}
+
+/// The store to use.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DbArg {
+    /// History store (default: $HPCSCOPE_DB, else $XDG_DATA_HOME/hpcscope/history.sqlite,
+    /// else ~/.local/share/hpcscope/history.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    /// The store path.
+    pub fn path(&self) -> Result<PathBuf> {
+        match &self.db {
+            Some(p) => Ok(p.clone()),
+            None => Ok(default_db_path()?),
+        }
+    }
+}
+
+/// Which runs to select.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Only runs whose command line contains TEXT.
+    #[arg(long = "command", value_name = "TEXT")]
+    pub command: Option<String>,
+    /// Only runs with this tag (repeatable; all must match).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    pub tags: Vec<(String, String)>,
+    /// Only runs on the machine whose fingerprint id starts with ID.
+    #[arg(long, value_name = "ID")]
+    pub machine: Option<String>,
+    /// Only runs of the git commit starting with SHA.
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// Only runs recorded by SOURCE (`record`, or the hpcscope subcommand that stored them).
+    #[arg(long, value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// Only runs started at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS UTC, or Unix seconds).
+    #[arg(long, value_name = "DATE", value_parser = parse_time)]
+    pub since: Option<f64>,
+    /// Only runs started before DATE.
+    #[arg(long, value_name = "DATE", value_parser = parse_time)]
+    pub until: Option<f64>,
+    /// Only the newest N runs.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+}
+
+impl FilterArgs {
+    /// The store filter.
+    pub fn filter(&self) -> Filter {
+        Filter {
+            command_contains: self.command.clone(),
+            tags: self.tags.clone(),
+            machine: self.machine.clone(),
+            git_commit: self.commit.clone(),
+            source: self.source.clone(),
+            since: self.since,
+            until: self.until,
+            last: self.last,
+            ..Filter::default()
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+struct ListArgs {
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Output format: a table, or CSV/JSON with every metric of every run.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    format: ListFormat,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ListFormat {
+    Table,
+    Csv,
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+struct SeriesArgs {
+    /// The metric (see `hpcscope history metrics`).
+    metric: String,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Mix runs of different machine fingerprints (by default only the newest run's machine).
+    #[arg(long)]
+    mix_machines: bool,
+    /// Significance level of the change points.
+    #[arg(long, default_value_t = 0.001, value_name = "P")]
+    max_pvalue: f64,
+    /// Minimum relative change of a change point, percent.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    min_change: f64,
+    /// Minimum effect size (change of the mean in pooled standard deviations).
+    #[arg(long, default_value_t = 1.0, value_name = "D")]
+    min_effect: f64,
+    /// E-divisive window length.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    window: usize,
+}
+
+#[derive(clap::Args, Debug)]
+struct PlotArgs {
+    #[command(flatten)]
+    series: SeriesArgs,
+    /// SVG file to write.
+    #[arg(short, long, value_name = "FILE.svg")]
+    output: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+struct ChangesArgs {
+    #[command(flatten)]
+    series: SeriesArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ChangesFormat::Md)]
+    format: ChangesFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ChangesFormat {
+    Md,
+    Json,
+}
+
+/// Parses `KEY=VALUE`.
+pub fn parse_kv(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!(
+            "`{s}` is not KEY=VALUE (example: --tag branch=main)"
+        )),
+    }
+}
+
+/// Parses a date: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` (UTC, optional `Z`), or Unix seconds.
+pub fn parse_time(s: &str) -> std::result::Result<f64, String> {
+    if let Ok(x) = s.parse::<f64>() {
+        return Ok(x);
+    }
+    let bad = || {
+        format!("`{s}` is not a date: use YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS (UTC) or Unix seconds")
+    };
+    let s2 = s.trim_end_matches('Z');
+    let (date, time) = s2.split_once(['T', ' ']).unwrap_or((s2, "00:00:00"));
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<std::result::Result<_, _>>()?;
+    let t: Vec<f64> = time
+        .split(':')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<std::result::Result<_, _>>()?;
+    if d.len() != 3
+        || t.is_empty()
+        || t.len() > 3
+        || !(1..=12).contains(&d[1])
+        || !(1..=31).contains(&d[2])
+    {
+        return Err(bad());
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let (y, m, dd) = (if d[1] <= 2 { d[0] - 1 } else { d[0] }, d[1], d[2]);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + dd - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs =
+        t[0] * 3600.0 + t.get(1).copied().unwrap_or(0.0) * 60.0 + t.get(2).copied().unwrap_or(0.0);
+    Ok(days as f64 * 86_400.0 + secs)
+}
+
+/// Runs `hpcscope history`.
+pub fn run(args: &HistoryArgs) -> Result<ExitCode> {
+    match &args.cmd {
+        HistoryCmd::List(a) => list(a),
+        HistoryCmd::Metrics(f) => {
+            let store = open(&f.db)?;
+            let names = store.metric_names(&f.filter())?;
+            if names.is_empty() {
+                println!("no metric stored for these runs");
+            }
+            println!("{:<40} {:<10} {:>6}", "metric", "unit", "runs");
+            for (n, u, c) in names {
+                println!("{n:<40} {u:<10} {c:>6}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCmd::Machines(db) => {
+            let store = open(db)?;
+            println!(
+                "{:<18} {:>5} {:<40} {:>5} {:<24} {:<12} machine file",
+                "id", "runs", "cpu", "cpus", "kernel", "governor"
+            );
+            for m in store.machines()? {
+                let f = &m.fingerprint;
+                println!(
+                    "{:<18} {:>5} {:<40} {:>5} {:<24} {:<12} {}",
+                    m.id,
+                    m.runs,
+                    f.cpu_model,
+                    f.cpu_count,
+                    f.kernel,
+                    f.governor.as_deref().unwrap_or("-"),
+                    f.machine_file.as_deref().unwrap_or("-")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCmd::Plot(a) => plot(a),
+        HistoryCmd::Changes(a) => changes(a),
+    }
+}
+
+fn open(db: &DbArg) -> Result<Store> {
+    let path = db.path()?;
+    Ok(Store::open_read_only(&path)?)
+}
+
+fn list(a: &ListArgs) -> Result<ExitCode> {
+    match list_inner(a) {
+        // `hpcscope history list | head` closes the pipe early: not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        r => r,
+    }
+}
+
+fn list_inner(a: &ListArgs) -> Result<ExitCode> {
+    let store = open(&a.filter.db)?;
+    let runs = store.runs(&a.filter.filter())?;
+    let mut out: Box<dyn std::io::Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    match a.format {
+        ListFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &runs)?;
+            writeln!(out)?;
+        }
+        ListFormat::Csv => {
+            let mut names: Vec<String> = runs
+                .iter()
+                .flat_map(|r| r.record.metrics.iter().map(|m| m.name.clone()))
+                .collect();
+            names.sort();
+            names.dedup();
+            let q = |s: &str| {
+                if s.contains([',', '"', '\n']) {
+                    format!("\"{}\"", s.replace('"', "\"\""))
+                } else {
+                    s.to_string()
+                }
+            };
+            let mut head = vec![
+                "id",
+                "started_at",
+                "machine_id",
+                "git_commit",
+                "git_dirty",
+                "command",
+                "tags",
+                "exit_status",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+            head.extend(names.iter().map(|n| q(n)));
+            writeln!(out, "{}", head.join(","))?;
+            for r in &runs {
+                let tags: Vec<String> = r
+                    .record
+                    .tags
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                let mut row = vec![
+                    r.id.to_string(),
+                    r.started.clone(),
+                    r.machine_id.clone(),
+                    r.record
+                        .git
+                        .as_ref()
+                        .map(|g| g.commit.clone())
+                        .unwrap_or_default(),
+                    r.record
+                        .git
+                        .as_ref()
+                        .map(|g| g.dirty.to_string())
+                        .unwrap_or_default(),
+                    q(&r.record.command),
+                    q(&tags.join(";")),
+                    r.record
+                        .exit_status
+                        .map(|s| s.to_string())
+                        .unwrap_or_default(),
+                ];
+                row.extend(names.iter().map(|n| {
+                    r.record
+                        .metric(n)
+                        .map(|v| v.to_string())
+                        .unwrap_or_default()
+                }));
+                writeln!(out, "{}", row.join(","))?;
+            }
+        }
+        ListFormat::Table => {
+            if runs.is_empty() {
+                writeln!(out, "no run matches (store {})", store.path().display())?;
+            }
+            writeln!(
+                out,
+                "{:>6}  {:<24} {:<17} {:<10} {:>10}  {:<30} command",
+                "id", "started (UTC)", "machine", "commit", "time_s", "tags"
+            )?;
+            for r in &runs {
+                let tags: Vec<String> = r
+                    .record
+                    .tags
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                let commit = r
+                    .record
+                    .git
+                    .as_ref()
+                    .map(|g| {
+                        format!(
+                            "{}{}",
+                            &g.commit[..g.commit.len().min(8)],
+                            if g.dirty { "+" } else { "" }
+                        )
+                    })
+                    .unwrap_or_else(|| "-".into());
+                writeln!(
+                    out,
+                    "{:>6}  {:<24} {:<17} {:<10} {:>10}  {:<30} {}",
+                    r.id,
+                    r.started,
+                    r.machine_id,
+                    commit,
+                    r.record
+                        .metric("time_s")
+                        .map(|t| format!("{t:.4}"))
+                        .unwrap_or_else(|| "-".into()),
+                    tags.join(","),
+                    r.record.command
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The series of a metric on one machine (the newest run's unless `mix`), with a note when
+/// other machines were left out.
+fn load_series(a: &SeriesArgs) -> Result<(Store, Vec<SeriesPoint>, Option<String>)> {
+    let store = open(&a.filter.db)?;
+    let mut pts = store.series(&a.metric, &a.filter.filter())?;
+    if pts.is_empty() {
+        bail!(
+            "no run has the metric `{}` (store {}); list the metrics with `hpcscope history metrics`",
+            a.metric,
+            store.path().display()
+        );
+    }
+    let mut note = None;
+    if !a.mix_machines {
+        let m = pts.last().map(|p| p.machine_id.clone()).unwrap_or_default();
+        let before = pts.len();
+        pts.retain(|p| p.machine_id == m);
+        if pts.len() < before {
+            note = Some(format!(
+                "{} run(s) on other machines left out (only machine {m}); --mix-machines to include them",
+                before - pts.len()
+            ));
+        }
+    }
+    Ok((store, pts, note))
+}
+
+fn detect(a: &SeriesArgs, xs: &[f64]) -> (Vec<ChangePoint>, Vec<ChangePoint>) {
+    let opts = EDivisiveOptions {
+        window: a.window,
+        max_pvalue: a.max_pvalue,
+        min_magnitude: a.min_change / 100.0,
+        min_effect_size: a.min_effect,
+    };
+    (e_divisive(xs, &opts), pelt(xs, &PeltOptions::default()))
+}
+
+fn plot(a: &PlotArgs) -> Result<ExitCode> {
+    let (_, pts, note) = load_series(&a.series)?;
+    let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
+    let (ed, _) = detect(&a.series, &xs);
+    let unit = pts.last().map(|p| p.unit.clone()).unwrap_or_default();
+    // Segment means as a dashed step line.
+    let mut bounds = vec![0];
+    bounds.extend(ed.iter().map(|c| c.index));
+    bounds.push(xs.len());
+    let mut means = Vec::new();
+    for w in bounds.windows(2) {
+        let m = xs[w[0]..w[1]].iter().sum::<f64>() / (w[1] - w[0]) as f64;
+        means.push((w[0] as f64 + 1.0, m));
+        means.push((w[1] as f64, m));
+    }
+    let series = vec![
+        Series {
+            name: a.series.metric.clone(),
+            points: xs
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i as f64 + 1.0, v))
+                .collect(),
+            dashed: false,
+        },
+        Series {
+            name: "segment mean".into(),
+            points: means,
+            dashed: true,
+        },
+    ];
+    let markers = ed
+        .iter()
+        .map(|c| {
+            (
+                c.index as f64 + 0.5,
+                format!("run #{} {:+.1}%", pts[c.index].run_id, c.rel_change * 100.0),
+            )
+        })
+        .collect();
+    let svg = line_chart_svg(
+        &series,
+        &ChartOptions {
+            title: format!("History of {}", a.series.metric),
+            x_label: "Run (oldest to newest)".into(),
+            y_label: if unit.is_empty() {
+                a.series.metric.clone()
+            } else {
+                format!("{} ({unit})", a.series.metric)
+            },
+            vertical_markers: markers,
+            caption: format!(
+                "{} runs{}. Vertical lines mark change points found by E-divisive means with a t-test (p < {}, effect size >= {}); the dashed line is the mean of each segment.",
+                xs.len(),
+                note.as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default(),
+                a.series.max_pvalue,
+                a.series.min_effect
+            ),
+            ..ChartOptions::default()
+        },
+    );
+    std::fs::write(&a.output, svg)
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    if let Some(n) = note {
+        eprintln!("note: {n}");
+    }
+    eprintln!(
+        "wrote {} ({} runs, {} change points)",
+        a.output.display(),
+        xs.len(),
+        ed.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn changes(a: &ChangesArgs) -> Result<ExitCode> {
+    let (_, pts, note) = load_series(&a.series)?;
+    let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
+    let (ed, pe) = detect(&a.series, &xs);
+    let tie = |cps: &[ChangePoint]| -> Vec<serde_json::Value> {
+        cps.iter()
+            .map(|c| {
+                let p = &pts[c.index];
+                serde_json::json!({
+                    "run_id": p.run_id, "index": c.index, "git_commit": p.git_commit,
+                    "mean_before": c.before.mean, "mean_after": c.after.mean,
+                    "std_before": c.before.std, "std_after": c.after.std,
+                    "rel_change": c.rel_change, "pvalue": c.pvalue, "rank_pvalue": c.rank_pvalue,
+                    "effect_size": c.effect_size,
+                })
+            })
+            .collect()
+    };
+    match a.format {
+        ChangesFormat::Json => {
+            let v = serde_json::json!({
+                "metric": a.series.metric, "runs": xs.len(), "note": note,
+                "edivisive": tie(&ed), "pelt": tie(&pe),
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        ChangesFormat::Md => {
+            println!(
+                "## Change points of `{}` ({} runs)\n",
+                a.series.metric,
+                xs.len()
+            );
+            if let Some(n) = &note {
+                println!("> **Note:** {n}\n");
+            }
+            println!(
+                "| method | first run after | commit | mean before | mean after | change | p-value | effect size |"
+            );
+            println!("|---|---|---|---:|---:|---:|---:|---:|");
+            for (name, cps) in [("E-divisive", &ed), ("PELT", &pe)] {
+                if cps.is_empty() {
+                    println!("| {name} | none | | | | | | |");
+                }
+                for c in cps.iter() {
+                    let p = &pts[c.index];
+                    println!(
+                        "| {name} | #{} | {} | {:.6} | {:.6} | {:+.2}% | {:.2e} | {:.2} |",
+                        p.run_id,
+                        p.git_commit
+                            .as_deref()
+                            .map(|g| &g[..g.len().min(10)])
+                            .unwrap_or("-"),
+                        c.before.mean,
+                        c.after.mean,
+                        c.rel_change * 100.0,
+                        c.pvalue,
+                        c.effect_size
+                    );
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_time("1970-01-01").unwrap(), 0.0);
+        assert_eq!(parse_time("2000-02-29T00:00:00.5Z").unwrap(), 951_782_400.5);
+        assert_eq!(parse_time("2025-12-31 23:59:59").unwrap(), 1_767_225_599.0);
+        assert_eq!(parse_time("1700000000").unwrap(), 1.7e9);
+        assert!(parse_time("yesterday").is_err());
+        assert!(parse_kv("a=b=c").unwrap().1 == "b=c");
+        assert!(parse_kv("=x").is_err());
+    }
+}

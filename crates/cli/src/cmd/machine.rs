@@ -1,0 +1,254 @@
+//! `hpcscope machine list|show|validate|diff`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use hpcscope_core::machine::{Machine, diff};
+use hpcscope_core::{Precision, library};
+
+use crate::load;
+use crate::output::{Format, Table, emit, num, render};
+
+/// Machine subcommands.
+#[derive(Subcommand, Debug)]
+pub enum MachineCmd {
+    /// List the built-in machines.
+    List(ListArgs),
+    /// Print a machine (built-in id or file).
+    Show(ShowArgs),
+    /// Check machine files: every error with its file, field and fix (exit 2 if any).
+    Validate(ValidateArgs),
+    /// Compare two machines field by field.
+    Diff(DiffArgs),
+}
+
+/// Arguments of `machine list`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+/// How to print one machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ShowFormat {
+    /// Summary table.
+    #[default]
+    Table,
+    /// The machine file itself (TOML).
+    Toml,
+    /// JSON.
+    Json,
+    /// Markdown table.
+    Md,
+    /// CSV of the levels.
+    Csv,
+}
+
+/// Arguments of `machine show`.
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Built-in id (see `machine list`) or path to a machine TOML file.
+    machine: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: ShowFormat,
+}
+
+/// Arguments of `machine validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Machine files (or built-in ids) to check.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// Arguments of `machine diff`.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// First machine (id or file).
+    a: String,
+    /// Second machine (id or file).
+    b: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+/// Runs a machine subcommand.
+pub fn run(c: MachineCmd) -> Result<ExitCode> {
+    match c {
+        MachineCmd::List(a) => list(&a),
+        MachineCmd::Show(a) => show(&a),
+        MachineCmd::Validate(a) => validate(&a),
+        MachineCmd::Diff(a) => diff_cmd(&a),
+    }
+}
+
+fn opt(v: Option<f64>, sig: usize) -> String {
+    v.map(|x| num(x, sig)).unwrap_or_else(|| "-".into())
+}
+
+fn list(a: &ListArgs) -> Result<ExitCode> {
+    let machines = library::all()?;
+    let mut t = Table::new(&[
+        "id",
+        "name",
+        "isa",
+        "simd",
+        "bits",
+        "cores",
+        "f64 core GF/s",
+        "f64 node GF/s",
+        "levels",
+    ]);
+    for m in &machines {
+        let p = m.peak(Precision::F64);
+        t.row(vec![
+            m.id.clone(),
+            m.name.clone(),
+            m.isa.clone(),
+            m.simd.clone(),
+            m.vector_bits.to_string(),
+            m.cores().to_string(),
+            opt(p.and_then(|p| p.core_gflops), 4),
+            opt(p.and_then(|p| p.node_gflops), 4),
+            m.level_names().join(" "),
+        ]);
+    }
+    let text = render(
+        a.format,
+        &machines,
+        &[],
+        &t,
+        &["Show one with: hpcscope machine show ID".into()],
+    )?;
+    emit(&text, None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn level_table(m: &Machine) -> Table {
+    let mut t = Table::new(&[
+        "level",
+        "kind",
+        "core GB/s",
+        "node GB/s",
+        "cache",
+        "provenance",
+    ]);
+    for l in &m.levels {
+        let cache = l
+            .cache
+            .as_ref()
+            .map(|c| {
+                format!(
+                    "{} B, {}-way, {} B lines",
+                    c.size_bytes, c.associativity, c.line_bytes
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        t.row(vec![
+            l.name.clone(),
+            format!("{:?}", l.kind).to_lowercase(),
+            opt(l.core_gbs, 5),
+            opt(l.node_gbs, 5),
+            cache,
+            l.provenance.clone(),
+        ]);
+    }
+    t
+}
+
+fn show(a: &ShowArgs) -> Result<ExitCode> {
+    let m = load::machine(&a.machine)?;
+    let text = match a.format {
+        ShowFormat::Toml => m.to_toml_string(),
+        ShowFormat::Json => serde_json::to_string_pretty(&m)? + "\n",
+        f => {
+            let mut pre = vec![
+                format!("{} ({})", m.name, m.id),
+                format!(
+                    "{} {} {}-bit{}, {} socket(s) x {} cores{}",
+                    m.isa,
+                    m.simd,
+                    m.vector_bits,
+                    if m.fma { ", FMA" } else { "" },
+                    m.sockets,
+                    m.cores_per_socket,
+                    m.frequency_ghz
+                        .map(|f| format!(", {f} GHz"))
+                        .unwrap_or_default()
+                ),
+            ];
+            for p in &m.peaks {
+                pre.push(format!(
+                    "peak {}: core {} GFLOP/s, node {} GFLOP/s ({})",
+                    p.precision,
+                    opt(p.core_gflops, 5),
+                    opt(p.node_gflops, 5),
+                    p.provenance
+                ));
+            }
+            pre.push(format!("provenance: {}", m.provenance));
+            let fmt = match f {
+                ShowFormat::Md => Format::Md,
+                ShowFormat::Csv => Format::Csv,
+                _ => Format::Table,
+            };
+            render(
+                fmt,
+                &m,
+                &pre,
+                &level_table(&m),
+                &m.notes
+                    .iter()
+                    .map(|n| format!("note: {n}"))
+                    .collect::<Vec<_>>(),
+            )?
+        }
+    };
+    emit(&text, None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate(a: &ValidateArgs) -> Result<ExitCode> {
+    let mut bad = 0;
+    for f in &a.files {
+        match load::machine(&f.to_string_lossy()) {
+            Ok(m) => println!("ok: {} ({}, {} levels)", f.display(), m.id, m.levels.len()),
+            Err(e) => {
+                bad += 1;
+                eprintln!("error: {e:#}");
+            }
+        }
+    }
+    if bad > 0 {
+        eprintln!("{bad} of {} machine file(s) invalid", a.files.len());
+        Ok(ExitCode::from(2))
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn diff_cmd(a: &DiffArgs) -> Result<ExitCode> {
+    let (ma, mb) = (load::machine(&a.a)?, load::machine(&a.b)?);
+    let d = diff(&ma, &mb);
+    let mut t = Table::new(&["field", &ma.id, &mb.id, "ratio"]);
+    for f in &d {
+        let ratio = match (f.a.parse::<f64>(), f.b.parse::<f64>()) {
+            (Ok(x), Ok(y)) if x != 0.0 => format!("x{}", num(y / x, 3)),
+            _ => String::new(),
+        };
+        t.row(vec![f.field.clone(), f.a.clone(), f.b.clone(), ratio]);
+    }
+    let pre = if d.is_empty() {
+        vec!["the machines are identical in every compared field".to_string()]
+    } else {
+        vec![]
+    };
+    emit(&render(a.format, &d, &pre, &t, &[])?, None)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,277 @@
+//! `hpcscope mix`: FLOPs, FP instructions and bytes per memory level of any binary.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use hpcscope_mix::{MixError, MixOptions, MixReport, analyze};
+
+use crate::EnvError;
+use crate::load;
+use crate::output::{Format, Table, emit, num, render, write_atomic};
+
+/// Arguments of `mix`.
+#[derive(Args, Debug)]
+pub struct MixArgs {
+    /// Machine whose caches to simulate (built-in id or file); repeat for several: one
+    /// profile each (the source machine and every target).
+    #[arg(long, short, required = true)]
+    pub machine: Vec<String>,
+    /// SVE vector lengths to analyse an aarch64 SVE binary at, bits (e.g. 128,256,512).
+    #[arg(long, value_delimiter = ',')]
+    pub sve_bits: Vec<u32>,
+    /// Count only inside this function (its own instructions); repeatable.
+    #[arg(long = "function", value_name = "NAME")]
+    pub functions: Vec<String>,
+    /// Count while this function runs, its callees included; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub scope: Vec<String>,
+    /// Simulate the caches on this build of the same source instead (for SVE binaries,
+    /// whose accesses QEMU 7.2 does not report): a NEON or scalar build.
+    #[arg(long, value_name = "BINARY")]
+    pub cache_binary: Option<PathBuf>,
+    /// Stop the emulation after this many seconds; the counts so far are kept, marked partial.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Native runs to time (median), when this host can run the program.
+    #[arg(long, default_value_t = 3)]
+    pub native_runs: u32,
+    /// Add a per-function breakdown.
+    #[arg(long)]
+    pub per_function: bool,
+    /// Application name in the profiles (default: the program's file name).
+    #[arg(long)]
+    pub application: Option<String>,
+    /// Where to write: a `.json` file when there is one profile, else a directory that
+    /// receives one profile per machine and vector length plus `mix-report.json`.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
+    pub command: Vec<String>,
+}
+
+/// Runs the analysis; shared by `mix` and `analyze`.
+pub fn options(a: &MixArgs) -> Result<MixOptions> {
+    let machines = a
+        .machine
+        .iter()
+        .map(|m| load::machine(m))
+        .collect::<Result<Vec<_>>>()?;
+    let timeout = match a.timeout {
+        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+        Some(t) => anyhow::bail!("--timeout {t}: give a positive number of seconds"),
+        None => None,
+    };
+    Ok(MixOptions {
+        program: PathBuf::from(&a.command[0]),
+        args: a.command[1..].to_vec(),
+        sve_bits: a.sve_bits.clone(),
+        machines,
+        functions: a.functions.clone(),
+        scope: a.scope.clone(),
+        cache_binary: a.cache_binary.clone(),
+        timeout,
+        native_runs: a.native_runs,
+        application: a.application.clone(),
+        per_function: a.per_function,
+    })
+}
+
+/// Maps a mix error to the CLI's error kinds (missing tools are environment limits).
+pub fn lift(e: MixError) -> anyhow::Error {
+    match e {
+        MixError::Missing { .. } => anyhow::Error::new(EnvError(e.to_string())),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// File name of one profile.
+pub fn profile_file(r: &MixReport, sve: Option<u32>, machine: &str) -> String {
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    match sve {
+        Some(b) => format!("{}-sve{b}-{}.json", clean(&r.application), clean(machine)),
+        None => format!("{}-{}.json", clean(&r.application), clean(machine)),
+    }
+}
+
+/// Writes the profiles (and the report) under `out`.
+pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
+    let n: usize = r.variants.iter().map(|v| v.profiles.len()).sum();
+    let mut written = Vec::new();
+    if out.extension().is_some_and(|e| e == "json") && !out.is_dir() {
+        if n != 1 {
+            anyhow::bail!(
+                "{}: {n} profiles to write (machines x vector lengths) but one file given\n  fix: give a directory with -o",
+                out.display()
+            );
+        }
+        let p = &r.variants[0].profiles[0];
+        write_atomic(out, &p.to_json_string())?;
+        written.push(out.to_path_buf());
+        return Ok(written);
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| anyhow::anyhow!("cannot create directory {}: {e}", out.display()))?;
+    for v in &r.variants {
+        for p in &v.profiles {
+            let f = out.join(profile_file(
+                r,
+                v.sve_bits,
+                p.machine.as_deref().unwrap_or("machine"),
+            ));
+            write_atomic(&f, &p.to_json_string())?;
+            written.push(f);
+        }
+    }
+    let rep = out.join("mix-report.json");
+    write_atomic(&rep, &(serde_json::to_string_pretty(r)? + "\n"))?;
+    written.push(rep);
+    Ok(written)
+}
+
+/// The summary table.
+pub fn summary(r: &MixReport) -> Table {
+    let mut t = Table::new(&[
+        "vector",
+        "machine",
+        "FLOPs",
+        "FP instr",
+        "FLOPs/FP instr",
+        "bytes",
+        "bytes per level",
+        "OI L1",
+    ]);
+    for v in &r.variants {
+        for p in &v.profiles {
+            let th = &p.regions[0].threads[0];
+            let bpl = th.memory.bytes_per_level.as_ref().map(|l| {
+                let total: f64 = l.iter().map(|x| x.bytes).sum();
+                l.iter()
+                    .map(|x| {
+                        format!(
+                            "{} {:.1}%",
+                            x.level,
+                            if total > 0.0 {
+                                100.0 * x.bytes / total
+                            } else {
+                                0.0
+                            }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            });
+            let total: f64 = th
+                .memory
+                .bytes_per_level
+                .as_ref()
+                .map(|l| l.iter().map(|x| x.bytes).sum())
+                .unwrap_or(0.0);
+            t.row(vec![
+                v.sve_bits
+                    .map(|b| format!("SVE {b}"))
+                    .unwrap_or_else(|| format!("{} bits", p.vector_bits)),
+                p.machine.clone().unwrap_or_default(),
+                num(th.flops, 4),
+                num(th.fp_instructions, 4),
+                if th.fp_instructions > 0.0 {
+                    num(th.flops / th.fp_instructions, 4)
+                } else {
+                    "-".into()
+                },
+                num(total, 4),
+                bpl.unwrap_or_default(),
+                if total > 0.0 {
+                    num(th.flops / total, 4)
+                } else {
+                    "-".into()
+                },
+            ]);
+        }
+    }
+    t
+}
+
+/// Runs `mix`.
+pub fn run(a: &MixArgs) -> Result<ExitCode> {
+    let opts = options(a)?;
+    let r = analyze(&opts).map_err(lift)?;
+    let mut pre = vec![format!(
+        "{} ({}, {}){}",
+        r.program,
+        r.arch.name(),
+        &r.sha256[..12],
+        r.compiler
+            .as_deref()
+            .map(|c| format!(", built by {c}"))
+            .unwrap_or_default()
+    )];
+    if !r.native_times_s.is_empty() {
+        let mut v = r.native_times_s.clone();
+        v.sort_by(f64::total_cmp);
+        pre.push(format!(
+            "native time: median {} s over {} runs",
+            num(v[v.len() / 2], 4),
+            v.len()
+        ));
+    }
+    let mut epi: Vec<String> = r.notes.iter().map(|n| format!("note: {n}")).collect();
+    let mut partial = false;
+    for v in &r.variants {
+        partial |= v.partial;
+        for n in v
+            .profiles
+            .first()
+            .map(|p| p.notes.clone())
+            .unwrap_or_default()
+        {
+            let line = format!("note: {n}");
+            if !epi.contains(&line) {
+                epi.push(line);
+            }
+        }
+        if !v.functions.is_empty() {
+            epi.push(format!(
+                "hottest functions{}:",
+                v.sve_bits
+                    .map(|b| format!(" (SVE {b})"))
+                    .unwrap_or_default()
+            ));
+            for f in v.functions.iter().take(8) {
+                epi.push(format!(
+                    "  {:<32} {:>14} FLOPs {:>14} instructions",
+                    f.function, f.flops, f.instructions
+                ));
+            }
+        }
+    }
+    if let Some(out) = &a.output {
+        for f in write_outputs(&r, out)? {
+            epi.push(format!("wrote {}", f.display()));
+        }
+    } else {
+        epi.push("profiles not written: give -o DIR (or -o FILE.json for one profile)".into());
+    }
+    emit(&render(a.format, &r, &pre, &summary(&r), &epi)?, None)?;
+    Ok(if partial {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,14 @@
+//! One module per subcommand: its arguments and its `run`.
+
+pub mod analyze;
+pub mod bench;
+pub mod counters;
+pub mod demo;
+pub mod explore;
+pub mod history;
+pub mod machine;
+pub mod mix;
+pub mod project;
+pub mod record;
+pub mod regress;
+pub mod roofline;

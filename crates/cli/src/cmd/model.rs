@@ -1,0 +1,860 @@
+//! `hpcscope model`: performance models. Kernel extraction from binaries, CPI fitting and the
+//! difference model (seed 003), strong scaling with a memory cap, scaling laws, POP
+//! efficiencies and the time-decomposition projection (seed 004), theoretical peak.
+//!
+//! All model logic lives in `hpcscope-models`; this file parses arguments, reads files and
+//! renders results.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use hpcscope_models::classes::ClassTable;
+use hpcscope_models::difference::compare;
+use hpcscope_models::fit::{FitOptions, fit_cpis, measured, rows_from_csv};
+use hpcscope_models::kernel::{Selector, extract};
+use hpcscope_models::laws::{Law, Mode, runs_from_csv, select};
+use hpcscope_models::peak::{Dag, DagConfig, loop_peak};
+use hpcscope_models::pop::{
+    decomposition_from_csv, fit_decomposition, hybrid_efficiency, pop_metrics, pop_run_from_csv,
+};
+use hpcscope_models::ports::{Cpis, PortModel, Scheduler};
+use hpcscope_models::strong::{ScalingInput, strong_scaling};
+
+use crate::output::{Format, Table, emit, num, render};
+
+/// Arguments of `model`.
+#[derive(Args, Debug)]
+pub struct ModelArgs {
+    /// What to model.
+    #[command(subcommand)]
+    pub command: ModelCmd,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t, global = true)]
+    pub format: Format,
+    /// Write the result to this file instead of standard output.
+    #[arg(long, short, global = true)]
+    pub output: Option<PathBuf>,
+}
+
+/// Placement rule of the port model's bulk scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SchedArg {
+    /// Min-max optimal water-filling.
+    #[default]
+    Waterfill,
+    /// The thesis author's public code.
+    GreedyExt,
+}
+
+impl From<SchedArg> for Scheduler {
+    fn from(s: SchedArg) -> Scheduler {
+        match s {
+            SchedArg::Waterfill => Scheduler::Waterfill,
+            SchedArg::GreedyExt => Scheduler::GreedyExt,
+        }
+    }
+}
+
+/// Subcommands of `model`.
+#[derive(Subcommand, Debug)]
+pub enum ModelCmd {
+    /// Find a function's innermost loops in a binary and count instructions per iteration by class.
+    Kernel {
+        /// ELF binary (x86-64, or aarch64 with NEON/SVE).
+        binary: PathBuf,
+        /// Function symbol, e.g. kernel_triad.
+        #[arg(long, short = 'f', required_unless_present = "range")]
+        function: Option<String>,
+        /// Address range START:END (hex with 0x, or decimal) instead of a function.
+        #[arg(long, conflicts_with = "function")]
+        range: Option<String>,
+        /// Class table TOML (default: the built-in table of the binary's instruction set).
+        #[arg(long)]
+        classes: Option<PathBuf>,
+        /// Show every loop, not only the innermost ones.
+        #[arg(long)]
+        all: bool,
+        /// Print the disassembly of each loop (table format).
+        #[arg(long)]
+        listing: bool,
+    },
+    /// Fit CPIs per class to measured variants (CSV: name, cycles_per_iter, one column per class).
+    Fit {
+        /// Variants CSV.
+        variants: PathBuf,
+        /// Port model: a built-in id (skylake, skylake-avx512, haswell, sandybridge, knl, sapphirerapids, a64fx) or a TOML file.
+        #[arg(long, default_value = "skylake")]
+        ports: String,
+        /// Basin-hopping seed.
+        #[arg(long, default_value_t = 65432)]
+        seed: u64,
+        /// Basin-hopping hops.
+        #[arg(long, default_value_t = 40)]
+        hops: usize,
+        /// Lower bound of every CPI.
+        #[arg(long, default_value_t = 1.0)]
+        cpi_min: f64,
+        /// Upper bound of every CPI.
+        #[arg(long, default_value_t = 100.0)]
+        cpi_max: f64,
+        /// Scheduler placement rule.
+        #[arg(long, value_enum, default_value_t)]
+        scheduler: SchedArg,
+    },
+    /// Predict a target's cycles per iteration from a proxy (difference model, eqs. 5.8-5.11, with v1, v2 and baselines).
+    Predict {
+        /// Variants CSV holding the proxy (measured) and the target (cycles may be empty).
+        variants: PathBuf,
+        /// CPIs: JSON written by `model fit --format json`, or `CLASS=CPI,...`.
+        #[arg(long)]
+        cpi: String,
+        /// Name of the proxy row.
+        #[arg(long)]
+        proxy: String,
+        /// Name of the target row (repeatable; default: every row without cycles).
+        #[arg(long)]
+        target: Vec<String>,
+        /// Port model id or TOML file.
+        #[arg(long, default_value = "skylake")]
+        ports: String,
+        /// R_c of the constant-R_c baseline.
+        #[arg(long)]
+        rc: Option<f64>,
+        /// Clock in GHz, to convert cycles to time (eq. 5.2).
+        #[arg(long)]
+        clock_ghz: Option<f64>,
+        /// Loop iterations of the busiest thread (eq. 5.1).
+        #[arg(long)]
+        iters: Option<f64>,
+        /// Scheduler placement rule.
+        #[arg(long, value_enum, default_value_t)]
+        scheduler: SchedArg,
+    },
+    /// Strong scaling capped by a memory benchmark: CSV threads,clock_ghz,iters,memory_s.
+    Strong {
+        /// Scaling table CSV.
+        table: PathBuf,
+        /// Predicted (or measured) cycles per iteration.
+        #[arg(long)]
+        cycles: f64,
+    },
+    /// Fit Amdahl, Gustafson, USL and Extra-P-style laws to runs (CSV p,time_s) and choose one.
+    Scaling {
+        /// Runs CSV: p (or threads, ranks) and time_s.
+        runs: PathBuf,
+        /// Laws to offer (default: all).
+        #[arg(long, value_delimiter = ',')]
+        law: Vec<String>,
+        /// Work grows with p (weak scaling).
+        #[arg(long)]
+        weak: bool,
+        /// Process counts to predict.
+        #[arg(long, value_delimiter = ',')]
+        predict: Vec<f64>,
+    },
+    /// POP efficiencies of a run (CSV comp_s,runtime_s[,rank,out_mpi_s]), optionally against a reference run.
+    Pop {
+        /// Run CSV.
+        run: PathBuf,
+        /// Reference run CSV (for computation scaling and global efficiency).
+        #[arg(long)]
+        reference: Option<PathBuf>,
+    },
+    /// Fit the weights of the time decomposition (eq. 3.2) and project (CSV ratio + one column per resource).
+    Decompose {
+        /// Runs CSV: `ratio` (T/T_ref) and ref/run ratios per resource.
+        runs: PathBuf,
+        /// Project a configuration: NAME=RATIO,...
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Theoretical single-core performance: a DAG file (habakkuk-style), or a binary's main loop.
+    Peak {
+        /// DAG in the assignment language (`x = a + b`), one statement a line.
+        #[arg(long, conflicts_with = "binary")]
+        dag: Option<PathBuf>,
+        /// ELF binary whose function's main loop to analyse.
+        #[arg(long, requires = "function")]
+        binary: Option<PathBuf>,
+        /// Function symbol.
+        #[arg(long, short = 'f')]
+        function: Option<String>,
+        /// Port model id or TOML file (binary mode).
+        #[arg(long, default_value = "sapphirerapids")]
+        ports: String,
+        /// CPIs (binary mode): JSON from `model fit` or CLASS=CPI,... (default: 1 for every class).
+        #[arg(long)]
+        cpi: Option<String>,
+        /// Clock, GHz.
+        #[arg(long, default_value_t = 3.85)]
+        clock_ghz: f64,
+    },
+}
+
+/// Runs `model`.
+pub fn run(args: &ModelArgs) -> Result<ExitCode> {
+    let (text, _) = match &args.command {
+        ModelCmd::Kernel {
+            binary,
+            function,
+            range,
+            classes,
+            all,
+            listing,
+        } => kernel(
+            args.format,
+            binary,
+            function.as_deref(),
+            range.as_deref(),
+            classes.as_deref(),
+            *all,
+            *listing,
+        )?,
+        ModelCmd::Fit {
+            variants,
+            ports,
+            seed,
+            hops,
+            cpi_min,
+            cpi_max,
+            scheduler,
+        } => {
+            let model = port_model(ports)?;
+            let rows = rows_from_csv(&read(variants)?, &variants.display().to_string(), &model)?;
+            let opts = FitOptions {
+                seed: *seed,
+                hops: *hops,
+                step: 4.0,
+                cpi_min: *cpi_min,
+                cpi_max: *cpi_max,
+                scheduler: (*scheduler).into(),
+            };
+            let fit = fit_cpis(&model, &measured(&rows), &opts)?;
+            let mut t = Table::new(&["class", "cpi", "status"]);
+            for (k, v) in &fit.cpi {
+                let status = if fit.non_contributing.contains(k) {
+                    "binds no port: not identifiable, set to the lower bound"
+                } else if fit.absent.contains(k) {
+                    "absent from every variant"
+                } else {
+                    "fitted"
+                };
+                t.row(vec![k.clone(), num(*v, 4), status.into()]);
+            }
+            let pre = vec![format!(
+                "CPIs of port model '{}' from {} variants (seed {}, {} hops): RMSE {} cycles, R2 {}, mean |error| {} %, max {} %",
+                fit.port_model,
+                fit.residuals.len(),
+                fit.options.seed,
+                fit.options.hops,
+                num(fit.rmse, 3),
+                num(fit.r2, 4),
+                num(fit.mean_abs_pct, 3),
+                num(fit.max_abs_pct, 3)
+            )];
+            let post: Vec<String> = fit
+                .residuals
+                .iter()
+                .map(|r| {
+                    format!(
+                        "  {}: measured {} modelled {} ({} %, port {})",
+                        r.name,
+                        num(r.measured, 4),
+                        num(r.modelled, 4),
+                        num(r.error_pct, 3),
+                        r.binding_port
+                    )
+                })
+                .collect();
+            (render(args.format, &fit, &pre, &t, &post)?, ())
+        }
+        ModelCmd::Predict {
+            variants,
+            cpi,
+            proxy,
+            target,
+            ports,
+            rc,
+            clock_ghz,
+            iters,
+            scheduler,
+        } => {
+            let model = port_model(ports)?;
+            let rows = rows_from_csv(&read(variants)?, &variants.display().to_string(), &model)?;
+            let cpi = parse_cpi(cpi)?;
+            let find = |n: &str| {
+                rows.iter().find(|r| r.name == n).with_context(|| {
+                    format!(
+                        "no row named '{n}' in '{}' (rows: {})",
+                        variants.display(),
+                        rows.iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+            };
+            let p = find(proxy)?;
+            let c_proxy = p.cycles_per_iter.with_context(|| {
+                format!("proxy '{proxy}' has no measured cycles_per_iter in '{}'; the difference model needs it", variants.display())
+            })?;
+            let targets: Vec<&str> = if target.is_empty() {
+                rows.iter()
+                    .filter(|r| r.name != *proxy && r.cycles_per_iter.is_none())
+                    .map(|r| r.name.as_str())
+                    .collect()
+            } else {
+                target.iter().map(String::as_str).collect()
+            };
+            if targets.is_empty() {
+                bail!(
+                    "no target: pass --target NAME, or leave cycles_per_iter empty on the rows to predict"
+                );
+            }
+            let mut out = Vec::new();
+            let mut t = Table::new(&[
+                "target",
+                "final (eq. 5.11)",
+                "dC (eq. 5.10)",
+                "v1",
+                "v2",
+                "equal IPC",
+                "const R_c",
+                "measured",
+                "time_s",
+            ]);
+            for name in targets {
+                let tr = find(name)?;
+                let c = compare(
+                    &model,
+                    &p.counts,
+                    &tr.counts,
+                    &cpi,
+                    c_proxy,
+                    *rc,
+                    (*scheduler).into(),
+                )?;
+                let time = match (clock_ghz, iters) {
+                    (Some(g), Some(i)) => Some(hpcscope_models::strong::runtime_s(
+                        c.final_model.c_target,
+                        &[*i],
+                        g * 1e9,
+                    )?),
+                    _ => None,
+                };
+                t.row(vec![
+                    name.to_string(),
+                    num(c.final_model.c_target, 5),
+                    num(c.final_model.delta_c, 5),
+                    num(c.v1, 5),
+                    num(c.v2, 5),
+                    num(c.equal_ipc, 5),
+                    c.constant_rc
+                        .map(|v| num(v, 5))
+                        .unwrap_or_else(|| "-".into()),
+                    tr.cycles_per_iter
+                        .map(|v| num(v, 5))
+                        .unwrap_or_else(|| "-".into()),
+                    time.map(|v| num(v, 5)).unwrap_or_else(|| "-".into()),
+                ]);
+                out.push(serde_json::json!({"target": name, "comparison": c, "time_s": time, "measured_cycles_per_iter": tr.cycles_per_iter}));
+            }
+            let pre = vec![format!(
+                "proxy '{proxy}': measured {} cycles per iteration; port model '{}'",
+                num(c_proxy, 5),
+                model.id
+            )];
+            (render(args.format, &out, &pre, &t, &[])?, ())
+        }
+        ModelCmd::Strong { table, cycles } => {
+            let origin = table.display().to_string();
+            let c = hpcscope_models::csv::Csv::parse(&read(table)?, &origin)?;
+            let cols = ["threads", "clock_ghz", "iters", "memory_s"]
+                .iter()
+                .map(|n| c.require(n, "the table needs threads,clock_ghz,iters,memory_s"))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let mut inputs = Vec::new();
+            for r in 0..c.rows.len() {
+                let th = c.number(r, cols[0])?;
+                if th < 1.0 || th.fract() != 0.0 {
+                    return Err(c
+                        .error_at(
+                            r,
+                            cols[0],
+                            format!("threads must be a positive integer, got {th}"),
+                        )
+                        .into());
+                }
+                inputs.push(ScalingInput {
+                    threads: th as u32,
+                    clock_hz: c.number(r, cols[1])? * 1e9,
+                    iters: c.number(r, cols[2])?,
+                    memory_s: c.number(r, cols[3])?,
+                });
+            }
+            let s = strong_scaling(*cycles, &inputs)?;
+            let mut t = Table::new(&[
+                "threads",
+                "clock_ghz",
+                "compute_s",
+                "memory_s",
+                "predicted_s",
+                "bound",
+            ]);
+            for p in &s.points {
+                t.row(vec![
+                    p.threads.to_string(),
+                    num(p.clock_hz / 1e9, 4),
+                    num(p.compute_s, 5),
+                    num(p.memory_s, 5),
+                    num(p.predicted_s, 5),
+                    if p.memory_bound { "memory" } else { "compute" }.into(),
+                ]);
+            }
+            let post = vec![match s.memory_bound_from {
+                Some(t) => format!("memory-bound from {t} threads"),
+                None => "compute-bound at every thread count".into(),
+            }];
+            (render(args.format, &s, &[], &t, &post)?, ())
+        }
+        ModelCmd::Scaling {
+            runs,
+            law,
+            weak,
+            predict,
+        } => {
+            let r = runs_from_csv(&read(runs)?, &runs.display().to_string())?;
+            let laws: Vec<Law> = if law.is_empty() {
+                Law::ALL.to_vec()
+            } else {
+                law.iter()
+                    .map(|l| Law::parse(l))
+                    .collect::<std::result::Result<_, _>>()?
+            };
+            let mode = if *weak { Mode::Weak } else { Mode::Strong };
+            let sel = select(&r, &laws, mode)?;
+            let mut t = Table::new(&[
+                "law",
+                "chosen",
+                "cv_rms_rel_error",
+                "rms_log_error",
+                "formula",
+            ]);
+            for f in &sel.fits {
+                t.row(vec![
+                    format!("{:?}", f.law).to_lowercase(),
+                    if f.law == sel.chosen {
+                        "*".into()
+                    } else {
+                        String::new()
+                    },
+                    num(f.cv_rms_rel_error, 4),
+                    num(f.rms_log_error, 4),
+                    f.formula.clone(),
+                ]);
+            }
+            let preds: Vec<_> = predict.iter().map(|&p| sel.best().predict(p)).collect();
+            let post: Vec<String> = preds
+                .iter()
+                .map(|p| {
+                    format!(
+                        "p = {}: {} s (band {} to {} s), speedup {}",
+                        p.p,
+                        num(p.time_s, 5),
+                        num(p.low_s, 5),
+                        num(p.high_s, 5),
+                        num(p.speedup, 4)
+                    )
+                })
+                .collect();
+            let json = serde_json::json!({"selection": sel, "predictions": preds});
+            (
+                render(
+                    args.format,
+                    &json,
+                    &[format!("{} runs, {:?} scaling", r.len(), mode)],
+                    &t,
+                    &post,
+                )?,
+                (),
+            )
+        }
+        ModelCmd::Pop { run, reference } => {
+            let r = pop_run_from_csv(&read(run)?, &run.display().to_string())?;
+            let refr = match reference {
+                Some(p) => Some(pop_run_from_csv(&read(p)?, &p.display().to_string())?),
+                None => None,
+            };
+            let m = pop_metrics(
+                &r.comp_s,
+                r.runtime_s,
+                refr.as_ref().map(|x| x.comp_s.as_slice()),
+                None,
+            )?;
+            let h = match &r.out_mpi_s {
+                Some(o) => Some(hybrid_efficiency(&r.comp_s, o, r.runtime_s)?),
+                None => None,
+            };
+            let mut t = Table::new(&["metric", "value", "equation"]);
+            let opt = |v: Option<f64>| {
+                v.map(|x| num(x, 4))
+                    .unwrap_or_else(|| "- (needs --reference)".into())
+            };
+            t.row(vec![
+                "parallel efficiency".into(),
+                num(m.parallel_efficiency, 4),
+                "3.7".into(),
+            ]);
+            t.row(vec![
+                "load balance".into(),
+                num(m.load_balance, 4),
+                "3.8".into(),
+            ]);
+            t.row(vec![
+                "communication efficiency".into(),
+                num(m.communication_efficiency, 4),
+                "3.9".into(),
+            ]);
+            t.row(vec![
+                "strong scaling (computation)".into(),
+                opt(m.strong_scaling),
+                "3.10".into(),
+            ]);
+            t.row(vec![
+                "weak scaling".into(),
+                opt(m.weak_scaling),
+                "3.11".into(),
+            ]);
+            t.row(vec![
+                "global efficiency".into(),
+                opt(m.global_efficiency),
+                "3.13".into(),
+            ]);
+            if let Some(h) = &h {
+                t.row(vec![
+                    "MPI efficiency".into(),
+                    num(h.mpi_efficiency, 4),
+                    "3.15".into(),
+                ]);
+                t.row(vec![
+                    "OpenMP efficiency".into(),
+                    num(h.openmp_efficiency, 4),
+                    "3.16".into(),
+                ]);
+            }
+            let json = serde_json::json!({"pop": m, "hybrid": h});
+            (
+                render(
+                    args.format,
+                    &json,
+                    &[format!(
+                        "{} processes, runtime {} s",
+                        m.n,
+                        num(m.runtime_s, 5)
+                    )],
+                    &t,
+                    &[],
+                )?,
+                (),
+            )
+        }
+        ModelCmd::Decompose { runs, project } => {
+            let (terms, x, y) = decomposition_from_csv(&read(runs)?, &runs.display().to_string())?;
+            let d = fit_decomposition(&terms, &x, &y)?;
+            let mut t = Table::new(&["term", "alpha"]);
+            for (k, a) in d.terms.iter().zip(&d.alpha) {
+                t.row(vec![k.clone(), num(*a, 5)]);
+            }
+            let mut post = vec![format!(
+                "sum of alpha {}, R2 {}",
+                num(d.alpha_sum, 5),
+                num(d.r2, 6)
+            )];
+            let mut projected = None;
+            if let Some(p) = project {
+                let kv = parse_pairs(p)?;
+                let ratios = d
+                    .terms
+                    .iter()
+                    .map(|k| {
+                        kv.get(k).copied().with_context(|| {
+                            format!(
+                                "--project lacks '{k}'; give every term: {}",
+                                d.terms.join(", ")
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let v = hpcscope_models::pop::project_ratio(&d.alpha, &ratios);
+                post.push(format!("projected T/T_ref = {}", num(v, 6)));
+                projected = Some(v);
+            }
+            (
+                render(
+                    args.format,
+                    &serde_json::json!({"decomposition": d, "projected_ratio": projected}),
+                    &[],
+                    &t,
+                    &post,
+                )?,
+                (),
+            )
+        }
+        ModelCmd::Peak {
+            dag,
+            binary,
+            function,
+            ports,
+            cpi,
+            clock_ghz,
+        } => {
+            if let Some(d) = dag {
+                let mut cfg = DagConfig::habakkuk_ivybridge();
+                cfg.clock_ghz = *clock_ghz;
+                let r = Dag::parse(&read(d)?, &d.display().to_string())?.analyze(&cfg)?;
+                let mut t = Table::new(&[
+                    "estimate",
+                    "cycles",
+                    "flops_per_cycle",
+                    "bytes_per_cycle",
+                    "gflops",
+                    "gbs",
+                ]);
+                for (n, e) in [
+                    ("no ILP", r.serial),
+                    ("computed schedule", r.schedule),
+                    ("perfect schedule", r.perfect),
+                    ("critical path", r.critical_path),
+                ] {
+                    t.row(vec![
+                        n.into(),
+                        num(e.cycles, 5),
+                        num(e.flops_per_cycle, 5),
+                        num(e.bytes_per_cycle, 5),
+                        num(e.gflops, 5),
+                        num(e.gbs, 5),
+                    ]);
+                }
+                let pre = vec![format!(
+                    "{} FLOPs, {} array references, naive FLOPs/byte {}; critical path {} nodes, {} FLOPs; at {} GHz",
+                    r.flops,
+                    r.array_refs,
+                    num(r.naive_flops_per_byte, 4),
+                    r.critical_path_nodes,
+                    r.critical_path_flops,
+                    r.clock_ghz
+                )];
+                (render(args.format, &r, &pre, &t, &[])?, ())
+            } else if let (Some(b), Some(f)) = (binary, function) {
+                let model = port_model(ports)?;
+                let table = ClassTable::builtin(&model.isa)?;
+                let rep = extract(b, &Selector::Function(f.clone()), &table)?;
+                let l = rep.main_loop().context("no innermost loop")?;
+                let cpi: Cpis = match cpi {
+                    Some(c) => parse_cpi(c)?,
+                    None => model
+                        .classes
+                        .iter()
+                        .map(|c| (c.name.clone(), 1.0))
+                        .collect(),
+                };
+                let a = model.allocate(&l.counts, &cpi, Scheduler::Waterfill)?;
+                let p = loop_peak(
+                    l.flops_per_iter,
+                    a.cycles,
+                    l.critical_path_cycles,
+                    *clock_ghz,
+                );
+                let mut t = Table::new(&["bound", "cycles_per_iter", "flops_per_cycle", "gflops"]);
+                t.row(vec![
+                    format!("busiest port ({})", a.binding_port),
+                    num(p.port_cycles, 5),
+                    num(p.flops_per_cycle_ports, 5),
+                    num(p.flops_per_cycle_ports * clock_ghz, 5),
+                ]);
+                t.row(vec![
+                    "loop-carried critical path".into(),
+                    num(p.critical_path_cycles, 5),
+                    num(p.flops_per_cycle_cp, 5),
+                    num(p.flops_per_cycle_cp * clock_ghz, 5),
+                ]);
+                let pre = vec![format!(
+                    "{f}: loop {:#x}..{:#x}, {} FLOPs per iteration, {}-bit vectors",
+                    l.start, l.end, l.flops_per_iter, l.vector_bits
+                )];
+                (
+                    render(
+                        args.format,
+                        &p,
+                        &pre,
+                        &t,
+                        &[format!(
+                            "peak {} GFLOP/s at {} GHz",
+                            num(p.gflops, 5),
+                            clock_ghz
+                        )],
+                    )?,
+                    (),
+                )
+            } else {
+                bail!("give --dag FILE, or --binary FILE --function NAME");
+            }
+        }
+    };
+    emit(&text, args.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read(p: &Path) -> Result<String> {
+    std::fs::read_to_string(p)
+        .with_context(|| format!("cannot read '{}'; check the path", p.display()))
+}
+
+fn port_model(arg: &str) -> Result<PortModel> {
+    if Path::new(arg).is_file() {
+        Ok(PortModel::from_toml(&read(Path::new(arg))?, arg)?)
+    } else {
+        Ok(PortModel::builtin(arg)?)
+    }
+}
+
+fn parse_pairs(s: &str) -> Result<BTreeMap<String, f64>> {
+    let mut m = BTreeMap::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .with_context(|| format!("'{part}' is not NAME=VALUE"))?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .with_context(|| format!("'{v}' in '{part}' is not a number"))?;
+        m.insert(k.trim().to_string(), v);
+    }
+    Ok(m)
+}
+
+/// CPIs from `CLASS=CPI,...` or a JSON file holding `{"cpi": {...}}` (as `model fit --format json` writes) or a bare map.
+fn parse_cpi(arg: &str) -> Result<Cpis> {
+    if Path::new(arg).is_file() {
+        let v: serde_json::Value = serde_json::from_str(&read(Path::new(arg))?)
+            .with_context(|| format!("'{arg}' is not JSON"))?;
+        let m = v.get("cpi").unwrap_or(&v);
+        let cpi: Cpis = serde_json::from_value(m.clone())
+            .with_context(|| format!("'{arg}' holds no CPI map; write it with `hpcscope model fit --format json -o {arg}`"))?;
+        return Ok(cpi);
+    }
+    Ok(parse_pairs(&arg.to_ascii_uppercase())?
+        .into_iter()
+        .collect())
+}
+
+fn kernel(
+    format: Format,
+    binary: &Path,
+    function: Option<&str>,
+    range: Option<&str>,
+    classes: Option<&Path>,
+    all: bool,
+    listing: bool,
+) -> Result<(String, ())> {
+    let table = match classes {
+        Some(p) => ClassTable::from_toml(&read(p)?, &p.display().to_string())?,
+        None => ClassTable::builtin(hpcscope_models::kernel::binary_isa(binary)?)?,
+    };
+    let sel = match (function, range) {
+        (Some(f), _) => Selector::Function(f.to_string()),
+        (None, Some(r)) => {
+            let (a, b) = r.split_once(':').context("--range must be START:END")?;
+            let p = |s: &str| -> Result<u64> {
+                let s = s.trim();
+                Ok(match s.strip_prefix("0x") {
+                    Some(h) => u64::from_str_radix(h, 16)?,
+                    None => s.parse()?,
+                })
+            };
+            Selector::Range(
+                p(a).context("bad START in --range")?,
+                p(b).context("bad END in --range")?,
+            )
+        }
+        (None, None) => bail!("give --function NAME or --range START:END"),
+    };
+    let rep = extract(binary, &sel, &table)?;
+    let main = rep.main_loop().map(|l| l.start);
+    let mut t = Table::new(&[
+        "loop",
+        "innermost",
+        "main",
+        "instr",
+        "flops",
+        "bits",
+        "cp_cycles",
+        "counts",
+        "other",
+    ]);
+    let mut post = Vec::new();
+    if rep.loops.iter().any(|l| l.scalable) {
+        post.push(
+            "SVE loops: FLOPs per iteration are per 128-bit granule; multiply by VL/128".into(),
+        );
+    }
+    for l in rep.loops.iter().filter(|l| all || l.innermost) {
+        let counts = l
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let other = l
+            .other
+            .iter()
+            .map(|(k, v)| format!("{k}x{v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        t.row(vec![
+            format!("{:#x}..{:#x}", l.start, l.end),
+            l.innermost.to_string(),
+            if Some(l.start) == main {
+                "*".into()
+            } else {
+                String::new()
+            },
+            l.instructions.to_string(),
+            num(l.flops_per_iter, 4),
+            l.vector_bits.to_string(),
+            num(l.critical_path_cycles, 3),
+            counts,
+            other,
+        ]);
+        if !l.other.is_empty() {
+            post.push(format!(
+                "loop {:#x}: {} instruction(s) of unknown class counted as OTHER ({}); add rules to a class table and pass --classes",
+                l.start,
+                l.other.values().sum::<u32>(),
+                l.other.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if listing {
+            for i in &l.listing {
+                post.push(format!(
+                    "  {:#x}  {:40} {}",
+                    i.address,
+                    i.text,
+                    i.class.as_deref().unwrap_or("-")
+                ));
+            }
+        }
+    }
+    let pre = vec![format!(
+        "{} in {} ({}), {:#x}..{:#x}",
+        rep.function,
+        rep.binary.display(),
+        rep.isa,
+        rep.start,
+        rep.end
+    )];
+    Ok((render(format, &rep, &pre, &t, &post)?, ()))
+}

@@ -1,0 +1,139 @@
+//! `hpcscope record [-n N] [--tag k=v] -- CMD`: runs a command N times and stores every run
+//! (wall, user and system time, plus the numbers of a JSON file the command writes) with its
+//! context (machine fingerprint, git state, binary hash, environment) in the history store.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use hpcscope_history::record::{
+    Fingerprint, GitInfo, Metric, RunRecord, capture_env, measure_command, resolve_program,
+    shell_join,
+};
+use hpcscope_history::sha256::sha256_file;
+use hpcscope_history::store::Store;
+
+use super::history::{DbArg, parse_kv};
+
+/// Run a command N times and store each run in the history.
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    /// Number of runs to record.
+    #[arg(short = 'n', long = "runs", default_value_t = 1, value_name = "N")]
+    pub runs: usize,
+    /// Unrecorded warm-up runs before the recorded ones.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub warmup: usize,
+    /// Tag the runs (repeatable), e.g. --tag branch=main --tag size=large.
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    pub tags: Vec<(String, String)>,
+    /// Tie the runs to an hpcscope machine file (part of the machine fingerprint).
+    #[arg(long, value_name = "FILE")]
+    pub machine: Option<PathBuf>,
+    /// After each run, read this JSON file (written by the command) and store every number in
+    /// it as a metric named by its JSON path.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Runs `hpcscope record`.
+pub fn run(args: &RecordArgs) -> Result<ExitCode> {
+    if args.runs == 0 {
+        bail!("-n/--runs must be at least 1");
+    }
+    let path = args.db.path()?;
+    // Open (and migrate) the store before running anything, so a bad store fails fast.
+    let mut store = Store::open(&path)?;
+    let fingerprint = Fingerprint::current(args.machine.as_deref()).with_context(|| {
+        format!(
+            "cannot read the machine file {} (--machine)",
+            args.machine.as_deref().unwrap_or(Path::new("")).display()
+        )
+    })?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let git = GitInfo::detect(&cwd);
+    let binary = resolve_program(&args.command[0]);
+    let binary_sha256 = binary.as_deref().and_then(|b| sha256_file(b).ok());
+    let env = capture_env();
+    let command = shell_join(&args.command);
+    for i in 0..args.warmup {
+        let m = measure_command(&args.command).with_context(|| cannot_run(&args.command[0]))?;
+        eprintln!("warm-up {}/{}: {:.4} s", i + 1, args.warmup, m.wall_s);
+    }
+    let mut failed = None;
+    eprintln!(
+        "recording {} run(s) of `{command}` into {} (machine {})",
+        args.runs,
+        path.display(),
+        fingerprint.id()
+    );
+    for i in 0..args.runs {
+        if let Some(p) = &args.metrics_json {
+            // A stale file from an earlier run must not be taken for this run's output.
+            let _ = std::fs::remove_file(p);
+        }
+        let m = measure_command(&args.command).with_context(|| cannot_run(&args.command[0]))?;
+        let mut r = RunRecord::new(command.clone(), "record");
+        r.cwd = Some(cwd.display().to_string());
+        r.tags = args.tags.iter().cloned().collect();
+        r.binary_sha256 = binary_sha256.clone();
+        r.git = git.clone();
+        r.fingerprint = fingerprint.clone();
+        r.env = env.clone();
+        r.started_at = m.started_at;
+        r.duration_s = Some(m.wall_s);
+        r.exit_status = m.exit_status;
+        r.metrics = vec![
+            Metric::new("time_s", m.wall_s, "s"),
+            Metric::new("user_s", m.user_s, "s"),
+            Metric::new("sys_s", m.sys_s, "s"),
+        ];
+        if let Some(p) = &args.metrics_json {
+            let text = std::fs::read_to_string(p).with_context(|| {
+                format!(
+                    "run {}: the command did not write {} (--metrics-json); write a JSON object of numbers there",
+                    i + 1,
+                    p.display()
+                )
+            })?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not valid JSON (--metrics-json)", p.display()))?;
+            r.add_json_metrics("", &v);
+        }
+        let id = store.record(&r)?;
+        eprintln!(
+            "run {}/{} -> #{id}: {:.4} s (user {:.4} s, sys {:.4} s){}",
+            i + 1,
+            args.runs,
+            m.wall_s,
+            m.user_s,
+            m.sys_s,
+            match m.exit_status {
+                Some(0) => String::new(),
+                Some(c) => format!(", exit status {c}"),
+                None => ", killed by a signal".into(),
+            }
+        );
+        if m.exit_status != Some(0) {
+            failed = Some(m.exit_status);
+        }
+    }
+    if let Some(status) = failed {
+        bail!(
+            "the command failed ({}); its runs were recorded with their exit status, fix the command or filter them out",
+            status
+                .map(|c| format!("exit status {c}"))
+                .unwrap_or_else(|| "killed by a signal".into())
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cannot_run(prog: &str) -> String {
+    format!("cannot run `{prog}`: check that it exists and is executable (is it on PATH?)")
+}

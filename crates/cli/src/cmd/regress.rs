@@ -1,0 +1,133 @@
+//! `hpcscope regress check`: the CI gate. Compares the newest runs to the baseline before
+//! them (same machine fingerprint unless `--mix-machines`), prints Markdown, writes JSON and
+//! JUnit XML, and exits 1 on a regression, 0 otherwise.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use hpcscope_history::changepoint::EDivisiveOptions;
+use hpcscope_history::check::{CheckOptions, check};
+use hpcscope_history::gate::{Direction, GateOptions};
+use hpcscope_history::store::Store;
+
+use super::history::FilterArgs;
+
+/// Non-regression testing over the run history.
+#[derive(clap::Args, Debug)]
+pub struct RegressArgs {
+    #[command(subcommand)]
+    cmd: RegressCmd,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum RegressCmd {
+    /// Compare the newest runs to the baseline; exit 1 on a regression.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Metric to gate on (repeatable; default `time_s`, or every metric when runs have no
+    /// `time_s`).
+    #[arg(long = "metric", value_name = "NAME")]
+    metrics: Vec<String>,
+    /// The newest N runs are the candidate.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    candidates: usize,
+    /// At most N runs before the candidates form the baseline.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    baseline: usize,
+    /// Practical floor: a regression must slow the median by more than PCT percent.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    min_change: f64,
+    /// Significance level of the one-sided Mann-Whitney test.
+    #[arg(long, default_value_t = 0.01, value_name = "P")]
+    alpha: f64,
+    /// Modified z-score threshold.
+    #[arg(long = "z", default_value_t = 3.5, value_name = "Z")]
+    z_threshold: f64,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Compare runs across machine fingerprints (by default a machine change is reported and
+    /// runs on other machines are left out).
+    #[arg(long)]
+    mix_machines: bool,
+    /// Treat METRIC as higher-is-better (repeatable); default guessed from name and unit.
+    #[arg(long, value_name = "METRIC")]
+    higher_is_better: Vec<String>,
+    /// Treat METRIC as lower-is-better (repeatable).
+    #[arg(long, value_name = "METRIC")]
+    lower_is_better: Vec<String>,
+    /// Skip change-point detection over the history.
+    #[arg(long)]
+    no_change_points: bool,
+    /// Write the full report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write a JUnit XML report to FILE (one test case per metric).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write the Markdown report to FILE as well as to standard output.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+/// Runs `hpcscope regress`.
+pub fn run(args: &RegressArgs) -> Result<ExitCode> {
+    match &args.cmd {
+        RegressCmd::Check(a) => run_check(a),
+    }
+}
+
+fn run_check(a: &CheckArgs) -> Result<ExitCode> {
+    let path = a.filter.db.path()?;
+    let store = Store::open_read_only(&path)?;
+    let mut directions = BTreeMap::new();
+    for m in &a.higher_is_better {
+        directions.insert(m.clone(), Direction::HigherIsBetter);
+    }
+    for m in &a.lower_is_better {
+        directions.insert(m.clone(), Direction::LowerIsBetter);
+    }
+    let opts = CheckOptions {
+        metrics: a.metrics.clone(),
+        candidates: a.candidates,
+        baseline: a.baseline,
+        filter: a.filter.filter(),
+        mix_machines: a.mix_machines,
+        gate: GateOptions {
+            alpha: a.alpha,
+            min_effect: a.min_change / 100.0,
+            z_threshold: a.z_threshold,
+            seed: a.seed,
+            ..GateOptions::default()
+        },
+        directions,
+        change_points: (!a.no_change_points).then(EDivisiveOptions::default),
+    };
+    let report = check(&store, &opts)?;
+    let md = report.to_markdown();
+    print!("{md}");
+    let write = |p: &PathBuf, s: String, flag: &str| {
+        std::fs::write(p, s).with_context(|| format!("cannot write {} ({flag})", p.display()))
+    };
+    if let Some(p) = &a.markdown {
+        write(p, md, "--markdown")?;
+    }
+    if let Some(p) = &a.json {
+        write(p, serde_json::to_string_pretty(&report)? + "\n", "--json")?;
+    }
+    if let Some(p) = &a.junit {
+        write(p, report.to_junit_xml(), "--junit")?;
+    }
+    Ok(if report.regression {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,132 @@
+//! `hpcscope roofline`: an application on a machine's cache-aware rooflines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze};
+
+use crate::load;
+use crate::output::{Format, Table, emit, num, render, write_atomic};
+
+/// Which ceilings to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum RoofScope {
+    /// One core running alone (single-core peak and bandwidths).
+    #[default]
+    Core,
+    /// The whole node (node peak and bandwidths), for a profile summing all threads.
+    Node,
+}
+
+/// Arguments of `roofline`.
+#[derive(Args, Debug)]
+pub struct RooflineArgs {
+    /// Machine: built-in id or TOML file.
+    #[arg(long, short)]
+    pub machine: String,
+    /// Profile JSON file (as written by `hpcscope mix`).
+    #[arg(long, short)]
+    pub profile: PathBuf,
+    /// Region of the profile (default: the only one).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Ceilings of one core, or of the whole node.
+    #[arg(long, value_enum, default_value_t)]
+    pub scope: RoofScope,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Write the result to this file instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Also draw the roofline chart to this SVG file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+/// Computes the analysis for the CLI and the other commands that reuse it.
+pub fn compute(
+    machine: &str,
+    profile: &std::path::Path,
+    region: Option<&str>,
+    scope: RoofScope,
+) -> Result<(RooflineAnalysis, String)> {
+    let m = load::machine(machine)?;
+    let p = load::profile(profile)?;
+    let origin = profile.display().to_string();
+    let r = p.region(region, &origin)?;
+    let app = r.aggregate(&origin)?;
+    let mut c = Ceilings::of(&m, p.precision, Scope::Node)?;
+    match scope {
+        RoofScope::Core => c = Ceilings::of(&m, p.precision, Scope::Core)?,
+        RoofScope::Node => {
+            // Whole-node ceilings: the per-core shares times the core count.
+            let n = f64::from(m.cores());
+            c.peak_gflops *= n;
+            for b in &mut c.bandwidth_gbs {
+                *b *= n;
+            }
+            c.notes.retain(|s| !s.contains("divided by the core count"));
+        }
+    }
+    let a = analyze(&c, &app, &format!("profile {origin}"))?;
+    Ok((a, format!("{} on {}", p.application, m.name)))
+}
+
+/// Runs `roofline`.
+pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
+    let (an, title) = compute(&a.machine, &a.profile, a.region.as_deref(), a.scope)?;
+    let mut t = Table::new(&[
+        "level",
+        "GB/s",
+        "bytes",
+        "OI (FLOP/B)",
+        "ridge OI",
+        "attainable GF/s",
+        "bound",
+    ]);
+    for l in &an.levels {
+        t.row(vec![
+            l.level.clone(),
+            num(l.bandwidth_gbs, 4),
+            num(l.bytes, 4),
+            num(l.oi, 4),
+            num(l.ridge_oi, 4),
+            num(l.attainable_gflops, 4),
+            l.bound.to_string(),
+        ]);
+    }
+    let mut pre = vec![
+        title.clone(),
+        format!(
+            "peak {} GFLOP/s; FLOPs per FP instruction {} of at most {} -> weighted peak {} GFLOP/s",
+            num(an.ceilings.peak_gflops, 4),
+            an.flops_per_instruction
+                .map(|x| num(x, 4))
+                .unwrap_or_else(|| "-".into()),
+            num(an.max_flops_per_instruction, 3),
+            num(an.weighted_peak_gflops, 4)
+        ),
+    ];
+    if let Some(g) = an.achieved_gflops {
+        pre.push(format!("achieved {} GFLOP/s", num(g, 4)));
+    }
+    let mut epi = vec![format!(
+        "binding ceiling: {} ({}-bound) at {} GFLOP/s{}",
+        an.binding_level,
+        an.binding_bound,
+        num(an.binding_gflops, 4),
+        an.efficiency
+            .map(|e| format!("; efficiency {:.1} %", e * 100.0))
+            .unwrap_or_default()
+    )];
+    epi.extend(an.notes.iter().map(|n| format!("note: {n}")));
+    let text = render(a.format, &an, &pre, &t, &epi)?;
+    if let Some(svg) = &a.svg {
+        write_atomic(svg, &hpcscope_report::roofline_svg(&an, &title))?;
+    }
+    emit(&text, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,194 @@
+//! `hpcscope trace`: watch a command, a PID or a cgroup with eBPF probes (syscalls,
+//! scheduler, page faults, block and file I/O, user functions) and print a summary per level.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use hpcscope_trace::{FunctionSpec, Probes, Target, TraceError, TraceOptions, TraceOutcome};
+
+use crate::EnvError;
+use crate::output::{Format, Table, emit, render, write_atomic};
+
+/// Arguments of `trace`.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// Attach to this running process (its threads, live descendants and later forks).
+    #[arg(long, conflicts_with_all = ["cgroup", "system"])]
+    pub pid: Option<u32>,
+    /// Trace every process of this cgroup v2 (a batch job), by directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "system")]
+    pub cgroup: Option<PathBuf>,
+    /// Trace every process on the machine.
+    #[arg(long)]
+    pub system: bool,
+    /// Probes, comma-separated: syscalls, sched, faults, block, files, or all.
+    #[arg(long, value_delimiter = ',', default_value = "syscalls,sched,faults")]
+    pub probes: Vec<String>,
+    /// Time a user function (uprobe): SYMBOL in the program, or BINARY:SYMBOL (a path or a
+    /// library name like libmpi); `PREFIX*` probes every match. Repeatable.
+    #[arg(long = "function", value_name = "[BINARY:]SYMBOL")]
+    pub functions: Vec<String>,
+    /// Time the MPI calls of libmpi (MPI_Barrier, MPI_Allreduce, MPI_Send...).
+    #[arg(long)]
+    pub mpi: bool,
+    /// Time the OpenMP runtime (GOMP_barrier, GOMP_parallel, __kmpc_barrier...).
+    #[arg(long)]
+    pub openmp: bool,
+    /// Time a kernel function with kprobes; where the kernel has none, the syscall
+    /// tracepoints stand in and the report says so.
+    #[arg(long, value_name = "NAME")]
+    pub kfunc: Option<String>,
+    /// Also sample stacks at this frequency (Hz), as `hpcscope profile` does.
+    #[arg(long, value_name = "HZ")]
+    pub profile_hz: Option<u64>,
+    /// Stop after this many seconds (a launched command then gets SIGTERM).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Write a timeline (Chrome trace-event JSON; open in Perfetto or chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Write the summary here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Output format of the summary (`json` is the full report, histograms included).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// The program and its arguments.
+    #[arg(last = true, value_name = "PROGRAM [ARGS]")]
+    pub command: Vec<String>,
+}
+
+/// Maps a tracer error to the CLI's exit codes: environment limits exit 3, the rest 2.
+pub fn classify(e: TraceError) -> anyhow::Error {
+    if e.is_environment() {
+        anyhow::Error::new(EnvError(e.to_string()))
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// The target named by `--pid`, `--cgroup`, `--system` or the command.
+pub fn target(pid: Option<u32>, cgroup: &Option<PathBuf>, system: bool, command: &[String]) -> Result<Target> {
+    let n = pid.is_some() as u8 + cgroup.is_some() as u8 + system as u8 + (!command.is_empty()) as u8;
+    if n != 1 {
+        anyhow::bail!("give exactly one target: a command after `--`, --pid PID, --cgroup DIR or --system");
+    }
+    Ok(match (pid, cgroup, system) {
+        (Some(p), _, _) => Target::Pid(p),
+        (_, Some(c), _) => Target::Cgroup(c.clone()),
+        (_, _, true) => Target::System,
+        _ => Target::Command(command.to_vec()),
+    })
+}
+
+/// Parses a duration in seconds.
+pub fn duration(s: Option<f64>) -> Result<Option<Duration>> {
+    match s {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
+        Some(v) => anyhow::bail!("--duration {v}: give a positive number of seconds"),
+    }
+}
+
+fn options(a: &TraceArgs) -> Result<TraceOptions> {
+    let mut p = Probes::default();
+    for name in &a.probes {
+        match name.trim() {
+            "syscalls" => p.syscalls = true,
+            "sched" => p.sched = true,
+            "faults" => p.faults = true,
+            "block" => p.block = true,
+            "files" => p.files = true,
+            "all" => {
+                p.syscalls = true;
+                p.sched = true;
+                p.faults = true;
+                p.block = true;
+                p.files = true;
+            }
+            "" => {}
+            other => anyhow::bail!(
+                "--probes: unknown probe `{other}`; choose from syscalls, sched, faults, block, files, all"
+            ),
+        }
+    }
+    for f in &a.functions {
+        p.functions.push(f.parse::<FunctionSpec>().map_err(|e| anyhow::anyhow!("--function {e}"))?);
+    }
+    p.mpi = a.mpi;
+    p.openmp = a.openmp;
+    p.kfuncs = a.kfunc.iter().cloned().collect();
+    if !p.kfuncs.is_empty() {
+        // The stand-in when kprobes are missing.
+        p.syscalls = true;
+    }
+    p.profile_hz = a.profile_hz;
+    p.kernel_stacks = true;
+    p.timeline = a.timeline.is_some();
+    Ok(TraceOptions {
+        target: target(a.pid, &a.cgroup, a.system, &a.command)?,
+        probes: p,
+        duration: duration(a.duration)?,
+    })
+}
+
+/// Text rendering: one table per level, then the notes.
+pub fn text(out: &TraceOutcome) -> String {
+    let r = &out.report;
+    let mut s = format!(
+        "trace of {} ({:.3} s{}{})\n",
+        r.target,
+        r.duration_s,
+        if r.partial { ", partial" } else { "" },
+        r.exit_code.map(|c| format!(", exit code {c}")).unwrap_or_default()
+    );
+    for t in r.tables() {
+        let mut table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
+        for row in t.rows {
+            table.row(row);
+        }
+        s.push_str(&format!("\n[{}]\n", t.title));
+        s.push_str(&table.text());
+    }
+    if let Some(p) = &out.profile {
+        s.push_str(&format!("\n[hot functions] {} samples at {} Hz\n", p.total(), p.hz));
+        s.push_str(&crate::cmd::profile::hot_table(p, 15).text());
+    }
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}
+
+/// Runs `trace`.
+pub fn run(a: &TraceArgs) -> Result<ExitCode> {
+    let opts = options(a)?;
+    hpcscope_trace::install_signal_handlers();
+    let out = hpcscope_trace::trace(&opts).map_err(classify)?;
+    if let Some(path) = &a.timeline {
+        let json = serde_json::to_string(&out.report.chrome_trace())?;
+        write_atomic(path, &(json + "\n")).with_context(|| format!("writing the timeline {}", path.display()))?;
+    }
+    let text = match a.format {
+        Format::Table => text(&out),
+        Format::Json => serde_json::to_string_pretty(&out)? + "\n",
+        f => {
+            // CSV and Markdown: the per-thread table, the finest level with every probe.
+            let tables = out.report.tables();
+            let t = tables.iter().find(|t| t.title == "thread").or_else(|| tables.last());
+            let mut table = Table::new(&[]);
+            if let Some(t) = t {
+                table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
+                for row in &t.rows {
+                    table.row(row.clone());
+                }
+            }
+            render(f, &out, &[], &table, &out.report.notes)?
+        }
+    };
+    emit(&text, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}

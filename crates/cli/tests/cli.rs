@@ -1,0 +1,388 @@
+//! CLI tests: run the real `hpcscope` binary on the built-in machines, the example scenario
+//! and broken inputs; check outputs, exit codes and that no partial file is left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run hpcscope")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes the worked example's source and target profiles (002 notes 5B) into `dir`.
+fn worked_example(dir: &Path) -> (PathBuf, PathBuf) {
+    let src = dir.join("tx2.json");
+    let tgt = dir.join("n1.json");
+    let prof = |flops: f64, fp: f64, total: f64, time: Option<f64>| {
+        let mut th = serde_json::json!({
+            "thread": 0, "flops": flops, "fp_instructions": fp,
+            "memory": {"bytes_total": total, "hit_ratios": {"kind": "local", "levels": [
+                {"level": "L1", "ratio": 0.9}, {"level": "L2", "ratio": 0.6}]}}
+        });
+        if let Some(t) = time {
+            th["time_s"] = serde_json::json!(t);
+        }
+        serde_json::json!({"format_version": 1, "application": "worked-example", "isa": "aarch64",
+            "vector_bits": 128, "precision": "f64", "regions": [{"name": "main", "threads": [th]}]})
+    };
+    std::fs::write(
+        &src,
+        prof(1.0e11, 3.125e10, 8.0e11, Some(1.0e11 / 1.04e9)).to_string(),
+    )
+    .unwrap();
+    std::fs::write(&tgt, prof(1.0e11, 1.0e11 / 3.0, 1.0e12, None).to_string()).unwrap();
+    (src, tgt)
+}
+
+#[test]
+fn machine_list_shows_every_builtin() {
+    let o = run(&["machine", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for id in [
+        "thunderx2",
+        "neoverse-n1",
+        "a64fx",
+        "graviton2",
+        "graviton3",
+        "epi-like",
+        "knl-flat-dram",
+        "knl-flat-mcdram",
+        "cascadelake-8260",
+        "a64fx-node",
+    ] {
+        assert!(stdout(&o).contains(id), "{id} missing");
+    }
+    let o = run(&["machine", "list", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 10);
+}
+
+#[test]
+fn machine_show_toml_validates_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["machine", "show", "a64fx", "--format", "toml"]);
+    assert!(o.status.success());
+    let f = dir.path().join("a.toml");
+    std::fs::write(&f, &o.stdout).unwrap();
+    let o = run(&["machine", "validate", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("ok:"));
+}
+
+#[test]
+fn machine_diff_reports_ratios() {
+    let o = run(&["machine", "diff", "thunderx2", "neoverse-n1"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(s.contains("level.L1.core_gbs"), "{s}");
+    assert!(s.contains("x1.68"), "{s}"); // 60.86 / 36.17
+}
+
+#[test]
+fn machine_validate_reports_file_field_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = stdout(&run(&["machine", "show", "thunderx2", "--format", "toml"]));
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "misspelled",
+            good.replacen("core_gbs = 36.17", "core_gb = 36.17", 1),
+            "unknown field `core_gb`",
+        ),
+        (
+            "missing",
+            good.replacen("vector_bits = 128\n", "", 1),
+            "missing field `vector_bits`",
+        ),
+        (
+            "negative",
+            good.replacen("core_gbs = 36.17", "core_gbs = -36.17", 1),
+            "levels[0].core_gbs",
+        ),
+        (
+            "zero",
+            good.replacen("core_gflops = 17.53", "core_gflops = 0.0", 1),
+            "peaks[0].core_gflops",
+        ),
+        (
+            "nan",
+            good.replacen("core_gbs = 36.17", "core_gbs = nan", 1),
+            "is NaN",
+        ),
+        (
+            "units",
+            good.replacen("core_gbs = 36.17", "core_gbs = 36.17e9", 1),
+            "looks like B/s",
+        ),
+    ];
+    for (name, text, expect) in cases {
+        let f = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&f, text).unwrap();
+        let o = run(&["machine", "validate", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let e = stderr(&o);
+        assert!(
+            e.contains(&format!("{name}.toml")),
+            "{name}: no file name in {e}"
+        );
+        assert!(e.contains(expect), "{name}: expected '{expect}' in {e}");
+    }
+    // Unknown built-in id.
+    let o = run(&["machine", "show", "thunderx3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("thunderx2"),
+        "the fix lists the built-ins"
+    );
+}
+
+#[test]
+fn project_worked_example_text_json_csv_md() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, tgt) = worked_example(dir.path());
+    let args = |fmt: &str| -> Vec<String> {
+        [
+            "project",
+            "--source-machine",
+            "thunderx2",
+            "--source-profile",
+            src.to_str().unwrap(),
+            "--target-machine",
+            "neoverse-n1",
+            "--target-profile",
+            tgt.to_str().unwrap(),
+            "--format",
+            fmt,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let o = bin().args(args("table")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("[0.691643, 1.39993]"), "{s}");
+    let o = bin().args(args("json")).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!((v["interval"]["lo"].as_f64().unwrap() - 0.691643).abs() < 1e-6);
+    assert_eq!(v["points"].as_array().unwrap().len(), 6);
+    let o = bin().args(args("csv")).output().unwrap();
+    assert_eq!(stdout(&o).lines().count(), 7);
+    let o = bin().args(args("md")).output().unwrap();
+    assert!(stdout(&o).contains("| thread | OI level |"));
+}
+
+#[test]
+fn project_validation_mode_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, tgt) = worked_example(dir.path());
+    let base = [
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        src.to_str().unwrap(),
+        "--target-machine",
+        "neoverse-n1",
+        "--target-profile",
+        tgt.to_str().unwrap(),
+    ];
+    let o = bin()
+        .args(base)
+        .args(["--measured", "1.0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("inside the interval"));
+    // N1's real MiniFE 1.87 is outside this synthetic interval: a finding, exit 1.
+    let o = bin()
+        .args(base)
+        .args(["--measured", "1.87"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("OUTSIDE"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("-25.1 %"), "{}", stdout(&o)); // (1.39993 - 1.87) / 1.87
+    let o = bin()
+        .args(base)
+        .args(["--measured", "-3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn project_bad_inputs_leave_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, _) = worked_example(dir.path());
+    let out = dir.path().join("out.json");
+    // A profile with levels the machine does not have.
+    let bad = dir.path().join("bad.json");
+    let text = std::fs::read_to_string(&src)
+        .unwrap()
+        .replace("\"L2\"", "\"L9\"");
+    std::fs::write(&bad, text).unwrap();
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        bad.to_str().unwrap(),
+        "--target-machine",
+        "neoverse-n1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+    assert!(!out.exists());
+    // Not JSON at all.
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "this is not json").unwrap();
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        junk.to_str().unwrap(),
+        "--target-machine",
+        "neoverse-n1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("junk.json:1"), "{}", stderr(&o));
+    assert!(!out.exists());
+    // Time off by 1e9 (ns given as s) and a negative FLOP count.
+    let t = std::fs::read_to_string(&src).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let mut ns = v.clone();
+    ns["regions"][0]["threads"][0]["time_s"] = serde_json::json!(96.15e9);
+    let mut neg = v.clone();
+    neg["regions"][0]["threads"][0]["flops"] = serde_json::json!(-1.0);
+    for (name, val, expect) in [("ns", ns, "time_s"), ("neg", neg, "flops")] {
+        let f = dir.path().join(format!("{name}.json"));
+        std::fs::write(&f, val.to_string()).unwrap();
+        let o = run(&[
+            "project",
+            "--source-machine",
+            "thunderx2",
+            "--source-profile",
+            f.to_str().unwrap(),
+            "--target-machine",
+            "neoverse-n1",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        assert!(stderr(&o).contains(expect), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("fix:"), "{name}: {}", stderr(&o));
+        assert!(!out.exists());
+    }
+    // A missing file.
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        "/nonexistent/p.json",
+        "--target-machine",
+        "neoverse-n1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no such file"));
+}
+
+#[test]
+fn roofline_table_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, _) = worked_example(dir.path());
+    let svg = dir.path().join("r.svg");
+    let o = run(&[
+        "roofline",
+        "--machine",
+        "thunderx2",
+        "--profile",
+        src.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("binding ceiling: L1 (memory-bound) at 4.521 GFLOP/s"),
+        "{s}"
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"));
+}
+
+#[test]
+fn explore_example_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let scen = root().join("examples/scenarios/tx2-sve-hbm.toml");
+    let svg = dir.path().join("e.svg");
+    let o = run(&[
+        "explore",
+        scen.to_str().unwrap(),
+        "--format",
+        "json",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pts = v["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 5 * 4);
+    // Self point: SVE 128 variant == the source binary on TX2: the interval is the source.
+    let p0 = &pts[0];
+    assert_eq!(p0["variant"], "SVE 128");
+    assert_eq!(p0["target"], "TX2");
+    assert!((p0["interval"]["lo"].as_f64().unwrap() - 1.04).abs() < 1e-9);
+    assert!((p0["interval"]["hi"].as_f64().unwrap() - 1.04).abs() < 1e-9);
+    // HBM2 (only main memory changes) never lowers either bound, on TX2 and on N1.
+    let mut raised = 0;
+    for v in 0..5 {
+        for t in [0, 2] {
+            let ddr = &pts[v * 4 + t];
+            let hbm = &pts[v * 4 + t + 1];
+            let (dl, dh) = (
+                ddr["interval"]["lo"].as_f64().unwrap(),
+                ddr["interval"]["hi"].as_f64().unwrap(),
+            );
+            let (hl, hh) = (
+                hbm["interval"]["lo"].as_f64().unwrap(),
+                hbm["interval"]["hi"].as_f64().unwrap(),
+            );
+            assert!(hl >= dl * (1.0 - 1e-12) && hh >= dh * (1.0 - 1e-12));
+            raised += usize::from(hl > dl * (1.0 + 1e-9) || hh > dh * (1.0 + 1e-9));
+        }
+    }
+    assert!(raised > 0);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+}
+
+#[test]
+fn explore_bad_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.toml");
+    std::fs::write(&f, "name = \"x\"\n[source]\nmachine = \"thunderx2\"\nprofile = \"p.json\"\n[[variants]]\nname = \"a\"\nprofile = \"p.json\"\n[[targets]]\nname = \"t\"\nmachine = \"thunderx2\"\ntransforms = [{ replace_memori = \"a64fx\" }]\n").unwrap();
+    let o = run(&["explore", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("s.toml"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("replace_memori"), "{}", stderr(&o));
+}

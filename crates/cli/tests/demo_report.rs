@@ -1,0 +1,157 @@
+//! End to end: `hpcscope demo` on one workload, then the report opened in headless Chromium
+//! (Debian's `chromium`, started here): every chart must be rendered (SVG elements present
+//! and not empty), the page must log no console error, and a screenshot is saved next to
+//! the report. Skipped, with a line saying why, without gcc, qemu-user, the plugin or
+//! Chromium (`scripts/setup.sh` installs them; `scripts/test.sh` builds the plugin).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+fn plugin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("HPCSCOPE_QEMU_PLUGIN") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hpcscope"));
+    let target = exe.parent()?.parent()?;
+    ["release", "debug"]
+        .iter()
+        .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn demo_report_renders_in_chromium() {
+    for tool in ["gcc", "qemu-x86_64"] {
+        if which(tool).is_none() {
+            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
+            return;
+        }
+    }
+    let Some(chromium) = which("chromium").or_else(|| which("chromium-browser")) else {
+        println!("skipping: chromium is not installed (apt-get install chromium)");
+        return;
+    };
+    let Some(plugin) = plugin() else {
+        println!(
+            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    // A published machine as the source keeps the test independent of a benchmark run.
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args([
+            "demo",
+            "--machine",
+            "cascadelake-8260",
+            "--workloads",
+            "triad",
+            "--no-sve",
+            "--native-runs",
+            "1",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "demo failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report = out.join("report.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let charts_in_file = html.matches("<svg").count();
+    assert!(
+        charts_in_file >= 3,
+        "the report has {charts_in_file} charts"
+    );
+
+    let profile = dir.path().join("chromium-profile");
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let url = format!("file://{}", report.display());
+    // The DOM after load: the charts as the browser parsed them.
+    let dom = Command::new(&chromium)
+        .args(flags)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    let svgs: Vec<&str> = dom_text
+        .split("<svg")
+        .skip(1)
+        .map(|s| s.split("</svg>").next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        svgs.len(),
+        charts_in_file,
+        "every chart of the file is in the rendered page"
+    );
+    for (i, s) in svgs.iter().enumerate() {
+        let shapes = ["<path", "<line", "<polyline", "<rect", "<circle", "<text"]
+            .iter()
+            .map(|t| s.matches(t).count())
+            .sum::<usize>();
+        assert!(shapes > 10, "chart {i} is nearly empty ({shapes} shapes)");
+    }
+    let console_messages: Vec<String> = String::from_utf8_lossy(&dom.stderr)
+        .lines()
+        // The report has no script: any console message at all is a problem (Chromium logs
+        // console.error and uncaught exceptions alike as `INFO:CONSOLE`).
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        console_messages.is_empty(),
+        "console messages: {console_messages:?}"
+    );
+    // A screenshot next to the report, for a person to look at.
+    let shot = out.join("report.png");
+    let s = Command::new(&chromium)
+        .args(flags)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--window-size=1200,3000")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(s.status.success());
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
+    // Keep the screenshot where a person can find it after the test.
+    let keep = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("demo-report.png");
+    std::fs::copy(&shot, &keep).unwrap();
+    println!("screenshot: {}", keep.display());
+}

@@ -1,0 +1,338 @@
+//! `hpcscope mix` end to end: the real plugin under the real QEMU on small C programs built
+//! here. Skipped, with a line saying why, where qemu-user, gcc or the plugin is missing
+//! (`scripts/setup.sh` installs them; `scripts/test.sh` builds the plugin).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+}
+
+fn which(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+}
+
+fn plugin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("HPCSCOPE_QEMU_PLUGIN") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hpcscope"));
+    let target = exe.parent()?.parent()?;
+    ["release", "debug"]
+        .iter()
+        .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
+        .find(|p| p.is_file())
+}
+
+/// Returns the plugin path, or None after printing why the test is skipped.
+fn ready() -> Option<PathBuf> {
+    for tool in ["qemu-x86_64", "gcc"] {
+        if !which(tool) {
+            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
+            return None;
+        }
+    }
+    let p = plugin();
+    if p.is_none() {
+        println!(
+            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
+        );
+    }
+    p
+}
+
+fn cc(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O2", "-fno-tree-vectorize"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+fn mix(plugin: &Path, args: &[&str]) -> Output {
+    bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", plugin)
+        .arg("mix")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+const TRIAD: &str = r#"
+#include <stdlib.h>
+#include <stdio.h>
+__attribute__((noinline)) void kernel(long n, double *a, const double *b, const double *c) {
+  for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
+}
+int main(int argc, char **argv) {
+  long n = atol(argv[1]), reps = atol(argv[2]);
+  double *a = calloc(n, 8), *b = calloc(n, 8), *c = calloc(n, 8);
+  for (long r = 0; r < reps; r++) kernel(n, a, b, c);
+  printf("%f\n", a[n / 2]);
+  return 0;
+}
+"#;
+
+#[test]
+fn triad_counts_are_exact_and_bytes_split_by_level() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = cc(dir.path(), "triad", TRIAD, &[]);
+    let out = dir.path().join("p.json");
+    // 4096 elements x 3 arrays x 8 B = 96 KiB: misses L1 (32 KiB), fits L2 (1 MiB).
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "cascadelake-8260",
+            "--function",
+            "kernel",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            prog.to_str().unwrap(),
+            "4096",
+            "6000",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let th = &p["regions"][0]["threads"][0];
+    // 2 FLOPs and 24 bytes per element, exactly (scalar SSE2: one mulsd + one addsd).
+    assert_eq!(th["flops"].as_f64().unwrap(), 2.0 * 4096.0 * 6000.0);
+    assert_eq!(
+        th["fp_instructions"].as_f64().unwrap(),
+        2.0 * 4096.0 * 6000.0
+    );
+    let levels = th["memory"]["bytes_per_level"].as_array().unwrap();
+    let total: f64 = levels.iter().map(|l| l["bytes"].as_f64().unwrap()).sum();
+    // Per call, `ret` and the stack add a few bytes: within 0.1 %.
+    assert!(
+        (total - 24.0 * 4096.0 * 6000.0).abs() / total < 1e-3,
+        "{total}"
+    );
+    let frac = |name: &str| {
+        levels.iter().find(|l| l["level"] == name).unwrap()["bytes"]
+            .as_f64()
+            .unwrap()
+            / total
+    };
+    // Sequential 8-byte accesses over 64-byte lines: 7 of 8 hit L1; the misses hit L2 after
+    // the first repetition (the 96 KiB working set stays in the 1 MiB L2).
+    assert!((frac("L1") - 0.875).abs() < 0.002, "L1 {}", frac("L1"));
+    assert!(frac("L2") > 0.12, "L2 {}", frac("L2"));
+    assert_eq!(p["isa"], "x86_64");
+    assert_eq!(p["precision"], "f64");
+    // The kernel's own time, measured by CPU-clock sampling of native runs.
+    assert!(
+        th["time_s"].as_f64().is_some_and(|t| t > 0.0),
+        "region time recorded: {}",
+        p["notes"]
+    );
+}
+
+#[test]
+fn crash_and_failure_keep_partial_counts() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let crash = cc(
+        dir.path(),
+        "crash",
+        "#include <stdio.h>\nint main(void){ volatile double x = 1.0; for (int i = 0; i < 30000000; i++) x = x * 1.0000001; printf(\"%f\\n\", x); volatile int *p = 0; return *p; }\n",
+        &[],
+    );
+    let out = dir.path().join("c.json");
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "thunderx2",
+            "--native-runs",
+            "0",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            crash.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("killed by signal 11"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(p["partial"], true);
+    // Counted up to the last snapshot before the crash (taken every 250 ms).
+    assert!(p["regions"][0]["threads"][0]["flops"].as_f64().unwrap() > 0.0);
+
+    let fail = cc(
+        dir.path(),
+        "fail",
+        "int main(void){ volatile double x = 2.0; x = x * x; return 3; }\n",
+        &[],
+    );
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "thunderx2",
+            "--native-runs",
+            "0",
+            "--",
+            fail.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("exited with status 3"));
+}
+
+#[test]
+fn timeout_keeps_partial_counts() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let spin = cc(
+        dir.path(),
+        "spin",
+        "int main(void){ volatile double x = 1.0; for (;;) x = x * 1.0000001; }\n",
+        &[],
+    );
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "thunderx2",
+            "--native-runs",
+            "0",
+            "--timeout",
+            "1",
+            "--",
+            spin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("time limit"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn bad_programs_and_regions() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("script.sh");
+    std::fs::write(&text, "#!/bin/sh\necho hi\n").unwrap();
+    let o = mix(&plugin, &["-m", "thunderx2", "--", text.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not an ELF executable"));
+    let prog = cc(dir.path(), "triad", TRIAD, &[]);
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "thunderx2",
+            "--function",
+            "kernal",
+            "--",
+            prog.to_str().unwrap(),
+            "10",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("no function named 'kernal'") && e.contains("kernel"),
+        "{e}"
+    );
+    // A machine without cache geometry cannot be simulated.
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "knl-flat-dram",
+            "--",
+            prog.to_str().unwrap(),
+            "10",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no cache level"));
+    // SVE lengths on an x86 program.
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "thunderx2",
+            "--sve-bits",
+            "256",
+            "--",
+            prog.to_str().unwrap(),
+            "10",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn missing_qemu_is_an_environment_limit() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = cc(dir.path(), "triad", TRIAD, &[]);
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .env("HPCSCOPE_QEMU", "/nonexistent/qemu")
+        .args([
+            "mix",
+            "-m",
+            "thunderx2",
+            "--",
+            prog.to_str().unwrap(),
+            "10",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("HPCSCOPE_QEMU"));
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
+        .args([
+            "mix",
+            "-m",
+            "thunderx2",
+            "--",
+            prog.to_str().unwrap(),
+            "10",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3));
+}

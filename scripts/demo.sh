@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The main job on the bundled workloads: set up the machine, build hpcscope and its QEMU
+# plugin, and run `hpcscope demo`, which measures this machine once (cached), builds the
+# reference workloads for SSE2, AVX2, NEON and SVE, analyses and projects them, checks the
+# projections against measurements, and writes out/demo/report.html.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin
+exec target/release/hpcscope demo -o out/demo "$@"
