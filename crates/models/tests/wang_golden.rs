@@ -1,0 +1,120 @@
+//! Golden tests of seed 004 (Wang 2023): POP metrics (research note section 6.7, eqs. 3.7 to
+//! 3.16), the eq. 3.2 projection and alpha fit (section 6.8), the eq. 3.3 composition with a
+//! Hockney fit (section 6.9).
+
+use hpcscope_models::pop::{
+    compose, fit_decomposition, fit_hockney, hybrid_efficiency, pop_metrics, project_ratio,
+};
+
+fn close(a: f64, b: f64, tol: f64) {
+    assert!((a - b).abs() <= tol, "{a} != {b} (tol {tol})");
+}
+
+#[test]
+fn pop_section_6_7_eqs_3_7_to_3_13() {
+    let m = pop_metrics(&[8.0, 7.0, 6.0, 9.0], 10.0, Some(&[14.0, 14.0]), None).unwrap();
+    close(m.parallel_efficiency, 0.75, 1e-12); // eq. 3.7
+    close(m.load_balance, 7.5 / 9.0, 1e-12); // eq. 3.8 = 0.8333
+    close(m.communication_efficiency, 0.90, 1e-12); // eq. 3.9
+    // The identity: load balance x communication efficiency = parallel efficiency.
+    close(
+        m.load_balance * m.communication_efficiency,
+        m.parallel_efficiency,
+        1e-12,
+    );
+    close(m.strong_scaling.unwrap(), 28.0 / 30.0, 1e-12); // eq. 3.10 = 0.9333
+    close(m.global_efficiency.unwrap(), 0.70, 1e-12); // eq. 3.13
+    // Eq. 3.11 with a weak-scaling reference of average 7.0: 7.0/7.5.
+    let w = pop_metrics(
+        &[8.0, 7.0, 6.0, 9.0],
+        10.0,
+        Some(&[7.0, 7.0, 7.0, 7.0]),
+        None,
+    )
+    .unwrap();
+    close(w.weak_scaling.unwrap(), 7.0 / 7.5, 1e-12);
+    // Eq. 3.12 with factors 0.98 x 0.95 x 1.00 = 0.931.
+    let f = pop_metrics(&[8.0, 7.0, 6.0, 9.0], 10.0, None, Some((0.98, 0.95, 1.0))).unwrap();
+    close(f.computation_scaling.unwrap(), 0.931, 1e-12);
+}
+
+#[test]
+fn pop_hybrid_eqs_3_14_to_3_16() {
+    let h = hybrid_efficiency(&[9.0, 7.0, 8.4, 4.4], &[9.0, 8.6], 10.0).unwrap();
+    close(h.hybrid_parallel_efficiency, 0.72, 1e-12);
+    close(h.mpi_efficiency, 0.88, 1e-12);
+    close(h.openmp_efficiency, 0.72 / 0.88, 1e-12);
+    close(
+        h.mpi_efficiency * h.openmp_efficiency,
+        h.hybrid_parallel_efficiency,
+        1e-12,
+    ); // eq. 3.14
+}
+
+#[test]
+fn pop_rejects_comp_above_runtime() {
+    assert!(pop_metrics(&[11.0], 10.0, None, None).is_err());
+    assert!(pop_metrics(&[], 10.0, None, None).is_err());
+}
+
+#[test]
+fn projection_eq_3_2_section_6_8() {
+    // alpha from Table 4.5's profile shares: MPI 0.333, CPU 0.468, BW 0.199.
+    let alpha = [0.333, 0.468, 0.199];
+    let r = project_ratio(&alpha, &[1.0, 3312.0 / 2797.0, 1.0]);
+    close(r, 1.086171, 5e-7);
+}
+
+#[test]
+fn alpha_fit_eq_3_2_section_6_8() {
+    let terms: Vec<String> = ["NB", "f", "BW"].iter().map(|s| s.to_string()).collect();
+    let x = vec![
+        vec![1.0, 1.0, 1.0],
+        vec![2.0, 1.0, 1.0],
+        vec![1.0, 1.184126, 1.0],
+        vec![1.0, 1.0, 1.5],
+    ];
+    let y = [1.0, 1.333, 1.086171, 1.0995];
+    let d = fit_decomposition(&terms, &x, &y).unwrap();
+    close(d.alpha[0], 0.333, 1e-5);
+    close(d.alpha[1], 0.468, 1e-5);
+    close(d.alpha[2], 0.199, 1e-5);
+    close(d.alpha_sum, 1.0, 1e-5);
+    assert!(d.r2 > 0.999_999);
+    // With +-0.5 % multiplicative noise the weights stay within 0.02.
+    let noise = [0.004, -0.005, 0.003, -0.002];
+    let yn: Vec<f64> = y.iter().zip(noise).map(|(v, e)| v * (1.0 + e)).collect();
+    let dn = fit_decomposition(&terms, &x, &yn).unwrap();
+    for (a, b) in dn.alpha.iter().zip([0.333, 0.468, 0.199]) {
+        assert!((a - b).abs() < 0.02, "{:?}", dn.alpha);
+    }
+    assert!(fit_decomposition(&terms, &x[..2], &y[..2]).is_err());
+}
+
+#[test]
+fn composition_eq_3_3_section_6_9() {
+    // Hockney fit on Table 4.6's Sendrecv t_avg, rows >= 1024 B.
+    let rows = [
+        (1024.0, 6.10),
+        (2048.0, 11.39),
+        (4096.0, 22.08),
+        (8192.0, 43.32),
+        (16384.0, 86.17),
+        (32768.0, 172.19),
+        (65536.0, 331.48),
+        (131072.0, 686.36),
+        (262144.0, 1369.50),
+        (524288.0, 2725.52),
+        (1048576.0, 5433.15),
+        (2097152.0, 10872.46),
+        (4194304.0, 21770.60),
+    ];
+    let h = fit_hockney(&rows).unwrap();
+    close(h.t0, 0.5896, 0.01);
+    close(h.per_byte, 0.0051889, 2e-7);
+    let t_mpi = 100.0 * (h.t0 + 4_194_304.0 * h.per_byte) * 1e-6;
+    close(t_mpi, 2.1765, 5e-4);
+    let c = compose(10.0, 5.0e10 / 25e9, 1.0e9 / 7.7637e9, t_mpi, 0.0, 5.0);
+    close(c.kernel_s, 4.3053, 5e-4);
+    close(c.total_s, 48.05, 0.01);
+}
