@@ -1,0 +1,891 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * hpcscope probes: syscalls, scheduler, page faults, block and file I/O, user-function
+ * latency (uprobe slots) and cpu-clock stack samples.
+ *
+ * Everything is aggregated here, in per-CPU or per-thread maps; user space reads the maps
+ * once at the end (and drains a small ring buffer of process lifecycle events). Which
+ * processes count is decided by `tracked()`: a tgid present in `targets` (the launched or
+ * attached process and every process it forks), or, when `cfg_cgroup` is set, membership in
+ * that cgroup v2, or everything when `cfg_all` is set. Which probes run is decided by the
+ * loader, which loads and attaches only the programs asked for.
+ *
+ * Kernel requirements: BTF (CO-RE relocations), raw tracepoints, tracepoints, perf
+ * software events, uprobes, ring buffers (5.8+). No kprobes, no fentry.
+ */
+#include "vmlinux_min.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "hpcscope.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before load (.rodata). */
+const volatile u64 cfg_cgroup = 0;
+const volatile u8 cfg_all = 0;
+const volatile u8 cfg_timeline = 0;
+const volatile u8 cfg_fileio = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, struct sc_start);
+} sc_starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sc_slot);
+} sc_slot SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sc_key);
+	__type(value, struct sc_stats);
+} sc_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, struct thread_stats);
+} threads SEC(".maps");
+
+/* Clock (bpf_ktime_get_ns) when the probes were attached; set by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} trace_start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HIST_SLOTS);
+	__type(key, u32);
+	__type(value, u64);
+} runq_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HIST_SLOTS);
+	__type(key, u32);
+	__type(value, u64);
+} offcpu_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fd_key);
+	__type(value, struct fd_stats);
+} fd_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fd_key);
+	__type(value, struct fd_path);
+} fd_paths SEC(".maps");
+
+/* Current generation of each (tgid, fd) (key with gen = 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fd_key);
+	__type(value, u32);
+} fd_gens SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct fd_path);
+} path_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);
+	__type(value, struct blk_start);
+} blk_starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 256);
+	__type(key, u32);
+	__type(value, struct blk_stats);
+} blk_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, 127 * sizeof(u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sample_key);
+	__type(value, u64);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, struct fn_frames);
+} fn_frames SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fn_key);
+	__type(value, struct fn_stats);
+} fn_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* One all-zero value, the initial value of new per-CPU entries (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct blk_stats);
+} zeroes SEC(".maps");
+
+static __always_inline void *zero_value(void)
+{
+	u32 z = 0;
+	return bpf_map_lookup_elem(&zeroes, &z);
+}
+
+static __always_inline struct sc_slot *slot_get(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&sc_slot, &zero);
+}
+
+/* Lost ring-buffer events (full buffer), fn frames deeper than USTACK_DEPTH. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, u32);
+	__type(value, u64);
+} drops SEC(".maps");
+
+static __always_inline void count_drop(u32 which)
+{
+	u64 *v = bpf_map_lookup_elem(&drops, &which);
+	if (v)
+		(*v)++;
+}
+
+/* Slot of v in a log2 histogram: 0 for 0, else floor(log2 v) + 1 (BCC's bpf_log2l). */
+static __always_inline u32 log2_slot(u64 v)
+{
+	u32 r = 0, shift;
+	if (v == 0)
+		return 0;
+	shift = (v > 0xFFFFFFFFULL) << 5;
+	v >>= shift;
+	r = shift;
+	shift = (v > 0xFFFF) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFF) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xF) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1);
+	r += 1;
+	if (r >= HIST_SLOTS)
+		r = HIST_SLOTS - 1;
+	return r;
+}
+
+static __always_inline bool tgid_tracked(u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline bool tracked_current(void)
+{
+	if (cfg_all)
+		return true;
+	if (cfg_cgroup)
+		return bpf_get_current_cgroup_id() == cfg_cgroup;
+	return tgid_tracked(bpf_get_current_pid_tgid() >> 32);
+}
+
+static __always_inline bool tracked_task(struct task_struct *t)
+{
+	if (cfg_all)
+		return true;
+	if (cfg_cgroup)
+		return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id) == cfg_cgroup;
+	return tgid_tracked(BPF_CORE_READ(t, tgid));
+}
+
+static __always_inline void hist_add(void *map, u64 v)
+{
+	u32 slot = log2_slot(v);
+	u64 *c = bpf_map_lookup_elem(map, &slot);
+	if (c)
+		(*c)++;
+}
+
+/* ------------------------------------------------------------------ processes */
+
+static __always_inline void emit(u32 kind, u32 tgid, u32 tid, u64 ts, u64 dur, u64 arg,
+				 const char *comm_src, bool comm_current)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(0);
+		return;
+	}
+	e->kind = kind;
+	e->tgid = tgid;
+	e->tid = tid;
+	e->cpu = bpf_get_smp_processor_id();
+	e->ts = ts;
+	e->dur = dur;
+	e->arg = arg;
+	if (comm_current)
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	else if (comm_src)
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm_src);
+	else
+		e->comm[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* sched_process_fork(struct task_struct *parent, struct task_struct *child) */
+SEC("raw_tracepoint/sched_process_fork")
+int hs_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (void *)ctx->args[0];
+	struct task_struct *child = (void *)ctx->args[1];
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+	u32 ctgid = BPF_CORE_READ(child, tgid);
+	u8 one = 1;
+
+	if (ptgid == ctgid)
+		return 0; /* a new thread: same tgid, already covered */
+	if (cfg_all || cfg_cgroup) {
+		if (!tracked_task(child))
+			return 0;
+	} else {
+		if (!tgid_tracked(ptgid))
+			return 0;
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	}
+	emit(EV_FORK, ctgid, ctgid, bpf_ktime_get_ns(), 0, ptgid, 0, true);
+	return 0;
+}
+
+/* sched_process_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) */
+SEC("raw_tracepoint/sched_process_exec")
+int hs_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	if (!tracked_current())
+		return 0;
+	emit(EV_EXEC, id >> 32, (u32)id, bpf_ktime_get_ns(), 0, 0, 0, true);
+	return 0;
+}
+
+/* sched_process_exit(struct task_struct *p[, bool group_dead]) */
+SEC("raw_tracepoint/sched_process_exit")
+int hs_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct thread_stats *t;
+
+	struct sc_slot *c = slot_get();
+	if (c && c->tid == tid) {
+		c->pending = 0;
+		c->tid = 0;
+	}
+	bpf_map_delete_elem(&sc_starts, &tid);
+	if (!tracked_current())
+		return 0;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		t->exited = 1;
+	emit(EV_EXIT, id >> 32, tid, bpf_ktime_get_ns(), 0, 0, 0, true);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ syscalls */
+
+#define NR_read 0
+#define NR_write 1
+#define NR_open 2
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_openat 257
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_openat2 437
+
+/* Moves this CPU's in-flight syscall to the per-thread hash. */
+static __always_inline void slot_spill(struct sc_slot *c)
+{
+	struct sc_start s = { .ts = c->ts, .arg0 = c->arg0, .nr = c->nr, .tgid = c->tgid };
+	u32 tid = c->tid;
+	bpf_map_update_elem(&sc_starts, &tid, &s, BPF_ANY);
+	c->pending = 0;
+}
+
+/*
+ * sys_enter(struct pt_regs *regs, long id)
+ *
+ * The hottest program. On the fast path (the same tracked thread as the last syscall on
+ * this CPU) it costs a per-CPU array access and a clock read; the target check runs when
+ * another thread takes the CPU.
+ */
+SEC("raw_tracepoint/sys_enter")
+int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	u64 arg0 = 0;
+	u32 nr = (u32)ctx->args[1];
+	struct sc_slot *c = slot_get();
+
+	if (!c)
+		return 0;
+	if (c->tid != tid || c->tgid != (u32)(id >> 32)) {
+		if (!tracked_current())
+			return 0;
+		if (c->pending)
+			slot_spill(c);
+		c->tid = tid;
+		c->tgid = id >> 32;
+	}
+	if (cfg_fileio) {
+		struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+		switch (nr) {
+		case NR_read:
+		case NR_write:
+		case NR_pread64:
+		case NR_pwrite64:
+		case NR_readv:
+		case NR_writev:
+		case NR_preadv:
+		case NR_pwritev:
+		case NR_open:
+			arg0 = BPF_CORE_READ(regs, di);
+			break;
+		case NR_openat:
+		case NR_openat2:
+			arg0 = BPF_CORE_READ(regs, si);
+			break;
+		}
+	}
+	c->nr = nr;
+	c->arg0 = arg0;
+	c->ts = bpf_ktime_get_ns();
+	c->pending = 1;
+	return 0;
+}
+
+/* sched_switch, with the syscall probe: a thread leaving the CPU mid-syscall takes its
+ * start time along (to the hash). */
+SEC("raw_tracepoint/sched_switch")
+int hs_sc_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct sc_slot *c = slot_get();
+	if (c && c->pending && c->tid == (u32)bpf_get_current_pid_tgid())
+		slot_spill(c);
+	return 0;
+}
+
+static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
+{
+	struct fd_key k = { .tgid = tgid };
+	bool is_read;
+	u32 *g;
+
+	switch (s->nr) {
+	case NR_open:
+	case NR_openat:
+	case NR_openat2: {
+		u32 zero = 0;
+		struct fd_path *p;
+		if (ret < 0)
+			return;
+		p = bpf_map_lookup_elem(&path_scratch, &zero);
+		if (!p)
+			return;
+		k.fd = (s32)ret;
+		g = bpf_map_lookup_elem(&fd_gens, &k);
+		u32 gen = g ? *g + 1 : 1;
+		bpf_map_update_elem(&fd_gens, &k, &gen, BPF_ANY);
+		if (bpf_probe_read_user_str(p->path, sizeof(p->path), (void *)s->arg0) < 0)
+			return;
+		k.gen = gen;
+		bpf_map_update_elem(&fd_paths, &k, p, BPF_ANY);
+		return;
+	}
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+		is_read = true;
+		break;
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+		is_read = false;
+		break;
+	default:
+		return;
+	}
+	if (ret <= 0)
+		return;
+	k.fd = (s32)s->arg0;
+	g = bpf_map_lookup_elem(&fd_gens, &k);
+	k.gen = g ? *g : 0;
+	struct fd_stats *st = bpf_map_lookup_elem(&fd_stats, &k);
+	if (!st) {
+		void *zero = zero_value();
+		if (!zero)
+			return;
+		bpf_map_update_elem(&fd_stats, &k, zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&fd_stats, &k);
+		if (!st)
+			return;
+	}
+	if (is_read) {
+		st->read_bytes += ret;
+		st->reads++;
+	} else {
+		st->write_bytes += ret;
+		st->writes++;
+	}
+}
+
+/* sys_exit(struct pt_regs *regs, long ret) */
+SEC("raw_tracepoint/sys_exit")
+int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	s64 ret = (s64)ctx->args[1];
+	struct sc_slot *c = slot_get();
+	struct sc_start start;
+	struct sc_key k;
+	struct sc_stats *st;
+	u64 lat;
+
+	if (c && c->pending && c->tid == tid) {
+		start.ts = c->ts;
+		start.arg0 = c->arg0;
+		start.nr = c->nr;
+		c->pending = 0;
+	} else {
+		struct sc_start *s = bpf_map_lookup_elem(&sc_starts, &tid);
+		if (!s || s->ts == 0)
+			return 0;
+		start.ts = s->ts;
+		start.arg0 = s->arg0;
+		start.nr = s->nr;
+		s->ts = 0;
+	}
+	lat = bpf_ktime_get_ns() - start.ts;
+	k.tgid = id >> 32;
+	k.nr = start.nr;
+	st = bpf_map_lookup_elem(&sc_stats, &k);
+	if (!st) {
+		void *zero = zero_value();
+		if (!zero)
+			return 0;
+		bpf_map_update_elem(&sc_stats, &k, zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&sc_stats, &k);
+		if (!st)
+			return 0;
+	}
+	st->count++;
+	if (ret < 0)
+		st->errors++;
+	st->total_ns += lat;
+	if (lat > st->max_ns)
+		st->max_ns = lat;
+	st->hist[log2_slot(lat) % HIST_SLOTS]++;
+	if (cfg_fileio)
+		fileio_exit(k.tgid, &start, ret);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ scheduler */
+
+static __always_inline struct thread_stats *thread_get(u32 tid, u32 tgid)
+{
+	struct thread_stats *t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		return t;
+	struct thread_stats zero = {};
+	zero.tgid = tgid;
+	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+ *              unsigned int prev_state) */
+SEC("raw_tracepoint/sched_switch")
+int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	bool preempt = (bool)ctx->args[0];
+	struct task_struct *next = (void *)ctx->args[2];
+	u64 prev_state = ctx->args[3];
+	u64 now = bpf_ktime_get_ns();
+	u64 id = bpf_get_current_pid_tgid(); /* current is still prev here */
+	struct thread_stats *t;
+
+	if (tracked_current()) {
+		t = thread_get((u32)id, id >> 32);
+		if (t) {
+			bpf_get_current_comm(t->comm, sizeof(t->comm));
+			if (t->last_on_ts) {
+				u64 d = now - t->last_on_ts;
+				t->on_cpu_ns += d;
+				if (cfg_timeline)
+					emit(EV_ONCPU, id >> 32, (u32)id, t->last_on_ts, d, 0, 0, true);
+			} else if (!t->last_off_ts && !t->vol_switches && !t->invol_switches) {
+				/* First switch out of a thread already running when the trace began. */
+				u32 zero = 0;
+				u64 *start = bpf_map_lookup_elem(&trace_start, &zero);
+				if (start && *start && now > *start)
+					t->on_cpu_ns += now - *start;
+			}
+			t->last_on_ts = 0;
+			t->last_off_ts = now;
+			if (preempt || prev_state == 0) {
+				t->invol_switches++;
+				t->wake_ts = now; /* still runnable: waits in the run queue */
+			} else {
+				t->vol_switches++;
+				t->wake_ts = 0;
+			}
+		}
+	}
+	if (tracked_task(next)) {
+		u32 ntid = BPF_CORE_READ(next, pid);
+		if (ntid == 0)
+			return 0;
+		t = thread_get(ntid, BPF_CORE_READ(next, tgid));
+		if (!t)
+			return 0;
+		if (t->last_off_ts) {
+			u64 d = now - t->last_off_ts;
+			t->off_cpu_ns += d;
+			hist_add(&offcpu_hist, d);
+		}
+		if (t->wake_ts) {
+			u64 d = now - t->wake_ts;
+			t->runq_ns += d;
+			if (d > t->runq_max_ns)
+				t->runq_max_ns = d;
+			hist_add(&runq_hist, d);
+			t->wake_ts = 0;
+		}
+		t->last_off_ts = 0;
+		t->last_on_ts = now;
+	}
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	struct thread_stats *t;
+	if (!tracked_task(p))
+		return 0;
+	t = thread_get(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid));
+	if (!t)
+		return 0;
+	t->wake_ts = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&t->wakeups, 1);
+	return 0;
+}
+
+/* sched_wakeup(struct task_struct *p) */
+SEC("raw_tracepoint/sched_wakeup")
+int hs_sched_wakeup(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_wakeup((void *)ctx->args[0]);
+}
+
+/* sched_wakeup_new(struct task_struct *p) */
+SEC("raw_tracepoint/sched_wakeup_new")
+int hs_sched_wakeup_new(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_wakeup((void *)ctx->args[0]);
+}
+
+/* sched_migrate_task(struct task_struct *p, int dest_cpu) */
+SEC("raw_tracepoint/sched_migrate_task")
+int hs_sched_migrate(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+	struct thread_stats *t;
+	if (!tracked_task(p))
+		return 0;
+	t = thread_get(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid));
+	if (t)
+		__sync_fetch_and_add(&t->migrations, 1);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ page faults */
+
+static __always_inline int on_fault(bool major)
+{
+	u64 id;
+	struct thread_stats *t;
+	if (!tracked_current())
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	t = thread_get((u32)id, id >> 32);
+	if (!t)
+		return 0;
+	if (major)
+		t->major_faults++;
+	else
+		t->minor_faults++;
+	return 0;
+}
+
+/* perf software event PERF_COUNT_SW_PAGE_FAULTS_MIN, period 1 */
+SEC("perf_event")
+int hs_fault_minor(struct bpf_perf_event_data *ctx)
+{
+	return on_fault(false);
+}
+
+/* perf software event PERF_COUNT_SW_PAGE_FAULTS_MAJ, period 1 */
+SEC("perf_event")
+int hs_fault_major(struct bpf_perf_event_data *ctx)
+{
+	return on_fault(true);
+}
+
+/* ------------------------------------------------------------------ block I/O */
+
+/*
+ * Raw tracepoints (no tracefs needed). The request pointer is the key from issue to
+ * completion; the device is the request queue's disk. Counted for the whole machine, not
+ * per target: most requests are issued by kernel threads (writeback, device mapper,
+ * io_uring workers) on a process's behalf, so the issuing context says little.
+ */
+
+/* block_rq_issue(struct request *rq) */
+SEC("raw_tracepoint/block_rq_issue")
+int hs_block_issue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct request *rq = (void *)ctx->args[0];
+	u64 key = (u64)rq;
+	struct blk_start s;
+	s.ts = bpf_ktime_get_ns();
+	s.bytes = BPF_CORE_READ(rq, __data_len);
+	bpf_map_update_elem(&blk_starts, &key, &s, BPF_ANY);
+	return 0;
+}
+
+/* block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes) */
+SEC("raw_tracepoint/block_rq_complete")
+int hs_block_complete(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct request *rq = (void *)ctx->args[0];
+	u64 key = (u64)rq;
+	struct blk_start *s;
+	struct blk_stats *st;
+	u64 lat;
+	u32 dev;
+
+	s = bpf_map_lookup_elem(&blk_starts, &key);
+	if (!s)
+		return 0;
+	lat = bpf_ktime_get_ns() - s->ts;
+	dev = ((u32)BPF_CORE_READ(rq, q, disk, major) << 20) | (u32)BPF_CORE_READ(rq, q, disk, first_minor);
+	st = bpf_map_lookup_elem(&blk_stats, &dev);
+	if (!st) {
+		void *zero = zero_value();
+		if (!zero)
+			return 0;
+		bpf_map_update_elem(&blk_stats, &dev, zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&blk_stats, &dev);
+	}
+	if (st) {
+		st->count++;
+		st->bytes += s->bytes;
+		st->total_ns += lat;
+		if (lat > st->max_ns)
+			st->max_ns = lat;
+		st->lat_hist[log2_slot(lat) % HIST_SLOTS]++;
+		st->size_hist[log2_slot(s->bytes) % HIST_SLOTS]++;
+	}
+	bpf_map_delete_elem(&blk_starts, &key);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ cpu-clock samples */
+
+SEC("perf_event")
+int hs_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	struct sample_key k = {};
+	u64 one = 1, *c;
+
+	if ((u32)id == 0)
+		return 0; /* idle */
+	if (!tracked_current())
+		return 0;
+	k.tgid = id >> 32;
+	k.tid = (u32)id;
+	k.kstack = bpf_get_stackid(ctx, &stacks, 0);
+	k.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
+	c = bpf_map_lookup_elem(&samples, &k);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+	else
+		bpf_map_update_elem(&samples, &k, &one, BPF_NOEXIST);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ uprobe slots */
+
+static __always_inline int fn_enter(u32 slot)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct fn_frames *f;
+
+	if (!tracked_current())
+		return 0;
+	f = bpf_map_lookup_elem(&fn_frames, &tid);
+	if (!f) {
+		struct fn_frames zero = {};
+		bpf_map_update_elem(&fn_frames, &tid, &zero, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&fn_frames, &tid);
+		if (!f)
+			return 0;
+	}
+	u32 d = f->depth;
+	if (d < USTACK_DEPTH) {
+		f->slot[d & (USTACK_DEPTH - 1)] = slot;
+		f->ts[d & (USTACK_DEPTH - 1)] = bpf_ktime_get_ns();
+	} else {
+		count_drop(1);
+	}
+	f->depth = d + 1;
+	return 0;
+}
+
+static __always_inline int fn_exit(u32 slot)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct fn_frames *f = bpf_map_lookup_elem(&fn_frames, &tid);
+	struct fn_key k;
+	struct fn_stats *st;
+	u64 now, lat, start;
+	u32 d;
+
+	if (!f || f->depth == 0)
+		return 0;
+	now = bpf_ktime_get_ns();
+	d = f->depth - 1;
+	f->depth = d;
+	if (d >= USTACK_DEPTH)
+		return 0;
+	if (f->slot[d & (USTACK_DEPTH - 1)] != slot)
+		return 0; /* unbalanced (longjmp, probe attached mid-call) */
+	start = f->ts[d & (USTACK_DEPTH - 1)];
+	lat = now - start;
+	k.tgid = id >> 32;
+	k.slot = slot;
+	st = bpf_map_lookup_elem(&fn_stats, &k);
+	if (!st) {
+		void *zero = zero_value();
+		if (!zero)
+			return 0;
+		bpf_map_update_elem(&fn_stats, &k, zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&fn_stats, &k);
+		if (!st)
+			return 0;
+	}
+	if (st->count == 0)
+		st->min_ns = ~0ULL;
+	st->count++;
+	st->total_ns += lat;
+	if (lat > st->max_ns)
+		st->max_ns = lat;
+	if (lat < st->min_ns)
+		st->min_ns = lat;
+	st->hist[log2_slot(lat) % HIST_SLOTS]++;
+	if (cfg_timeline)
+		emit(EV_FUNC, k.tgid, tid, start, lat, slot, 0, true);
+	return 0;
+}
+
+#define SLOT(n)                                                                  \
+	SEC("uprobe") int hs_fn_enter_##n(struct pt_regs *ctx) { return fn_enter(n); } \
+	SEC("uretprobe") int hs_fn_exit_##n(struct pt_regs *ctx) { return fn_exit(n); }
+
+SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7)
+SLOT(8) SLOT(9) SLOT(10) SLOT(11) SLOT(12) SLOT(13) SLOT(14) SLOT(15)
+SLOT(16) SLOT(17) SLOT(18) SLOT(19) SLOT(20) SLOT(21) SLOT(22) SLOT(23)
+SLOT(24) SLOT(25) SLOT(26) SLOT(27) SLOT(28) SLOT(29) SLOT(30) SLOT(31)
+
+/* ------------------------------------------------------------------ kernel functions */
+
+/*
+ * Kernel-function latency through a kprobe/kretprobe pair (slot UPROBE_SLOTS), for kernels
+ * that have kprobes; elsewhere the loader says so and uses the syscall tracepoints.
+ */
+SEC("kprobe")
+int hs_kfunc_enter(struct pt_regs *ctx)
+{
+	return fn_enter(UPROBE_SLOTS);
+}
+
+SEC("kretprobe")
+int hs_kfunc_exit(struct pt_regs *ctx)
+{
+	return fn_exit(UPROBE_SLOTS);
+}
+
+/* Loaded only by `hpcscope doctor`, to learn whether BPF trampolines are allowed. */
+SEC("fentry/vfs_read")
+int hs_fentry_check(unsigned long long *ctx)
+{
+	return 0;
+}

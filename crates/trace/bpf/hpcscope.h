@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Shared between the BPF programs and the Rust loader (crates/trace/src/linux/abi.rs mirrors
+ * every struct here field by field; a change here needs the same change there).
+ */
+#ifndef HPCSCOPE_H
+#define HPCSCOPE_H
+
+#define HIST_SLOTS 48
+#define USTACK_DEPTH 8
+#define UPROBE_SLOTS 32
+#define PATH_LEN 256
+#define COMM_LEN 16
+
+/* Ring-buffer event kinds. */
+#define EV_EXEC 1
+#define EV_EXIT 2
+#define EV_FORK 3
+#define EV_ONCPU 4
+#define EV_FUNC 5
+
+struct sc_key {
+	u32 tgid;
+	u32 nr;
+};
+
+struct sc_stats {
+	u64 count;
+	u64 errors;
+	u64 total_ns;
+	u64 max_ns;
+	u64 hist[HIST_SLOTS];
+};
+
+/* A syscall in flight. */
+struct sc_start {
+	u64 ts;
+	u64 arg0;
+	u32 nr;
+	u32 tgid;
+};
+
+/*
+ * Per CPU: the syscall in flight of the tracked thread that last entered one on this CPU
+ * (tid, tgid also cache "this thread is tracked"). A thread leaving the CPU with a syscall
+ * in flight moves it to the sc_starts hash (sched_switch), so the slot is only ever read
+ * by the thread that wrote it.
+ */
+struct sc_slot {
+	u64 ts;
+	u64 arg0;
+	u32 nr;
+	u32 tgid;
+	u32 tid;
+	u32 pending;
+};
+
+struct thread_stats {
+	u32 tgid;
+	u32 pad;
+	char comm[COMM_LEN];
+	u64 on_cpu_ns;
+	u64 off_cpu_ns;
+	u64 runq_ns;
+	u64 runq_max_ns;
+	u64 vol_switches;
+	u64 invol_switches;
+	u64 migrations;
+	u64 wakeups;
+	u64 minor_faults;
+	u64 major_faults;
+	u64 last_on_ts;
+	u64 last_off_ts;
+	u64 wake_ts;
+	u64 exited;
+};
+
+/* gen counts the opens of this descriptor number seen during the trace (0: opened before). */
+struct fd_key {
+	u32 tgid;
+	s32 fd;
+	u32 gen;
+	u32 pad;
+};
+
+struct fd_stats {
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 reads;
+	u64 writes;
+};
+
+struct fd_path {
+	char path[PATH_LEN];
+};
+
+struct blk_start {
+	u64 ts;
+	u64 bytes;
+};
+
+struct blk_stats {
+	u64 count;
+	u64 bytes;
+	u64 total_ns;
+	u64 max_ns;
+	u64 lat_hist[HIST_SLOTS];
+	u64 size_hist[HIST_SLOTS];
+};
+
+struct sample_key {
+	u32 tgid;
+	u32 tid;
+	s32 kstack;
+	s32 ustack;
+	char comm[COMM_LEN];
+};
+
+struct fn_key {
+	u32 tgid;
+	u32 slot;
+};
+
+struct fn_stats {
+	u64 count;
+	u64 total_ns;
+	u64 max_ns;
+	u64 min_ns;
+	u64 hist[HIST_SLOTS];
+};
+
+struct fn_frames {
+	u32 depth;
+	u32 slot[USTACK_DEPTH];
+	u32 pad;
+	u64 ts[USTACK_DEPTH];
+};
+
+struct event {
+	u32 kind;
+	u32 tgid;
+	u32 tid;
+	u32 cpu;
+	u64 ts;
+	u64 dur;
+	u64 arg;
+	char comm[COMM_LEN];
+};
+
+#endif

@@ -1,0 +1,278 @@
+//! What this machine allows: BPF permission, BTF, program types, kprobes, fentry, uprobes,
+//! perf events, qemu and cross compilers, and what each missing piece disables.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+/// One capability check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// Whether it is available.
+    pub ok: bool,
+    /// What was found (a version, a path, an error).
+    pub detail: String,
+    /// What is disabled when it is missing (empty when nothing is).
+    pub disables: String,
+}
+
+/// All checks, in a fixed order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Doctor {
+    /// Kernel release.
+    pub kernel: String,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+impl Doctor {
+    /// Whether the check named `name` passed.
+    pub fn ok(&self, name: &str) -> bool {
+        self.checks.iter().any(|c| c.name == name && c.ok)
+    }
+
+    /// True when tracing can run at all (BPF permission and BTF).
+    pub fn can_trace(&self) -> bool {
+        self.ok("bpf permission") && self.ok("kernel BTF")
+    }
+}
+
+fn check(name: &str, ok: bool, detail: impl Into<String>, disables: &str) -> Check {
+    Check {
+        name: name.to_string(),
+        ok,
+        detail: detail.into(),
+        disables: if ok {
+            String::new()
+        } else {
+            disables.to_string()
+        },
+    }
+}
+
+/// Kernel release (`uname -r`).
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Effective capability bits of the calling thread (credentials are per thread).
+pub fn effective_caps() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Whether this process may load tracing BPF programs (CAP_SYS_ADMIN, or CAP_BPF with
+/// CAP_PERFMON), judged from its capability set.
+pub fn has_bpf_caps() -> bool {
+    let c = effective_caps();
+    c & (1 << CAP_SYS_ADMIN) != 0 || (c & (1 << CAP_BPF) != 0 && c & (1 << CAP_PERFMON) != 0)
+}
+
+/// Opens a counting perf event on this process (`type_`, `config`); true when it opens.
+pub fn perf_event_opens(type_: u32, config: u64) -> Result<(), String> {
+    // perf_event_attr, version 5 (112 bytes); only type, size, config and flags are set.
+    let mut attr = [0u64; 16];
+    attr[0] = (type_ as u64) | (112u64 << 32);
+    attr[1] = config;
+    // flags word at byte 40: disabled (bit 0), exclude_kernel (bit 5), exclude_hv (bit 6).
+    attr[5] = 1 | (1 << 5) | (1 << 6);
+    // SAFETY: attr is a valid, zero-padded perf_event_attr of the size it declares.
+    let fd =
+        unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0, -1, -1, 0u64) as i32 };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    // SAFETY: fd was just returned by the kernel and is owned here.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
+/// First of `names` found on PATH.
+pub fn which(names: &[&str]) -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    for n in names {
+        for d in std::env::split_paths(&path) {
+            let p = d.join(n);
+            if p.is_file() {
+                return Some(p.display().to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Runs every check. BPF program loads are tried only as root (or with the capabilities).
+pub fn run() -> Doctor {
+    let mut checks = Vec::new();
+    let caps = has_bpf_caps();
+    let euid = unsafe { libc::geteuid() };
+    checks.push(check(
+        "privileges",
+        caps,
+        format!("euid {euid}, CapEff {:#x}", effective_caps()),
+        "all eBPF probes and profiling (run as root or grant CAP_BPF+CAP_PERFMON)",
+    ));
+    let btf = Path::new("/sys/kernel/btf/vmlinux");
+    checks.push(check(
+        "kernel BTF",
+        btf.exists(),
+        match std::fs::metadata(btf) {
+            Ok(m) => format!("/sys/kernel/btf/vmlinux, {:.1} MB", m.len() as f64 / 1e6),
+            Err(e) => e.to_string(),
+        },
+        "CO-RE relocation, hence every eBPF probe (needs CONFIG_DEBUG_INFO_BTF=y)",
+    ));
+    let jit = std::fs::read_to_string("/proc/sys/net/core/bpf_jit_enable")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    checks.push(check(
+        "BPF JIT",
+        jit == "1" || jit == "2",
+        format!("net.core.bpf_jit_enable = {jit}"),
+        "nothing, but interpreted programs cost several times more per event",
+    ));
+    let loads = if caps {
+        crate::linux::probe_program_types()
+    } else {
+        Vec::new()
+    };
+    let load_ok = |name: &str| {
+        loads
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, r)| r.clone())
+    };
+    let perm = match load_ok("raw_tracepoint") {
+        Some(Ok(())) => check(
+            "bpf permission",
+            true,
+            "loaded a raw tracepoint program",
+            "",
+        ),
+        Some(Err(e)) => check("bpf permission", false, e, "all eBPF probes and profiling"),
+        None => check(
+            "bpf permission",
+            false,
+            "not tried without privileges",
+            "all eBPF probes and profiling",
+        ),
+    };
+    checks.push(perm);
+    for (name, disables) in [
+        (
+            "raw_tracepoint",
+            "syscall, scheduler, block I/O and process-following probes",
+        ),
+        ("perf_event", "page-fault counts and cpu-clock profiling"),
+        ("uprobe", "user function latency (MPI, OpenMP, any symbol)"),
+        (
+            "kprobe",
+            "kernel-function latency (hpcscope uses tracepoints instead)",
+        ),
+        (
+            "fentry",
+            "BTF trampolines (hpcscope uses tracepoints instead)",
+        ),
+    ] {
+        let (ok, detail) = match load_ok(name) {
+            Some(Ok(())) => (true, "program loads".to_string()),
+            Some(Err(e)) => (false, e),
+            None => (false, "not tried without privileges".to_string()),
+        };
+        checks.push(check(&format!("prog {name}"), ok, detail, disables));
+    }
+    let tracefs = Path::new("/sys/kernel/tracing/events").exists()
+        || Path::new("/sys/kernel/debug/tracing/events").exists();
+    checks.push(check(
+        "tracefs",
+        tracefs,
+        if tracefs { "mounted".into() } else { "not mounted (mount -t tracefs nodev /sys/kernel/tracing)".to_string() },
+        "bpftrace tracepoints and `perf trace`; hpcscope attaches raw tracepoints by name and needs none",
+    ));
+    let kp = Path::new("/sys/bus/event_source/devices/kprobe").exists();
+    checks.push(check(
+        "kprobes",
+        kp,
+        if kp {
+            "kprobe PMU present".into()
+        } else {
+            "no kprobe PMU (CONFIG_KPROBES off?)".to_string()
+        },
+        "kernel-function probes; hpcscope's probes use tracepoints and need none",
+    ));
+    let up = Path::new("/sys/bus/event_source/devices/uprobe").exists();
+    checks.push(check(
+        "uprobes",
+        up,
+        if up {
+            "uprobe PMU present".into()
+        } else {
+            "no uprobe PMU".to_string()
+        },
+        "user function latency (--function, --mpi, --openmp)",
+    ));
+    let sw = perf_event_opens(1, 0); // PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK
+    checks.push(check(
+        "perf software events",
+        sw.is_ok(),
+        sw.err().unwrap_or_else(|| "cpu-clock opens".into()),
+        "`hpcscope profile` and page-fault counts",
+    ));
+    let hw = perf_event_opens(0, 0); // PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES
+    checks.push(check(
+        "perf hardware events",
+        hw.is_ok(),
+        hw.err()
+            .map(|e| format!("cycles: {e} (no PMU, e.g. a VM)"))
+            .unwrap_or_else(|| "cycles opens".into()),
+        "hardware counters (`hpcscope counters`); profiling falls back to cpu-clock",
+    ));
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    checks.push(check("perf_event_paranoid", true, paranoid, ""));
+    let q = which(&["qemu-x86_64", "qemu-aarch64", "qemu-riscv64"]);
+    checks.push(check(
+        "qemu user mode",
+        q.is_some(),
+        q.unwrap_or_else(|| "not found (apt-get install qemu-user)".into()),
+        "`hpcscope mix` instruction mixes and cross-ISA runs",
+    ));
+    let cc = which(&["aarch64-linux-gnu-gcc", "riscv64-linux-gnu-gcc"]);
+    checks.push(check(
+        "cross compilers",
+        cc.is_some(),
+        cc.unwrap_or_else(|| "none (apt-get install gcc-aarch64-linux-gnu)".into()),
+        "building the reference workloads for other ISAs",
+    ));
+    let bt = which(&["bpftrace"]);
+    checks.push(check(
+        "bpftrace",
+        bt.is_some(),
+        bt.unwrap_or_else(|| "not found (apt-get install bpftrace)".into()),
+        "the bpftrace comparison in bench/trace",
+    ));
+    Doctor {
+        kernel: kernel_release(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        checks,
+    }
+}

@@ -1,0 +1,193 @@
+//! Rust mirrors of the structs shared with the BPF programs (`bpf/hpcscope.h`).
+//!
+//! Field order, types and padding match the C declarations exactly; `aya::Pod` lets aya copy
+//! them out of maps byte for byte.
+
+#![allow(missing_docs)]
+
+pub const HIST_SLOTS: usize = 48;
+pub const USTACK_DEPTH: usize = 8;
+/// Number of uprobe/uretprobe program pairs in the object (`hs_fn_enter_N`/`hs_fn_exit_N`).
+pub const UPROBE_SLOTS: usize = 32;
+pub const PATH_LEN: usize = 256;
+pub const COMM_LEN: usize = 16;
+
+pub const EV_EXEC: u32 = 1;
+pub const EV_EXIT: u32 = 2;
+pub const EV_FORK: u32 = 3;
+pub const EV_ONCPU: u32 = 4;
+pub const EV_FUNC: u32 = 5;
+
+macro_rules! pod {
+    ($($t:ty),*) => {$(
+        // SAFETY: plain `repr(C)` data with no padding the C side leaves undefined that we
+        // read (every padding field is explicit), valid for any bit pattern.
+        unsafe impl aya::Pod for $t {}
+    )*};
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScKey {
+    pub tgid: u32,
+    pub nr: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ScStats {
+    pub count: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub hist: [u64; HIST_SLOTS],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadStats {
+    pub tgid: u32,
+    pub pad: u32,
+    pub comm: [u8; COMM_LEN],
+    pub on_cpu_ns: u64,
+    pub off_cpu_ns: u64,
+    pub runq_ns: u64,
+    pub runq_max_ns: u64,
+    pub vol_switches: u64,
+    pub invol_switches: u64,
+    pub migrations: u64,
+    pub wakeups: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub last_on_ts: u64,
+    pub last_off_ts: u64,
+    pub wake_ts: u64,
+    pub exited: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FdKey {
+    pub tgid: u32,
+    pub fd: i32,
+    pub generation: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FdStats {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub reads: u64,
+    pub writes: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FdPath {
+    pub path: [u8; PATH_LEN],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BlkStats {
+    pub count: u64,
+    pub bytes: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub lat_hist: [u64; HIST_SLOTS],
+    pub size_hist: [u64; HIST_SLOTS],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SampleKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub kstack: i32,
+    pub ustack: i32,
+    pub comm: [u8; COMM_LEN],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FnKey {
+    pub tgid: u32,
+    pub slot: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FnStats {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub min_ns: u64,
+    pub hist: [u64; HIST_SLOTS],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Event {
+    pub kind: u32,
+    pub tgid: u32,
+    pub tid: u32,
+    pub cpu: u32,
+    pub ts: u64,
+    pub dur: u64,
+    pub arg: u64,
+    pub comm: [u8; COMM_LEN],
+}
+
+pod!(
+    ScKey,
+    ScStats,
+    ThreadStats,
+    FdKey,
+    FdStats,
+    FdPath,
+    BlkStats,
+    SampleKey,
+    FnKey,
+    FnStats
+);
+
+/// A NUL-terminated C string in a fixed buffer, as text.
+pub fn cstr(b: &[u8]) -> String {
+    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..n]).into_owned()
+}
+
+/// Reads an [`Event`] from ring-buffer bytes (None when too short).
+pub fn parse_event(b: &[u8]) -> Option<Event> {
+    if b.len() < std::mem::size_of::<Event>() {
+        return None;
+    }
+    // SAFETY: length checked; Event is plain data valid for any bit pattern; read_unaligned
+    // because ring-buffer records are only 8-byte aligned by convention.
+    Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Event) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn sizes_match_the_c_structs() {
+        // Sizes computed from bpf/hpcscope.h by hand (all fields naturally aligned).
+        assert_eq!(size_of::<ScStats>(), 8 * (4 + HIST_SLOTS));
+        assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 14);
+        assert_eq!(size_of::<SampleKey>(), 32);
+        assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));
+        assert_eq!(size_of::<BlkStats>(), 8 * (4 + 2 * HIST_SLOTS));
+        assert_eq!(size_of::<Event>(), 56);
+    }
+
+    #[test]
+    fn cstr_stops_at_nul() {
+        assert_eq!(cstr(b"abc\0def"), "abc");
+        assert_eq!(cstr(b"abc"), "abc");
+    }
+}

@@ -1,0 +1,450 @@
+//! Targets: a command launched stopped before `exec` (so no event is missed), a running PID
+//! and its descendants, a cgroup v2 directory; and the user functions to probe in them.
+
+use std::ffi::CString;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::TraceError;
+use crate::symbolize::ElfSymbols;
+use crate::{Target, TraceOptions};
+
+/// A command forked and held before `exec` until the probes are attached.
+pub struct Launched {
+    /// Its PID.
+    pub pid: u32,
+    go_w: i32,
+    err_r: i32,
+    reaped: bool,
+}
+
+impl Launched {
+    /// Forks; the child waits for [`Launched::release`] and then executes `cmd` (PATH search).
+    pub fn fork_stopped(cmd: &[String]) -> Result<Launched, TraceError> {
+        let Some(prog) = cmd.first() else {
+            return Err(TraceError::Invalid("no command given after `--`".into()));
+        };
+        let argv: Vec<CString> = cmd
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| TraceError::Invalid("a command argument contains a NUL byte".into()))?;
+        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let mut go = [0i32; 2];
+        let mut err = [0i32; 2];
+        // SAFETY: plain pipe2 calls into valid two-int arrays.
+        unsafe {
+            if libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) != 0
+                || libc::pipe2(err.as_mut_ptr(), libc::O_CLOEXEC) != 0
+            {
+                return Err(TraceError::Io {
+                    context: "creating a pipe".into(),
+                    source: std::io::Error::last_os_error(),
+                });
+            }
+        }
+        // SAFETY: the child only calls async-signal-safe functions (read, execvp, write,
+        // _exit) on memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(TraceError::Spawn {
+                command: prog.clone(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        if pid == 0 {
+            unsafe {
+                libc::close(go[1]);
+                libc::close(err[0]);
+                let mut b = 0u8;
+                let n = libc::read(go[0], &mut b as *mut u8 as *mut libc::c_void, 1);
+                if n == 1 {
+                    libc::execvp(ptrs[0], ptrs.as_ptr());
+                    let e = *libc::__errno_location();
+                    libc::write(err[1], &e as *const i32 as *const libc::c_void, 4);
+                }
+                libc::_exit(127);
+            }
+        }
+        // SAFETY: closing our copies of the child's ends.
+        unsafe {
+            libc::close(go[0]);
+            libc::close(err[1]);
+        }
+        Ok(Launched {
+            pid: pid as u32,
+            go_w: go[1],
+            err_r: err[0],
+            reaped: false,
+        })
+    }
+
+    /// Lets the child execute; reports an `exec` failure (e.g. command not found).
+    pub fn release(&mut self) -> Result<(), TraceError> {
+        let mut e = 0i32;
+        // SAFETY: fds owned by self; e is 4 writable bytes.
+        let n = unsafe {
+            libc::write(self.go_w, b"g".as_ptr() as *const libc::c_void, 1);
+            libc::close(self.go_w);
+            self.go_w = -1;
+            let n = libc::read(self.err_r, &mut e as *mut i32 as *mut libc::c_void, 4);
+            libc::close(self.err_r);
+            self.err_r = -1;
+            n
+        };
+        if n == 4 {
+            self.wait_for(Duration::from_secs(1));
+            return Err(TraceError::Spawn {
+                command: format!("pid {}", self.pid),
+                source: std::io::Error::from_raw_os_error(e),
+            });
+        }
+        Ok(())
+    }
+
+    /// Setup failed: the child exits without running the command.
+    pub fn abandon(&mut self) {
+        // SAFETY: closing our fds makes the child's read return 0; it then _exits.
+        unsafe {
+            if self.go_w >= 0 {
+                libc::close(self.go_w);
+                self.go_w = -1;
+            }
+        }
+        self.wait_for(Duration::from_secs(1));
+    }
+
+    /// Exit code when the child has exited (`Some(None)` when killed by a signal).
+    pub fn try_wait(&mut self) -> Option<Option<i32>> {
+        if self.reaped {
+            return Some(None);
+        }
+        let mut st = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(self.pid as i32, &mut st, libc::WNOHANG) };
+        if r == self.pid as i32 {
+            self.reaped = true;
+            return Some(if libc::WIFEXITED(st) {
+                Some(libc::WEXITSTATUS(st))
+            } else {
+                None
+            });
+        }
+        if r < 0 {
+            self.reaped = true;
+            return Some(None);
+        }
+        None
+    }
+
+    /// Waits up to `d` for the child; its exit code if it exited normally.
+    pub fn wait_for(&mut self, d: Duration) -> Option<i32> {
+        let t = Instant::now();
+        loop {
+            if let Some(c) = self.try_wait() {
+                return c;
+            }
+            if t.elapsed() >= d {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Ends the command: it gets a moment to exit on its own (a terminal's Ctrl-C reaches
+    /// it too), then SIGINT, then SIGTERM, then SIGKILL; its exit code if it exited normally.
+    pub fn stop(&mut self) -> Option<i32> {
+        for (sig, wait_ms) in [
+            (0, 300),
+            (libc::SIGINT, 1000),
+            (libc::SIGTERM, 1000),
+            (libc::SIGKILL, 1000),
+        ] {
+            if sig != 0 && !self.reaped {
+                // SAFETY: signalling our own unreaped child.
+                unsafe { libc::kill(self.pid as i32, sig) };
+            }
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(wait_ms) {
+                if let Some(c) = self.try_wait() {
+                    return c;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        // SAFETY: closing fds we own (if still open).
+        unsafe {
+            if self.go_w >= 0 {
+                libc::close(self.go_w);
+            }
+            if self.err_r >= 0 {
+                libc::close(self.err_r);
+            }
+        }
+    }
+}
+
+/// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified`
+/// on hybrid systems).
+pub fn cgroup2_root() -> PathBuf {
+    std::fs::read_to_string("/proc/self/mounts")
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+            })
+        })
+        .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"))
+}
+
+/// The cgroup v2 id of a cgroup directory (its inode number), given as a path or relative
+/// to the cgroup2 mount.
+pub fn cgroup_id(p: &Path) -> Result<u64, TraceError> {
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cgroup2_root().join(p)
+    };
+    match std::fs::metadata(&full) {
+        Ok(m) if m.is_dir() => Ok(m.ino()),
+        _ => Err(TraceError::NoSuchCgroup(p.display().to_string())),
+    }
+}
+
+/// `pid` and every live process descending from it.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent: Vec<(u32, u32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Ok(s) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                && let Some((_, rest)) = s.rsplit_once(')')
+                && let Some(pp) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok())
+            {
+                parent.push((p, pp));
+            }
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let cur = out[i];
+        for (p, pp) in &parent {
+            if *pp == cur && !out.contains(p) {
+                out.push(*p);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A function to probe, resolved to a file.
+#[derive(Debug, Clone)]
+pub struct ResolvedFn {
+    /// Symbol.
+    pub symbol: String,
+    /// ELF file holding it.
+    pub path: PathBuf,
+}
+
+const LIB_DIRS: &[&str] = &[
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu/openmpi/lib",
+    "/usr/lib/x86_64-linux-gnu/mpich/lib",
+    "/usr/lib64",
+    "/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+];
+
+/// Finds a library by name (`libmpi`, `mpi`, `libgomp.so.1`) in LD_LIBRARY_PATH and the
+/// usual directories.
+pub fn find_library(name: &str) -> Option<PathBuf> {
+    let base = if name.starts_with("lib") {
+        name.to_string()
+    } else {
+        format!("lib{name}")
+    };
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    dirs.extend(LIB_DIRS.iter().map(PathBuf::from));
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut hits: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|f| f.to_str())
+                    .map(|f| f == base || f.starts_with(&format!("{base}.so")))
+                    .unwrap_or(false)
+            })
+            .collect();
+        hits.sort();
+        if let Some(h) = hits.into_iter().next() {
+            return Some(std::fs::canonicalize(&h).unwrap_or(h));
+        }
+    }
+    None
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        return Some(PathBuf::from(prog));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// MPI calls probed by `--mpi`.
+pub const MPI_FUNCTIONS: &[&str] = &[
+    "MPI_Barrier",
+    "MPI_Allreduce",
+    "MPI_Reduce",
+    "MPI_Bcast",
+    "MPI_Send",
+    "MPI_Recv",
+    "MPI_Isend",
+    "MPI_Irecv",
+    "MPI_Wait",
+    "MPI_Waitall",
+    "MPI_Sendrecv",
+    "MPI_Alltoall",
+    "MPI_Allgather",
+    "MPI_Gather",
+    "MPI_Scatter",
+    "MPI_Init",
+    "MPI_Finalize",
+];
+
+/// OpenMP runtime entry points probed by `--openmp` (GNU libgomp, then LLVM libomp).
+pub const OPENMP_FUNCTIONS: &[(&str, &str)] = &[
+    ("libgomp", "GOMP_barrier"),
+    ("libgomp", "GOMP_parallel"),
+    ("libgomp", "GOMP_critical_start"),
+    ("libgomp", "GOMP_single_start"),
+    ("libgomp", "GOMP_taskwait"),
+    ("libgomp", "GOMP_loop_end"),
+    ("libomp", "__kmpc_barrier"),
+    ("libomp", "__kmpc_fork_call"),
+];
+
+fn main_binary(opts: &TraceOptions) -> Result<PathBuf, TraceError> {
+    match &opts.target {
+        Target::Command(c) => {
+            let p = c.first().ok_or_else(|| TraceError::Invalid("no command given".into()))?;
+            which(p).ok_or_else(|| TraceError::BinaryNotFound(p.clone()))
+        }
+        Target::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|_| TraceError::NoSuchProcess(*pid)),
+        _ => Err(TraceError::Invalid(
+            "with a cgroup or system-wide target, name the binary of each function: --function BIN:SYMBOL".into(),
+        )),
+    }
+}
+
+/// Resolves `--function`, `--mpi` and `--openmp` to (symbol, file) pairs; a symbol that is
+/// not in its binary is an error, a missing MPI/OpenMP runtime only a note.
+pub fn resolve_functions(
+    opts: &TraceOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<ResolvedFn>, TraceError> {
+    let mut out: Vec<ResolvedFn> = Vec::new();
+    for spec in &opts.probes.functions {
+        let path = match &spec.binary {
+            None => main_binary(opts)?,
+            Some(b) if b.contains('/') => PathBuf::from(b),
+            Some(b) => find_library(b).ok_or_else(|| TraceError::BinaryNotFound(b.clone()))?,
+        };
+        if !path.is_file() {
+            return Err(TraceError::BinaryNotFound(path.display().to_string()));
+        }
+        let syms = ElfSymbols::load(&path);
+        if let Some(prefix) = spec.symbol.strip_suffix('*') {
+            let names = syms.with_prefix(prefix);
+            if names.is_empty() {
+                return Err(TraceError::SymbolNotFound {
+                    symbol: spec.symbol.clone(),
+                    binary: path.display().to_string(),
+                });
+            }
+            out.extend(names.into_iter().map(|symbol| ResolvedFn {
+                symbol,
+                path: path.clone(),
+            }));
+        } else if syms.contains(&spec.symbol) {
+            out.push(ResolvedFn {
+                symbol: spec.symbol.clone(),
+                path,
+            });
+        } else {
+            return Err(TraceError::SymbolNotFound {
+                symbol: spec.symbol.clone(),
+                binary: path.display().to_string(),
+            });
+        }
+    }
+    if opts.probes.mpi {
+        match find_library("libmpi") {
+            Some(lib) => {
+                let syms = ElfSymbols::load(&lib);
+                out.extend(
+                    MPI_FUNCTIONS
+                        .iter()
+                        .filter(|s| syms.contains(s))
+                        .map(|s| ResolvedFn { symbol: s.to_string(), path: lib.clone() }),
+                );
+            }
+            None => notes.push("--mpi: no libmpi found (LD_LIBRARY_PATH and the usual directories); MPI calls not probed".into()),
+        }
+    }
+    if opts.probes.openmp {
+        let mut found = false;
+        for lib in ["libgomp", "libomp"] {
+            if let Some(path) = find_library(lib) {
+                let syms = ElfSymbols::load(&path);
+                for (l, s) in OPENMP_FUNCTIONS {
+                    if *l == lib && syms.contains(s) {
+                        found = true;
+                        out.push(ResolvedFn {
+                            symbol: s.to_string(),
+                            path: path.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        if !found {
+            notes.push(
+                "--openmp: neither libgomp nor libomp found; OpenMP runtime not probed".into(),
+            );
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|f| seen.insert((f.symbol.clone(), f.path.clone())));
+    if out.len() > crate::linux::abi::UPROBE_SLOTS {
+        return Err(TraceError::Invalid(format!(
+            "{} functions to probe; at most {} at once",
+            out.len(),
+            crate::linux::abi::UPROBE_SLOTS
+        )));
+    }
+    Ok(out)
+}

@@ -1,0 +1,221 @@
+//! CPU profiles from cpu-clock stack samples: folded stacks, flame graphs (inferno) and
+//! hot-function tables (self and total samples, the seed's hot-spot tables 4.4 and 4.5).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+/// One distinct stack and how often it was sampled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StackSample {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Command name of the thread.
+    pub comm: String,
+    /// Frames from the outermost caller to the sampled function (user frames, then kernel
+    /// frames suffixed `_[k]` as in Brendan Gregg's folded format).
+    pub frames: Vec<String>,
+    /// Samples.
+    pub count: u64,
+}
+
+/// A CPU profile.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Profile {
+    /// Sampling frequency, Hz.
+    pub hz: u64,
+    /// Wall time sampled, seconds.
+    pub duration_s: f64,
+    /// Distinct stacks.
+    pub samples: Vec<StackSample>,
+    /// Samples whose user stack could not be read (no frame pointers, or a kernel thread).
+    pub missing_user_stacks: u64,
+}
+
+/// One function in the hot-function table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HotFunction {
+    /// Function name.
+    pub name: String,
+    /// Samples with this function on top of the stack (exclusive).
+    pub self_samples: u64,
+    /// Samples with this function anywhere on the stack (inclusive, counted once per stack).
+    pub total_samples: u64,
+    /// `self_samples` as a percentage of all samples.
+    pub self_pct: f64,
+    /// `total_samples` as a percentage of all samples.
+    pub total_pct: f64,
+}
+
+impl Profile {
+    /// Total samples.
+    pub fn total(&self) -> u64 {
+        self.samples.iter().map(|s| s.count).sum()
+    }
+
+    /// Folded stacks, one line per stack: `comm;outer;...;leaf count`, sorted.
+    pub fn folded(&self) -> String {
+        let mut agg: HashMap<String, u64> = HashMap::new();
+        for s in &self.samples {
+            let mut line = sanitize(&s.comm);
+            for f in &s.frames {
+                line.push(';');
+                line.push_str(&sanitize(f));
+            }
+            *agg.entry(line).or_default() += s.count;
+        }
+        let mut lines: Vec<(String, u64)> = agg.into_iter().collect();
+        lines.sort();
+        let mut out = String::new();
+        for (l, c) in lines {
+            out.push_str(&format!("{l} {c}\n"));
+        }
+        out
+    }
+
+    /// A flame graph SVG of the folded stacks (interactive: inferno's search and zoom script).
+    pub fn flamegraph_svg(&self, title: &str) -> Result<String, String> {
+        self.flamegraph(title, false)
+    }
+
+    /// The same flame graph without script or XML prolog, to inline in an HTML page.
+    pub fn flamegraph_svg_static(&self, title: &str) -> Result<String, String> {
+        let svg = self.flamegraph(title, true)?;
+        let mut svg = svg
+            .find("<svg")
+            .map(|i| svg[i..].to_string())
+            .unwrap_or(svg);
+        // inferno leaves an empty script element; the report pages carry no script at all.
+        while let Some(a) = svg.find("<script") {
+            match svg[a..].find("</script>") {
+                Some(b) => svg.replace_range(a..a + b + "</script>".len(), ""),
+                None => break,
+            }
+        }
+        Ok(svg)
+    }
+
+    fn flamegraph(&self, title: &str, static_svg: bool) -> Result<String, String> {
+        let folded = self.folded();
+        let mut opts = inferno::flamegraph::Options::default();
+        opts.no_javascript = static_svg;
+        opts.title = title.to_string();
+        opts.count_name = "samples".to_string();
+        let mut out = Vec::new();
+        if folded.is_empty() {
+            // inferno refuses empty input; draw an explicit empty graph instead.
+            let line = ["[no samples] 1"];
+            inferno::flamegraph::from_lines(&mut opts, line.iter().copied(), &mut out)
+                .map_err(|e| e.to_string())?;
+        } else {
+            inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
+                .map_err(|e| e.to_string())?;
+        }
+        String::from_utf8(out).map_err(|e| e.to_string())
+    }
+
+    /// Functions by self samples (ties by total samples), at most `n`.
+    pub fn hot_functions(&self, n: usize) -> Vec<HotFunction> {
+        let total = self.total().max(1) as f64;
+        let mut selfc: HashMap<&str, u64> = HashMap::new();
+        let mut totc: HashMap<&str, u64> = HashMap::new();
+        for s in &self.samples {
+            if let Some(leaf) = s.frames.last() {
+                *selfc.entry(leaf).or_default() += s.count;
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for f in &s.frames {
+                if !seen.contains(&f.as_str()) {
+                    seen.push(f);
+                    *totc.entry(f).or_default() += s.count;
+                }
+            }
+        }
+        let mut v: Vec<HotFunction> = totc
+            .iter()
+            .map(|(name, &t)| {
+                let sc = selfc.get(name).copied().unwrap_or(0);
+                HotFunction {
+                    name: name.to_string(),
+                    self_samples: sc,
+                    total_samples: t,
+                    self_pct: 100.0 * sc as f64 / total,
+                    total_pct: 100.0 * t as f64 / total,
+                }
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            b.self_samples
+                .cmp(&a.self_samples)
+                .then(b.total_samples.cmp(&a.total_samples))
+                .then(a.name.cmp(&b.name))
+        });
+        v.truncate(n);
+        v
+    }
+}
+
+/// Folded-format frames cannot hold `;` or a newline, and a trailing space-number would be
+/// read as the count.
+fn sanitize(s: &str) -> String {
+    s.replace([';', '\n'], ":").replace(' ', "_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> Profile {
+        let s = |frames: &[&str], count| StackSample {
+            pid: 1,
+            tid: 1,
+            comm: "app".into(),
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            count,
+        };
+        Profile {
+            hz: 99,
+            duration_s: 1.0,
+            samples: vec![
+                s(&["main", "solve", "dot"], 60),
+                s(&["main", "solve"], 10),
+                s(&["main", "io", "write_[k]"], 30),
+            ],
+            missing_user_stacks: 0,
+        }
+    }
+
+    #[test]
+    fn folded_lines_are_sorted_and_summed() {
+        assert_eq!(
+            p().folded(),
+            "app;main;io;write_[k] 30\napp;main;solve 10\napp;main;solve;dot 60\n"
+        );
+    }
+
+    #[test]
+    fn hot_functions_self_and_total() {
+        let h = p().hot_functions(10);
+        assert_eq!(h[0].name, "dot");
+        assert_eq!(h[0].self_samples, 60);
+        assert_eq!(h[0].self_pct, 60.0);
+        let main = h.iter().find(|f| f.name == "main").unwrap();
+        assert_eq!((main.self_samples, main.total_samples), (0, 100));
+        let solve = h.iter().find(|f| f.name == "solve").unwrap();
+        assert_eq!((solve.self_samples, solve.total_samples), (10, 70));
+    }
+
+    #[test]
+    fn flame_graph_is_svg() {
+        let svg = p().flamegraph_svg("t").unwrap();
+        assert!(svg.contains("<svg") && svg.contains("dot"));
+        assert!(
+            Profile::default()
+                .flamegraph_svg("t")
+                .unwrap()
+                .contains("<svg")
+        );
+    }
+}

@@ -1,0 +1,592 @@
+//! What a trace produced, by level (system, process, thread, function), and its views:
+//! summary tables, JSON (the `Serialize` shape), and a Chrome trace-event timeline that
+//! Perfetto and `chrome://tracing` open.
+
+use serde::Serialize;
+
+use crate::hist::Log2Hist;
+
+/// The result of `hpcscope trace`. The JSON shape is this struct; it only grows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TraceReport {
+    /// What was traced, e.g. `command ./app 1 2`, `pid 1234`, `cgroup /sys/fs/cgroup/job`.
+    pub target: String,
+    /// Probes that ran.
+    pub probes: Vec<String>,
+    /// Wall time of the traced window, seconds.
+    pub duration_s: f64,
+    /// True when the trace stopped early (Ctrl-C, the PID exited, a time limit): the data
+    /// covers the window up to then.
+    pub partial: bool,
+    /// Exit code of a launched command (None when it was killed by a signal or not ours).
+    pub exit_code: Option<i32>,
+    /// Things to know: probes replaced by a fallback, lost events, unavailable features.
+    pub notes: Vec<String>,
+    /// System level.
+    pub system: SystemLevel,
+    /// Process level (one per traced process, including forked children).
+    pub processes: Vec<ProcessLevel>,
+    /// Timeline events (only with `--timeline`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineEvent>,
+}
+
+/// Whole-target figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SystemLevel {
+    /// Online CPUs.
+    pub cpus: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// Run-queue latency of traced threads (ns): wakeup or preemption to running.
+    pub runq_latency_ns: Log2Hist,
+    /// Off-CPU interval lengths of traced threads (ns), run-queue waits included.
+    pub off_cpu_ns: Log2Hist,
+    /// Block I/O per device, for the whole machine (requests are mostly issued by kernel
+    /// threads on the processes' behalf, so they cannot be attributed reliably).
+    pub block: Vec<BlockDevice>,
+}
+
+/// Block I/O on one device.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BlockDevice {
+    /// `major:minor`.
+    pub device: String,
+    /// Requests completed.
+    pub requests: u64,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// Mean latency issue to completion, ns.
+    pub mean_latency_ns: f64,
+    /// Largest latency, ns.
+    pub max_latency_ns: u64,
+    /// Latency histogram, ns.
+    pub latency_ns: Log2Hist,
+    /// Request size histogram, bytes.
+    pub size_bytes: Log2Hist,
+}
+
+/// One process (a tgid).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProcessLevel {
+    /// Process id.
+    pub pid: u32,
+    /// Command name (comm).
+    pub comm: String,
+    /// Sum over threads of on-CPU time, ns.
+    pub on_cpu_ns: u64,
+    /// Sum over threads of off-CPU time, ns.
+    pub off_cpu_ns: u64,
+    /// Sum over threads of minor faults.
+    pub minor_faults: u64,
+    /// Sum over threads of major faults.
+    pub major_faults: u64,
+    /// Sum over threads of context switches (voluntary + involuntary).
+    pub context_switches: u64,
+    /// System calls, most frequent first.
+    pub syscalls: Vec<SyscallStat>,
+    /// File I/O per file descriptor.
+    pub files: Vec<FileStat>,
+    /// User functions probed with uprobes.
+    pub functions: Vec<FunctionStat>,
+    /// Threads.
+    pub threads: Vec<ThreadLevel>,
+}
+
+/// One system call of one process.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SyscallStat {
+    /// Name (x86-64 numbering).
+    pub name: String,
+    /// Number.
+    pub nr: u32,
+    /// Calls that returned.
+    pub count: u64,
+    /// Calls that returned an error (negative value).
+    pub errors: u64,
+    /// Total latency, ns.
+    pub total_ns: u64,
+    /// Largest latency, ns.
+    pub max_ns: u64,
+    /// Latency histogram, ns.
+    pub latency_ns: Log2Hist,
+}
+
+/// Bytes read and written through one file descriptor.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FileStat {
+    /// File descriptor.
+    pub fd: i32,
+    /// Path (from the traced `open*` call, else the descriptor's link in procfs), if known.
+    pub path: Option<String>,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Successful read calls.
+    pub reads: u64,
+    /// Successful write calls.
+    pub writes: u64,
+}
+
+/// Latency of one user function.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FunctionStat {
+    /// Symbol.
+    pub symbol: String,
+    /// Binary or library it was found in.
+    pub binary: String,
+    /// Calls that returned.
+    pub count: u64,
+    /// Total time inside, ns (nested probed calls counted in both).
+    pub total_ns: u64,
+    /// Shortest call, ns.
+    pub min_ns: u64,
+    /// Longest call, ns.
+    pub max_ns: u64,
+    /// Latency histogram, ns.
+    pub latency_ns: Log2Hist,
+}
+
+/// One thread.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ThreadLevel {
+    /// Thread id.
+    pub tid: u32,
+    /// Thread name (comm).
+    pub comm: String,
+    /// Time running, ns.
+    pub on_cpu_ns: u64,
+    /// Time not running (sleeping, blocked or waiting in a run queue), ns.
+    pub off_cpu_ns: u64,
+    /// Time runnable but waiting for a CPU, ns.
+    pub runq_ns: u64,
+    /// Longest run-queue wait, ns.
+    pub runq_max_ns: u64,
+    /// Voluntary context switches (blocked).
+    pub voluntary_switches: u64,
+    /// Involuntary context switches (preempted).
+    pub involuntary_switches: u64,
+    /// CPU migrations.
+    pub migrations: u64,
+    /// Wakeups.
+    pub wakeups: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Whether the thread exited during the trace.
+    pub exited: bool,
+}
+
+/// A timeline slice (Chrome trace-event "complete" event).
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineEvent {
+    /// Slice name: `on-cpu`, a function symbol, `exec`, `exit`, `fork`.
+    pub name: String,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Start, ns since the start of the trace.
+    pub start_ns: u64,
+    /// Duration, ns (0 for an instant).
+    pub dur_ns: u64,
+    /// CPU.
+    pub cpu: u32,
+}
+
+/// A titled table: what the CLI prints for one level.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LevelTable {
+    /// Title, e.g. `process`, `thread`.
+    pub title: String,
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.2}", ns / 1e3)
+}
+
+impl TraceReport {
+    /// One table per level that has data: system, process, syscall, file, thread, function.
+    pub fn tables(&self) -> Vec<LevelTable> {
+        let mut out = Vec::new();
+        let t = |title: &str, headers: &[&str]| LevelTable {
+            title: title.to_string(),
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        };
+        let mut sys = t("system", &["metric", "value"]);
+        sys.rows
+            .push(vec!["cpus".into(), self.system.cpus.to_string()]);
+        sys.rows
+            .push(vec!["kernel".into(), self.system.kernel.clone()]);
+        sys.rows
+            .push(vec!["duration_s".into(), format!("{:.3}", self.duration_s)]);
+        sys.rows
+            .push(vec!["processes".into(), self.processes.len().to_string()]);
+        let threads: usize = self.processes.iter().map(|p| p.threads.len()).sum();
+        sys.rows.push(vec!["threads".into(), threads.to_string()]);
+        for (name, h) in [
+            ("runq_latency_p50_us", &self.system.runq_latency_ns),
+            ("off_cpu_p50_us", &self.system.off_cpu_ns),
+        ] {
+            if let Some(q) = h.quantile(0.5) {
+                sys.rows.push(vec![name.into(), us(q)]);
+            }
+        }
+        for b in &self.system.block {
+            sys.rows.push(vec![
+                format!("block {} requests/bytes/mean_us", b.device),
+                format!("{}/{}/{}", b.requests, b.bytes, us(b.mean_latency_ns)),
+            ]);
+        }
+        out.push(sys);
+
+        let mut p = t(
+            "process",
+            &[
+                "pid",
+                "comm",
+                "on_cpu_ms",
+                "off_cpu_ms",
+                "switches",
+                "minflt",
+                "majflt",
+                "syscalls",
+            ],
+        );
+        for pr in &self.processes {
+            p.rows.push(vec![
+                pr.pid.to_string(),
+                pr.comm.clone(),
+                ms(pr.on_cpu_ns),
+                ms(pr.off_cpu_ns),
+                pr.context_switches.to_string(),
+                pr.minor_faults.to_string(),
+                pr.major_faults.to_string(),
+                pr.syscalls.iter().map(|s| s.count).sum::<u64>().to_string(),
+            ]);
+        }
+        out.push(p);
+
+        let mut sc = t(
+            "syscall",
+            &[
+                "pid", "syscall", "count", "errors", "total_ms", "mean_us", "p99_us", "max_us",
+            ],
+        );
+        for pr in &self.processes {
+            for s in &pr.syscalls {
+                sc.rows.push(vec![
+                    pr.pid.to_string(),
+                    s.name.clone(),
+                    s.count.to_string(),
+                    s.errors.to_string(),
+                    ms(s.total_ns),
+                    us(s.total_ns as f64 / s.count.max(1) as f64),
+                    s.latency_ns.quantile(0.99).map(us).unwrap_or_default(),
+                    us(s.max_ns as f64),
+                ]);
+            }
+        }
+        if !sc.rows.is_empty() {
+            out.push(sc);
+        }
+
+        let mut f = t(
+            "file",
+            &[
+                "pid",
+                "fd",
+                "path",
+                "read_bytes",
+                "write_bytes",
+                "reads",
+                "writes",
+            ],
+        );
+        for pr in &self.processes {
+            for x in &pr.files {
+                f.rows.push(vec![
+                    pr.pid.to_string(),
+                    x.fd.to_string(),
+                    x.path.clone().unwrap_or_default(),
+                    x.read_bytes.to_string(),
+                    x.write_bytes.to_string(),
+                    x.reads.to_string(),
+                    x.writes.to_string(),
+                ]);
+            }
+        }
+        if !f.rows.is_empty() {
+            out.push(f);
+        }
+
+        let mut th = t(
+            "thread",
+            &[
+                "pid",
+                "tid",
+                "comm",
+                "on_cpu_ms",
+                "off_cpu_ms",
+                "runq_ms",
+                "vol_cs",
+                "invol_cs",
+                "migr",
+                "minflt",
+                "majflt",
+            ],
+        );
+        for pr in &self.processes {
+            for x in &pr.threads {
+                th.rows.push(vec![
+                    pr.pid.to_string(),
+                    x.tid.to_string(),
+                    x.comm.clone(),
+                    ms(x.on_cpu_ns),
+                    ms(x.off_cpu_ns),
+                    ms(x.runq_ns),
+                    x.voluntary_switches.to_string(),
+                    x.involuntary_switches.to_string(),
+                    x.migrations.to_string(),
+                    x.minor_faults.to_string(),
+                    x.major_faults.to_string(),
+                ]);
+            }
+        }
+        if !th.rows.is_empty() {
+            out.push(th);
+        }
+
+        let mut fun = t(
+            "function",
+            &[
+                "pid", "function", "binary", "calls", "total_ms", "mean_us", "min_us", "max_us",
+                "p99_us",
+            ],
+        );
+        for pr in &self.processes {
+            for x in &pr.functions {
+                fun.rows.push(vec![
+                    pr.pid.to_string(),
+                    x.symbol.clone(),
+                    x.binary.clone(),
+                    x.count.to_string(),
+                    ms(x.total_ns),
+                    us(x.total_ns as f64 / x.count.max(1) as f64),
+                    us(x.min_ns as f64),
+                    us(x.max_ns as f64),
+                    x.latency_ns.quantile(0.99).map(us).unwrap_or_default(),
+                ]);
+            }
+        }
+        if !fun.rows.is_empty() {
+            out.push(fun);
+        }
+        out
+    }
+
+    /// Chrome trace-event JSON (the "JSON Object Format"): process and thread names as
+    /// metadata events, then one complete (`"ph":"X"`) or instant (`"ph":"i"`) event per
+    /// timeline slice; timestamps in microseconds.
+    pub fn chrome_trace(&self) -> serde_json::Value {
+        use serde_json::json;
+        let mut ev = Vec::new();
+        for p in &self.processes {
+            ev.push(
+                json!({"name": "process_name", "ph": "M", "pid": p.pid, "tid": p.pid,
+                "args": {"name": format!("{} ({})", p.comm, p.pid)}}),
+            );
+            for t in &p.threads {
+                ev.push(
+                    json!({"name": "thread_name", "ph": "M", "pid": p.pid, "tid": t.tid,
+                    "args": {"name": format!("{} ({})", t.comm, t.tid)}}),
+                );
+            }
+        }
+        for e in &self.timeline {
+            let ts = e.start_ns as f64 / 1e3;
+            if e.dur_ns > 0 {
+                ev.push(
+                    json!({"name": e.name, "cat": "hpcscope", "ph": "X", "ts": ts,
+                    "dur": e.dur_ns as f64 / 1e3, "pid": e.pid, "tid": e.tid,
+                    "args": {"cpu": e.cpu}}),
+                );
+            } else {
+                ev.push(
+                    json!({"name": e.name, "cat": "hpcscope", "ph": "i", "s": "t",
+                    "ts": ts, "pid": e.pid, "tid": e.tid}),
+                );
+            }
+        }
+        json!({"traceEvents": ev, "displayTimeUnit": "ms"})
+    }
+}
+
+/// Sections for the HTML report (`hpcscope_report::html_page`): one table per level, and,
+/// with a profile, the hot functions and a static flame graph.
+pub fn html_sections(
+    report: &TraceReport,
+    profile: Option<&crate::Profile>,
+) -> Vec<hpcscope_report::Section> {
+    let mut out = Vec::new();
+    for t in report.tables() {
+        let headers: Vec<&str> = t.headers.iter().map(String::as_str).collect();
+        out.push(hpcscope_report::Section {
+            title: format!("trace: {} level", t.title),
+            summary: format!(
+                "{} over {:.3} s{}.",
+                report.target,
+                report.duration_s,
+                if report.partial {
+                    " (stopped early: partial data)"
+                } else {
+                    ""
+                }
+            ),
+            body_html: hpcscope_report::html_table(&headers, &t.rows),
+            svgs: Vec::new(),
+        });
+    }
+    if let Some(p) = profile {
+        let rows: Vec<Vec<String>> = p
+            .hot_functions(25)
+            .into_iter()
+            .map(|h| {
+                vec![
+                    h.name,
+                    h.self_samples.to_string(),
+                    format!("{:.1}", h.self_pct),
+                    h.total_samples.to_string(),
+                    format!("{:.1}", h.total_pct),
+                ]
+            })
+            .collect();
+        let top = p.hot_functions(1).into_iter().next();
+        out.push(hpcscope_report::Section {
+            title: "profile: hot functions".into(),
+            summary: match top {
+                Some(h) => format!(
+                    "{} samples at {} Hz; the hottest function is {} ({:.1}% of samples on top of the stack).",
+                    p.total(),
+                    p.hz,
+                    h.name,
+                    h.self_pct
+                ),
+                None => "No samples.".into(),
+            },
+            body_html: hpcscope_report::html_table(&["function", "self", "self %", "total", "total %"], &rows),
+            svgs: p.flamegraph_svg_static("CPU flame graph").into_iter().collect(),
+        });
+    }
+    for s in out.iter_mut().take(1) {
+        if !report.notes.is_empty() {
+            s.body_html.push_str("<ul>");
+            for n in &report.notes {
+                s.body_html
+                    .push_str(&format!("<li>{}</li>", hpcscope_report::escape(n)));
+            }
+            s.body_html.push_str("</ul>");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TraceReport {
+        TraceReport {
+            target: "pid 1".into(),
+            processes: vec![ProcessLevel {
+                pid: 10,
+                comm: "app".into(),
+                syscalls: vec![SyscallStat {
+                    name: "write".into(),
+                    nr: 1,
+                    count: 4,
+                    total_ns: 4000,
+                    ..Default::default()
+                }],
+                threads: vec![ThreadLevel {
+                    tid: 11,
+                    comm: "app".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            timeline: vec![
+                TimelineEvent {
+                    name: "on-cpu".into(),
+                    pid: 10,
+                    tid: 11,
+                    start_ns: 1500,
+                    dur_ns: 2000,
+                    cpu: 1,
+                },
+                TimelineEvent {
+                    name: "exit".into(),
+                    pid: 10,
+                    tid: 11,
+                    start_ns: 9000,
+                    dur_ns: 0,
+                    cpu: 0,
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tables_cover_each_level_with_data() {
+        let titles: Vec<String> = sample().tables().into_iter().map(|t| t.title).collect();
+        assert_eq!(titles, ["system", "process", "syscall", "thread"]);
+        let sc = &sample().tables()[2];
+        assert_eq!(sc.rows[0][1], "write");
+        assert_eq!(sc.rows[0][5], "1.00"); // 4000 ns / 4 calls = 1 us
+    }
+
+    #[test]
+    fn html_sections_hold_tables_and_a_static_flame_graph() {
+        let p = crate::Profile {
+            hz: 99,
+            duration_s: 1.0,
+            samples: vec![crate::StackSample {
+                pid: 1,
+                tid: 1,
+                comm: "a".into(),
+                frames: vec!["main".into(), "dot".into()],
+                count: 3,
+            }],
+            missing_user_stacks: 0,
+        };
+        let s = html_sections(&sample(), Some(&p));
+        assert_eq!(s.len(), 5);
+        assert!(s[0].body_html.contains("<table>"));
+        let last = s.last().unwrap();
+        assert!(last.summary.contains("dot"));
+        assert!(last.svgs[0].starts_with("<svg") && !last.svgs[0].contains("<script"));
+    }
+
+    #[test]
+    fn chrome_trace_has_metadata_complete_and_instant_events() {
+        let v = sample().chrome_trace();
+        let ev = v["traceEvents"].as_array().unwrap();
+        assert_eq!(ev.len(), 4);
+        assert_eq!(ev[2]["ph"], "X");
+        assert_eq!(ev[2]["ts"], 1.5);
+        assert_eq!(ev[2]["dur"], 2.0);
+        assert_eq!(ev[3]["ph"], "i");
+    }
+}

@@ -1,0 +1,243 @@
+//! Address to function name: ELF symbol tables (via `object`) for user code, `kallsyms` for
+//! the kernel, and snapshots of a process's memory map taken while it runs (a process that
+//! has exited has no map left to read).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+/// One file-backed executable mapping of a process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// Mapped file.
+    pub path: PathBuf,
+}
+
+/// Parses `/proc/<pid>/maps` text, keeping executable file mappings.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(range), Some(perms), Some(off)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let _dev = it.next();
+        let _inode = it.next();
+        let path: String = it.collect::<Vec<_>>().join(" ");
+        if !perms.contains('x') || !path.starts_with('/') {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            u64::from_str_radix(off, 16),
+        ) else {
+            continue;
+        };
+        out.push(Mapping {
+            start,
+            end,
+            offset,
+            path: PathBuf::from(path),
+        });
+    }
+    out
+}
+
+/// Reads the executable mappings of a live process (empty when it is gone).
+pub fn read_maps(pid: u32) -> Vec<Mapping> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map(|t| parse_maps(&t))
+        .unwrap_or_default()
+}
+
+/// Function symbols of one ELF file, by file offset.
+#[derive(Debug, Default)]
+pub struct ElfSymbols {
+    /// `(file_offset, size, name)` sorted by offset.
+    syms: Vec<(u64, u64, String)>,
+}
+
+impl ElfSymbols {
+    /// Loads `.symtab` and `.dynsym` function symbols of `path` (empty on any error).
+    pub fn load(path: &Path) -> ElfSymbols {
+        let Ok(data) = std::fs::read(path) else {
+            return ElfSymbols::default();
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            return ElfSymbols::default();
+        };
+        let segs: Vec<(u64, u64, u64)> = file
+            .segments()
+            .map(|s| (s.address(), s.size(), s.file_range().0))
+            .collect();
+        let to_off = |va: u64| {
+            segs.iter()
+                .find(|(a, sz, _)| va >= *a && va < a + sz)
+                .map(|(a, _, off)| va - a + off)
+        };
+        let mut syms = Vec::new();
+        for s in file.symbols().chain(file.dynamic_symbols()) {
+            if s.kind() != object::SymbolKind::Text || s.address() == 0 {
+                continue;
+            }
+            let Ok(name) = s.name() else { continue };
+            if let Some(off) = to_off(s.address()) {
+                syms.push((off, s.size(), name.to_string()));
+            }
+        }
+        syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        syms.dedup_by_key(|s| s.0);
+        ElfSymbols { syms }
+    }
+
+    /// Name of the function containing file offset `off`.
+    pub fn lookup(&self, off: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|s| s.0 <= off);
+        let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
+        // Size 0 (hand-written assembly): accept up to the next symbol.
+        if *size == 0 || off < start + size {
+            Some(name)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a function named `name` is defined.
+    pub fn contains(&self, name: &str) -> bool {
+        self.syms.iter().any(|s| s.2 == name)
+    }
+
+    /// Defined function names starting with `prefix`, sorted and deduplicated.
+    pub fn with_prefix(&self, prefix: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .syms
+            .iter()
+            .filter(|s| s.2.starts_with(prefix))
+            .map(|s| s.2.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// Symbolizes user and kernel addresses, caching ELF files.
+#[derive(Default)]
+pub struct Symbolizer {
+    elf: HashMap<PathBuf, ElfSymbols>,
+    kernel: Vec<(u64, String)>,
+    /// Last map snapshot of each process.
+    pub maps: HashMap<u32, Vec<Mapping>>,
+}
+
+impl Symbolizer {
+    /// A symbolizer with kernel symbols from `/proc/kallsyms` (empty when unreadable).
+    pub fn new() -> Symbolizer {
+        let mut kernel = Vec::new();
+        if let Ok(t) = std::fs::read_to_string("/proc/kallsyms") {
+            for l in t.lines() {
+                let mut it = l.split_whitespace();
+                let (Some(a), Some(ty), Some(name)) = (it.next(), it.next(), it.next()) else {
+                    continue;
+                };
+                if !matches!(ty, "t" | "T" | "w" | "W") {
+                    continue;
+                }
+                if let Ok(a) = u64::from_str_radix(a, 16)
+                    && a != 0
+                {
+                    kernel.push((a, name.to_string()));
+                }
+            }
+        }
+        kernel.sort();
+        Symbolizer {
+            kernel,
+            ..Default::default()
+        }
+    }
+
+    /// Remembers the current map of `pid` if it is readable and non-empty.
+    pub fn snapshot(&mut self, pid: u32) {
+        let m = read_maps(pid);
+        if !m.is_empty() {
+            self.maps.insert(pid, m);
+        }
+    }
+
+    /// Name of the kernel function at `ip`.
+    pub fn kernel(&self, ip: u64) -> String {
+        let i = self.kernel.partition_point(|s| s.0 <= ip);
+        match i.checked_sub(1).and_then(|i| self.kernel.get(i)) {
+            Some((_, n)) => n.clone(),
+            None => format!("[kernel] {ip:#x}"),
+        }
+    }
+
+    /// Name of the user function at `ip` in process `pid`.
+    pub fn user(&mut self, pid: u32, ip: u64) -> String {
+        let Some(m) = self
+            .maps
+            .get(&pid)
+            .and_then(|ms| ms.iter().find(|m| ip >= m.start && ip < m.end))
+        else {
+            return format!("[unknown] {ip:#x}");
+        };
+        let off = ip - m.start + m.offset;
+        let path = m.path.clone();
+        let syms = self
+            .elf
+            .entry(path.clone())
+            .or_insert_with(|| ElfSymbols::load(&path));
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match syms.lookup(off) {
+            Some(n) => n.to_string(),
+            None => format!("[{file}+{off:#x}]"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_executable_file_mappings_only() {
+        let t = "\
+55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 123 /usr/bin/app
+55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 123 /usr/bin/app
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0
+7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0 [vdso]
+7f1000000000-7f1000100000 r-xp 00028000 08:01 456 /usr/lib/libc with space.so
+";
+        let m = parse_maps(t);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].start, 0x55d0c0a01000);
+        assert_eq!(m[0].offset, 0x1000);
+        assert_eq!(m[1].path, PathBuf::from("/usr/lib/libc with space.so"));
+    }
+
+    #[test]
+    fn symbolizes_this_test_binary() {
+        // The running test binary has a symbol table; its own main-ish function is found.
+        let me = std::env::current_exe().unwrap();
+        let s = ElfSymbols::load(&me);
+        assert!(!s.syms.is_empty());
+        let (off, _, name) = s.syms[s.syms.len() / 2].clone();
+        assert_eq!(s.lookup(off), Some(name.as_str()));
+    }
+}

@@ -1,0 +1,572 @@
+//! The real probes on this machine (needs root and BPF; skips with one line otherwise).
+//!
+//! A C program with known behaviour (`tests/data/testee.c`) is built with the system C
+//! compiler, traced, and its counts compared with what it did and with what the kernel
+//! itself counted for it.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+use hpcscope_trace::{FunctionSpec, Probes, Target, TraceError, TraceOptions, trace};
+
+/// The probes are system-wide; run the tests one at a time so counts stay readable.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn skip_reason() -> Option<String> {
+    if !hpcscope_trace::doctor::has_bpf_caps() {
+        return Some("not root (no CAP_BPF/CAP_SYS_ADMIN)".into());
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("kernel without BTF".into());
+    }
+    None
+}
+
+fn testee() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_testee).clone()
+}
+
+fn build_testee() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let out = dir.join("hpcscope-testee");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/testee.c");
+    let ok = Command::new("cc")
+        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    ok.then_some(out)
+}
+
+macro_rules! setup {
+    () => {{
+        if let Some(why) = skip_reason() {
+            println!("skipping: {why}");
+            return;
+        }
+        let Some(bin) = testee() else {
+            println!("skipping: no C compiler (cc) to build the test program");
+            return;
+        };
+        (SERIAL.lock().unwrap_or_else(|e| e.into_inner()), bin)
+    }};
+}
+
+fn field(line: &str, name: &str) -> u64 {
+    let mut it = line.split_whitespace();
+    while let Some(w) = it.next() {
+        if w == name {
+            return it.next().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX);
+        }
+    }
+    panic!("no {name} in {line:?}")
+}
+
+#[test]
+fn counts_match_exactly() {
+    let (_g, bin) = setup!();
+    let (w, f, s, k) = (20_000u64, 1000u64, 5u64, 1000u64);
+    let out_file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("testee-counts.out");
+    // The program writes one line to stdout; capture it through a shell redirection.
+    let cmd = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "exec {} counts {w} {f} {s} {k} > {}",
+            bin.display(),
+            out_file.display()
+        ),
+    ];
+    let opts = TraceOptions {
+        target: Target::Command(cmd),
+        probes: Probes {
+            syscalls: true,
+            sched: true,
+            faults: true,
+            files: true,
+            functions: vec![FunctionSpec {
+                binary: Some(bin.display().to_string()),
+                symbol: "hs_work".into(),
+            }],
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    assert_eq!(r.exit_code, Some(0), "{:#?}", r.notes);
+    let line = std::fs::read_to_string(&out_file).unwrap();
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.comm == "hpcscope-testee")
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    let sc = |name: &str| {
+        p.syscalls
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    // Writes: W to /dev/null plus the one report line.
+    assert_eq!(sc("write").count, w + 1);
+    assert_eq!(sc("write").errors, 0);
+    // Sleeps: glibc's nanosleep is the clock_nanosleep syscall; each lasts >= 10 ms and,
+    // on an idle or busy 2-CPU machine, well under 10 ms + 200 ms.
+    let sl = sc("clock_nanosleep");
+    assert_eq!(sl.count, s);
+    assert!(sl.total_ns >= s * 10_000_000, "{sl:?}");
+    assert!(sl.max_ns < 210_000_000, "{sl:?}");
+    // File I/O: the /dev/null descriptor got exactly W * 64 bytes.
+    let devnull = p
+        .files
+        .iter()
+        .find(|x| x.path.as_deref() == Some("/dev/null"))
+        .expect("/dev/null fd");
+    assert_eq!((devnull.writes, devnull.write_bytes), (w, w * 64));
+    // Faults: the worker thread's minor/major faults equal the kernel's own count for it,
+    // which is at least the F pages it touched.
+    let tid = field(&line, "tid") as u32;
+    let t = p
+        .threads
+        .iter()
+        .find(|t| t.tid == tid)
+        .unwrap_or_else(|| panic!("thread {tid} in {p:#?}"));
+    assert_eq!(t.minor_faults, field(&line, "minflt"), "{line}");
+    assert_eq!(t.major_faults, field(&line, "majflt"), "{line}");
+    assert!(t.minor_faults >= f);
+    // Scheduler: the main thread slept S times: at least S voluntary switches, and at
+    // least S * 10 ms off CPU; every thread ran.
+    let main = p
+        .threads
+        .iter()
+        .find(|t| t.tid == p.pid)
+        .expect("main thread");
+    assert!(main.voluntary_switches >= s, "{main:?}");
+    assert!(main.off_cpu_ns >= s * 10_000_000, "{main:?}");
+    assert!(p.threads.iter().all(|t| t.on_cpu_ns > 0), "{p:#?}");
+    // The worker's voluntary switches: what it counted, plus its sleep in sem_post/pause
+    // (at most 3 more: futex wake, pause, exit).
+    let nv = field(&line, "nvcsw");
+    assert!(
+        t.voluntary_switches >= nv && t.voluntary_switches <= nv + 3,
+        "{t:?} {line}"
+    );
+    // Function calls: exactly K, each a short loop (more than 0, less than 10 ms).
+    let func = p
+        .functions
+        .iter()
+        .find(|x| x.symbol == "hs_work")
+        .expect("hs_work");
+    assert_eq!(func.count, k);
+    assert!(func.min_ns > 0 && func.max_ns < 10_000_000, "{func:?}");
+    // The shell that exec'ed the program is the same process: no other process traced.
+    assert_eq!(r.processes.len(), 1, "{r:#?}");
+}
+
+#[test]
+fn follows_forked_children() {
+    let (_g, bin) = setup!();
+    let cmd = vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "{b} counts 100 1 0 0 >/dev/null; {b} counts 200 1 0 0 >/dev/null",
+            b = bin.display()
+        ),
+    ];
+    let opts = TraceOptions {
+        target: Target::Command(cmd),
+        probes: Probes {
+            syscalls: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    let mut writes: Vec<u64> = r
+        .processes
+        .iter()
+        .filter(|p| p.comm == "hpcscope-testee")
+        .map(|p| {
+            p.syscalls
+                .iter()
+                .find(|s| s.name == "write")
+                .map(|s| s.count)
+                .unwrap_or(0)
+        })
+        .collect();
+    writes.sort();
+    assert_eq!(writes, [101, 201], "{r:#?}");
+}
+
+#[test]
+fn profile_puts_the_hot_function_on_top() {
+    let (_g, bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec![bin.display().to_string(), "spin".into(), "1.0".into()]),
+        probes: Probes {
+            profile_hz: Some(499),
+            kernel_stacks: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let out = trace(&opts).expect("trace");
+    let prof = out.profile.expect("profile");
+    let hot = prof.hot_functions(5);
+    assert!(prof.total() > 20, "{} samples", prof.total());
+    assert_eq!(hot[0].name, "hot_function", "{hot:#?}");
+    assert!(hot[0].self_pct > 50.0, "{hot:#?}");
+    let all = prof.hot_functions(100);
+    assert!(
+        all.iter().any(|h| h.name == "main" && h.total_pct > 90.0),
+        "{all:#?}"
+    );
+    let folded = prof.folded();
+    assert!(
+        folded.lines().any(|l| l.contains(";main;hot_function ")),
+        "{folded}"
+    );
+    assert!(prof.flamegraph_svg("t").unwrap().contains("hot_function"));
+}
+
+#[test]
+fn missing_symbol_and_pid_are_bad_input() {
+    let (_g, bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec![bin.display().to_string(), "spin".into(), "0.1".into()]),
+        probes: Probes {
+            functions: vec!["no_such_function_xyz".parse().unwrap()],
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let e = trace(&opts).unwrap_err();
+    assert!(matches!(e, TraceError::SymbolNotFound { .. }), "{e}");
+    assert!(!e.is_environment());
+    let opts = TraceOptions {
+        target: Target::Pid(u32::MAX - 7),
+        probes: Probes {
+            syscalls: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    assert!(matches!(
+        trace(&opts).unwrap_err(),
+        TraceError::NoSuchProcess(_)
+    ));
+}
+
+#[test]
+fn pid_that_exits_mid_trace_keeps_its_data() {
+    let (_g, bin) = setup!();
+    let mut child = Command::new(&bin).args(["spin", "3.0"]).spawn().unwrap();
+    let opts = TraceOptions {
+        target: Target::Pid(child.id()),
+        probes: Probes {
+            syscalls: true,
+            sched: true,
+            ..Probes::default()
+        },
+        duration: Some(std::time::Duration::from_secs(20)),
+    };
+    let r = trace(&opts).expect("trace").report;
+    child.wait().unwrap();
+    assert!(
+        r.duration_s < 10.0,
+        "stopped when the process exited: {}",
+        r.duration_s
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("exited during the trace")),
+        "{:?}",
+        r.notes
+    );
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.pid == child.id())
+        .expect("process kept");
+    assert!(p.on_cpu_ns > 10_000_000, "{p:?}");
+}
+
+#[test]
+fn launched_command_that_does_not_exist() {
+    let (_g, _bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec!["/nonexistent/program-xyz".into()]),
+        probes: Probes {
+            syscalls: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    assert!(matches!(
+        trace(&opts).unwrap_err(),
+        TraceError::Spawn { .. }
+    ));
+}
+
+#[test]
+fn ctrl_c_detaches_and_keeps_the_data() {
+    let (_g, bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec![bin.display().to_string(), "spin".into(), "30".into()]),
+        probes: Probes {
+            syscalls: true,
+            sched: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    // What the SIGINT handler does, from another thread once the trace runs.
+    let stopper = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        hpcscope_trace::STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let r = trace(&opts).expect("trace").report;
+    stopper.join().unwrap();
+    assert!(r.partial);
+    assert!(r.duration_s < 15.0, "{}", r.duration_s);
+    assert!(
+        r.notes.iter().any(|n| n.contains("Ctrl-C")),
+        "{:?}",
+        r.notes
+    );
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.comm == "hpcscope-testee")
+        .expect("data kept");
+    assert!(p.on_cpu_ns > 0 && !p.syscalls.is_empty(), "{p:?}");
+}
+
+#[test]
+fn without_privileges_the_error_is_an_environment_limit() {
+    if skip_reason().is_some() {
+        println!("skipping: needs root to drop privileges from");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Credentials are per thread in the kernel: drop them in a throwaway thread only.
+    let e = std::thread::spawn(|| {
+        // SAFETY: the raw syscall changes only this thread's ids (and thus its capabilities).
+        let r = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+        assert_eq!(r, 0);
+        let opts = TraceOptions {
+            target: Target::Command(vec!["true".into()]),
+            probes: Probes {
+                syscalls: true,
+                ..Probes::default()
+            },
+            duration: None,
+        };
+        trace(&opts).unwrap_err()
+    })
+    .join()
+    .unwrap();
+    assert!(matches!(e, TraceError::NotPermitted { .. }), "{e}");
+    assert!(e.is_environment());
+    assert!(e.to_string().contains("CAP_BPF"));
+}
+
+#[test]
+fn doctor_reports_this_machine() {
+    let d = hpcscope_trace::doctor::run();
+    assert!(d.checks.len() >= 10);
+    for name in [
+        "privileges",
+        "kernel BTF",
+        "kprobes",
+        "uprobes",
+        "perf software events",
+        "perf hardware events",
+    ] {
+        assert!(d.checks.iter().any(|c| c.name == name), "{name}");
+    }
+    // Anything missing says what it disables.
+    assert!(
+        d.checks
+            .iter()
+            .filter(|c| !c.ok)
+            .all(|c| !c.disables.is_empty())
+    );
+    if skip_reason().is_none() {
+        assert!(d.can_trace(), "{d:#?}");
+    }
+}
+
+#[test]
+fn a_cgroup_is_traced_as_a_whole() {
+    let (_g, bin) = setup!();
+    let root = hpcscope_trace::linux::cgroup2_root();
+    let cg = root.join(format!("hpcscope-test-{}", std::process::id()));
+    if std::fs::create_dir(&cg).is_err() {
+        println!("skipping: cannot create a cgroup under {}", root.display());
+        return;
+    }
+    let mut child = Command::new(&bin).args(["spin", "2.0"]).spawn().unwrap();
+    let moved = std::fs::write(cg.join("cgroup.procs"), child.id().to_string()).is_ok();
+    let r = moved.then(|| {
+        let opts = TraceOptions {
+            target: Target::Cgroup(cg.clone()),
+            probes: Probes {
+                sched: true,
+                ..Probes::default()
+            },
+            duration: Some(std::time::Duration::from_millis(700)),
+        };
+        trace(&opts)
+    });
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir(&cg);
+    let Some(r) = r else {
+        println!("skipping: cannot move a process into {}", cg.display());
+        return;
+    };
+    let r = r.expect("trace").report;
+    assert!(r.partial, "stopped by the duration");
+    let pids: Vec<u32> = r.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, [child.id()], "only the cgroup's process: {r:#?}");
+    assert!(r.processes[0].on_cpu_ns > 0);
+}
+
+#[test]
+fn a_kernel_function_without_kprobes_falls_back_to_tracepoints() {
+    let (_g, bin) = setup!();
+    if std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {
+        println!("skipping: this kernel has kprobes");
+        return;
+    }
+    let opts = TraceOptions {
+        target: Target::Command(vec![
+            bin.display().to_string(),
+            "counts".into(),
+            "10".into(),
+            "1".into(),
+            "0".into(),
+            "0".into(),
+        ]),
+        probes: Probes {
+            syscalls: true,
+            kfuncs: vec!["vfs_write".into()],
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("kprobes are not available")),
+        "{:?}",
+        r.notes
+    );
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.comm == "hpcscope-testee")
+        .expect("traced");
+    assert_eq!(
+        p.syscalls
+            .iter()
+            .find(|s| s.name == "write")
+            .map(|s| s.count),
+        Some(11)
+    );
+}
+
+#[test]
+fn openmp_shortcut_counts_runtime_calls_exactly() {
+    let (_g, _bin) = setup!();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let out = dir.join("hpcscope-omp");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/omp.c");
+    let built = Command::new("cc")
+        .arg("-O0")
+        .arg("-fopenmp")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status();
+    if !built.map(|s| s.success()).unwrap_or(false) {
+        println!("skipping: cannot build an OpenMP program (cc -fopenmp, libgomp)");
+        return;
+    }
+    let n = 7u64;
+    let opts = TraceOptions {
+        target: Target::Command(vec![
+            "sh".into(),
+            "-c".into(),
+            format!("OMP_NUM_THREADS=2 exec {} {n} >/dev/null", out.display()),
+        ]),
+        probes: Probes {
+            openmp: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.comm == "hpcscope-omp")
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    let count = |s: &str| {
+        p.functions
+            .iter()
+            .find(|f| f.symbol == s)
+            .map(|f| f.count)
+            .unwrap_or(0)
+    };
+    // Each of the 2 threads: n explicit barriers + the implicit one ending `single`.
+    assert_eq!(count("GOMP_barrier"), 2 * (n + 1), "{:#?}", p.functions);
+    assert_eq!(count("GOMP_single_start"), 2);
+    // GOMP_parallel returns after the region: one call, at least as long as the barriers.
+    assert_eq!(count("GOMP_parallel"), 1);
+}
+
+#[test]
+fn timeline_has_on_cpu_slices_and_function_calls() {
+    let (_g, bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec![
+            bin.display().to_string(),
+            "counts".into(),
+            "10".into(),
+            "1".into(),
+            "2".into(),
+            "3".into(),
+        ]),
+        probes: Probes {
+            sched: true,
+            timeline: true,
+            functions: vec!["hs_work".parse().unwrap()],
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    let calls = r.timeline.iter().filter(|e| e.name == "hs_work").count();
+    assert_eq!(calls, 3, "{:#?}", r.timeline);
+    assert!(
+        r.timeline
+            .iter()
+            .any(|e| e.name == "on-cpu" && e.dur_ns > 0)
+    );
+    let v = r.chrome_trace();
+    let ev = v["traceEvents"].as_array().unwrap();
+    assert!(ev.iter().any(|e| e["ph"] == "X" && e["name"] == "hs_work"));
+    assert!(
+        ev.iter()
+            .any(|e| e["ph"] == "M" && e["name"] == "thread_name")
+    );
+}
