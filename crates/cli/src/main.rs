@@ -51,6 +51,14 @@ enum Command {
     History(cmd::history::HistoryArgs),
     /// Non-regression testing over the history store (exit 1 on a regression).
     Regress(cmd::regress::RegressArgs),
+    /// Performance models: kernel classes, port model, difference model, CPI fits, scaling laws, POP metrics.
+    Model(cmd::model::ModelArgs),
+    /// Watch a job with eBPF: syscalls, scheduler, page faults, I/O, user functions.
+    Trace(cmd::trace::TraceArgs),
+    /// CPU stack sampling with eBPF: folded stacks, a flame graph, hot functions.
+    Profile(cmd::profile::ProfileArgs),
+    /// What this machine allows (BPF, BTF, kprobes, uprobes, perf events, QEMU, cross compilers).
+    Doctor(cmd::doctor::DoctorArgs),
 }
 
 /// An error caused by the environment (missing tool, permission, hardware), exit code 3.
@@ -80,6 +88,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Record(a) => cmd::record::run(&a),
         Command::History(a) => cmd::history::run(&a),
         Command::Regress(a) => cmd::regress::run(&a),
+        Command::Model(a) => cmd::model::run(&a),
+        Command::Trace(a) => cmd::trace::run(&a),
+        Command::Profile(a) => cmd::profile::run(&a),
+        Command::Doctor(a) => cmd::doctor::run(&a),
     }
 }
 

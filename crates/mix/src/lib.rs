@@ -233,6 +233,9 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     region_times_s.clear();
                     break;
                 }
+                if std::env::var_os("HPCSCOPE_DEBUG").is_some() {
+                    eprintln!("native run: {s:?}");
+                }
                 native_times_s.push(s.wall_s);
                 if let Some(t) = s.region_s(MIN_SAMPLES) {
                     region_times_s.push(t);
@@ -336,8 +339,8 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 vnotes.push("a scope (callees included) is not timed by sampling: no time recorded; give the region's time with --source-gflops when projecting".into());
             }
             None
-        } else if region_times_s.len() == native_times_s.len() && !region_times_s.is_empty() {
-            vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz (median of {} native runs)", region_times_s.len()));
+        } else if !region_times_s.is_empty() {
+            vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz (median of the {} of {} native runs that could be sampled)", region_times_s.len(), native_times_s.len()));
             median(&region_times_s)
         } else {
             if !native_times_s.is_empty() {

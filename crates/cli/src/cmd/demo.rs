@@ -42,7 +42,7 @@ pub const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "stencil",
-        args: &["700", "20"],
+        args: &["1000", "25"],
         what: "2D 5-point stencil",
     },
     Workload {
@@ -52,7 +52,7 @@ pub const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "cg",
-        args: &["100000", "10"],
+        args: &["100000", "20"],
         what: "sparse conjugate gradient, in the spirit of MiniFE",
     },
     Workload {
@@ -62,7 +62,7 @@ pub const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "montecarlo",
-        args: &["100000", "1"],
+        args: &["150000", "1"],
         what: "Monte-Carlo particle transport, in the spirit of Quicksilver",
     },
     Workload {
