@@ -71,7 +71,11 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     }
     let opts = TraceOptions {
         target: target(a.pid, &a.cgroup, a.system, &a.command)?,
-        probes: Probes { profile_hz: Some(a.hz), kernel_stacks: !a.no_kernel, ..Probes::default() },
+        probes: Probes {
+            profile_hz: Some(a.hz),
+            kernel_stacks: !a.no_kernel,
+            ..Probes::default()
+        },
         duration: duration(a.duration)?,
     };
     hpcscope_trace::install_signal_handlers();
@@ -80,8 +84,15 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     let folded = format!("{}.folded", a.out_prefix);
     let svg = format!("{}.svg", a.out_prefix);
     write_atomic(folded.as_ref(), &prof.folded()).with_context(|| format!("writing {folded}"))?;
-    let title = format!("{} ({} samples at {} Hz)", out.report.target, prof.total(), prof.hz);
-    let graph = prof.flamegraph_svg(&title).map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
+    let title = format!(
+        "{} ({} samples at {} Hz)",
+        out.report.target,
+        prof.total(),
+        prof.hz
+    );
+    let graph = prof
+        .flamegraph_svg(&title)
+        .map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
     write_atomic(svg.as_ref(), &graph).with_context(|| format!("writing {svg}"))?;
     let mut pre = vec![format!(
         "{}: {} samples at {} Hz over {:.2} s{}; wrote {folded} and {svg}",
@@ -100,11 +111,13 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     }
     let table = hot_table(&prof, a.top);
     let text = match a.format {
-        Format::Json => serde_json::to_string_pretty(&serde_json::json!({
-            "report": out.report,
-            "profile": prof,
-            "hot_functions": prof.hot_functions(a.top),
-        }))? + "\n",
+        Format::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "report": out.report,
+                "profile": prof,
+                "hot_functions": prof.hot_functions(a.top),
+            }))? + "\n"
+        }
         f => render(f, &prof, &pre, &table, &out.report.notes)?,
     };
     emit(&text, a.output.as_deref())?;

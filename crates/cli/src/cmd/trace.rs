@@ -71,10 +71,18 @@ pub fn classify(e: TraceError) -> anyhow::Error {
 }
 
 /// The target named by `--pid`, `--cgroup`, `--system` or the command.
-pub fn target(pid: Option<u32>, cgroup: &Option<PathBuf>, system: bool, command: &[String]) -> Result<Target> {
-    let n = pid.is_some() as u8 + cgroup.is_some() as u8 + system as u8 + (!command.is_empty()) as u8;
+pub fn target(
+    pid: Option<u32>,
+    cgroup: &Option<PathBuf>,
+    system: bool,
+    command: &[String],
+) -> Result<Target> {
+    let n =
+        pid.is_some() as u8 + cgroup.is_some() as u8 + system as u8 + (!command.is_empty()) as u8;
     if n != 1 {
-        anyhow::bail!("give exactly one target: a command after `--`, --pid PID, --cgroup DIR or --system");
+        anyhow::bail!(
+            "give exactly one target: a command after `--`, --pid PID, --cgroup DIR or --system"
+        );
     }
     Ok(match (pid, cgroup, system) {
         (Some(p), _, _) => Target::Pid(p),
@@ -116,7 +124,10 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
         }
     }
     for f in &a.functions {
-        p.functions.push(f.parse::<FunctionSpec>().map_err(|e| anyhow::anyhow!("--function {e}"))?);
+        p.functions.push(
+            f.parse::<FunctionSpec>()
+                .map_err(|e| anyhow::anyhow!("--function {e}"))?,
+        );
     }
     p.mpi = a.mpi;
     p.openmp = a.openmp;
@@ -143,7 +154,9 @@ pub fn text(out: &TraceOutcome) -> String {
         r.target,
         r.duration_s,
         if r.partial { ", partial" } else { "" },
-        r.exit_code.map(|c| format!(", exit code {c}")).unwrap_or_default()
+        r.exit_code
+            .map(|c| format!(", exit code {c}"))
+            .unwrap_or_default()
     );
     for t in r.tables() {
         let mut table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
@@ -154,7 +167,11 @@ pub fn text(out: &TraceOutcome) -> String {
         s.push_str(&table.text());
     }
     if let Some(p) = &out.profile {
-        s.push_str(&format!("\n[hot functions] {} samples at {} Hz\n", p.total(), p.hz));
+        s.push_str(&format!(
+            "\n[hot functions] {} samples at {} Hz\n",
+            p.total(),
+            p.hz
+        ));
         s.push_str(&crate::cmd::profile::hot_table(p, 15).text());
     }
     for n in &r.notes {
@@ -170,7 +187,8 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     let out = hpcscope_trace::trace(&opts).map_err(classify)?;
     if let Some(path) = &a.timeline {
         let json = serde_json::to_string(&out.report.chrome_trace())?;
-        write_atomic(path, &(json + "\n")).with_context(|| format!("writing the timeline {}", path.display()))?;
+        write_atomic(path, &(json + "\n"))
+            .with_context(|| format!("writing the timeline {}", path.display()))?;
     }
     let text = match a.format {
         Format::Table => text(&out),
@@ -178,7 +196,10 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
         f => {
             // CSV and Markdown: the per-thread table, the finest level with every probe.
             let tables = out.report.tables();
-            let t = tables.iter().find(|t| t.title == "thread").or_else(|| tables.last());
+            let t = tables
+                .iter()
+                .find(|t| t.title == "thread")
+                .or_else(|| tables.last());
             let mut table = Table::new(&[]);
             if let Some(t) = t {
                 table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
