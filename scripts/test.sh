@@ -6,5 +6,5 @@ bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The QEMU plugin tests need the plugin built in release mode first.
-cargo build --release --quiet -p hpcscope-qemu-plugin 2>/dev/null || true
+cargo build --release --quiet -p hpcscope-qemu-plugin
 cargo test --workspace --no-fail-fast 2>&1
