@@ -55,6 +55,12 @@ pub struct AnalyzeArgs {
     /// Output directory: result.json, report.html, profiles and charts.
     #[arg(long, short, default_value = "hpcscope-analysis")]
     pub output: PathBuf,
+    /// Also keep this analysis in the run history (see `hpcscope history`).
+    #[arg(long)]
+    pub record: bool,
+    /// History store for --record (default: $HPCSCOPE_DB, else the per-user store).
+    #[arg(long, value_name = "FILE", requires = "record")]
+    pub db: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -521,6 +527,35 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
     out
 }
 
+/// The numbers of an analysis worth keeping in the history: time, rate, work, bytes per
+/// level and each target's projected interval.
+pub fn summary_metrics(r: &AnalyzeResult) -> serde_json::Value {
+    let th = &r.source_profile.regions[0].threads[0];
+    let mut m = serde_json::Map::new();
+    m.insert("time_s".into(), serde_json::json!(th.time_s));
+    m.insert("gflops".into(), serde_json::json!(r.source_gflops));
+    m.insert("flops".into(), serde_json::json!(th.flops));
+    m.insert(
+        "fp_instructions".into(),
+        serde_json::json!(th.fp_instructions),
+    );
+    m.insert("instructions".into(), serde_json::json!(th.instructions));
+    for l in &r.roofline.levels {
+        m.insert(format!("bytes_{}", l.level), serde_json::json!(l.bytes));
+    }
+    for t in &r.targets {
+        m.insert(
+            format!("projected_{}_lo_gflops", t.machine),
+            serde_json::json!(t.projection.interval.lo),
+        );
+        m.insert(
+            format!("projected_{}_hi_gflops", t.machine),
+            serde_json::json!(t.projection.interval.hi),
+        );
+    }
+    serde_json::Value::Object(m)
+}
+
 /// Runs `analyze`.
 pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let source = source_machine(a.machine.as_deref())?;
@@ -570,6 +605,17 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         a.output.join("report.html").display(),
         a.output.join("result.json").display()
     ));
+    if a.record {
+        let id = hpcscope_history::store::record_json_result(
+            a.db.as_deref(),
+            "analyze",
+            &a.command.join(" "),
+            &[],
+            &summary_metrics(&r),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        text.push_str(&format!("recorded as run {id} in the history store\n"));
+    }
     emit(&text, None)?;
     Ok(ExitCode::SUCCESS)
 }

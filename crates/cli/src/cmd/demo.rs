@@ -543,10 +543,12 @@ pub fn run(a: &DemoArgs) -> Result<ExitCode> {
             w.name.to_string(),
             escape(w.what),
             r.source_gflops.map(|g| num(g, 3)).unwrap_or("-".into()),
-            format!(
-                "{} ({})",
-                r.roofline.binding_level, r.roofline.binding_bound
-            ),
+            match r.roofline.binding_bound {
+                hpcscope_core::roofline::Bound::Memory => {
+                    format!("{} bandwidth", r.roofline.binding_level)
+                }
+                hpcscope_core::roofline::Bound::Compute => "compute (instruction mix)".to_string(),
+            },
             r.targets
                 .iter()
                 .find(|t| t.machine == "a64fx")
