@@ -22,7 +22,7 @@
 #
 # Environment:
 #   HPCSCOPE_BENCH  command that runs hpcscope's bench (default: `hpcscope bench` when on
-#                   PATH, else `cargo run --release -q -p hpcscope-bench --example bench --`)
+#                   PATH, else `cargo run --release -q -p hpcscope -- bench`)
 #   CPU             CPU to pin hpcscope to (default 0; likwid's S0:...:1 uses the first
 #                   hardware thread of socket 0)
 #   ROUNDS          alternations of the two tools (default 3)
@@ -57,7 +57,7 @@ if [[ -n "${HPCSCOPE_BENCH:-}" ]]; then
 elif command -v hpcscope >/dev/null 2>&1 && hpcscope bench --help >/dev/null 2>&1; then
     hp=(hpcscope bench)
 else
-    hp=(cargo run --release -q --manifest-path "$root/Cargo.toml" -p hpcscope-bench --example bench --)
+    hp=(cargo run --release -q --manifest-path "$root/Cargo.toml" -p hpcscope -- bench)
 fi
 
 tmp=$(mktemp -d)

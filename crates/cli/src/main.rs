@@ -11,6 +11,7 @@ mod cmd;
 mod host;
 mod load;
 mod output;
+mod recording;
 mod workloads;
 
 /// HPC performance engineering: machines, rooflines, projection between machines,

@@ -386,3 +386,50 @@ fn explore_bad_scenario() {
     assert!(stderr(&o).contains("s.toml"), "{}", stderr(&o));
     assert!(stderr(&o).contains("replace_memori"), "{}", stderr(&o));
 }
+
+#[test]
+fn record_history_and_result_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let db_s = db.to_str().unwrap();
+    let o = run(&[
+        "record", "-n", "3", "--db", db_s, "--tag", "k=v", "--", "true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (src, _) = worked_example(dir.path());
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        src.to_str().unwrap(),
+        "--target-machine",
+        "a64fx",
+        "--record",
+        "--db",
+        db_s,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("recorded as run 4"), "{}", stderr(&o));
+    let o = run(&["history", "list", "--db", db_s, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v
+        .as_array()
+        .or_else(|| v["runs"].as_array())
+        .expect("a list of runs");
+    assert_eq!(runs.len(), 4, "{v}");
+    // --db without --record is a usage error.
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        src.to_str().unwrap(),
+        "--target-machine",
+        "a64fx",
+        "--db",
+        db_s,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}

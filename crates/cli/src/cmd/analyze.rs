@@ -55,12 +55,9 @@ pub struct AnalyzeArgs {
     /// Output directory: result.json, report.html, profiles and charts.
     #[arg(long, short, default_value = "hpcscope-analysis")]
     pub output: PathBuf,
-    /// Also keep this analysis in the run history (see `hpcscope history`).
-    #[arg(long)]
-    pub record: bool,
-    /// History store for --record (default: $HPCSCOPE_DB, else the per-user store).
-    #[arg(long, value_name = "FILE", requires = "record")]
-    pub db: Option<PathBuf>,
+    /// Keep the analysis in the run history.
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -605,16 +602,12 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         a.output.join("report.html").display(),
         a.output.join("result.json").display()
     ));
-    if a.record {
-        let id = hpcscope_history::store::record_json_result(
-            a.db.as_deref(),
-            "analyze",
-            &a.command.join(" "),
-            &[],
-            &summary_metrics(&r),
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        text.push_str(&format!("recorded as run {id} in the history store\n"));
+    if let Some(line) = a
+        .record
+        .store("analyze", &a.command.join(" "), &summary_metrics(&r))?
+    {
+        text.push_str(&line);
+        text.push('\n');
     }
     emit(&text, None)?;
     Ok(ExitCode::SUCCESS)

@@ -79,6 +79,9 @@ pub struct BenchArgs {
     /// Precisions of the peak kernels.
     #[arg(long, value_enum, default_value_t)]
     pub precision: PrecisionArg,
+    /// Keep the measured peaks and bandwidths in the run history.
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
 }
 
 /// Turns the arguments into a benchmark configuration.
@@ -177,5 +180,96 @@ fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
         None => print!("{text}"),
     }
     eprint!("{}", hpcscope_bench::report::summary(&report));
+    let m = &report.machine;
+    let mut numbers = serde_json::Map::new();
+    for p in &m.peaks {
+        numbers.insert(
+            format!("peak_{}_core_gflops", p.precision),
+            serde_json::json!(p.core_gflops),
+        );
+        numbers.insert(
+            format!("peak_{}_node_gflops", p.precision),
+            serde_json::json!(p.node_gflops),
+        );
+    }
+    for l in &m.levels {
+        numbers.insert(
+            format!("{}_core_gbs", l.name),
+            serde_json::json!(l.core_gbs),
+        );
+        numbers.insert(
+            format!("{}_node_gbs", l.name),
+            serde_json::json!(l.node_gbs),
+        );
+    }
+    if let Some(line) = args
+        .record
+        .store("bench", &m.id, &serde_json::Value::Object(numbers))
+        .map_err(|e| BenchError::Internal(format!("{e:#}")))?
+    {
+        eprintln!("{line}");
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The arguments turn into a configuration; bad ones are input errors with a fix.
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: super::BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> super::BenchArgs {
+        let mut v = vec!["bench"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).unwrap().args
+    }
+
+    #[test]
+    fn flags_become_a_configuration() {
+        let a = parse(&[
+            "--quick",
+            "--kernels",
+            "triad,fma",
+            "--sizes",
+            "32k,1MB,1g",
+            "--cpus",
+            "0",
+            "--repeat",
+            "5",
+            "--widths",
+            "scalar,512",
+            "--precision",
+            "f64",
+            "--id",
+            "x",
+        ]);
+        let c = super::config(&a).unwrap();
+        assert!(c.quick);
+        assert_eq!(c.sizes, Some(vec![32768, 1_000_000, 1 << 30]));
+        assert_eq!(c.cpus, hpcscope_bench::CpuRequest::List(vec![0]));
+        assert_eq!(c.repeat, Some(5));
+        assert_eq!(c.precisions, vec![hpcscope_core::Precision::F64]);
+        assert_eq!(c.names.id.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn bad_flags_are_input_errors() {
+        for args in [
+            &["--kernels", "triad,nope"][..],
+            &["--sizes", "12q"],
+            &["--cpus", "3-1"],
+            &["--widths", "1024"],
+        ] {
+            let e = super::config(&parse(args)).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+            assert!(e.to_string().contains("fix:"), "{e}");
+        }
+        // --threads and --cpus exclude each other.
+        assert!(Cli::try_parse_from(["bench", "--threads", "2", "--cpus", "0"]).is_err());
+    }
 }

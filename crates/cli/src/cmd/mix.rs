@@ -51,6 +51,9 @@ pub struct MixArgs {
     /// Output format of the summary.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// Keep the counts in the run history.
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -267,6 +270,44 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
         }
     } else {
         epi.push("profiles not written: give -o DIR (or -o FILE.json for one profile)".into());
+    }
+    let mut numbers = serde_json::Map::new();
+    for v in &r.variants {
+        let key = v
+            .sve_bits
+            .map(|b| format!("sve{b}"))
+            .unwrap_or_else(|| "native".into());
+        let t = &v.counts.totals;
+        numbers.insert(format!("{key}.flops"), t.flops.into());
+        numbers.insert(format!("{key}.fp_instructions"), t.fp_instructions.into());
+        numbers.insert(format!("{key}.instructions"), t.instructions.into());
+        numbers.insert(
+            format!("{key}.bytes"),
+            (t.bytes_loaded + t.bytes_stored).into(),
+        );
+        for p in &v.profiles {
+            let th = &p.regions[0].threads[0];
+            for lb in th.memory.bytes_per_level.iter().flatten() {
+                numbers.insert(
+                    format!(
+                        "{key}.{}.bytes_{}",
+                        p.machine.as_deref().unwrap_or("machine"),
+                        lb.level
+                    ),
+                    lb.bytes.into(),
+                );
+            }
+            if let Some(ts) = th.time_s {
+                numbers.insert("time_s".into(), ts.into());
+            }
+        }
+    }
+    if let Some(line) = a.record.store(
+        "mix",
+        &a.command.join(" "),
+        &serde_json::Value::Object(numbers),
+    )? {
+        epi.push(line);
     }
     emit(&render(a.format, &r, &pre, &summary(&r), &epi)?, None)?;
     Ok(if partial {

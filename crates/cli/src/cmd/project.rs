@@ -94,6 +94,9 @@ pub struct ProjectArgs {
     /// Also draw source and target rooflines with the projected interval to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Keep the projected interval in the run history.
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
 }
 
 /// A projection with its validation.
@@ -254,6 +257,17 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         )?;
     }
     emit(&text, a.output.as_deref())?;
+    let p = &result.projection;
+    let numbers = serde_json::json!({
+        "source_gflops": p.source_gflops,
+        "projected_lo_gflops": p.interval.lo,
+        "projected_hi_gflops": p.interval.hi,
+        "measured_gflops": result.validation.map(|v| v.measured_gflops),
+    });
+    let what = format!("{} -> {}", p.source_machine, p.target_machine);
+    if let Some(line) = a.record.store("project", &what, &numbers)? {
+        eprintln!("{line}");
+    }
     Ok(match result.validation {
         Some(v) if !v.inside => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
