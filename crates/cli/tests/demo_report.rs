@@ -105,14 +105,10 @@ fn demo_report_renders_in_chromium() {
         String::from_utf8_lossy(&dom.stderr)
     );
     let dom_text = String::from_utf8_lossy(&dom.stdout);
-    let svgs: Vec<&str> = dom_text
-        .split("<svg")
-        .skip(1)
-        .map(|s| s.split("</svg>").next().unwrap_or(""))
-        .collect();
+    let svgs = top_level_svgs(&dom_text);
     assert_eq!(
         svgs.len(),
-        charts_in_file,
+        top_level_svgs(&html).len(),
         "every chart of the file is in the rendered page"
     );
     for (i, s) in svgs.iter().enumerate() {
@@ -154,4 +150,31 @@ fn demo_report_renders_in_chromium() {
     let keep = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("demo-report.png");
     std::fs::copy(&shot, &keep).unwrap();
     println!("screenshot: {}", keep.display());
+}
+
+/// The top-level `<svg>...</svg>` elements of a page (a flame graph nests one SVG in another).
+fn top_level_svgs(page: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0usize;
+    let mut i = 0usize;
+    while i < page.len() {
+        let rest = &page[i..];
+        if rest.starts_with("<svg") {
+            if depth == 0 {
+                start = i;
+            }
+            depth += 1;
+            i += 4;
+        } else if rest.starts_with("</svg>") {
+            depth = depth.saturating_sub(1);
+            i += 6;
+            if depth == 0 {
+                out.push(&page[start..i]);
+            }
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
 }

@@ -94,7 +94,8 @@ impl Profile {
                 None => break,
             }
         }
-        Ok(svg)
+        // ...and event-handler attributes (`onload="init(evt)"`) that would call it.
+        Ok(strip_event_handlers(&svg))
     }
 
     fn flamegraph(&self, title: &str, static_svg: bool) -> Result<String, String> {
@@ -216,6 +217,40 @@ mod tests {
                 .flamegraph_svg("t")
                 .unwrap()
                 .contains("<svg")
+        );
+    }
+}
+
+/// Removes ` on<name>="..."` attributes (event handlers) from markup.
+fn strip_event_handlers(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(i) = rest.find(" on") {
+        let after = &rest[i + 3..];
+        let name_len = after.bytes().take_while(u8::is_ascii_lowercase).count();
+        let tail = &after[name_len..];
+        if name_len > 0 && tail.starts_with("=\"") {
+            if let Some(end) = tail[2..].find('"') {
+                out.push_str(&rest[..i]);
+                rest = &tail[2 + end + 1..];
+                continue;
+            }
+        }
+        out.push_str(&rest[..i + 3]);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod strip_tests {
+    #[test]
+    fn event_handlers_are_removed_and_text_kept() {
+        let s = r#"<svg onload="init(evt)" width="1"><text>on top onion</text><g onclick="z()"/></svg>"#;
+        assert_eq!(
+            super::strip_event_handlers(s),
+            r#"<svg width="1"><text>on top onion</text><g/></svg>"#
         );
     }
 }

@@ -55,6 +55,9 @@ pub struct AnalyzeArgs {
     /// Output directory: result.json, report.html, profiles and charts.
     #[arg(long, short, default_value = "hpcscope-analysis")]
     pub output: PathBuf,
+    /// Skip the eBPF trace and CPU profile of a native run.
+    #[arg(long)]
+    pub no_trace: bool,
     /// Keep the analysis in the run history.
     #[command(flatten)]
     pub record: crate::recording::RecordFlags,
@@ -97,6 +100,8 @@ pub struct AnalyzeResult {
     pub mix: MixReport,
     /// The characterization of the target binary, when one was given.
     pub target_mix: Option<MixReport>,
+    /// An eBPF trace and CPU profile of one native run, where this machine allows it.
+    pub trace: Option<hpcscope_trace::TraceOutcome>,
     /// One sentence on the source.
     pub verdict: String,
     /// Remarks.
@@ -123,6 +128,7 @@ pub fn analyze_program(
     native_runs: u32,
     timeout: Option<std::time::Duration>,
     application: Option<String>,
+    with_trace: bool,
 ) -> Result<AnalyzeResult> {
     let mut notes = Vec::new();
     let simulable = |m: &Machine| hpcscope_mix::hierarchy(m).is_ok();
@@ -250,6 +256,11 @@ pub fn analyze_program(
             });
         }
     }
+    let trace = if with_trace {
+        trace_run(program, args, &mut notes)
+    } else {
+        None
+    };
     let verdict = source_verdict(source, &roof);
     Ok(AnalyzeResult {
         application: mix.application.clone(),
@@ -260,9 +271,41 @@ pub fn analyze_program(
         targets: results,
         mix,
         target_mix,
+        trace,
         verdict,
         notes,
     })
+}
+
+/// One native run under the eBPF probes (syscalls, scheduler, page faults) with CPU stack
+/// sampling; on a machine that does not allow it, a note says why and the analysis goes on.
+fn trace_run(
+    program: &Path,
+    args: &[String],
+    notes: &mut Vec<String>,
+) -> Option<hpcscope_trace::TraceOutcome> {
+    let mut command = vec![program.display().to_string()];
+    command.extend(args.iter().cloned());
+    let opts = hpcscope_trace::TraceOptions {
+        target: hpcscope_trace::Target::Command(command),
+        probes: hpcscope_trace::Probes {
+            syscalls: true,
+            sched: true,
+            faults: true,
+            profile_hz: Some(999),
+            ..Default::default()
+        },
+        duration: None,
+    };
+    match hpcscope_trace::trace(&opts) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            notes.push(format!(
+                "no eBPF trace or profile: {e} (hpcscope doctor tells what this machine allows)"
+            ));
+            None
+        }
+    }
 }
 
 /// One sentence on the source run.
@@ -503,6 +546,12 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
             svgs,
         });
     }
+    if let Some(t) = &r.trace {
+        for mut sec in hpcscope_trace::report::html_sections(&t.report, t.profile.as_ref()) {
+            sec.title = format!("{title_prefix}{}", sec.title);
+            out.push(sec);
+        }
+    }
     if !r.notes.is_empty() || !r.source_profile.notes.is_empty() {
         let mut body = String::from("<ul>");
         for n in r
@@ -578,6 +627,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         a.native_runs,
         timeout,
         None,
+        !a.no_trace,
     )?;
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("cannot create {}", a.output.display()))?;

@@ -538,6 +538,7 @@ pub fn run(a: &DemoArgs) -> Result<ExitCode> {
             a.native_runs,
             None,
             Some(w.name.to_string()),
+            true,
         )?;
         overview.push(vec![
             w.name.to_string(),
