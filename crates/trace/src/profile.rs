@@ -229,12 +229,13 @@ fn strip_event_handlers(svg: &str) -> String {
         let after = &rest[i + 3..];
         let name_len = after.bytes().take_while(u8::is_ascii_lowercase).count();
         let tail = &after[name_len..];
-        if name_len > 0 && tail.starts_with("=\"") {
-            if let Some(end) = tail[2..].find('"') {
-                out.push_str(&rest[..i]);
-                rest = &tail[2 + end + 1..];
-                continue;
-            }
+        if name_len > 0
+            && tail.starts_with("=\"")
+            && let Some(end) = tail[2..].find('"')
+        {
+            out.push_str(&rest[..i]);
+            rest = &tail[2 + end + 1..];
+            continue;
         }
         out.push_str(&rest[..i + 3]);
         rest = after;
