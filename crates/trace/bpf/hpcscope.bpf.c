@@ -379,11 +379,11 @@ int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!c)
 		return 0;
+	/* The slot only caches "this thread is tracked": a program can be preempted, so the
+	 * start of the call itself goes to the per-thread hash, never to per-CPU state. */
 	if (c->tid != tid || c->tgid != (u32)(id >> 32)) {
 		if (!tracked_current())
 			return 0;
-		if (c->pending)
-			slot_spill(c);
 		c->tid = tid;
 		c->tgid = id >> 32;
 	}
@@ -407,10 +407,8 @@ int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 			break;
 		}
 	}
-	c->nr = nr;
-	c->arg0 = arg0;
-	c->ts = bpf_ktime_get_ns();
-	c->pending = 1;
+	struct sc_start st = { .ts = bpf_ktime_get_ns(), .arg0 = arg0, .nr = nr, .tgid = id >> 32 };
+	bpf_map_update_elem(&sc_starts, &tid, &st, BPF_ANY);
 	return 0;
 }
 
@@ -498,18 +496,13 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
 	s64 ret = (s64)ctx->args[1];
-	struct sc_slot *c = slot_get();
+	
 	struct sc_start start;
 	struct sc_key k;
 	struct sc_stats *st;
 	u64 lat;
 
-	if (c && c->pending && c->tid == tid) {
-		start.ts = c->ts;
-		start.arg0 = c->arg0;
-		start.nr = c->nr;
-		c->pending = 0;
-	} else {
+	{
 		struct sc_start *s = bpf_map_lookup_elem(&sc_starts, &tid);
 		if (!s || s->ts == 0)
 			return 0;
