@@ -27,6 +27,9 @@ pub struct ExploreArgs {
     /// Also draw the intervals across the sweep to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Keep every design point's interval in the run history.
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
 }
 
 /// The result of an exploration.
@@ -196,5 +199,19 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         )?;
     }
     emit(&text, a.output.as_deref())?;
+    let mut numbers = serde_json::Map::new();
+    numbers.insert("source_gflops".into(), result.source_gflops.into());
+    for p in &result.points {
+        let key = format!("{} @ {}", p.variant, p.target);
+        numbers.insert(format!("{key}.lo_gflops"), p.interval.lo.into());
+        numbers.insert(format!("{key}.hi_gflops"), p.interval.hi.into());
+    }
+    if let Some(line) = a.record.store(
+        "explore",
+        &a.scenario.display().to_string(),
+        &serde_json::Value::Object(numbers),
+    )? {
+        eprintln!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -44,6 +44,9 @@ pub struct RooflineArgs {
     /// Also draw the roofline chart to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Keep the placement in the run history.
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
 }
 
 /// Computes the analysis for the CLI and the other commands that reuse it.
@@ -128,5 +131,20 @@ pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
         write_atomic(svg, &hpcscope_report::roofline_svg(&an, &title))?;
     }
     emit(&text, a.output.as_deref())?;
+    let mut numbers = serde_json::json!({
+        "achieved_gflops": an.achieved_gflops,
+        "weighted_peak_gflops": an.weighted_peak_gflops,
+        "binding_gflops": an.binding_gflops,
+        "efficiency": an.efficiency,
+    });
+    for l in &an.levels {
+        numbers[format!("oi_{}", l.level)] = serde_json::json!(l.oi.is_finite().then_some(l.oi));
+    }
+    if let Some(line) = a
+        .record
+        .store("roofline", &a.profile.display().to_string(), &numbers)?
+    {
+        eprintln!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
