@@ -13,6 +13,7 @@ pub mod machine;
 pub mod profile;
 pub mod project;
 pub mod roofline;
+pub mod time;
 
 pub use error::{Error, InputError, Result};
 pub use machine::{Machine, Precision};
