@@ -4,28 +4,11 @@
 //! the report. Skipped, with a line saying why, without gcc, qemu-user, the plugin or
 //! Chromium (`scripts/setup.sh` installs them; `scripts/test.sh` builds the plugin).
 
+mod common;
+use common::{plugin, which};
+
 use std::path::PathBuf;
 use std::process::Command;
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-fn plugin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HPCSCOPE_QEMU_PLUGIN") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hpcscope"));
-    let target = exe.parent()?.parent()?;
-    ["release", "debug"]
-        .iter()
-        .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
-        .find(|p| p.is_file())
-}
 
 #[test]
 fn demo_report_renders_in_chromium() {

@@ -2,6 +2,9 @@
 //! here. Skipped, with a line saying why, where qemu-user, gcc or the plugin is missing
 //! (`scripts/setup.sh` installs them; `scripts/test.sh` builds the plugin).
 
+mod common;
+use common::{plugin, which};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -9,27 +12,10 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hpcscope"))
 }
 
-fn which(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-}
-
-fn plugin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HPCSCOPE_QEMU_PLUGIN") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hpcscope"));
-    let target = exe.parent()?.parent()?;
-    ["release", "debug"]
-        .iter()
-        .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
-        .find(|p| p.is_file())
-}
-
 /// Returns the plugin path, or None after printing why the test is skipped.
 fn ready() -> Option<PathBuf> {
     for tool in ["qemu-x86_64", "gcc"] {
-        if !which(tool) {
+        if which(tool).is_none() {
             println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
             return None;
         }
