@@ -15,6 +15,8 @@ packages=(
   chromium                  # headless: the end-to-end test of the HTML report
   clang llvm                # compiles the eBPF programs (only to regenerate them)
   bpftrace                  # reference for the tracing overhead benchmark
+  openmpi-bin libopenmpi-dev  # mpirun/mpicc: multi-rank tests, `hpcscope bench mpi`
+  slurm-wlm                 # slurmctld/slurmd: the single-node job-array test
 )
 
 missing=()
