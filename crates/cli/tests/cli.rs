@@ -433,3 +433,135 @@ fn record_history_and_result_recording() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Records one run whose `--metrics-json` file holds `{"work": value}`.
+fn record_work(db: &str, dir: &Path, value: f64) {
+    let json = dir.join("m.json");
+    let script = format!("echo '{{\"work\": {value}}}' > {}", json.display());
+    let o = run(&[
+        "record",
+        "--db",
+        db,
+        "--metrics-json",
+        json.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn regress_check_exit_codes_reports_and_bad_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let db_s = db.to_str().unwrap();
+    // A baseline of 12 runs around 100 with 1 % noise.
+    for i in 0..12 {
+        record_work(
+            db_s,
+            dir.path(),
+            100.0 + [0.0, 0.7, -0.5, 0.9, -0.8, 0.3][i % 6],
+        );
+    }
+    let check = |extra: &[&str]| {
+        let json = dir.path().join("r.json");
+        let junit = dir.path().join("r.xml");
+        let mut args = vec![
+            "regress",
+            "check",
+            "--db",
+            db_s,
+            "--metric",
+            "work",
+            "--json",
+            json.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let x = std::fs::read_to_string(&junit).unwrap();
+        (o, j, x)
+    };
+    // A candidate inside the noise: exit 0, a passing JUnit case.
+    record_work(db_s, dir.path(), 100.4);
+    let (o, _, x) = check(&["--lower-is-better", "work"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(x.contains("testcase") && !x.contains("<failure"), "{x}");
+    // Three candidates 20 % worse: exit 1, named in Markdown, JSON and JUnit.
+    for _ in 0..3 {
+        record_work(db_s, dir.path(), 120.0);
+    }
+    let (o, j, x) = check(&["--candidates", "3", "--lower-is-better", "work"]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("work"), "{}", stdout(&o));
+    assert!(j.to_string().contains("work"), "{j}");
+    assert!(x.contains("<failure"), "{x}");
+    // 20 % better is not a regression of a lower-is-better metric.
+    let (o, _, _) = check(&["--candidates", "3", "--higher-is-better", "work"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    // A corrupt store is bad input (exit 2) that names the file, and is left as it was.
+    let bad = dir.path().join("bad.sqlite");
+    std::fs::write(&bad, b"this is not a database").unwrap();
+    let o = run(&["regress", "check", "--db", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bad.sqlite"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&bad).unwrap(), b"this is not a database");
+}
+
+/// True as root; in CI (CI=true, root) a missing privilege is a failure, elsewhere a skip.
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { geteuid() } == 0;
+    if !root {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} needs root, and CI runs as root"
+        );
+        println!("skipping {what}: not root");
+    }
+    root
+}
+
+unsafe extern "C" {
+    fn geteuid() -> u32;
+}
+
+#[test]
+fn counters_and_trace_record_into_the_history() {
+    if !root_or_skip("counters/trace --record") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let db_s = db.to_str().unwrap();
+    let o = run(&[
+        "counters", "run", "--record", "--db", db_s, "--", "sleep", "0.05",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("recorded as run 1"), "{}", stderr(&o));
+    let o = run(&[
+        "trace", "--record", "--db", db_s, "--format", "json", "--", "sleep", "0.05",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("recorded as run 2"), "{}", stderr(&o));
+    let o = run(&["history", "metrics", "--db", db_s]);
+    let text = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The trace keeps its syscall counts (sleep makes a clock_nanosleep), counters its
+    // software-event metrics per region.
+    assert!(text.contains("syscalls.clock_nanosleep.count"), "{text}");
+    assert!(text.contains("on_cpu_s"), "{text}");
+    let o = run(&["history", "list", "--db", db_s, "--source", "counters"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).matches("sleep 0.05").count(),
+        1,
+        "{}",
+        stdout(&o)
+    );
+}

@@ -197,6 +197,8 @@ pub struct RunArgs {
     /// Save the raw counters (JSON) to reuse with `import --from raw` or `compare`.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -452,6 +454,13 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
         &options(&a.recipe, a.out.per_thread),
     );
     report(&cat, std::slice::from_ref(&rep), &a.out, &app)?;
+    let command = a.command.join(" ");
+    if let Some(line) = a
+        .record
+        .store("counters", &command, &record_numbers(&rep))?
+    {
+        eprintln!("{line}");
+    }
     if a.require_pmu && rep.hardware_unavailable.is_some() {
         eprintln!(
             "error: {}",
@@ -460,6 +469,21 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The numbers `--record` keeps: every metric with a value, per region (`region.metric`);
+/// NA metrics are left out rather than stored as zero.
+fn record_numbers(rep: &Report) -> serde_json::Value {
+    let mut regions = serde_json::Map::new();
+    for r in &rep.regions {
+        let metrics: serde_json::Map<String, serde_json::Value> = r
+            .total
+            .iter()
+            .filter_map(|m| m.value.map(|v| (m.id.clone(), serde_json::json!(v))))
+            .collect();
+        regions.insert(r.name.clone(), serde_json::Value::Object(metrics));
+    }
+    serde_json::Value::Object(regions)
 }
 
 fn load(files: &[PathBuf], from: Option<FromArg>, label: &str) -> Result<RawData> {

@@ -56,6 +56,8 @@ pub struct TraceArgs {
     /// Output format of the summary (`json` is the full report, histograms included).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    #[command(flatten)]
+    pub record: crate::recording::RecordFlags,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -211,5 +213,67 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
         }
     };
     emit(&text, a.output.as_deref())?;
+    if let Some(line) = a
+        .record
+        .store("trace", &out.report.target, &summary(&out))?
+    {
+        eprintln!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The numbers `--record` keeps: totals over the traced processes, per syscall and per
+/// user function (the histograms stay in the JSON report).
+pub fn summary(out: &TraceOutcome) -> serde_json::Value {
+    use std::collections::BTreeMap;
+    let r = &out.report;
+    let mut syscalls: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+    let mut functions: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let (mut on, mut off, mut minor, mut major, mut cs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    for p in &r.processes {
+        on += p.on_cpu_ns;
+        off += p.off_cpu_ns;
+        minor += p.minor_faults;
+        major += p.major_faults;
+        cs += p.context_switches;
+        for s in &p.syscalls {
+            let e = syscalls.entry(&s.name).or_default();
+            e.0 += s.count;
+            e.1 += s.errors;
+            e.2 += s.total_ns;
+        }
+        for f in &p.functions {
+            let e = functions.entry(&f.symbol).or_default();
+            e.0 += f.count;
+            e.1 += f.total_ns;
+        }
+    }
+    let syscalls: serde_json::Map<String, serde_json::Value> = syscalls
+        .into_iter()
+        .map(|(k, (n, e, t))| {
+            (
+                k.to_string(),
+                serde_json::json!({"count": n, "errors": e, "time_s": t as f64 * 1e-9}),
+            )
+        })
+        .collect();
+    let functions: serde_json::Map<String, serde_json::Value> = functions
+        .into_iter()
+        .map(|(k, (n, t))| {
+            (
+                k.to_string(),
+                serde_json::json!({"count": n, "time_s": t as f64 * 1e-9}),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "time_s": r.duration_s,
+        "on_cpu_s": on as f64 * 1e-9,
+        "off_cpu_s": off as f64 * 1e-9,
+        "minor_faults": minor,
+        "major_faults": major,
+        "context_switches": cs,
+        "syscalls": syscalls,
+        "functions": functions,
+    })
 }
