@@ -565,3 +565,30 @@ fn counters_and_trace_record_into_the_history() {
         stdout(&o)
     );
 }
+
+#[test]
+fn analyze_rejects_a_scenario_with_a_source_before_running_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("s.toml");
+    std::fs::write(
+        &sc,
+        "name = \"x\"\n[source]\nmachine = \"thunderx2\"\nprofile = \"p.json\"\n[[targets]]\nname = \"N1\"\nmachine = \"neoverse-n1\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "analyze",
+        "-m",
+        "thunderx2",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("s.toml"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hpcscope explore"), "{}", stderr(&o));
+    assert!(!out.exists(), "nothing is written for a bad scenario");
+}

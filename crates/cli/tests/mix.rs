@@ -322,3 +322,136 @@ fn missing_qemu_is_an_environment_limit() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3));
 }
+
+fn analyze(plugin: &Path, out: &Path, path_env: Option<&Path>, cmd: &[&str]) -> Output {
+    let mut c = bin();
+    c.env("HPCSCOPE_QEMU_PLUGIN", plugin)
+        .env_remove("HPCSCOPE_QEMU");
+    if let Some(p) = path_env {
+        c.env("PATH", p);
+    }
+    c.args([
+        "analyze",
+        "-m",
+        "cascadelake-8260",
+        "-t",
+        "a64fx",
+        "--no-trace",
+    ])
+    .arg("-o")
+    .arg(out)
+    .arg("--")
+    .args(cmd)
+    .output()
+    .unwrap()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn analyze_reports_what_it_could_measure_of_bad_programs() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Not an ELF: exit 2 naming the problem, yet the native timing is reported.
+    let script = d.join("job.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = d.join("a1");
+    let o = analyze(&plugin, &out, None, &[script.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not an ELF"), "{err}");
+    let r = json(&out.join("result.json"));
+    assert_eq!(r["native_runs"].as_array().unwrap().len(), 3, "{r}");
+    assert!(r["median_wall_s"].as_f64().unwrap() > 0.0, "{r}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("What could not be done") && html.contains("not an ELF"));
+
+    // QEMU missing (PATH without it): exit 3 naming the Debian package; native time kept.
+    let ok = cc(d, "ok", "int main(void) { return 0; }\n", &[]);
+    let empty = d.join("empty-path");
+    std::fs::create_dir(&empty).unwrap();
+    let out = d.join("a2");
+    let o = analyze(&plugin, &out, Some(&empty), &[ok.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("qemu-user"), "{err}");
+    let r = json(&out.join("result.json"));
+    assert!(
+        r["native_runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["exit_status"] == 0),
+        "{r}"
+    );
+
+    // A crash after some work: the report is written, the counts are the partial ones
+    // (QEMU 7.2 skips the plugin's exit callback on a fatal signal: the counts are those of
+    // its last snapshot, taken every 250 ms), and the notes say how the program ended,
+    // natively and under emulation.
+    let crash = cc(
+        d,
+        "crash",
+        "int main(void) { volatile double x = 0; for (long i = 0; i < 20000000; i++) x += i * 0.5;\n\
+         *(volatile int *)0 = 1; return 0; }\n",
+        &["-O1"],
+    );
+    let out = d.join("a3");
+    let o = analyze(&plugin, &out, None, &[crash.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("SIGSEGV) when run natively"), "{text}");
+    assert!(text.contains("SIGSEGV) under emulation"), "{text}");
+    let r = json(&out.join("result.json"));
+    let flops = r["source_profile"]["regions"][0]["threads"][0]["flops"]
+        .as_f64()
+        .unwrap();
+    // At most the 2 x 20 M FLOPs the loop does before the crash, and some of them.
+    assert!(flops > 0.0 && flops <= 4.0e7, "{flops}");
+    assert!(text.contains("counts are partial"), "{text}");
+}
+
+#[test]
+fn analyze_sweeps_a_scenario_of_targets() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let triad = cc(d, "triad", TRIAD, &[]);
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/analyze-memory.toml");
+    let out = d.join("a");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args([
+            "analyze",
+            "-m",
+            "cascadelake-8260",
+            "-t",
+            "a64fx",
+            "--no-trace",
+        ])
+        .arg("--scenario")
+        .arg(&scenario)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", triad.to_str().unwrap(), "200000", "20"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out.join("result.json"));
+    let points = r["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 5, "{r}");
+    // Swapping in HBM2 cannot lower the upper bound of a memory-bound triad.
+    let hi = |name: &str| {
+        points.iter().find(|p| p["target"] == name).unwrap()["interval"]["hi"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(hi("N1 + HBM2") >= hi("N1"), "{r}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Design-space sweep"));
+}

@@ -98,7 +98,7 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Converts a TOML parse error into an [`InputError`] with its line.
-pub(crate) fn from_toml(origin: &str, src: &str, e: &toml::de::Error, fix: &str) -> InputError {
+pub fn from_toml(origin: &str, src: &str, e: &toml::de::Error, fix: &str) -> InputError {
     let line = e
         .span()
         .map(|s| src[..s.start.min(src.len())].matches('\n').count() + 1);

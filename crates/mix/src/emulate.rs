@@ -213,7 +213,21 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
     let stderr_file = File::create(&stderr_path)
         .map_err(|e| MixError::Run(format!("cannot create a temporary file: {e}")))?;
     let start = Instant::now();
-    let mut child = Command::new(&req.qemu)
+    let mut cmd = Command::new(&req.qemu);
+    // A guest that dies of a signal makes QEMU write a `qemu_*.core` file into the working
+    // directory when core dumps are allowed: not wanted from an analysis.
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .arg("-cpu")
         .arg(&cpu)
         .arg("-plugin")

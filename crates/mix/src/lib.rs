@@ -158,6 +158,20 @@ pub fn hierarchy(m: &Machine) -> Result<HierarchyConfig, MixError> {
     Ok(cfg)
 }
 
+/// ` (SIGSEGV)` for the common crash signals, empty otherwise.
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS)",
+        8 => " (SIGFPE)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
+}
+
 /// Runs the whole analysis.
 pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     let info = ElfInfo::read(&opts.program)?;
@@ -228,7 +242,14 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                         .into(),
                 })?;
                 if !s.success {
-                    notes.push("the native run failed: its time is not used".to_string());
+                    let how = match (s.code, s.signal) {
+                        (_, Some(sig)) => format!("was killed by signal {sig}{}", signal_name(sig)),
+                        (Some(c), _) => format!("exited with status {c}"),
+                        _ => "failed".to_string(),
+                    };
+                    notes.push(format!(
+                        "the program {how} when run natively: its time is not used"
+                    ));
                     native_times_s.clear();
                     region_times_s.clear();
                     break;
@@ -299,7 +320,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         })?;
         let Some(counts) = o.counts.clone() else {
             let how = match &o.ending {
-                Ending::Signal(s) => format!("was killed by signal {s}"),
+                Ending::Signal(s) => format!("was killed by signal {s}{}", signal_name(*s)),
                 Ending::Failed(c) => format!("exited with status {c}"),
                 Ending::TimedOut => "reached the time limit".to_string(),
                 Ending::Success => "ended".to_string(),
@@ -326,7 +347,8 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 "the program exited with status {c} under emulation: counts are partial"
             )),
             Ending::Signal(s) => vnotes.push(format!(
-                "the program was killed by signal {s} under emulation: counts are partial"
+                "the program was killed by signal {s}{} under emulation: counts are partial",
+                signal_name(*s)
             )),
             Ending::TimedOut => {
                 vnotes.push("the emulation reached the time limit: counts are partial".to_string())

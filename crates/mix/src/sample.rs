@@ -27,6 +27,10 @@ pub struct Sampled {
     pub lost: u64,
     /// Whether the program exited with status 0.
     pub success: bool,
+    /// The exit status code, or the signal that killed the program (then `code` is None).
+    pub code: Option<i32>,
+    /// The signal that ended the program, if one did.
+    pub signal: Option<i32>,
     /// Whether sampling could be set up (false: only the wall time is known).
     pub sampled: bool,
     /// Sampling frequency, Hz.
@@ -247,6 +251,8 @@ pub fn run(
         in_region: counts.1,
         lost: counts.2,
         success: status.success(),
+        code: status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
         sampled: !rings.is_empty() && bias.is_some(),
         freq_hz: freq_hz.max(1),
     })

@@ -55,7 +55,11 @@ pub struct AnalyzeArgs {
     /// Output directory: result.json, report.html, profiles and charts.
     #[arg(long, short, default_value = "hpcscope-analysis")]
     pub output: PathBuf,
-    /// Skip the eBPF trace and CPU profile of a native run.
+    /// Sweep these targets (a scenario file: `[[targets]]` with transforms, see
+    /// docs/scenario-format.md) with the analyzed program as source and variant.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Skip the extra native runs: the eBPF trace and CPU profile, and the counters.
     #[arg(long)]
     pub no_trace: bool,
     /// Keep the analysis in the run history.
@@ -102,10 +106,126 @@ pub struct AnalyzeResult {
     pub target_mix: Option<MixReport>,
     /// An eBPF trace and CPU profile of one native run, where this machine allows it.
     pub trace: Option<hpcscope_trace::TraceOutcome>,
+    /// The portable counter metrics of one native run (software events only where the PMU
+    /// is not available).
+    pub counters: Option<hpcscope_counters::compute::Report>,
+    /// The design-space sweep of `--scenario`, when given.
+    pub sweep: Option<Sweep>,
     /// One sentence on the source.
     pub verdict: String,
     /// Remarks.
     pub notes: Vec<String>,
+}
+
+/// The design-space sweep of `analyze --scenario`.
+#[derive(Debug, Serialize)]
+pub struct Sweep {
+    /// Scenario title.
+    pub name: String,
+    /// Scenario description.
+    pub description: String,
+    /// One point per target.
+    pub points: Vec<DesignPoint>,
+}
+
+/// The scenario `analyze --scenario` reads: the targets of an `explore` scenario; the
+/// source and the variant are the analyzed program.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepScenario {
+    name: String,
+    #[serde(default)]
+    description: String,
+    targets: Vec<hpcscope_core::explore::TargetSpec>,
+}
+
+/// `--scenario` read and its targets resolved (before the analysis: a bad file fails fast).
+struct ReadScenario {
+    scenario: SweepScenario,
+    origin: String,
+    targets: Vec<(String, Machine)>,
+}
+
+/// Reads `--scenario` and resolves its targets' machines and transforms.
+fn read_scenario(path: &Path) -> Result<ReadScenario> {
+    use hpcscope_core::InputError;
+    let text = load::read(
+        path,
+        "scenario",
+        "give a scenario TOML file (see docs/scenario-format.md)",
+    )?;
+    let origin = path.display().to_string();
+    let s: SweepScenario = toml::from_str(&text).map_err(|e| {
+        let mut ie = hpcscope_core::error::from_toml(
+            &origin,
+            &text,
+            &e,
+            "see docs/scenario-format.md and examples/scenarios/",
+        );
+        if ie.message.contains("source") || ie.message.contains("variants") {
+            ie.fix = "analyze takes the source and the variant from the analyzed program: remove [source] and [[variants]], or run `hpcscope explore` on this file".into();
+        }
+        hpcscope_core::Error::Input(ie)
+    })?;
+    if s.targets.is_empty() {
+        return Err(hpcscope_core::Error::Input(InputError::new(
+            &origin,
+            "targets",
+            "is empty",
+            "add at least one [[targets]] (a machine, with transforms or not)",
+        ))
+        .into());
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let lookup = |id: &str| -> hpcscope_core::Result<Machine> {
+        load::machine_rel(id, base).map_err(|e| match e.downcast::<hpcscope_core::Error>() {
+            Ok(ce) => ce,
+            Err(e) => hpcscope_core::Error::Input(InputError::new(id, "", format!("{e:#}"), "")),
+        })
+    };
+    let mut targets = Vec::new();
+    for t in &s.targets {
+        let mut m = load::machine_rel(&t.machine, base)?;
+        for tr in &t.transforms {
+            m = hpcscope_core::explore::apply(&m, tr, &lookup)?;
+        }
+        targets.push((t.name.clone(), m));
+    }
+    Ok(ReadScenario {
+        scenario: s,
+        origin,
+        targets,
+    })
+}
+
+/// Sweeps the scenario's targets with the analyzed program as source and variant.
+fn scenario_sweep(sc: ReadScenario, r: &AnalyzeResult) -> Result<Sweep> {
+    let Some(g) = r.source_gflops else {
+        anyhow::bail!(
+            "{}: the sweep needs the application's measured GFLOP/s on the source, and its native run was not timed (see the notes)",
+            sc.origin
+        );
+    };
+    let (s, targets) = (sc.scenario, sc.targets);
+    let origin_p = "the analyzed profile";
+    let variant = match &r.target_mix {
+        Some(tm) => tm.variants[0].profiles[0].regions[0].thread_metrics(origin_p)?,
+        None => r.source_profile.regions[0].thread_metrics(origin_p)?,
+    };
+    let res = hpcscope_core::explore::Resolved {
+        source_machine: r.source_machine.clone(),
+        source_threads: r.source_profile.regions[0].thread_metrics(origin_p)?,
+        source_gflops: g,
+        variants: vec![(r.application.clone(), None, variant)],
+        targets,
+    };
+    let points =
+        hpcscope_core::explore::sweep(&res, r.source_profile.precision, Options::default())?;
+    Ok(Sweep {
+        name: s.name,
+        description: s.description,
+        points,
+    })
 }
 
 /// The source machine: given, or this machine from the cache (measured when missing).
@@ -147,9 +267,18 @@ pub fn analyze_program(
         per_function: true,
         ..Default::default()
     };
-    let mix = hpcscope_mix::analyze(&opts).map_err(lift)?;
+    let mix = hpcscope_mix::analyze(&opts)
+        .map_err(lift)
+        .context(Uncharacterized)?;
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
+    // The characterization's own remarks (a crash, a partial count, how the region was
+    // timed) come first: they qualify everything below.
+    for n in mix.notes.iter().chain(&source_profile.notes) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
     let origin = format!("the profile of {}", program.display());
     let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
     let agg = source_profile.regions[0].aggregate(&origin)?;
@@ -256,10 +385,13 @@ pub fn analyze_program(
             });
         }
     }
-    let trace = if with_trace {
-        trace_run(program, args, &mut notes)
+    let (trace, counters) = if with_trace {
+        (
+            trace_run(program, args, &mut notes),
+            counters_run(program, args, &mut notes),
+        )
     } else {
-        None
+        (None, None)
     };
     let verdict = source_verdict(source, &roof);
     Ok(AnalyzeResult {
@@ -272,9 +404,301 @@ pub fn analyze_program(
         mix,
         target_mix,
         trace,
+        counters,
+        sweep: None,
         verdict,
         notes,
     })
+}
+
+/// Marks an analysis that failed because the program could not be characterized (not an
+/// ELF, crashed before anything was counted, QEMU missing): `analyze` then still reports
+/// what it could measure.
+#[derive(Debug)]
+pub struct Uncharacterized;
+
+impl std::fmt::Display for Uncharacterized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the program could not be characterized")
+    }
+}
+
+/// One native run under the counters (this CPU's recipe; software events where the PMU is
+/// not available); on failure a note says why and the analysis goes on.
+fn counters_run(
+    program: &Path,
+    args: &[String],
+    notes: &mut Vec<String>,
+) -> Option<hpcscope_counters::compute::Report> {
+    let mut command = vec![program.display().to_string()];
+    command.extend(args.iter().cloned());
+    match crate::cmd::counters::collect_command(&command) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            notes.push(format!("no counters: {e:#}"));
+            None
+        }
+    }
+}
+
+/// The sweep of `--scenario` as a report section.
+fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Section {
+    let rows: Vec<Vec<String>> = sw
+        .points
+        .iter()
+        .map(|p| {
+            vec![
+                escape(&p.target),
+                num(p.interval.lo, 4),
+                num(p.interval.hi, 4),
+                format!("x{} - x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
+                format!("{} of {}", p.memory_bound_points, p.points),
+                escape(&p.lower_bound_by),
+            ]
+        })
+        .collect();
+    let best = sw
+        .points
+        .iter()
+        .max_by(|a, b| a.interval.hi.total_cmp(&b.interval.hi));
+    let summary = match best {
+        Some(b) => format!(
+            "{}: the highest projected upper bound is on {} ({} to {} GFLOP/s).",
+            escape(&sw.name),
+            escape(&b.target),
+            num(b.interval.lo, 3),
+            num(b.interval.hi, 3)
+        ),
+        None => escape(&sw.name),
+    };
+    let mut body = format!("<p>{}</p>", escape(&sw.description));
+    body.push_str(&html_table(
+        &[
+            "target",
+            "lo GFLOP/s",
+            "hi GFLOP/s",
+            "speed-up",
+            "memory-bound points",
+            "lower bound set by",
+        ],
+        &rows,
+    ));
+    Section {
+        title: format!("{title_prefix}Design-space sweep"),
+        summary,
+        body_html: body,
+        svgs: vec![hpcscope_report::explore_svg(
+            &sw.points,
+            &format!("{}: {}", r.application, sw.name),
+            r.source_gflops.unwrap_or(0.0),
+        )],
+    }
+}
+
+/// The counters' metrics as a report section.
+pub fn counters_section(r: &hpcscope_counters::compute::Report, title_prefix: &str) -> Section {
+    let cat = hpcscope_counters::catalogue::Catalogue::builtin();
+    let mut rows = Vec::new();
+    let mut na = 0;
+    for m in r.regions.iter().flat_map(|g| &g.total) {
+        let def = cat.metrics.metrics.iter().find(|d| d.id == m.id);
+        let (label, unit, scale) = def.map_or((m.id.as_str(), "", 1.0), |d| {
+            (d.label.as_str(), d.unit.as_str(), d.scale)
+        });
+        match m.value {
+            Some(v) => rows.push(vec![
+                escape(label),
+                num(v / if scale > 0.0 { scale } else { 1.0 }, 4),
+                escape(unit),
+            ]),
+            None => na += 1,
+        }
+    }
+    let mut summary = format!(
+        "{} metrics measured with the {} recipe",
+        rows.len(),
+        escape(&r.recipe)
+    );
+    if let Some(why) = &r.hardware_unavailable {
+        summary.push_str(&format!(
+            "; {na} hardware metrics are not available here ({})",
+            escape(why)
+        ));
+    }
+    summary.push('.');
+    let mut body = html_table(&["metric", "value", "unit"], &rows);
+    body.push_str("<p>One native run of the whole program, counted with perf_event_open; `hpcscope counters run` gives the same per region and per thread.</p>");
+    Section {
+        title: format!("{title_prefix}Counters"),
+        summary,
+        body_html: body,
+        svgs: vec![],
+    }
+}
+
+/// What `analyze` still measured of a program it could not characterize.
+#[derive(Debug, Serialize)]
+pub struct PartialAnalysis {
+    /// The command.
+    pub command: Vec<String>,
+    /// Why the characterization (and with it rooflines and projections) is missing.
+    pub not_characterized: String,
+    /// The source machine.
+    pub source_machine: Machine,
+    /// Native runs: wall, user and system seconds and how each ended.
+    pub native_runs: Vec<NativeRun>,
+    /// Median wall time of the runs that exited with status 0.
+    pub median_wall_s: Option<f64>,
+    /// Counters of one native run.
+    pub counters: Option<hpcscope_counters::compute::Report>,
+    /// Trace and profile of one native run.
+    pub trace: Option<hpcscope_trace::TraceOutcome>,
+    /// What else could not be done.
+    pub notes: Vec<String>,
+}
+
+/// One native run of [`PartialAnalysis`].
+#[derive(Debug, Serialize)]
+pub struct NativeRun {
+    /// Wall time, s.
+    pub wall_s: f64,
+    /// User CPU time, s.
+    pub user_s: f64,
+    /// System CPU time, s.
+    pub sys_s: f64,
+    /// Exit status; none when a signal ended the run.
+    pub exit_status: Option<i32>,
+}
+
+/// Measures what can still be measured of a program `mix` could not characterize, writes
+/// result.json and report.html, and prints what was done.
+fn partial(a: &AnalyzeArgs, source: &Machine, why: &anyhow::Error) -> Result<()> {
+    let mut notes = Vec::new();
+    let mut native_runs = Vec::new();
+    for _ in 0..a.native_runs.max(1) {
+        match hpcscope_history::record::measure_command(&a.command) {
+            Ok(m) => native_runs.push(NativeRun {
+                wall_s: m.wall_s,
+                user_s: m.user_s,
+                sys_s: m.sys_s,
+                exit_status: m.exit_status,
+            }),
+            Err(e) => {
+                notes.push(format!("cannot run {} natively: {e}", a.command[0]));
+                break;
+            }
+        }
+    }
+    let mut ok: Vec<f64> = native_runs
+        .iter()
+        .filter(|r| r.exit_status == Some(0))
+        .map(|r| r.wall_s)
+        .collect();
+    ok.sort_by(f64::total_cmp);
+    let median_wall_s = (!ok.is_empty()).then(|| ok[ok.len() / 2]);
+    if native_runs.iter().any(|r| r.exit_status != Some(0)) {
+        notes.push("a native run did not exit with status 0: its time is not in the median".into());
+    }
+    let ran = !native_runs.is_empty();
+    let program = PathBuf::from(&a.command[0]);
+    let (trace, counters) = if ran && !a.no_trace {
+        (
+            trace_run(&program, &a.command[1..], &mut notes),
+            counters_run(&program, &a.command[1..], &mut notes),
+        )
+    } else {
+        (None, None)
+    };
+    let p = PartialAnalysis {
+        command: a.command.clone(),
+        not_characterized: format!("{why:#}"),
+        source_machine: source.clone(),
+        native_runs,
+        median_wall_s,
+        counters,
+        trace,
+        notes,
+    };
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    write_atomic(
+        &a.output.join("result.json"),
+        &(serde_json::to_string_pretty(&p)? + "\n"),
+    )?;
+    let mut sections = vec![machine_section(source, "")];
+    let rows: Vec<Vec<String>> = p
+        .native_runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                (i + 1).to_string(),
+                num(r.wall_s, 4),
+                num(r.user_s, 4),
+                num(r.sys_s, 4),
+                r.exit_status
+                    .map_or("killed by a signal".into(), |c| c.to_string()),
+            ]
+        })
+        .collect();
+    sections.push(Section {
+        title: "What could not be done".into(),
+        summary: "The program was not characterized: no FLOPs, bytes per level, rooflines or projections. What could be measured natively follows.".into(),
+        body_html: format!(
+            "<pre>{}</pre>{}",
+            escape(&p.not_characterized),
+            html_table(&["run", "wall (s)", "user (s)", "sys (s)", "exit status"], &rows)
+        ),
+        svgs: vec![],
+    });
+    if let Some(c) = &p.counters {
+        sections.push(counters_section(c, ""));
+    }
+    if let Some(t) = &p.trace {
+        sections.extend(hpcscope_trace::report::html_sections(
+            &t.report,
+            t.profile.as_ref(),
+        ));
+    }
+    if !p.notes.is_empty() {
+        sections.push(Section {
+            title: "Notes".into(),
+            summary: "What else could not be measured.".into(),
+            body_html: format!(
+                "<ul>{}</ul>",
+                p.notes
+                    .iter()
+                    .map(|n| format!("<li>{}</li>", escape(n)))
+                    .collect::<String>()
+            ),
+            svgs: vec![],
+        });
+    }
+    let name = program
+        .file_name()
+        .map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    write_atomic(
+        &a.output.join("report.html"),
+        &html_page(&format!("hpcscope analysis: {name} (partial)"), &sections),
+    )?;
+    let mut text = String::new();
+    match p.median_wall_s {
+        Some(t) => text.push_str(&format!(
+            "measured natively: median wall time {} s over {} run(s)\n",
+            num(t, 4),
+            ok.len()
+        )),
+        None => text.push_str("no successful native run\n"),
+    }
+    for n in &p.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    text.push_str(&format!(
+        "wrote a partial report: {} and {}\n",
+        a.output.join("report.html").display(),
+        a.output.join("result.json").display()
+    ));
+    emit(&text, None)
 }
 
 /// One native run under the eBPF probes (syscalls, scheduler, page faults) with CPU stack
@@ -546,20 +970,21 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
             svgs,
         });
     }
+    if let Some(sw) = &r.sweep {
+        out.push(sweep_section(sw, r, title_prefix));
+    }
+    if let Some(c) = &r.counters {
+        out.push(counters_section(c, title_prefix));
+    }
     if let Some(t) = &r.trace {
         for mut sec in hpcscope_trace::report::html_sections(&t.report, t.profile.as_ref()) {
             sec.title = format!("{title_prefix}{}", sec.title);
             out.push(sec);
         }
     }
-    if !r.notes.is_empty() || !r.source_profile.notes.is_empty() {
+    if !r.notes.is_empty() {
         let mut body = String::from("<ul>");
-        for n in r
-            .notes
-            .iter()
-            .chain(&r.source_profile.notes)
-            .chain(&r.mix.notes)
-        {
+        for n in &r.notes {
             body.push_str(&format!("<li>{}</li>", escape(n)));
         }
         body.push_str("</ul>");
@@ -613,9 +1038,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
             .map(|t| load::machine(t))
             .collect::<Result<_>>()?
     };
+    let scenario = a.scenario.as_deref().map(read_scenario).transpose()?;
     let timeout = a.timeout.map(std::time::Duration::from_secs_f64);
     let program = PathBuf::from(&a.command[0]);
-    let r = analyze_program(
+    let r = match analyze_program(
         &source,
         &targets,
         &program,
@@ -628,7 +1054,19 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         timeout,
         None,
         !a.no_trace,
-    )?;
+    ) {
+        Ok(r) => r,
+        Err(e) if e.downcast_ref::<Uncharacterized>().is_some() => {
+            // Still report what can be measured, then fail with the reason.
+            partial(a, &source, &e)?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut r = r;
+    if let Some(sc) = scenario {
+        r.sweep = Some(scenario_sweep(sc, &r)?);
+    }
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("cannot create {}", a.output.display()))?;
     write_atomic(
@@ -643,6 +1081,18 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let mut text = format!("{}\n", r.verdict);
     for t in &r.targets {
         text.push_str(&format!("  {}\n", t.verdict));
+    }
+    if let Some(sw) = &r.sweep {
+        text.push_str(&format!("sweep: {}\n", sw.name));
+        for p in &sw.points {
+            text.push_str(&format!(
+                "  {}: {} to {} GFLOP/s (lower bound set by {})\n",
+                p.target,
+                num(p.interval.lo, 4),
+                num(p.interval.hi, 4),
+                p.lower_bound_by
+            ));
+        }
     }
     for n in &r.notes {
         text.push_str(&format!("note: {n}\n"));

@@ -121,7 +121,7 @@ impl From<FromArg> for InFormat {
 }
 
 /// Which recipe and formulas.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct RecipeOpts {
     /// Recipe id or alias (default: the one for this CPU; see `counters recipes`).
     #[arg(long)]
@@ -484,6 +484,26 @@ fn record_numbers(rep: &Report) -> serde_json::Value {
         regions.insert(r.name.clone(), serde_json::Value::Object(metrics));
     }
     serde_json::Value::Object(regions)
+}
+
+/// One whole-command collection with this CPU's recipe and default formulas (software
+/// events where the PMU is not available), as `counters run -- CMD` does; for `analyze`.
+pub fn collect_command(command: &[String]) -> Result<Report> {
+    let o = RecipeOpts::default();
+    let cat = catalogue(&o)?;
+    let recipe = pick(&cat, &o, None).or_else(|_| cat.find("software"))?;
+    let compiled = cat.compile(recipe, variant(&o))?;
+    let events = recipe.needed_events(&cat.metrics, variant(&o));
+    let mut raw = perf::collect(recipe, &events, command, &perf::CollectOptions::default())?;
+    raw.label = Path::new(&command[0])
+        .file_name()
+        .map_or("app".into(), |s| s.to_string_lossy().into_owned());
+    Ok(compute::compute(
+        &compiled,
+        &order(&cat),
+        &raw,
+        &options(&o, false),
+    ))
 }
 
 fn load(files: &[PathBuf], from: Option<FromArg>, label: &str) -> Result<RawData> {
