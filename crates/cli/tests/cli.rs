@@ -592,3 +592,68 @@ fn analyze_rejects_a_scenario_with_a_source_before_running_anything() {
     assert!(stderr(&o).contains("hpcscope explore"), "{}", stderr(&o));
     assert!(!out.exists(), "nothing is written for a bad scenario");
 }
+
+#[test]
+fn model_kernel_hottest_finds_the_hot_loop_by_sampling() {
+    if !root_or_skip("model kernel --hottest (CPU-clock sampling)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("hot.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdlib.h>
+#include <stdio.h>
+__attribute__((noinline)) double cold(long n, const double *a) {
+  double s = 0; for (long i = 0; i < n; i++) s += a[i]; return s; }
+__attribute__((noinline)) void hot(long n, double *a, const double *b) {
+  for (long r = 0; r < 4; r++) { a[0] += 1.0;
+    for (long i = 0; i < n; i++) a[i] = a[i] * 1.000001 + b[i]; } }
+int main(int argc, char **argv) {
+  long n = atol(argv[1]); double *a = calloc(n, 8), *b = calloc(n, 8); double s = 0;
+  for (int k = 0; k < 40; k++) { hot(n, a, b); s += cold(n / 8, a); }
+  printf("%f\n", s); return 0; }
+"#,
+    )
+    .unwrap();
+    let bin_path = dir.path().join("hot");
+    let st = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&bin_path)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success());
+    let b = bin_path.to_str().unwrap();
+    let o = run(&[
+        "model",
+        "kernel",
+        b,
+        "--hottest",
+        "--format",
+        "json",
+        "--",
+        "1000000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // `hot` does 4 x 2 FLOPs per element for every element `cold` reads once in 8.
+    assert_eq!(v["functions"][0][0], "hot", "{v}");
+    assert_eq!(v["kernel"]["function"], "hot", "{v}");
+    let hot_samples = v["functions"][0][1].as_u64().unwrap();
+    assert!(hot_samples * 2 > v["samples"].as_u64().unwrap(), "{v}");
+    let start = v["hottest_loop"].as_u64().expect("a hottest loop");
+    let lp = v["kernel"]["loops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["start"] == start)
+        .expect("the hottest loop is one of the kernel's loops")
+        .clone();
+    assert_eq!(lp["innermost"], true, "{lp}");
+    assert_eq!(lp["flops_per_iter"].as_f64(), Some(2.0), "{lp}");
+    // A program whose time is not in its own code: a clear error, exit 2.
+    let o = run(&["model", "kernel", "/bin/sleep", "--hottest", "--", "0.05"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--function"), "{}", stderr(&o));
+}

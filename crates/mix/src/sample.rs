@@ -117,7 +117,7 @@ impl Ring {
     }
 
     /// Reads every complete record, counting samples (in region or not) and lost samples.
-    fn drain(&self, in_region: &dyn Fn(u64) -> bool, counts: &mut (u64, u64, u64)) {
+    fn drain(&self, in_region: &mut dyn FnMut(u64) -> bool, counts: &mut (u64, u64, u64)) {
         let meta = self.base.cast::<sys::bindings::perf_event_mmap_page>();
         // SAFETY: the first page is the kernel's metadata page; head is read with acquire
         // semantics and tail written with release semantics, as perf_event_open(2) says.
@@ -207,6 +207,42 @@ pub fn run(
     pie: bool,
     freq_hz: u64,
 ) -> std::io::Result<Sampled> {
+    run_with(program, args, regions, lowest_vaddr, pie, freq_hz, None)
+}
+
+/// Runs `program` natively once, sampling its CPU clock at `freq_hz`, and returns the
+/// samples per instruction address, as link-time addresses of the program (samples in
+/// shared libraries land outside the program's address range; the caller filters them).
+/// Empty when sampling could not be set up (`Sampled::sampled` says so).
+pub fn ip_histogram(
+    program: &Path,
+    args: &[String],
+    lowest_vaddr: u64,
+    pie: bool,
+    freq_hz: u64,
+) -> std::io::Result<(Sampled, std::collections::BTreeMap<u64, u64>)> {
+    let mut hist = std::collections::BTreeMap::new();
+    let s = run_with(
+        program,
+        args,
+        &[],
+        lowest_vaddr,
+        pie,
+        freq_hz,
+        Some(&mut hist),
+    )?;
+    Ok((s, hist))
+}
+
+fn run_with(
+    program: &Path,
+    args: &[String],
+    regions: &[(u64, u64)],
+    lowest_vaddr: u64,
+    pie: bool,
+    freq_hz: u64,
+    mut hist: Option<&mut std::collections::BTreeMap<u64, u64>>,
+) -> std::io::Result<Sampled> {
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -230,11 +266,16 @@ pub fn run(
             .collect(),
         None => Vec::new(),
     };
-    let in_region = |ip: u64| ranges.iter().any(|(a, e)| ip >= *a && ip < *e);
+    let mut in_region = |ip: u64| {
+        if let (Some(h), Some(b)) = (hist.as_deref_mut(), bias) {
+            *h.entry(ip.wrapping_sub(b)).or_insert(0) += 1;
+        }
+        ranges.iter().any(|(a, e)| ip >= *a && ip < *e)
+    };
     let mut counts = (0u64, 0u64, 0u64);
     let status = loop {
         for r in &rings {
-            r.drain(&in_region, &mut counts);
+            r.drain(&mut in_region, &mut counts);
         }
         if let Some(st) = child.try_wait()? {
             break st;
@@ -243,7 +284,7 @@ pub fn run(
     };
     let wall_s = start.elapsed().as_secs_f64();
     for r in &rings {
-        r.drain(&in_region, &mut counts);
+        r.drain(&mut in_region, &mut counts);
     }
     Ok(Sampled {
         wall_s,

@@ -36,6 +36,9 @@ pub struct ScalingPoint {
     pub compute_s: f64,
     /// Memory-bound time of the data-throughput benchmark, seconds.
     pub memory_s: f64,
+    /// Stalled cycles per iteration added at this thread count (eq. 5.12; 0 without the
+    /// correction).
+    pub stall_cycles: f64,
     /// `max(compute, memory)`, seconds.
     pub predicted_s: f64,
     /// True when the memory time is the larger.
@@ -63,6 +66,35 @@ pub struct ScalingInput {
     pub iters: f64,
     /// Data-throughput benchmark time at this thread count, seconds.
     pub memory_s: f64,
+    /// `S_g,t`, stalled cycles per iteration near memory saturation (eq. 5.12, see
+    /// [`stall_cycles`]); 0 leaves the model as the thesis ran it.
+    #[serde(default)]
+    pub stall_cycles: f64,
+}
+
+/// Eq. 5.12: `S_g,t = C_g,t - C_g`, the cycles per iteration a compute-bound code gains at
+/// `t` threads as memory saturates, measured with a low flop/byte proxy variant (the
+/// thesis's proposed fix, section 5.5.1): `proxy` holds (threads, cycles per iteration);
+/// `C_g` is its single-thread value (the smallest thread count given, which must be 1).
+pub fn stall_cycles(proxy: &[(u32, f64)]) -> Result<Vec<(u32, f64)>> {
+    let mut p = proxy.to_vec();
+    p.sort_by_key(|x| x.0);
+    let Some(&(t0, c_g)) = p.first() else {
+        return Err(ModelError::Invalid(
+            "no proxy measurements: give cycles per iteration at 1 thread and more".into(),
+        ));
+    };
+    if t0 != 1 {
+        return Err(ModelError::Invalid(format!(
+            "eq. 5.12 needs the proxy's single-thread cycles C_g, but the smallest thread count given is {t0}"
+        )));
+    }
+    if let Some((t, c)) = p.iter().find(|(_, c)| !(c.is_finite() && *c > 0.0)) {
+        return Err(ModelError::Invalid(format!(
+            "proxy cycles per iteration at {t} threads must be positive, got {c}"
+        )));
+    }
+    Ok(p.iter().map(|&(t, c)| (t, c - c_g)).collect())
 }
 
 /// Section 5.5.1: `T_t = max(T_t,compute, T_t,DT)` per thread count; `t_b` is the lowest `t`
@@ -72,7 +104,13 @@ pub fn strong_scaling(cycles_per_iter: f64, inputs: &[ScalingInput]) -> Result<S
     let mut sorted = inputs.to_vec();
     sorted.sort_by_key(|i| i.threads);
     for i in &sorted {
-        let compute_s = runtime_s(cycles_per_iter, &[i.iters], i.clock_hz)?;
+        if !(i.stall_cycles.is_finite() && cycles_per_iter + i.stall_cycles > 0.0) {
+            return Err(ModelError::Invalid(format!(
+                "stalled cycles at {} threads ({}) leave no positive cycles per iteration",
+                i.threads, i.stall_cycles
+            )));
+        }
+        let compute_s = runtime_s(cycles_per_iter + i.stall_cycles, &[i.iters], i.clock_hz)?;
         if !(i.memory_s.is_finite() && i.memory_s >= 0.0) {
             return Err(ModelError::Invalid(format!(
                 "memory-bound time at {} threads must be >= 0, got {}",
@@ -85,6 +123,7 @@ pub fn strong_scaling(cycles_per_iter: f64, inputs: &[ScalingInput]) -> Result<S
             clock_hz: i.clock_hz,
             compute_s,
             memory_s: i.memory_s,
+            stall_cycles: i.stall_cycles,
             predicted_s: compute_s.max(i.memory_s),
             memory_bound,
         });

@@ -211,12 +211,14 @@ fn example_c_runtime_clock_memory_cap() {
                 clock_hz: 2.08e9,
                 iters,
                 memory_s: 0.0200,
+                stall_cycles: 0.0,
             },
             ScalingInput {
                 threads: 1,
                 clock_hz: 3.19e9,
                 iters,
                 memory_s: 0.004,
+                stall_cycles: 0.0,
             },
         ],
     )
@@ -274,4 +276,33 @@ fn vectorisation_ratios_section_3_8() {
     close(4.0 * 269.0 / 626.0, 1.72, 0.005);
     close(152.0 / 112.0, 1.36, 0.005);
     close(595.0 / 269.0, 2.21, 0.005);
+}
+
+#[test]
+fn eq_5_12_stalled_cycles_correct_the_compute_prediction_near_saturation() {
+    use hpcscope_models::strong::stall_cycles;
+    // A low flop/byte proxy at 1, 2, 4 and 8 threads: 10 cycles per iteration alone, rising
+    // as memory saturates. S_g,t = C_g,t - C_g.
+    let s = stall_cycles(&[(4, 12.0), (1, 10.0), (2, 10.5), (8, 16.0)]).unwrap();
+    assert_eq!(s, vec![(1, 0.0), (2, 0.5), (4, 2.0), (8, 6.0)]);
+    // Added to the target's C_g = 100 at 4 threads: (100 + 2) x 1e6 iterations at 2 GHz.
+    let p = strong_scaling(
+        100.0,
+        &[ScalingInput {
+            threads: 4,
+            clock_hz: 2e9,
+            iters: 1e6,
+            memory_s: 0.01,
+            stall_cycles: s[2].1,
+        }],
+    )
+    .unwrap();
+    close(p.points[0].compute_s, 0.051, 1e-15);
+    assert_eq!(p.points[0].stall_cycles, 2.0);
+    // C_g must be the single-thread value.
+    let e = stall_cycles(&[(2, 10.5), (4, 12.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("single-thread"), "{e}");
+    assert!(stall_cycles(&[(1, 10.0), (2, f64::NAN)]).is_err());
 }

@@ -66,11 +66,22 @@ pub enum ModelCmd {
         /// ELF binary (x86-64, or aarch64 with NEON/SVE).
         binary: PathBuf,
         /// Function symbol, e.g. kernel_triad.
-        #[arg(long, short = 'f', required_unless_present = "range")]
+        #[arg(long, short = 'f', required_unless_present_any = ["range", "hottest"])]
         function: Option<String>,
         /// Address range START:END (hex with 0x, or decimal) instead of a function.
         #[arg(long, conflicts_with = "function")]
         range: Option<String>,
+        /// Run the binary natively (with the arguments after `--`) under CPU-clock sampling,
+        /// as `hpcscope profile` does, and analyse the hottest function's hottest innermost
+        /// loop.
+        #[arg(long, conflicts_with_all = ["function", "range"])]
+        hottest: bool,
+        /// Sampling frequency of --hottest, Hz.
+        #[arg(long, default_value_t = 4999, requires = "hottest")]
+        hz: u64,
+        /// The binary's arguments for --hottest.
+        #[arg(last = true, value_name = "ARGS", requires = "hottest")]
+        args: Vec<String>,
         /// Class table TOML (default: the built-in table of the binary's instruction set).
         #[arg(long)]
         classes: Option<PathBuf>,
@@ -133,7 +144,8 @@ pub enum ModelCmd {
         #[arg(long, value_enum, default_value_t)]
         scheduler: SchedArg,
     },
-    /// Strong scaling capped by a memory benchmark: CSV threads,clock_ghz,iters,memory_s.
+    /// Strong scaling capped by a memory benchmark: CSV threads,clock_ghz,iters,memory_s
+    /// [,proxy_cycles | ,stall_cycles] (eq. 5.12's stalled-cycle correction).
     Strong {
         /// Scaling table CSV.
         table: PathBuf,
@@ -204,11 +216,15 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             classes,
             all,
             listing,
+            hottest,
+            hz,
+            args: bin_args,
         } => kernel(
             args.format,
             binary,
             function.as_deref(),
             range.as_deref(),
+            (*hottest).then_some((bin_args.as_slice(), *hz)),
             classes.as_deref(),
             *all,
             *listing,
@@ -376,6 +392,14 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|n| c.require(n, "the table needs threads,clock_ghz,iters,memory_s"))
                 .collect::<std::result::Result<Vec<_>, _>>()?;
+            // Eq. 5.12: an optional `proxy_cycles` column (a low flop/byte proxy's cycles
+            // per iteration at each thread count) gives S_g,t = C_g,t - C_g; a
+            // `stall_cycles` column gives S_g,t directly.
+            let proxy_col = c.column("proxy_cycles");
+            let stall_col = c.column("stall_cycles");
+            if proxy_col.is_some() && stall_col.is_some() {
+                bail!("{origin}: give proxy_cycles or stall_cycles, not both");
+            }
             let mut inputs = Vec::new();
             for r in 0..c.rows.len() {
                 let th = c.number(r, cols[0])?;
@@ -393,12 +417,27 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     clock_hz: c.number(r, cols[1])? * 1e9,
                     iters: c.number(r, cols[2])?,
                     memory_s: c.number(r, cols[3])?,
+                    stall_cycles: match stall_col {
+                        Some(k) => c.number(r, k)?,
+                        None => 0.0,
+                    },
                 });
+            }
+            if let Some(k) = proxy_col {
+                let proxy = (0..c.rows.len())
+                    .map(|r| Ok((inputs[r].threads, c.number(r, k)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let s = hpcscope_models::strong::stall_cycles(&proxy)
+                    .with_context(|| format!("{origin}: proxy_cycles (eq. 5.12)"))?;
+                for i in &mut inputs {
+                    i.stall_cycles = s.iter().find(|x| x.0 == i.threads).map_or(0.0, |x| x.1);
+                }
             }
             let s = strong_scaling(*cycles, &inputs)?;
             let mut t = Table::new(&[
                 "threads",
                 "clock_ghz",
+                "stall_cycles",
                 "compute_s",
                 "memory_s",
                 "predicted_s",
@@ -408,6 +447,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 t.row(vec![
                     p.threads.to_string(),
                     num(p.clock_hz / 1e9, 4),
+                    num(p.stall_cycles, 4),
                     num(p.compute_s, 5),
                     num(p.memory_s, 5),
                     num(p.predicted_s, 5),
@@ -751,11 +791,70 @@ fn parse_cpi(arg: &str) -> Result<Cpis> {
         .collect())
 }
 
+/// Where the samples of a `--hottest` run fell.
+struct Hot {
+    /// Samples in all.
+    total: u64,
+    /// (function, samples), most first.
+    functions: Vec<(String, u64)>,
+    /// Link-time address -> samples, in the binary.
+    ips: std::collections::BTreeMap<u64, u64>,
+}
+
+/// Runs the binary under CPU-clock sampling and attributes the samples to its functions.
+fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot> {
+    let info = hpcscope_mix::ElfInfo::read(binary).map_err(crate::cmd::mix::lift)?;
+    if hpcscope_mix::Arch::host() != Some(info.arch) {
+        bail!(
+            "--hottest runs the binary natively, and this {} binary does not run on this host; give --function or --range",
+            info.arch.name()
+        );
+    }
+    // The file that was read, not a namesake on PATH.
+    let run = std::path::absolute(binary).unwrap_or_else(|_| binary.to_path_buf());
+    let (s, hist) = hpcscope_mix::sample::ip_histogram(&run, args, info.lowest_vaddr, info.pie, hz)
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    if !s.sampled {
+        return Err(anyhow::Error::new(crate::EnvError(
+            "CPU-clock sampling could not be set up (perf_event_open refused): run as root or lower /proc/sys/kernel/perf_event_paranoid, or give --function".into(),
+        )));
+    }
+    if !s.success {
+        eprintln!(
+            "warning: the program did not exit with status 0; its samples are used as they are"
+        );
+    }
+    let mut per_fn: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut ips = std::collections::BTreeMap::new();
+    for (&ip, &n) in &hist {
+        if let Some(f) = info.function_at(ip) {
+            *per_fn.entry(f.name.clone()).or_insert(0) += n;
+            ips.insert(ip, n);
+        }
+    }
+    let total: u64 = hist.values().sum();
+    let mut functions: Vec<(String, u64)> = per_fn.into_iter().collect();
+    functions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if functions.is_empty() {
+        bail!(
+            "none of the {total} samples fell in {}'s own functions (its time is in shared libraries or the kernel, or the run was too short): give --function, or a longer run",
+            binary.display()
+        );
+    }
+    Ok(Hot {
+        total,
+        functions,
+        ips,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn kernel(
     format: Format,
     binary: &Path,
     function: Option<&str>,
     range: Option<&str>,
+    hot_run: Option<(&[String], u64)>,
     classes: Option<&Path>,
     all: bool,
     listing: bool,
@@ -764,7 +863,12 @@ fn kernel(
         Some(p) => ClassTable::from_toml(&read(p)?, &p.display().to_string())?,
         None => ClassTable::builtin(hpcscope_models::kernel::binary_isa(binary)?)?,
     };
+    let hot = match hot_run {
+        Some((args, hz)) => Some(hottest(binary, args, hz)?),
+        None => None,
+    };
     let sel = match (function, range) {
+        _ if hot.is_some() => Selector::Function(hot.as_ref().unwrap().functions[0].0.clone()),
         (Some(f), _) => Selector::Function(f.to_string()),
         (None, Some(r)) => {
             let (a, b) = r.split_once(':').context("--range must be START:END")?;
@@ -783,7 +887,51 @@ fn kernel(
         (None, None) => bail!("give --function NAME or --range START:END"),
     };
     let rep = extract(binary, &sel, &table)?;
-    let main = rep.main_loop().map(|l| l.start);
+    let samples_in = |a: u64, b: u64| -> u64 {
+        hot.as_ref()
+            .map_or(0, |h| h.ips.range(a..b).map(|(_, n)| n).sum())
+    };
+    let mut pre = Vec::new();
+    let main = match &hot {
+        Some(h) => {
+            let pct = |n: u64| 100.0 * n as f64 / h.total.max(1) as f64;
+            let top: Vec<String> = h
+                .functions
+                .iter()
+                .take(3)
+                .map(|(f, n)| format!("{f} {:.1} %", pct(*n)))
+                .collect();
+            pre.push(format!(
+                "hottest functions ({} samples): {}",
+                h.total,
+                top.join(", ")
+            ));
+            let best = rep
+                .innermost()
+                .map(|l| (l, samples_in(l.start, l.end)))
+                .max_by_key(|(_, n)| *n)
+                .filter(|(_, n)| *n > 0);
+            match best {
+                Some((l, n)) => {
+                    pre.push(format!(
+                        "hottest innermost loop: {:#x}..{:#x} with {:.1} % of all samples",
+                        l.start,
+                        l.end,
+                        pct(n)
+                    ));
+                    Some(l.start)
+                }
+                None => {
+                    pre.push(format!(
+                        "no sample fell in an innermost loop of {}: its time is outside loops; the main loop below is chosen statically",
+                        rep.function
+                    ));
+                    rep.main_loop().map(|l| l.start)
+                }
+            }
+        }
+        None => rep.main_loop().map(|l| l.start),
+    };
     let mut t = Table::new(&[
         "loop",
         "innermost",
@@ -848,13 +996,32 @@ fn kernel(
             }
         }
     }
-    let pre = vec![format!(
-        "{} in {} ({}), {:#x}..{:#x}",
-        rep.function,
-        rep.binary.display(),
-        rep.isa,
-        rep.start,
-        rep.end
-    )];
-    Ok((render(format, &rep, &pre, &t, &post)?, ()))
+    pre.insert(
+        0,
+        format!(
+            "{} in {} ({}), {:#x}..{:#x}",
+            rep.function,
+            rep.binary.display(),
+            rep.isa,
+            rep.start,
+            rep.end
+        ),
+    );
+    let text = match &hot {
+        // JSON keeps the sampling evidence beside the kernel.
+        Some(h) => render(
+            format,
+            &serde_json::json!({
+                "kernel": rep,
+                "samples": h.total,
+                "functions": h.functions,
+                "hottest_loop": main,
+            }),
+            &pre,
+            &t,
+            &post,
+        )?,
+        None => render(format, &rep, &pre, &t, &post)?,
+    };
+    Ok((text, ()))
 }

@@ -1,46 +1,27 @@
-//! The CLI glue of `hpcscope model` (the CLI crate's `cmd/model.rs`), built here with the CLI's
-//! output module and driven through clap, until the binary wires the subcommand.
+//! `hpcscope model` through the binary: the worked examples of the notes and bad input.
 
-#[allow(dead_code)]
-#[path = "../../cli/src/output.rs"]
-mod output;
-
-#[path = "../../cli/src/cmd/model.rs"]
-mod model;
-
-use clap::Parser;
-
-#[derive(Parser, Debug)]
-struct Cli {
-    #[command(flatten)]
-    args: model::ModelArgs,
-}
+use std::process::Command;
 
 fn data(name: &str) -> String {
-    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/../models/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs `model ARGS... --format json -o FILE` and returns the parsed JSON.
-fn run_json(args: &[&str]) -> anyhow::Result<serde_json::Value> {
-    let dir = tempfile::tempdir()?;
+/// Runs `hpcscope model ARGS... --format json -o FILE` and returns the parsed JSON, or the
+/// error message the command printed.
+fn run_json(args: &[&str]) -> Result<serde_json::Value, String> {
+    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
-    let mut argv = vec!["model".to_string()];
-    argv.extend(args.iter().map(|s| s.to_string()));
-    argv.extend([
-        "--format".into(),
-        "json".into(),
-        "-o".into(),
-        out.display().to_string(),
-    ]);
-    let cli = Cli::try_parse_from(&argv)?;
-    model::run(&cli.args)?;
-    Ok(serde_json::from_str(&std::fs::read_to_string(&out)?)?)
-}
-
-#[test]
-fn cli_definition_is_consistent() {
-    use clap::CommandFactory;
-    Cli::command().debug_assert();
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .arg("model")
+        .args(args)
+        .args(["--format", "json", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+    }
+    Ok(serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap())
 }
 
 #[test]
@@ -113,7 +94,7 @@ fn fit_on_native_measurements_and_bad_input() {
     .unwrap();
     assert_eq!(f["residuals"].as_array().unwrap().len(), 42);
     let e = run_json(&["fit", &data("example_a.csv")]).unwrap_err();
-    assert!(format!("{e:#}").contains("at least"), "{e:#}");
+    assert!(e.contains("at least"), "{e}");
     let e = run_json(&[
         "predict",
         &data("example_a.csv"),
@@ -123,7 +104,32 @@ fn fit_on_native_measurements_and_bad_input() {
         "nope",
     ])
     .unwrap_err();
-    assert!(format!("{e:#}").contains("no row named 'nope'"), "{e:#}");
+    assert!(e.contains("no row named 'nope'"), "{e}");
     let e = run_json(&["scaling", &data("pop_4ranks.csv")]).unwrap_err();
-    assert!(format!("{e:#}").contains("process-count column"), "{e:#}");
+    assert!(e.contains("process-count column"), "{e}");
+}
+
+#[test]
+fn strong_takes_the_stalled_cycle_correction_of_eq_5_12() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    std::fs::write(
+        &csv,
+        "threads,clock_ghz,iters,memory_s,proxy_cycles\n1,2,1e6,0.001,10\n4,2,2.5e5,0.002,12\n",
+    )
+    .unwrap();
+    let v = run_json(&["strong", csv.to_str().unwrap(), "--cycles", "100"]).unwrap();
+    let p = &v["points"];
+    assert_eq!(p[0]["stall_cycles"], 0.0, "{v}");
+    assert_eq!(p[1]["stall_cycles"], 2.0, "{v}");
+    // (100 + 2) cycles x 250,000 iterations at 2 GHz.
+    let t = p[1]["compute_s"].as_f64().unwrap();
+    assert!((t - 0.01275).abs() < 1e-12, "{t}");
+    std::fs::write(
+        &csv,
+        "threads,clock_ghz,iters,memory_s,proxy_cycles\n2,2,1e6,0.001,10\n",
+    )
+    .unwrap();
+    let e = run_json(&["strong", csv.to_str().unwrap(), "--cycles", "100"]).unwrap_err();
+    assert!(e.contains("single-thread"), "{e}");
 }
