@@ -260,12 +260,15 @@ fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
 /// compiler: the key hashes the source, the wrapper's path, size and modification time)
 /// and returns the executable.
 pub fn build(mpicc: &str, cache_dir: &Path) -> Result<PathBuf, BenchError> {
+    // Run the wrapper by the name found (Open MPI's mpicc is a link to opal_wrapper, which
+    // reads its own name); key the cache on what the link points to.
     let cc = which(mpicc).ok_or_else(|| missing_mpicc(mpicc))?;
-    let cc = std::fs::canonicalize(&cc).unwrap_or(cc);
-    let meta = std::fs::metadata(&cc).ok();
+    let real = std::fs::canonicalize(&cc).unwrap_or_else(|_| cc.clone());
+    let meta = std::fs::metadata(&real).ok();
     let stamp = format!(
-        "{}|{}|{:?}",
+        "{}|{}|{}|{:?}",
         cc.display(),
+        real.display(),
         meta.as_ref().map_or(0, |m| m.len()),
         meta.and_then(|m| m.modified().ok())
     );

@@ -420,9 +420,9 @@ pub fn analyse(
                 .clone()
                 .unwrap_or_else(|| format!("mpi-{placement}")),
             placement,
-            latency_us: f.t0_us,
-            bandwidth_gbs: f.bandwidth_mbs / 1000.0,
-            n_half_bytes: Some(f.n_half_bytes),
+            latency_us: round_sig(f.t0_us, 4),
+            bandwidth_gbs: round_sig(f.bandwidth_mbs / 1000.0, 4),
+            n_half_bytes: Some(round_sig(f.n_half_bytes, 4)),
             benchmark: Some("pingpong".into()),
             ranks: Some(parsed.ranks),
             launcher: Some(launcher.clone()),
@@ -431,8 +431,8 @@ pub fn analyse(
                 model: "hockney".into(),
                 weights: f.weights.name().into(),
                 sizes_bytes: f.sizes_bytes.clone(),
-                r2: Some(f.r2),
-                max_rel_error: Some(f.max_rel_error),
+                r2: Some(round_sig(f.r2, 6)),
+                max_rel_error: Some(round_sig(f.max_rel_error, 3)),
             }),
             provenance: format!(
                 "hpcscope bench mpi ({tool}), IMB-style PingPong of {} ranks on {}, {date}; Hockney fit of t_avg ({} least squares)",
@@ -461,6 +461,16 @@ pub fn analyse(
         notes,
         run_seconds,
     }
+}
+
+/// `x` rounded to `sig` significant digits: the machine file keeps what the measurement
+/// supports, not 17 digits of noise.
+pub fn round_sig(x: f64, sig: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(sig - 1 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
 }
 
 /// Facts about this process for the default launcher.
@@ -758,6 +768,14 @@ hpcscope-mpi end
                 .iter()
                 .all(|b| b.benchmark != Benchmark::Exchange)
         );
+    }
+
+    #[test]
+    fn link_values_keep_four_significant_digits() {
+        assert_eq!(round_sig(0.2999999999999998, 4), 0.3);
+        assert_eq!(round_sig(16_562.37, 4), 16_560.0);
+        assert_eq!(round_sig(5.551e-16, 3), 5.55e-16);
+        assert_eq!(round_sig(0.0, 4), 0.0);
     }
 
     #[test]
