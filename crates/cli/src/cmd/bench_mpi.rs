@@ -513,8 +513,16 @@ fn bench_table(b: &hpcscope_bench::mpi::BenchmarkResult) -> Table {
 
 fn fit_line(b: &hpcscope_bench::mpi::BenchmarkResult) -> Option<String> {
     if let Some(f) = &b.fit {
+        let largest = b
+            .rows
+            .last()
+            .and_then(|r| {
+                r.mbytes_per_s
+                    .map(|m| format!("; measured at {} B: {} MB/s", r.bytes, num(m, 5)))
+            })
+            .unwrap_or_default();
         Some(format!(
-            "{} Hockney fit: t0 = {} µs, B = {} MB/s ({} GB/s), n_1/2 = {} B; {} sizes {} B .. {} B, {} weights; R² = {}, RMS relative error {}%, worst {}% at {} B",
+            "{} Hockney fit: t0 = {} µs, B = {} MB/s ({} GB/s), n_1/2 = {} B; {} sizes {} B .. {} B, {} weights; R² = {}, RMS relative error {}%, worst {}% at {} B{largest}",
             b.imb_name,
             num(f.t0_us, 4),
             num(f.bandwidth_mbs, 5),
