@@ -8,7 +8,8 @@
 //! - [`plateau`]: bandwidth-vs-size plateaus and Gravelle's level rule (pure functions);
 //! - [`latency`]: pointer chasing over a Sattolo cycle;
 //! - [`run`]: the orchestration, including thread scaling with pinned threads;
-//! - [`report`]: the JSON report and the machine file; [`svg`]: the sweep chart.
+//! - [`report`]: the JSON report and the machine file; [`svg`]: the sweep chart;
+//! - [`mpi`]: IMB-style MPI benchmarks under a launcher, the Hockney fit, the network link.
 //!
 //! ```no_run
 //! let cfg = hpcscope_bench::BenchConfig { quick: true, ..Default::default() };
@@ -24,6 +25,7 @@ pub mod host;
 pub mod kernels;
 pub mod latency;
 pub mod measure;
+pub mod mpi;
 pub mod plateau;
 pub mod report;
 pub mod run;

@@ -440,6 +440,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
         ),
         peaks,
         levels,
+        network: Vec::new(),
         notes,
     };
     m.validate("measured machine").map_err(|e| BenchError::BadInput {

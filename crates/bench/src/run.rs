@@ -585,6 +585,7 @@ fn placeholder_machine() -> hpcscope_core::Machine {
         provenance: String::new(),
         peaks: Vec::new(),
         levels: Vec::new(),
+        network: Vec::new(),
         notes: Vec::new(),
     }
 }

@@ -3,9 +3,11 @@
 //! A machine file is TOML (format documented in `docs/machine-format.md`). It holds the
 //! topology, the sustained peak per precision (per core and per node), an ordered list of
 //! memory levels of any length with their bandwidths (per core and per node), optional cache
-//! geometry for the simulator, and the provenance of every number.
+//! geometry for the simulator, optional `[[network]]` links (MPI latency and bandwidth,
+//! kept apart from the memory levels so that no link ever becomes a memory roofline), and
+//! the provenance of every number.
 //!
-//! Bandwidths are in GB/s (1e9 B/s), peaks in GFLOP/s (1e9 FLOP/s).
+//! Bandwidths are in GB/s (1e9 B/s), peaks in GFLOP/s (1e9 FLOP/s), latencies in µs.
 
 use serde::{Deserialize, Serialize};
 
@@ -115,6 +117,81 @@ pub struct Level {
     pub provenance: String,
 }
 
+/// Where the two communicating ranks of a network measurement ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Both ranks on one node: shared memory, or the loopback of the interconnect.
+    IntraNode,
+    /// The ranks on two different nodes: the interconnect.
+    InterNode,
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Placement::IntraNode => "intra-node",
+            Placement::InterNode => "inter-node",
+        })
+    }
+}
+
+/// How a network link's latency and bandwidth were obtained from measured times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFit {
+    /// The model: `hockney` (t = t0 + n / B).
+    pub model: String,
+    /// What the least squares minimise: `relative` (weights 1/t^2) or `absolute` (OLS).
+    pub weights: String,
+    /// Message sizes the fit used, bytes.
+    pub sizes_bytes: Vec<u64>,
+    /// Coefficient of determination of the fitted times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r2: Option<f64>,
+    /// Largest |model - measured| / measured over the fitted sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rel_error: Option<f64>,
+}
+
+/// A communication link between two ranks (MPI ping-pong), Hockney's model
+/// t(n) = latency + n / bandwidth for an n-byte message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkLink {
+    /// Name, unique in the machine: `mpi-intra-node`, `mpi-inter-node`, ...
+    pub name: String,
+    /// Whether the two ranks shared a node.
+    pub placement: Placement,
+    /// Zero-byte message time t0, µs.
+    pub latency_us: f64,
+    /// Asymptotic bandwidth B of one direction, GB/s (1e9 B/s).
+    pub bandwidth_gbs: f64,
+    /// Half-performance message size n_1/2 = t0 x B, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_half_bytes: Option<f64>,
+    /// The benchmark the times come from (`pingpong`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
+    /// Ranks of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u32>,
+    /// The command that started the ranks (`mpirun -np 2`, `srun -n 2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<String>,
+    /// The MPI library (`MPI_Get_library_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_library: Option<String>,
+    /// How latency and bandwidth were fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<NetworkFit>,
+    /// Where the numbers come from (tool and version, host, date; or a document's table).
+    pub provenance: String,
+}
+
+/// Longest latency accepted, µs: above, the value is probably in ns.
+const MAX_LATENCY_US: f64 = 1.0e6;
+
 /// A machine, real (measured or published) or hypothetical (derived by transforms).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,6 +232,10 @@ pub struct Machine {
     pub peaks: Vec<Peak>,
     /// Memory levels ordered from the core outwards; the last one is main memory.
     pub levels: Vec<Level>,
+    /// Communication links between ranks (MPI), apart from the memory levels: they have no
+    /// roofline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkLink>,
     /// Free-form remarks (what is unvalidated, what was assumed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -198,6 +279,19 @@ impl Machine {
     /// The level called `name`, if any.
     pub fn level(&self, name: &str) -> Option<&Level> {
         self.levels.iter().find(|l| l.name == name)
+    }
+
+    /// The network link called `name`, if any.
+    pub fn network_link(&self, name: &str) -> Option<&NetworkLink> {
+        self.network.iter().find(|l| l.name == name)
+    }
+
+    /// Adds `link`, replacing the link of the same name if there is one.
+    pub fn set_network_link(&mut self, link: NetworkLink) {
+        match self.network.iter_mut().find(|l| l.name == link.name) {
+            Some(old) => *old = link,
+            None => self.network.push(link),
+        }
     }
 
     /// Names of the levels, in order.
@@ -409,6 +503,17 @@ impl Machine {
                 }
             }
         }
+        for (i, n) in self.network.iter().enumerate() {
+            errs.extend(n.check(origin, &format!("network[{i}]")));
+            if self.network[..i].iter().any(|o| o.name == n.name) {
+                errs.push(InputError::new(
+                    origin,
+                    format!("network[{i}].name"),
+                    format!("network link '{}' appears twice", n.name),
+                    "give each [[network]] link a distinct name (mpi-intra-node, mpi-inter-node)",
+                ));
+            }
+        }
         // Order: caches first, then memories.
         if let Some(first_mem) = self.levels.iter().position(|l| l.kind == LevelKind::Memory) {
             if let Some(j) = self.levels[first_mem..]
@@ -494,6 +599,93 @@ impl Machine {
     }
 }
 
+impl NetworkLink {
+    /// Problems of this link, reported under field path `f`.
+    fn check(&self, origin: &str, f: &str) -> Vec<InputError> {
+        let mut errs = Vec::new();
+        if self.name.trim().is_empty() {
+            errs.push(InputError::new(
+                origin,
+                format!("{f}.name"),
+                "is empty",
+                "name the link: mpi-intra-node, mpi-inter-node...",
+            ));
+        }
+        errs.extend(check_positive(
+            origin,
+            &format!("{f}.latency_us"),
+            self.latency_us,
+            "µs",
+        ));
+        if self.latency_us.is_finite() && self.latency_us > MAX_LATENCY_US {
+            errs.push(InputError::new(
+                origin,
+                format!("{f}.latency_us"),
+                format!("{} µs is implausible: it looks like ns", self.latency_us),
+                format!("the unit is µs: write {}", self.latency_us / 1e3),
+            ));
+        }
+        errs.extend(check_positive(
+            origin,
+            &format!("{f}.bandwidth_gbs"),
+            self.bandwidth_gbs,
+            "GB/s",
+        ));
+        if self.bandwidth_gbs.is_finite() && self.bandwidth_gbs > MAX_GBS {
+            errs.push(InputError::new(
+                origin,
+                format!("{f}.bandwidth_gbs"),
+                format!(
+                    "{} GB/s is implausible: it looks like B/s",
+                    self.bandwidth_gbs
+                ),
+                format!(
+                    "the unit is GB/s (1e9 B/s): write {}",
+                    self.bandwidth_gbs / 1e9
+                ),
+            ));
+        }
+        if let Some(n) = self.n_half_bytes {
+            errs.extend(check_positive(
+                origin,
+                &format!("{f}.n_half_bytes"),
+                n,
+                "bytes",
+            ));
+        }
+        if let Some(fit) = &self.fit {
+            if !["relative", "absolute"].contains(&fit.weights.as_str()) {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.fit.weights"),
+                    format!("unknown weights '{}'", fit.weights),
+                    "use \"relative\" (weights 1/t^2) or \"absolute\" (ordinary least squares)",
+                ));
+            }
+            if fit.sizes_bytes.len() < 2 {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.fit.sizes_bytes"),
+                    format!(
+                        "{} size(s): a latency and a bandwidth need at least two",
+                        fit.sizes_bytes.len()
+                    ),
+                    "list the message sizes the fit used, in bytes",
+                ));
+            }
+        }
+        if self.provenance.trim().is_empty() {
+            errs.push(InputError::new(
+                origin,
+                format!("{f}.provenance"),
+                "is empty",
+                "say where the latency and bandwidth come from (tool, host, date)",
+            ));
+        }
+        errs
+    }
+}
+
 /// How a per-core value was obtained from a machine file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -567,6 +759,25 @@ pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
                 .unwrap_or_else(|| "-".into())
         };
         push(format!("level.{n}.cache.size_bytes"), size(la), size(lb));
+    }
+    let mut links: Vec<String> = a.network.iter().map(|l| l.name.clone()).collect();
+    for l in &b.network {
+        if !links.contains(&l.name) {
+            links.push(l.name.clone());
+        }
+    }
+    for n in links {
+        let (la, lb) = (a.network_link(&n), b.network_link(&n));
+        push(
+            format!("network.{n}.latency_us"),
+            opt(la.map(|l| l.latency_us)),
+            opt(lb.map(|l| l.latency_us)),
+        );
+        push(
+            format!("network.{n}.bandwidth_gbs"),
+            opt(la.map(|l| l.bandwidth_gbs)),
+            opt(lb.map(|l| l.bandwidth_gbs)),
+        );
     }
     out
 }

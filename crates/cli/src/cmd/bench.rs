@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_bench::kernels::Width;
 use hpcscope_bench::{BenchConfig, BenchError, CpuRequest, MachineNames, Selection};
 use hpcscope_core::Precision;
@@ -33,9 +33,21 @@ pub enum PrecisionArg {
     F32,
 }
 
+/// Subcommands of `bench`.
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// MPI ping-pong, sendrecv, exchange and allreduce (IMB style) under a launcher; the
+    /// Hockney fit becomes the machine file's [[network]] link.
+    Mpi(crate::cmd::bench_mpi::MpiArgs),
+}
+
 /// Arguments of `bench`.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    /// `bench mpi`; without a subcommand, `bench` measures memory and compute.
+    #[command(subcommand)]
+    pub sub: Option<BenchCmd>,
     /// A few seconds instead of a few minutes: fewer sizes, widths and repetitions.
     #[arg(long)]
     pub quick: bool,
@@ -148,6 +160,9 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
 
 /// Runs `bench`: 0 on success, 2 on bad input, 3 on an environment limit.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(BenchCmd::Mpi(m)) = &args.sub {
+        return crate::cmd::bench_mpi::run(m);
+    }
     match run_inner(args) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {

@@ -203,9 +203,22 @@ fn show(a: &ShowArgs) -> Result<ExitCode> {
                 &m,
                 &pre,
                 &level_table(&m),
-                &m.notes
+                &m.network
                     .iter()
-                    .map(|n| format!("note: {n}"))
+                    .map(|l| {
+                        format!(
+                            "network {} ({}): latency {} µs, bandwidth {} GB/s{} ({})",
+                            l.name,
+                            l.placement,
+                            num(l.latency_us, 4),
+                            num(l.bandwidth_gbs, 4),
+                            l.n_half_bytes
+                                .map(|n| format!(", n_1/2 {} B", num(n, 4)))
+                                .unwrap_or_default(),
+                            l.provenance
+                        )
+                    })
+                    .chain(m.notes.iter().map(|n| format!("note: {n}")))
                     .collect::<Vec<_>>(),
             )?
         }

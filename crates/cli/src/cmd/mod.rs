@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod bench;
+pub mod bench_mpi;
 pub mod counters;
 pub mod demo;
 pub mod doctor;
