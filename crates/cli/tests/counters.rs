@@ -1,0 +1,145 @@
+//! `hpcscope counters` through the binary: imports of recorded counter files (the hardware
+//! path, which this machine's PMU cannot exercise), comparison, profiles and bad input.
+
+use std::process::Command;
+
+fn data(f: &str) -> String {
+    format!(
+        "{}/../counters/tests/data/import/{f}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Runs `hpcscope counters ARGS... --output FILE`; returns (exit code, file text, stderr).
+fn run_cli(args: &[&str]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hpcscope"));
+    cmd.arg("counters").args(args);
+    if !matches!(args[0], "metrics" | "recipes" | "validate") {
+        cmd.arg("--output").arg(&out);
+    }
+    let o = cmd.output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        std::fs::read_to_string(&out).unwrap_or_default(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn import_perf_stat_csv_on_a_recipe() {
+    let (code, out, err) = run_cli(&[
+        "import",
+        &data("perf-stat-clx.csv"),
+        "--recipe",
+        "clx",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // 2^20 elements x 100 reps x 2 flops; 24 bytes per element.
+    let flops = out
+        .lines()
+        .find(|l| l.starts_with("Computation,flops,"))
+        .unwrap();
+    assert!(flops.ends_with(",2.097E8*"), "{flops}");
+    let ai = out.lines().find(|l| l.contains(",AI,")).unwrap();
+    assert!(ai.ends_with(",0.08333*"), "{ai}");
+    let (code, md, err) = run_cli(&[
+        "import",
+        &data("perf-stat-clx.csv"),
+        "--recipe",
+        "clx",
+        "--format",
+        "md",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        md.contains("| **Data Movement** |") && md.contains("* multiplexed"),
+        "{md}"
+    );
+}
+
+#[test]
+fn import_vm_output_says_why_hardware_is_na() {
+    let (code, out, err) = run_cli(&["import", &data("perf-stat-vm.csv"), "--recipe", "clx"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("CPU time (s)"), "{out}");
+    assert!(
+        out.contains("NA ipc: 'instructions' not available: <not supported>"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_is_exit_2_and_leaves_no_file() {
+    let (code, out, err) = run_cli(&["import", &data("bad.csv"), "--recipe", "clx"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "a failed import wrote: {out}");
+    assert!(err.contains("bad.csv"), "the error names the file: {err}");
+    let (code, _, err) = run_cli(&["import", &data("perf-stat-vm.csv"), "--recipe", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nope"), "the error names the recipe: {err}");
+}
+
+#[test]
+fn compare_two_machines() {
+    let (code, out, err) = run_cli(&[
+        "compare",
+        &data("perf-stat-clx.csv"),
+        &data("perf-stat-vm.csv"),
+        "--recipe",
+        "clx",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .contains("perf-stat-vm / perf-stat-clx"),
+        "{out}"
+    );
+}
+
+#[test]
+fn profile_from_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.json");
+    let (code, _, err) = run_cli(&[
+        "import",
+        &data("perf-stat-clx.csv"),
+        "--recipe",
+        "clx",
+        "--profile",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let prof = hpcscope_core::profile::Profile::from_json_str(
+        &std::fs::read_to_string(&p).unwrap(),
+        "p.json",
+    )
+    .unwrap();
+    let t = &prof.regions[0].threads[0];
+    assert_eq!(t.flops, 2.0 * 104857600.0);
+    let levels = t.memory.bytes_per_level.as_ref().unwrap();
+    assert_eq!(levels[0].level, "L1");
+    assert_eq!(levels.last().unwrap().level, "MM");
+}
+
+#[test]
+fn validate_synthetic_is_exact() {
+    let (code, _, err) = run_cli(&[
+        "validate",
+        "--recipe",
+        "a64fx",
+        "--synthetic",
+        "--n",
+        "1024",
+        "--reps",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
