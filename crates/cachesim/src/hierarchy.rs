@@ -23,11 +23,11 @@
 //!   in L1. When the remembered slot still holds the line, the hit skips the set search
 //!   (interleaved streams such as `a[i] = b[i] + s * c[i]` hit here).
 
-use crate::Access;
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
 use crate::level::{Level, Slot};
 use crate::stats::{HierarchyStats, LevelStats};
+use crate::{Access, IntoAccess};
 
 /// No line: larger than any `address >> log2(line_bytes)` with lines of at least 4 bytes.
 const NO_LINE: u64 = u64::MAX;
@@ -103,7 +103,12 @@ impl Hierarchy {
     pub fn new(cfg: HierarchyConfig) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let line_bytes = cfg.levels[0].line_bytes;
-        let levels = cfg.levels.iter().map(Level::new).collect();
+        let levels = cfg
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Level::with_lru_stamps(l, i == 0))
+            .collect();
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
             line_mask: line_bytes - 1,
@@ -142,47 +147,80 @@ impl Hierarchy {
     }
 
     /// Simulates the accesses of `batch` in order. Faster than calling
-    /// [`Hierarchy::access`] in a loop: the last-line filter, the memo lookup and the
-    /// fast-path hit counters stay in registers.
-    pub fn access_batch(&mut self, batch: &[Access]) {
+    /// [`Hierarchy::access`] in a loop: runs of fast-path hits (the last line, or a line
+    /// whose L1 slot the memo remembers) go through a tight loop whose counters and
+    /// last-line state stay in registers.
+    pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
+        let mut i = 0;
+        while i < batch.len() {
+            i = self.fast_run(batch, i);
+            if let Some(&item) = batch.get(i) {
+                let a = item.into_access();
+                self.access(a);
+                let more = item.count() - 1;
+                if more > 0 {
+                    self.repeat(a, more);
+                }
+                i += 1;
+            }
+        }
+    }
+
+    /// Takes the accesses of `batch` from `i` on while they are fast-path L1 hits; returns
+    /// the index of the first one it could not take (a split access, or a line the memo
+    /// does not place), or the batch's length.
+    #[inline(always)]
+    fn fast_run<A: IntoAccess>(&mut self, batch: &[A], mut i: usize) -> usize {
         let (shift, mask) = (self.line_shift, self.line_mask);
         let (mut mru, mut slot, mut write) = (self.mru_line, self.mru_slot, self.mru_write);
         let (mut hits, mut bytes) = (0u64, 0u64);
-        for &a in batch {
+        let memo = &*self.memo;
+        let l1 = &mut self.levels[0];
+        while let Some(&item) = batch.get(i) {
+            let a = item.into_access();
             let size = u64::from(a.size);
             if (a.addr & mask) + size > mask + 1 {
-                (self.mru_line, self.mru_slot, self.mru_write) = (mru, slot, write);
-                self.access_split(a);
-                (mru, slot, write) = (self.mru_line, self.mru_slot, self.mru_write);
-                continue;
+                break;
             }
             let line = a.addr >> shift;
-            if line == mru {
-                hits += 1;
-                bytes += size;
-                write |= a.is_write;
-                continue;
-            }
-            // Leaving the last line: store its pending dirty bit, then try the memo.
-            let l1 = &mut self.levels[0];
-            if write {
-                l1.mark_slot_dirty(slot);
-            }
-            let m = self.memo[memo_index(line)];
-            if m.line == line && l1.holds_at(m.slot, line) {
+            if line != mru {
+                let m = memo[memo_index(line)];
+                if m.line != line || !l1.holds_at(m.slot, line) {
+                    break;
+                }
+                // Leaving the last line: store its pending dirty bit.
+                if write {
+                    l1.mark_slot_dirty(slot);
+                }
                 l1.touch(m.slot);
-                hits += 1;
-                bytes += size;
-                (mru, slot, write) = (line, m.slot, a.is_write);
-                continue;
+                (mru, slot, write) = (line, m.slot, false);
             }
-            self.mru_write = false;
-            self.slow_path(line, size, a.is_write);
-            (mru, slot, write) = (self.mru_line, self.mru_slot, self.mru_write);
+            let n = item.count();
+            hits += n;
+            bytes += n * size;
+            write |= a.is_write;
+            i += 1;
         }
         (self.mru_line, self.mru_slot, self.mru_write) = (mru, slot, write);
         self.mru_hits += hits;
         self.mru_bytes += bytes;
+        i
+    }
+
+    /// `n` more accesses like `a`, just simulated, inside its line: hits on the line it
+    /// left most recently used. A split access (which a producer should not repeat) is
+    /// simulated again instead.
+    #[cold]
+    fn repeat(&mut self, a: Access, n: u64) {
+        if (a.addr & self.line_mask) + u64::from(a.size) > self.line_mask + 1 {
+            for _ in 0..n {
+                self.access_split(a);
+            }
+        } else {
+            self.mru_hits += n;
+            self.mru_bytes += n * u64::from(a.size);
+            self.mru_write |= a.is_write;
+        }
     }
 
     #[inline(always)]

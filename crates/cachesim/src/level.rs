@@ -55,12 +55,23 @@ pub(crate) struct Level {
 
 impl Level {
     /// Builds an empty level; `cfg` must have been validated.
+    #[cfg(test)]
     pub(crate) fn new(cfg: &CacheConfig) -> Self {
+        Self::with_lru_stamps(cfg, false)
+    }
+
+    /// Builds an empty level; `cfg` must have been validated. With `stamps`, LRU is kept
+    /// as last-use stamps whatever the associativity: a hit then costs one store (the way's
+    /// stamp) instead of a read-modify-write of the set's recency word, which streams that
+    /// share a set (arrays a multiple of the set span apart) chain from access to access;
+    /// a miss pays a scan of the set's stamps. A hierarchy's L1, where nearly every access
+    /// hits, uses stamps; the other levels the compact recency word.
+    pub(crate) fn with_lru_stamps(cfg: &CacheConfig, stamps: bool) -> Self {
         let sets = cfg.sets().max(1);
         let ways = cfg.associativity.max(1) as usize;
         let policy = match cfg.replacement {
             Replacement::TreePlru => Policy::TreePlru,
-            Replacement::Lru if ways <= 16 => Policy::Nibbles,
+            Replacement::Lru if ways <= 16 && !stamps => Policy::Nibbles,
             Replacement::Lru => Policy::Stamps,
         };
         let (per_set, stamps) = match policy {

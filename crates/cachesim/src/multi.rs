@@ -1,10 +1,10 @@
 //! Several hierarchies fed from one access stream (e.g. the source machine and every target).
 
-use crate::Access;
 use crate::config::HierarchyConfig;
 use crate::error::ConfigError;
 use crate::hierarchy::Hierarchy;
 use crate::stats::HierarchyStats;
+use crate::{Access, IntoAccess};
 
 /// Several independent hierarchies that see the same accesses in the same order.
 ///
@@ -49,6 +49,12 @@ impl MultiSim {
         Ok(())
     }
 
+    /// Takes the hierarchies out, in the order given (e.g. to simulate them on several
+    /// threads; [`MultiSim::from_hierarchies`] puts a group back together).
+    pub fn into_hierarchies(self) -> Vec<Hierarchy> {
+        self.hierarchies
+    }
+
     /// The hierarchies, in the order given.
     pub fn hierarchies(&self) -> &[Hierarchy] {
         &self.hierarchies
@@ -72,8 +78,8 @@ impl MultiSim {
         }
     }
 
-    /// Simulates a batch in every hierarchy.
-    pub fn access_batch(&mut self, batch: &[Access]) {
+    /// Simulates a batch ([`Access`] or [`crate::PackedAccess`] items) in every hierarchy.
+    pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
         for h in &mut self.hierarchies {
             h.access_batch(batch);
         }

@@ -2,7 +2,7 @@
 
 use hpcscope_cachesim::{
     Access, BackgroundOptions, BackgroundSim, CacheConfig, Hierarchy, HierarchyConfig,
-    HierarchyStats, Inclusion, MultiSim, Replacement,
+    HierarchyStats, Inclusion, MultiSim, PackedAccess, Replacement,
 };
 use proptest::prelude::*;
 
@@ -157,6 +157,75 @@ proptest! {
         }
         prop_assert_eq!((s.memory.hits, s.memory.bytes_served, s.memory.writebacks),
             (naive.mem_reads, naive.mem_bytes, naive.mem_writebacks));
+    }
+}
+
+/// Repeats each access of `stream` `r` times inside its line (next addresses of its size
+/// while they fit, else the same address), as a unit-stride or split-SSE stream does.
+fn with_runs(stream: &[Access], repeats: &[u8], line: u64) -> Vec<Access> {
+    let mut out = Vec::new();
+    for (a, &r) in stream.iter().zip(repeats.iter().cycle()) {
+        let size = u64::from(a.size);
+        for k in 0..u64::from(r) {
+            let next = a.addr + k * size;
+            let fits = next / line == a.addr / line && (next % line) + size <= line;
+            out.push(Access {
+                addr: if fits { next } else { a.addr },
+                ..*a
+            });
+        }
+    }
+    out
+}
+
+/// Packs `stream` the way the plugin does with `coalesce=line`: an access of the previous
+/// record's size and direction, in its `line`-byte block, neither crossing the block's end,
+/// becomes a repeat of that record (up to 8 accesses per record).
+fn coalesce(stream: &[Access], line: u64) -> Vec<PackedAccess> {
+    let crosses = |a: &Access| a.addr % line + u64::from(a.size) > line;
+    let mut out: Vec<(Access, u64)> = Vec::new();
+    for a in stream {
+        if let Some((last, n)) = out.last_mut()
+            && *n < 8
+            && last.addr / line == a.addr / line
+            && (last.size, last.is_write) == (a.size, a.is_write)
+            && !crosses(last)
+            && !crosses(a)
+        {
+            *n += 1;
+            continue;
+        }
+        out.push((*a, 1));
+    }
+    out.into_iter()
+        .map(|(a, n)| {
+            PackedAccess::new(a.addr, a.size, a.is_write)
+                .and_then(|p| p.with_count(n))
+                .expect("packable")
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn coalesced_records_simulate_like_their_accesses(
+        cfg in hierarchy_strategy(),
+        stream in stream_strategy(),
+        repeats in prop::collection::vec(1u8..=10, 1..20),
+    ) {
+        let stream: Vec<Access> = stream
+            .into_iter()
+            .filter(|a| a.size.is_power_of_two())
+            .collect();
+        let line = cfg.levels[0].line_bytes;
+        let expanded = with_runs(&stream, &repeats, line);
+        let packed = coalesce(&expanded, line);
+        prop_assert!(packed.len() <= expanded.len());
+        let mut h = Hierarchy::new(cfg.clone()).expect("valid");
+        h.access_batch(&packed);
+        prop_assert_eq!(h.stats(), run(&cfg, &expanded));
     }
 }
 
