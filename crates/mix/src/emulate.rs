@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hpcscope_cachesim::{Access, HierarchyConfig, HierarchyStats, MultiSim};
+use std::sync::Arc;
+
+use hpcscope_cachesim::{Hierarchy, HierarchyConfig, HierarchyStats, MultiSim, PackedAccess};
 use serde::{Deserialize, Serialize};
 
 use crate::elf::Arch;
@@ -203,7 +205,14 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
             }
             libc::fcntl(pipe_fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
         }
-        plugin_args.push_str(&format!(",mem=on,memfd={}", pipe_fds[1]));
+        // Repeated accesses inside the smallest simulated line share a record.
+        let line = req
+            .hierarchies
+            .iter()
+            .filter_map(|h| h.levels.first().map(|l| l.line_bytes))
+            .min()
+            .unwrap_or(64);
+        plugin_args.push_str(&format!(",mem=on,memfd={},coalesce={line}", pipe_fds[1]));
     }
     let cpu = match (req.arch, req.sve_bits) {
         (Arch::Aarch64, Some(vl)) => format!("max,sve-default-vector-length={}", vl / 8),
@@ -347,49 +356,139 @@ fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<En
 }
 
 /// Stream magic (see the plugin's README).
-const MAGIC: &[u8; 8] = b"HPCSMT01";
+const MAGIC: &[u8; 8] = b"HPCSMT02";
 
-fn read_stream(mut f: File, mut sim: MultiSim) -> Result<(Vec<HierarchyStats>, u64), MixError> {
-    // Bytes read but not yet decoded (a record may straddle two reads).
-    let mut pending: Vec<u8> = Vec::with_capacity(2 << 20);
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut batch: Vec<Access> = Vec::with_capacity(chunk.len() / 8);
+/// Records per stream buffer (1 MiB).
+const STREAM_BUF: usize = 1 << 17;
+
+/// Reads the plugin's stream and simulates it in every hierarchy of `sim`.
+///
+/// With several hierarchies and more than one host CPU, the hierarchies are spread over
+/// worker threads (as many as CPUs, at most one per hierarchy) that each simulate every
+/// buffer: the hierarchies are independent, so the stream is read once and shared. A
+/// bounded queue per worker keeps memory bounded when a worker falls behind.
+pub(crate) fn read_stream(
+    f: impl Read,
+    sim: MultiSim,
+) -> Result<(Vec<HierarchyStats>, u64), MixError> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cpus.min(sim.len());
+    if workers <= 1 {
+        let mut sim = sim;
+        let records = for_each_batch(f, |b| sim.access_batch(b))?;
+        return Ok((sim.stats(), records));
+    }
+    // Hierarchy i goes to worker i % workers; stats come back in the original order.
+    let n = sim.len();
+    let mut groups: Vec<Vec<Hierarchy>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, h) in sim.into_hierarchies().into_iter().enumerate() {
+        groups[i % workers].push(h);
+    }
+    std::thread::scope(|scope| {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for g in groups {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Vec<PackedAccess>>>(4);
+            senders.push(tx);
+            handles.push(scope.spawn(move || {
+                let mut sim = MultiSim::from_hierarchies(g);
+                for b in rx {
+                    sim.access_batch(&b);
+                }
+                sim.stats()
+            }));
+        }
+        // Buffers come back for reuse once every worker has dropped its reference.
+        let mut pool: Vec<Arc<Vec<PackedAccess>>> = Vec::new();
+        let read = for_each_batch(f, |b| {
+            let mut buf = pool
+                .iter()
+                .position(|a| Arc::strong_count(a) == 1)
+                .map(|i| pool.swap_remove(i))
+                .unwrap_or_default();
+            let v = Arc::get_mut(&mut buf).expect("no other reference");
+            v.clear();
+            v.extend_from_slice(b);
+            for tx in &senders {
+                // A worker that stopped has panicked: its join below reports it.
+                let _ = tx.send(Arc::clone(&buf));
+            }
+            pool.push(buf);
+        });
+        drop(senders);
+        let mut stats: Vec<Option<HierarchyStats>> = vec![None; n];
+        for (w, h) in handles.into_iter().enumerate() {
+            let s = h
+                .join()
+                .map_err(|_| MixError::Run("a cache-simulation thread panicked".into()))?;
+            for (k, st) in s.into_iter().enumerate() {
+                stats[w + k * workers] = Some(st);
+            }
+        }
+        let records = read?;
+        Ok((
+            stats
+                .into_iter()
+                .map(|s| s.expect("every hierarchy"))
+                .collect(),
+            records,
+        ))
+    })
+}
+
+/// Reads the plugin's stream (header, then 8-byte records) and hands the records to `f` in
+/// batches, in order; returns the number of records.
+fn for_each_batch(
+    mut f: impl Read,
+    mut each: impl FnMut(&[PackedAccess]),
+) -> Result<u64, MixError> {
+    // Records are read straight into 8-byte words. A read may end inside a record: its
+    // first bytes move to the front and the next read completes it.
+    let mut buf = vec![PackedAccess(0); STREAM_BUF];
+    let mut filled = 0usize; // bytes held in `buf`
     let mut header = false;
     let mut records = 0u64;
     loop {
-        let n = match f.read(&mut chunk) {
+        // SAFETY: `PackedAccess` is a `u64` (repr(transparent)); every byte pattern is a
+        // valid `u64`, and the byte view lives only until the records are handed out.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
+        let n = match f.read(&mut bytes[filled..]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(MixError::Run(format!("reading the memory stream: {e}"))),
         };
-        pending.extend_from_slice(&chunk[..n]);
+        filled += n;
         let mut start = 0;
         if !header {
-            if pending.len() < MAGIC.len() {
+            if filled < MAGIC.len() {
                 continue;
             }
-            if &pending[..MAGIC.len()] != MAGIC {
+            if &bytes[..MAGIC.len()] != MAGIC {
                 return Err(MixError::Run(
                     "the memory stream does not start with the hpcscope header: the plugin and hpcscope come from different versions".into(),
                 ));
             }
             header = true;
-            start = MAGIC.len();
+            start = MAGIC.len() / 8;
         }
-        let whole = start + (pending.len() - start) / 8 * 8;
-        batch.clear();
-        batch.extend(pending[start..whole].chunks_exact(8).map(|c| {
-            let r = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            Access {
-                addr: r & ((1 << 56) - 1),
-                size: 1u32 << ((r >> 56) & 0xf),
-                is_write: r >> 63 == 1,
-            }
-        }));
-        records += batch.len() as u64;
-        sim.access_batch(&batch);
-        pending.drain(..whole);
+        let whole = filled / 8;
+        let rest = filled - whole * 8;
+        let recs = &mut buf[start..whole];
+        if cfg!(target_endian = "big") {
+            // The plugin writes little-endian records.
+            recs.iter_mut().for_each(|r| r.0 = u64::from_le(r.0));
+        }
+        records += recs.len() as u64;
+        if !recs.is_empty() {
+            each(recs);
+        }
+        // SAFETY: as above.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
+        bytes.copy_within(whole * 8..filled, 0);
+        filled = rest;
     }
-    Ok((sim.stats(), records))
+    Ok(records)
 }

@@ -114,6 +114,18 @@ pub struct MixReport {
     pub notes: Vec<String>,
 }
 
+/// Simulates a recorded memory-access stream of the plugin (`mem=on`: the `HPCSMT02` header,
+/// then 8-byte records) through `configs`, as `hpcscope mix` does while QEMU runs; returns
+/// each hierarchy's counters and the number of records.
+pub fn replay_stream(
+    stream: impl std::io::Read,
+    configs: Vec<HierarchyConfig>,
+) -> Result<(Vec<HierarchyStats>, u64), MixError> {
+    let sim =
+        hpcscope_cachesim::MultiSim::new(configs).map_err(|e| MixError::Run(e.to_string()))?;
+    emulate::read_stream(stream, sim)
+}
+
 /// The cache hierarchy of a machine, for the simulator: every cache level must have a
 /// geometry, with one line size.
 pub fn hierarchy(m: &Machine) -> Result<HierarchyConfig, MixError> {

@@ -16,6 +16,10 @@ pub struct Config {
     pub mem_fd: Option<i32>,
     /// ... or a path (file or FIFO) to open for writing.
     pub mem_out: Option<PathBuf>,
+    /// `coalesce=BYTES`: consecutive accesses of one shape (size and direction) inside one
+    /// aligned block of this many bytes share a record (up to 8 per record). A reader that
+    /// simulates caches passes its smallest line size. `None`: one record per access.
+    pub coalesce: Option<u64>,
     /// Count only instructions whose address is in one of these `[start, end)` ranges.
     pub regions: Vec<(u64, u64)>,
     /// Functions `[start, end)` counted with their callees: counting is on while one of
@@ -81,6 +85,16 @@ impl Config {
                     )
                 }
                 "memout" => c.mem_out = Some(PathBuf::from(v)),
+                "coalesce" => {
+                    let b = parse_u64(v)
+                        .filter(|b| b.is_power_of_two() && (8..=1 << 15).contains(b))
+                        .ok_or_else(|| {
+                            format!(
+                                "coalesce={v}: expected the smallest cache line size in bytes, a power of two from 8 to 32768"
+                            )
+                        })?;
+                    c.coalesce = Some(b);
+                }
                 "region" => {
                     for r in v.split('+') {
                         c.regions.push(parse_region(r)?);
@@ -95,7 +109,7 @@ impl Config {
                 "table" => c.table = Some(PathBuf::from(v)),
                 _ => {
                     return Err(format!(
-                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, region, scope, tbs, table)"
+                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, coalesce, region, scope, tbs, table)"
                     ));
                 }
             }
@@ -169,6 +183,7 @@ mod tests {
             "vl=256",
             "mem=on",
             "memfd=3",
+            "coalesce=64",
             "region=0x1000-0x1100+8192-9000",
             "tbs=on",
             "scope=0x400-0x480",
@@ -178,6 +193,11 @@ mod tests {
         assert_eq!(c.regions, vec![(0x1000, 0x1100), (8192, 9000)]);
         assert!(c.in_region(0x10ff) && !c.in_region(0x1100));
         assert!(c.mem && c.tbs);
+        assert_eq!(c.coalesce, Some(64));
+        for bad in ["coalesce=48", "coalesce=4", "coalesce=x"] {
+            let e = Config::parse(&["mem=on", "memfd=3", bad]).unwrap_err();
+            assert!(e.contains("power of two"), "{e}");
+        }
         assert!(c.is_scope_entry(0x400) && !c.is_scope_entry(0x404));
         assert!(c.in_scope(0x47f) && !c.in_scope(0x480));
     }

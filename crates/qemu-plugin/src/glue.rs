@@ -158,7 +158,7 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
                 .map_err(|e| format!("memout={}: {e}", p.display()))?,
             (None, None) => unreachable!("Config::parse checks a sink is given"),
         };
-        memtrace::open(file).map_err(|e| format!("memory stream: {e}"))?;
+        memtrace::open(file, config.coalesce).map_err(|e| format!("memory stream: {e}"))?;
     }
     Ok(State {
         config,

@@ -372,7 +372,10 @@ fn mem_stream_matches_byte_counts() {
     let bin = compile("gcc", &["-march=x86-64"], "triad", dir.path());
     let (s, e) = symbol_range(&bin, "kernel_triad");
     let stream = dir.path().join("stream.bin");
-    let args = format!("region={s:#x}-{e:#x},mem=on,memout={}", stream.display());
+    let args = format!(
+        "region={s:#x}-{e:#x},mem=on,memout={},coalesce=64",
+        stream.display()
+    );
     let r = run(
         &["qemu-x86_64"],
         &args,
@@ -381,11 +384,19 @@ fn mem_stream_matches_byte_counts() {
         &dir.path().join("m.json"),
     );
     let b = std::fs::read(&stream).expect("stream file");
-    assert_eq!(&b[..8], b"HPCSMT01");
-    let (mut loaded, mut stored) = (0u64, 0u64);
+    assert_eq!(&b[..8], b"HPCSMT02");
+    let (mut loaded, mut stored, mut records, mut accesses) = (0u64, 0u64, 0u64, 0u64);
     for rec in b[8..].chunks_exact(8) {
         let r = u64::from_le_bytes(rec.try_into().expect("8 bytes"));
-        let size = 1u64 << ((r >> 56) & 0xf);
+        // A record stands for 1 + repeats accesses of its size, inside one 64-byte block.
+        let n = 1 + ((r >> 60) & 7);
+        let size = n << ((r >> 56) & 0xf);
+        assert!(
+            (r & 63) + (1 << ((r >> 56) & 0xf)) <= 64,
+            "a repeated record crosses its line"
+        );
+        records += 1;
+        accesses += n;
         if r >> 63 == 1 {
             stored += size;
         } else {
@@ -395,4 +406,9 @@ fn mem_stream_matches_byte_counts() {
     assert_eq!(Some(loaded), r.totals["bytes_loaded"].as_u64());
     assert_eq!(Some(stored), r.totals["bytes_stored"].as_u64());
     assert!(stored >= 8 * N1 * REPS);
+    // The SSE2 triad's 16-byte accesses arrive as two 8-byte ones: at least half coalesce.
+    assert!(
+        2 * records <= accesses + accesses / 20,
+        "{records} records for {accesses} accesses"
+    );
 }

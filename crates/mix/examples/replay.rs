@@ -1,0 +1,55 @@
+//! Replays a recorded memory-access stream of the hpcscope plugin through the cache
+//! simulator the way `hpcscope mix` does, and reports the time of each stage: the simulator's
+//! speed on a real program's stream, without QEMU in the measurement.
+//!
+//! Record a stream (the plugin writes it to file descriptor 3 here):
+//!
+//! ```sh
+//! qemu-x86_64 -plugin target/release/libhpcscope_qemu_plugin.so,mem=on,memfd=3,coalesce=64 ./prog 3>stream.bin
+//! cargo run --release -p hpcscope-mix --example replay -- stream.bin cascadelake-8260 graviton2
+//! ```
+
+use std::io::Read;
+use std::time::Instant;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((path, machines)) = args.split_first() else {
+        return Err("usage: replay STREAM MACHINE...".into());
+    };
+    let configs = machines
+        .iter()
+        .map(|id| {
+            let m = hpcscope_core::library::builtin(id)?;
+            Ok(hpcscope_mix::hierarchy(&m)?)
+        })
+        .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
+    let t0 = Instant::now();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+    let read_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let (stats, records) = hpcscope_mix::replay_stream(&bytes[..], configs)?;
+    let sim_s = t1.elapsed().as_secs_f64();
+    println!(
+        "{records} records; read {read_s:.3} s; decode + simulate {sim_s:.3} s ({:.1} M records/s, {:.2} ns per record and hierarchy)",
+        records as f64 / sim_s / 1e6,
+        sim_s * 1e9 / records as f64 / stats.len().max(1) as f64
+    );
+    for s in &stats {
+        let levels: Vec<String> = s
+            .levels
+            .iter()
+            .map(|l| format!("{} {} hits / {} misses", l.name, l.hits, l.misses))
+            .collect();
+        println!(
+            "{}: {} accesses; {}; MM {} reads, {} write-backs",
+            s.name,
+            s.accesses,
+            levels.join(", "),
+            s.memory.accesses,
+            s.memory.writebacks
+        );
+    }
+    Ok(())
+}
