@@ -5,8 +5,13 @@
 //! Uses a software event (it works in VMs without a PMU): `perf_event_open` on the child
 //! with `inherit` (threads included; the kernel sends inherited events' samples to the
 //! parent event's ring buffer), sample type IP, read from the mmap ring buffer while the
-//! child runs.
+//! child runs. The events exist before the child does (it inherits them at fork) and start
+//! at its exec (`enable_on_exec`): no sample is lost however short the program or loaded
+//! the machine. The program's load address comes from the kernel's record of its
+//! executable mapping (`PERF_RECORD_MMAP`), not from `/proc`, which a program that already
+//! exited no longer has.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering, fence};
@@ -67,6 +72,9 @@ impl Ring {
         attr.__bindgen_anon_1.sample_period = period_ns;
         attr.sample_type = u64::from(sys::bindings::PERF_SAMPLE_IP);
         attr.set_inherit(1);
+        attr.set_disabled(1);
+        attr.set_enable_on_exec(1);
+        attr.set_mmap(1);
         attr.set_exclude_kernel(1);
         attr.set_exclude_hv(1);
         attr.__bindgen_anon_2.wakeup_events = 1 << 20;
@@ -116,8 +124,15 @@ impl Ring {
         })
     }
 
-    /// Reads every complete record, counting samples (in region or not) and lost samples.
-    fn drain(&self, in_region: &mut dyn FnMut(u64) -> bool, counts: &mut (u64, u64, u64)) {
+    /// Reads every complete record: sample IPs into `ips`, lost samples into `lost`, and
+    /// executable mappings `(addr, pgoff, path)` of process `pid` into `maps`.
+    fn drain(
+        &self,
+        pid: u32,
+        ips: &mut HashMap<u64, u64>,
+        lost: &mut u64,
+        maps: &mut Vec<(u64, u64, String)>,
+    ) {
         let meta = self.base.cast::<sys::bindings::perf_event_mmap_page>();
         // SAFETY: the first page is the kernel's metadata page; head is read with acquire
         // semantics and tail written with release semantics, as perf_event_open(2) says.
@@ -148,13 +163,22 @@ impl Ring {
             }
             match kind {
                 sys::bindings::PERF_RECORD_SAMPLE => {
-                    let ip = read_u64(tail + 8);
-                    counts.0 += 1;
-                    if in_region(ip) {
-                        counts.1 += 1;
+                    *ips.entry(read_u64(tail + 8)).or_insert(0) += 1;
+                }
+                sys::bindings::PERF_RECORD_LOST => *lost += read_u64(tail + 16),
+                sys::bindings::PERF_RECORD_MMAP => {
+                    // pid, tid (u32 each), addr, len, pgoff (u64 each), file name (NUL-padded).
+                    let rec_pid = read_u64(tail + 8) as u32;
+                    if rec_pid == pid {
+                        let addr = read_u64(tail + 16);
+                        let pgoff = read_u64(tail + 32);
+                        let name: Vec<u8> = (tail + 40..tail + rsize)
+                            .map(byte)
+                            .take_while(|&b| b != 0)
+                            .collect();
+                        maps.push((addr, pgoff, String::from_utf8_lossy(&name).into_owned()));
                     }
                 }
-                sys::bindings::PERF_RECORD_LOST => counts.2 += read_u64(tail + 16),
                 _ => {}
             }
             tail += rsize;
@@ -173,6 +197,16 @@ impl Drop for Ring {
             libc::close(self.fd);
         }
     }
+}
+
+/// Load bias of `program` from the kernel's records of its executable mappings: the
+/// mapping's address minus its file offset minus the lowest segment address (segments are
+/// congruent: `p_vaddr - p_offset` is the lowest segment's address for all of them).
+fn bias_from_mmaps(maps: &[(u64, u64, String)], program: &Path, lowest_vaddr: u64) -> Option<u64> {
+    let want = std::fs::canonicalize(program).ok()?;
+    maps.iter()
+        .find(|(_, _, name)| Path::new(name) == want)
+        .map(|(addr, pgoff, _)| addr.wrapping_sub(*pgoff).wrapping_sub(lowest_vaddr))
 }
 
 /// Load bias of `program` in process `pid`: start of its first mapping minus its lowest
@@ -241,8 +275,20 @@ fn run_with(
     lowest_vaddr: u64,
     pie: bool,
     freq_hz: u64,
-    mut hist: Option<&mut std::collections::BTreeMap<u64, u64>>,
+    hist: Option<&mut std::collections::BTreeMap<u64, u64>>,
 ) -> std::io::Result<Sampled> {
+    // The events are opened on this thread, disabled, before the child exists: the child
+    // inherits them at fork and the kernel enables its copies at its exec
+    // (`enable_on_exec`). This thread never execs, so its own copies never count. One event
+    // per CPU: the kernel refuses to map the buffer of an inherited per-task event, but
+    // accepts per-CPU ones (as `perf record` does).
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ncpu = online_cpus().unwrap_or(ncpu);
+    let rings: Vec<Ring> = (0..ncpu as i32)
+        .filter_map(|c| Ring::open(me, c, 1_000_000_000 / freq_hz.max(1)))
+        .collect();
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -251,31 +297,18 @@ fn run_with(
         .stderr(Stdio::null())
         .spawn()?;
     let pid = child.id() as i32;
-    // One event per CPU: the kernel refuses to map the buffer of an inherited per-task
-    // event, but accepts per-CPU ones (as `perf record` does).
-    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ncpu = online_cpus().unwrap_or(ncpu);
-    let rings: Vec<Ring> = (0..ncpu as i32)
-        .filter_map(|c| Ring::open(pid, c, 1_000_000_000 / freq_hz.max(1)))
-        .collect();
-    let bias = load_bias(pid, program, lowest_vaddr, pie);
-    let ranges: Vec<(u64, u64)> = match bias {
-        Some(b) => regions
-            .iter()
-            .map(|(a, e)| (a.wrapping_add(b), e.wrapping_add(b)))
-            .collect(),
-        None => Vec::new(),
-    };
-    let mut in_region = |ip: u64| {
-        if let (Some(h), Some(b)) = (hist.as_deref_mut(), bias) {
-            *h.entry(ip.wrapping_sub(b)).or_insert(0) += 1;
-        }
-        ranges.iter().any(|(a, e)| ip >= *a && ip < *e)
-    };
-    let mut counts = (0u64, 0u64, 0u64);
+    let mut ips: HashMap<u64, u64> = HashMap::new();
+    let mut lost = 0u64;
+    let mut maps = Vec::new();
+    let mut proc_bias = None;
     let status = loop {
         for r in &rings {
-            r.drain(&mut in_region, &mut counts);
+            r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
+        }
+        // The kernel's mapping records are the source of the load address; /proc is the
+        // fallback while the program runs.
+        if pie && proc_bias.is_none() && maps.is_empty() {
+            proc_bias = load_bias(pid, program, lowest_vaddr, pie);
         }
         if let Some(st) = child.try_wait()? {
             break st;
@@ -284,13 +317,36 @@ fn run_with(
     };
     let wall_s = start.elapsed().as_secs_f64();
     for r in &rings {
-        r.drain(&mut in_region, &mut counts);
+        r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
+    }
+    let bias = if pie {
+        bias_from_mmaps(&maps, program, lowest_vaddr).or(proc_bias)
+    } else {
+        Some(0)
+    };
+    let (mut samples, mut in_region) = (0u64, 0u64);
+    let ranges: Vec<(u64, u64)> = match bias {
+        Some(b) => regions
+            .iter()
+            .map(|(a, e)| (a.wrapping_add(b), e.wrapping_add(b)))
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut hist = hist;
+    for (&ip, &n) in &ips {
+        samples += n;
+        if ranges.iter().any(|(a, e)| ip >= *a && ip < *e) {
+            in_region += n;
+        }
+        if let (Some(h), Some(b)) = (hist.as_deref_mut(), bias) {
+            *h.entry(ip.wrapping_sub(b)).or_insert(0) += n;
+        }
     }
     Ok(Sampled {
         wall_s,
-        samples: counts.0,
-        in_region: counts.1,
-        lost: counts.2,
+        samples,
+        in_region,
+        lost,
         success: status.success(),
         code: status.code(),
         signal: std::os::unix::process::ExitStatusExt::signal(&status),
