@@ -1,6 +1,9 @@
-//! Address to function name: ELF symbol tables (via `object`) for user code, `kallsyms` for
-//! the kernel, and snapshots of a process's memory map taken while it runs (a process that
-//! has exited has no map left to read).
+//! Address to function name: for user code, DWARF debug information where the file has it
+//! (functions inlined at the address become frames of their own) and the ELF symbol tables
+//! otherwise, with C++ and Rust names demangled (blazesym); `kallsyms` for the kernel; and
+//! snapshots of a process's memory map taken while it runs (a process that has exited has
+//! no map left to read). [`ElfSymbols`] is the symbol-table index uprobes resolve names
+//! with.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -132,13 +135,29 @@ impl ElfSymbols {
     }
 }
 
-/// Symbolizes user and kernel addresses, caching ELF files.
-#[derive(Default)]
+/// Symbolizes user and kernel addresses, caching parsed files and resolved addresses.
 pub struct Symbolizer {
-    elf: HashMap<PathBuf, ElfSymbols>,
+    user: blazesym::symbolize::Symbolizer,
+    resolved: HashMap<(PathBuf, u64), Vec<String>>,
     kernel: Vec<(u64, String)>,
     /// Last map snapshot of each process.
     pub maps: HashMap<u32, Vec<Mapping>>,
+}
+
+impl Default for Symbolizer {
+    /// A symbolizer without kernel symbols.
+    fn default() -> Self {
+        Symbolizer {
+            user: blazesym::symbolize::Symbolizer::builder()
+                .enable_code_info(true)
+                .enable_inlined_fns(true)
+                .enable_demangling(true)
+                .build(),
+            resolved: HashMap::new(),
+            kernel: Vec::new(),
+            maps: HashMap::new(),
+        }
+    }
 }
 
 impl Symbolizer {
@@ -185,29 +204,54 @@ impl Symbolizer {
         }
     }
 
-    /// Name of the user function at `ip` in process `pid`.
+    /// Name of the user function at `ip` in process `pid` (the innermost, when functions
+    /// are inlined there).
     pub fn user(&mut self, pid: u32, ip: u64) -> String {
+        self.user_frames(pid, ip).pop().unwrap_or_default()
+    }
+
+    /// The user frames at `ip` in process `pid`, outermost first: the function whose code
+    /// it is, then each function inlined into it down to the one the address is in.
+    pub fn user_frames(&mut self, pid: u32, ip: u64) -> Vec<String> {
         let Some(m) = self
             .maps
             .get(&pid)
             .and_then(|ms| ms.iter().find(|m| ip >= m.start && ip < m.end))
         else {
-            return format!("[unknown] {ip:#x}");
+            return vec![format!("[unknown] {ip:#x}")];
         };
         let off = ip - m.start + m.offset;
         let path = m.path.clone();
-        let syms = self
-            .elf
-            .entry(path.clone())
-            .or_insert_with(|| ElfSymbols::load(&path));
-        let file = path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match syms.lookup(off) {
-            Some(n) => n.to_string(),
-            None => format!("[{file}+{off:#x}]"),
+        self.file_frames(&path, off)
+    }
+
+    /// The frames at file offset `off` of the ELF file `path`, outermost first.
+    pub fn file_frames(&mut self, path: &Path, off: u64) -> Vec<String> {
+        let key = (path.to_path_buf(), off);
+        if let Some(f) = self.resolved.get(&key) {
+            return f.clone();
         }
+        let src =
+            blazesym::symbolize::source::Source::Elf(blazesym::symbolize::source::Elf::new(path));
+        let frames = match self
+            .user
+            .symbolize_single(&src, blazesym::symbolize::Input::FileOffset(off))
+        {
+            Ok(blazesym::symbolize::Symbolized::Sym(sym)) => {
+                let mut v = vec![sym.name.to_string()];
+                v.extend(sym.inlined.iter().map(|f| f.name.to_string()));
+                v
+            }
+            _ => {
+                let file = path
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                vec![format!("[{file}+{off:#x}]")]
+            }
+        };
+        self.resolved.insert(key, frames.clone());
+        frames
     }
 }
 
@@ -239,5 +283,96 @@ mod tests {
         assert!(!s.syms.is_empty());
         let (off, _, name) = s.syms[s.syms.len() / 2].clone();
         assert_eq!(s.lookup(off), Some(name.as_str()));
+    }
+
+    /// A C function the compiler inlines into its caller at -O2, called from a loop.
+    const INLINED_C: &str = r#"
+static inline __attribute__((always_inline)) double square(double x) { return x * x; }
+__attribute__((noinline)) double sum_squares(const double *v, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += square(v[i]);
+    return s;
+}
+int main(void) { double v[4] = {1, 2, 3, 4}; return (int)sum_squares(v, 4); }
+"#;
+
+    #[test]
+    fn dwarf_gives_inlined_frames_and_symbols_tables_the_rest() {
+        let Ok(gcc) = std::process::Command::new("gcc").arg("--version").output() else {
+            eprintln!("skipping: gcc not found");
+            return;
+        };
+        assert!(gcc.status.success());
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("inl.c");
+        std::fs::write(&src, INLINED_C).unwrap();
+        let build = |name: &str, flags: &[&str]| {
+            let out = dir.path().join(name);
+            let st = std::process::Command::new("gcc")
+                .args(flags)
+                .arg("-o")
+                .arg(&out)
+                .arg(&src)
+                .status()
+                .unwrap();
+            assert!(st.success());
+            out
+        };
+        // The multiplication inside the loop is `square`'s code, inlined.
+        let find_mul = |bin: &Path| -> u64 {
+            let data = std::fs::read(bin).unwrap();
+            let file = object::File::parse(&*data).unwrap();
+            let f = file
+                .symbols()
+                .find(|s| s.name() == Ok("sum_squares"))
+                .expect("sum_squares in the symbol table");
+            let text = file
+                .segments()
+                .find(|s| f.address() >= s.address() && f.address() < s.address() + s.size())
+                .unwrap();
+            let code = &data[(f.address() - text.address() + text.file_range().0) as usize..]
+                [..f.size() as usize];
+            // mulsd xmm, xmm: F2 0F 59
+            let at = code
+                .windows(3)
+                .position(|w| w == [0xf2, 0x0f, 0x59])
+                .expect("a mulsd in sum_squares");
+            f.address() - text.address() + text.file_range().0 + at as u64
+        };
+        let with_dwarf = build("inl_g", &["-O2", "-g"]);
+        let mut s = Symbolizer::default();
+        let frames = s.file_frames(&with_dwarf, find_mul(&with_dwarf));
+        assert_eq!(frames, vec!["sum_squares", "square"]);
+        // Stripped of debug information: the symbol table's function only.
+        let without = build("inl_s", &["-O2"]);
+        let frames = s.file_frames(&without, find_mul(&without));
+        assert_eq!(frames, vec!["sum_squares"]);
+        // An offset past the code: a placeholder naming the file.
+        let frames = s.file_frames(&without, 1 << 30);
+        assert!(frames[0].starts_with("[inl_s+"), "{frames:?}");
+    }
+
+    #[test]
+    fn rust_and_cxx_names_are_demangled() {
+        // This test binary is Rust: its own test function's symbol is mangled in the ELF.
+        let me = std::env::current_exe().unwrap();
+        let syms = ElfSymbols::load(&me);
+        let (off, _, mangled) = syms
+            .syms
+            .iter()
+            .find(|s| s.2.contains("rust_and_cxx_names_are_demangled"))
+            .cloned()
+            .expect("this test's symbol");
+        assert!(
+            mangled.starts_with("_ZN") || mangled.starts_with("_R"),
+            "{mangled}"
+        );
+        let mut s = Symbolizer::default();
+        let name = s.file_frames(&me, off).pop().unwrap();
+        assert!(
+            name.starts_with("hpcscope_trace::symbolize::tests::rust_and_cxx_names_are_demangled"),
+            "{name}"
+        );
+        assert!(!name.starts_with("_ZN"), "{name}");
     }
 }

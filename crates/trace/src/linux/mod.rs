@@ -842,9 +842,11 @@ fn collect_profile(
         if k.ustack >= 0 {
             if let Ok(st) = stacks.get(&(k.ustack as u32), 0) {
                 // Innermost first; return addresses point after the call, so look up ip - 1.
+                // Each address may stand for several frames (inlined functions); those
+                // come outermost first, and the whole list is reversed below.
                 for (i, f) in st.frames().iter().enumerate() {
                     let ip = if i == 0 { f.ip } else { f.ip.saturating_sub(1) };
-                    frames.push(sym.user(k.tgid, ip));
+                    frames.extend(sym.user_frames(k.tgid, ip).into_iter().rev());
                 }
             }
         } else {
