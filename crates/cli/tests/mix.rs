@@ -455,3 +455,49 @@ fn analyze_sweeps_a_scenario_of_targets() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Design-space sweep"));
 }
+
+const SPIN: &str = r#"
+#include <stdlib.h>
+__attribute__((noinline)) double spin(long n) {
+  double x = 0;
+  for (long i = 0; i < n; i++) x = x * 0.999999 + 1.0;
+  return x;
+}
+int main(int argc, char **argv) { return spin(atol(argv[1])) < 0; }
+"#;
+
+#[test]
+fn a_region_too_short_for_one_run_is_timed_over_several() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = cc(dir.path(), "spin", SPIN, &[]);
+    let out = dir.path().join("p.json");
+    // A few milliseconds in `spin`: fewer than the 50 samples one run needs at 10 kHz.
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "cascadelake-8260",
+            "--function",
+            "spin",
+            "--native-runs",
+            "1",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            prog.to_str().unwrap(),
+            "300000",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let notes = p["notes"].to_string();
+    let t = p["regions"][0]["threads"][0]["time_s"].as_f64();
+    if notes.contains("sampling could not be set up") {
+        println!("skipping: CPU-clock sampling is not available here: {notes}");
+        return;
+    }
+    assert!(t.is_some_and(|t| t > 0.0), "a region time: {notes}");
+    assert!(notes.contains("pooled over"), "{notes}");
+}

@@ -235,10 +235,23 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     // CPU-clock sampling so that a region's own time is measured.
     let mut native_times_s = Vec::new();
     let mut region_times_s = Vec::new();
+    // Samples over every sampled run: (runs, samples, in the region).
+    let mut pooled = (0u64, 0u64, 0u64);
     let native_ok = Arch::host() == Some(info.arch) && opts.sve_bits.is_empty();
     if opts.native_runs > 0 {
         if native_ok {
-            for _ in 0..opts.native_runs {
+            let started = std::time::Instant::now();
+            let mut runs = 0u32;
+            // A region too short for MIN_SAMPLES in one run is timed over more runs (a few
+            // seconds at most), its samples pooled.
+            while runs < opts.native_runs
+                || (!regions.is_empty()
+                    && pooled.0 > 0
+                    && pooled.1 < MIN_SAMPLES
+                    && runs < opts.native_runs + MAX_EXTRA_RUNS
+                    && started.elapsed() < EXTRA_RUNS_BUDGET)
+            {
+                runs += 1;
                 let s = sample::run(
                     &opts.program,
                     &opts.args,
@@ -264,6 +277,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     ));
                     native_times_s.clear();
                     region_times_s.clear();
+                    pooled = (0, 0, 0);
                     break;
                 }
                 if std::env::var_os("HPCSCOPE_DEBUG").is_some() {
@@ -272,6 +286,11 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 native_times_s.push(s.wall_s);
                 if let Some(t) = s.region_s(MIN_SAMPLES) {
                     region_times_s.push(t);
+                }
+                if s.sampled {
+                    pooled.0 += 1;
+                    pooled.1 += s.samples;
+                    pooled.2 += s.in_region;
                 }
             }
         } else {
@@ -373,12 +392,17 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 vnotes.push("a scope (callees included) is not timed by sampling: no time recorded; give the region's time with --source-gflops when projecting".into());
             }
             None
-        } else if !region_times_s.is_empty() {
+        } else if !region_times_s.is_empty() && region_times_s.len() as u64 == pooled.0 {
             vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz (median of the {} of {} native runs that could be sampled)", region_times_s.len(), native_times_s.len()));
             median(&region_times_s)
+        } else if pooled.1 >= MIN_SAMPLES {
+            vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz, pooled over {} native runs (each too short for {MIN_SAMPLES} samples): {} of {} samples in the region", pooled.0, pooled.2, pooled.1));
+            Some(pooled.2 as f64 / SAMPLE_HZ as f64 / pooled.0 as f64)
         } else {
-            if !native_times_s.is_empty() {
-                vnotes.push(format!("the native run is too short to time the region by sampling (fewer than {MIN_SAMPLES} samples): no time recorded"));
+            if !native_times_s.is_empty() && pooled.0 == 0 {
+                vnotes.push("CPU-clock sampling could not be set up for the native runs (perf_event_open refused; HPCSCOPE_DEBUG=1 says why): no region time recorded".to_string());
+            } else if !native_times_s.is_empty() {
+                vnotes.push(format!("the native runs are too short to time the region by sampling (fewer than {MIN_SAMPLES} samples over {} runs): no time recorded", pooled.0));
             }
             None
         };
@@ -431,6 +455,10 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
 const SAMPLE_HZ: u64 = 10_000;
 /// Fewest samples for a region time.
 const MIN_SAMPLES: u64 = 50;
+/// Native runs added, at most, to gather MIN_SAMPLES samples of a short program.
+const MAX_EXTRA_RUNS: u32 = 32;
+/// Time those extra runs may take.
+const EXTRA_RUNS_BUDGET: Duration = Duration::from_secs(3);
 
 fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
