@@ -99,6 +99,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "sapphirerapids",
         include_str!("../../../data/ports/sapphirerapids.toml"),
     ),
+    ("zen5", include_str!("../../../data/ports/zen5.toml")),
     ("a64fx", include_str!("../../../data/ports/a64fx.toml")),
 ];
 

@@ -96,7 +96,7 @@ pub enum ModelCmd {
     Fit {
         /// Variants CSV.
         variants: PathBuf,
-        /// Port model: a built-in id (skylake, skylake-avx512, haswell, sandybridge, knl, sapphirerapids, a64fx) or a TOML file.
+        /// Port model: a built-in id (skylake, skylake-avx512, haswell, sandybridge, knl, sapphirerapids, zen5, a64fx) or a TOML file.
         #[arg(long, default_value = "skylake")]
         ports: String,
         /// Basin-hopping seed.
