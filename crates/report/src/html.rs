@@ -53,16 +53,7 @@ pub fn html_page(title: &str, sections: &[Section]) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>{t}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n<h1>{t}</h1>\n"
     );
     if sections.len() > 1 {
-        out.push_str("<nav><ol>\n");
-        for (i, s) in sections.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "<li><a href=\"#s{}\">{}</a></li>",
-                i + 1,
-                escape(&s.title)
-            );
-        }
-        out.push_str("</ol></nav>\n");
+        out.push_str(&toc(sections));
     }
     let mut fig = 0;
     for (i, s) in sections.iter().enumerate() {
@@ -93,6 +84,49 @@ pub fn html_page(title: &str, sections: &[Section]) -> String {
         out.push_str("</section>\n");
     }
     out.push_str("</main>\n</body>\n</html>\n");
+    out
+}
+
+/// The table of contents. Consecutive sections titled `group: part` share one entry (the
+/// group, then a link per part), so a report with many sections per workload stays a
+/// short list.
+fn toc(sections: &[Section]) -> String {
+    let mut out = String::from("<nav><ol>\n");
+    let group_of = |t: &str| {
+        t.split_once(": ")
+            .map(|(g, p)| (g.to_string(), p.to_string()))
+    };
+    let mut i = 0;
+    while i < sections.len() {
+        match group_of(&sections[i].title) {
+            Some((g, _)) => {
+                let mut links = Vec::new();
+                while let Some((gj, part)) = sections.get(i).and_then(|s| group_of(&s.title)) {
+                    if gj != g {
+                        break;
+                    }
+                    links.push(format!("<a href=\"#s{}\">{}</a>", i + 1, escape(&part)));
+                    i += 1;
+                }
+                let _ = writeln!(
+                    out,
+                    "<li><strong>{}</strong>: {}</li>",
+                    escape(&g),
+                    links.join(" &middot; ")
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "<li><a href=\"#s{}\">{}</a></li>",
+                    i + 1,
+                    escape(&sections[i].title)
+                );
+                i += 1;
+            }
+        }
+    }
+    out.push_str("</ol></nav>\n");
     out
 }
 
@@ -181,6 +215,34 @@ mod tests {
         assert!(p.contains("<a href=\"#s2\">two</a>"));
         assert!(p.contains("Figure 1. A &amp; B"));
         assert!(p.contains("s &lt;b&gt;"));
+    }
+
+    #[test]
+    fn toc_groups_consecutive_sections_of_one_prefix() {
+        let sec = |t: &str| Section {
+            title: t.into(),
+            ..Section::default()
+        };
+        let p = html_page(
+            "T",
+            &[
+                sec("Overview"),
+                sec("triad: Application"),
+                sec("triad: trace: system level"),
+                sec("a<b: Notes"),
+                sec("Validation"),
+            ],
+        );
+        let nav = &p[p.find("<nav>").unwrap()..p.find("</nav>").unwrap()];
+        assert_eq!(nav.matches("<li>").count(), 4, "{nav}");
+        assert!(nav.contains(
+            "<li><strong>triad</strong>: <a href=\"#s2\">Application</a> &middot; <a href=\"#s3\">trace: system level</a></li>"
+        ), "{nav}");
+        assert!(nav.contains("<strong>a&lt;b</strong>"), "{nav}");
+        // Every section keeps its anchor.
+        for i in 1..=5 {
+            assert!(p.contains(&format!("<section id=\"s{i}\">")));
+        }
     }
 
     #[test]
