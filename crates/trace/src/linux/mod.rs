@@ -5,7 +5,7 @@
 pub mod abi;
 mod target;
 
-pub use target::{MPI_FUNCTIONS, OPENMP_FUNCTIONS, cgroup2_root, find_library};
+pub use target::{MPI_FUNCTIONS, OPENMP_FUNCTIONS, cgroup2_root, find_library, linked_library};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;

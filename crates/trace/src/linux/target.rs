@@ -304,6 +304,35 @@ pub fn find_library(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// The library named `base` (`libmpi`, `libgomp`) that `binary` loads, directly or through
+/// another library, as the dynamic loader resolves it (`ldd`: DT_NEEDED, RUNPATH,
+/// LD_LIBRARY_PATH and the loader cache). `None` for a script, a static binary, or when
+/// `ldd` is missing.
+pub fn linked_library(binary: &Path, base: &str) -> Option<PathBuf> {
+    let out = std::process::Command::new("ldd")
+        .arg(binary)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    parse_ldd(&String::from_utf8_lossy(&out.stdout), base)
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+}
+
+/// The resolved path of `base` (`libmpi` matches `libmpi.so.40`, not `libmpi_mpifh.so.40`)
+/// in `ldd` output.
+fn parse_ldd(text: &str, base: &str) -> Option<PathBuf> {
+    let want = format!("{base}.so");
+    text.lines().find_map(|l| {
+        let (name, rest) = l.trim().split_once(" => ")?;
+        if !name.starts_with(&want) {
+            return None;
+        }
+        let path = rest.rsplit_once(" (").map_or(rest, |(p, _)| p).trim();
+        path.starts_with('/').then(|| PathBuf::from(path))
+    })
+}
+
 fn which(prog: &str) -> Option<PathBuf> {
     if prog.contains('/') {
         return Some(PathBuf::from(prog));
@@ -314,25 +343,38 @@ fn which(prog: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// MPI calls probed by `--mpi`.
+/// MPI calls probed by `--mpi`: start-up and shut-down, point-to-point, completion and
+/// collectives (28 of the 32 probe slots; `MPI_Test*` and `MPI_Iprobe` are left out, as
+/// polling loops call them millions of times and a probe costs about a microsecond).
 pub const MPI_FUNCTIONS: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
     "MPI_Barrier",
     "MPI_Allreduce",
     "MPI_Reduce",
     "MPI_Bcast",
     "MPI_Send",
+    "MPI_Ssend",
     "MPI_Recv",
     "MPI_Isend",
     "MPI_Irecv",
+    "MPI_Probe",
     "MPI_Wait",
     "MPI_Waitall",
+    "MPI_Waitany",
+    "MPI_Waitsome",
     "MPI_Sendrecv",
+    "MPI_Sendrecv_replace",
     "MPI_Alltoall",
+    "MPI_Alltoallv",
     "MPI_Allgather",
+    "MPI_Allgatherv",
     "MPI_Gather",
+    "MPI_Gatherv",
     "MPI_Scatter",
-    "MPI_Init",
-    "MPI_Finalize",
+    "MPI_Scatterv",
+    "MPI_Reduce_scatter",
 ];
 
 /// OpenMP runtime entry points probed by `--openmp` (GNU libgomp, then LLVM libomp).
@@ -402,7 +444,30 @@ pub fn resolve_functions(
         }
     }
     if opts.probes.mpi {
-        match find_library("libmpi") {
+        // The libmpi the program itself loads (its DT_NEEDED, resolved by the dynamic
+        // loader's rules), else the first one in the usual directories.
+        let linked = main_binary(opts)
+            .ok()
+            .and_then(|b| linked_library(&b, "libmpi").map(|l| (b, l)));
+        let lib = match linked {
+            Some((bin, lib)) => {
+                notes.push(format!(
+                    "--mpi: probing {} (linked by {})",
+                    lib.display(),
+                    bin.display()
+                ));
+                Some(lib)
+            }
+            None => find_library("libmpi").inspect(|lib| {
+                notes.push(format!(
+                    "--mpi: the program does not link libmpi itself (a script or a static \
+                     build?); probing {}, the first libmpi in LD_LIBRARY_PATH and the usual \
+                     directories",
+                    lib.display()
+                ));
+            }),
+        };
+        match lib {
             Some(lib) => {
                 let syms = ElfSymbols::load(&lib);
                 out.extend(
@@ -447,4 +512,48 @@ pub fn resolve_functions(
         )));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_gives_the_library_itself() {
+        let text = "\
+\tlinux-vdso.so.1 (0x00007ffd6b5f7000)
+\tlibmpi_mpifh.so.40 => /usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40 (0x00007f8a1c000000)
+\tlibmpi.so.40 => /usr/lib/x86_64-linux-gnu/libmpi.so.40 (0x00007f8a1be00000)
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f8a1bc00000)
+\t/lib64/ld-linux-x86-64.so.2 (0x00007f8a1c3d0000)
+";
+        assert_eq!(
+            parse_ldd(text, "libmpi"),
+            Some(PathBuf::from("/usr/lib/x86_64-linux-gnu/libmpi.so.40"))
+        );
+        assert_eq!(parse_ldd(text, "libgomp"), None);
+        assert_eq!(parse_ldd("\tlibmpi.so.12 => not found\n", "libmpi"), None);
+    }
+
+    #[test]
+    fn a_system_binary_links_libc() {
+        let Some(ls) = which("ls").filter(|p| p.is_file()) else {
+            println!("skipping: no ls on PATH");
+            return;
+        };
+        if which("ldd").is_none() {
+            println!("skipping: no ldd on PATH");
+            return;
+        }
+        let libc = linked_library(&ls, "libc").expect("ls links libc");
+        assert!(libc.is_absolute() && libc.is_file(), "{}", libc.display());
+        assert!(
+            libc.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("libc"),
+            "{}",
+            libc.display()
+        );
+    }
 }
