@@ -66,10 +66,10 @@ pub fn read_maps(pid: u32) -> Vec<Mapping> {
 pub struct ElfSymbols {
     /// `(file_offset, size, name)` sorted by offset, one name per offset (for lookups).
     syms: Vec<(u64, u64, String)>,
-    /// Every defined function name, aliases included: a library such as libmpi defines
-    /// `MPI_Send` as a weak alias of `PMPI_Send` at the same address, and either name can
-    /// be probed.
-    names: std::collections::BTreeSet<String>,
+    /// Every defined function name, aliases included, and its file offset: a library such
+    /// as libmpi defines `MPI_Send` as a weak alias of `PMPI_Send` at the same address, and
+    /// either name can be probed.
+    names: std::collections::BTreeMap<String, u64>,
 }
 
 impl ElfSymbols {
@@ -105,7 +105,11 @@ impl ElfSymbols {
 
     /// Builds the table from `(file_offset, size, name)` triples in any order.
     fn from_symbols(mut syms: Vec<(u64, u64, String)>) -> ElfSymbols {
-        let names = syms.iter().map(|s| s.2.clone()).collect();
+        let mut names = std::collections::BTreeMap::new();
+        for (off, _, name) in &syms {
+            // The first definition wins (the static symbol table before the dynamic one).
+            names.entry(name.clone()).or_insert(*off);
+        }
         syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         syms.dedup_by_key(|s| s.0);
         ElfSymbols { syms, names }
@@ -125,13 +129,19 @@ impl ElfSymbols {
 
     /// Whether a function named `name` is defined.
     pub fn contains(&self, name: &str) -> bool {
-        self.names.contains(name)
+        self.names.contains_key(name)
+    }
+
+    /// File offset of the function `name` (where a uprobe goes).
+    pub fn offset(&self, name: &str) -> Option<u64> {
+        self.names.get(name).copied()
     }
 
     /// Defined function names starting with `prefix` (aliases included), sorted.
     pub fn with_prefix(&self, prefix: &str) -> Vec<String> {
         self.names
             .range(prefix.to_string()..)
+            .map(|(n, _)| n)
             .take_while(|n| n.starts_with(prefix))
             .cloned()
             .collect()
@@ -257,6 +267,8 @@ mod tests {
         }
         assert_eq!(s.with_prefix("MPI_"), ["MPI_Barrier", "MPI_Finalize"]);
         assert_eq!(s.syms.len(), 2);
+        assert_eq!(s.offset("MPI_Finalize"), Some(0x200));
+        assert_eq!(s.offset("PMPI_Barrier"), Some(0x100));
         assert!(s.lookup(0x108).is_some_and(|n| n.ends_with("MPI_Barrier")));
     }
 
