@@ -281,6 +281,10 @@ pub(crate) enum Swatch {
     Band {
         color: String,
     },
+    /// A solid box (a bar's colour).
+    Box {
+        color: String,
+    },
     /// A line with a marker on it (a series of a line chart).
     LineMarker {
         color: String,
@@ -391,6 +395,9 @@ pub(crate) fn draw_legend(
             }
             Swatch::Band { color } => {
                 svg.rect(x, mid - 5.0, 24.0, 10.0, color, 0.25, None, None);
+            }
+            Swatch::Box { color } => {
+                svg.rect(x + 4.0, mid - 6.0, 16.0, 12.0, color, 1.0, None, None);
             }
             Swatch::Range { color } => {
                 let s = Stroke::solid(color, 2.0);
