@@ -6,10 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::axis::{Kind, Scale, Tick};
 use crate::chart::{
-    Frame, LEGEND_X, LegendEntry, MUTED, PALETTE, Rect, Swatch, TOP, WIDTH, axis, caption_lines,
-    draw_axes, draw_caption, draw_legend, draw_title, place_label,
+    Frame, LegendEntry, MUTED, PALETTE, Rect, Swatch, axis, begin, finish, place_label,
 };
-use crate::svg::{Anchor, Stroke, Svg, TextStyle};
+use crate::svg::{Anchor, Stroke, TextStyle};
 
 /// One stacked component: a value per category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,15 +82,12 @@ pub fn bar_chart_svg(categories: &[String], series: &[BarSeries], opts: &BarOpti
         })
         .collect();
 
-    let mut svg = Svg::new(WIDTH, &opts.title, &opts.caption);
-    draw_title(&mut svg, &opts.title, "");
-    draw_axes(
-        &mut svg,
+    let mut svg = begin(
         &f,
+        (&opts.title, &opts.caption),
         (&xs, &xticks),
         (&ys, &yticks),
-        &opts.x_label,
-        &opts.y_label,
+        (&opts.x_label, &opts.y_label),
     );
     let slot = (f.right - f.left) / n as f64;
     let width = (slot * 0.8).max(1.0);
@@ -165,11 +161,7 @@ pub fn bar_chart_svg(categories: &[String], series: &[BarSeries], opts: &BarOpti
     if !opts.lines.is_empty() {
         legend.push(LegendEntry::line("#222222", 1.4, Some("6 4"), "reference"));
     }
-    let legend_bottom = draw_legend(&mut svg, LEGEND_X, TOP, WIDTH - LEGEND_X - 10.0, &legend);
-    let lines = caption_lines(&opts.caption);
-    let cap_y = (f.bottom + 66.0).max(legend_bottom + 18.0);
-    let bottom = draw_caption(&mut svg, cap_y, &lines);
-    svg.finish(bottom + 6.0)
+    finish(svg, &f, &legend, &opts.caption)
 }
 
 #[cfg(test)]

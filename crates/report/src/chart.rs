@@ -265,6 +265,30 @@ pub(crate) fn draw_axes(
     svg.close_group();
 }
 
+/// A chart's document with its title and axes drawn: what every chart starts with.
+pub(crate) fn begin(
+    f: &Frame,
+    (title, caption): (&str, &str),
+    x: (&Scale, &[Tick]),
+    y: (&Scale, &[Tick]),
+    (x_label, y_label): (&str, &str),
+) -> Svg {
+    let mut svg = Svg::new(WIDTH, title, caption);
+    draw_title(&mut svg, title, "");
+    draw_axes(&mut svg, f, x, y, x_label, y_label);
+    svg
+}
+
+/// The legend beside the plot and the caption under it (below the legend when that is
+/// longer); closes the document.
+pub(crate) fn finish(mut svg: Svg, f: &Frame, legend: &[LegendEntry], caption: &str) -> String {
+    let legend_bottom = draw_legend(&mut svg, LEGEND_X, TOP, WIDTH - LEGEND_X - 10.0, legend);
+    let lines = caption_lines(caption);
+    let cap_y = (f.bottom + 66.0).max(legend_bottom + 18.0);
+    let bottom = draw_caption(&mut svg, cap_y, &lines);
+    svg.finish(bottom + 6.0)
+}
+
 /// What a legend entry shows before its text.
 #[derive(Debug, Clone)]
 pub(crate) enum Swatch {
