@@ -36,6 +36,9 @@ pub struct RecordArgs {
     pub metrics_json: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
+    /// In a parallel job: one result per rank in a run directory (not the history store).
+    #[command(flatten)]
+    pub rank: crate::job::RankFlags,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -45,6 +48,9 @@ pub struct RecordArgs {
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("-n/--runs must be at least 1");
+    }
+    if args.rank.run_dir.is_some() {
+        return run_rank(args);
     }
     let path = args.db.path()?;
     // Open (and migrate) the store before running anything, so a bad store fails fast.
@@ -132,6 +138,53 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `record --run-dir`: this rank runs the command once and writes its times (and the
+/// numbers of `--metrics-json`, where `{rank}` in the path becomes the rank) to the run
+/// directory.
+fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
+    if args.runs != 1 || args.warmup != 0 {
+        bail!(
+            "--run-dir: each rank starts the program once (an MPI library refuses a second MPI_Init in the same rank), so -n and --warmup do not apply; repeat the whole job instead, or let `record --slurm DIR -n {}` make each repetition a job-array task",
+            args.runs
+        );
+    }
+    let Some(session) = args.rank.begin("record", &args.command)? else {
+        unreachable!("run_rank is called with --run-dir");
+    };
+    let metrics_path = args.metrics_json.as_ref().map(|p| {
+        PathBuf::from(
+            p.display()
+                .to_string()
+                .replace("{rank}", &session.context.rank.to_string()),
+        )
+    });
+    if let Some(p) = &metrics_path {
+        let _ = std::fs::remove_file(p);
+    }
+    let ran = crate::job::run_command(&args.command)?;
+    let mut out = crate::job::Outcome::from_ran(&ran);
+    let mut data = serde_json::json!({
+        "time_s": ran.wall_s,
+        "user_s": ran.user_s,
+        "sys_s": ran.sys_s,
+        "tags": args.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+    });
+    if let Some(p) = &metrics_path {
+        match std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            Some(v) => data["metrics"] = v,
+            None => out.notes.push(format!(
+                "--metrics-json: {} is missing or not JSON after the run",
+                p.display()
+            )),
+        }
+    }
+    out.data = data;
+    session.finish(out)
 }
 
 fn cannot_run(prog: &str) -> String {
