@@ -537,6 +537,44 @@ impl RankFlags {
     }
 }
 
+impl RankFlags {
+    /// Starts the session of task `index` of `count` (a design point of a sweep, one task
+    /// of a job array), when `--run-dir` is given. The tasks share the job id of `--job-id`,
+    /// else $HPCSCOPE_JOB_ID, else `slurm-array-<array job id>`.
+    pub fn begin_task(
+        &self,
+        command: &str,
+        argv: &[String],
+        index: usize,
+        count: usize,
+    ) -> Result<Option<RankSession>> {
+        let Some(run_dir) = &self.run_dir else {
+            return Ok(None);
+        };
+        let id = self
+            .job_id
+            .clone()
+            .or_else(|| std::env::var("HPCSCOPE_JOB_ID").ok())
+            .or_else(|| {
+                std::env::var("SLURM_ARRAY_JOB_ID")
+                    .ok()
+                    .map(|j| format!("slurm-array-{j}"))
+            })
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--run-dir with one task of {count}: give the tasks' shared --job-id (outside a Slurm job array nothing else names them)"
+                )
+            })?;
+        let mut context = RankContext::current(Some(&id))?;
+        context.rank = index as u32;
+        context.size = count as u32;
+        context.local_rank = None;
+        context.launcher = "tasks".into();
+        RankSession::begin(run_dir, context, command, argv).map(Some)
+    }
+}
+
 impl RankSession {
     /// See [`RankFlags::begin`].
     pub fn begin(

@@ -13,6 +13,7 @@ mod job;
 mod load;
 mod output;
 mod recording;
+mod slurm;
 mod workloads;
 
 /// HPC performance engineering: machines, rooflines, projection between machines,

@@ -13,9 +13,8 @@
 //! Tests that need mpicc/mpirun print `skipping: <reason>` without them (and fail under
 //! CI=true, which installs them); those that trace need root and BPF.
 
-#[allow(dead_code)]
 mod common;
-use common::which;
+use common::is_root;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -30,44 +29,10 @@ fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { geteuid() == 0 }
-}
-
-unsafe extern "C" {
-    fn geteuid() -> u32;
-}
-
-/// The test program, built once with mpicc; `None` (with a `skipping:` line) without MPI.
+/// The test program, or `None` (with a `skipping:` line) without MPI.
 fn program() -> Option<PathBuf> {
-    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    let r = BUILT.get_or_init(|| {
-        for tool in ["mpicc", "mpirun"] {
-            if which(tool).is_none() {
-                return Err(format!(
-                    "{tool} is not installed (scripts/setup.sh installs openmpi-bin and libopenmpi-dev)"
-                ));
-            }
-        }
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hpcscope-imbalance");
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/imbalance.c");
-        let o = Command::new("mpicc")
-            .args(["-O2", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .output()
-            .map_err(|e| format!("cannot run mpicc: {e}"))?;
-        if !o.status.success() {
-            return Err(format!(
-                "mpicc failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            ));
-        }
-        Ok(out)
-    });
-    match r {
-        Ok(p) => Some(p.clone()),
+    match common::mpi_program() {
+        Ok(p) => Some(p),
         Err(why) => {
             assert!(!ci(), "{why}");
             println!("skipping: {why}");
@@ -214,20 +179,17 @@ fn ranks(m: &serde_json::Value) -> Vec<Rank> {
 /// those times, 21 MPI calls per rank, and load balance (0.1+0.2+0.3+0.4)/4/0.4 = 0.625.
 #[test]
 fn four_ranks_give_the_built_in_imbalance() {
-    let Some(Setup {
-        prog,
-        _serial: _lock,
-        dir,
-        runs,
-    }) = setup(true)
-    else {
+    let Some(t) = setup(true) else {
         return;
     };
-    let o = traced(4, &runs, &prog, &["10", "10"]);
+    let Setup {
+        prog, dir, runs, ..
+    } = &t;
+    let o = traced(4, runs, prog, &["10", "10"]);
     assert!(o.status.success(), "{}", text(&o));
     let svg = dir.path().join("imbalance.svg");
     let html = dir.path().join("job.html");
-    let (code, m) = merge_json(&[s(&runs), "--svg", s(&svg), "--html", s(&html)]);
+    let (code, m) = merge_json(&[s(runs), "--svg", s(&svg), "--html", s(&html)]);
     assert_eq!(code, 0, "{m:#}");
     assert_eq!(m["size"], 4);
     assert_eq!(m["ranks_with_data"], 4);
@@ -306,23 +268,23 @@ fn four_ranks_give_the_built_in_imbalance() {
 
     // The other formats, and -o.
     let out = dir.path().join("job.md");
-    let o = hpcscope(&["merge", s(&runs), "--format", "md", "-o", s(&out)]);
+    let o = hpcscope(&["merge", s(runs), "--format", "md", "-o", s(&out)]);
     assert!(o.status.success(), "{}", text(&o));
     let md = std::fs::read_to_string(&out).unwrap();
     assert!(md.contains("| rank | node | status |"), "{md}");
-    let o = hpcscope(&["merge", s(&runs), "--format", "csv"]);
+    let o = hpcscope(&["merge", s(runs), "--format", "csv"]);
     let csv = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(csv.lines().count(), 5, "{csv}");
-    let o = hpcscope(&["merge", s(&runs)]);
+    let o = hpcscope(&["merge", s(runs)]);
     let t = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(t.contains("load balance") && t.contains("per node:"), "{t}");
 
     // A reference run with 2 ranks (comp 0.1 + 0.2 s): computation scaling
     // sum(comp_ref) / sum(comp) = 0.3 / 1.0 (eq. 3.10), global efficiency 0.3 x PE.
     let refdir = dir.path().join("ref");
-    let o = traced(2, &refdir, &prog, &["10", "10"]);
+    let o = traced(2, &refdir, prog, &["10", "10"]);
     assert!(o.status.success(), "{}", text(&o));
-    let (code, m) = merge_json(&[s(&runs), "--reference", s(&refdir)]);
+    let (code, m) = merge_json(&[s(runs), "--reference", s(&refdir)]);
     assert_eq!(code, 0);
     let cs = f(&m["pop"]["computation_scaling"]);
     let ge = f(&m["pop"]["global_efficiency"]);
@@ -336,18 +298,13 @@ fn four_ranks_give_the_built_in_imbalance() {
 /// the other ranks' hpcscope get SIGTERM. Every rank's data up to then is in the merge.
 #[test]
 fn a_killed_rank_is_reported_and_the_others_are_kept() {
-    let Some(Setup {
-        prog,
-        _serial: _lock,
-        dir: _dir,
-        runs,
-    }) = setup(true)
-    else {
+    let Some(t) = setup(true) else {
         return;
     };
-    let o = traced(4, &runs, &prog, &["10", "10", "die", "2", "3"]);
+    let Setup { prog, runs, .. } = &t;
+    let o = traced(4, runs, prog, &["10", "10", "die", "2", "3"]);
     assert!(!o.status.success(), "the job should fail: {}", text(&o));
-    let (code, m) = merge_json(&[s(&runs)]);
+    let (code, m) = merge_json(&[s(runs)]);
     assert_eq!(code, 1, "an incomplete job exits 1: {m:#}");
     assert_eq!(m["complete"], false);
     let rows = ranks(&m);
@@ -393,15 +350,10 @@ fn a_killed_rank_is_reported_and_the_others_are_kept() {
 /// efficiencies are theirs.
 #[test]
 fn a_rank_that_never_writes_and_one_that_dies_silently_are_reported() {
-    let Some(Setup {
-        prog,
-        _serial: _lock,
-        dir: _dir,
-        runs,
-    }) = setup(true)
-    else {
+    let Some(t) = setup(true) else {
         return;
     };
+    let Setup { prog, runs, .. } = &t;
     let script = format!(
         "if [ \"$OMPI_COMM_WORLD_RANK\" = 3 ]; then exec '{p}' 10 10 killhost 1 2; else exec '{h}' trace --run-dir '{d}' -- '{p}' 10 10 killhost 1 2; fi",
         p = prog.display(),
@@ -410,7 +362,7 @@ fn a_rank_that_never_writes_and_one_that_dies_silently_are_reported() {
     );
     let o = mpirun(4, &["sh", "-c", &script]);
     assert!(!o.status.success(), "{}", text(&o));
-    let (code, m) = merge_json(&[s(&runs)]);
+    let (code, m) = merge_json(&[s(runs)]);
     assert_eq!(code, 1, "{m:#}");
     let st: Vec<String> = ranks(&m).into_iter().map(|r| r.0).collect();
     assert_eq!(st[1], "lost", "{m:#}");
@@ -448,15 +400,10 @@ fn a_rank_that_never_writes_and_one_that_dies_silently_are_reported() {
 /// job id given to two jobs is a conflict, and a truncated file loses that rank only.
 #[test]
 fn two_jobs_in_one_directory_are_never_mixed() {
-    let Some(Setup {
-        prog,
-        _serial: _lock,
-        dir: _dir,
-        runs,
-    }) = setup(true)
-    else {
+    let Some(t) = setup(true) else {
         return;
     };
+    let Setup { prog, runs, .. } = &t;
     // Job A: 4 x 5 ms units; job B: 4 x 20 ms. At the same time.
     let spawn = |unit: &'static str| {
         let runs = runs.clone();
@@ -467,21 +414,21 @@ fn two_jobs_in_one_directory_are_never_mixed() {
     for o in [a.join().unwrap(), b.join().unwrap()] {
         assert!(o.status.success(), "{}", text(&o));
     }
-    let o = hpcscope(&["merge", s(&runs)]);
+    let o = hpcscope(&["merge", s(runs)]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(
         err.contains("holds 2 jobs") && err.contains("--job"),
         "{err}"
     );
-    let (code, all) = merge_json(&[s(&runs), "--all"]);
+    let (code, all) = merge_json(&[s(runs), "--all"]);
     assert_eq!(code, 0, "{all:#}");
     let jobs = all["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 2);
     let mut units = Vec::new();
     for j in jobs {
         let id = j["job_id"].as_str().unwrap();
-        let (code, m) = merge_json(&[s(&runs), "--job", id]);
+        let (code, m) = merge_json(&[s(runs), "--job", id]);
         assert_eq!(code, 0);
         assert_eq!(m["ranks_with_data"], 4);
         // Every rank of one job has that job's unit: comp_r / (4 (r + 1)) is the unit.
@@ -528,18 +475,15 @@ fn two_jobs_in_one_directory_are_never_mixed() {
 /// says how to get them. One --job-id given to two jobs: a conflict, nothing used.
 #[test]
 fn record_ranks_and_a_job_id_used_twice() {
-    let Some(Setup {
-        prog,
-        _serial: _lock,
-        dir,
-        runs,
-    }) = setup(false)
-    else {
+    let Some(t) = setup(false) else {
         return;
     };
-    let o = ranked(4, &["record"], &runs, &prog, &["2", "5"]);
+    let Setup {
+        prog, dir, runs, ..
+    } = &t;
+    let o = ranked(4, &["record"], runs, prog, &["2", "5"]);
     assert!(o.status.success(), "{}", text(&o));
-    let (code, m) = merge_json(&[s(&runs)]);
+    let (code, m) = merge_json(&[s(runs)]);
     assert_eq!(code, 0, "{m:#}");
     assert_eq!(m["command"], "record");
     for r in m["ranks"].as_array().unwrap() {
@@ -553,7 +497,7 @@ fn record_ranks_and_a_job_id_used_twice() {
         m["notes"]
     );
     // -n is refused under a launcher: an MPI rank starts its program once.
-    let o = hpcscope(&["record", "--run-dir", s(&runs), "-n", "3", "--", "true"]);
+    let o = hpcscope(&["record", "--run-dir", s(runs), "-n", "3", "--", "true"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
     let twice = dir.path().join("twice");
@@ -562,7 +506,7 @@ fn record_ranks_and_a_job_id_used_twice() {
             2,
             &["record", "--job-id", "same"],
             &twice,
-            &prog,
+            prog,
             &["1", "1"],
         );
         assert!(o.status.success(), "{}", text(&o));
@@ -615,4 +559,152 @@ fn without_bpf_permission_a_rank_keeps_its_times() {
     let notes = m["notes"].to_string();
     assert!(notes.contains("eBPF is not available"), "{notes}");
     assert!(notes.contains("no POP efficiencies"), "{notes}");
+}
+
+/// Strong scaling from merged jobs: the same 0.4 s of work split between 1, 2 and 4 ranks
+/// (runtimes 0.4, 0.2, 0.1 s); `model scaling` reads a merged JSON and two run directories
+/// and finds Amdahl's law with almost no serial part.
+#[test]
+fn model_scaling_reads_merged_jobs() {
+    let Some(t) = setup(true) else {
+        return;
+    };
+    let Setup {
+        prog, dir, runs, ..
+    } = &t;
+    let mut inputs = Vec::new();
+    for np in [1u32, 2, 4] {
+        let d = runs.join(format!("np{np}"));
+        let o = traced(np, &d, prog, &["4", "100", "split"]);
+        assert!(o.status.success(), "{}", text(&o));
+        inputs.push(d);
+    }
+    // One of them as the JSON of `merge`, the others as run directories.
+    let one = dir.path().join("np1.json");
+    let o = hpcscope(&["merge", s(&inputs[0]), "--format", "json", "-o", s(&one)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = hpcscope(&[
+        "model",
+        "scaling",
+        s(&one),
+        s(&inputs[1]),
+        s(&inputs[2]),
+        "--law",
+        "amdahl",
+        "--predict",
+        "8",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p8 = f(&v["predictions"][0]["time_s"]);
+    println!(
+        "measured: Amdahl fit of merged jobs at 1, 2, 4 ranks predicts {p8:.4} s at 8 ranks (built: 0.05 s)"
+    );
+    assert!((0.04..0.07).contains(&p8), "{v:#}");
+    // A CSV and merged jobs are not mixed.
+    let csv = dir.path().join("runs.csv");
+    std::fs::write(&csv, "p,time_s\n1,1\n2,0.5\n").unwrap();
+    let o = hpcscope(&["model", "scaling", s(&csv), s(&one)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// A sweep split into tasks (`explore --point`, what each job-array task runs) merges back
+/// into the sweep that `explore` computes at once, missing points reported; the Slurm
+/// script is checked before it is written.
+#[test]
+fn explore_points_merge_into_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let scenario =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/tx2-sve-hbm.toml");
+    let direct = hpcscope(&["explore", s(&scenario), "--format", "json"]);
+    assert!(direct.status.success(), "{}", text(&direct));
+    let d: serde_json::Value = serde_json::from_slice(&direct.stdout).unwrap();
+    let n = d["points"].as_array().unwrap().len();
+    assert_eq!(n, 20);
+    for i in (0..n).rev().filter(|i| *i != 7) {
+        let o = hpcscope(&[
+            "explore",
+            s(&scenario),
+            "--point",
+            &i.to_string(),
+            "--run-dir",
+            s(&runs),
+            "--job-id",
+            "sweep",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (code, m) = merge_json(&[s(&runs)]);
+    assert_eq!(code, 1, "point 7 is missing: {m:#}");
+    assert!(
+        m["problems"].to_string().contains("task 7 of 20"),
+        "{}",
+        m["problems"]
+    );
+    let mut want = d["points"].as_array().unwrap().clone();
+    want.remove(7);
+    assert_eq!(m["sweep"]["points"], serde_json::Value::Array(want));
+    let o = hpcscope(&[
+        "explore",
+        s(&scenario),
+        "--point",
+        "7",
+        "--run-dir",
+        s(&runs),
+        "--job-id",
+        "sweep",
+    ]);
+    assert!(o.status.success());
+    let svg = dir.path().join("sweep.svg");
+    let (code, m) = merge_json(&[s(&runs), "--svg", s(&svg)]);
+    assert_eq!(code, 0, "{m:#}");
+    assert_eq!(m["sweep"]["points"], d["points"]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+
+    // Bad input: exit 2 with the fix in the message, before anything is written.
+    let script = dir.path().join("sweep.sh");
+    for (args, says) in [
+        (vec!["--point", "20"], "numbered 0 to 19"),
+        (vec!["--run-dir", s(&runs)], "give --point"),
+        (vec!["--slurm", s(&script)], "--run-dir"),
+        (
+            vec![
+                "--slurm",
+                s(&script),
+                "--run-dir",
+                s(&runs),
+                "--sbatch=--array=1-3",
+            ],
+            "--max-parallel",
+        ),
+    ] {
+        let mut a = vec!["explore", s(&scenario)];
+        a.extend(args.iter().copied());
+        let o = hpcscope(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{a:?}: {}",
+            text(&o)
+        );
+    }
+    assert!(!script.exists());
+    let o = hpcscope(&[
+        "explore",
+        s(&scenario),
+        "--slurm",
+        s(&script),
+        "--run-dir",
+        s(&runs),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = std::fs::read_to_string(&script).unwrap();
+    assert!(
+        t.contains("--array=0-19 ") && t.contains("--dependency=afterany:"),
+        "{t}"
+    );
+    assert!(t.contains("--point \"$SLURM_ARRAY_TASK_ID\""), "{t}");
 }

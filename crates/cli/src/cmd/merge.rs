@@ -258,6 +258,9 @@ pub struct MergedJob {
     pub mpi_functions: Vec<MpiFunctionRow>,
     /// The ranks' own numbers across ranks.
     pub metrics: Vec<MetricStat>,
+    /// The sweep of an `explore` job: one design point per task, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::cmd::explore::ExploreResult>,
     /// Hot functions of the whole job (profile jobs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_functions: Option<serde_json::Value>,
@@ -276,6 +279,45 @@ pub struct MergedRuns {
     pub directory: String,
     /// One per job, oldest first.
     pub jobs: Vec<MergedJob>,
+    /// The runtime across the complete jobs (repetitions of one job), when there are two.
+    pub runtime: Option<Spread>,
+}
+
+/// A runtime across repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Complete jobs with a runtime.
+    pub jobs: usize,
+    /// Mean, s.
+    pub mean_s: f64,
+    /// Smallest, s.
+    pub min_s: f64,
+    /// Largest, s.
+    pub max_s: f64,
+    /// Sample standard deviation, s.
+    pub stdev_s: f64,
+}
+
+impl Spread {
+    fn of(jobs: &[MergedJob]) -> Option<Spread> {
+        let v: Vec<f64> = jobs
+            .iter()
+            .filter(|j| j.complete)
+            .filter_map(|j| j.runtime_s)
+            .collect();
+        if v.len() < 2 {
+            return None;
+        }
+        let m = mean(&v);
+        let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+        Some(Spread {
+            jobs: v.len(),
+            mean_s: m,
+            min_s: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max_s: maxf(&v),
+            stdev_s: var.sqrt(),
+        })
+    }
 }
 
 /// A job directory inside a run directory.
@@ -728,18 +770,37 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                         Some(file.clone()),
                     ));
                 }
-                None => {
-                    problems.push(Problem {
-                        rank: Some(rank),
-                        file: None,
-                        what: format!(
-                            "rank {rank} of {size}: no file at all: it did not run under `hpcscope ... --run-dir`, or its node could not write to the run directory (is it shared between nodes?)"
-                        ),
-                    });
-                    rows.push(row(RankStatus::Missing, None, None));
-                }
+                // Reported below, consecutive ranks together.
+                None => rows.push(row(RankStatus::Missing, None, None)),
             },
         }
+    }
+    let missing: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.status == RankStatus::Missing)
+        .map(|r| r.rank)
+        .collect();
+    if !missing.is_empty() {
+        let tasks = launcher == "tasks";
+        problems.push(Problem {
+            rank: (missing.len() == 1).then(|| missing[0]),
+            file: None,
+            what: format!(
+                "{} {} of {size}: no file at all: {}",
+                match (tasks, missing.len()) {
+                    (true, 1) => "task",
+                    (true, _) => "tasks",
+                    (false, 1) => "rank",
+                    (false, _) => "ranks",
+                },
+                compact_ranks(&missing),
+                if tasks {
+                    "the task did not run, or ended before it could write (see its Slurm output); run it again with its --point"
+                } else {
+                    "it did not run under `hpcscope ... --run-dir`, or its node could not write to the run directory (is it shared between nodes?)"
+                }
+            ),
+        });
     }
     for (f, r) in s
         .results
@@ -834,10 +895,12 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                 Some(w) => format!(
                     "no POP efficiencies: no rank could measure its time in MPI, because eBPF is not available ({w}); the per-rank times are what remains"
                 ),
+                None if command == "explore" => String::new(),
                 None => format!(
                     "no POP efficiencies: they need each rank's time in MPI, which `{command}` does not measure; run the job under `hpcscope trace --run-dir DIR`"
                 ),
             });
+            notes.retain(|n| !n.is_empty());
         }
     } else if unfinished > 0 {
         notes.push(format!(
@@ -942,6 +1005,35 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         })
         .collect();
 
+    let sweep = (command == "explore").then(|| {
+        let mut points = Vec::new();
+        let mut head: Option<crate::cmd::explore::ExploreResult> = None;
+        for r in &used {
+            match serde_json::from_value::<crate::cmd::explore::ExploreResult>(r.data.clone()) {
+                Ok(mut x) => {
+                    points.append(&mut x.points);
+                    head.get_or_insert(x);
+                }
+                Err(e) => problems.push(Problem {
+                    rank: Some(r.head.context.rank),
+                    file: None,
+                    what: format!(
+                        "design point {}: not an explore result ({e}); left out",
+                        r.head.context.rank
+                    ),
+                }),
+            }
+        }
+        let mut h = head.unwrap_or(crate::cmd::explore::ExploreResult {
+            scenario: String::new(),
+            description: String::new(),
+            source_machine: String::new(),
+            source_gflops: 0.0,
+            points: Vec::new(),
+        });
+        h.points = points;
+        h
+    });
     let hot_functions = (command == "profile").then(|| {
         let p = job_profile(&used);
         serde_json::to_value(p.hot_functions(25)).unwrap_or_default()
@@ -985,6 +1077,7 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         nodes,
         mpi_functions,
         metrics,
+        sweep,
         hot_functions,
         problems,
         notes,
@@ -1183,12 +1276,17 @@ fn compact_ranks(v: &[u32]) -> String {
 fn headline(m: &MergedJob) -> Vec<String> {
     let nodes = m.nodes.len();
     let mut v = vec![format!(
-        "job {}: `{}` of `{}`, {} of {} ranks with data on {} node{} ({}){}",
+        "job {}: `{}` of `{}`, {} of {} {} with data on {} node{} ({}){}",
         m.job_id,
         m.command,
         m.argv.join(" "),
         m.ranks_with_data,
         m.size,
+        if m.launcher == "tasks" {
+            "tasks"
+        } else {
+            "ranks"
+        },
         nodes,
         if nodes == 1 { "" } else { "s" },
         m.launcher,
@@ -1227,7 +1325,7 @@ fn headline(m: &MergedJob) -> Vec<String> {
 fn tail_lines(m: &MergedJob, md: bool) -> Vec<String> {
     let mut v = Vec::new();
     let table = |t: &Table| if md { t.md() } else { t.text() };
-    if !m.nodes.is_empty() {
+    if !m.nodes.is_empty() && m.sweep.is_none() {
         v.push(String::new());
         v.push("per node:".into());
         v.extend(table(&node_table(m)).lines().map(str::to_string));
@@ -1259,13 +1357,31 @@ fn tail_lines(m: &MergedJob, md: bool) -> Vec<String> {
 
 /// Text, Markdown, CSV or JSON of one merged job.
 pub fn render_job(m: &MergedJob, format: Format) -> Result<String> {
+    let table = match &m.sweep {
+        // A sweep's tasks are its design points: their table is the result.
+        Some(sw) => crate::cmd::explore::points_table(&sw.points),
+        None => rank_table(m),
+    };
     render(
         format,
         m,
         &headline(m),
-        &rank_table(m),
+        &table,
         &tail_lines(m, format == Format::Md),
     )
+}
+
+/// The chart of a merged job: the design points of a sweep, else the time per rank.
+pub fn job_svg(m: &MergedJob) -> Option<String> {
+    match &m.sweep {
+        Some(sw) if !sw.points.is_empty() => Some(hpcscope_report::explore_svg(
+            &sw.points,
+            &sw.scenario,
+            sw.source_gflops,
+        )),
+        Some(_) => None,
+        None => imbalance_svg(m),
+    }
 }
 
 /// The imbalance chart: per rank, computation, MPI and start-up/shut-down stacked (or
@@ -1455,6 +1571,20 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
             svgs: Vec::new(),
         },
     ];
+    if let Some(sw) = &m.sweep {
+        sections.push(Section {
+            title: format!("Design points: {}", sw.scenario),
+            summary: format!(
+                "{} of {} design points, from source {} at {} GFLOP/s.",
+                sw.points.len(),
+                m.size,
+                sw.source_machine,
+                num(sw.source_gflops, 4)
+            ),
+            body_html: table_html(&crate::cmd::explore::points_table(&sw.points)),
+            svgs: job_svg(m).into_iter().collect(),
+        });
+    }
     if !m.mpi_functions.is_empty() {
         sections.push(Section {
             title: "MPI calls".into(),
@@ -1618,29 +1748,36 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
             format: "hpcscope-merged-runs".into(),
             directory: a.run_dir.display().to_string(),
             jobs: merged.clone(),
+            runtime: Spread::of(&merged),
         };
+        let mut head = vec![format!(
+            "{} job(s) in {}",
+            merged.len(),
+            a.run_dir.display()
+        )];
+        if let Some(sp) = &runs.runtime {
+            head.push(format!(
+                "runtime over the {} complete jobs: mean {} s, min {} s, max {} s, standard deviation {} s ({} %)",
+                sp.jobs,
+                num(sp.mean_s, 4),
+                num(sp.min_s, 4),
+                num(sp.max_s, 4),
+                num(sp.stdev_s, 3),
+                num(100.0 * sp.stdev_s / sp.mean_s, 3)
+            ));
+        }
         let mut tail = Vec::new();
         for m in &merged {
             for p in &m.problems {
                 tail.push(format!("{}: {}", m.job_id, p.what));
             }
         }
-        render(
-            a.format,
-            &runs,
-            &[format!(
-                "{} job(s) in {}",
-                merged.len(),
-                a.run_dir.display()
-            )],
-            &jobs_table(&merged),
-            &tail,
-        )?
+        render(a.format, &runs, &head, &jobs_table(&merged), &tail)?
     } else {
         render_job(&merged[0], a.format)?
     };
     if let Some(svg) = &a.svg {
-        match imbalance_svg(&merged[0]) {
+        match job_svg(&merged[0]) {
             Some(s) => write_atomic(svg, &s)?,
             None => eprintln!("note: no rank has data; {} not written", svg.display()),
         }

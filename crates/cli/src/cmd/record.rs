@@ -39,6 +39,13 @@ pub struct RecordArgs {
     /// In a parallel job: one result per rank in a run directory (not the history store).
     #[command(flatten)]
     pub rank: crate::job::RankFlags,
+    /// Write a Slurm job-array script instead: one task per run (-n), then the merge.
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmFlags,
+    /// With --slurm: what starts the ranks inside each task, quoted as one argument: `srun`,
+    /// "mpirun -np 4" (default: the command runs once per task, as one process).
+    #[arg(long, value_name = "CMD", requires = "slurm")]
+    pub launcher: Option<String>,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -48,6 +55,9 @@ pub struct RecordArgs {
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("-n/--runs must be at least 1");
+    }
+    if args.slurm.slurm.is_some() {
+        return write_slurm(args);
     }
     if args.rank.run_dir.is_some() {
         return run_rank(args);
@@ -146,7 +156,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
 fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
     if args.runs != 1 || args.warmup != 0 {
         bail!(
-            "--run-dir: each rank starts the program once (an MPI library refuses a second MPI_Init in the same rank), so -n and --warmup do not apply; repeat the whole job instead, or let `record --slurm DIR -n {}` make each repetition a job-array task",
+            "--run-dir: each rank starts the program once (an MPI library refuses a second MPI_Init in the same rank), so -n and --warmup do not apply; repeat the whole job instead, or let `record -n {} --slurm SCRIPT --run-dir DIR` make each repetition a job-array task",
             args.runs
         );
     }
@@ -185,6 +195,58 @@ fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
     }
     out.data = data;
     session.finish(out)
+}
+
+/// `record --slurm`: a job-array script whose tasks each run the command once (under the
+/// launcher, when given) with `record --run-dir`, and a merge of every repetition.
+fn write_slurm(args: &RecordArgs) -> Result<ExitCode> {
+    let Some(run_dir) = &args.rank.run_dir else {
+        bail!(
+            "--slurm: give --run-dir DIR, a directory every node can write, for the runs' results"
+        );
+    };
+    if args.warmup != 0 {
+        bail!("--slurm: each array task is one run; --warmup does not apply");
+    }
+    if args.rank.job_id.is_some() {
+        bail!("--slurm: each repetition is a job of its own; leave out --job-id");
+    }
+    let launcher = match &args.launcher {
+        Some(l) => {
+            let w = hpcscope_bench::mpi::launch::split_words(l)
+                .map_err(|e| anyhow::anyhow!("--launcher '{l}' {e}"))?;
+            format!("{} ", shell_join(&w))
+        }
+        None => String::new(),
+    };
+    let mut rec: Vec<String> = Vec::new();
+    for (k, v) in &args.tags {
+        rec.push("--tag".into());
+        rec.push(format!("{k}={v}"));
+    }
+    if let Some(m) = &args.metrics_json {
+        rec.push("--metrics-json".into());
+        rec.push(m.display().to_string());
+    }
+    let plan = crate::slurm::Plan {
+        what: "record".into(),
+        summary: format!("{} run(s) of `{}`", args.runs, shell_join(&args.command)),
+        tasks: args.runs as u32,
+        workdir: std::env::current_dir()?,
+        run_dir: crate::slurm::absolute(run_dir)?,
+        task: format!(
+            r#"exec {launcher}"$HPCSCOPE" record --run-dir "$RUN" {}-- {}"#,
+            if rec.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", shell_join(&rec))
+            },
+            shell_join(&args.command)
+        ),
+        merge: "--all".into(),
+    };
+    crate::slurm::write(&plan, &args.slurm)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cannot_run(prog: &str) -> String {

@@ -12,6 +12,9 @@
  *   die       the rank kills itself with SIGKILL (a crashed rank);
  *   killhost  the rank kills its parent (the hpcscope measuring it) with SIGKILL, then
  *             goes on: a rank whose measurement dies without writing anything.
+ * or, alone:
+ *   split     no imbalance: each rank works UNIT_MS / size per iteration (strong scaling:
+ *             the same total work split between the ranks).
  */
 #include <mpi.h>
 #include <signal.h>
@@ -34,9 +37,10 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int iters = argc > 1 ? atoi(argv[1]) : 10;
   double unit = argc > 2 ? atof(argv[2]) : 10.0;
-  const char *action = argc > 5 ? argv[3] : "";
+  const char *action = argc > 3 ? argv[3] : "";
   int at_rank = argc > 5 ? atoi(argv[4]) : -1;
   int at_iter = argc > 5 ? atoi(argv[5]) : -1;
+  double work = strcmp(action, "split") ? (rank + 1) * unit : unit / size;
   int bytes = (rank + 1) * 1024, max_bytes = size * 1024;
   char *out = calloc(max_bytes, 1), *in = calloc(max_bytes, 1);
   int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -46,7 +50,7 @@ int main(int argc, char **argv) {
       if (!strcmp(action, "die")) raise(SIGKILL);
       if (!strcmp(action, "killhost")) kill(getppid(), SIGKILL);
     }
-    work_ms((rank + 1) * unit);
+    work_ms(work);
     MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Sendrecv(out, bytes, MPI_BYTE, next, 0, in, max_bytes, MPI_BYTE, prev, 0,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
