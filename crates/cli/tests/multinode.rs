@@ -708,3 +708,54 @@ fn explore_points_merge_into_the_sweep() {
     );
     assert!(t.contains("--point \"$SLURM_ARRAY_TASK_ID\""), "{t}");
 }
+
+/// `counters run` and `profile` under mpirun: one result per rank, merged; the job's
+/// profile is one flame graph with each rank's stacks under it.
+#[test]
+fn counters_and_profile_ranks_merge() {
+    let Some(t) = setup(true) else {
+        return;
+    };
+    let Setup {
+        prog, dir, runs, ..
+    } = &t;
+    let counted = runs.join("counters");
+    let o = ranked(2, &["counters", "run"], &counted, prog, &["3", "20"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (code, m) = merge_json(&[s(&counted)]);
+    assert_eq!(code, 0, "{m:#}");
+    assert_eq!(m["command"], "counters");
+    // Every rank counted its own run: the task clock of each is there.
+    let cpu = m["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "metrics.all.cpu_time")
+        .unwrap_or_else(|| panic!("{m:#}"));
+    assert_eq!(cpu["ranks"], 2, "{cpu}");
+
+    let profiled = runs.join("profile");
+    let o = ranked(
+        2,
+        &["profile", "--hz", "499"],
+        &profiled,
+        prog,
+        &["3", "50"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let flame = dir.path().join("job.svg");
+    let (code, m) = merge_json(&[s(&profiled), "--flamegraph", s(&flame)]);
+    assert_eq!(code, 0, "{m:#}");
+    assert!(!m["hot_functions"].as_array().unwrap().is_empty(), "{m:#}");
+    // Rank 0 waits for rank 1 in every iteration, spinning in MPI: it has samples, under
+    // its rank's frame.
+    let svg = std::fs::read_to_string(&flame).unwrap();
+    assert!(
+        svg.contains("rank-0"),
+        "no rank frame in {}: {m:#}",
+        flame.display()
+    );
+    for r in m["ranks"].as_array().unwrap() {
+        assert_eq!(r["status"], "ok", "{r}");
+    }
+}

@@ -1103,7 +1103,7 @@ fn job_profile(used: &[&RankResult]) -> hpcscope_trace::Profile {
             p.samples.push(hpcscope_trace::StackSample {
                 pid: s["pid"].as_u64().unwrap_or(0) as u32,
                 tid: s["tid"].as_u64().unwrap_or(0) as u32,
-                comm: format!("rank {}", r.head.context.rank),
+                comm: format!("rank-{}", r.head.context.rank),
                 frames,
                 count: s["count"].as_u64().unwrap_or(0),
             });
@@ -1343,6 +1343,22 @@ fn tail_lines(m: &MergedJob, md: bool) -> Vec<String> {
                 "  {:>6.1} %  {}",
                 f["self_pct"].as_f64().unwrap_or(0.0),
                 f["name"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    let uneven = most_uneven(m, 8);
+    if !uneven.is_empty() && m.sweep.is_none() {
+        v.push(String::new());
+        v.push("the ranks' most uneven numbers (max / mean; all of them in --format json):".into());
+        for x in uneven {
+            v.push(format!(
+                "  {}: min {}, mean {}, max {} at rank {} ({})",
+                x.name,
+                num(x.min, 4),
+                num(x.mean, 4),
+                num(x.max, 4),
+                x.max_rank,
+                opt(x.imbalance, 3)
             ));
         }
     }
@@ -1601,21 +1617,10 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
             svgs: vec![f],
         });
     }
-    let mut top: Vec<&MetricStat> = m
-        .metrics
-        .iter()
-        .filter(|s| s.ranks > 1 && s.imbalance.is_some())
-        .collect();
-    top.sort_by(|a, b| {
-        b.imbalance
-            .unwrap_or(0.0)
-            .total_cmp(&a.imbalance.unwrap_or(0.0))
-            .then(a.name.cmp(&b.name))
-    });
+    let top = most_uneven(m, 30);
     if !top.is_empty() {
         let rows: Vec<Vec<String>> = top
             .iter()
-            .take(30)
             .map(|s| {
                 vec![
                     s.name.clone(),
@@ -1647,6 +1652,24 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
         });
     }
     sections
+}
+
+/// The `n` numbers of the ranks' results that differ most between ranks (max / mean), of
+/// those more than one rank has.
+fn most_uneven(m: &MergedJob, n: usize) -> Vec<&MetricStat> {
+    let mut top: Vec<&MetricStat> = m
+        .metrics
+        .iter()
+        .filter(|s| s.ranks > 1 && s.imbalance.is_some_and(|i| i > 1.0))
+        .collect();
+    top.sort_by(|a, b| {
+        b.imbalance
+            .unwrap_or(0.0)
+            .total_cmp(&a.imbalance.unwrap_or(0.0))
+            .then(a.name.cmp(&b.name))
+    });
+    top.truncate(n);
+    top
 }
 
 fn jobs_table(jobs: &[MergedJob]) -> Table {
