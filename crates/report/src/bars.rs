@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::axis::{Kind, Scale, Tick};
 use crate::chart::{
-    Frame, LegendEntry, MUTED, PALETTE, Rect, Swatch, axis, begin, finish, place_label,
+    Frame, LegendEntry, PALETTE, Rect, Swatch, axis, begin, finish, muted_label, place_label,
 };
-use crate::svg::{Anchor, Stroke, TextStyle};
+use crate::svg::{Anchor, Stroke};
 
 /// One stacked component: a value per category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,19 +133,8 @@ pub fn bar_chart_svg(categories: &[String], series: &[BarSeries], opts: &BarOpti
             (4.0, -4.0, Anchor::Start),
             (4.0, 13.0, Anchor::Start),
         ];
-        let (x, y, anchor) = place_label(&f, &mut taken, (f.right, y), label, 11.0, &cands);
-        svg.text(
-            x,
-            y,
-            label,
-            &TextStyle {
-                anchor,
-                fill: MUTED,
-                halo: true,
-                class: Some("reference-label"),
-                ..TextStyle::default()
-            },
-        );
+        let pos = place_label(&f, &mut taken, (f.right, y), label, 11.0, &cands);
+        muted_label(&mut svg, pos, label, "reference-label");
     }
     svg.close_group();
     let mut legend: Vec<LegendEntry> = series

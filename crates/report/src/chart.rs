@@ -289,6 +289,27 @@ pub(crate) fn finish(mut svg: Svg, f: &Frame, legend: &[LegendEntry], caption: &
     svg.finish(bottom + 6.0)
 }
 
+/// A grey label with a white halo at a placed position (a marker line's label).
+pub(crate) fn muted_label(
+    svg: &mut Svg,
+    (x, y, anchor): (f64, f64, Anchor),
+    text: &str,
+    class: &str,
+) {
+    svg.text(
+        x,
+        y,
+        text,
+        &TextStyle {
+            anchor,
+            fill: MUTED,
+            halo: true,
+            class: Some(class),
+            ..TextStyle::default()
+        },
+    );
+}
+
 /// What a legend entry shows before its text.
 #[derive(Debug, Clone)]
 pub(crate) enum Swatch {

@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::axis::{Kind, log_domain};
 use crate::chart::{
-    Frame, LegendEntry, MUTED, PALETTE, Rect, Segment, Swatch, axis, begin, finish,
+    Frame, LegendEntry, MUTED, PALETTE, Rect, Segment, Swatch, axis, begin, finish, muted_label,
     place_label_avoiding,
 };
-use crate::svg::{Anchor, Shape, Stroke, TextStyle};
+use crate::svg::{Anchor, Shape, Stroke};
 
 /// One series of a line chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,20 +157,8 @@ pub fn line_chart_svg(series: &[Series], opts: &ChartOptions) -> String {
             (-4.0, 28.0, Anchor::End),
             (4.0, 42.0, Anchor::Start),
         ];
-        let (x, y, anchor) =
-            place_label_avoiding(&f, &mut taken, &segments, (px, f.top), label, 11.0, &cands);
-        svg.text(
-            x,
-            y,
-            label,
-            &TextStyle {
-                anchor,
-                fill: MUTED,
-                halo: true,
-                class: Some("vmarker-label"),
-                ..TextStyle::default()
-            },
-        );
+        let pos = place_label_avoiding(&f, &mut taken, &segments, (px, f.top), label, 11.0, &cands);
+        muted_label(&mut svg, pos, label, "vmarker-label");
     }
     svg.close_group();
     let legend: Vec<LegendEntry> = series
