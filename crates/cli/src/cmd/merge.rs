@@ -1521,31 +1521,31 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
             vec![
                 "parallel efficiency".into(),
                 num(p.parallel_efficiency, 4),
-                "3.7: sum(comp) / (n × runtime)".into(),
+                "eq. 3.7: sum(comp) / (n × runtime)".into(),
             ],
             vec![
                 "load balance".into(),
                 num(p.load_balance, 4),
-                "3.8: average(comp) / max(comp)".into(),
+                "eq. 3.8: average(comp) / max(comp)".into(),
             ],
             vec![
                 "communication efficiency".into(),
                 num(p.communication_efficiency, 4),
-                "3.9: max(comp) / runtime".into(),
+                "eq. 3.9: max(comp) / runtime".into(),
             ],
         ];
         if let Some(c) = p.computation_scaling {
             rows.push(vec![
                 "computation scaling".into(),
                 num(c, 4),
-                "3.10: sum(comp_ref) / sum(comp)".into(),
+                "eq. 3.10: sum(comp_ref) / sum(comp)".into(),
             ]);
         }
         if let Some(g) = p.global_efficiency {
             rows.push(vec![
                 "global efficiency".into(),
                 num(g, 4),
-                "3.13: computation scaling × parallel efficiency".into(),
+                "eq. 3.13: computation scaling × parallel efficiency".into(),
             ]);
         }
         body.push_str(&html_table(&["metric", "value", "equation"], &rows));
