@@ -9,9 +9,11 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod host;
+mod job;
 mod load;
 mod output;
 mod recording;
+mod slurm;
 mod workloads;
 
 /// HPC performance engineering: machines, rooflines, projection between machines,
@@ -48,6 +50,9 @@ enum Command {
     Counters(cmd::counters::CountersArgs),
     /// Run a command N times and keep each run in the history store.
     Record(cmd::record::RecordArgs),
+    /// One result for a parallel job from its ranks' files (--run-dir): per-rank and
+    /// per-node tables, POP efficiencies, the imbalance chart.
+    Merge(cmd::merge::MergeArgs),
     /// List, export and chart the runs of the history store.
     History(cmd::history::HistoryArgs),
     /// Non-regression testing over the history store (exit 1 on a regression).
@@ -87,6 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Validate(a) => cmd::demo::run_validate(&a),
         Command::Counters(a) => cmd::counters::run(&a),
         Command::Record(a) => cmd::record::run(&a),
+        Command::Merge(a) => cmd::merge::run(&a),
         Command::History(a) => cmd::history::run(&a),
         Command::Regress(a) => cmd::regress::run(&a),
         Command::Model(a) => cmd::model::run(&a),

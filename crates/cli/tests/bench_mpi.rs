@@ -7,7 +7,6 @@
 //! runs it), so the parsing, the fit, the outputs, the machine-file update and every
 //! failure path are checked on any machine, with exactly known times.
 
-#[allow(dead_code)] // plugin() serves the mix tests
 mod common;
 use common::which;
 

@@ -420,7 +420,7 @@ pub struct Resolved {
 }
 
 /// One design point of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesignPoint {
     /// Variant label.
     pub variant: String,

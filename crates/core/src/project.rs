@@ -106,17 +106,23 @@ impl Interval {
 }
 
 /// One projected point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Level of the OI (k).
     pub oi_level: String,
     /// Level of the roofline (j).
     pub roof_level: String,
     /// OI_k of the source binary, FLOP/byte (`null` when infinite).
-    #[serde(serialize_with = "crate::roofline::ser_f64_inf")]
+    #[serde(
+        serialize_with = "crate::roofline::ser_f64_inf",
+        deserialize_with = "crate::roofline::de_f64_inf"
+    )]
     pub oi_source: f64,
     /// OI_k of the target binary, FLOP/byte (`null` when infinite).
-    #[serde(serialize_with = "crate::roofline::ser_f64_inf")]
+    #[serde(
+        serialize_with = "crate::roofline::ser_f64_inf",
+        deserialize_with = "crate::roofline::de_f64_inf"
+    )]
     pub oi_target: f64,
     /// Bandwidth of roofline j on the source, GB/s.
     pub bandwidth_source_gbs: f64,
@@ -137,7 +143,7 @@ pub struct Point {
 }
 
 /// The projection of one thread (node scope).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadProjection {
     /// Thread index.
     pub thread: usize,
@@ -150,7 +156,7 @@ pub struct ThreadProjection {
 }
 
 /// A projection from a source to a target.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Projection {
     /// Source machine id.
     pub source_machine: String,

@@ -333,6 +333,14 @@ pub(crate) fn ser_f64_inf<S: serde::Serializer>(
     }
 }
 
+/// Reads back what [`ser_f64_inf`] wrote: `null` is infinity.
+pub(crate) fn de_f64_inf<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<f64, D::Error> {
+    let v: Option<f64> = serde::Deserialize::deserialize(d)?;
+    Ok(v.unwrap_or(f64::INFINITY))
+}
+
 /// Places an application on a machine's cache-aware rooflines.
 pub fn analyze(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<RooflineAnalysis> {
     let idx = match_levels(c, app, app_origin)?;

@@ -538,6 +538,7 @@ pub fn collect(
     let mut times = Vec::new();
     for (i, (groups, unc)) in runs.iter().enumerate() {
         let r = run_once(argv, &opts.env, groups, unc)?;
+        raw.exit_status = Some(r.status);
         if r.status != 0 {
             raw.warnings.push(format!(
                 "run {} of {nruns}: the command exited with status {}",

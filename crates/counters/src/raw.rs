@@ -167,6 +167,10 @@ pub struct RawData {
     /// Problems found but not fatal (unbalanced markers, skipped lines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Exit status of the counted command's last run (its code, or 128 + the signal), when
+    /// a command was run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
 }
 
 impl RawData {
@@ -180,6 +184,7 @@ impl RawData {
             hardware_unavailable: None,
             regions: Vec::new(),
             warnings: Vec::new(),
+            exit_status: None,
         }
     }
 

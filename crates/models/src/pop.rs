@@ -5,13 +5,13 @@
 //! `comp` is each process's (or thread's) useful computation time, `runtime` the elapsed
 //! time of the region, `out_mpi` the time each rank spends outside MPI.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{ModelError, Result};
 use crate::optim::{least_squares, nnls};
 
 /// POP efficiencies of one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PopMetrics {
     /// Processes (or threads).
     pub n: usize,

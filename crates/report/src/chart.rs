@@ -265,6 +265,51 @@ pub(crate) fn draw_axes(
     svg.close_group();
 }
 
+/// A chart's document with its title and axes drawn: what every chart starts with.
+pub(crate) fn begin(
+    f: &Frame,
+    (title, caption): (&str, &str),
+    x: (&Scale, &[Tick]),
+    y: (&Scale, &[Tick]),
+    (x_label, y_label): (&str, &str),
+) -> Svg {
+    let mut svg = Svg::new(WIDTH, title, caption);
+    draw_title(&mut svg, title, "");
+    draw_axes(&mut svg, f, x, y, x_label, y_label);
+    svg
+}
+
+/// The legend beside the plot and the caption under it (below the legend when that is
+/// longer); closes the document.
+pub(crate) fn finish(mut svg: Svg, f: &Frame, legend: &[LegendEntry], caption: &str) -> String {
+    let legend_bottom = draw_legend(&mut svg, LEGEND_X, TOP, WIDTH - LEGEND_X - 10.0, legend);
+    let lines = caption_lines(caption);
+    let cap_y = (f.bottom + 66.0).max(legend_bottom + 18.0);
+    let bottom = draw_caption(&mut svg, cap_y, &lines);
+    svg.finish(bottom + 6.0)
+}
+
+/// A grey label with a white halo at a placed position (a marker line's label).
+pub(crate) fn muted_label(
+    svg: &mut Svg,
+    (x, y, anchor): (f64, f64, Anchor),
+    text: &str,
+    class: &str,
+) {
+    svg.text(
+        x,
+        y,
+        text,
+        &TextStyle {
+            anchor,
+            fill: MUTED,
+            halo: true,
+            class: Some(class),
+            ..TextStyle::default()
+        },
+    );
+}
+
 /// What a legend entry shows before its text.
 #[derive(Debug, Clone)]
 pub(crate) enum Swatch {
@@ -279,6 +324,10 @@ pub(crate) enum Swatch {
         filled: bool,
     },
     Band {
+        color: String,
+    },
+    /// A solid box (a bar's colour).
+    Box {
         color: String,
     },
     /// A line with a marker on it (a series of a line chart).
@@ -391,6 +440,9 @@ pub(crate) fn draw_legend(
             }
             Swatch::Band { color } => {
                 svg.rect(x, mid - 5.0, 24.0, 10.0, color, 0.25, None, None);
+            }
+            Swatch::Box { color } => {
+                svg.rect(x + 4.0, mid - 6.0, 16.0, 12.0, color, 1.0, None, None);
             }
             Swatch::Range { color } => {
                 let s = Stroke::solid(color, 2.0);

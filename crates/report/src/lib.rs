@@ -12,6 +12,7 @@
 //! * [`explore_svg`]: projected intervals across a design-space sweep;
 //! * [`validation_svg`]: projected intervals against measurements;
 //! * [`line_chart_svg`]: a generic line chart (bandwidth sweeps, history);
+//! * [`bar_chart_svg`]: stacked bars per category (time per MPI rank: the imbalance chart);
 //! * [`html_page`], [`html_table`]: a report page holding them.
 //!
 //! ```
@@ -34,6 +35,7 @@
 #![deny(missing_docs)]
 
 mod axis;
+mod bars;
 mod chart;
 mod explore;
 mod html;
@@ -42,6 +44,7 @@ mod roofline;
 mod roofs;
 mod svg;
 
+pub use bars::{BarOptions, BarSeries, bar_chart_svg};
 pub use explore::{ValidationRow, explore_svg, validation_svg};
 pub use html::{Section, html_page, html_table};
 pub use line::{ChartOptions, Series, line_chart_svg};

@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::axis::{Kind, log_domain};
 use crate::chart::{
-    Frame, LEGEND_X, LegendEntry, MUTED, PALETTE, Rect, Segment, Swatch, TOP, WIDTH, axis,
-    caption_lines, draw_axes, draw_caption, draw_legend, draw_title, place_label_avoiding,
+    Frame, LegendEntry, MUTED, PALETTE, Rect, Segment, Swatch, axis, begin, finish, muted_label,
+    place_label_avoiding,
 };
-use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle};
+use crate::svg::{Anchor, Shape, Stroke};
 
 /// One series of a line chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,15 +101,12 @@ pub fn line_chart_svg(series: &[Series], opts: &ChartOptions) -> String {
         axis(Kind::Linear, a, b, f.bottom, f.top)
     };
 
-    let mut svg = Svg::new(WIDTH, &opts.title, &opts.caption);
-    draw_title(&mut svg, &opts.title, "");
-    draw_axes(
-        &mut svg,
+    let mut svg = begin(
         &f,
+        (&opts.title, &opts.caption),
         (&xs, &xticks),
         (&ys, &yticks),
-        &opts.x_label,
-        &opts.y_label,
+        (&opts.x_label, &opts.y_label),
     );
     let mut taken: Vec<Rect> = Vec::new();
     let markers: Vec<&(f64, String)> = opts
@@ -160,20 +157,8 @@ pub fn line_chart_svg(series: &[Series], opts: &ChartOptions) -> String {
             (-4.0, 28.0, Anchor::End),
             (4.0, 42.0, Anchor::Start),
         ];
-        let (x, y, anchor) =
-            place_label_avoiding(&f, &mut taken, &segments, (px, f.top), label, 11.0, &cands);
-        svg.text(
-            x,
-            y,
-            label,
-            &TextStyle {
-                anchor,
-                fill: MUTED,
-                halo: true,
-                class: Some("vmarker-label"),
-                ..TextStyle::default()
-            },
-        );
+        let pos = place_label_avoiding(&f, &mut taken, &segments, (px, f.top), label, 11.0, &cands);
+        muted_label(&mut svg, pos, label, "vmarker-label");
     }
     svg.close_group();
     let legend: Vec<LegendEntry> = series
@@ -197,9 +182,5 @@ pub fn line_chart_svg(series: &[Series], opts: &ChartOptions) -> String {
             }
         })
         .collect();
-    let legend_bottom = draw_legend(&mut svg, LEGEND_X, TOP, WIDTH - LEGEND_X - 10.0, &legend);
-    let lines = caption_lines(&opts.caption);
-    let cap_y = (f.bottom + 66.0).max(legend_bottom + 18.0);
-    let bottom = draw_caption(&mut svg, cap_y, &lines);
-    svg.finish(bottom + 6.0)
+    finish(svg, &f, &legend, &opts.caption)
 }

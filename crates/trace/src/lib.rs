@@ -129,6 +129,10 @@ pub struct Probes {
     pub kernel_stacks: bool,
     /// Record on-CPU slices and probed-function calls for a timeline.
     pub timeline: bool,
+    /// Keep only the timeline events with these names (a probed function's symbol, `on-cpu`,
+    /// `exec`, `exit`, `fork`); empty keeps them all. The region boundaries of an MPI rank
+    /// need four events, not the millions of calls in between.
+    pub timeline_keep: Vec<String>,
 }
 
 impl Probes {

@@ -20,6 +20,9 @@ pub struct TraceReport {
     pub partial: bool,
     /// Exit code of a launched command (None when it was killed by a signal or not ours).
     pub exit_code: Option<i32>,
+    /// The signal that ended a launched command, when one did (SIGKILL is 9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_signal: Option<i32>,
     /// Things to know: probes replaced by a fallback, lost events, unavailable features.
     pub notes: Vec<String>,
     /// System level.

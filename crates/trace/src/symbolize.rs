@@ -67,8 +67,12 @@ pub fn read_maps(pid: u32) -> Vec<Mapping> {
 /// Function symbols of one ELF file, by file offset.
 #[derive(Debug, Default)]
 pub struct ElfSymbols {
-    /// `(file_offset, size, name)` sorted by offset.
+    /// `(file_offset, size, name)` sorted by offset, one name per offset (for lookups).
     syms: Vec<(u64, u64, String)>,
+    /// Every defined function name, aliases included, and its file offset: a library such
+    /// as libmpi defines `MPI_Send` as a weak alias of `PMPI_Send` at the same address, and
+    /// either name can be probed.
+    names: std::collections::BTreeMap<String, u64>,
 }
 
 impl ElfSymbols {
@@ -99,9 +103,19 @@ impl ElfSymbols {
                 syms.push((off, s.size(), name.to_string()));
             }
         }
+        Self::from_symbols(syms)
+    }
+
+    /// Builds the table from `(file_offset, size, name)` triples in any order.
+    fn from_symbols(mut syms: Vec<(u64, u64, String)>) -> ElfSymbols {
+        let mut names = std::collections::BTreeMap::new();
+        for (off, _, name) in &syms {
+            // The first definition wins (the static symbol table before the dynamic one).
+            names.entry(name.clone()).or_insert(*off);
+        }
         syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         syms.dedup_by_key(|s| s.0);
-        ElfSymbols { syms }
+        ElfSymbols { syms, names }
     }
 
     /// Name of the function containing file offset `off`.
@@ -118,20 +132,22 @@ impl ElfSymbols {
 
     /// Whether a function named `name` is defined.
     pub fn contains(&self, name: &str) -> bool {
-        self.syms.iter().any(|s| s.2 == name)
+        self.names.contains_key(name)
     }
 
-    /// Defined function names starting with `prefix`, sorted and deduplicated.
+    /// File offset of the function `name` (where a uprobe goes).
+    pub fn offset(&self, name: &str) -> Option<u64> {
+        self.names.get(name).copied()
+    }
+
+    /// Defined function names starting with `prefix` (aliases included), sorted.
     pub fn with_prefix(&self, prefix: &str) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .syms
-            .iter()
-            .filter(|s| s.2.starts_with(prefix))
-            .map(|s| s.2.clone())
-            .collect();
-        v.sort();
-        v.dedup();
-        v
+        self.names
+            .range(prefix.to_string()..)
+            .map(|(n, _)| n)
+            .take_while(|n| n.starts_with(prefix))
+            .cloned()
+            .collect()
     }
 }
 
@@ -273,6 +289,31 @@ mod tests {
         assert_eq!(m[0].start, 0x55d0c0a01000);
         assert_eq!(m[0].offset, 0x1000);
         assert_eq!(m[1].path, PathBuf::from("/usr/lib/libc with space.so"));
+    }
+
+    #[test]
+    fn aliases_at_one_address_are_all_defined() {
+        // As in libmpi: MPI_Finalize is a weak alias of PMPI_Finalize. Whichever name the
+        // lookup table keeps for the address, both can be probed.
+        let s = ElfSymbols::from_symbols(vec![
+            (0x200, 16, "PMPI_Finalize".into()),
+            (0x100, 32, "PMPI_Barrier".into()),
+            (0x200, 16, "MPI_Finalize".into()),
+            (0x100, 32, "MPI_Barrier".into()),
+        ]);
+        for n in [
+            "MPI_Finalize",
+            "PMPI_Finalize",
+            "MPI_Barrier",
+            "PMPI_Barrier",
+        ] {
+            assert!(s.contains(n), "{n}");
+        }
+        assert_eq!(s.with_prefix("MPI_"), ["MPI_Barrier", "MPI_Finalize"]);
+        assert_eq!(s.syms.len(), 2);
+        assert_eq!(s.offset("MPI_Finalize"), Some(0x200));
+        assert_eq!(s.offset("PMPI_Barrier"), Some(0x100));
+        assert!(s.lookup(0x108).is_some_and(|n| n.ends_with("MPI_Barrier")));
     }
 
     #[test]

@@ -199,6 +199,9 @@ pub struct RunArgs {
     pub save: Option<PathBuf>,
     #[command(flatten)]
     pub record: crate::recording::RecordFlags,
+    /// In a parallel job: one result per rank in a run directory.
+    #[command(flatten)]
+    pub rank: crate::job::RankFlags,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -403,7 +406,9 @@ fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result
     Ok(())
 }
 
-fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
+/// Counts the command's events with the chosen recipe: the catalogue, the raw counters and
+/// the computed metrics. `multiplex` forces one run of the command.
+fn measure(a: &RunArgs, multiplex: bool) -> Result<(Catalogue, RawData, Report, String)> {
     let cat = catalogue(&a.recipe)?;
     let recipe = pick(&cat, &a.recipe, None).or_else(|e| {
         // An unknown CPU still gets its software events.
@@ -417,7 +422,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
     let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
     let opts = perf::CollectOptions {
         group_size: a.group_size,
-        multiplex: a.multiplex,
+        multiplex: a.multiplex || multiplex,
         ..perf::CollectOptions::default()
     };
     let raw: RawData = if !a.functions.is_empty() {
@@ -444,15 +449,78 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
         r.label = app.clone();
         r
     };
-    if let Some(p) = &a.save {
-        emit(&serde_json::to_string_pretty(&raw)?, Some(p))?;
-    }
     let rep = compute::compute(
         &compiled,
         &order(&cat),
         &raw,
         &options(&a.recipe, a.out.per_thread),
     );
+    Ok((cat, raw, rep, app))
+}
+
+/// `counters run --run-dir`: this rank counts its own command, in one run (event groups
+/// multiplexed: an MPI rank cannot start its program twice), and writes the metrics to the
+/// run directory.
+fn run_rank(a: &RunArgs) -> Result<ExitCode> {
+    if a.markers && a.events.is_empty() {
+        bail!(
+            "counters run --run-dir --markers: give the events with --events, so that each rank runs its program once (one run per event group is impossible in an MPI job)"
+        );
+    }
+    if a.out.output.is_some() || a.out.profile.is_some() || a.save.is_some() || a.record.record {
+        bail!(
+            "--run-dir writes one result per rank into the run directory; leave out -o, --profile, --save and --record (merge the job with `hpcscope merge DIR`)"
+        );
+    }
+    let Some(session) = a.rank.begin("counters", &a.command)? else {
+        unreachable!("run_rank is called with --run-dir");
+    };
+    let started = std::time::Instant::now();
+    let outcome = match measure(a, true) {
+        Ok((_, raw, rep, _)) => {
+            let status = raw.exit_status;
+            crate::job::Outcome {
+                wall_s: started.elapsed().as_secs_f64(),
+                exit: crate::job::Exit {
+                    code: status.filter(|s| *s < 128),
+                    signal: status.filter(|s| *s > 128).map(|s| s - 128),
+                },
+                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
+                notes: rep.warnings.clone(),
+                data: serde_json::json!({
+                    "recipe": rep.recipe,
+                    "hardware_unavailable": rep.hardware_unavailable,
+                    "metrics": record_numbers(&rep),
+                }),
+                ..crate::job::Outcome::default()
+            }
+        }
+        Err(e)
+            if e.downcast_ref::<hpcscope_counters::Error>()
+                .is_some_and(|c| c.exit_code() == 3) =>
+        {
+            eprintln!("warning: counters: {e:#}; running the rank's command without counters");
+            let ran = crate::job::run_command(&a.command)?;
+            let mut o = crate::job::Outcome::from_ran(&ran);
+            o.notes.push(format!(
+                "counters are not available here ({e:#}): what remains is the rank's elapsed, user and system time"
+            ));
+            o.data = serde_json::json!({"time_s": ran.wall_s});
+            o
+        }
+        Err(e) => return Err(e),
+    };
+    session.finish(outcome)
+}
+
+fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
+    if a.rank.run_dir.is_some() {
+        return run_rank(a);
+    }
+    let (cat, raw, rep, app) = measure(a, false)?;
+    if let Some(p) = &a.save {
+        emit(&serde_json::to_string_pretty(&raw)?, Some(p))?;
+    }
     report(&cat, std::slice::from_ref(&rep), &a.out, &app)?;
     let command = a.command.join(" ");
     if let Some(line) = a

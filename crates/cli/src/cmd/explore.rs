@@ -30,10 +30,20 @@ pub struct ExploreArgs {
     /// Keep every design point's interval in the run history.
     #[command(flatten)]
     pub record: crate::recording::RecordFlags,
+    /// Only design point I (0-based, variants outer, targets inner), e.g. one task of a job
+    /// array; with --run-dir its result goes to the run directory for `hpcscope merge`.
+    #[arg(long, value_name = "I")]
+    pub point: Option<usize>,
+    /// With --point: where the design point's result goes (one file per point).
+    #[command(flatten)]
+    pub rank: crate::job::RankFlags,
+    /// Write a Slurm job-array script instead: one task per design point, then the merge.
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmFlags,
 }
 
 /// The result of an exploration.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ExploreResult {
     /// Scenario title.
     pub scenario: String,
@@ -147,9 +157,90 @@ pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
     Ok((s, r))
 }
 
+/// The table of design points.
+pub fn points_table(points: &[DesignPoint]) -> Table {
+    let mut t = Table::new(&[
+        "variant",
+        "target",
+        "lo GF/s",
+        "hi GF/s",
+        "speed-up",
+        "memory-bound points",
+        "lower bound set by",
+    ]);
+    for p in points {
+        t.row(vec![
+            p.variant.clone(),
+            p.target.clone(),
+            num(p.interval.lo, 4),
+            num(p.interval.hi, 4),
+            format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
+            format!("{}/{}", p.memory_bound_points, p.points),
+            p.lower_bound_by.clone(),
+        ]);
+    }
+    t
+}
+
+/// `--slurm`: the job-array script, one task per design point.
+fn write_slurm(a: &ExploreArgs, name: &str, n: usize) -> Result<ExitCode> {
+    let run_dir = a.rank.run_dir.as_deref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "--slurm: give --run-dir DIR, a directory every node can write, for the design points' results"
+        )
+    })?;
+    if a.point.is_some() {
+        anyhow::bail!("--slurm writes one task per design point; leave out --point");
+    }
+    let scenario = crate::slurm::absolute(&a.scenario)?;
+    let plan = crate::slurm::Plan {
+        what: "explore".into(),
+        summary: format!("the {n} design points of {} ({name})", scenario.display()),
+        tasks: n as u32,
+        workdir: std::env::current_dir()?,
+        run_dir: crate::slurm::absolute(run_dir)?,
+        task: format!(
+            r#"exec "$HPCSCOPE" explore {} --point "$SLURM_ARRAY_TASK_ID" --run-dir "$RUN" --job-id points"#,
+            crate::slurm::quote(&scenario)
+        ),
+        merge: String::new(),
+    };
+    crate::slurm::write(&plan, &a.slurm)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs `explore`.
 pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
-    let (s, r) = resolve(&a.scenario)?;
+    let (s, mut r) = resolve(&a.scenario)?;
+    let n = r.variants.len() * r.targets.len();
+    if a.slurm.slurm.is_some() {
+        return write_slurm(a, &s.name, n);
+    }
+    if let Some(i) = a.point {
+        if i >= n {
+            anyhow::bail!(
+                "--point {i}: {} has {n} design points ({} variant(s) x {} target(s)), numbered 0 to {}",
+                a.scenario.display(),
+                r.variants.len(),
+                r.targets.len(),
+                n.saturating_sub(1)
+            );
+        }
+        // Sweep order: variants outer, targets inner.
+        let nt = r.targets.len();
+        r.variants = vec![r.variants.swap_remove(i / nt)];
+        r.targets = vec![r.targets.swap_remove(i % nt)];
+    }
+    let session = match a.point {
+        Some(i) => a
+            .rank
+            .begin_task("explore", &[a.scenario.display().to_string()], i, n)?,
+        None if a.rank.run_dir.is_some() => anyhow::bail!(
+            "--run-dir: explore writes one design point per task there; give --point I (or --slurm SCRIPT to make the tasks)"
+        ),
+        None => None,
+    };
+    let started = std::time::Instant::now();
     let opts = Options {
         pair_rule: s.pair_rule,
         method: Default::default(),
@@ -163,26 +254,20 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         source_gflops: r.source_gflops,
         points,
     };
-    let mut t = Table::new(&[
-        "variant",
-        "target",
-        "lo GF/s",
-        "hi GF/s",
-        "speed-up",
-        "memory-bound points",
-        "lower bound set by",
-    ]);
-    for p in &result.points {
-        t.row(vec![
-            p.variant.clone(),
-            p.target.clone(),
-            num(p.interval.lo, 4),
-            num(p.interval.hi, 4),
-            format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
-            format!("{}/{}", p.memory_bound_points, p.points),
-            p.lower_bound_by.clone(),
-        ]);
+    if let Some(session) = session {
+        let mut data = serde_json::to_value(&result)?;
+        data["point_index"] = a.point.into();
+        return session.finish(crate::job::Outcome {
+            wall_s: started.elapsed().as_secs_f64(),
+            exit: crate::job::Exit {
+                code: Some(0),
+                signal: None,
+            },
+            data,
+            ..crate::job::Outcome::default()
+        });
     }
+    let t = points_table(&result.points);
     let pre = vec![
         s.name.clone(),
         format!(

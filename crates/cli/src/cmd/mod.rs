@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod explore;
 pub mod history;
 pub mod machine;
+pub mod merge;
 pub mod mix;
 pub mod model;
 pub mod profile;

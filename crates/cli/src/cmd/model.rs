@@ -153,10 +153,13 @@ pub enum ModelCmd {
         #[arg(long)]
         cycles: f64,
     },
-    /// Fit Amdahl, Gustafson, USL and Extra-P-style laws to runs (CSV p,time_s) and choose one.
+    /// Fit Amdahl, Gustafson, USL and Extra-P-style laws to runs (CSV p,time_s, or merged
+    /// parallel jobs) and choose one.
     Scaling {
-        /// Runs CSV: p (or threads, ranks) and time_s.
-        runs: PathBuf,
+        /// Runs: one CSV (p or threads or ranks, and time_s), or merged jobs at several rank
+        /// counts: JSON written by `hpcscope merge --format json`, or run directories.
+        #[arg(required = true, num_args = 1..)]
+        runs: Vec<PathBuf>,
         /// Laws to offer (default: all).
         #[arg(long, value_delimiter = ',')]
         law: Vec<String>,
@@ -466,7 +469,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             weak,
             predict,
         } => {
-            let r = runs_from_csv(&read(runs)?, &runs.display().to_string())?;
+            let r = scaling_runs(runs)?;
             let laws: Vec<Law> = if law.is_empty() {
                 Law::ALL.to_vec()
             } else {
@@ -746,6 +749,78 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
     };
     emit(&text, args.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The (ranks, runtime) points of `model scaling`: a CSV file, or merged jobs (the JSON of
+/// `hpcscope merge`, or run directories merged here). Incomplete jobs are left out, loudly.
+fn scaling_runs(paths: &[PathBuf]) -> Result<Vec<hpcscope_models::laws::Run>> {
+    use crate::cmd::merge::{MergedJob, MergedRuns, list_jobs, merge_job};
+    let mut runs = Vec::new();
+    let mut csv = 0;
+    for p in paths {
+        let jobs: Vec<MergedJob> = if p.is_dir() {
+            list_jobs(p)?
+                .iter()
+                .map(|j| merge_job(&j.path, None))
+                .collect::<Result<_>>()?
+        } else {
+            let text = read(p)?;
+            if !text.trim_start().starts_with('{') {
+                csv += 1;
+                runs.extend(runs_from_csv(&text, &p.display().to_string())?);
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not valid JSON", p.display()))?;
+            match v["format"].as_str() {
+                Some(crate::cmd::merge::MERGED_FORMAT) => {
+                    vec![serde_json::from_value(v).with_context(|| {
+                        format!("{}: a merged job with missing fields", p.display())
+                    })?]
+                }
+                Some("hpcscope-merged-runs") => {
+                    serde_json::from_value::<MergedRuns>(v)
+                        .with_context(|| {
+                            format!("{}: merged runs with missing fields", p.display())
+                        })?
+                        .jobs
+                }
+                _ => bail!(
+                    "{}: JSON but not a merged job; give the output of `hpcscope merge --format json`, a run directory, or a CSV with p and time_s",
+                    p.display()
+                ),
+            }
+        };
+        if jobs.is_empty() {
+            bail!("{}: no job in it", p.display());
+        }
+        for j in jobs {
+            match (j.complete, j.runtime_s) {
+                (true, Some(t)) if t > 0.0 => runs.push(hpcscope_models::laws::Run {
+                    p: f64::from(j.size),
+                    time_s: t,
+                }),
+                _ => eprintln!(
+                    "warning: {}: job {} is left out: {} ({} of {} ranks with data)",
+                    p.display(),
+                    j.job_id,
+                    if j.complete {
+                        "no runtime"
+                    } else {
+                        "incomplete"
+                    },
+                    j.ranks_with_data,
+                    j.size
+                ),
+            }
+        }
+    }
+    if csv > 0 && paths.len() > 1 {
+        bail!(
+            "give one CSV file, or merged jobs (JSON of `hpcscope merge` or run directories), not both"
+        );
+    }
+    Ok(runs)
 }
 
 fn read(p: &Path) -> Result<String> {

@@ -44,6 +44,10 @@ pub struct ProfileArgs {
     /// Output format of the table (`json` adds every stack).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// In a parallel job: one profile per rank in a run directory; `hpcscope merge` draws
+    /// the job's flame graph.
+    #[command(flatten)]
+    pub rank: crate::job::RankFlags,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -64,10 +68,62 @@ pub fn hot_table(p: &Profile, n: usize) -> Table {
     t
 }
 
+/// `profile --run-dir`: this rank samples its own command; the result keeps the stacks so
+/// that the merge can draw one flame graph for the job.
+fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
+    crate::cmd::trace::check_rank_target("profile", a.pid, &a.cgroup, a.system, &a.command)?;
+    if a.output.is_some() {
+        anyhow::bail!("--run-dir writes one result per rank into the run directory; leave out -o");
+    }
+    let opts = TraceOptions {
+        target: target(None, &None, false, &a.command)?,
+        probes: Probes {
+            profile_hz: Some(a.hz),
+            kernel_stacks: !a.no_kernel,
+            ..Probes::default()
+        },
+        duration: duration(a.duration)?,
+    };
+    let Some(session) = a.rank.begin("profile", &a.command)? else {
+        unreachable!("run_rank is called with --run-dir");
+    };
+    let outcome = match hpcscope_trace::trace(&opts) {
+        Ok(out) => {
+            let prof = out.profile.clone().unwrap_or_default();
+            let r = &out.report;
+            crate::job::Outcome {
+                wall_s: r.duration_s,
+                exit: crate::job::Exit {
+                    code: r.exit_code,
+                    signal: r.exit_signal,
+                },
+                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
+                notes: r.notes.clone(),
+                data: serde_json::json!({
+                    "hz": prof.hz,
+                    "samples": prof.total(),
+                    "missing_user_stacks": prof.missing_user_stacks,
+                    "hot_functions": prof.hot_functions(a.top),
+                    "stacks": prof.samples,
+                }),
+                ..crate::job::Outcome::default()
+            }
+        }
+        Err(e) if e.is_environment() => {
+            crate::cmd::trace::rank_without_bpf("profile", &e, &a.command)?
+        }
+        Err(e) => return Err(classify(e)),
+    };
+    session.finish(outcome)
+}
+
 /// Runs `profile`.
 pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     if a.hz == 0 || a.hz > 10_000 {
         anyhow::bail!("--hz {}: give 1 to 10000", a.hz);
+    }
+    if a.rank.run_dir.is_some() {
+        return run_rank(a);
     }
     let opts = TraceOptions {
         target: target(a.pid, &a.cgroup, a.system, &a.command)?,

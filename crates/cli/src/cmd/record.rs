@@ -36,6 +36,16 @@ pub struct RecordArgs {
     pub metrics_json: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
+    /// In a parallel job: one result per rank in a run directory (not the history store).
+    #[command(flatten)]
+    pub rank: crate::job::RankFlags,
+    /// Write a Slurm job-array script instead: one task per run (-n), then the merge.
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmFlags,
+    /// With --slurm: what starts the ranks inside each task, quoted as one argument: `srun`,
+    /// "mpirun -np 4" (default: the command runs once per task, as one process).
+    #[arg(long, value_name = "CMD", requires = "slurm")]
+    pub launcher: Option<String>,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -45,6 +55,12 @@ pub struct RecordArgs {
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("-n/--runs must be at least 1");
+    }
+    if args.slurm.slurm.is_some() {
+        return write_slurm(args);
+    }
+    if args.rank.run_dir.is_some() {
+        return run_rank(args);
     }
     let path = args.db.path()?;
     // Open (and migrate) the store before running anything, so a bad store fails fast.
@@ -131,6 +147,105 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
                 .unwrap_or_else(|| "killed by a signal".into())
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `record --run-dir`: this rank runs the command once and writes its times (and the
+/// numbers of `--metrics-json`, where `{rank}` in the path becomes the rank) to the run
+/// directory.
+fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
+    if args.runs != 1 || args.warmup != 0 {
+        bail!(
+            "--run-dir: each rank starts the program once (an MPI library refuses a second MPI_Init in the same rank), so -n and --warmup do not apply; repeat the whole job instead, or let `record -n {} --slurm SCRIPT --run-dir DIR` make each repetition a job-array task",
+            args.runs
+        );
+    }
+    let Some(session) = args.rank.begin("record", &args.command)? else {
+        unreachable!("run_rank is called with --run-dir");
+    };
+    let metrics_path = args.metrics_json.as_ref().map(|p| {
+        PathBuf::from(
+            p.display()
+                .to_string()
+                .replace("{rank}", &session.context.rank.to_string()),
+        )
+    });
+    if let Some(p) = &metrics_path {
+        let _ = std::fs::remove_file(p);
+    }
+    let ran = crate::job::run_command(&args.command)?;
+    let mut out = crate::job::Outcome::from_ran(&ran);
+    let mut data = serde_json::json!({
+        "time_s": ran.wall_s,
+        "user_s": ran.user_s,
+        "sys_s": ran.sys_s,
+        "tags": args.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+    });
+    if let Some(p) = &metrics_path {
+        match std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            Some(v) => data["metrics"] = v,
+            None => out.notes.push(format!(
+                "--metrics-json: {} is missing or not JSON after the run",
+                p.display()
+            )),
+        }
+    }
+    out.data = data;
+    session.finish(out)
+}
+
+/// `record --slurm`: a job-array script whose tasks each run the command once (under the
+/// launcher, when given) with `record --run-dir`, and a merge of every repetition.
+fn write_slurm(args: &RecordArgs) -> Result<ExitCode> {
+    let Some(run_dir) = &args.rank.run_dir else {
+        bail!(
+            "--slurm: give --run-dir DIR, a directory every node can write, for the runs' results"
+        );
+    };
+    if args.warmup != 0 {
+        bail!("--slurm: each array task is one run; --warmup does not apply");
+    }
+    if args.rank.job_id.is_some() {
+        bail!("--slurm: each repetition is a job of its own; leave out --job-id");
+    }
+    let launcher = match &args.launcher {
+        Some(l) => {
+            let w = hpcscope_bench::mpi::launch::split_words(l)
+                .map_err(|e| anyhow::anyhow!("--launcher '{l}' {e}"))?;
+            format!("{} ", shell_join(&w))
+        }
+        None => String::new(),
+    };
+    let mut rec: Vec<String> = Vec::new();
+    for (k, v) in &args.tags {
+        rec.push("--tag".into());
+        rec.push(format!("{k}={v}"));
+    }
+    if let Some(m) = &args.metrics_json {
+        rec.push("--metrics-json".into());
+        rec.push(m.display().to_string());
+    }
+    let plan = crate::slurm::Plan {
+        what: "record".into(),
+        summary: format!("{} run(s) of `{}`", args.runs, shell_join(&args.command)),
+        tasks: args.runs as u32,
+        workdir: std::env::current_dir()?,
+        run_dir: crate::slurm::absolute(run_dir)?,
+        task: format!(
+            r#"exec {launcher}"$HPCSCOPE" record --run-dir "$RUN" {}-- {}"#,
+            if rec.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", shell_join(&rec))
+            },
+            shell_join(&args.command)
+        ),
+        merge: "--all".into(),
+    };
+    crate::slurm::write(&plan, &args.slurm)?;
     Ok(ExitCode::SUCCESS)
 }
 

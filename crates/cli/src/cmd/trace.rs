@@ -58,6 +58,10 @@ pub struct TraceArgs {
     pub format: Format,
     #[command(flatten)]
     pub record: crate::recording::RecordFlags,
+    /// In a parallel job: one result per rank in a run directory (MPI calls probed by
+    /// default), instead of the summary on standard output.
+    #[command(flatten)]
+    pub rank: crate::job::RankFlags,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -156,9 +160,11 @@ pub fn text(out: &TraceOutcome) -> String {
         r.target,
         r.duration_s,
         if r.partial { ", partial" } else { "" },
-        r.exit_code
-            .map(|c| format!(", exit code {c}"))
-            .unwrap_or_default()
+        match (r.exit_code, r.exit_signal) {
+            (Some(c), _) => format!(", exit code {c}"),
+            (None, Some(s)) => format!(", killed by signal {s}"),
+            _ => String::new(),
+        }
     );
     for t in r.tables() {
         let mut table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
@@ -184,6 +190,9 @@ pub fn text(out: &TraceOutcome) -> String {
 
 /// Runs `trace`.
 pub fn run(a: &TraceArgs) -> Result<ExitCode> {
+    if a.rank.run_dir.is_some() {
+        return run_rank(a);
+    }
     let opts = options(a)?;
     hpcscope_trace::install_signal_handlers();
     let out = hpcscope_trace::trace(&opts).map_err(classify)?;
@@ -220,6 +229,96 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
         eprintln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks what a rank of a job can do: trace its own command, nothing that would be
+/// written once per rank to one place.
+pub fn check_rank_target(
+    what: &str,
+    pid: Option<u32>,
+    cgroup: &Option<PathBuf>,
+    system: bool,
+    command: &[String],
+) -> Result<()> {
+    if pid.is_some() || cgroup.is_some() || system || command.is_empty() {
+        anyhow::bail!(
+            "{what} --run-dir measures the rank's own command: give it after `--` (mpirun -np 4 hpcscope {what} --run-dir DIR -- ./app), not --pid, --cgroup or --system"
+        );
+    }
+    Ok(())
+}
+
+/// `trace --run-dir`: this rank traces its own command (with the MPI probes) and writes the
+/// summary and its time in MPI to the run directory. Without BPF permission the command
+/// still runs, timed, and the result says what is missing.
+fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
+    check_rank_target("trace", a.pid, &a.cgroup, a.system, &a.command)?;
+    if a.timeline.is_some() || a.output.is_some() || a.record.record {
+        anyhow::bail!(
+            "--run-dir writes one result per rank into the run directory; leave out --timeline, -o and --record (merge the job with `hpcscope merge DIR`)"
+        );
+    }
+    let mut opts = options(a)?;
+    opts.probes.mpi = true;
+    opts.probes.timeline = true;
+    opts.probes.timeline_keep = crate::job::MpiTime::timeline_events();
+    let Some(session) = a.rank.begin("trace", &a.command)? else {
+        unreachable!("run_rank is called with --run-dir");
+    };
+    let outcome = match hpcscope_trace::trace(&opts) {
+        Ok(out) => {
+            let r = &out.report;
+            let mut notes = r.notes.clone();
+            let mpi = crate::job::MpiTime::from_trace(r);
+            if mpi.as_ref().is_some_and(|m| !m.initialized) {
+                notes.push(
+                    "no MPI_Init returned in this rank: not an MPI program, or it did not get that far"
+                        .into(),
+                );
+            }
+            crate::job::Outcome {
+                wall_s: mpi
+                    .as_ref()
+                    .and_then(|m| m.process_s)
+                    .unwrap_or(r.duration_s),
+                user_s: None,
+                sys_s: None,
+                exit: crate::job::Exit {
+                    code: r.exit_code,
+                    signal: r.exit_signal,
+                },
+                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
+                mpi,
+                notes,
+                data: summary(&out),
+            }
+        }
+        Err(e) if e.is_environment() => rank_without_bpf("trace", &e, &a.command)?,
+        Err(e) => return Err(classify(e)),
+    };
+    session.finish(outcome)
+}
+
+/// A rank whose eBPF measurement cannot start on this machine: the command runs anyway
+/// (the job needs every rank), timed, and the result says what is missing and why.
+pub fn rank_without_bpf(
+    what: &str,
+    e: &TraceError,
+    command: &[String],
+) -> Result<crate::job::Outcome> {
+    eprintln!("warning: {what}: {e}; running the rank's command without eBPF");
+    let ran = crate::job::run_command(command)?;
+    let mut o = crate::job::Outcome::from_ran(&ran);
+    o.notes.push(format!(
+        "eBPF is not available here ({e}): no {what} and no time in MPI for this rank; what remains is its elapsed, user and system time"
+    ));
+    o.data = serde_json::json!({
+        "time_s": ran.wall_s,
+        "user_s": ran.user_s,
+        "sys_s": ran.sys_s,
+        "bpf_unavailable": e.to_string(),
+    });
+    Ok(o)
 }
 
 /// The numbers `--record` keeps: totals over the traced processes, per syscall and per

@@ -1,5 +1,8 @@
 //! Helpers shared by the CLI tests that need tools from the machine.
 
+// Each test binary uses its own part of these helpers.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 
 /// The path of `name` on PATH, if any.
@@ -22,4 +25,46 @@ pub fn plugin() -> Option<PathBuf> {
         .iter()
         .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
         .find(|p| p.is_file())
+}
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { geteuid() == 0 }
+}
+
+unsafe extern "C" {
+    fn geteuid() -> u32;
+}
+
+/// The MPI test program `tests/data/imbalance.c`, built once with mpicc into the target's
+/// temporary directory; `Err` says why not (mpicc or mpirun missing, a failed build).
+pub fn mpi_program() -> Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            for tool in ["mpicc", "mpirun"] {
+                if which(tool).is_none() {
+                    return Err(format!(
+                        "{tool} is not installed (scripts/setup.sh installs openmpi-bin and libopenmpi-dev)"
+                    ));
+                }
+            }
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hpcscope-imbalance");
+            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/imbalance.c");
+            let o = std::process::Command::new("mpicc")
+                .args(["-O2", "-o"])
+                .arg(&out)
+                .arg(&src)
+                .output()
+                .map_err(|e| format!("cannot run mpicc: {e}"))?;
+            if !o.status.success() {
+                return Err(format!(
+                    "mpicc failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ));
+            }
+            Ok(out)
+        })
+        .clone()
 }

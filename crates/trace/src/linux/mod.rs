@@ -5,7 +5,7 @@
 pub mod abi;
 mod target;
 
-pub use target::{MPI_FUNCTIONS, OPENMP_FUNCTIONS, cgroup2_root, find_library};
+pub use target::{MPI_FUNCTIONS, OPENMP_FUNCTIONS, cgroup2_root, find_library, linked_library};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -36,6 +36,45 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/hpcscope.bpf.o");
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_COUNT_SW_PAGE_FAULTS_MIN: u64 = 5;
 const PERF_COUNT_SW_PAGE_FAULTS_MAJ: u64 = 6;
+
+/// The timeline slice of a ring-buffer event, when the timeline is on and keeps it.
+fn timeline_event(
+    e: &Event,
+    comm: &str,
+    probes: &crate::Probes,
+    slot_names: &[String],
+    t0_ns: u64,
+) -> Option<TimelineEvent> {
+    if !probes.timeline || e.ts < t0_ns {
+        return None;
+    }
+    let (kind, label) = match e.kind {
+        EV_ONCPU => ("on-cpu", "on-cpu".to_string()),
+        EV_FUNC => (
+            "",
+            slot_names
+                .get(e.arg as usize)
+                .cloned()
+                .unwrap_or_else(|| "kfunc".into()),
+        ),
+        EV_EXEC => ("exec", format!("exec {comm}")),
+        EV_EXIT => ("exit", "exit".into()),
+        _ => ("fork", "fork".into()),
+    };
+    let kept = probes.timeline_keep.is_empty()
+        || probes
+            .timeline_keep
+            .iter()
+            .any(|k| *k == label || (!kind.is_empty() && k == kind));
+    kept.then(|| TimelineEvent {
+        name: label,
+        pid: e.tgid,
+        tid: e.tid,
+        start_ns: e.ts - t0_ns,
+        dur_ns: e.dur,
+        cpu: e.cpu,
+    })
+}
 
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
@@ -333,7 +372,7 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
                     .map_err(|e| bpf_err(&prog, &e))?;
                 p.load()
                     .map_err(|e| bpf_err(&format!("loading {prog}"), &e))?;
-                p.attach(Some(&f.symbol), 0, &f.path, None).map_err(|e| {
+                p.attach(None, f.offset, &f.path, None).map_err(|e| {
                     bpf_err(
                         &format!("attaching a {what} to {} in {}", f.symbol, f.path.display()),
                         &e,
@@ -419,25 +458,8 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
                     }
                     _ => {}
                 }
-                if probes.timeline && e.ts >= t0_ns {
-                    let label = match e.kind {
-                        EV_ONCPU => "on-cpu".to_string(),
-                        EV_FUNC => slot_names
-                            .get(e.arg as usize)
-                            .cloned()
-                            .unwrap_or_else(|| "kfunc".into()),
-                        EV_EXEC => format!("exec {name}"),
-                        EV_EXIT => "exit".into(),
-                        _ => "fork".into(),
-                    };
-                    timeline.push(TimelineEvent {
-                        name: label,
-                        pid: e.tgid,
-                        tid: e.tid,
-                        start_ns: e.ts - t0_ns,
-                        dur_ns: e.dur,
-                        cpu: e.cpu,
-                    });
+                if let Some(t) = timeline_event(&e, &name, probes, &slot_names, t0_ns) {
+                    timeline.push(t);
                 }
             }
         }
@@ -508,10 +530,14 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     let duration_s = t0.elapsed().as_secs_f64();
     // Drain what is left in the ring buffer for names.
     while let Some(item) = ring.next() {
-        if let Some(e) = parse_event(&item)
-            && matches!(e.kind, EV_EXEC | EV_FORK)
-        {
-            comms.insert(e.tgid, cstr(&e.comm));
+        if let Some(e) = parse_event(&item) {
+            let name = cstr(&e.comm);
+            if let Some(t) = timeline_event(&e, &name, probes, &slot_names, t0_ns) {
+                timeline.push(t);
+            }
+            if matches!(e.kind, EV_EXEC | EV_FORK) {
+                comms.insert(e.tgid, name);
+            }
         }
     }
     let mut report = collect(
@@ -525,6 +551,7 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     report.duration_s = duration_s;
     report.partial = partial;
     report.exit_code = exit_code;
+    report.exit_signal = launched.as_ref().and_then(Launched::signal);
     report.timeline = timeline;
     let profile = match probes.profile_hz {
         Some(hz) => Some(collect_profile(
@@ -537,7 +564,34 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         None => None,
     };
     report.notes = notes;
+    // Removing a uprobe costs the kernel a grace period (about 0.1 s each, 6 s for the 56
+    // probes of `--mpi` on a program that does not say which MPI calls it makes): detach in
+    // the background so that the caller can write its results first (an MPI rank has about
+    // a second between the launcher's SIGTERM and its SIGKILL). What is still attached when
+    // the process exits is closed by the kernel.
+    std::thread::spawn(move || {
+        unload_uprobes(&mut bpf);
+        drop(bpf);
+    });
     Ok(TraceOutcome { report, profile })
+}
+
+/// Detaches the uprobes all at once (the kernel overlaps some of their grace periods).
+fn unload_uprobes(bpf: &mut Ebpf) {
+    let progs: Vec<&mut UProbe> = bpf
+        .programs_mut()
+        .filter_map(|(_, p)| match p {
+            aya::programs::Program::UProbe(u) => Some(u),
+            _ => None,
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for p in progs {
+            s.spawn(move || {
+                let _ = p.unload();
+            });
+        }
+    });
 }
 
 fn tracked_tgids(bpf: &Ebpf, t: &Target) -> Vec<u32> {

@@ -17,6 +17,7 @@ pub struct Launched {
     go_w: i32,
     err_r: i32,
     reaped: bool,
+    signal: Option<i32>,
 }
 
 impl Launched {
@@ -78,6 +79,7 @@ impl Launched {
             go_w: go[1],
             err_r: err[0],
             reaped: false,
+            signal: None,
         })
     }
 
@@ -126,6 +128,9 @@ impl Launched {
         let r = unsafe { libc::waitpid(self.pid as i32, &mut st, libc::WNOHANG) };
         if r == self.pid as i32 {
             self.reaped = true;
+            if libc::WIFSIGNALED(st) {
+                self.signal = Some(libc::WTERMSIG(st));
+            }
             return Some(if libc::WIFEXITED(st) {
                 Some(libc::WEXITSTATUS(st))
             } else {
@@ -137,6 +142,11 @@ impl Launched {
             return Some(None);
         }
         None
+    }
+
+    /// The signal that ended the command, once reaped (None when it exited normally).
+    pub fn signal(&self) -> Option<i32> {
+        self.signal
     }
 
     /// Waits up to `d` for the child; its exit code if it exited normally.
@@ -257,6 +267,9 @@ pub struct ResolvedFn {
     pub symbol: String,
     /// ELF file holding it.
     pub path: PathBuf,
+    /// Its file offset, where the uprobe goes (resolved once here: asking aya to find each
+    /// symbol parses the whole library again, about half a second per function for libmpi).
+    pub offset: u64,
 }
 
 const LIB_DIRS: &[&str] = &[
@@ -304,6 +317,91 @@ pub fn find_library(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// The shared libraries `binary` loads, directly or through another library, as the
+/// dynamic loader resolves them (`ldd`: DT_NEEDED, RUNPATH, LD_LIBRARY_PATH and the loader
+/// cache): (soname, path). Empty for a script, a static binary, or when `ldd` is missing.
+pub fn linked_libraries(binary: &Path) -> Vec<(String, PathBuf)> {
+    match std::process::Command::new("ldd")
+        .arg(binary)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    {
+        Ok(out) => parse_ldd(&String::from_utf8_lossy(&out.stdout)),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The library named `base` (`libmpi`, `libgomp`) that `binary` loads (see
+/// [`linked_libraries`]); `libmpi` matches `libmpi.so.40`, not `libmpi_mpifh.so.40`.
+pub fn linked_library(binary: &Path, base: &str) -> Option<PathBuf> {
+    pick(&linked_libraries(binary), base)
+}
+
+fn pick(libs: &[(String, PathBuf)], base: &str) -> Option<PathBuf> {
+    let want = format!("{base}.so");
+    libs.iter()
+        .find(|(n, _)| n.starts_with(&want))
+        .map(|(_, p)| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+}
+
+/// The `name => path` lines of `ldd` output.
+fn parse_ldd(text: &str) -> Vec<(String, PathBuf)> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.trim().split_once(" => ")?;
+            let path = rest.rsplit_once(" (").map_or(rest, |(p, _)| p).trim();
+            path.starts_with('/')
+                .then(|| (name.to_string(), PathBuf::from(path)))
+        })
+        .collect()
+}
+
+/// The functions an ELF file imports (its undefined dynamic symbols).
+fn imports(path: &Path) -> Vec<String> {
+    use object::{Object, ObjectSymbol};
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    file.dynamic_symbols()
+        .filter(|s| s.is_undefined())
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect()
+}
+
+/// Of `known`, the MPI functions that `binary` or one of its other libraries imports
+/// (`PMPI_X` counts as `MPI_X`, the same code). Every uprobe costs about 0.1 s of kernel
+/// time to remove, so only the functions the program can call are probed.
+fn mpi_functions_called(
+    binary: &Path,
+    libs: &[(String, PathBuf)],
+    libmpi: &Path,
+    known: &[&str],
+) -> Vec<String> {
+    let mut called = std::collections::BTreeSet::new();
+    let files = std::iter::once(binary.to_path_buf()).chain(
+        libs.iter()
+            .map(|(_, p)| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .filter(|p| p != libmpi),
+    );
+    for f in files {
+        for name in imports(&f) {
+            let name = name.strip_prefix('P').unwrap_or(&name).to_string();
+            if known.contains(&name.as_str()) {
+                called.insert(name);
+            }
+        }
+    }
+    known
+        .iter()
+        .filter(|k| called.contains(**k))
+        .map(|k| k.to_string())
+        .collect()
+}
+
 fn which(prog: &str) -> Option<PathBuf> {
     if prog.contains('/') {
         return Some(PathBuf::from(prog));
@@ -314,25 +412,38 @@ fn which(prog: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// MPI calls probed by `--mpi`.
+/// MPI calls probed by `--mpi`: start-up and shut-down, point-to-point, completion and
+/// collectives (28 of the 32 probe slots; `MPI_Test*` and `MPI_Iprobe` are left out, as
+/// polling loops call them millions of times and a probe costs about a microsecond).
 pub const MPI_FUNCTIONS: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
     "MPI_Barrier",
     "MPI_Allreduce",
     "MPI_Reduce",
     "MPI_Bcast",
     "MPI_Send",
+    "MPI_Ssend",
     "MPI_Recv",
     "MPI_Isend",
     "MPI_Irecv",
+    "MPI_Probe",
     "MPI_Wait",
     "MPI_Waitall",
+    "MPI_Waitany",
+    "MPI_Waitsome",
     "MPI_Sendrecv",
+    "MPI_Sendrecv_replace",
     "MPI_Alltoall",
+    "MPI_Alltoallv",
     "MPI_Allgather",
+    "MPI_Allgatherv",
     "MPI_Gather",
+    "MPI_Gatherv",
     "MPI_Scatter",
-    "MPI_Init",
-    "MPI_Finalize",
+    "MPI_Scatterv",
+    "MPI_Reduce_scatter",
 ];
 
 /// OpenMP runtime entry points probed by `--openmp` (GNU libgomp, then LLVM libomp).
@@ -385,14 +496,18 @@ pub fn resolve_functions(
                     binary: path.display().to_string(),
                 });
             }
-            out.extend(names.into_iter().map(|symbol| ResolvedFn {
-                symbol,
-                path: path.clone(),
+            out.extend(names.into_iter().filter_map(|symbol| {
+                syms.offset(&symbol).map(|offset| ResolvedFn {
+                    symbol,
+                    path: path.clone(),
+                    offset,
+                })
             }));
-        } else if syms.contains(&spec.symbol) {
+        } else if let Some(offset) = syms.offset(&spec.symbol) {
             out.push(ResolvedFn {
                 symbol: spec.symbol.clone(),
                 path,
+                offset,
             });
         } else {
             return Err(TraceError::SymbolNotFound {
@@ -402,14 +517,53 @@ pub fn resolve_functions(
         }
     }
     if opts.probes.mpi {
-        match find_library("libmpi") {
-            Some(lib) => {
+        // The libmpi the program itself loads (its DT_NEEDED, resolved by the dynamic
+        // loader's rules), else the first one in the usual directories.
+        let bin = main_binary(opts).ok();
+        let libs = bin.as_deref().map(linked_libraries).unwrap_or_default();
+        let lib = match (pick(&libs, "libmpi"), &bin) {
+            (Some(lib), Some(bin)) => {
+                let called = mpi_functions_called(bin, &libs, &lib, MPI_FUNCTIONS);
+                notes.push(format!(
+                    "--mpi: probing {} (linked by {}): {}",
+                    lib.display(),
+                    bin.display(),
+                    if called.is_empty() {
+                        format!("the {} MPI functions hpcscope knows", MPI_FUNCTIONS.len())
+                    } else {
+                        format!(
+                            "the {} it calls of the {} hpcscope knows",
+                            called.len(),
+                            MPI_FUNCTIONS.len()
+                        )
+                    }
+                ));
+                Some((lib, called))
+            }
+            _ => find_library("libmpi").map(|lib| {
+                notes.push(format!(
+                    "--mpi: the program does not link libmpi itself (a script or a static \
+                     build?); probing {}, the first libmpi in LD_LIBRARY_PATH and the usual \
+                     directories",
+                    lib.display()
+                ));
+                (lib, Vec::new())
+            }),
+        };
+        match lib {
+            Some((lib, called)) => {
                 let syms = ElfSymbols::load(&lib);
                 out.extend(
                     MPI_FUNCTIONS
                         .iter()
-                        .filter(|s| syms.contains(s))
-                        .map(|s| ResolvedFn { symbol: s.to_string(), path: lib.clone() }),
+                        .filter(|s| called.is_empty() || called.iter().any(|c| c == *s))
+                        .filter_map(|s| {
+                            syms.offset(s).map(|offset| ResolvedFn {
+                                symbol: s.to_string(),
+                                path: lib.clone(),
+                                offset,
+                            })
+                        }),
                 );
             }
             None => notes.push("--mpi: no libmpi found (LD_LIBRARY_PATH and the usual directories); MPI calls not probed".into()),
@@ -421,11 +575,15 @@ pub fn resolve_functions(
             if let Some(path) = find_library(lib) {
                 let syms = ElfSymbols::load(&path);
                 for (l, s) in OPENMP_FUNCTIONS {
-                    if *l == lib && syms.contains(s) {
+                    if *l != lib {
+                        continue;
+                    }
+                    if let Some(offset) = syms.offset(s) {
                         found = true;
                         out.push(ResolvedFn {
                             symbol: s.to_string(),
                             path: path.clone(),
+                            offset,
                         });
                     }
                 }
@@ -447,4 +605,57 @@ pub fn resolve_functions(
         )));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_gives_the_library_itself() {
+        let text = "\
+\tlinux-vdso.so.1 (0x00007ffd6b5f7000)
+\tlibmpi_mpifh.so.40 => /usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40 (0x00007f8a1c000000)
+\tlibmpi.so.40 => /usr/lib/x86_64-linux-gnu/libmpi.so.40 (0x00007f8a1be00000)
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f8a1bc00000)
+\t/lib64/ld-linux-x86-64.so.2 (0x00007f8a1c3d0000)
+";
+        let libs = parse_ldd(text);
+        assert_eq!(libs.len(), 3);
+        assert_eq!(
+            libs.iter()
+                .find(|l| l.0.starts_with("libmpi.so"))
+                .unwrap()
+                .1,
+            PathBuf::from("/usr/lib/x86_64-linux-gnu/libmpi.so.40")
+        );
+        assert_eq!(pick(&libs, "libgomp"), None);
+        assert!(parse_ldd("\tlibmpi.so.12 => not found\n").is_empty());
+    }
+
+    #[test]
+    fn a_system_binary_links_libc() {
+        let Some(ls) = which("ls").filter(|p| p.is_file()) else {
+            println!("skipping: no ls on PATH");
+            return;
+        };
+        if which("ldd").is_none() {
+            println!("skipping: no ldd on PATH");
+            return;
+        }
+        let libc = linked_library(&ls, "libc").expect("ls links libc");
+        // ls imports malloc from libc; of a list of names, only those it calls are kept.
+        let libs = linked_libraries(&ls);
+        let called = mpi_functions_called(&ls, &libs, &libc, &["malloc", "no_such_function"]);
+        assert_eq!(called, ["malloc"]);
+        assert!(libc.is_absolute() && libc.is_file(), "{}", libc.display());
+        assert!(
+            libc.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("libc"),
+            "{}",
+            libc.display()
+        );
+    }
 }
