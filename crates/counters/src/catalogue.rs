@@ -317,6 +317,10 @@ const BUILTIN_RECIPES: &[(&str, &str)] = &[
         include_str!("../../../data/metrics/recipes/amd-zen4.toml"),
     ),
     (
+        "amd-zen5.toml",
+        include_str!("../../../data/metrics/recipes/amd-zen5.toml"),
+    ),
+    (
         "arm-neoverse-n1.toml",
         include_str!("../../../data/metrics/recipes/arm-neoverse-n1.toml"),
     ),

@@ -479,7 +479,14 @@ pub fn compute(c: &Compiled, metric_order: &[String], raw: &RawData, opts: &Opti
         });
     }
     let mut notes = c.recipe.recipe.notes.clone();
-    if !c.recipe.recipe.from_seed {
+    if raw.hardware_unavailable.is_some() && !c.recipe.events.is_empty() {
+        // The caveats are about hardware events, and none was counted: say that once
+        // instead of a screen of notes on measurements that did not happen.
+        let id = &c.recipe.recipe.id;
+        notes = vec![format!(
+            "recipe '{id}': none of its hardware events could be counted here (see above); its notes on them: hpcscope counters recipes {id}"
+        )];
+    } else if !c.recipe.recipe.from_seed {
         notes.insert(
             0,
             format!(
@@ -520,5 +527,39 @@ mod tests {
         ));
         assert!(!glob("a*b", "ac"));
         assert!(glob("a*b*c", "aXbYc"));
+    }
+
+    #[test]
+    fn without_a_pmu_the_recipe_notes_become_one_line() {
+        let cat = crate::catalogue::Catalogue::builtin();
+        let order: Vec<String> = cat.metrics.metrics.iter().map(|m| m.id.clone()).collect();
+        let notes = |id: &str, hw_down: bool| {
+            let c = cat
+                .compile(cat.find(id).unwrap(), Variant::AsPublished)
+                .unwrap();
+            let mut raw = RawData::new("run", "perf_event", Collector::Perf);
+            raw.thread_mut("all", 0).time_s = Some(1.0);
+            if hw_down {
+                raw.hardware_unavailable = Some("no PMU".into());
+            }
+            compute(&c, &order, &raw, &Options::default()).notes
+        };
+        let zen5 = cat.find("amd-zen5").unwrap();
+        let up = notes("amd-zen5", false);
+        assert_eq!(up.len(), zen5.recipe.notes.len() + 1);
+        assert!(up[0].contains("is not from seed 001"), "{up:?}");
+        let down = notes("amd-zen5", true);
+        assert_eq!(
+            down,
+            vec![
+                "recipe 'amd-zen5': none of its hardware events could be counted here (see above); its notes on them: hpcscope counters recipes amd-zen5"
+            ]
+        );
+        // The software recipe's notes are about software events: they stay.
+        let sw = notes("software", true);
+        assert!(
+            sw.iter().any(|n| n.starts_with("only software events")),
+            "{sw:?}"
+        );
     }
 }

@@ -100,7 +100,8 @@ pub fn triad(a: &mut [f64], b: &[f64], c: &[f64], s: f64, reps: u64) -> f64 {
 }
 
 /// The counters a triad vectorised at the CPU's widest SIMD width would produce, for the
-/// seed's two recipes (an FMA instruction counts twice in Intel's FP_ARITH events).
+/// seed's two recipes (an FMA instruction counts twice in Intel's FP_ARITH events), Sapphire
+/// Rapids and Zen 5 (loads and stores separate from the FMA, no other FP uops).
 pub fn synthetic_triad(recipe: &Recipe, n: u64, reps: u64) -> Option<RawData> {
     let e = (n * reps) as f64;
     let mut raw = RawData::new("synthetic triad", "synthetic", Collector::Papi);
@@ -121,6 +122,23 @@ pub fn synthetic_triad(recipe: &Recipe, n: u64, reps: u64) -> Option<RawData> {
             );
             c.insert("PAPI_LD_INS".into(), Count::of(2.0 * vec));
             c.insert("PAPI_SR_INS".into(), Count::of(vec));
+        }
+        "amd-zen5" => {
+            let vec = e / 8.0; // AVX-512: one FMA uop per 8 doubles, 2 flops a lane
+            c.insert("fp_ret_sse_avx_ops.all".into(), Count::of(2.0 * e));
+            for w in ["scalar", "pack_128", "pack_256"] {
+                c.insert(
+                    format!("fp_ops_retired_by_width.{w}_uops_retired"),
+                    Count::of(0.0),
+                );
+            }
+            c.insert(
+                "fp_ops_retired_by_width.pack_512_uops_retired".into(),
+                Count::of(vec),
+            );
+            c.insert("ls_dispatch.ld_dispatch".into(), Count::of(2.0 * vec));
+            c.insert("ls_dispatch.store_dispatch".into(), Count::of(vec));
+            c.insert("ls_dispatch.ld_st_dispatch".into(), Count::of(0.0));
         }
         "fujitsu-a64fx" => {
             let vec = e / 8.0; // SVE-512
@@ -251,7 +269,12 @@ mod tests {
     fn synthetic_triads_validate_exactly() {
         let cat = Catalogue::builtin();
         let order: Vec<String> = cat.metrics.metrics.iter().map(|m| m.id.clone()).collect();
-        for id in ["intel-cascadelake", "intel-sapphirerapids", "fujitsu-a64fx"] {
+        for id in [
+            "intel-cascadelake",
+            "intel-sapphirerapids",
+            "fujitsu-a64fx",
+            "amd-zen5",
+        ] {
             let r = cat.find(id).unwrap();
             for v in [Variant::AsPublished, Variant::Corrected] {
                 let c = cat.compile(r, v).unwrap();

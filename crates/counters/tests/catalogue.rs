@@ -24,6 +24,7 @@ fn every_shipped_recipe_checks_in_both_variants() {
         "intel-sapphirerapids",
         "amd-zen3",
         "amd-zen4",
+        "amd-zen5",
         "arm-neoverse-n1",
         "arm-neoverse-v1",
         "arm-neoverse-v2",
@@ -77,6 +78,10 @@ fn cpus_map_to_recipes() {
             "amd-zen4",
         ),
         (
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n",
+            "amd-zen5",
+        ),
+        (
             "CPU implementer\t: 0x46\nCPU part\t: 0x001\n",
             "fujitsu-a64fx",
         ),
@@ -114,6 +119,67 @@ fn cpus_map_to_recipes() {
     );
     assert!(msg.contains("--recipe-file FILE"), "{msg}");
     assert_eq!(e.exit_code(), 2);
+}
+
+#[test]
+fn zen5_recipe_loads_checks_and_matches_family_1ah() {
+    let cat = Catalogue::builtin();
+    let r = cat.find("zen5").unwrap();
+    assert_eq!(r.recipe.id, "amd-zen5");
+    assert_eq!(cat.find("turin").unwrap().recipe.id, "amd-zen5");
+    for v in [Variant::AsPublished, Variant::Corrected] {
+        cat.compile(r, v).unwrap();
+    }
+    assert!(!r.has_variants());
+    // Every quantity has a formula: nothing is left unmeasurable on Zen 5.
+    assert!(r.recipe.cannot_measure.is_empty());
+    for q in cat.metrics.quantities.keys() {
+        assert!(r.formulas.contains_key(q), "{q}");
+    }
+    // Every event can be opened by the perf_event collector (no import-only events).
+    for (e, d) in &r.events {
+        assert!(d.raw.is_some() || d.generic.is_some(), "{e}");
+    }
+
+    let here = |family: u32, model: u32, name: &str| {
+        CpuId::from_cpuinfo(&format!(
+            "vendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: {model}\nmodel name\t: {name}\nflags\t\t: fpu avx512f hypervisor\n"
+        ))
+    };
+    // An EPYC 9005 (Turin) guest as a hypervisor shows it: family 26, model 0x02.
+    let turin = here(26, 0x02, "AMD EPYC");
+    assert_eq!(cat.for_cpu(&turin).unwrap().recipe.id, "amd-zen5");
+    // The kernel's Zen 5 model ranges, at their ends.
+    for m in [0x00, 0x11, 0x2f, 0x40, 0x44, 0x4f, 0x60, 0x7f] {
+        assert_eq!(
+            cat.for_cpu(&here(0x1a, m, "")).unwrap().recipe.id,
+            "amd-zen5",
+            "model {m:#x}"
+        );
+    }
+    // Family 0x1A models outside the kernel's Zen 5 ranges (0x30: none known; 0x50, 0x80,
+    // 0xc0: Zen 6) get no Zen 5 events; Zen 4 (family 0x19) keeps its own recipes.
+    for m in [0x30, 0x50, 0x80, 0xc0] {
+        let e = cat.for_cpu(&here(0x1a, m, "")).unwrap_err().to_string();
+        assert!(e.contains("amd-zen5 (AMD Zen 5"), "model {m:#x}: {e}");
+    }
+    for m in [0x02, 0x11, 0x44, 0x61] {
+        assert_ne!(
+            cat.for_cpu(&here(0x19, m, "")).unwrap().recipe.id,
+            "amd-zen5",
+            "family 0x19 model {m:#x}"
+        );
+    }
+    assert_eq!(
+        cat.for_cpu(&here(0x19, 0x11, "")).unwrap().recipe.id,
+        "amd-zen4"
+    );
+    assert!(
+        r.recipe
+            .cpus
+            .iter()
+            .all(|c| c.family == Some(0x1a) && c.vendor == "AuthenticAMD")
+    );
 }
 
 fn write(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {

@@ -6,10 +6,16 @@
 //! PMU syntax, metric references), with a few expressions simplified. When the kernel's real
 //! files are on the machine (Debian's linux-source package, extracted), every MetricExpr in
 //! them is parsed; otherwise that test prints why it skipped.
+//!
+//! `tests/data/pmu-events/amdzen5/` is an excerpt of the kernel's `arch/x86/amdzen5/*.json`
+//! event files (its README names the commits): every event the Zen 5 recipe names must be
+//! there with the same code, unit mask and PMU, so a recipe edit cannot slip in an encoding
+//! the kernel does not have.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use hpcscope_counters::catalogue::{Catalogue, EventDef, Recipe};
 use hpcscope_counters::import::pmu_events::{PmuMetrics, default_constants, scale_unit};
 use hpcscope_counters::raw::{Count, ThreadData};
 
@@ -197,4 +203,184 @@ fn every_metric_expression_of_the_kernel_tree_parses() {
         failed.join("\n")
     );
     assert!(metrics > 500);
+}
+
+/// One event of a pmu-events JSON file: the fields an encoding is made of.
+#[derive(Debug, PartialEq)]
+struct JsonEvent {
+    file: String,
+    code: u64,
+    umask: Option<u64>,
+    rdwrmask: Option<u64>,
+    unit: Option<String>,
+}
+
+fn hex(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()
+}
+
+/// Event name -> encoding, over every `*.json` event file under `dir`.
+fn json_events(dir: &Path) -> BTreeMap<String, JsonEvent> {
+    let mut files = Vec::new();
+    json_files(dir, &mut files);
+    let mut out = BTreeMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for e in v.as_array().into_iter().flatten() {
+            let Some(name) = e.get("EventName").and_then(|n| n.as_str()) else {
+                continue; // a metric
+            };
+            let field = |k: &str| e.get(k).and_then(|v| v.as_str());
+            let ev = JsonEvent {
+                file: f.file_name().unwrap().to_string_lossy().into_owned(),
+                code: field("EventCode")
+                    .and_then(hex)
+                    .unwrap_or_else(|| panic!("{name}: no EventCode")),
+                umask: field("UMask").and_then(hex),
+                rdwrmask: field("RdWrMask").and_then(hex),
+                unit: field("Unit").map(String::from),
+            };
+            assert!(
+                out.insert(name.to_string(), ev).is_none(),
+                "{name} twice under {}",
+                dir.display()
+            );
+        }
+    }
+    out
+}
+
+/// The pmu-events `Unit` of the PMU a recipe event is opened on (`None`: the core PMU).
+fn json_unit(pmu: Option<&str>) -> std::result::Result<Option<&'static str>, String> {
+    match pmu {
+        None => Ok(None),
+        Some("amd_l3") => Ok(Some("L3PMC")),
+        Some("amd_df") => Ok(Some("DFPMC")),
+        Some(p) if p.starts_with("amd_umc") => Ok(Some("UMCPMC")),
+        Some(p) => Err(format!("no pmu-events Unit known for PMU {p}")),
+    }
+}
+
+/// One recipe event against `events`: its perf name is there, its `raw` fields are
+/// EventCode / UMask / RdWrMask, its PMU is the Unit. Returns the perf name.
+fn check_event(
+    logical: &str,
+    d: &EventDef,
+    events: &BTreeMap<String, JsonEvent>,
+) -> std::result::Result<String, String> {
+    let name = d.perf.as_deref().ok_or("no perf name")?;
+    let j = events
+        .get(name)
+        .ok_or_else(|| format!("'{name}' is not a pmu-events event"))?;
+    let unit = json_unit(d.pmu.as_deref())?;
+    if unit != j.unit.as_deref() {
+        return Err(format!("{name}: PMU {:?} but Unit {:?}", d.pmu, j.unit));
+    }
+    let Some(raw) = &d.raw else {
+        return match d.generic {
+            Some(_) => Ok(name.to_string()),
+            None => Err(format!("{logical}: neither raw nor generic")),
+        };
+    };
+    let mut fields = BTreeMap::new();
+    for kv in raw.split(',') {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("raw '{raw}'"))?;
+        fields.insert(k, hex(v).ok_or_else(|| format!("raw '{raw}'"))?);
+    }
+    let got = (
+        fields.remove("event"),
+        fields.remove("umask"),
+        fields.remove("rdwrmask"),
+    );
+    if !fields.is_empty() {
+        return Err(format!("raw '{raw}' has fields this check does not know"));
+    }
+    let want = (Some(j.code), j.umask, j.rdwrmask);
+    if got != want {
+        return Err(format!(
+            "raw '{raw}' but {name} in {} is (event, umask, rdwrmask) {want:x?}",
+            j.file
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// Every event of a recipe: the perf names used, or what is wrong with which events.
+fn check_recipe(
+    recipe: &Recipe,
+    events: &BTreeMap<String, JsonEvent>,
+) -> std::result::Result<Vec<String>, Vec<String>> {
+    let (mut used, mut wrong) = (Vec::new(), Vec::new());
+    for (logical, d) in &recipe.events {
+        match check_event(logical, d, events) {
+            Ok(n) => used.push(n),
+            Err(e) => wrong.push(format!("{} {logical}: {e}", recipe.recipe.id)),
+        }
+    }
+    if wrong.is_empty() {
+        Ok(used)
+    } else {
+        Err(wrong)
+    }
+}
+
+#[test]
+fn zen5_recipe_events_are_the_kernels_amdzen5_events() {
+    let cat = Catalogue::builtin();
+    let zen5 = cat.find("amd-zen5").unwrap();
+    let events =
+        json_events(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pmu-events/amdzen5"));
+    let used = check_recipe(zen5, &events).unwrap_or_else(|e| panic!("{}", e.join("\n")));
+    // The excerpt holds the recipe's events and nothing else.
+    let extra: Vec<&String> = events.keys().filter(|k| !used.contains(k)).collect();
+    assert!(
+        extra.is_empty(),
+        "excerpt events the recipe does not use: {extra:?}"
+    );
+    assert_eq!(used.len(), events.len());
+
+    // The check bites: a wrong mask, a misspelt name or a wrong PMU is refused.
+    for (logical, field, bad) in [
+        ("L2_MISS", "raw", "event=0x64,umask=0x08"),
+        ("CAS_RD", "raw", "event=0x0a,rdwrmask=0x2"),
+        ("FLOPS", "raw", "event=0x03,umask=0xff"),
+        ("DC_FILLS", "perf", "ls_any_fills_from_sys.any"),
+        ("L3_MISS", "pmu", "amd_df"),
+    ] {
+        let mut r = zen5.clone();
+        let e = r.events.get_mut(logical).unwrap();
+        match field {
+            "raw" => e.raw = Some(bad.into()),
+            "perf" => e.perf = Some(bad.into()),
+            _ => e.pmu = Some(bad.into()),
+        }
+        let err = check_recipe(&r, &events).expect_err(bad);
+        assert!(
+            err.len() == 1 && err[0].starts_with(&format!("amd-zen5 {logical}: ")),
+            "{err:?}"
+        );
+    }
+}
+
+#[test]
+fn zen5_recipe_against_the_kernel_tree() {
+    let Some(dir) = real_tree().map(|d| d.join("x86/amdzen5")) else {
+        println!(
+            "skipping test - no pmu-events tree (see every_metric_expression_of_the_kernel_tree_parses)"
+        );
+        return;
+    };
+    if !dir.is_dir() {
+        println!(
+            "skipping test - {} missing: that kernel tree predates the amdzen5 event files",
+            dir.display()
+        );
+        return;
+    }
+    let cat = Catalogue::builtin();
+    if let Err(e) = check_recipe(cat.find("amd-zen5").unwrap(), &json_events(&dir)) {
+        panic!("amd-zen5 against {}:\n{}", dir.display(), e.join("\n"));
+    }
 }
