@@ -101,7 +101,7 @@ pub fn triad(a: &mut [f64], b: &[f64], c: &[f64], s: f64, reps: u64) -> f64 {
 
 /// The counters a triad vectorised at the CPU's widest SIMD width would produce, for the
 /// seed's two recipes (an FMA instruction counts twice in Intel's FP_ARITH events), Sapphire
-/// Rapids and Zen 5 (loads and stores separate from the FMA, no other FP uops).
+/// Rapids, Zen 4 and Zen 5 (loads and stores separate from the FMA, no other FP uops).
 pub fn synthetic_triad(recipe: &Recipe, n: u64, reps: u64) -> Option<RawData> {
     let e = (n * reps) as f64;
     let mut raw = RawData::new("synthetic triad", "synthetic", Collector::Papi);
@@ -123,7 +123,7 @@ pub fn synthetic_triad(recipe: &Recipe, n: u64, reps: u64) -> Option<RawData> {
             c.insert("PAPI_LD_INS".into(), Count::of(2.0 * vec));
             c.insert("PAPI_SR_INS".into(), Count::of(vec));
         }
-        "amd-zen5" => {
+        "amd-zen4" | "amd-zen5" => {
             let vec = e / 8.0; // AVX-512: one FMA uop per 8 doubles, 2 flops a lane
             c.insert("fp_ret_sse_avx_ops.all".into(), Count::of(2.0 * e));
             for w in ["scalar", "pack_128", "pack_256"] {
@@ -273,6 +273,7 @@ mod tests {
             "intel-cascadelake",
             "intel-sapphirerapids",
             "fujitsu-a64fx",
+            "amd-zen4",
             "amd-zen5",
         ] {
             let r = cat.find(id).unwrap();
