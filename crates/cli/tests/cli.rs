@@ -657,3 +657,26 @@ int main(int argc, char **argv) {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--function"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_closed_output_pipe_ends_the_command_quietly() {
+    use std::io::Read;
+    // `hpcscope ... | head -1`: the reader leaves after one line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "recipes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!st.success() || err.is_empty(), "{st:?} {err}");
+}
