@@ -257,34 +257,66 @@ pub fn resolve(
             .ok_or_else(|| format!("{}: no type", p.display()))?;
         let (config, config1, config2) = encode(&p, raw)?;
         let uncore = ev.pmu.is_some();
-        let cpu = if uncore {
-            read_trim(&p.join("cpumask"))
-                .and_then(|m| m.split([',', '-']).next().and_then(|c| c.parse().ok()))
-                .or(Some(0))
-        } else {
-            None
-        };
         let pmu_name = p
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        out.push(Resolved {
-            event: name.into(),
-            spec: EventSpec {
-                name: if uncore {
-                    format!("{name}@{pmu_name}")
+        let spec = |name: String| EventSpec {
+            name,
+            type_: t,
+            config,
+            config1,
+            config2,
+        };
+        if !uncore {
+            out.push(Resolved {
+                event: name.into(),
+                spec: spec(name.to_string()),
+                cpu: None,
+            });
+            continue;
+        }
+        // An uncore PMU's cpumask names one CPU per instance of the unit it counts (a
+        // socket's memory controller, a CCX's L3): the event is opened on each, and the
+        // instances are summed like those of several PMUs.
+        let cpus = read_trim(&p.join("cpumask"))
+            .map(|m| cpu_list(&m))
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| vec![0]);
+        let many = cpus.len() > 1;
+        for c in cpus {
+            out.push(Resolved {
+                event: name.into(),
+                spec: spec(if many {
+                    format!("{name}@{pmu_name}.cpu{c}")
                 } else {
-                    name.to_string()
-                },
-                type_: t,
-                config,
-                config1,
-                config2,
-            },
-            cpu,
-        });
+                    format!("{name}@{pmu_name}")
+                }),
+                cpu: Some(c),
+            });
+        }
     }
     Ok(out)
+}
+
+/// CPUs of a sysfs CPU list (`0,24`, `0-3,8`); entries that do not parse are skipped.
+fn cpu_list(s: &str) -> Vec<i32> {
+    let mut v = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<i32>(), b.trim().parse::<i32>()) {
+                    v.extend(a..=b);
+                }
+            }
+            None => {
+                if let Ok(c) = part.trim().parse() {
+                    v.push(c);
+                }
+            }
+        }
+    }
+    v
 }
 
 /// How to collect.
@@ -751,13 +783,21 @@ mod tests {
         );
         let inst = resolve("INST", &r.events["INST"], d.path()).unwrap();
         assert_eq!(inst[0].spec.type_, sys::TYPE_HARDWARE);
+        // Two memory-controller PMUs, each counting on two sockets (cpumask "0,24"): four
+        // instances, one per PMU and socket.
         let cas = resolve("CAS_RD", &r.events["CAS_RD"], d.path()).unwrap();
-        assert_eq!(cas.len(), 2);
-        assert_eq!(cas[1].spec.name, "CAS_RD@uncore_imc_1");
+        assert_eq!(cas.len(), 4);
+        assert_eq!(cas[3].spec.name, "CAS_RD@uncore_imc_1.cpu24");
         assert_eq!(
-            (cas[1].spec.type_, cas[1].spec.config, cas[1].cpu),
-            (21, 0x0304, Some(0))
+            (cas[3].spec.type_, cas[3].spec.config, cas[3].cpu),
+            (21, 0x0304, Some(24))
         );
+        assert_eq!(
+            cas.iter().map(|c| c.cpu.unwrap()).collect::<Vec<_>>(),
+            [0, 24, 0, 24]
+        );
+        assert_eq!(cpu_list("0-2,8\n"), [0, 1, 2, 8]);
+        assert_eq!(cpu_list(""), Vec::<i32>::new());
         let a = cat.find("a64fx").unwrap();
         let e = resolve("FP_SPEC", &a.events["FP_SPEC"], &d.path().join("nothing")).unwrap_err();
         assert!(e.contains("not found"), "{e}");
