@@ -101,7 +101,8 @@ static GLOBAL_WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 struct RegionAcc {
     name: String,
     calls: u64,
-    time_ns: u64,
+    /// Time in ticks of the region clock (see [`RegionClock`]).
+    time_ticks: u64,
     counts: [f64; MAX_GROUP],
     enabled_ns: u64,
     running_ns: u64,
@@ -139,6 +140,63 @@ thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
 
+/// The clock of region times. Where the kernel itself keeps time with the TSC (its
+/// clocksource is `tsc`: constant rate, synchronised across CPUs), regions read the TSC
+/// (a few ns) instead of `clock_gettime` (about 20 ns in a VM); the ticks are converted at
+/// output with the ratio of the TSC to `CLOCK_MONOTONIC` measured over the whole run, from
+/// the start of the markers to the output.
+struct RegionClock {
+    tsc: bool,
+    ticks0: u64,
+    ns0: u64,
+}
+
+static CLOCK: OnceLock<RegionClock> = OnceLock::new();
+
+fn region_clock() -> &'static RegionClock {
+    CLOCK.get_or_init(|| {
+        let tsc = cfg!(target_arch = "x86_64")
+            && std::fs::read_to_string(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            )
+            .is_ok_and(|c| c.trim() == "tsc");
+        let mut c = RegionClock {
+            tsc,
+            ticks0: 0,
+            ns0: now_ns(),
+        };
+        c.ticks0 = ticks(&c);
+        c
+    })
+}
+
+#[inline(always)]
+fn ticks(c: &RegionClock) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if c.tsc {
+        // SAFETY: RDTSC is available on every x86-64 CPU.
+        return unsafe { std::arch::x86_64::_rdtsc() };
+    }
+    let _ = c;
+    now_ns()
+}
+
+/// Nanoseconds per tick of [`RegionClock`], measured now over the run so far.
+fn ns_per_tick() -> f64 {
+    let c = region_clock();
+    if !c.tsc {
+        return 1.0;
+    }
+    let (dt, dn) = (
+        ticks(c).saturating_sub(c.ticks0),
+        now_ns().saturating_sub(c.ns0),
+    );
+    if dt == 0 || dn == 0 {
+        return 1.0;
+    }
+    dn as f64 / dt as f64
+}
+
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -166,6 +224,7 @@ pub fn init_with(config: Config) -> bool {
     if CONFIG.set(config).is_err() {
         return false;
     }
+    region_clock();
     STATE.store(ACTIVE, Ordering::Release);
     true
 }
@@ -297,7 +356,7 @@ impl ThreadState {
         let region = self.region_index(ptr, name);
         let mut v0 = [0u64; MAX_GROUP];
         let (en0, run0) = self.read(&mut v0);
-        let t0 = now_ns();
+        let t0 = ticks(region_clock());
         self.stack.push(Frame {
             region,
             t0,
@@ -308,7 +367,7 @@ impl ThreadState {
     }
 
     fn stop(&mut self, ptr: usize, name: &[u8]) {
-        let t1 = now_ns();
+        let t1 = ticks(region_clock());
         let mut v1 = [0u64; MAX_GROUP];
         let (en1, run1) = self.read(&mut v1);
         let region = self.region_index(ptr, name);
@@ -336,7 +395,7 @@ impl ThreadState {
         let drun = run1.saturating_sub(f.run0);
         let acc = &mut self.regions[region];
         acc.calls += 1;
-        acc.time_ns += t1.saturating_sub(f.t0);
+        acc.time_ticks += t1.saturating_sub(f.t0);
         acc.enabled_ns += den;
         acc.running_ns += drun;
         for ((c, v1), v0) in acc.counts.iter_mut().zip(&v1).zip(&f.v0).take(n) {
@@ -350,7 +409,7 @@ impl ThreadState {
         }
     }
 
-    fn output(&self) -> ThreadOut {
+    fn output(&self, ns_per_tick: f64) -> ThreadOut {
         let mut warnings = self.warnings.clone();
         for f in &self.stack {
             warnings.push(format!(
@@ -368,7 +427,7 @@ impl ThreadState {
                 .map(|r| RegionOut {
                     name: r.name.clone(),
                     calls: r.calls,
-                    time_ns: r.time_ns,
+                    time_ns: (r.time_ticks as f64 * ns_per_tick).round() as u64,
                     counts: r.counts[..self.names.len().min(MAX_GROUP)].to_vec(),
                     enabled_ns: r.enabled_ns,
                     running_ns: r.running_ns,
@@ -430,6 +489,7 @@ pub fn is_active() -> bool {
 /// Collects every thread's results so far (threads that exited included).
 pub fn snapshot() -> Option<MarkerOutput> {
     let cfg = CONFIG.get()?;
+    let scale = ns_per_tick();
     let threads = THREADS.lock().ok()?;
     let mut out = MarkerOutput {
         format: format::FORMAT.to_string(),
@@ -456,7 +516,7 @@ pub fn snapshot() -> Option<MarkerOutput> {
                 });
             }
         }
-        out.threads.push(t.output());
+        out.threads.push(t.output(scale));
     }
     if out.events.is_empty() && out.event_errors.is_empty() {
         out.events = cfg.events.iter().map(|e| e.name.clone()).collect();
@@ -490,6 +550,15 @@ pub extern "C" fn hpcscope_markers_init() -> c_int {
 /// C: starts region `name` (a NUL-terminated string) in the calling thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn hpcscope_region_start(name: *const c_char) {
+    // The inactive path is a load and a compare: the counting work lives out of line so
+    // that this function needs no stack frame.
+    if STATE.load(Ordering::Relaxed) != INACTIVE {
+        region_start_slow(name);
+    }
+}
+
+#[inline(never)]
+fn region_start_slow(name: *const c_char) {
     if active()
         && let Some(b) = name_bytes(name)
     {
@@ -500,6 +569,13 @@ pub extern "C" fn hpcscope_region_start(name: *const c_char) {
 /// C: stops region `name` in the calling thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn hpcscope_region_stop(name: *const c_char) {
+    if STATE.load(Ordering::Relaxed) != INACTIVE {
+        region_stop_slow(name);
+    }
+}
+
+#[inline(never)]
+fn region_stop_slow(name: *const c_char) {
     if active()
         && let Some(b) = name_bytes(name)
     {

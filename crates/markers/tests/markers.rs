@@ -56,6 +56,14 @@ fn regions_threads_nesting_and_unbalanced_markers() {
     start("b");
     stop("a"); // b was left open inside a
 
+    // A region's time, whatever the clock behind it (TSC ticks converted at output, or
+    // CLOCK_MONOTONIC): at least the sleep inside it, at most the time around it.
+    let around = std::time::Instant::now();
+    start("sleep");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    stop("sleep");
+    let around_ns = around.elapsed().as_nanos() as u64;
+
     let o = finish().expect("active");
     let text = std::fs::read_to_string(&out).unwrap();
     let back: hpcscope_markers::format::MarkerOutput = serde_json::from_str(&text).unwrap();
@@ -78,6 +86,16 @@ fn regions_threads_nesting_and_unbalanced_markers() {
     );
     assert_eq!(o.threads.len(), 2);
     let main = &o.threads[0];
+    let slept = main
+        .regions
+        .iter()
+        .find(|r| r.name == "sleep")
+        .expect("sleep region");
+    assert!(
+        slept.time_ns >= 30_000_000 && slept.time_ns <= around_ns + around_ns / 100,
+        "{} ns in the region, {around_ns} ns around it",
+        slept.time_ns
+    );
     let outer = main.regions.iter().find(|r| r.name == "outer").unwrap();
     let inner = main.regions.iter().find(|r| r.name == "inner").unwrap();
     assert_eq!((outer.calls, inner.calls), (3, 3));
