@@ -456,15 +456,7 @@ fn analyze_sweeps_a_scenario_of_targets() {
     assert!(html.contains("Design-space sweep"));
 }
 
-const SPIN: &str = r#"
-#include <stdlib.h>
-__attribute__((noinline)) double spin(long n) {
-  double x = 0;
-  for (long i = 0; i < n; i++) x = x * 0.999999 + 1.0;
-  return x;
-}
-int main(int argc, char **argv) { return spin(atol(argv[1])) < 0; }
-"#;
+const SPIN: &str = include_str!("../../mix/tests/data/spin.c");
 
 #[test]
 fn a_region_too_short_for_one_run_is_timed_over_several() {

@@ -9,15 +9,7 @@ use std::process::Command;
 use hpcscope_mix::elf::ElfInfo;
 use hpcscope_mix::sample;
 
-const SPIN: &str = r#"
-#include <stdlib.h>
-__attribute__((noinline)) double spin(long n) {
-    double x = 0;
-    for (long i = 0; i < n; i++) x = x * 0.999999 + 1.0;
-    return x;
-}
-int main(int argc, char **argv) { return spin(atol(argv[1])) < 0; }
-"#;
+const SPIN: &str = include_str!("data/spin.c");
 
 fn build(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
     let src = dir.join("spin.c");
