@@ -817,7 +817,7 @@ pub fn machine_section(m: &Machine, title_prefix: &str) -> Section {
     Section {
         title: format!("{title_prefix}Source machine"),
         summary: format!("{}. Provenance: {}", m.name, m.provenance),
-        body_html: html_table(&["", ""], &rows),
+        body_html: html_table(&["quantity", "value"], &rows),
         svgs: vec![],
     }
 }
