@@ -14,6 +14,7 @@ packages=(
   hyperfine                 # whole-command timing in bench/ scripts
   chromium                  # headless: the end-to-end test of the HTML report
   clang llvm                # compiles the eBPF programs (only to regenerate them)
+  libbpf-dev                # bpf_helpers.h for that; the object test then rebuilds and compares bytes
   bpftrace                  # reference for the tracing overhead benchmark
   openmpi-bin libopenmpi-dev  # mpirun/mpicc: multi-rank tests, `hpcscope bench mpi`
   slurm-wlm                 # slurmctld/slurmd: the single-node job-array test

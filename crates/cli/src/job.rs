@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use hpcscope_trace::report::MessageTotals;
 use serde::{Deserialize, Serialize};
 
 /// Format tag of a rank's result file.
@@ -335,6 +336,10 @@ pub struct MpiTime {
     pub process_s: Option<f64>,
     /// Per MPI function: (name, calls, seconds).
     pub functions: Vec<MpiCall>,
+    /// Messages of the calls counted in `time_s`, summed over the functions whose
+    /// arguments give them (None when no message was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageTotals>,
 }
 
 /// Calls and time of one MPI function in one rank.
@@ -346,6 +351,9 @@ pub struct MpiCall {
     pub calls: u64,
     /// Seconds inside.
     pub time_s: f64,
+    /// Its messages (calls, elements, bytes), when its arguments give them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageTotals>,
 }
 
 impl MpiTime {
@@ -355,7 +363,8 @@ impl MpiTime {
             return None;
         }
         let mut m = MpiTime::default();
-        let mut per: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        type Sums = (u64, u64, Option<MessageTotals>);
+        let mut per: std::collections::BTreeMap<String, Sums> = Default::default();
         for p in &r.processes {
             for f in &p.functions {
                 if !hpcscope_trace::linux::MPI_FUNCTIONS.contains(&f.symbol.as_str()) {
@@ -365,9 +374,12 @@ impl MpiTime {
                 let e = per.entry(f.symbol.clone()).or_default();
                 e.0 += f.count;
                 e.1 += f.total_ns;
+                if let Some(t) = f.message_totals() {
+                    e.2.get_or_insert_with(MessageTotals::default).add(&t);
+                }
             }
         }
-        for (name, (calls, ns)) in per {
+        for (name, (calls, ns, messages)) in per {
             let s = ns as f64 * 1e-9;
             match name.as_str() {
                 "MPI_Init" | "MPI_Init_thread" => {
@@ -381,12 +393,16 @@ impl MpiTime {
                 _ => {
                     m.time_s += s;
                     m.calls += calls;
+                    if let Some(t) = &messages {
+                        m.messages.get_or_insert_with(MessageTotals::default).add(t);
+                    }
                 }
             }
             m.functions.push(MpiCall {
                 name,
                 calls,
                 time_s: s,
+                messages,
             });
         }
         // The region's bounds, from the timeline of the process that initialized MPI.

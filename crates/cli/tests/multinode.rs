@@ -2,7 +2,7 @@
 //! root with `--allow-run-as-root`, as `hpcscope bench mpi` does), each rank under
 //! `hpcscope trace --run-dir`, then `hpcscope merge`.
 //!
-//! The program (`tests/data/imbalance.c`, built with mpicc) has a known imbalance: rank r
+//! The main program (`tests/data/imbalance.c`, built with mpicc) has a known imbalance: rank r
 //! spends ITERS x (r + 1) x UNIT ms outside MPI (sleeping, so that the figure does not depend
 //! on how many ranks share a CPU) and makes exactly 2 x ITERS + 1 MPI calls. The tests check
 //! the merged per-rank figures and POP efficiencies against that, then break jobs on
@@ -29,9 +29,9 @@ fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
-/// The test program, or `None` (with a `skipping:` line) without MPI.
-fn program() -> Option<PathBuf> {
-    match common::mpi_program() {
+/// The test program `tests/data/NAME.c`, or `None` (with a `skipping:` line) without MPI.
+fn program(name: &str) -> Option<PathBuf> {
+    match common::mpi_test_program(name) {
         Ok(p) => Some(p),
         Err(why) => {
             assert!(!ci(), "{why}");
@@ -126,7 +126,12 @@ struct Setup {
 /// The setup, or `None` (with a `skipping:` line) without MPI, or without BPF when
 /// `trace` is true.
 fn setup(trace: bool) -> Option<Setup> {
-    let prog = program()?;
+    setup_with("imbalance", trace)
+}
+
+/// [`setup`] with the test program `tests/data/NAME.c`.
+fn setup_with(name: &str, trace: bool) -> Option<Setup> {
+    let prog = program(name)?;
     if trace && !bpf_or_skip() {
         return None;
     }
@@ -175,6 +180,17 @@ fn ranks(m: &serde_json::Value) -> Vec<Rank> {
         .collect()
 }
 
+/// The row of MPI function `name` in a merged job.
+fn mpi_function(m: &serde_json::Value, name: &str) -> serde_json::Value {
+    m["mpi_functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing: {m:#}"))
+        .clone()
+}
+
 /// 4 ranks, 10 iterations of 10 ms units: rank r computes 0.1 x (r + 1) s. The merge finds
 /// those times, 21 MPI calls per rank, and load balance (0.1+0.2+0.3+0.4)/4/0.4 = 0.625.
 #[test]
@@ -217,15 +233,7 @@ fn four_ranks_give_the_built_in_imbalance() {
         rows[0].2,
         rows[3].2
     );
-    let by_name = |n: &str| {
-        m["mpi_functions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["name"] == n)
-            .unwrap_or_else(|| panic!("{n} missing: {m:#}"))
-            .clone()
-    };
+    let by_name = |n: &str| mpi_function(&m, n);
     for (n, per_rank) in [
         ("MPI_Allreduce", 10),
         ("MPI_Sendrecv", 10),
@@ -292,6 +300,112 @@ fn four_ranks_give_the_built_in_imbalance() {
     assert!((cs - 0.3).abs() < 0.03, "computation scaling {cs}");
     assert!((ge - cs * f(&m["pop"]["parallel_efficiency"])).abs() < 1e-9);
     assert_eq!(m["reference"]["ranks"], 2);
+}
+
+/// Messages of known sizes (`tests/data/messages.c`, 4 ranks): rank r sends 10 messages
+/// of (r + 1) x 1000 doubles (MPI_Send) and receives 10 of (p + 1) x 1000 from rank
+/// p = r - 1 (MPI_Recv), makes one MPI_Allreduce of 7 ints, one MPI_Bcast of 5 four-byte
+/// reals (a datatype object of libmpi's, where the others are the program's copies) and one
+/// MPI_Bcast of 2 elements of a derived datatype, whose size the probes cannot know. The
+/// bytes per rank, per function and in all are exact; the derived datatype's call is
+/// counted with its size unknown.
+#[test]
+fn message_sizes_per_rank_are_exact() {
+    let Some(t) = setup_with("messages", true) else {
+        return;
+    };
+    let Setup { prog, runs, .. } = &t;
+    let o = traced(4, runs, prog, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (code, m) = merge_json(&[s(runs)]);
+    assert_eq!(code, 0, "{m:#}");
+    let n = 4u64;
+    // Per rank and function: (elements, bytes, calls of unknown size).
+    let want = |r: u64| -> Vec<(&str, u64, u64, u64)> {
+        let p = (r + n - 1) % n;
+        vec![
+            ("MPI_Send", 10 * (r + 1) * 1000, 10 * (r + 1) * 1000 * 8, 0),
+            ("MPI_Recv", 10 * (p + 1) * 1000, 10 * (p + 1) * 1000 * 8, 0),
+            ("MPI_Allreduce", 7, 7 * 4, 0),
+            ("MPI_Bcast", 5 + 2, 5 * 4, 1),
+        ]
+    };
+    let results: Vec<serde_json::Value> = std::fs::read_dir(runs)
+        .unwrap()
+        .flatten()
+        .flat_map(|job| std::fs::read_dir(job.path()).unwrap().flatten())
+        .filter(|f| f.file_name().to_string_lossy().starts_with("rank-"))
+        .map(|f| serde_json::from_slice(&std::fs::read(f.path()).unwrap()).unwrap())
+        .collect();
+    assert_eq!(results.len(), 4);
+    let mut job_bytes = 0;
+    for r in 0..n {
+        let res = results
+            .iter()
+            .find(|x| x["context"]["rank"] == r)
+            .unwrap_or_else(|| panic!("no result of rank {r}"));
+        let fns = res["mpi"]["functions"].as_array().unwrap();
+        for (name, elements, bytes, unknown) in want(r) {
+            let f = fns.iter().find(|f| f["name"] == name).unwrap();
+            let msg = &f["messages"];
+            assert_eq!(
+                (
+                    msg["elements"].as_u64(),
+                    msg["bytes"].as_u64(),
+                    msg["unknown_size_calls"].as_u64()
+                ),
+                (Some(elements), Some(bytes), Some(unknown)),
+                "rank {r}, {name}: {f}"
+            );
+            assert_eq!(msg["calls"], f["calls"], "rank {r}, {name}: {f}");
+        }
+        // Calls without a message carry none.
+        for name in ["MPI_Barrier", "MPI_Init", "MPI_Finalize"] {
+            let f = fns.iter().find(|f| f["name"] == name).unwrap();
+            assert!(f.get("messages").is_none(), "rank {r}: {f}");
+        }
+        let bytes: u64 = want(r).iter().map(|w| w.2).sum();
+        println!("rank {r}: {bytes} bytes in MPI calls of known size");
+        let row = &m["ranks"][r as usize];
+        assert_eq!(row["mpi_messages"]["bytes"], bytes, "rank {r}: {row}");
+        assert_eq!(row["mpi_messages"]["calls"], 10 + 10 + 1 + 2, "{row}");
+        assert_eq!(row["mpi_messages"]["unknown_size_calls"], 1, "{row}");
+        assert_eq!(row["mpi_messages"]["unknown_size_elements"], 2, "{row}");
+        job_bytes += bytes;
+    }
+    // The job: 4 x (Send + Recv of 10 x 10000 x 8 bytes in all) + 4 x (28 + 20).
+    assert_eq!(job_bytes, 2 * 800_000 + 4 * 48);
+    assert_eq!(m["mpi_messages"]["bytes"], job_bytes, "{m:#}");
+    assert_eq!(m["mpi_messages"]["unknown_size_calls"], 4);
+    let row = |name: &str| mpi_function(&m, name);
+    for (name, bytes, min, max) in [
+        ("MPI_Send", 800_000, 80_000, 320_000),
+        ("MPI_Recv", 800_000, 80_000, 320_000),
+        ("MPI_Allreduce", 112, 28, 28),
+        ("MPI_Bcast", 80, 20, 20),
+    ] {
+        let f = row(name);
+        assert_eq!(
+            (
+                f["messages"]["bytes"].as_u64(),
+                f["bytes_min"].as_u64(),
+                f["bytes_max"].as_u64()
+            ),
+            (Some(bytes), Some(min), Some(max)),
+            "{name}: {f}"
+        );
+    }
+    assert_eq!(row("MPI_Send")["messages"]["elements"], 100_000);
+    assert!(row("MPI_Barrier").get("messages").is_none());
+    let notes = m["notes"].to_string();
+    assert!(
+        notes.contains("4 MPI call(s) (MPI_Bcast) used datatypes whose size"),
+        "{notes}"
+    );
+    // The text table has the bytes column, marked where a size is unknown.
+    let o = hpcscope(&["merge", s(runs)]);
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(t.contains("mpi_bytes") && t.contains("400048 + ?"), "{t}");
 }
 
 /// Rank 2 kills itself with SIGKILL in its 4th iteration; Open MPI then aborts the job and

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * hpcscope probes: syscalls, scheduler, page faults, block and file I/O, user-function
- * latency (uprobe slots) and cpu-clock stack samples.
+ * latency (uprobe slots, with the message sizes of MPI calls) and cpu-clock stack samples.
  *
  * Everything is aggregated here, in per-CPU or per-thread maps; user space reads the maps
  * once at the end (and drains a small ring buffer of process lifecycle events). Which
@@ -26,6 +26,8 @@ const volatile u64 cfg_cgroup = 0;
 const volatile u8 cfg_all = 0;
 const volatile u8 cfg_timeline = 0;
 const volatile u8 cfg_fileio = 0;
+/* Per uprobe slot: the arguments that give a message's size (all zero: none). */
+const volatile struct msg_args cfg_msg_args[UPROBE_SLOTS] = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -154,6 +156,13 @@ struct {
 	__type(key, struct fn_key);
 	__type(value, struct fn_stats);
 } fn_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct msg_key);
+	__type(value, struct msg_stats);
+} msg_stats SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -775,7 +784,53 @@ int hs_cpu_sample(struct bpf_perf_event_data *ctx)
 
 /* ------------------------------------------------------------------ uprobe slots */
 
-static __always_inline int fn_enter(u32 slot)
+/*
+ * Argument n (1 to 6) of a function, at its entry (x86-64 System V: registers). Every
+ * register is loaded at its own fixed offset and the value picked afterwards: a switch
+ * over the loads lets clang compute the context offset, which the verifier refuses.
+ */
+static __always_inline u64 reg_arg(struct pt_regs *ctx, u8 n)
+{
+	u64 a1 = ctx->di, a2 = ctx->si, a3 = ctx->dx, a4 = ctx->cx, a5 = ctx->r8, a6 = ctx->r9;
+
+	return n == 1 ? a1 : n == 2 ? a2 : n == 3 ? a3 : n == 4 ? a4 : n == 5 ? a5 : n == 6 ? a6 : 0;
+}
+
+/*
+ * A message-passing call's size, at its entry: calls and the sum of element counts per
+ * (process, slot, datatype handle). Datatype sizes are not known here (a handle is a
+ * pointer or an encoded int), so user space turns handles into bytes.
+ */
+static __always_inline void msg_enter(struct pt_regs *ctx, u32 slot, u32 tgid)
+{
+	struct msg_args a = cfg_msg_args[slot];
+	struct msg_key k = { .tgid = tgid, .slot = slot };
+	struct msg_stats *st;
+	s32 count;
+
+	if (a.count_arg == 0)
+		return;
+	count = (s32)reg_arg(ctx, a.count_arg);
+	k.dtype = reg_arg(ctx, a.dtype_arg);
+	if (a.dtype_bits == 32)
+		k.dtype = (u32)k.dtype;
+	st = bpf_map_lookup_elem(&msg_stats, &k);
+	if (!st) {
+		struct task_struct *task = (void *)bpf_get_current_task();
+		struct msg_stats z = {};
+		z.entry_ip = ctx->ip;
+		z.exe_code = BPF_CORE_READ(task, mm, start_code);
+		bpf_map_update_elem(&msg_stats, &k, &z, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&msg_stats, &k);
+		if (!st)
+			return;
+	}
+	st->calls++;
+	if (count > 0)
+		st->elements += count;
+}
+
+static __always_inline int fn_enter(struct pt_regs *ctx, u32 slot)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
@@ -783,6 +838,8 @@ static __always_inline int fn_enter(u32 slot)
 
 	if (!tracked_current())
 		return 0;
+	if (slot < UPROBE_SLOTS)
+		msg_enter(ctx, slot, id >> 32);
 	f = bpf_map_lookup_elem(&fn_frames, &tid);
 	if (!f) {
 		struct fn_frames zero = {};
@@ -850,7 +907,7 @@ static __always_inline int fn_exit(u32 slot)
 }
 
 #define SLOT(n)                                                                  \
-	SEC("uprobe") int hs_fn_enter_##n(struct pt_regs *ctx) { return fn_enter(n); } \
+	SEC("uprobe") int hs_fn_enter_##n(struct pt_regs *ctx) { return fn_enter(ctx, n); } \
 	SEC("uretprobe") int hs_fn_exit_##n(struct pt_regs *ctx) { return fn_exit(n); }
 
 SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7)
@@ -867,7 +924,7 @@ SLOT(24) SLOT(25) SLOT(26) SLOT(27) SLOT(28) SLOT(29) SLOT(30) SLOT(31)
 SEC("kprobe")
 int hs_kfunc_enter(struct pt_regs *ctx)
 {
-	return fn_enter(UPROBE_SLOTS);
+	return fn_enter(ctx, UPROBE_SLOTS);
 }
 
 SEC("kretprobe")

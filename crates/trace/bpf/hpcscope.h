@@ -129,6 +129,40 @@ struct fn_stats {
 	u64 hist[HIST_SLOTS];
 };
 
+/*
+ * Per uprobe slot, set by the loader: which arguments of the probed function (1 to 6, the
+ * x86-64 argument registers) hold a message's element count and its datatype handle; 0 for
+ * none (no message is read). dtype_bits is 32 where the handle is an int (MPICH and its
+ * ABI: the upper half of the register is undefined), 64 where it is a pointer (Open MPI).
+ */
+struct msg_args {
+	u8 count_arg;
+	u8 dtype_arg;
+	u8 dtype_bits;
+	u8 pad;
+};
+
+struct msg_key {
+	u32 tgid;
+	u32 slot;
+	u64 dtype;
+};
+
+/*
+ * Calls of one probed function with one datatype, and the sum of their element counts
+ * (negative counts, erroneous calls, add nothing). Set when the entry is created, so user
+ * space can turn pointer handles into names without the process's memory map: entry_ip, the
+ * probed function's address in the process (the library's load bias is that minus the
+ * symbol's address in the file), and exe_code, the start of the main program's code
+ * (mm->start_code: its load bias plus the lowest address of its executable segments).
+ */
+struct msg_stats {
+	u64 calls;
+	u64 elements;
+	u64 entry_ip;
+	u64 exe_code;
+};
+
 struct fn_frames {
 	u32 depth;
 	u32 slot[USTACK_DEPTH];

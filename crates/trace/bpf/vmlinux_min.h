@@ -73,11 +73,16 @@ struct css_set {
 	struct cgroup *dfl_cgrp;
 };
 
+struct mm_struct {
+	long unsigned int start_code;
+};
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
 	struct css_set *cgroups;
+	struct mm_struct *mm;
 };
 
 struct gendisk {

@@ -12,7 +12,8 @@
 //! per process), scheduler (on/off-CPU time, run-queue latency, context switches, migrations
 //! per thread), page faults (minor/major per thread), block I/O (latency and size per
 //! device), file I/O (bytes per descriptor and path), user functions via uprobes (with MPI
-//! and OpenMP shortcuts), and cpu-clock stack sampling. Kernel requirements are only
+//! and OpenMP shortcuts; for MPI calls, message counts and sizes: see [`mpi`]), and
+//! cpu-clock stack sampling. Kernel requirements are only
 //! tracepoints, raw tracepoints, perf software events, uprobes and BTF: no kprobes or fentry.
 //!
 //! ```no_run
@@ -35,6 +36,7 @@ pub mod doctor;
 pub mod error;
 pub mod hist;
 pub mod linux;
+pub mod mpi;
 pub mod profile;
 pub mod report;
 pub mod symbolize;

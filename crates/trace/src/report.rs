@@ -149,6 +149,80 @@ pub struct FunctionStat {
     pub max_ns: u64,
     /// Latency histogram, ns.
     pub latency_ns: Log2Hist,
+    /// Messages, per datatype, for the MPI functions whose arguments give them (see
+    /// [`crate::mpi::MESSAGE_ARGS`]); counted at the calls' entry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<MessageStat>,
+}
+
+impl FunctionStat {
+    /// Its messages summed over datatypes (None when its arguments were not read).
+    pub fn message_totals(&self) -> Option<MessageTotals> {
+        if self.messages.is_empty() {
+            return None;
+        }
+        let mut t = MessageTotals::default();
+        for m in &self.messages {
+            t.calls += m.calls;
+            t.elements += m.elements;
+            match m.bytes {
+                Some(b) => t.bytes += b,
+                None => {
+                    t.unknown_size_calls += m.calls;
+                    t.unknown_size_elements += m.elements;
+                }
+            }
+        }
+        Some(t)
+    }
+}
+
+/// The messages of one function with one datatype.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MessageStat {
+    /// The MPI name of a predefined datatype, else its handle in hexadecimal (a derived
+    /// datatype, whose size the probes cannot know).
+    pub datatype: String,
+    /// Bytes of one element, when known.
+    pub type_size: Option<u64>,
+    /// Calls with this datatype (counted at entry).
+    pub calls: u64,
+    /// Elements: the sum of the calls' count arguments.
+    pub elements: u64,
+    /// Bytes: elements x type size, when the size is known.
+    pub bytes: Option<u64>,
+}
+
+/// Messages summed over datatypes (and over functions or ranks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct MessageTotals {
+    /// Calls whose message was read.
+    pub calls: u64,
+    /// Elements (sum of the count arguments).
+    pub elements: u64,
+    /// Bytes of the calls whose datatype size is known.
+    pub bytes: u64,
+    /// Calls with a datatype of unknown size (derived): their bytes are not in `bytes`.
+    pub unknown_size_calls: u64,
+    /// Elements of those calls.
+    pub unknown_size_elements: u64,
+}
+
+impl MessageTotals {
+    /// Adds `o`.
+    pub fn add(&mut self, o: &MessageTotals) {
+        self.calls += o.calls;
+        self.elements += o.elements;
+        self.bytes += o.bytes;
+        self.unknown_size_calls += o.unknown_size_calls;
+        self.unknown_size_elements += o.unknown_size_elements;
+    }
+
+    /// Mean bytes per call over the calls of known size.
+    pub fn mean_bytes(&self) -> Option<f64> {
+        let n = self.calls - self.unknown_size_calls;
+        (n > 0).then(|| self.bytes as f64 / n as f64)
+    }
 }
 
 /// One thread.
@@ -395,6 +469,43 @@ impl TraceReport {
         }
         if !fun.rows.is_empty() {
             out.push(fun);
+        }
+
+        let mut msg = t(
+            "message",
+            &[
+                "pid",
+                "function",
+                "datatype",
+                "type_bytes",
+                "calls",
+                "elements",
+                "bytes",
+                "mean_bytes",
+            ],
+        );
+        let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |x| x.to_string());
+        for pr in &self.processes {
+            for x in &pr.functions {
+                for m in &x.messages {
+                    msg.rows.push(vec![
+                        pr.pid.to_string(),
+                        x.symbol.clone(),
+                        m.datatype.clone(),
+                        opt(m.type_size),
+                        m.calls.to_string(),
+                        m.elements.to_string(),
+                        opt(m.bytes),
+                        m.bytes.filter(|_| m.calls > 0).map_or_else(
+                            || "?".into(),
+                            |b| format!("{:.1}", b as f64 / m.calls as f64),
+                        ),
+                    ]);
+                }
+            }
+        }
+        if !msg.rows.is_empty() {
+            out.push(msg);
         }
         out
     }

@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use hpcscope_models::pop::{PopMetrics, pop_metrics};
 use hpcscope_report::{BarOptions, BarSeries, Section, bar_chart_svg, html_page, html_table};
+use hpcscope_trace::report::MessageTotals;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{RESULT_FORMAT, RankResult, RankStart, START_FORMAT, VERSION};
@@ -125,6 +126,9 @@ pub struct RankRow {
     pub mpi_s: Option<f64>,
     /// MPI calls (start-up and shut-down excepted).
     pub mpi_calls: Option<u64>,
+    /// Messages of those calls, where their arguments give them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_messages: Option<MessageTotals>,
     /// Time outside the region: start-up until MPI_Init returns, shut-down from
     /// MPI_Finalize's call, s.
     pub outside_s: Option<f64>,
@@ -172,6 +176,15 @@ pub struct MpiFunctionRow {
     pub time_s: f64,
     /// Most seconds of a rank.
     pub time_max_s: f64,
+    /// Messages in all, where the function's arguments give them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageTotals>,
+    /// Fewest bytes of a rank (of known size; over the ranks with MPI data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_min: Option<u64>,
+    /// Most bytes of a rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_max: Option<u64>,
 }
 
 /// One number of the ranks' own results, across ranks.
@@ -256,6 +269,10 @@ pub struct MergedJob {
     pub nodes: Vec<NodeRow>,
     /// MPI calls across ranks.
     pub mpi_functions: Vec<MpiFunctionRow>,
+    /// Messages of the job's MPI calls (start-up and shut-down excepted), where their
+    /// arguments give them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_messages: Option<MessageTotals>,
     /// The ranks' own numbers across ranks.
     pub metrics: Vec<MetricStat>,
     /// The sweep of an `explore` job: one design point per task, in order.
@@ -660,6 +677,7 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
             sys_s: None,
             mpi_s: None,
             mpi_calls: None,
+            mpi_messages: None,
             outside_s: None,
             region_s: None,
             comp_s: None,
@@ -713,6 +731,7 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                         .clamp(0.0, r.wall_s);
                     x.mpi_s = Some(m.time_s);
                     x.mpi_calls = Some(m.calls);
+                    x.mpi_messages = m.messages;
                     x.outside_s = Some(r.wall_s - region);
                     x.region_s = Some(region);
                     x.comp_s = Some((region - m.time_s).max(0.0));
@@ -819,6 +838,10 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
     }
     for r in &used {
         for n in &r.notes {
+            // The job's note on message sizes sums the ranks' own.
+            if n.starts_with(hpcscope_trace::mpi::UNKNOWN_SIZE_NOTE) {
+                continue;
+            }
             if !notes.contains(n) {
                 notes.push(n.clone());
             }
@@ -944,14 +967,15 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
     }
 
     // MPI calls per function.
-    let mut fns: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
+    type PerRank = (u64, f64, Option<MessageTotals>);
+    let mut fns: BTreeMap<String, Vec<PerRank>> = BTreeMap::new();
     let mpi_ranks = used.iter().filter(|r| r.mpi.is_some()).count() as u32;
     for r in &used {
         if let Some(m) = &r.mpi {
             for f in &m.functions {
                 fns.entry(f.name.clone())
                     .or_default()
-                    .push((f.calls, f.time_s));
+                    .push((f.calls, f.time_s, f.messages));
             }
         }
     }
@@ -959,6 +983,8 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         .into_iter()
         .map(|(name, v)| {
             let missing = v.len() < mpi_ranks as usize;
+            let messages = sum_messages(v.iter().map(|x| x.2.as_ref()));
+            let bytes: Vec<u64> = v.iter().filter_map(|x| x.2.map(|t| t.bytes)).collect();
             MpiFunctionRow {
                 name,
                 ranks: v.len() as u32,
@@ -971,9 +997,32 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                 calls_max: v.iter().map(|x| x.0).max().unwrap_or(0),
                 time_s: v.iter().map(|x| x.1).sum(),
                 time_max_s: v.iter().map(|x| x.1).fold(0.0, f64::max),
+                messages,
+                bytes_min: messages.map(|_| {
+                    if missing || bytes.len() < v.len() {
+                        0
+                    } else {
+                        bytes.iter().copied().min().unwrap_or(0)
+                    }
+                }),
+                bytes_max: messages.map(|_| bytes.iter().copied().max().unwrap_or(0)),
             }
         })
         .collect();
+    let mpi_messages = sum_messages(rows.iter().map(|r| r.mpi_messages.as_ref()));
+    if let Some(t) = mpi_messages.filter(|t| t.unknown_size_calls > 0) {
+        let which: Vec<&str> = mpi_functions
+            .iter()
+            .filter(|f| f.messages.is_some_and(|m| m.unknown_size_calls > 0))
+            .map(|f| f.name.as_str())
+            .collect();
+        notes.push(format!(
+            "{} MPI call(s) ({}) used datatypes whose size the probes cannot know (derived datatypes): their {} elements are counted, their bytes are not in the totals",
+            t.unknown_size_calls,
+            which.join(", "),
+            t.unknown_size_elements
+        ));
+    }
 
     // The ranks' own numbers.
     let mut per: BTreeMap<String, Vec<(u32, f64)>> = BTreeMap::new();
@@ -1076,11 +1125,21 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         ranks: rows,
         nodes,
         mpi_functions,
+        mpi_messages,
         metrics,
         sweep,
         hot_functions,
         problems,
         notes,
+    })
+}
+
+/// The sum of the messages that are there (None when none is).
+fn sum_messages<'a>(v: impl Iterator<Item = Option<&'a MessageTotals>>) -> Option<MessageTotals> {
+    v.flatten().fold(None, |acc, t| {
+        let mut a = acc.unwrap_or_default();
+        a.add(t);
+        Some(a)
     })
 }
 
@@ -1174,9 +1233,13 @@ fn opt(v: Option<f64>, sig: usize) -> String {
 /// The per-rank table.
 pub fn rank_table(m: &MergedJob) -> Table {
     let mpi = m.ranks.iter().any(|r| r.mpi_s.is_some());
+    let bytes = m.ranks.iter().any(|r| r.mpi_messages.is_some());
     let mut h = vec!["rank", "node", "status", "wall_s"];
     if mpi {
         h.extend(["comp_s", "mpi_s", "mpi_calls", "outside_s"]);
+        if bytes {
+            h.push("mpi_bytes");
+        }
     } else {
         h.extend(["user_s", "sys_s"]);
     }
@@ -1196,6 +1259,9 @@ pub fn rank_table(m: &MergedJob) -> Table {
                 r.mpi_calls.map_or("-".into(), |c| c.to_string()),
                 opt(r.outside_s, 3),
             ]);
+            if bytes {
+                row.push(bytes_cell(r.mpi_messages.as_ref()));
+            }
         } else {
             row.extend([opt(r.user_s, 4), opt(r.sys_s, 4)]);
         }
@@ -1229,6 +1295,15 @@ fn node_table(m: &MergedJob) -> Table {
     t
 }
 
+/// Bytes of known size, `+ ?` when some calls' sizes are unknown; `-` without messages.
+fn bytes_cell(t: Option<&MessageTotals>) -> String {
+    match t {
+        None => "-".into(),
+        Some(t) if t.unknown_size_calls > 0 => format!("{} + ?", t.bytes),
+        Some(t) => t.bytes.to_string(),
+    }
+}
+
 fn mpi_table(m: &MergedJob) -> Table {
     let mut t = Table::new(&[
         "function",
@@ -1238,6 +1313,8 @@ fn mpi_table(m: &MergedJob) -> Table {
         "calls/rank max",
         "time_s",
         "time_max_s",
+        "bytes",
+        "mean_msg_bytes",
     ]);
     for f in &m.mpi_functions {
         t.row(vec![
@@ -1248,6 +1325,8 @@ fn mpi_table(m: &MergedJob) -> Table {
             f.calls_max.to_string(),
             num(f.time_s, 4),
             num(f.time_max_s, 4),
+            bytes_cell(f.messages.as_ref()),
+            opt(f.messages.and_then(|x| x.mean_bytes()), 4),
         ]);
     }
     t
@@ -1334,6 +1413,9 @@ fn tail_lines(m: &MergedJob, md: bool) -> Vec<String> {
         v.push(String::new());
         v.push("MPI calls (uprobes on the MPI library; time includes waiting):".into());
         v.extend(table(&mpi_table(m)).lines().map(str::to_string));
+        if let Some(t) = &m.mpi_messages {
+            v.push(messages_line(t));
+        }
     }
     if let Some(h) = m.hot_functions.as_ref().and_then(|h| h.as_array()) {
         v.push(String::new());
@@ -1604,7 +1686,13 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
     if !m.mpi_functions.is_empty() {
         sections.push(Section {
             title: "MPI calls".into(),
-            summary: "Calls and time per MPI function, from uprobes on the MPI library (message sizes are not read by the probes).".into(),
+            summary: format!(
+                "Calls and time per MPI function, from uprobes on the MPI library; bytes from the count and datatype arguments, read at each call's entry (receives count their buffer's capacity).{}",
+                m.mpi_messages
+                    .as_ref()
+                    .map(|t| format!(" {}", messages_line(t)))
+                    .unwrap_or_default()
+            ),
             body_html: table_html(&mpi_table(m)),
             svgs: Vec::new(),
         });
@@ -1697,6 +1785,27 @@ fn jobs_table(jobs: &[MergedJob]) -> Table {
         ]);
     }
     t
+}
+
+/// The job's messages in one sentence.
+fn messages_line(t: &MessageTotals) -> String {
+    format!(
+        "messages of the job: {} calls, {} elements, {} bytes{}{}",
+        t.calls,
+        t.elements,
+        t.bytes,
+        t.mean_bytes()
+            .map(|b| format!(", {} bytes a call", num(b, 4)))
+            .unwrap_or_default(),
+        if t.unknown_size_calls > 0 {
+            format!(
+                " ({} calls of unknown size not in the bytes)",
+                t.unknown_size_calls
+            )
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// The numbers `--record` keeps for a job.

@@ -327,7 +327,8 @@ pub fn summary(out: &TraceOutcome) -> serde_json::Value {
     use std::collections::BTreeMap;
     let r = &out.report;
     let mut syscalls: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
-    let mut functions: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    type FnSums = (u64, u64, Option<hpcscope_trace::report::MessageTotals>);
+    let mut functions: BTreeMap<&str, FnSums> = BTreeMap::new();
     let (mut on, mut off, mut minor, mut major, mut cs) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for p in &r.processes {
         on += p.on_cpu_ns;
@@ -345,6 +346,9 @@ pub fn summary(out: &TraceOutcome) -> serde_json::Value {
             let e = functions.entry(&f.symbol).or_default();
             e.0 += f.count;
             e.1 += f.total_ns;
+            if let Some(t) = f.message_totals() {
+                e.2.get_or_insert_default().add(&t);
+            }
         }
     }
     let syscalls: serde_json::Map<String, serde_json::Value> = syscalls
@@ -358,11 +362,14 @@ pub fn summary(out: &TraceOutcome) -> serde_json::Value {
         .collect();
     let functions: serde_json::Map<String, serde_json::Value> = functions
         .into_iter()
-        .map(|(k, (n, t))| {
-            (
-                k.to_string(),
-                serde_json::json!({"count": n, "time_s": t as f64 * 1e-9}),
-            )
+        .map(|(k, (n, t, m))| {
+            let mut v = serde_json::json!({"count": n, "time_s": t as f64 * 1e-9});
+            if let Some(m) = m {
+                // Bytes of known size; the elements include those of unknown size.
+                v["elements"] = m.elements.into();
+                v["bytes"] = m.bytes.into();
+            }
+            (k.to_string(), v)
         })
         .collect();
     serde_json::json!({

@@ -40,9 +40,18 @@ unsafe extern "C" {
 /// The MPI test program `tests/data/imbalance.c`, built once with mpicc into the target's
 /// temporary directory; `Err` says why not (mpicc or mpirun missing, a failed build).
 pub fn mpi_program() -> Result<PathBuf, String> {
-    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
+    mpi_test_program("imbalance")
+}
+
+/// The MPI test program `tests/data/NAME.c`, built once with mpicc (see [`mpi_program`]).
+pub fn mpi_test_program(name: &str) -> Result<PathBuf, String> {
+    type Built = std::collections::HashMap<String, Result<PathBuf, String>>;
+    static BUILT: std::sync::Mutex<Option<Built>> = std::sync::Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    built
+        .get_or_insert_with(Default::default)
+        .entry(name.to_string())
+        .or_insert_with(|| {
             for tool in ["mpicc", "mpirun"] {
                 if which(tool).is_none() {
                     return Err(format!(
@@ -50,8 +59,8 @@ pub fn mpi_program() -> Result<PathBuf, String> {
                     ));
                 }
             }
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hpcscope-imbalance");
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/imbalance.c");
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hpcscope-{name}"));
+            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.c"));
             let o = std::process::Command::new("mpicc")
                 .args(["-O2", "-o"])
                 .arg(&out)

@@ -127,6 +127,34 @@ pub struct FnStats {
     pub hist: [u64; HIST_SLOTS],
 }
 
+/// Per uprobe slot: the arguments that give a message's element count and datatype (1 to 6;
+/// 0: none), and the datatype handle's width in bits (32 or 64).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgArgs {
+    pub count_arg: u8,
+    pub dtype_arg: u8,
+    pub dtype_bits: u8,
+    pub pad: u8,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MsgKey {
+    pub tgid: u32,
+    pub slot: u32,
+    pub dtype: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MsgStats {
+    pub calls: u64,
+    pub elements: u64,
+    pub entry_ip: u64,
+    pub exe_code: u64,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
@@ -150,7 +178,10 @@ pod!(
     BlkStats,
     SampleKey,
     FnKey,
-    FnStats
+    FnStats,
+    MsgArgs,
+    MsgKey,
+    MsgStats
 );
 
 /// A NUL-terminated C string in a fixed buffer, as text.
@@ -183,6 +214,9 @@ mod tests {
         assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));
         assert_eq!(size_of::<BlkStats>(), 8 * (4 + 2 * HIST_SLOTS));
         assert_eq!(size_of::<Event>(), 56);
+        assert_eq!(size_of::<MsgArgs>(), 4);
+        assert_eq!(size_of::<MsgKey>(), 16);
+        assert_eq!(size_of::<MsgStats>(), 32);
     }
 
     #[test]

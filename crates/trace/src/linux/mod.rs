@@ -22,8 +22,8 @@ use crate::error::TraceError;
 use crate::hist::{Log2Hist, sum_slots};
 use crate::profile::{Profile, StackSample};
 use crate::report::{
-    BlockDevice, FileStat, FunctionStat, ProcessLevel, SyscallStat, SystemLevel, ThreadLevel,
-    TimelineEvent, TraceReport,
+    BlockDevice, FileStat, FunctionStat, MessageStat, ProcessLevel, SyscallStat, SystemLevel,
+    ThreadLevel, TimelineEvent, TraceReport,
 };
 use crate::symbolize::Symbolizer;
 use crate::{Target, TraceOptions, TraceOutcome, syscalls};
@@ -123,7 +123,27 @@ fn check_btf(path: &std::path::Path) -> Result<(), TraceError> {
     }
 }
 
-fn load_object(opts: &TraceOptions, cgroup_id: u64) -> Result<Ebpf, TraceError> {
+/// Per uprobe slot, the arguments its probe reads as a message (all zero: none).
+fn message_args(resolved: &[target::ResolvedFn]) -> [MsgArgs; UPROBE_SLOTS] {
+    let mut a = [MsgArgs::default(); UPROBE_SLOTS];
+    for (slot, f) in resolved.iter().enumerate().take(UPROBE_SLOTS) {
+        if let Some(m) = f.message {
+            a[slot] = MsgArgs {
+                count_arg: m.count_arg,
+                dtype_arg: m.dtype_arg,
+                dtype_bits: m.flavor.handle_bits(),
+                pad: 0,
+            };
+        }
+    }
+    a
+}
+
+fn load_object(
+    opts: &TraceOptions,
+    cgroup_id: u64,
+    msg_args: &[MsgArgs; UPROBE_SLOTS],
+) -> Result<Ebpf, TraceError> {
     let all: u8 = matches!(opts.target, Target::System) as u8;
     let timeline: u8 = opts.probes.timeline as u8;
     let fileio: u8 = opts.probes.files as u8;
@@ -132,7 +152,8 @@ fn load_object(opts: &TraceOptions, cgroup_id: u64) -> Result<Ebpf, TraceError> 
         .set_global("cfg_cgroup", &cgroup_id, true)
         .set_global("cfg_all", &all, true)
         .set_global("cfg_timeline", &timeline, true)
-        .set_global("cfg_fileio", &fileio, true);
+        .set_global("cfg_fileio", &fileio, true)
+        .set_global("cfg_msg_args", msg_args, true);
     if opts.probes.profile_hz.is_none() {
         loader.set_max_entries("stacks", 1);
     }
@@ -298,13 +319,14 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         return Err(TraceError::NoSuchProcess(pid));
     }
     let resolved = target::resolve_functions(opts, &mut notes)?;
+    let msg_args = message_args(&resolved);
 
     let mut launched = match &opts.target {
         Target::Command(cmd) => Some(Launched::fork_stopped(cmd)?),
         _ => None,
     };
     let result = (|| -> Result<(Ebpf, Instant, u64), TraceError> {
-        let mut bpf = load_object(opts, cgroup_id)?;
+        let mut bpf = load_object(opts, cgroup_id, &msg_args)?;
         // Seed the target set.
         {
             let mut targets: BpfHashMap<_, u32, u8> =
@@ -443,6 +465,9 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     let mut last_snap = Instant::now() - Duration::from_secs(1);
     let want_maps = probes.profile_hz.is_some() || probes.timeline;
     let slot_names: Vec<String> = resolved.iter().map(|f| f.symbol.clone()).collect();
+    // The program of each process that may pass messages (to name Open MPI's datatypes).
+    let want_exes = resolved.iter().any(|f| f.message.is_some());
+    let mut exes: HashMap<u32, std::path::PathBuf> = HashMap::new();
     loop {
         let mut fresh = Vec::new();
         while let Some(item) = ring.next() {
@@ -460,6 +485,18 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
                 }
                 if let Some(t) = timeline_event(&e, &name, probes, &slot_names, t0_ns) {
                     timeline.push(t);
+                }
+            }
+        }
+        if want_exes {
+            for p in &fresh {
+                exes.remove(p);
+            }
+            for p in tracked_tgids(&bpf, &opts.target).into_iter().take(256) {
+                if let std::collections::hash_map::Entry::Vacant(v) = exes.entry(p)
+                    && let Ok(exe) = std::fs::read_link(format!("/proc/{p}/exe"))
+                {
+                    v.insert(exe);
                 }
             }
         }
@@ -548,6 +585,9 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         &mut notes,
         (t0_ns, monotonic_ns()),
     )?;
+    if want_exes {
+        add_messages(&bpf, opts, &resolved, &exes, &mut report, &mut notes)?;
+    }
     report.duration_s = duration_s;
     report.partial = partial;
     report.exit_code = exit_code;
@@ -790,6 +830,7 @@ fn collect(
                     .unwrap_or(0),
                 max_ns: v.iter().map(|s| s.max_ns).max().unwrap_or(0),
                 latency_ns: Log2Hist::from_slots(&slots),
+                messages: Vec::new(),
             });
         }
     }
@@ -865,6 +906,104 @@ fn collect(
         processes,
         ..Default::default()
     })
+}
+
+/// The messages of the MPI calls (the `msg_stats` map), per process and function, with
+/// datatype handles turned into names and sizes.
+fn add_messages(
+    bpf: &Ebpf,
+    opts: &TraceOptions,
+    resolved: &[target::ResolvedFn],
+    exes: &HashMap<u32, std::path::PathBuf>,
+    report: &mut TraceReport,
+    notes: &mut Vec<String>,
+) -> Result<(), TraceError> {
+    let program = target::main_binary(opts).ok();
+    let mut types = crate::mpi::Datatypes::default();
+    // (tgid, slot) -> datatype name -> message.
+    let mut per: BTreeMap<(u32, u32), BTreeMap<String, MessageStat>> = BTreeMap::new();
+    for (k, v) in percpu_hash::<MsgKey, MsgStats>(bpf, "msg_stats")? {
+        let Some(f) = resolved.get(k.slot as usize) else {
+            continue;
+        };
+        let Some(probe) = f.message else { continue };
+        let site = crate::mpi::HandleSite {
+            library: &f.path,
+            function_offset: f.offset,
+            entry_ip: v.iter().map(|s| s.entry_ip).max().unwrap_or(0),
+            program: exes.get(&k.tgid).or(program.as_ref()).map(|p| p.as_path()),
+            start_code: v.iter().map(|s| s.exe_code).max().unwrap_or(0),
+        };
+        let dt = types.resolve(probe.flavor, k.dtype, &site);
+        let m = per
+            .entry((k.tgid, k.slot))
+            .or_default()
+            .entry(dt.name.clone())
+            .or_insert_with(|| MessageStat {
+                datatype: dt.name,
+                type_size: dt.size,
+                bytes: dt.size.map(|_| 0),
+                ..Default::default()
+            });
+        let (calls, elements): (u64, u64) = v
+            .iter()
+            .fold((0, 0), |a, s| (a.0 + s.calls, a.1 + s.elements));
+        m.calls += calls;
+        m.elements += elements;
+        if let (Some(b), Some(size)) = (m.bytes.as_mut(), m.type_size) {
+            *b += elements * size;
+        }
+    }
+    let mut unknown = BTreeMap::<&str, u64>::new();
+    for ((tgid, slot), msgs) in per {
+        let f = &resolved[slot as usize];
+        let p = match report.processes.iter().position(|p| p.pid == tgid) {
+            Some(i) => &mut report.processes[i],
+            None => {
+                report.processes.push(ProcessLevel {
+                    pid: tgid,
+                    comm: proc_comm(tgid).unwrap_or_default(),
+                    ..Default::default()
+                });
+                report.processes.last_mut().expect("just added")
+            }
+        };
+        // A call that never returned has no time, but its message was seen.
+        let i = match p.functions.iter().position(|x| x.symbol == f.symbol) {
+            Some(i) => i,
+            None => {
+                p.functions.push(FunctionStat {
+                    symbol: f.symbol.clone(),
+                    binary: f.path.display().to_string(),
+                    ..Default::default()
+                });
+                p.functions.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+                p.functions
+                    .iter()
+                    .position(|x| x.symbol == f.symbol)
+                    .expect("just added")
+            }
+        };
+        let mut msgs: Vec<MessageStat> = msgs.into_values().collect();
+        msgs.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.datatype.cmp(&b.datatype)));
+        for m in msgs.iter().filter(|m| m.bytes.is_none()) {
+            *unknown.entry(&f.symbol).or_default() += m.calls;
+        }
+        p.functions[i].messages = msgs;
+    }
+    report.processes.sort_by_key(|p| p.pid);
+    if !unknown.is_empty() {
+        notes.push(format!(
+            "{} {}: a derived datatype (or one hpcscope does not know); their calls and elements are counted, their bytes are not",
+            crate::mpi::UNKNOWN_SIZE_NOTE,
+            unknown
+                .iter()
+                .map(|(f, n)| format!("{n} call(s) of {f}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    Ok(())
 }
 
 fn collect_profile(

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::TraceError;
+use crate::mpi::Flavor;
 use crate::symbolize::ElfSymbols;
 use crate::{Target, TraceOptions};
 
@@ -270,6 +271,19 @@ pub struct ResolvedFn {
     /// Its file offset, where the uprobe goes (resolved once here: asking aya to find each
     /// symbol parses the whole library again, about half a second per function for libmpi).
     pub offset: u64,
+    /// For an MPI function whose arguments give a message, what its probe reads of them.
+    pub message: Option<MessageProbe>,
+}
+
+/// What the probe of a message-passing call reads at its entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageProbe {
+    /// Argument with the element count (from 1).
+    pub count_arg: u8,
+    /// Argument with the datatype handle.
+    pub dtype_arg: u8,
+    /// The MPI library's kind of handles.
+    pub flavor: Flavor,
 }
 
 const LIB_DIRS: &[&str] = &[
@@ -458,7 +472,7 @@ pub const OPENMP_FUNCTIONS: &[(&str, &str)] = &[
     ("libomp", "__kmpc_fork_call"),
 ];
 
-fn main_binary(opts: &TraceOptions) -> Result<PathBuf, TraceError> {
+pub(crate) fn main_binary(opts: &TraceOptions) -> Result<PathBuf, TraceError> {
     match &opts.target {
         Target::Command(c) => {
             let p = c.first().ok_or_else(|| TraceError::Invalid("no command given".into()))?;
@@ -501,6 +515,7 @@ pub fn resolve_functions(
                     symbol,
                     path: path.clone(),
                     offset,
+                    message: None,
                 })
             }));
         } else if let Some(offset) = syms.offset(&spec.symbol) {
@@ -508,6 +523,7 @@ pub fn resolve_functions(
                 symbol: spec.symbol.clone(),
                 path,
                 offset,
+                message: None,
             });
         } else {
             return Err(TraceError::SymbolNotFound {
@@ -562,6 +578,7 @@ pub fn resolve_functions(
                                 symbol: s.to_string(),
                                 path: lib.clone(),
                                 offset,
+                                message: None,
                             })
                         }),
                 );
@@ -584,6 +601,7 @@ pub fn resolve_functions(
                             symbol: s.to_string(),
                             path: path.clone(),
                             offset,
+                            message: None,
                         });
                     }
                 }
@@ -597,6 +615,7 @@ pub fn resolve_functions(
     }
     let mut seen = std::collections::HashSet::new();
     out.retain(|f| seen.insert((f.symbol.clone(), f.path.clone())));
+    add_message_probes(&mut out, notes);
     if out.len() > crate::linux::abi::UPROBE_SLOTS {
         return Err(TraceError::Invalid(format!(
             "{} functions to probe; at most {} at once",
@@ -605,6 +624,32 @@ pub fn resolve_functions(
         )));
     }
     Ok(out)
+}
+
+/// Marks the MPI functions whose arguments give a message (see [`crate::mpi::MESSAGE_ARGS`])
+/// in a library recognized as Open MPI or MPICH-like.
+fn add_message_probes(fns: &mut [ResolvedFn], notes: &mut Vec<String>) {
+    let mut flavors: std::collections::HashMap<PathBuf, Option<Flavor>> = Default::default();
+    for f in fns.iter_mut() {
+        let Some((count_arg, dtype_arg)) = crate::mpi::message_args(&f.symbol) else {
+            continue;
+        };
+        let flavor = *flavors.entry(f.path.clone()).or_insert_with(|| {
+            let fl = Flavor::detect(&ElfSymbols::load(&f.path));
+            if fl.is_none() {
+                notes.push(format!(
+                    "message sizes not read: {} is neither Open MPI nor MPICH (nor of its ABI), so its datatype handles cannot be read",
+                    f.path.display()
+                ));
+            }
+            fl
+        });
+        f.message = flavor.map(|flavor| MessageProbe {
+            count_arg,
+            dtype_arg,
+            flavor,
+        });
+    }
 }
 
 #[cfg(test)]
