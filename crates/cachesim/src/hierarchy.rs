@@ -20,12 +20,17 @@
 //!   recently used, and tree-PLRU bits are idempotent), so it only adds to two counters and
 //!   remembers a store, which dirties the line before the next slower-path access.
 //! - A 512-entry memo, indexed by a hash of the line, remembers where recently used lines sit
-//!   in L1. When the remembered slot still holds the line, the hit skips the set search
-//!   (interleaved streams such as `a[i] = b[i] + s * c[i]` hit here).
+//!   in L1. It is exact: an entry is dropped when L1 evicts or invalidates its line, so a
+//!   memo hit is an L1 hit with no set search and no tag check (interleaved streams such as
+//!   `a[i] = b[i] + s * c[i]` hit here). A memo miss proves nothing: the set is searched.
+//! - Each entry of a non-exclusive hierarchy's levels above the last remembers where its line
+//!   sat in the next level when it was filled. A dirty victim written back there tries that
+//!   position first (checked against the tag), which saves the set search of the write-back
+//!   in a streaming miss.
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::level::{Level, Slot};
+use crate::level::{Level, NO_HINT};
 use crate::stats::{HierarchyStats, LevelStats};
 use crate::{Access, IntoAccess};
 
@@ -35,22 +40,27 @@ const NO_LINE: u64 = u64::MAX;
 /// Entries of the L1 slot memo (a power of two).
 const MEMO_LEN: usize = 512;
 
-/// A remembered L1 position of a recently used line; checked against the tag store before
-/// use, so a stale entry is only a missed shortcut, never a wrong answer.
+/// The L1 position (index in its tag store) of a recently used line. Exact: the hierarchy
+/// drops an entry whenever L1 loses its line, so `line` is always at `index`.
 #[derive(Clone, Copy, Debug)]
 struct Memo {
     line: u64,
-    slot: Slot,
+    index: usize,
 }
 
 const NO_MEMO: Memo = Memo {
     line: NO_LINE,
-    slot: Slot {
-        index: 0,
-        set: 0,
-        way: 0,
-    },
+    index: 0,
 };
+
+/// Accesses a fast run takes at most, so that the L1 clock can be checked once per run.
+const RUN_MAX: usize = 1 << 30;
+
+/// `index` as a hint ([`NO_HINT`] when it does not fit).
+#[inline(always)]
+fn hint(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(NO_HINT)
+}
 
 #[inline(always)]
 fn memo_index(line: u64) -> usize {
@@ -82,11 +92,11 @@ pub struct Hierarchy {
     line_shift: u32,
     line_mask: u64,
     levels: Vec<Level>,
-    // Fast paths: last line served by L1, its slot in L1, whether it was stored to since
+    // Fast paths: last line served by L1, its index in L1, whether it was stored to since
     // the dirty bit was last written, and the L1 hits and bytes counted by the last-line
     // filter and the memo.
     mru_line: u64,
-    mru_slot: Slot,
+    mru_index: usize,
     memo: Box<[Memo; MEMO_LEN]>,
     mru_write: bool,
     mru_hits: u64,
@@ -103,11 +113,20 @@ impl Hierarchy {
     pub fn new(cfg: HierarchyConfig) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let line_bytes = cfg.levels[0].line_bytes;
+        let n = cfg.levels.len();
+        let hints = cfg.inclusion != Inclusion::Exclusive;
         let levels = cfg
             .levels
             .iter()
             .enumerate()
-            .map(|(i, l)| Level::with_lru_stamps(l, i == 0))
+            .map(|(i, l)| {
+                let mut level = Level::with_lru_stamps(l, i == 0);
+                // Hints index the next level's tag store with a u32.
+                if hints && i + 1 < n && cfg.levels[i + 1].size_bytes / cfg.levels[i + 1].line_bytes < u64::from(NO_HINT) {
+                    level.enable_hints();
+                }
+                level
+            })
             .collect();
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
@@ -115,7 +134,7 @@ impl Hierarchy {
             levels,
             cfg,
             mru_line: NO_LINE,
-            mru_slot: NO_MEMO.slot,
+            mru_index: 0,
             memo: Box::new([NO_MEMO; MEMO_LEN]),
             mru_write: false,
             mru_hits: 0,
@@ -151,9 +170,14 @@ impl Hierarchy {
     /// whose L1 slot the memo remembers) go through a tight loop whose counters and
     /// last-line state stay in registers.
     pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
+        let stamps = self.levels[0].uses_stamps();
         let mut i = 0;
         while i < batch.len() {
-            i = self.fast_run(batch, i);
+            i = if stamps {
+                self.fast_run::<A, true>(batch, i)
+            } else {
+                self.fast_run::<A, false>(batch, i)
+            };
             if let Some(&item) = batch.get(i) {
                 let a = item.into_access();
                 self.access(a);
@@ -168,15 +192,23 @@ impl Hierarchy {
 
     /// Takes the accesses of `batch` from `i` on while they are fast-path L1 hits; returns
     /// the index of the first one it could not take (a split access, or a line the memo
-    /// does not place), or the batch's length.
+    /// does not place), or the end of the run. `STAMPS`: L1 keeps LRU stamps (else tree
+    /// pseudo-LRU bits).
     #[inline(always)]
-    fn fast_run<A: IntoAccess>(&mut self, batch: &[A], mut i: usize) -> usize {
+    fn fast_run<A: IntoAccess, const STAMPS: bool>(&mut self, batch: &[A], mut i: usize) -> usize {
         let (shift, mask) = (self.line_shift, self.line_mask);
-        let (mut mru, mut slot, mut write) = (self.mru_line, self.mru_slot, self.mru_write);
+        let (mut mru, mut index, mut write) = (self.mru_line, self.mru_index, self.mru_write);
         let (mut hits, mut bytes) = (0u64, 0u64);
         let memo = &*self.memo;
         let l1 = &mut self.levels[0];
-        while let Some(&item) = batch.get(i) {
+        let end = batch.len().min(i.saturating_add(RUN_MAX));
+        // At most one use per access: renumber now if the clock could wrap in this run.
+        if STAMPS && u64::from(u32::MAX - l1.clock) <= (end - i) as u64 {
+            l1.renumber_stamps();
+        }
+        let mut clock = l1.clock;
+        while i < end {
+            let item = batch[i];
             let a = item.into_access();
             let size = u64::from(a.size);
             if (a.addr & mask) + size > mask + 1 {
@@ -185,15 +217,20 @@ impl Hierarchy {
             let line = a.addr >> shift;
             if line != mru {
                 let m = memo[memo_index(line)];
-                if m.line != line || !l1.holds_at(m.slot, line) {
+                if m.line != line {
                     break;
                 }
                 // Leaving the last line: store its pending dirty bit.
                 if write {
-                    l1.mark_slot_dirty(slot);
+                    l1.set_dirty(index);
                 }
-                l1.touch(m.slot);
-                (mru, slot, write) = (line, m.slot, false);
+                if STAMPS {
+                    l1.stamps[m.index] = clock;
+                    clock += 1;
+                } else {
+                    l1.plru_touch_index(m.index);
+                }
+                (mru, index, write) = (line, m.index, false);
             }
             let n = item.count();
             hits += n;
@@ -201,7 +238,10 @@ impl Hierarchy {
             write |= a.is_write;
             i += 1;
         }
-        (self.mru_line, self.mru_slot, self.mru_write) = (mru, slot, write);
+        if STAMPS {
+            l1.clock = clock;
+        }
+        (self.mru_line, self.mru_index, self.mru_write) = (mru, index, write);
         self.mru_hits += hits;
         self.mru_bytes += bytes;
         i
@@ -238,14 +278,14 @@ impl Hierarchy {
     fn memo_path(&mut self, line: u64, bytes: u64, write: bool) {
         self.flush_mru();
         let m = self.memo[memo_index(line)];
-        let l1 = &mut self.levels[0];
-        if m.line == line && l1.holds_at(m.slot, line) {
-            l1.touch(m.slot);
+        if m.line == line {
+            let l1 = &mut self.levels[0];
+            l1.touch_index(m.index);
             l1.hits += 1;
             l1.bytes += bytes;
             // The memo entry is already right; only the last-line filter moves.
             self.mru_line = line;
-            self.mru_slot = m.slot;
+            self.mru_index = m.index;
             self.mru_write = write;
         } else {
             self.slow_path(line, bytes, write);
@@ -272,7 +312,7 @@ impl Hierarchy {
     #[inline(always)]
     fn flush_mru(&mut self) {
         if self.mru_write {
-            self.levels[0].mark_slot_dirty(self.mru_slot);
+            self.levels[0].set_dirty(self.mru_index);
             self.mru_write = false;
         }
     }
@@ -285,18 +325,20 @@ impl Hierarchy {
             let l1 = &mut self.levels[0];
             l1.hits += 1;
             l1.bytes += bytes;
-            self.set_mru(line, slot, write);
+            self.set_mru(line, slot.index, write);
             return;
         }
         self.levels[0].misses += 1;
         let mut served = n;
         let mut dirty = false;
+        // Where the line sits in level `served`.
+        let mut at = NO_HINT;
         for i in 1..n {
             let lvl = &mut self.levels[i];
             let hit = if exclusive {
                 lvl.invalidate(line).map(|d| dirty = d).is_some()
             } else {
-                lvl.lookup(line).is_some()
+                lvl.lookup(line).map(|s| at = hint(s.index)).is_some()
             };
             if hit {
                 lvl.hits += 1;
@@ -310,74 +352,106 @@ impl Hierarchy {
             self.mem_reads += 1;
             self.mem_bytes += bytes;
         }
-        let slot = if exclusive {
+        let index = if exclusive {
             self.fill_exclusive(line, dirty)
         } else {
             for j in (1..served).rev() {
-                self.fill(j, line, false);
+                at = hint(self.fill(j, line, false, at));
             }
-            self.fill(0, line, false)
+            self.fill(0, line, false, at)
         };
-        self.set_mru(line, slot, write);
+        self.set_mru(line, index, write);
     }
 
     #[inline(always)]
-    fn set_mru(&mut self, line: u64, slot: Slot, write: bool) {
-        self.memo[memo_index(line)] = Memo { line, slot };
+    fn set_mru(&mut self, line: u64, index: usize, write: bool) {
+        self.memo[memo_index(line)] = Memo { line, index };
         self.mru_line = line;
-        self.mru_slot = slot;
+        self.mru_index = index;
         self.mru_write = write;
     }
 
-    /// Installs `line` into level `j` (non-exclusive policies) and handles the victim.
+    /// L1 no longer holds `line`: forgets its memo entry.
     #[inline(always)]
-    fn fill(&mut self, j: usize, line: u64, dirty: bool) -> Slot {
+    fn l1_dropped(&mut self, line: u64) {
+        let m = &mut self.memo[memo_index(line)];
+        if m.line == line {
+            m.line = NO_LINE;
+        }
+    }
+
+    /// Installs `line` into level `j` (non-exclusive policies) and handles the victim;
+    /// `below` is where the line sits in level `j + 1` (or [`NO_HINT`]). Returns the line's
+    /// index in level `j`.
+    #[inline(always)]
+    fn fill(&mut self, j: usize, line: u64, dirty: bool, below: u32) -> usize {
         let inclusive = self.cfg.inclusion == Inclusion::Inclusive;
         let lvl = &mut self.levels[j];
         let (slot, victim) = lvl.insert(line, dirty);
         lvl.fills += 1;
+        // The victim's hint leaves with it; the new line's takes its place.
+        let vhint = match lvl.hints.get_mut(slot.index) {
+            Some(h) => std::mem::replace(h, below),
+            None => NO_HINT,
+        };
         if let Some(v) = victim {
             lvl.evictions += 1;
+            if j == 0 {
+                self.l1_dropped(v >> 1);
+            }
             // Clean victims of a non-inclusive hierarchy, the common case, just leave.
             if v & 1 == 1 || inclusive {
-                self.evict(j, v);
+                self.evict(j, v, vhint);
             }
         }
-        slot
+        slot.index
     }
 
-    /// Back-invalidates (inclusive) and writes back (dirty) a victim `v` of level `j`.
+    /// Back-invalidates (inclusive) and writes back (dirty) a victim `v` of level `j`, whose
+    /// hint to level `j + 1` is `below`.
     #[inline(never)]
-    fn evict(&mut self, j: usize, v: u64) {
+    fn evict(&mut self, j: usize, v: u64, below: u32) {
         let vline = v >> 1;
         let mut vdirty = v & 1 == 1;
         if self.cfg.inclusion == Inclusion::Inclusive {
             for k in 0..j {
                 if let Some(d) = self.levels[k].invalidate(vline) {
                     vdirty |= d;
+                    if k == 0 {
+                        self.l1_dropped(vline);
+                    }
                 }
             }
         }
         if vdirty {
             self.levels[j].writebacks += 1;
-            self.write_back(j + 1, vline);
+            self.write_back(j + 1, vline, below);
         }
     }
 
-    /// A dirty line arrives at level `k` (or memory when `k` is past the last level).
-    fn write_back(&mut self, k: usize, line: u64) {
+    /// A dirty line arrives at level `k` (or memory when `k` is past the last level); `at`
+    /// is where it may sit there.
+    fn write_back(&mut self, k: usize, line: u64, at: u32) {
         if k == self.levels.len() {
             self.mem_writebacks += 1;
-        } else if !self.levels[k].mark_dirty(line) {
-            self.fill(k, line, true);
+            return;
+        }
+        let lvl = &mut self.levels[k];
+        if lvl.tag_at(at as usize) == line {
+            lvl.set_dirty(at as usize);
+        } else if !lvl.mark_dirty(line) {
+            self.fill(k, line, true, NO_HINT);
         }
     }
 
     /// Installs `line` into L1 and pushes the victims down (exclusive policy).
-    fn fill_exclusive(&mut self, line: u64, dirty: bool) -> Slot {
+    fn fill_exclusive(&mut self, line: u64, dirty: bool) -> usize {
         let n = self.levels.len();
         let (slot, mut victim) = self.levels[0].insert(line, dirty);
         self.levels[0].fills += 1;
+        if let Some(v) = victim {
+            self.l1_dropped(v >> 1);
+        }
         let mut j = 0;
         while let Some(v) = victim {
             let vdirty = v & 1 == 1;
@@ -396,7 +470,7 @@ impl Hierarchy {
             self.levels[j].fills += 1;
             victim = next;
         }
-        slot
+        slot.index
     }
 
     /// Counters since construction or the last [`Hierarchy::flush_stats`] / reset.

@@ -21,6 +21,9 @@ use crate::config::{CacheConfig, Replacement};
 /// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes).
 pub(crate) const INVALID: u64 = u64::MAX;
 
+/// No next-level hint.
+pub(crate) const NO_HINT: u32 = u32::MAX;
+
 /// Where a line sits: its index in the tag store and its set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
@@ -35,8 +38,13 @@ pub(crate) struct Level {
     pub(crate) name: String,
     tags: Vec<u64>,
     dirty: Vec<u64>,
-    stamps: Vec<u32>,
-    clock: u32,
+    pub(crate) stamps: Vec<u32>,
+    pub(crate) clock: u32,
+    /// Per entry, where its line was last seen in the next level (an index into that
+    /// level's tag store, or [`NO_HINT`]); empty unless the hierarchy asked for hints. A
+    /// hint is checked against the next level's tag before use, so a stale one only costs
+    /// the set search it failed to save.
+    pub(crate) hints: Vec<u32>,
     per_set: Vec<u64>,
     policy: Policy,
     ways: usize,
@@ -85,6 +93,7 @@ impl Level {
             dirty: vec![0; (sets as usize * ways).div_ceil(64)],
             stamps,
             clock: 1,
+            hints: Vec::new(),
             per_set,
             policy,
             ways,
@@ -100,6 +109,22 @@ impl Level {
             writebacks: 0,
             evictions: 0,
         }
+    }
+
+    /// Keeps a next-level hint per entry (see [`Level::hints`]).
+    pub(crate) fn enable_hints(&mut self) {
+        self.hints = vec![NO_HINT; self.tags.len()];
+    }
+
+    /// Whether LRU is kept as last-use stamps (else tree pseudo-LRU or recency words).
+    pub(crate) fn uses_stamps(&self) -> bool {
+        self.policy == Policy::Stamps
+    }
+
+    /// The line at `index`, or [`INVALID`].
+    #[inline(always)]
+    pub(crate) fn tag_at(&self, index: usize) -> u64 {
+        self.tags.get(index).copied().unwrap_or(INVALID)
     }
 
     #[inline(always)]
@@ -133,7 +158,7 @@ impl Level {
     }
 
     #[inline(always)]
-    fn set_dirty(&mut self, index: usize) {
+    pub(crate) fn set_dirty(&mut self, index: usize) {
         self.dirty[index / 64] |= 1 << (index % 64);
     }
 
@@ -160,7 +185,7 @@ impl Level {
     /// Replaces each set's stamps by their rank (1 = least recent), keeping 0 for invalid
     /// ways, and restarts the clock above them. Runs once per ~4 billion uses of a level.
     #[cold]
-    fn renumber_stamps(&mut self) {
+    pub(crate) fn renumber_stamps(&mut self) {
         let mut order: Vec<usize> = Vec::with_capacity(self.ways);
         for set in self.stamps.chunks_mut(self.ways) {
             order.clear();
@@ -188,10 +213,32 @@ impl Level {
         Some(slot)
     }
 
-    /// Whether `slot` holds `line` (a remembered slot is still valid).
+    /// Records a use of the entry at `index` in the replacement state.
     #[inline(always)]
-    pub(crate) fn holds_at(&self, slot: Slot, line: u64) -> bool {
-        self.tags.get(slot.index).is_some_and(|&e| e == line)
+    pub(crate) fn touch_index(&mut self, index: usize) {
+        match self.policy {
+            Policy::Stamps => self.touch_lru(index),
+            Policy::TreePlru => plru_touch(
+                &mut self.per_set[index >> self.plru_depth],
+                index & (self.ways - 1),
+                self.plru_depth,
+            ),
+            Policy::Nibbles => self.touch(Slot {
+                index,
+                set: index / self.ways,
+                way: (index % self.ways) as u32,
+            }),
+        }
+    }
+
+    /// Tree-PLRU use of the entry at `index` (the policy must be tree-PLRU).
+    #[inline(always)]
+    pub(crate) fn plru_touch_index(&mut self, index: usize) {
+        plru_touch(
+            &mut self.per_set[index >> self.plru_depth],
+            index & (self.ways - 1),
+            self.plru_depth,
+        );
     }
 
     /// Records a use of the line at `slot` in the replacement state.
@@ -223,12 +270,6 @@ impl Level {
             }
             None => false,
         }
-    }
-
-    /// Marks the entry at `slot` dirty.
-    #[inline(always)]
-    pub(crate) fn mark_slot_dirty(&mut self, slot: Slot) {
-        self.set_dirty(slot.index);
     }
 
     /// Installs `line` (absent) as most recently used; returns its slot and, if a valid
@@ -329,6 +370,7 @@ impl Level {
         self.tags.fill(INVALID);
         self.dirty.fill(0);
         self.stamps.fill(0);
+        self.hints.fill(NO_HINT);
         self.clock = 1;
         let init = match self.policy {
             Policy::Nibbles => nib_identity(self.ways),
