@@ -30,7 +30,7 @@
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::level::{Level, NO_HINT};
+use crate::level::{Level, NO_HINT, plru_touch, set_dirty_bit};
 use crate::stats::{HierarchyStats, LevelStats};
 use crate::{Access, IntoAccess};
 
@@ -170,6 +170,14 @@ impl Hierarchy {
     /// whose L1 slot the memo remembers) go through a tight loop whose counters and
     /// last-line state stay in registers.
     pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
+        // Every access counts as a fast-path L1 hit up front; one that leaves the fast
+        // path is taken back out before the slower path counts it. The fast loop then
+        // keeps no counters.
+        let (n, bytes) = batch
+            .iter()
+            .fold((0u64, 0u64), |(n, b), x| (n + x.count(), b + x.bytes()));
+        self.mru_hits += n;
+        self.mru_bytes += bytes;
         let stamps = self.levels[0].uses_stamps();
         let mut i = 0;
         while i < batch.len() {
@@ -179,6 +187,8 @@ impl Hierarchy {
                 self.fast_run::<A, false>(batch, i)
             };
             if let Some(&item) = batch.get(i) {
+                self.mru_hits -= item.count();
+                self.mru_bytes -= item.bytes();
                 let a = item.into_access();
                 self.access(a);
                 let more = item.count() - 1;
@@ -190,28 +200,30 @@ impl Hierarchy {
         }
     }
 
-    /// Takes the accesses of `batch` from `i` on while they are fast-path L1 hits; returns
-    /// the index of the first one it could not take (a split access, or a line the memo
-    /// does not place), or the end of the run. `STAMPS`: L1 keeps LRU stamps (else tree
-    /// pseudo-LRU bits).
+    /// Takes the accesses of `batch` from `start` on while they are fast-path L1 hits;
+    /// returns the index of the first one it could not take (a split access, or a line the
+    /// memo does not place), or the end of the run. Counts nothing (see
+    /// [`Hierarchy::access_batch`]). `STAMPS`: L1 keeps LRU stamps (else tree pseudo-LRU
+    /// bits).
     #[inline(always)]
-    fn fast_run<A: IntoAccess, const STAMPS: bool>(&mut self, batch: &[A], mut i: usize) -> usize {
+    fn fast_run<A: IntoAccess, const STAMPS: bool>(&mut self, batch: &[A], start: usize) -> usize {
         let (shift, mask) = (self.line_shift, self.line_mask);
         let (mut mru, mut index, mut write) = (self.mru_line, self.mru_index, self.mru_write);
-        let (mut hits, mut bytes) = (0u64, 0u64);
         let memo = &*self.memo;
         let l1 = &mut self.levels[0];
-        let end = batch.len().min(i.saturating_add(RUN_MAX));
-        // At most one use per access: renumber now if the clock could wrap in this run.
-        if STAMPS && u64::from(u32::MAX - l1.clock) <= (end - i) as u64 {
+        let end = batch.len().min(start.saturating_add(RUN_MAX));
+        // The stamp of the access at `i` is `base + i`: increasing, and at most one use per
+        // access. Renumber now if the clock could wrap in this run.
+        if STAMPS && u64::from(u32::MAX - l1.clock) <= (end - start) as u64 {
             l1.renumber_stamps();
         }
-        let mut clock = l1.clock;
+        let base = l1.clock.wrapping_sub(start as u32);
+        let depth = l1.plru_depth();
+        let (stamps, plru, dirty) = l1.fast_parts();
+        let mut i = start;
         while i < end {
-            let item = batch[i];
-            let a = item.into_access();
-            let size = u64::from(a.size);
-            if (a.addr & mask) + size > mask + 1 {
+            let a = batch[i].into_access();
+            if (a.addr & mask) + u64::from(a.size) > mask + 1 {
                 break;
             }
             let line = a.addr >> shift;
@@ -222,28 +234,26 @@ impl Hierarchy {
                 }
                 // Leaving the last line: store its pending dirty bit.
                 if write {
-                    l1.set_dirty(index);
+                    set_dirty_bit(dirty, index);
                 }
                 if STAMPS {
-                    l1.stamps[m.index] = clock;
-                    clock += 1;
+                    stamps[m.index] = base.wrapping_add(i as u32);
                 } else {
-                    l1.plru_touch_index(m.index);
+                    plru_touch(
+                        &mut plru[m.index >> depth],
+                        m.index & ((1 << depth) - 1),
+                        depth,
+                    );
                 }
                 (mru, index, write) = (line, m.index, false);
             }
-            let n = item.count();
-            hits += n;
-            bytes += n * size;
             write |= a.is_write;
             i += 1;
         }
         if STAMPS {
-            l1.clock = clock;
+            l1.clock = base.wrapping_add(i as u32);
         }
         (self.mru_line, self.mru_index, self.mru_write) = (mru, index, write);
-        self.mru_hits += hits;
-        self.mru_bytes += bytes;
         i
     }
 

@@ -116,6 +116,18 @@ impl Level {
         self.hints = vec![NO_HINT; self.tags.len()];
     }
 
+    /// What the L1 fast path writes: the stamps (LRU) or per-set tree bits (tree-PLRU), and
+    /// the dirty bits, as slices that cannot alias the level itself.
+    #[inline(always)]
+    pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u64]) {
+        (&mut self.stamps, &mut self.per_set, &mut self.dirty)
+    }
+
+    /// `log2(ways)` for tree-PLRU levels.
+    pub(crate) fn plru_depth(&self) -> u32 {
+        self.plru_depth
+    }
+
     /// Whether LRU is kept as last-use stamps (else tree pseudo-LRU or recency words).
     pub(crate) fn uses_stamps(&self) -> bool {
         self.policy == Policy::Stamps
@@ -159,7 +171,7 @@ impl Level {
 
     #[inline(always)]
     pub(crate) fn set_dirty(&mut self, index: usize) {
-        self.dirty[index / 64] |= 1 << (index % 64);
+        set_dirty_bit(&mut self.dirty, index);
     }
 
     /// Clears the dirty bit of `index`, returning its old value.
@@ -450,10 +462,16 @@ fn fast_mod(n: u64, d: u64, recip: u64) -> u64 {
     r
 }
 
+/// Marks entry `index` dirty in the bitset `dirty`.
+#[inline(always)]
+pub(crate) fn set_dirty_bit(dirty: &mut [u64], index: usize) {
+    dirty[index / 64] |= 1 << (index % 64);
+}
+
 /// Points the tree bits on the path to way `w` away from it. Node `k` (1-based heap order)
 /// holds 0 when its victim side is the left subtree and 1 when it is the right one.
 #[inline(always)]
-fn plru_touch(bits: &mut u64, w: usize, depth: u32) {
+pub(crate) fn plru_touch(bits: &mut u64, w: usize, depth: u32) {
     let mut node = 1usize;
     for l in (0..depth).rev() {
         let b = (w >> l) & 1;
