@@ -122,7 +122,11 @@ impl Hierarchy {
             .map(|(i, l)| {
                 let mut level = Level::with_lru_stamps(l, i == 0);
                 // Hints index the next level's tag store with a u32.
-                if hints && i + 1 < n && cfg.levels[i + 1].size_bytes / cfg.levels[i + 1].line_bytes < u64::from(NO_HINT) {
+                if hints
+                    && i + 1 < n
+                    && cfg.levels[i + 1].size_bytes / cfg.levels[i + 1].line_bytes
+                        < u64::from(NO_HINT)
+                {
                     level.enable_hints();
                 }
                 level
@@ -200,58 +204,80 @@ impl Hierarchy {
         }
     }
 
-    /// Takes the accesses of `batch` from `start` on while they are fast-path L1 hits;
-    /// returns the index of the first one it could not take (a split access, or a line the
-    /// memo does not place), or the end of the run. Counts nothing (see
-    /// [`Hierarchy::access_batch`]). `STAMPS`: L1 keeps LRU stamps (else tree pseudo-LRU
-    /// bits).
+    /// Takes the accesses of `batch` from `start` on until a split access (returns its
+    /// index) or the end of the run. L1 hits the last-line filter or the memo places are
+    /// taken in a tight loop that counts nothing (see [`Hierarchy::access_batch`]); another
+    /// line goes to [`Hierarchy::locate`] and the loop goes on. `STAMPS`: L1 keeps LRU
+    /// stamps (else tree pseudo-LRU bits).
     #[inline(always)]
     fn fast_run<A: IntoAccess, const STAMPS: bool>(&mut self, batch: &[A], start: usize) -> usize {
         let (shift, mask) = (self.line_shift, self.line_mask);
         let (mut mru, mut index, mut write) = (self.mru_line, self.mru_index, self.mru_write);
-        let memo = &*self.memo;
-        let l1 = &mut self.levels[0];
         let end = batch.len().min(start.saturating_add(RUN_MAX));
-        // The stamp of the access at `i` is `base + i`: increasing, and at most one use per
-        // access. Renumber now if the clock could wrap in this run.
-        if STAMPS && u64::from(u32::MAX - l1.clock) <= (end - start) as u64 {
-            l1.renumber_stamps();
+        // At most one L1 use per access: renumber now if the clock could wrap in this run.
+        if STAMPS && u64::from(u32::MAX - self.levels[0].clock) <= (end - start) as u64 {
+            self.levels[0].renumber_stamps();
         }
-        let base = l1.clock.wrapping_sub(start as u32);
-        let depth = l1.plru_depth();
-        let (stamps, plru, dirty) = l1.fast_parts();
         let mut i = start;
-        while i < end {
-            let a = batch[i].into_access();
-            if (a.addr & mask) + u64::from(a.size) > mask + 1 {
-                break;
-            }
-            let line = a.addr >> shift;
-            if line != mru {
-                let m = memo[memo_index(line)];
-                if m.line != line {
-                    break;
-                }
-                // Leaving the last line: store its pending dirty bit.
-                if write {
-                    set_dirty_bit(dirty, index);
+        loop {
+            let mut missed = false;
+            {
+                let memo = &*self.memo;
+                let l1 = &mut self.levels[0];
+                // The stamp of the access at `i` is `base + i`.
+                let base = l1.clock.wrapping_sub(i as u32);
+                let depth = l1.plru_depth();
+                let (stamps, plru, dirty) = l1.fast_parts();
+                while i < end {
+                    let a = batch[i].into_access();
+                    if (a.addr & mask) + u64::from(a.size) > mask + 1 {
+                        break;
+                    }
+                    let line = a.addr >> shift;
+                    if line != mru {
+                        // Leaving the last line: store its pending dirty bit.
+                        if write {
+                            set_dirty_bit(dirty, index);
+                            write = false;
+                        }
+                        let m = memo[memo_index(line)];
+                        if m.line != line {
+                            missed = true;
+                            break;
+                        }
+                        if STAMPS {
+                            stamps[m.index] = base.wrapping_add(i as u32);
+                        } else {
+                            plru_touch(
+                                &mut plru[m.index >> depth],
+                                m.index & ((1 << depth) - 1),
+                                depth,
+                            );
+                        }
+                        (mru, index) = (line, m.index);
+                    }
+                    write |= a.is_write;
+                    i += 1;
                 }
                 if STAMPS {
-                    stamps[m.index] = base.wrapping_add(i as u32);
-                } else {
-                    plru_touch(
-                        &mut plru[m.index >> depth],
-                        m.index & ((1 << depth) - 1),
-                        depth,
-                    );
+                    l1.clock = base.wrapping_add(i as u32);
                 }
-                (mru, index, write) = (line, m.index, false);
             }
-            write |= a.is_write;
+            if !missed {
+                break;
+            }
+            // A line the memo does not place: its first access is an L1 hit found by a set
+            // search or a miss (taken back out of the hits counted up front); the others
+            // the record stands for hit the line now most recently used.
+            let a = batch[i].into_access();
+            let line = a.addr >> shift;
+            let (at, hit) = self.locate(line, u64::from(a.size));
+            if !hit {
+                self.mru_hits -= 1;
+                self.mru_bytes -= u64::from(a.size);
+            }
+            (mru, index, write) = (line, at, a.is_write);
             i += 1;
-        }
-        if STAMPS {
-            l1.clock = base.wrapping_add(i as u32);
         }
         (self.mru_line, self.mru_index, self.mru_write) = (mru, index, write);
         i
@@ -329,14 +355,30 @@ impl Hierarchy {
 
     #[inline(never)]
     fn slow_path(&mut self, line: u64, bytes: u64, write: bool) {
-        let n = self.levels.len();
-        let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
-        if let Some(slot) = self.levels[0].lookup(line) {
+        let (index, hit) = self.locate(line, bytes);
+        if hit {
             let l1 = &mut self.levels[0];
             l1.hits += 1;
             l1.bytes += bytes;
-            self.set_mru(line, slot.index, write);
-            return;
+        }
+        self.mru_line = line;
+        self.mru_index = index;
+        self.mru_write = write;
+    }
+
+    /// Finds `line` in L1 by a set search, or brings it in: returns its L1 index and whether
+    /// it was an L1 hit, and remembers it in the memo. Counts the L1 miss and what the lower
+    /// levels do, not an L1 hit (the caller's).
+    #[inline(never)]
+    fn locate(&mut self, line: u64, bytes: u64) -> (usize, bool) {
+        let n = self.levels.len();
+        let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
+        if let Some(slot) = self.levels[0].lookup(line) {
+            self.memo[memo_index(line)] = Memo {
+                line,
+                index: slot.index,
+            };
+            return (slot.index, true);
         }
         self.levels[0].misses += 1;
         let mut served = n;
@@ -370,15 +412,8 @@ impl Hierarchy {
             }
             self.fill(0, line, false, at)
         };
-        self.set_mru(line, index, write);
-    }
-
-    #[inline(always)]
-    fn set_mru(&mut self, line: u64, index: usize, write: bool) {
         self.memo[memo_index(line)] = Memo { line, index };
-        self.mru_line = line;
-        self.mru_index = index;
-        self.mru_write = write;
+        (index, false)
     }
 
     /// L1 no longer holds `line`: forgets its memo entry.

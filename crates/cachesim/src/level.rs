@@ -243,16 +243,6 @@ impl Level {
         }
     }
 
-    /// Tree-PLRU use of the entry at `index` (the policy must be tree-PLRU).
-    #[inline(always)]
-    pub(crate) fn plru_touch_index(&mut self, index: usize) {
-        plru_touch(
-            &mut self.per_set[index >> self.plru_depth],
-            index & (self.ways - 1),
-            self.plru_depth,
-        );
-    }
-
     /// Records a use of the line at `slot` in the replacement state.
     #[inline(always)]
     pub(crate) fn touch(&mut self, slot: Slot) {
