@@ -456,30 +456,41 @@ pub(crate) fn set_dirty_bit(dirty: &mut [u64], index: usize) {
 /// minimum sits (which a miss cannot predict).
 #[inline(always)]
 fn lru_way(stamps: &[u32]) -> usize {
-    if stamps.len() <= 16 {
-        let mut k = [u64::MAX; 16];
-        for (i, (slot, &t)) in k.iter_mut().zip(stamps).enumerate() {
-            *slot = u64::from(t) << 4 | i as u64;
-        }
-        let mut n = 16;
-        while n > 1 {
-            n /= 2;
-            for i in 0..n {
-                k[i] = k[i].min(k[i + n]);
+    match stamps.len() {
+        1 => 0,
+        2 => lru_tree::<2>(stamps),
+        3 | 4 => lru_tree::<4>(stamps),
+        5..=8 => lru_tree::<8>(stamps),
+        9..=16 => lru_tree::<16>(stamps),
+        _ => {
+            let mut w = 0;
+            let mut min = stamps[0];
+            for (i, &t) in stamps.iter().enumerate().skip(1) {
+                if t < min {
+                    min = t;
+                    w = i;
+                }
             }
+            w
         }
-        (k[0] & 15) as usize
-    } else {
-        let mut w = 0;
-        let mut min = stamps[0];
-        for (i, &t) in stamps.iter().enumerate().skip(1) {
-            if t < min {
-                min = t;
-                w = i;
-            }
-        }
-        w
     }
+}
+
+/// [`lru_way`] for at most `N` (a power of two up to 16) ways.
+#[inline(always)]
+fn lru_tree<const N: usize>(stamps: &[u32]) -> usize {
+    let mut k = [u64::MAX; N];
+    for (i, (slot, &t)) in k.iter_mut().zip(stamps).enumerate() {
+        *slot = u64::from(t) << 4 | i as u64;
+    }
+    let mut n = N;
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            k[i] = k[i].min(k[i + n]);
+        }
+    }
+    (k[0] & 15) as usize
 }
 
 /// Points the tree bits on the path to way `w` away from it. Node `k` (1-based heap order)
