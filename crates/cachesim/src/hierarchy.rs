@@ -30,7 +30,7 @@
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::level::{Level, NO_HINT, plru_touch, set_dirty_bit};
+use crate::level::{INVALID, Level, NO_HINT, plru_touch};
 use crate::stats::{HierarchyStats, LevelStats};
 use crate::{Access, IntoAccess};
 
@@ -237,7 +237,7 @@ impl Hierarchy {
                     if line != mru {
                         // Leaving the last line: store its pending dirty bit.
                         if write {
-                            set_dirty_bit(dirty, index);
+                            dirty[index] = 1;
                             write = false;
                         }
                         let m = memo[memo_index(line)];
@@ -347,10 +347,8 @@ impl Hierarchy {
     /// Writes the pending store of the fast path into L1's dirty bit.
     #[inline(always)]
     fn flush_mru(&mut self) {
-        if self.mru_write {
-            self.levels[0].set_dirty(self.mru_index);
-            self.mru_write = false;
-        }
+        let write = std::mem::take(&mut self.mru_write);
+        self.levels[0].or_dirty(self.mru_index, u8::from(write));
     }
 
     #[inline(never)]
@@ -371,6 +369,107 @@ impl Hierarchy {
     /// levels do, not an L1 hit (the caller's).
     #[inline(never)]
     fn locate(&mut self, line: u64, bytes: u64) -> (usize, bool) {
+        if self.cfg.inclusion == Inclusion::NonInclusive {
+            self.locate_non_inclusive(line, bytes)
+        } else {
+            self.locate_other(line, bytes)
+        }
+    }
+
+    /// [`Hierarchy::locate`] for a non-inclusive hierarchy, the common case, written for
+    /// speed: each level's set is computed once, and a victim's write-back that its hint
+    /// places costs no branch on whether it is dirty.
+    #[inline(always)]
+    fn locate_non_inclusive(&mut self, line: u64, bytes: u64) -> (usize, bool) {
+        let memo = memo_index(line);
+        let l1 = &mut self.levels[0];
+        let (set, base) = l1.set_base(line);
+        if let Some(w) = l1.find_way(base, line) {
+            l1.touch_way(set, base + w, w);
+            self.memo[memo] = Memo {
+                line,
+                index: base + w,
+            };
+            return (base + w, true);
+        }
+        l1.misses += 1;
+        let n = self.levels.len();
+        let mut served = n;
+        // Where the line sits in level `served`.
+        let mut at = NO_HINT;
+        for k in 1..n {
+            let lvl = &mut self.levels[k];
+            let (set, base) = lvl.set_base(line);
+            if let Some(w) = lvl.find_way(base, line) {
+                lvl.touch_way(set, base + w, w);
+                lvl.hits += 1;
+                lvl.bytes += bytes;
+                served = k;
+                at = hint(base + w);
+                break;
+            }
+            lvl.misses += 1;
+        }
+        if served == n {
+            self.mem_reads += 1;
+            self.mem_bytes += bytes;
+        }
+        for k in (1..served).rev() {
+            at = hint(self.fill_non_inclusive(k, line, false, at));
+        }
+        let index = self.fill_non_inclusive(0, line, false, at);
+        self.memo[memo] = Memo { line, index };
+        (index, false)
+    }
+
+    /// Installs `line` into level `j` of a non-inclusive hierarchy, with dirty bit `dirty`
+    /// and hint `below`, and writes a dirty victim back. Returns the line's index.
+    #[inline(always)]
+    fn fill_non_inclusive(&mut self, j: usize, line: u64, dirty: bool, below: u32) -> usize {
+        let n = self.levels.len();
+        let lvl = &mut self.levels[j];
+        let (set, base) = lvl.set_base(line);
+        let (index, victim, vdirty) = lvl.insert_at(set, base, line, dirty);
+        lvl.fills += 1;
+        // The victim's hint leaves with it; the new line's takes its place.
+        let vhint = match lvl.hints.get_mut(index) {
+            Some(h) => std::mem::replace(h, below),
+            None => NO_HINT,
+        };
+        if victim != INVALID {
+            lvl.evictions += 1;
+            if j == 0 {
+                self.l1_dropped(victim);
+            }
+            // A clean victim just leaves. Whether it is dirty is hard to predict, so the
+            // common cases, the last level's victim and a victim its hint finds in the next
+            // level, add its dirty bit without a branch.
+            let wb = u64::from(vdirty);
+            if j + 1 == n {
+                self.levels[j].writebacks += wb;
+                self.mem_writebacks += wb;
+            } else if self.levels[j + 1].tag_at(vhint as usize) == victim {
+                self.levels[j].writebacks += wb;
+                self.levels[j + 1].or_dirty(vhint as usize, vdirty);
+            } else if vdirty != 0 {
+                self.levels[j].writebacks += 1;
+                self.write_back_search(j + 1, victim);
+            }
+        }
+        index
+    }
+
+    /// A dirty line leaves level `k - 1` of a non-inclusive hierarchy for level `k`, where
+    /// its hint did not find it.
+    #[inline(never)]
+    fn write_back_search(&mut self, k: usize, line: u64) {
+        if !self.levels[k].mark_dirty(line) {
+            self.fill_non_inclusive(k, line, true, NO_HINT);
+        }
+    }
+
+    /// [`Hierarchy::locate`] for the inclusive and exclusive policies.
+    fn locate_other(&mut self, line: u64, bytes: u64) -> (usize, bool) {
         let n = self.levels.len();
         let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
         if let Some(slot) = self.levels[0].lookup(line) {

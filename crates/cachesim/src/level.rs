@@ -2,7 +2,8 @@
 //!
 //! Layout, chosen for speed: one flat `Vec<u64>` of `sets * ways` entries, set after set,
 //! each the `line` it holds (`line` = address >> log2(line_bytes)) or [`INVALID`], so a
-//! set search is plain equality; dirty bits live in a parallel bitset. Entries never move. Replacement state:
+//! set search is plain equality; dirty bits live in a parallel byte array (one byte per entry:
+//! setting or clearing one is a plain store, never a read-modify-write of a shared word). Entries never move. Replacement state:
 //! - LRU with at most 16 ways: a `u64` per set lists the ways from most to least recently
 //!   used, one 4-bit nibble each; a use moves a way to the front, an eviction takes the
 //!   last nibble, an invalidation moves the way to the back (so invalid ways are taken
@@ -37,7 +38,7 @@ pub(crate) struct Slot {
 pub(crate) struct Level {
     pub(crate) name: String,
     tags: Vec<u64>,
-    dirty: Vec<u64>,
+    dirty: Vec<u8>,
     pub(crate) stamps: Vec<u32>,
     pub(crate) clock: u32,
     /// Per entry, where its line was last seen in the next level (an index into that
@@ -90,7 +91,7 @@ impl Level {
         Self {
             name: cfg.name.clone(),
             tags: vec![INVALID; sets as usize * ways],
-            dirty: vec![0; (sets as usize * ways).div_ceil(64)],
+            dirty: vec![0; sets as usize * ways],
             stamps,
             clock: 1,
             hints: Vec::new(),
@@ -119,7 +120,7 @@ impl Level {
     /// What the L1 fast path writes: the stamps (LRU) or per-set tree bits (tree-PLRU), and
     /// the dirty bits, as slices that cannot alias the level itself.
     #[inline(always)]
-    pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u64]) {
+    pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u8]) {
         (&mut self.stamps, &mut self.per_set, &mut self.dirty)
     }
 
@@ -148,6 +149,82 @@ impl Level {
         }
     }
 
+    /// `line`'s set and the index of its first way.
+    #[inline(always)]
+    pub(crate) fn set_base(&self, line: u64) -> (usize, usize) {
+        let set = self.set_of(line);
+        (set, set * self.ways)
+    }
+
+    /// The way of `line` in the set whose first way is at `base`. Fully unrolled for the
+    /// usual associativities.
+    #[inline(always)]
+    pub(crate) fn find_way(&self, base: usize, line: u64) -> Option<usize> {
+        match self.ways {
+            4 => find_n::<4>(&self.tags, base, line),
+            8 => find_n::<8>(&self.tags, base, line),
+            16 => find_n::<16>(&self.tags, base, line),
+            _ => self.find(base, line),
+        }
+    }
+
+    /// Records a use of way `way` of set `set` (entry `index`) in the replacement state.
+    #[inline(always)]
+    pub(crate) fn touch_way(&mut self, set: usize, index: usize, way: usize) {
+        match self.policy {
+            Policy::Nibbles => {
+                let order = &mut self.per_set[set];
+                // Interleaved streams mostly touch lines that already lead their set.
+                if (*order & 15) as usize != way {
+                    *order = nib_to_front(*order, nib_position(*order, way), way);
+                }
+            }
+            Policy::Stamps => self.touch_lru(index),
+            Policy::TreePlru => plru_touch(&mut self.per_set[set], way, self.plru_depth),
+        }
+    }
+
+    /// Installs `line` (absent) in set `set` (first way at `base`) as most recently used,
+    /// with dirty bit `dirty`. Returns its index, and the line that left (or [`INVALID`])
+    /// with its dirty bit.
+    #[inline(always)]
+    pub(crate) fn insert_at(
+        &mut self,
+        set: usize,
+        base: usize,
+        line: u64,
+        dirty: bool,
+    ) -> (usize, u64, u8) {
+        let w = match self.policy {
+            Policy::Nibbles => {
+                // The last way in recency order: an invalid way if any, else the LRU way.
+                let order = self.per_set[set];
+                let w = ((order >> (4 * (self.ways - 1))) & 15) as usize;
+                self.per_set[set] = nib_to_front(order, self.ways - 1, w);
+                w
+            }
+            Policy::Stamps => {
+                // The smallest stamp: the first invalid way (stamp 0), else the LRU way.
+                let w = lru_way(&self.stamps[base..base + self.ways]);
+                self.touch_lru(base + w);
+                w
+            }
+            Policy::TreePlru => {
+                let ways = &self.tags[base..base + self.ways];
+                let w = match ways.iter().position(|&e| e == INVALID) {
+                    Some(w) => w,
+                    None => plru_victim(self.per_set[set], self.plru_depth),
+                };
+                plru_touch(&mut self.per_set[set], w, self.plru_depth);
+                w
+            }
+        };
+        let index = base + w;
+        let victim = std::mem::replace(&mut self.tags[index], line);
+        let was_dirty = std::mem::replace(&mut self.dirty[index], u8::from(dirty));
+        (index, victim, was_dirty)
+    }
+
     #[inline(always)]
     fn find(&self, base: usize, line: u64) -> Option<usize> {
         let set = &self.tags[base..base + self.ways];
@@ -171,17 +248,19 @@ impl Level {
 
     #[inline(always)]
     pub(crate) fn set_dirty(&mut self, index: usize) {
-        set_dirty_bit(&mut self.dirty, index);
+        self.dirty[index] = 1;
+    }
+
+    /// ORs `dirty` (0 or 1) into the dirty bit of `index`.
+    #[inline(always)]
+    pub(crate) fn or_dirty(&mut self, index: usize, dirty: u8) {
+        self.dirty[index] |= dirty;
     }
 
     /// Clears the dirty bit of `index`, returning its old value.
     #[inline(always)]
     fn take_dirty(&mut self, index: usize) -> bool {
-        let word = &mut self.dirty[index / 64];
-        let bit = 1u64 << (index % 64);
-        let was = *word & bit != 0;
-        *word &= !bit;
-        was
+        std::mem::replace(&mut self.dirty[index], 0) != 0
     }
 
     /// Stamps way `slot` as just used.
@@ -215,7 +294,7 @@ impl Level {
     pub(crate) fn lookup(&mut self, line: u64) -> Option<Slot> {
         let set = self.set_of(line);
         let base = set * self.ways;
-        let p = self.find(base, line)?;
+        let p = self.find_way(base, line)?;
         let slot = Slot {
             index: base + p,
             set,
@@ -265,7 +344,7 @@ impl Level {
     #[inline]
     pub(crate) fn mark_dirty(&mut self, line: u64) -> bool {
         let base = self.set_of(line) * self.ways;
-        match self.find(base, line) {
+        match self.find_way(base, line) {
             Some(p) => {
                 self.set_dirty(base + p);
                 true
@@ -278,43 +357,12 @@ impl Level {
     /// line had to leave, the victim encoded as `victim_line << 1 | dirty`.
     #[inline(always)]
     pub(crate) fn insert(&mut self, line: u64, dirty: bool) -> (Slot, Option<u64>) {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-
-        let w = match self.policy {
-            Policy::Nibbles => {
-                // The last way in recency order: an invalid way if any, else the LRU way.
-                let order = self.per_set[set];
-                let w = ((order >> (4 * (self.ways - 1))) & 15) as usize;
-                self.per_set[set] = nib_to_front(order, self.ways - 1, w);
-                w
-            }
-            Policy::Stamps => {
-                // The smallest stamp: the first invalid way (stamp 0), else the LRU way.
-                let w = lru_way(&self.stamps[base..base + self.ways]);
-                self.touch_lru(base + w);
-                w
-            }
-            Policy::TreePlru => {
-                let ways = &self.tags[base..base + self.ways];
-                let w = match ways.iter().position(|&e| e == INVALID) {
-                    Some(w) => w,
-                    None => plru_victim(self.per_set[set], self.plru_depth),
-                };
-                plru_touch(&mut self.per_set[set], w, self.plru_depth);
-                w
-            }
-        };
-        let index = base + w;
-        let victim = std::mem::replace(&mut self.tags[index], line);
-        let was_dirty = self.take_dirty(index);
-        if dirty {
-            self.set_dirty(index);
-        }
+        let (set, base) = self.set_base(line);
+        let (index, victim, was_dirty) = self.insert_at(set, base, line, dirty);
         let slot = Slot {
-            index: base + w,
+            index,
             set,
-            way: w as u32,
+            way: (index - base) as u32,
         };
         (
             slot,
@@ -327,7 +375,7 @@ impl Level {
     pub(crate) fn invalidate(&mut self, line: u64) -> Option<bool> {
         let set = self.set_of(line);
         let base = set * self.ways;
-        let p = self.find(base, line)?;
+        let p = self.find_way(base, line)?;
         self.tags[base + p] = INVALID;
         let was_dirty = self.take_dirty(base + p);
         match self.policy {
@@ -344,14 +392,14 @@ impl Level {
     /// Whether `line` is present (no state change).
     pub(crate) fn contains(&self, line: u64) -> bool {
         let base = self.set_of(line) * self.ways;
-        self.find(base, line).is_some()
+        self.find_way(base, line).is_some()
     }
 
     /// Whether `line` is present and dirty (no state change).
     pub(crate) fn is_dirty(&self, line: u64) -> bool {
         let base = self.set_of(line) * self.ways;
-        self.find(base, line)
-            .is_some_and(|p| self.dirty[(base + p) / 64] >> ((base + p) % 64) & 1 == 1)
+        self.find_way(base, line)
+            .is_some_and(|p| self.dirty[base + p] != 0)
     }
 
     /// Valid lines held.
@@ -444,10 +492,27 @@ fn fast_mod(n: u64, d: u64, recip: u64) -> u64 {
     r
 }
 
-/// Marks entry `index` dirty in the bitset `dirty`.
+/// The way of `line` in the `N` ways from `base` of `tags`: four compares per branch, and
+/// the position inside the group that hit without a branch.
 #[inline(always)]
-pub(crate) fn set_dirty_bit(dirty: &mut [u64], index: usize) {
-    dirty[index / 64] |= 1 << (index % 64);
+fn find_n<const N: usize>(tags: &[u64], base: usize, line: u64) -> Option<usize> {
+    let set: &[u64; N] = tags.get(base..base + N)?.try_into().ok()?;
+    for g in 0..N / 4 {
+        let c = [
+            set[4 * g] == line,
+            set[4 * g + 1] == line,
+            set[4 * g + 2] == line,
+            set[4 * g + 3] == line,
+        ];
+        if c[0] | c[1] | c[2] | c[3] {
+            let m = u32::from(c[0])
+                | u32::from(c[1]) << 1
+                | u32::from(c[2]) << 2
+                | u32::from(c[3]) << 3;
+            return Some(4 * g + m.trailing_zeros() as usize);
+        }
+    }
+    None
 }
 
 /// The way with the smallest stamp (the first one among equal stamps, which only invalid
