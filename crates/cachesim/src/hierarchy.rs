@@ -183,12 +183,15 @@ impl Hierarchy {
         self.mru_hits += n;
         self.mru_bytes += bytes;
         let stamps = self.levels[0].uses_stamps();
+        // 64-byte lines, the usual size, get a loop with the line geometry as constants.
+        let line64 = self.line_shift == 6;
         let mut i = 0;
         while i < batch.len() {
-            i = if stamps {
-                self.fast_run::<A, true>(batch, i)
-            } else {
-                self.fast_run::<A, false>(batch, i)
+            i = match (stamps, line64) {
+                (true, true) => self.fast_run::<A, true, 6>(batch, i),
+                (true, false) => self.fast_run::<A, true, 0>(batch, i),
+                (false, true) => self.fast_run::<A, false, 6>(batch, i),
+                (false, false) => self.fast_run::<A, false, 0>(batch, i),
             };
             if let Some(&item) = batch.get(i) {
                 self.mru_hits -= item.count();
@@ -208,10 +211,19 @@ impl Hierarchy {
     /// index) or the end of the run. L1 hits the last-line filter or the memo places are
     /// taken in a tight loop that counts nothing (see [`Hierarchy::access_batch`]); another
     /// line goes to [`Hierarchy::locate`] and the loop goes on. `STAMPS`: L1 keeps LRU
-    /// stamps (else tree pseudo-LRU bits).
+    /// stamps (else tree pseudo-LRU bits). `SHIFT`: log2 of the line size when known at
+    /// compile time, else 0.
     #[inline(always)]
-    fn fast_run<A: IntoAccess, const STAMPS: bool>(&mut self, batch: &[A], start: usize) -> usize {
-        let (shift, mask) = (self.line_shift, self.line_mask);
+    fn fast_run<A: IntoAccess, const STAMPS: bool, const SHIFT: u32>(
+        &mut self,
+        batch: &[A],
+        start: usize,
+    ) -> usize {
+        let (shift, mask) = if SHIFT == 0 {
+            (self.line_shift, self.line_mask)
+        } else {
+            (SHIFT, (1 << SHIFT) - 1)
+        };
         let (mut mru, mut index, mut write) = (self.mru_line, self.mru_index, self.mru_write);
         let end = batch.len().min(start.saturating_add(RUN_MAX));
         // At most one L1 use per access: renumber now if the clock could wrap in this run.
