@@ -19,7 +19,8 @@
 //!   line again is an L1 hit that needs no replacement update (the line is already most
 //!   recently used, and tree-PLRU bits are idempotent), so it only adds to two counters and
 //!   remembers a store, which dirties the line before the next slower-path access.
-//! - A 512-entry memo, indexed by a hash of the line, remembers where recently used lines sit
+//! - A 2048-entry memo (32 KiB: room for the lines of a 64 KiB L1 with few collisions),
+//!   indexed by a hash of the line, remembers where recently used lines sit
 //!   in L1. It is exact: an entry is dropped when L1 evicts or invalidates its line, so a
 //!   memo hit is an L1 hit with no set search and no tag check (interleaved streams such as
 //!   `a[i] = b[i] + s * c[i]` hit here). A memo miss proves nothing: the set is searched.
@@ -38,7 +39,7 @@ use crate::{Access, IntoAccess};
 const NO_LINE: u64 = u64::MAX;
 
 /// Entries of the L1 slot memo (a power of two).
-const MEMO_LEN: usize = 512;
+const MEMO_LEN: usize = 2048;
 
 /// The L1 position (index in its tag store) of a recently used line. Exact: the hierarchy
 /// drops an entry whenever L1 loses its line, so `line` is always at `index`.
