@@ -397,7 +397,7 @@ impl Hierarchy {
         let memo = memo_index(line);
         let l1 = &mut self.levels[0];
         let (set, base) = l1.set_base(line);
-        if let Some(w) = l1.find_way(base, line) {
+        if let Some(w) = l1.find_way(set, base, line) {
             l1.touch_way(set, base + w, w);
             self.memo[memo] = Memo {
                 line,
@@ -413,7 +413,7 @@ impl Hierarchy {
         for k in 1..n {
             let lvl = &mut self.levels[k];
             let (set, base) = lvl.set_base(line);
-            if let Some(w) = lvl.find_way(base, line) {
+            if let Some(w) = lvl.find_way(set, base, line) {
                 lvl.touch_way(set, base + w, w);
                 lvl.hits += 1;
                 lvl.bytes += bytes;

@@ -38,6 +38,13 @@ pub(crate) struct Slot {
 pub(crate) struct Level {
     pub(crate) name: String,
     tags: Vec<u64>,
+    /// Per set, `fp_stride` (the ways rounded up to a multiple of 4) 32-bit fingerprints of
+    /// the lines (see [`fingerprint`]), searched four at a time before the tags; empty with
+    /// more than 64 ways.
+    fps: Vec<u32>,
+    fp_stride: usize,
+    /// Bits of the ways in a fingerprint match mask.
+    way_mask: u64,
     dirty: Vec<u8>,
     pub(crate) stamps: Vec<u32>,
     pub(crate) clock: u32,
@@ -83,6 +90,7 @@ impl Level {
             Replacement::Lru if ways <= 16 && !stamps => Policy::Nibbles,
             Replacement::Lru => Policy::Stamps,
         };
+        let fp_stride = if ways <= 64 { ways.next_multiple_of(4) } else { 0 };
         let (per_set, stamps) = match policy {
             Policy::TreePlru => (vec![0; sets as usize], Vec::new()),
             Policy::Nibbles => (vec![nib_identity(ways); sets as usize], Vec::new()),
@@ -91,6 +99,9 @@ impl Level {
         Self {
             name: cfg.name.clone(),
             tags: vec![INVALID; sets as usize * ways],
+            fps: vec![fingerprint(INVALID); sets as usize * fp_stride],
+            fp_stride,
+            way_mask: if ways >= 64 { u64::MAX } else { (1 << ways) - 1 },
             dirty: vec![0; sets as usize * ways],
             stamps,
             clock: 1,
@@ -156,16 +167,30 @@ impl Level {
         (set, set * self.ways)
     }
 
-    /// The way of `line` in the set whose first way is at `base`. Fully unrolled for the
-    /// usual associativities.
+    /// The way of `line` in set `set`, whose first way is at `base`: the ways whose
+    /// fingerprint matches, four per compare, each checked against its tag.
     #[inline(always)]
-    pub(crate) fn find_way(&self, base: usize, line: u64) -> Option<usize> {
-        match self.ways {
-            4 => find_n::<4>(&self.tags, base, line),
-            8 => find_n::<8>(&self.tags, base, line),
-            16 => find_n::<16>(&self.tags, base, line),
-            _ => self.find(base, line),
+    pub(crate) fn find_way(&self, set: usize, base: usize, line: u64) -> Option<usize> {
+        if self.fp_stride == 0 {
+            return self.find(base, line);
         }
+        let at = set * self.fp_stride;
+        let fps = &self.fps[at..at + self.fp_stride];
+        let mut m = match self.fp_stride {
+            4 => fp_match::<1>(fps, fingerprint(line)),
+            8 => fp_match::<2>(fps, fingerprint(line)),
+            12 => fp_match::<3>(fps, fingerprint(line)),
+            16 => fp_match::<4>(fps, fingerprint(line)),
+            _ => fp_match_any(fps, fingerprint(line)),
+        } & self.way_mask;
+        while m != 0 {
+            let w = m.trailing_zeros() as usize;
+            if self.tags[base + w] == line {
+                return Some(w);
+            }
+            m &= m - 1;
+        }
+        None
     }
 
     /// Records a use of way `way` of set `set` (entry `index`) in the replacement state.
@@ -220,6 +245,9 @@ impl Level {
             }
         };
         let index = base + w;
+        if self.fp_stride != 0 {
+            self.fps[set * self.fp_stride + w] = fingerprint(line);
+        }
         let victim = std::mem::replace(&mut self.tags[index], line);
         let was_dirty = std::mem::replace(&mut self.dirty[index], u8::from(dirty));
         (index, victim, was_dirty)
@@ -292,9 +320,8 @@ impl Level {
     /// Looks `line` up; on a hit updates the replacement state and returns where it is.
     #[inline(always)]
     pub(crate) fn lookup(&mut self, line: u64) -> Option<Slot> {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-        let p = self.find_way(base, line)?;
+        let (set, base) = self.set_base(line);
+        let p = self.find_way(set, base, line)?;
         let slot = Slot {
             index: base + p,
             set,
@@ -343,8 +370,8 @@ impl Level {
     /// arriving from the level above). Returns whether it was present.
     #[inline]
     pub(crate) fn mark_dirty(&mut self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        match self.find_way(base, line) {
+        let (set, base) = self.set_base(line);
+        match self.find_way(set, base, line) {
             Some(p) => {
                 self.set_dirty(base + p);
                 true
@@ -373,10 +400,12 @@ impl Level {
     /// Removes `line` if present; returns its dirty bit.
     #[inline]
     pub(crate) fn invalidate(&mut self, line: u64) -> Option<bool> {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-        let p = self.find_way(base, line)?;
+        let (set, base) = self.set_base(line);
+        let p = self.find_way(set, base, line)?;
         self.tags[base + p] = INVALID;
+        if self.fp_stride != 0 {
+            self.fps[set * self.fp_stride + p] = fingerprint(INVALID);
+        }
         let was_dirty = self.take_dirty(base + p);
         match self.policy {
             Policy::Nibbles => {
@@ -391,14 +420,14 @@ impl Level {
 
     /// Whether `line` is present (no state change).
     pub(crate) fn contains(&self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        self.find_way(base, line).is_some()
+        let (set, base) = self.set_base(line);
+        self.find_way(set, base, line).is_some()
     }
 
     /// Whether `line` is present and dirty (no state change).
     pub(crate) fn is_dirty(&self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        self.find_way(base, line)
+        let (set, base) = self.set_base(line);
+        self.find_way(set, base, line)
             .is_some_and(|p| self.dirty[base + p] != 0)
     }
 
@@ -410,6 +439,7 @@ impl Level {
     /// Empties the level (contents and replacement state); counters stay.
     pub(crate) fn clear(&mut self) {
         self.tags.fill(INVALID);
+        self.fps.fill(fingerprint(INVALID));
         self.dirty.fill(0);
         self.stamps.fill(0);
         self.hints.fill(NO_HINT);
@@ -492,27 +522,57 @@ fn fast_mod(n: u64, d: u64, recip: u64) -> u64 {
     r
 }
 
-/// The way of `line` in the `N` ways from `base` of `tags`: four compares per branch, and
-/// the position inside the group that hit without a branch.
+/// A line's fingerprint: its low 32 bits. Lines of one set that share it (they are a
+/// multiple of 2^32 lines apart) only cost a tag compare each.
 #[inline(always)]
-fn find_n<const N: usize>(tags: &[u64], base: usize, line: u64) -> Option<usize> {
-    let set: &[u64; N] = tags.get(base..base + N)?.try_into().ok()?;
-    for g in 0..N / 4 {
-        let c = [
-            set[4 * g] == line,
-            set[4 * g + 1] == line,
-            set[4 * g + 2] == line,
-            set[4 * g + 3] == line,
-        ];
-        if c[0] | c[1] | c[2] | c[3] {
-            let m = u32::from(c[0])
-                | u32::from(c[1]) << 1
-                | u32::from(c[2]) << 2
-                | u32::from(c[3]) << 3;
-            return Some(4 * g + m.trailing_zeros() as usize);
+fn fingerprint(line: u64) -> u32 {
+    line as u32
+}
+
+/// Bit `w` set for each fingerprint `fps[w]` equal to `key`, over `4 * G` fingerprints.
+#[inline(always)]
+fn fp_match<const G: usize>(fps: &[u32], key: u32) -> u64 {
+    let fps = &fps[..4 * G];
+    let mut m = 0;
+    for g in 0..G {
+        m |= u64::from(match4(&fps[4 * g..4 * g + 4], key)) << (4 * g);
+    }
+    m
+}
+
+/// [`fp_match`] for any multiple of 4 up to 64 fingerprints.
+fn fp_match_any(fps: &[u32], key: u32) -> u64 {
+    let mut m = 0;
+    for (g, chunk) in fps.chunks_exact(4).enumerate() {
+        m |= u64::from(match4(chunk, key)) << (4 * g);
+    }
+    m
+}
+
+/// Bits 0-3: which of the four fingerprints of `chunk` equal `key`.
+#[inline(always)]
+fn match4(chunk: &[u32], key: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_set1_epi32,
+        };
+        assert!(chunk.len() >= 4);
+        // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load reads the four
+        // `u32`s of `chunk` (checked just above).
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            let eq = _mm_cmpeq_epi32(v, _mm_set1_epi32(key as i32));
+            _mm_movemask_ps(_mm_castsi128_ps(eq)) as u32
         }
     }
-    None
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        chunk[..4]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &f)| m | u32::from(f == key) << i)
+    }
 }
 
 /// The way with the smallest stamp (the first one among equal stamps, which only invalid
