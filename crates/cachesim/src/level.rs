@@ -90,7 +90,11 @@ impl Level {
             Replacement::Lru if ways <= 16 && !stamps => Policy::Nibbles,
             Replacement::Lru => Policy::Stamps,
         };
-        let fp_stride = if ways <= 64 { ways.next_multiple_of(4) } else { 0 };
+        let fp_stride = if ways <= 64 {
+            ways.next_multiple_of(4)
+        } else {
+            0
+        };
         let (per_set, stamps) = match policy {
             Policy::TreePlru => (vec![0; sets as usize], Vec::new()),
             Policy::Nibbles => (vec![nib_identity(ways); sets as usize], Vec::new()),
@@ -101,7 +105,11 @@ impl Level {
             tags: vec![INVALID; sets as usize * ways],
             fps: vec![fingerprint(INVALID); sets as usize * fp_stride],
             fp_stride,
-            way_mask: if ways >= 64 { u64::MAX } else { (1 << ways) - 1 },
+            way_mask: if ways >= 64 {
+                u64::MAX
+            } else {
+                (1 << ways) - 1
+            },
             dirty: vec![0; sets as usize * ways],
             stamps,
             clock: 1,
@@ -175,7 +183,7 @@ impl Level {
             return self.find(base, line);
         }
         let at = set * self.fp_stride;
-        let fps = &self.fps[at..at + self.fp_stride];
+        let fps = slice_at(&self.fps, at, self.fp_stride);
         let mut m = match self.fp_stride {
             4 => fp_match::<1>(fps, fingerprint(line)),
             8 => fp_match::<2>(fps, fingerprint(line)),
@@ -185,7 +193,7 @@ impl Level {
         } & self.way_mask;
         while m != 0 {
             let w = m.trailing_zeros() as usize;
-            if self.tags[base + w] == line {
+            if *at_ref(&self.tags, base + w) == line {
                 return Some(w);
             }
             m &= m - 1;
@@ -198,14 +206,14 @@ impl Level {
     pub(crate) fn touch_way(&mut self, set: usize, index: usize, way: usize) {
         match self.policy {
             Policy::Nibbles => {
-                let order = &mut self.per_set[set];
+                let order = at_mut(&mut self.per_set, set);
                 // Interleaved streams mostly touch lines that already lead their set.
                 if (*order & 15) as usize != way {
                     *order = nib_to_front(*order, nib_position(*order, way), way);
                 }
             }
             Policy::Stamps => self.touch_lru(index),
-            Policy::TreePlru => plru_touch(&mut self.per_set[set], way, self.plru_depth),
+            Policy::TreePlru => plru_touch(at_mut(&mut self.per_set, set), way, self.plru_depth),
         }
     }
 
@@ -223,14 +231,14 @@ impl Level {
         let w = match self.policy {
             Policy::Nibbles => {
                 // The last way in recency order: an invalid way if any, else the LRU way.
-                let order = self.per_set[set];
-                let w = ((order >> (4 * (self.ways - 1))) & 15) as usize;
-                self.per_set[set] = nib_to_front(order, self.ways - 1, w);
+                let order = at_mut(&mut self.per_set, set);
+                let w = ((*order >> (4 * (self.ways - 1))) & 15) as usize;
+                *order = nib_to_front(*order, self.ways - 1, w);
                 w
             }
             Policy::Stamps => {
                 // The smallest stamp: the first invalid way (stamp 0), else the LRU way.
-                let w = lru_way(&self.stamps[base..base + self.ways]);
+                let w = lru_way(slice_at(&self.stamps, base, self.ways));
                 self.touch_lru(base + w);
                 w
             }
@@ -246,10 +254,10 @@ impl Level {
         };
         let index = base + w;
         if self.fp_stride != 0 {
-            self.fps[set * self.fp_stride + w] = fingerprint(line);
+            *at_mut(&mut self.fps, set * self.fp_stride + w) = fingerprint(line);
         }
-        let victim = std::mem::replace(&mut self.tags[index], line);
-        let was_dirty = std::mem::replace(&mut self.dirty[index], u8::from(dirty));
+        let victim = std::mem::replace(at_mut(&mut self.tags, index), line);
+        let was_dirty = std::mem::replace(at_mut(&mut self.dirty, index), u8::from(dirty));
         (index, victim, was_dirty)
     }
 
@@ -282,7 +290,7 @@ impl Level {
     /// ORs `dirty` (0 or 1) into the dirty bit of `index`.
     #[inline(always)]
     pub(crate) fn or_dirty(&mut self, index: usize, dirty: u8) {
-        self.dirty[index] |= dirty;
+        *at_mut(&mut self.dirty, index) |= dirty;
     }
 
     /// Clears the dirty bit of `index`, returning its old value.
@@ -297,7 +305,7 @@ impl Level {
         if self.clock == u32::MAX {
             self.renumber_stamps();
         }
-        self.stamps[slot] = self.clock;
+        *at_mut(&mut self.stamps, slot) = self.clock;
         self.clock += 1;
     }
 
@@ -520,6 +528,35 @@ fn fast_mod(n: u64, d: u64, recip: u64) -> u64 {
         r -= d;
     }
     r
+}
+
+// Unchecked indexing for the hot paths. Every index there is `set * ways + way` (or
+// `set * fp_stride + way`) with `set` from `set_of` (below `sets`) and `way` from a search
+// mask limited to the ways, a recency order of the ways or a victim choice among them, so
+// it is in bounds; debug builds (the tests) check it.
+
+/// `v[i]`; `i` must be in bounds.
+#[inline(always)]
+fn at_ref<T>(v: &[T], i: usize) -> &T {
+    debug_assert!(i < v.len());
+    // SAFETY: in bounds (see above).
+    unsafe { v.get_unchecked(i) }
+}
+
+/// `&mut v[i]`; `i` must be in bounds.
+#[inline(always)]
+fn at_mut<T>(v: &mut [T], i: usize) -> &mut T {
+    debug_assert!(i < v.len());
+    // SAFETY: in bounds (see above).
+    unsafe { v.get_unchecked_mut(i) }
+}
+
+/// `&v[start..start + len]`; the range must be in bounds.
+#[inline(always)]
+fn slice_at<T>(v: &[T], start: usize, len: usize) -> &[T] {
+    debug_assert!(start + len <= v.len());
+    // SAFETY: in bounds (see above).
+    unsafe { v.get_unchecked(start..start + len) }
 }
 
 /// A line's fingerprint: its low 32 bits. Lines of one set that share it (they are a
