@@ -734,3 +734,114 @@ impl Hierarchy {
         self.levels.get(level).map_or(0, Level::valid_lines)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CacheConfig, Replacement};
+    use crate::{IntoAccess, PackedAccess};
+    use proptest::prelude::*;
+
+    impl Hierarchy {
+        /// Panics unless every memo entry names the line its L1 entry holds, and the
+        /// last-line filter points at its line.
+        fn check_memo(&self) {
+            let l1 = &self.levels[0];
+            for (k, m) in self.memo.iter().enumerate() {
+                if m.line != NO_LINE {
+                    assert_eq!(memo_index(m.line), k, "entry {k} is out of place");
+                    assert_eq!(l1.tag_at(m.index), m.line, "memo entry {k} is stale");
+                }
+            }
+            if self.mru_line != NO_LINE {
+                assert_eq!(l1.tag_at(self.mru_index), self.mru_line, "stale last line");
+            }
+        }
+    }
+
+    fn config() -> impl Strategy<Value = HierarchyConfig> {
+        let level = (
+            prop::sample::select(vec![1u64, 2, 3, 4, 8]),
+            prop::sample::select(vec![1u32, 2, 4, 8, 3, 11, 16]),
+            any::<bool>(),
+        );
+        (
+            prop::collection::vec(level, 1..=3),
+            prop::sample::select(vec![
+                Inclusion::NonInclusive,
+                Inclusion::Inclusive,
+                Inclusion::Exclusive,
+            ]),
+        )
+            .prop_map(|(levels, inclusion)| {
+                let levels = levels
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (sets, ways, plru))| {
+                        let r = if plru && ways.is_power_of_two() {
+                            Replacement::TreePlru
+                        } else {
+                            Replacement::Lru
+                        };
+                        CacheConfig::new(
+                            format!("L{}", i + 1),
+                            sets * 64 * u64::from(ways),
+                            64,
+                            ways,
+                        )
+                        .with_replacement(r)
+                    })
+                    .collect();
+                HierarchyConfig::new("t", levels).with_inclusion(inclusion)
+            })
+    }
+
+    /// Lines from a few arrays a multiple of 4 KiB apart (they share sets and memo
+    /// neighbourhoods), records of 1 to 8 accesses, some straddling a line.
+    fn stream() -> impl Strategy<Value = Vec<PackedAccess>> {
+        prop::collection::vec(
+            (0u64..4, 0u64..3000, 0u32..4, 1u64..=8, any::<bool>()),
+            0..600,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .map(|(array, off, size_log, n, w)| {
+                    let addr = 0x10_0000 + array * 0x4_1000 + off;
+                    let p = PackedAccess::new(addr, 1 << size_log, w).expect("small address");
+                    let line_end = (addr | 63) + 1;
+                    // Repeats stay inside the line (the producer's guarantee).
+                    if addr + n * (1 << size_log) <= line_end {
+                        p.with_count(n).expect("1 to 8")
+                    } else {
+                        p
+                    }
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn memo_never_disagrees_with_the_tag_store(
+            cfg in config(),
+            s in stream(),
+            cuts in prop::collection::vec(0usize..600, 0..4),
+        ) {
+            let mut h = Hierarchy::new(cfg).expect("valid geometry");
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(s.len())).collect();
+            cuts.push(0);
+            cuts.push(s.len());
+            cuts.sort_unstable();
+            for w in cuts.windows(2) {
+                h.access_batch(&s[w[0]..w[1]]);
+                h.check_memo();
+            }
+            for x in s.iter().take(50) {
+                h.access(x.into_access());
+                h.check_memo();
+            }
+        }
+    }
+}
