@@ -31,7 +31,7 @@
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::level::{INVALID, Level, NO_HINT, plru_touch};
+use crate::level::{INVALID, Level, NO_HINT, at_mut, plru_touch};
 use crate::stats::{HierarchyStats, LevelStats};
 use crate::{Access, IntoAccess};
 
@@ -248,9 +248,10 @@ impl Hierarchy {
                     }
                     let line = a.addr >> shift;
                     if line != mru {
-                        // Leaving the last line: store its pending dirty bit.
+                        // Leaving the last line: store its pending dirty bit. (The memo and
+                        // the last-line filter only hold L1 indices: in bounds.)
                         if write {
-                            dirty[index] = 1;
+                            *at_mut(dirty, index) = 1;
                             write = false;
                         }
                         let m = memo[memo_index(line)];
@@ -259,7 +260,7 @@ impl Hierarchy {
                             break;
                         }
                         if STAMPS {
-                            stamps[m.index] = base.wrapping_add(i as u32);
+                            *at_mut(stamps, m.index) = base.wrapping_add(i as u32);
                         } else {
                             plru_touch(
                                 &mut plru[m.index >> depth],

@@ -545,7 +545,7 @@ fn at_ref<T>(v: &[T], i: usize) -> &T {
 
 /// `&mut v[i]`; `i` must be in bounds.
 #[inline(always)]
-fn at_mut<T>(v: &mut [T], i: usize) -> &mut T {
+pub(crate) fn at_mut<T>(v: &mut [T], i: usize) -> &mut T {
     debug_assert!(i < v.len());
     // SAFETY: in bounds (see above).
     unsafe { v.get_unchecked_mut(i) }
