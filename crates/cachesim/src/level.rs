@@ -638,13 +638,18 @@ fn lru_way(stamps: &[u32]) -> usize {
     }
 }
 
-/// [`lru_way`] for at most `N` (a power of two up to 16) ways.
+/// [`lru_way`] for at most `N` (a power of two up to 16) ways, the keys in registers.
 #[inline(always)]
 fn lru_tree<const N: usize>(stamps: &[u32]) -> usize {
-    let mut k = [u64::MAX; N];
-    for (i, (slot, &t)) in k.iter_mut().zip(stamps).enumerate() {
-        *slot = u64::from(t) << 4 | i as u64;
-    }
+    let key = |i: usize| match stamps.get(i) {
+        Some(&t) => u64::from(t) << 4 | i as u64,
+        None => u64::MAX,
+    };
+    let mut k: [u64; N] = match <&[u32; N]>::try_from(stamps) {
+        // The usual case, a power-of-two associativity: no padding to test.
+        Ok(s) => std::array::from_fn(|i| u64::from(s[i]) << 4 | i as u64),
+        Err(_) => std::array::from_fn(key),
+    };
     let mut n = N;
     while n > 1 {
         n /= 2;
