@@ -22,6 +22,9 @@ use crate::config::{CacheConfig, Replacement};
 /// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes).
 pub(crate) const INVALID: u64 = u64::MAX;
 
+/// Levels of more entries keep no fingerprints (64 Ki entries: a 4 MiB cache of 64-byte lines).
+const FP_MAX_ENTRIES: u64 = 1 << 16;
+
 /// No next-level hint.
 pub(crate) const NO_HINT: u32 = u32::MAX;
 
@@ -40,7 +43,7 @@ pub(crate) struct Level {
     tags: Vec<u64>,
     /// Per set, `fp_stride` (the ways rounded up to a multiple of 4) 32-bit fingerprints of
     /// the lines (see [`fingerprint`]), searched four at a time before the tags; empty with
-    /// more than 64 ways.
+    /// more than 64 ways or [`FP_MAX_ENTRIES`] entries.
     fps: Vec<u32>,
     fp_stride: usize,
     /// Bits of the ways in a fingerprint match mask.
@@ -90,7 +93,9 @@ impl Level {
             Replacement::Lru if ways <= 16 && !stamps => Policy::Nibbles,
             Replacement::Lru => Policy::Stamps,
         };
-        let fp_stride = if ways <= 64 {
+        // Fingerprints pay where searches mostly miss and the level is small (L1, L2); a
+        // large last level mostly hits and would grow by half for them.
+        let fp_stride = if ways <= 64 && sets * ways as u64 <= FP_MAX_ENTRIES {
             ways.next_multiple_of(4)
         } else {
             0
