@@ -31,7 +31,7 @@
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::level::{INVALID, Level, NO_HINT, at_mut, plru_touch};
+use crate::level::{INVALID, Level, NO_HINT, at_mut, mark_dirty_tag, plru_touch};
 use crate::stats::{HierarchyStats, LevelStats};
 use crate::{Access, IntoAccess};
 
@@ -240,7 +240,7 @@ impl Hierarchy {
                 // The stamp of the access at `i` is `base + i`.
                 let base = l1.clock.wrapping_sub(i as u32);
                 let depth = l1.plru_depth();
-                let (stamps, plru, dirty) = l1.fast_parts();
+                let (stamps, plru, tags) = l1.fast_parts();
                 while i < end {
                     let a = batch[i].into_access();
                     if (a.addr & mask) + u64::from(a.size) > mask + 1 {
@@ -251,7 +251,7 @@ impl Hierarchy {
                         // Leaving the last line: store its pending dirty bit. (The memo and
                         // the last-line filter only hold L1 indices: in bounds.)
                         if write {
-                            *at_mut(dirty, index) = 1;
+                            mark_dirty_tag(tags, index);
                             write = false;
                         }
                         let m = memo[memo_index(line)];

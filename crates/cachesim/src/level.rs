@@ -1,9 +1,11 @@
 //! One cache level: tag store, replacement state and counters, with no policy between levels.
 //!
 //! Layout, chosen for speed: one flat `Vec<u64>` of `sets * ways` entries, set after set,
-//! each the `line` it holds (`line` = address >> log2(line_bytes)) or [`INVALID`], so a
-//! set search is plain equality; dirty bits live in a parallel byte array (one byte per entry:
-//! setting or clearing one is a plain store, never a read-modify-write of a shared word). Entries never move. Replacement state:
+//! each the `line` it holds (`line` = address >> log2(line_bytes)) with its dirty bit in
+//! bit 63 ([`DIRTY`]), or [`INVALID`]. A dirty bit costs no memory of its own, and a
+//! write-back or an eviction touches only the tag's cache line of the host. Entries never
+//! move. Sets of levels up to [`FP_MAX_ENTRIES`] entries also keep 32-bit fingerprints of
+//! their lines, searched four at a time. Replacement state:
 //! - LRU with at most 16 ways: a `u64` per set lists the ways from most to least recently
 //!   used, one 4-bit nibble each; a use moves a way to the front, an eviction takes the
 //!   last nibble, an invalidation moves the way to the back (so invalid ways are taken
@@ -19,8 +21,12 @@
 
 use crate::config::{CacheConfig, Replacement};
 
-/// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes).
+/// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes),
+/// with or without [`DIRTY`].
 pub(crate) const INVALID: u64 = u64::MAX;
+
+/// The dirty bit of a tag.
+const DIRTY: u64 = 1 << 63;
 
 /// Levels of more entries keep no fingerprints (64 Ki entries: a 4 MiB cache of 64-byte lines).
 const FP_MAX_ENTRIES: u64 = 1 << 16;
@@ -48,7 +54,6 @@ pub(crate) struct Level {
     fp_stride: usize,
     /// Bits of the ways in a fingerprint match mask.
     way_mask: u64,
-    dirty: Vec<u8>,
     pub(crate) stamps: Vec<u32>,
     pub(crate) clock: u32,
     /// Per entry, where its line was last seen in the next level (an index into that
@@ -115,7 +120,6 @@ impl Level {
             } else {
                 (1 << ways) - 1
             },
-            dirty: vec![0; sets as usize * ways],
             stamps,
             clock: 1,
             hints: Vec::new(),
@@ -142,10 +146,11 @@ impl Level {
     }
 
     /// What the L1 fast path writes: the stamps (LRU) or per-set tree bits (tree-PLRU), and
-    /// the dirty bits, as slices that cannot alias the level itself.
+    /// the tags (for their dirty bits, see [`mark_dirty_tag`]), as slices that cannot alias
+    /// the level itself.
     #[inline(always)]
-    pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u8]) {
-        (&mut self.stamps, &mut self.per_set, &mut self.dirty)
+    pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u64]) {
+        (&mut self.stamps, &mut self.per_set, &mut self.tags)
     }
 
     /// `log2(ways)` for tree-PLRU levels.
@@ -161,7 +166,10 @@ impl Level {
     /// The line at `index`, or [`INVALID`].
     #[inline(always)]
     pub(crate) fn tag_at(&self, index: usize) -> u64 {
-        self.tags.get(index).copied().unwrap_or(INVALID)
+        match self.tags.get(index) {
+            Some(&t) if t != INVALID => t & !DIRTY,
+            _ => INVALID,
+        }
     }
 
     #[inline(always)]
@@ -198,7 +206,7 @@ impl Level {
         } & self.way_mask;
         while m != 0 {
             let w = m.trailing_zeros() as usize;
-            if *at_ref(&self.tags, base + w) == line {
+            if *at_ref(&self.tags, base + w) | DIRTY == line | DIRTY {
                 return Some(w);
             }
             m &= m - 1;
@@ -261,47 +269,48 @@ impl Level {
         if self.fp_stride != 0 {
             *at_mut(&mut self.fps, set * self.fp_stride + w) = fingerprint(line);
         }
-        let victim = std::mem::replace(at_mut(&mut self.tags, index), line);
-        let was_dirty = std::mem::replace(at_mut(&mut self.dirty, index), u8::from(dirty));
-        (index, victim, was_dirty)
+        let old = std::mem::replace(at_mut(&mut self.tags, index), line | u64::from(dirty) << 63);
+        if old == INVALID {
+            (index, INVALID, 0)
+        } else {
+            (index, old & !DIRTY, (old >> 63) as u8)
+        }
     }
 
     #[inline(always)]
     fn find(&self, base: usize, line: u64) -> Option<usize> {
-        let set = &self.tags[base..base + self.ways];
-        // Four ways per branch: a miss scans the whole set, so fewer, better predicted
-        // branches matter more than stopping early.
+        let set = slice_at(&self.tags, base, self.ways);
+        // Compared with the dirty bit set on both sides. Four ways per branch: a miss scans
+        // the whole set, so fewer, better predicted branches matter more than stopping early.
+        let key = line | DIRTY;
         let mut chunks = set.chunks_exact(4);
         let mut at = 0;
         for c in &mut chunks {
-            let hit = (c[0] == line) | (c[1] == line) | (c[2] == line) | (c[3] == line);
+            let hit = (c[0] | DIRTY == key)
+                | (c[1] | DIRTY == key)
+                | (c[2] | DIRTY == key)
+                | (c[3] | DIRTY == key);
             if hit {
-                return c.iter().position(|&e| e == line).map(|p| at + p);
+                return c.iter().position(|&e| e | DIRTY == key).map(|p| at + p);
             }
             at += 4;
         }
         chunks
             .remainder()
             .iter()
-            .position(|&e| e == line)
+            .position(|&e| e | DIRTY == key)
             .map(|p| at + p)
     }
 
     #[inline(always)]
     pub(crate) fn set_dirty(&mut self, index: usize) {
-        self.dirty[index] = 1;
+        self.tags[index] |= DIRTY;
     }
 
     /// ORs `dirty` (0 or 1) into the dirty bit of `index`.
     #[inline(always)]
     pub(crate) fn or_dirty(&mut self, index: usize, dirty: u8) {
-        *at_mut(&mut self.dirty, index) |= dirty;
-    }
-
-    /// Clears the dirty bit of `index`, returning its old value.
-    #[inline(always)]
-    fn take_dirty(&mut self, index: usize) -> bool {
-        std::mem::replace(&mut self.dirty[index], 0) != 0
+        *at_mut(&mut self.tags, index) |= u64::from(dirty) << 63;
     }
 
     /// Stamps way `slot` as just used.
@@ -415,11 +424,10 @@ impl Level {
     pub(crate) fn invalidate(&mut self, line: u64) -> Option<bool> {
         let (set, base) = self.set_base(line);
         let p = self.find_way(set, base, line)?;
-        self.tags[base + p] = INVALID;
+        let was_dirty = std::mem::replace(&mut self.tags[base + p], INVALID) & DIRTY != 0;
         if self.fp_stride != 0 {
             self.fps[set * self.fp_stride + p] = fingerprint(INVALID);
         }
-        let was_dirty = self.take_dirty(base + p);
         match self.policy {
             Policy::Nibbles => {
                 let order = self.per_set[set];
@@ -441,7 +449,7 @@ impl Level {
     pub(crate) fn is_dirty(&self, line: u64) -> bool {
         let (set, base) = self.set_base(line);
         self.find_way(set, base, line)
-            .is_some_and(|p| self.dirty[base + p] != 0)
+            .is_some_and(|p| self.tags[base + p] & DIRTY != 0)
     }
 
     /// Valid lines held.
@@ -453,7 +461,6 @@ impl Level {
     pub(crate) fn clear(&mut self) {
         self.tags.fill(INVALID);
         self.fps.fill(fingerprint(INVALID));
-        self.dirty.fill(0);
         self.stamps.fill(0);
         self.hints.fill(NO_HINT);
         self.clock = 1;
@@ -562,6 +569,12 @@ fn slice_at<T>(v: &[T], start: usize, len: usize) -> &[T] {
     debug_assert!(start + len <= v.len());
     // SAFETY: in bounds (see above).
     unsafe { v.get_unchecked(start..start + len) }
+}
+
+/// Sets the dirty bit of the tag at `index` of `tags` (which holds a line).
+#[inline(always)]
+pub(crate) fn mark_dirty_tag(tags: &mut [u64], index: usize) {
+    *at_mut(tags, index) |= DIRTY;
 }
 
 /// A line's fingerprint: its low 32 bits. Lines of one set that share it (they are a
