@@ -455,19 +455,18 @@ impl Hierarchy {
             if j == 0 {
                 self.l1_dropped(victim);
             }
-            // A clean victim just leaves. Whether it is dirty is hard to predict, so the
-            // common cases, the last level's victim and a victim its hint finds in the next
-            // level, add its dirty bit without a branch.
-            let wb = u64::from(vdirty);
-            if j + 1 == n {
-                self.levels[j].writebacks += wb;
-                self.mem_writebacks += wb;
-            } else if self.levels[j + 1].tag_at(vhint as usize) == victim {
-                self.levels[j].writebacks += wb;
-                self.levels[j + 1].or_dirty(vhint as usize, vdirty);
-            } else if vdirty != 0 {
+            // A clean victim just leaves. A dirty one goes to the next level, first where
+            // its hint says (the next level's tag is checked: it is read only for a dirty
+            // victim, which the host may have to fetch from far).
+            if vdirty != 0 {
                 self.levels[j].writebacks += 1;
-                self.write_back_search(j + 1, victim);
+                if j + 1 == n {
+                    self.mem_writebacks += 1;
+                } else if self.levels[j + 1].tag_at(vhint as usize) == victim {
+                    self.levels[j + 1].set_dirty(vhint as usize);
+                } else {
+                    self.write_back_search(j + 1, victim);
+                }
             }
         }
         index
