@@ -57,6 +57,14 @@ const NO_MEMO: Memo = Memo {
 /// Accesses a fast run takes at most, so that the L1 clock can be checked once per run.
 const RUN_MAX: usize = 1 << 30;
 
+/// The accesses and bytes that the items of `batch` stand for.
+#[inline]
+pub(crate) fn batch_totals<A: IntoAccess>(batch: &[A]) -> (u64, u64) {
+    batch
+        .iter()
+        .fold((0u64, 0u64), |(n, b), x| (n + x.count(), b + x.bytes()))
+}
+
 /// `index` as a hint ([`NO_HINT`] when it does not fit).
 #[inline(always)]
 fn hint(index: usize) -> u32 {
@@ -175,12 +183,21 @@ impl Hierarchy {
     /// whose L1 slot the memo remembers) go through a tight loop whose counters and
     /// last-line state stay in registers.
     pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
+        let (n, bytes) = batch_totals(batch);
+        self.access_batch_with_totals(batch, n, bytes);
+    }
+
+    /// [`Hierarchy::access_batch`] given the batch's accesses and bytes
+    /// ([`batch_totals`]), which several hierarchies fed the same batch can share.
+    pub(crate) fn access_batch_with_totals<A: IntoAccess>(
+        &mut self,
+        batch: &[A],
+        n: u64,
+        bytes: u64,
+    ) {
         // Every access counts as a fast-path L1 hit up front; one that leaves the fast
         // path is taken back out before the slower path counts it. The fast loop then
         // keeps no counters.
-        let (n, bytes) = batch
-            .iter()
-            .fold((0u64, 0u64), |(n, b), x| (n + x.count(), b + x.bytes()));
         self.mru_hits += n;
         self.mru_bytes += bytes;
         let stamps = self.levels[0].uses_stamps();
