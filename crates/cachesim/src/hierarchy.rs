@@ -129,7 +129,7 @@ impl Hierarchy {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let mut level = Level::with_lru_stamps(l, i == 0);
+                let mut level = Level::build(l, i == 0, i > 0);
                 // Hints index the next level's tag store with a u32.
                 if hints
                     && i + 1 < n
@@ -479,7 +479,7 @@ impl Hierarchy {
                 self.levels[j].writebacks += 1;
                 if j + 1 == n {
                     self.mem_writebacks += 1;
-                } else if self.levels[j + 1].tag_at(vhint as usize) == victim {
+                } else if self.levels[j + 1].holds(vhint as usize, victim) {
                     self.levels[j + 1].set_dirty(vhint as usize);
                 } else {
                     self.write_back_search(j + 1, victim);
@@ -611,7 +611,7 @@ impl Hierarchy {
             return;
         }
         let lvl = &mut self.levels[k];
-        if lvl.tag_at(at as usize) == line {
+        if lvl.holds(at as usize, line) {
             lvl.set_dirty(at as usize);
         } else if !lvl.mark_dirty(line) {
             self.fill(k, line, true, NO_HINT);
@@ -835,6 +835,24 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    #[test]
+    fn levels_above_the_last_keep_hints_and_large_ones_narrow_tags() {
+        let cfg = HierarchyConfig::new(
+            "cascadelake-like",
+            vec![
+                CacheConfig::new("L1", 32 << 10, 64, 8),
+                CacheConfig::new("L2", 1 << 20, 64, 16),
+                CacheConfig::new("L3", 37_486_592, 64, 11),
+            ],
+        );
+        let h = Hierarchy::new(cfg).expect("valid");
+        assert_eq!(h.levels[0].hints.len(), 512);
+        assert_eq!(h.levels[1].hints.len(), 16 * 1024);
+        assert!(h.levels[2].hints.is_empty());
+        assert!(!h.levels[0].is_narrow());
+        assert!(h.levels[1].is_narrow() && h.levels[2].is_narrow());
     }
 
     proptest! {

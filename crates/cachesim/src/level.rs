@@ -5,7 +5,15 @@
 //! bit 63 ([`DIRTY`]), or [`INVALID`]. A dirty bit costs no memory of its own, and a
 //! write-back or an eviction touches only the tag's cache line of the host. Entries never
 //! move. Sets of levels up to [`FP_MAX_ENTRIES`] entries also keep 32-bit fingerprints of
-//! their lines, searched four at a time. Replacement state:
+//! their lines, searched four at a time.
+//!
+//! A level below L1 with at least [`NARROW_MIN_SETS`] sets keeps narrow tags instead while
+//! every line fits: per entry the 32-bit quotient `line / sets` (exact: the set gives the
+//! rest), the dirty bit in bit 31. Half the bytes of a 64-bit tag store, where the host's
+//! cache is scarce (a large last level), and four compared per SSE2 instruction with no
+//! fingerprint. The first line whose quotient needs more bits turns the level to 64-bit
+//! tags for good (programs under QEMU user mode sit near 2^38: a quotient of 2^28 for a
+//! thousand sets). Replacement state:
 //! - LRU with at most 16 ways: a `u64` per set lists the ways from most to least recently
 //!   used, one 4-bit nibble each; a use moves a way to the front, an eviction takes the
 //!   last nibble, an invalidation moves the way to the back (so invalid ways are taken
@@ -28,6 +36,18 @@ pub(crate) const INVALID: u64 = u64::MAX;
 /// The dirty bit of a tag.
 const DIRTY: u64 = 1 << 63;
 
+/// An empty way of a narrow tag store.
+const INVALID32: u32 = u32::MAX;
+
+/// The dirty bit of a narrow tag.
+const DIRTY32: u32 = 1 << 31;
+
+/// The largest quotient a narrow tag holds (with [`DIRTY32`] it stays below [`INVALID32`]).
+const Q_MAX: u64 = (1 << 31) - 2;
+
+/// Levels below L1 with at least this many sets start with narrow tags.
+const NARROW_MIN_SETS: u64 = 1024;
+
 /// Levels of more entries keep no fingerprints (64 Ki entries: a 4 MiB cache of 64-byte lines).
 const FP_MAX_ENTRIES: u64 = 1 << 16;
 
@@ -47,6 +67,16 @@ pub(crate) struct Slot {
 pub(crate) struct Level {
     pub(crate) name: String,
     tags: Vec<u64>,
+    /// The narrow tag store (see the module documentation) while `narrow`, with four
+    /// trailing [`INVALID32`] entries so that a search may load four tags past the last
+    /// set; `tags` is then empty.
+    tags32: Vec<u32>,
+    narrow: bool,
+    /// For quotients: `line >> set_shift` with a power-of-two set count, else
+    /// `((line - set) >> set_shift) * set_inv` (exact division: `set_inv` is the inverse of
+    /// the set count's odd part modulo 2^64, `set_shift` its trailing zeros).
+    set_shift: u32,
+    set_inv: u64,
     /// Per set, `fp_stride` (the ways rounded up to a multiple of 4) 32-bit fingerprints of
     /// the lines (see [`fingerprint`]), searched four at a time before the tags; empty with
     /// more than 64 ways or [`FP_MAX_ENTRIES`] entries.
@@ -81,7 +111,7 @@ impl Level {
     /// Builds an empty level; `cfg` must have been validated.
     #[cfg(test)]
     pub(crate) fn new(cfg: &CacheConfig) -> Self {
-        Self::with_lru_stamps(cfg, false)
+        Self::build(cfg, false, false)
     }
 
     /// Builds an empty level; `cfg` must have been validated. With `stamps`, LRU is kept
@@ -90,7 +120,9 @@ impl Level {
     /// share a set (arrays a multiple of the set span apart) chain from access to access;
     /// a miss pays a scan of the set's stamps. A hierarchy's L1, where nearly every access
     /// hits, uses stamps; the other levels the compact recency word.
-    pub(crate) fn with_lru_stamps(cfg: &CacheConfig, stamps: bool) -> Self {
+    /// `narrow_ok`: the level may keep narrow tags (not an L1, whose fast path writes dirty
+    /// bits into 64-bit tags).
+    pub(crate) fn build(cfg: &CacheConfig, stamps: bool, narrow_ok: bool) -> Self {
         let sets = cfg.sets().max(1);
         let ways = cfg.associativity.max(1) as usize;
         let policy = match cfg.replacement {
@@ -98,9 +130,10 @@ impl Level {
             Replacement::Lru if ways <= 16 && !stamps => Policy::Nibbles,
             Replacement::Lru => Policy::Stamps,
         };
+        let narrow = narrow_ok && sets >= NARROW_MIN_SETS && ways <= 64;
         // Fingerprints pay where searches mostly miss and the level is small (L1, L2); a
         // large last level mostly hits and would grow by half for them.
-        let fp_stride = if ways <= 64 && sets * ways as u64 <= FP_MAX_ENTRIES {
+        let fp_stride = if !narrow && ways <= 64 && sets * ways as u64 <= FP_MAX_ENTRIES {
             ways.next_multiple_of(4)
         } else {
             0
@@ -112,7 +145,19 @@ impl Level {
         };
         Self {
             name: cfg.name.clone(),
-            tags: vec![INVALID; sets as usize * ways],
+            tags: if narrow {
+                Vec::new()
+            } else {
+                vec![INVALID; sets as usize * ways]
+            },
+            tags32: if narrow {
+                vec![INVALID32; sets as usize * ways + 4]
+            } else {
+                Vec::new()
+            },
+            narrow,
+            set_shift: sets.trailing_zeros(),
+            set_inv: odd_inverse(sets >> sets.trailing_zeros()),
             fps: vec![fingerprint(INVALID); sets as usize * fp_stride],
             fp_stride,
             way_mask: if ways >= 64 {
@@ -142,7 +187,7 @@ impl Level {
 
     /// Keeps a next-level hint per entry (see [`Level::hints`]).
     pub(crate) fn enable_hints(&mut self) {
-        self.hints = vec![NO_HINT; self.tags.len()];
+        self.hints = vec![NO_HINT; self.sets as usize * self.ways];
     }
 
     /// What the L1 fast path writes: the stamps (LRU) or per-set tree bits (tree-PLRU), and
@@ -150,12 +195,19 @@ impl Level {
     /// the level itself.
     #[inline(always)]
     pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u64]) {
+        debug_assert!(!self.narrow, "an L1 keeps 64-bit tags");
         (&mut self.stamps, &mut self.per_set, &mut self.tags)
     }
 
     /// `log2(ways)` for tree-PLRU levels.
     pub(crate) fn plru_depth(&self) -> u32 {
         self.plru_depth
+    }
+
+    /// Whether the level keeps narrow tags.
+    #[cfg(test)]
+    pub(crate) fn is_narrow(&self) -> bool {
+        self.narrow
     }
 
     /// Whether LRU is kept as last-use stamps (else tree pseudo-LRU or recency words).
@@ -166,10 +218,64 @@ impl Level {
     /// The line at `index`, or [`INVALID`].
     #[inline(always)]
     pub(crate) fn tag_at(&self, index: usize) -> u64 {
+        if self.narrow {
+            return match self.tags32.get(index) {
+                Some(&t) if t != INVALID32 && index < self.sets as usize * self.ways => {
+                    self.line_of(u64::from(t & !DIRTY32), index / self.ways)
+                }
+                _ => INVALID,
+            };
+        }
         match self.tags.get(index) {
             Some(&t) if t != INVALID => t & !DIRTY,
             _ => INVALID,
         }
+    }
+
+    /// Whether entry `index` holds `line` (any index: a stale hint is only `false`).
+    #[inline(always)]
+    pub(crate) fn holds(&self, index: usize, line: u64) -> bool {
+        if self.narrow {
+            let (set, base) = self.set_base(line);
+            let q = self.quotient(line, set);
+            index.wrapping_sub(base) < self.ways
+                && q <= Q_MAX
+                && *at_ref(&self.tags32, index) | DIRTY32 == q as u32 | DIRTY32
+        } else {
+            self.tag_at(index) == line
+        }
+    }
+
+    /// `line / sets` for `line` of set `set`.
+    #[inline(always)]
+    fn quotient(&self, line: u64, set: usize) -> u64 {
+        if self.pow2_sets {
+            line >> self.set_shift
+        } else {
+            ((line - set as u64) >> self.set_shift).wrapping_mul(self.set_inv)
+        }
+    }
+
+    /// The line of quotient `q` in set `set`.
+    #[inline(always)]
+    fn line_of(&self, q: u64, set: usize) -> u64 {
+        q * self.sets + set as u64
+    }
+
+    /// Turns a narrow tag store into 64-bit tags (a line's quotient needs more bits).
+    #[cold]
+    fn widen(&mut self) {
+        let n = self.sets as usize * self.ways;
+        let mut tags = vec![INVALID; n];
+        for (i, (tag, &t)) in tags.iter_mut().zip(&self.tags32).enumerate() {
+            if t != INVALID32 {
+                let line = self.line_of(u64::from(t & !DIRTY32), i / self.ways);
+                *tag = line | u64::from(t >> 31) << 63;
+            }
+        }
+        self.tags = tags;
+        self.tags32 = Vec::new();
+        self.narrow = false;
     }
 
     #[inline(always)]
@@ -192,6 +298,22 @@ impl Level {
     /// fingerprint matches, four per compare, each checked against its tag.
     #[inline(always)]
     pub(crate) fn find_way(&self, set: usize, base: usize, line: u64) -> Option<usize> {
+        if self.narrow {
+            let q = self.quotient(line, set);
+            if q > Q_MAX {
+                return None; // never stored: the level would have widened
+            }
+            let tags = slice_at(&self.tags32, base, self.ways.next_multiple_of(4));
+            let key = q as u32 | DIRTY32;
+            let m = match self.ways {
+                1..=4 => tag_match::<1>(tags, key),
+                5..=8 => tag_match::<2>(tags, key),
+                9..=12 => tag_match::<3>(tags, key),
+                13..=16 => tag_match::<4>(tags, key),
+                _ => tag_match_any(tags, key),
+            } & self.way_mask;
+            return (m != 0).then(|| m.trailing_zeros() as usize);
+        }
         if self.fp_stride == 0 {
             return self.find(base, line);
         }
@@ -241,6 +363,15 @@ impl Level {
         line: u64,
         dirty: bool,
     ) -> (usize, u64, u8) {
+        let q = if self.narrow {
+            let q = self.quotient(line, set);
+            if q > Q_MAX {
+                self.widen();
+            }
+            q
+        } else {
+            0
+        };
         let w = match self.policy {
             Policy::Nibbles => {
                 // The last way in recency order: an invalid way if any, else the LRU way.
@@ -256,8 +387,14 @@ impl Level {
                 w
             }
             Policy::TreePlru => {
-                let ways = &self.tags[base..base + self.ways];
-                let w = match ways.iter().position(|&e| e == INVALID) {
+                let invalid = if self.narrow {
+                    let ways = &self.tags32[base..base + self.ways];
+                    ways.iter().position(|&e| e == INVALID32)
+                } else {
+                    let ways = &self.tags[base..base + self.ways];
+                    ways.iter().position(|&e| e == INVALID)
+                };
+                let w = match invalid {
                     Some(w) => w,
                     None => plru_victim(self.per_set[set], self.plru_depth),
                 };
@@ -266,6 +403,18 @@ impl Level {
             }
         };
         let index = base + w;
+        if self.narrow {
+            let old = std::mem::replace(
+                at_mut(&mut self.tags32, index),
+                q as u32 | u32::from(dirty) << 31,
+            );
+            return if old == INVALID32 {
+                (index, INVALID, 0)
+            } else {
+                let victim = self.line_of(u64::from(old & !DIRTY32), set);
+                (index, victim, (old >> 31) as u8)
+            };
+        }
         if self.fp_stride != 0 {
             *at_mut(&mut self.fps, set * self.fp_stride + w) = fingerprint(line);
         }
@@ -304,13 +453,21 @@ impl Level {
 
     #[inline(always)]
     pub(crate) fn set_dirty(&mut self, index: usize) {
+        if self.narrow {
+            self.tags32[index] |= DIRTY32;
+            return;
+        }
         self.tags[index] |= DIRTY;
     }
 
     /// ORs `dirty` (0 or 1) into the dirty bit of `index`.
     #[inline(always)]
     pub(crate) fn or_dirty(&mut self, index: usize, dirty: u8) {
-        *at_mut(&mut self.tags, index) |= u64::from(dirty) << 63;
+        if self.narrow {
+            *at_mut(&mut self.tags32, index) |= u32::from(dirty) << 31;
+        } else {
+            *at_mut(&mut self.tags, index) |= u64::from(dirty) << 63;
+        }
     }
 
     /// Stamps way `slot` as just used.
@@ -424,7 +581,11 @@ impl Level {
     pub(crate) fn invalidate(&mut self, line: u64) -> Option<bool> {
         let (set, base) = self.set_base(line);
         let p = self.find_way(set, base, line)?;
-        let was_dirty = std::mem::replace(&mut self.tags[base + p], INVALID) & DIRTY != 0;
+        let was_dirty = if self.narrow {
+            std::mem::replace(&mut self.tags32[base + p], INVALID32) & DIRTY32 != 0
+        } else {
+            std::mem::replace(&mut self.tags[base + p], INVALID) & DIRTY != 0
+        };
         if self.fp_stride != 0 {
             self.fps[set * self.fp_stride + p] = fingerprint(INVALID);
         }
@@ -448,18 +609,28 @@ impl Level {
     /// Whether `line` is present and dirty (no state change).
     pub(crate) fn is_dirty(&self, line: u64) -> bool {
         let (set, base) = self.set_base(line);
-        self.find_way(set, base, line)
-            .is_some_and(|p| self.tags[base + p] & DIRTY != 0)
+        self.find_way(set, base, line).is_some_and(|p| {
+            if self.narrow {
+                self.tags32[base + p] & DIRTY32 != 0
+            } else {
+                self.tags[base + p] & DIRTY != 0
+            }
+        })
     }
 
     /// Valid lines held.
     pub(crate) fn valid_lines(&self) -> usize {
+        if self.narrow {
+            let n = self.sets as usize * self.ways;
+            return self.tags32[..n].iter().filter(|&&e| e != INVALID32).count();
+        }
         self.tags.iter().filter(|&&e| e != INVALID).count()
     }
 
     /// Empties the level (contents and replacement state); counters stay.
     pub(crate) fn clear(&mut self) {
         self.tags.fill(INVALID);
+        self.tags32.fill(INVALID32);
         self.fps.fill(fingerprint(INVALID));
         self.stamps.fill(0);
         self.hints.fill(NO_HINT);
@@ -602,6 +773,68 @@ fn fp_match_any(fps: &[u32], key: u32) -> u64 {
         m |= u64::from(match4(chunk, key)) << (4 * g);
     }
     m
+}
+
+/// Bit `w` set for each narrow tag `tags[w]` that is `key` (which has [`DIRTY32`] set)
+/// whatever its dirty bit, over `4 * G` tags.
+#[inline(always)]
+fn tag_match<const G: usize>(tags: &[u32], key: u32) -> u64 {
+    let tags = &tags[..4 * G];
+    let mut m = 0;
+    for g in 0..G {
+        m |= u64::from(match4_or(&tags[4 * g..4 * g + 4], key, DIRTY32)) << (4 * g);
+    }
+    m
+}
+
+/// [`tag_match`] for any multiple of 4 up to 64 tags.
+fn tag_match_any(tags: &[u32], key: u32) -> u64 {
+    let mut m = 0;
+    for (g, chunk) in tags.chunks_exact(4).enumerate() {
+        m |= u64::from(match4_or(chunk, key, DIRTY32)) << (4 * g);
+    }
+    m
+}
+
+/// Bits 0-3: which of the four values of `chunk`, ORed with `or`, equal `key`.
+#[inline(always)]
+fn match4_or(chunk: &[u32], key: u32, or: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_or_si128,
+            _mm_set1_epi32,
+        };
+        assert!(chunk.len() >= 4);
+        // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load reads the four
+        // `u32`s of `chunk` (checked just above).
+        unsafe {
+            let v = _mm_or_si128(
+                _mm_loadu_si128(chunk.as_ptr().cast()),
+                _mm_set1_epi32(or as i32),
+            );
+            let eq = _mm_cmpeq_epi32(v, _mm_set1_epi32(key as i32));
+            _mm_movemask_ps(_mm_castsi128_ps(eq)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        chunk[..4]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &t)| m | u32::from(t | or == key) << i)
+    }
+}
+
+/// The inverse of odd `d` modulo 2^64 (Newton's iteration: each step doubles the correct
+/// low bits, from 3 with `d` itself).
+fn odd_inverse(d: u64) -> u64 {
+    debug_assert!(d & 1 == 1);
+    let mut x = d;
+    for _ in 0..5 {
+        x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+    }
+    x
 }
 
 /// Bits 0-3: which of the four fingerprints of `chunk` equal `key`.
@@ -852,6 +1085,63 @@ mod tests {
         assert!(l.clock < 30);
         for x in (4..=20).chain([1, 2, 3]) {
             assert_eq!(l.insert(100 + x, false).1, Some(x << 1));
+        }
+    }
+
+    #[test]
+    fn narrow_tags_hold_lines_and_widen_when_one_does_not_fit() {
+        // Power-of-two and non-power-of-two set counts (2^12 * 13 sets, like a 35.75 MiB
+        // 11-way L3), LRU and tree-PLRU.
+        for (sets, ways, r) in [
+            (1024u64, 4u32, Replacement::Lru),
+            (53_248, 11, Replacement::Lru),
+            (3 * 1024, 2, Replacement::TreePlru),
+        ] {
+            let cfg =
+                CacheConfig::new("L3", sets * 64 * u64::from(ways), 64, ways).with_replacement(r);
+            let mut l = Level::build(&cfg, false, true);
+            assert!(l.narrow);
+            let mut x = 0x9e37_79b9u64;
+            let mut held = Vec::new();
+            for k in 0..3000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = x % (1 << 36);
+                if l.contains(line) {
+                    continue;
+                }
+                let (set, base) = l.set_base(line);
+                let (index, victim, _) = l.insert_at(set, base, line, k % 3 == 0);
+                held.retain(|&(v, _)| v != victim);
+                held.push((line, k % 3 == 0));
+                assert_eq!(l.tag_at(index), line);
+                assert!(l.holds(index, line));
+                assert!(!l.holds(index, line + sets), "another line of the set");
+            }
+            let valid = l.valid_lines();
+            assert_eq!(valid, held.len());
+            // A line whose quotient needs more than 31 bits: the level turns wide and keeps
+            // every line and dirty bit.
+            let big = (Q_MAX + 1) * sets + 5;
+            let (set, base) = l.set_base(big);
+            let (index, victim, _) = l.insert_at(set, base, big, true);
+            assert!(!l.narrow);
+            held.retain(|&(v, _)| v != victim);
+            assert_eq!(l.tag_at(index), big);
+            assert!(l.is_dirty(big));
+            for &(line, dirty) in &held {
+                assert!(l.contains(line), "{line} lost when widening");
+                assert_eq!(l.is_dirty(line), dirty);
+            }
+            assert_eq!(l.valid_lines(), held.len() + 1);
+        }
+    }
+
+    #[test]
+    fn odd_inverse_inverts() {
+        for d in [1u64, 3, 13, 53_248 >> 12, (1 << 40) + 1, u64::MAX] {
+            assert_eq!(d.wrapping_mul(odd_inverse(d)), 1, "{d}");
         }
     }
 
