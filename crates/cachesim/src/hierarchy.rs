@@ -19,13 +19,19 @@
 //!   line again is an L1 hit that needs no replacement update (the line is already most
 //!   recently used, and tree-PLRU bits are idempotent), so it only adds to two counters and
 //!   remembers a store, which dirties the line before the next slower-path access.
-//! - A 512-entry memo, indexed by a hash of the line, remembers where recently used lines sit
-//!   in L1. When the remembered slot still holds the line, the hit skips the set search
-//!   (interleaved streams such as `a[i] = b[i] + s * c[i]` hit here).
+//! - A 2048-entry memo (32 KiB: room for the lines of a 64 KiB L1 with few collisions),
+//!   indexed by a hash of the line, remembers where recently used lines sit
+//!   in L1. It is exact: an entry is dropped when L1 evicts or invalidates its line, so a
+//!   memo hit is an L1 hit with no set search and no tag check (interleaved streams such as
+//!   `a[i] = b[i] + s * c[i]` hit here). A memo miss proves nothing: the set is searched.
+//! - Each entry of a non-exclusive hierarchy's levels above the last remembers where its line
+//!   sat in the next level when it was filled. A dirty victim written back there tries that
+//!   position first (checked against the tag), which saves the set search of the write-back
+//!   in a streaming miss.
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::level::{Level, Slot};
+use crate::level::{INVALID, Level, NO_HINT, at_mut, mark_dirty_tag, plru_touch};
 use crate::stats::{HierarchyStats, LevelStats};
 use crate::{Access, IntoAccess};
 
@@ -33,24 +39,37 @@ use crate::{Access, IntoAccess};
 const NO_LINE: u64 = u64::MAX;
 
 /// Entries of the L1 slot memo (a power of two).
-const MEMO_LEN: usize = 512;
+const MEMO_LEN: usize = 2048;
 
-/// A remembered L1 position of a recently used line; checked against the tag store before
-/// use, so a stale entry is only a missed shortcut, never a wrong answer.
+/// The L1 position (index in its tag store) of a recently used line. Exact: the hierarchy
+/// drops an entry whenever L1 loses its line, so `line` is always at `index`.
 #[derive(Clone, Copy, Debug)]
 struct Memo {
     line: u64,
-    slot: Slot,
+    index: usize,
 }
 
 const NO_MEMO: Memo = Memo {
     line: NO_LINE,
-    slot: Slot {
-        index: 0,
-        set: 0,
-        way: 0,
-    },
+    index: 0,
 };
+
+/// Accesses a fast run takes at most, so that the L1 clock can be checked once per run.
+const RUN_MAX: usize = 1 << 30;
+
+/// The accesses and bytes that the items of `batch` stand for.
+#[inline]
+pub(crate) fn batch_totals<A: IntoAccess>(batch: &[A]) -> (u64, u64) {
+    batch
+        .iter()
+        .fold((0u64, 0u64), |(n, b), x| (n + x.count(), b + x.bytes()))
+}
+
+/// `index` as a hint ([`NO_HINT`] when it does not fit).
+#[inline(always)]
+fn hint(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(NO_HINT)
+}
 
 #[inline(always)]
 fn memo_index(line: u64) -> usize {
@@ -82,11 +101,11 @@ pub struct Hierarchy {
     line_shift: u32,
     line_mask: u64,
     levels: Vec<Level>,
-    // Fast paths: last line served by L1, its slot in L1, whether it was stored to since
+    // Fast paths: last line served by L1, its index in L1, whether it was stored to since
     // the dirty bit was last written, and the L1 hits and bytes counted by the last-line
     // filter and the memo.
     mru_line: u64,
-    mru_slot: Slot,
+    mru_index: usize,
     memo: Box<[Memo; MEMO_LEN]>,
     mru_write: bool,
     mru_hits: u64,
@@ -103,11 +122,24 @@ impl Hierarchy {
     pub fn new(cfg: HierarchyConfig) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let line_bytes = cfg.levels[0].line_bytes;
+        let n = cfg.levels.len();
+        let hints = cfg.inclusion != Inclusion::Exclusive;
         let levels = cfg
             .levels
             .iter()
             .enumerate()
-            .map(|(i, l)| Level::with_lru_stamps(l, i == 0))
+            .map(|(i, l)| {
+                let mut level = Level::build(l, i == 0, i > 0);
+                // Hints index the next level's tag store with a u32.
+                if hints
+                    && i + 1 < n
+                    && cfg.levels[i + 1].size_bytes / cfg.levels[i + 1].line_bytes
+                        < u64::from(NO_HINT)
+                {
+                    level.enable_hints();
+                }
+                level
+            })
             .collect();
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
@@ -115,7 +147,7 @@ impl Hierarchy {
             levels,
             cfg,
             mru_line: NO_LINE,
-            mru_slot: NO_MEMO.slot,
+            mru_index: 0,
             memo: Box::new([NO_MEMO; MEMO_LEN]),
             mru_write: false,
             mru_hits: 0,
@@ -151,10 +183,37 @@ impl Hierarchy {
     /// whose L1 slot the memo remembers) go through a tight loop whose counters and
     /// last-line state stay in registers.
     pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
+        let (n, bytes) = batch_totals(batch);
+        self.access_batch_with_totals(batch, n, bytes);
+    }
+
+    /// [`Hierarchy::access_batch`] given the batch's accesses and bytes
+    /// ([`batch_totals`]), which several hierarchies fed the same batch can share.
+    pub(crate) fn access_batch_with_totals<A: IntoAccess>(
+        &mut self,
+        batch: &[A],
+        n: u64,
+        bytes: u64,
+    ) {
+        // Every access counts as a fast-path L1 hit up front; one that leaves the fast
+        // path is taken back out before the slower path counts it. The fast loop then
+        // keeps no counters.
+        self.mru_hits += n;
+        self.mru_bytes += bytes;
+        let stamps = self.levels[0].uses_stamps();
+        // 64-byte lines, the usual size, get a loop with the line geometry as constants.
+        let line64 = self.line_shift == 6;
         let mut i = 0;
         while i < batch.len() {
-            i = self.fast_run(batch, i);
+            i = match (stamps, line64) {
+                (true, true) => self.fast_run::<A, true, 6>(batch, i),
+                (true, false) => self.fast_run::<A, true, 0>(batch, i),
+                (false, true) => self.fast_run::<A, false, 6>(batch, i),
+                (false, false) => self.fast_run::<A, false, 0>(batch, i),
+            };
             if let Some(&item) = batch.get(i) {
+                self.mru_hits -= item.count();
+                self.mru_bytes -= item.bytes();
                 let a = item.into_access();
                 self.access(a);
                 let more = item.count() - 1;
@@ -166,44 +225,92 @@ impl Hierarchy {
         }
     }
 
-    /// Takes the accesses of `batch` from `i` on while they are fast-path L1 hits; returns
-    /// the index of the first one it could not take (a split access, or a line the memo
-    /// does not place), or the batch's length.
+    /// Takes the accesses of `batch` from `start` on until a split access (returns its
+    /// index) or the end of the run. L1 hits the last-line filter or the memo places are
+    /// taken in a tight loop that counts nothing (see [`Hierarchy::access_batch`]); another
+    /// line goes to [`Hierarchy::locate`] and the loop goes on. `STAMPS`: L1 keeps LRU
+    /// stamps (else tree pseudo-LRU bits). `SHIFT`: log2 of the line size when known at
+    /// compile time, else 0.
     #[inline(always)]
-    fn fast_run<A: IntoAccess>(&mut self, batch: &[A], mut i: usize) -> usize {
-        let (shift, mask) = (self.line_shift, self.line_mask);
-        let (mut mru, mut slot, mut write) = (self.mru_line, self.mru_slot, self.mru_write);
-        let (mut hits, mut bytes) = (0u64, 0u64);
-        let memo = &*self.memo;
-        let l1 = &mut self.levels[0];
-        while let Some(&item) = batch.get(i) {
-            let a = item.into_access();
-            let size = u64::from(a.size);
-            if (a.addr & mask) + size > mask + 1 {
+    fn fast_run<A: IntoAccess, const STAMPS: bool, const SHIFT: u32>(
+        &mut self,
+        batch: &[A],
+        start: usize,
+    ) -> usize {
+        let (shift, mask) = if SHIFT == 0 {
+            (self.line_shift, self.line_mask)
+        } else {
+            (SHIFT, (1 << SHIFT) - 1)
+        };
+        let (mut mru, mut index, mut write) = (self.mru_line, self.mru_index, self.mru_write);
+        let end = batch.len().min(start.saturating_add(RUN_MAX));
+        // At most one L1 use per access: renumber now if the clock could wrap in this run.
+        if STAMPS && u64::from(u32::MAX - self.levels[0].clock) <= (end - start) as u64 {
+            self.levels[0].renumber_stamps();
+        }
+        let mut i = start;
+        loop {
+            let mut missed = false;
+            {
+                let memo = &*self.memo;
+                let l1 = &mut self.levels[0];
+                // The stamp of the access at `i` is `base + i`.
+                let base = l1.clock.wrapping_sub(i as u32);
+                let depth = l1.plru_depth();
+                let (stamps, plru, tags) = l1.fast_parts();
+                while i < end {
+                    let a = batch[i].into_access();
+                    if (a.addr & mask) + u64::from(a.size) > mask + 1 {
+                        break;
+                    }
+                    let line = a.addr >> shift;
+                    if line != mru {
+                        // Leaving the last line: store its pending dirty bit. (The memo and
+                        // the last-line filter only hold L1 indices: in bounds.)
+                        if write {
+                            mark_dirty_tag(tags, index);
+                            write = false;
+                        }
+                        let m = memo[memo_index(line)];
+                        if m.line != line {
+                            missed = true;
+                            break;
+                        }
+                        if STAMPS {
+                            *at_mut(stamps, m.index) = base.wrapping_add(i as u32);
+                        } else {
+                            plru_touch(
+                                &mut plru[m.index >> depth],
+                                m.index & ((1 << depth) - 1),
+                                depth,
+                            );
+                        }
+                        (mru, index) = (line, m.index);
+                    }
+                    write |= a.is_write;
+                    i += 1;
+                }
+                if STAMPS {
+                    l1.clock = base.wrapping_add(i as u32);
+                }
+            }
+            if !missed {
                 break;
             }
+            // A line the memo does not place: its first access is an L1 hit found by a set
+            // search or a miss (taken back out of the hits counted up front); the others
+            // the record stands for hit the line now most recently used.
+            let a = batch[i].into_access();
             let line = a.addr >> shift;
-            if line != mru {
-                let m = memo[memo_index(line)];
-                if m.line != line || !l1.holds_at(m.slot, line) {
-                    break;
-                }
-                // Leaving the last line: store its pending dirty bit.
-                if write {
-                    l1.mark_slot_dirty(slot);
-                }
-                l1.touch(m.slot);
-                (mru, slot, write) = (line, m.slot, false);
+            let (at, hit) = self.locate(line, u64::from(a.size));
+            if !hit {
+                self.mru_hits -= 1;
+                self.mru_bytes -= u64::from(a.size);
             }
-            let n = item.count();
-            hits += n;
-            bytes += n * size;
-            write |= a.is_write;
+            (mru, index, write) = (line, at, a.is_write);
             i += 1;
         }
-        (self.mru_line, self.mru_slot, self.mru_write) = (mru, slot, write);
-        self.mru_hits += hits;
-        self.mru_bytes += bytes;
+        (self.mru_line, self.mru_index, self.mru_write) = (mru, index, write);
         i
     }
 
@@ -238,14 +345,14 @@ impl Hierarchy {
     fn memo_path(&mut self, line: u64, bytes: u64, write: bool) {
         self.flush_mru();
         let m = self.memo[memo_index(line)];
-        let l1 = &mut self.levels[0];
-        if m.line == line && l1.holds_at(m.slot, line) {
-            l1.touch(m.slot);
+        if m.line == line {
+            let l1 = &mut self.levels[0];
+            l1.touch_index(m.index);
             l1.hits += 1;
             l1.bytes += bytes;
             // The memo entry is already right; only the last-line filter moves.
             self.mru_line = line;
-            self.mru_slot = m.slot;
+            self.mru_index = m.index;
             self.mru_write = write;
         } else {
             self.slow_path(line, bytes, write);
@@ -271,32 +378,148 @@ impl Hierarchy {
     /// Writes the pending store of the fast path into L1's dirty bit.
     #[inline(always)]
     fn flush_mru(&mut self) {
-        if self.mru_write {
-            self.levels[0].mark_slot_dirty(self.mru_slot);
-            self.mru_write = false;
-        }
+        let write = std::mem::take(&mut self.mru_write);
+        self.levels[0].or_dirty(self.mru_index, u8::from(write));
     }
 
     #[inline(never)]
     fn slow_path(&mut self, line: u64, bytes: u64, write: bool) {
-        let n = self.levels.len();
-        let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
-        if let Some(slot) = self.levels[0].lookup(line) {
+        let (index, hit) = self.locate(line, bytes);
+        if hit {
             let l1 = &mut self.levels[0];
             l1.hits += 1;
             l1.bytes += bytes;
-            self.set_mru(line, slot, write);
-            return;
+        }
+        self.mru_line = line;
+        self.mru_index = index;
+        self.mru_write = write;
+    }
+
+    /// Finds `line` in L1 by a set search, or brings it in: returns its L1 index and whether
+    /// it was an L1 hit, and remembers it in the memo. Counts the L1 miss and what the lower
+    /// levels do, not an L1 hit (the caller's).
+    #[inline(never)]
+    fn locate(&mut self, line: u64, bytes: u64) -> (usize, bool) {
+        if self.cfg.inclusion == Inclusion::NonInclusive {
+            self.locate_non_inclusive(line, bytes)
+        } else {
+            self.locate_other(line, bytes)
+        }
+    }
+
+    /// [`Hierarchy::locate`] for a non-inclusive hierarchy, the common case, written for
+    /// speed: each level's set is computed once, and a victim's write-back that its hint
+    /// places costs no branch on whether it is dirty.
+    #[inline(always)]
+    fn locate_non_inclusive(&mut self, line: u64, bytes: u64) -> (usize, bool) {
+        let memo = memo_index(line);
+        let l1 = &mut self.levels[0];
+        let (set, base) = l1.set_base(line);
+        if let Some(w) = l1.find_way(set, base, line) {
+            l1.touch_way(set, base + w, w);
+            self.memo[memo] = Memo {
+                line,
+                index: base + w,
+            };
+            return (base + w, true);
+        }
+        l1.misses += 1;
+        let n = self.levels.len();
+        let mut served = n;
+        // Where the line sits in level `served`.
+        let mut at = NO_HINT;
+        for k in 1..n {
+            let lvl = &mut self.levels[k];
+            let (set, base) = lvl.set_base(line);
+            if let Some(w) = lvl.find_way(set, base, line) {
+                lvl.touch_way(set, base + w, w);
+                lvl.hits += 1;
+                lvl.bytes += bytes;
+                served = k;
+                at = hint(base + w);
+                break;
+            }
+            lvl.misses += 1;
+        }
+        if served == n {
+            self.mem_reads += 1;
+            self.mem_bytes += bytes;
+        }
+        for k in (1..served).rev() {
+            at = hint(self.fill_non_inclusive(k, line, false, at));
+        }
+        let index = self.fill_non_inclusive(0, line, false, at);
+        self.memo[memo] = Memo { line, index };
+        (index, false)
+    }
+
+    /// Installs `line` into level `j` of a non-inclusive hierarchy, with dirty bit `dirty`
+    /// and hint `below`, and writes a dirty victim back. Returns the line's index.
+    #[inline(always)]
+    fn fill_non_inclusive(&mut self, j: usize, line: u64, dirty: bool, below: u32) -> usize {
+        let n = self.levels.len();
+        let lvl = &mut self.levels[j];
+        let (set, base) = lvl.set_base(line);
+        let (index, victim, vdirty) = lvl.insert_at(set, base, line, dirty);
+        lvl.fills += 1;
+        // The victim's hint leaves with it; the new line's takes its place.
+        let vhint = match lvl.hints.get_mut(index) {
+            Some(h) => std::mem::replace(h, below),
+            None => NO_HINT,
+        };
+        if victim != INVALID {
+            lvl.evictions += 1;
+            if j == 0 {
+                self.l1_dropped(victim);
+            }
+            // A clean victim just leaves. A dirty one goes to the next level, first where
+            // its hint says (the next level's tag is checked: it is read only for a dirty
+            // victim, which the host may have to fetch from far).
+            if vdirty != 0 {
+                self.levels[j].writebacks += 1;
+                if j + 1 == n {
+                    self.mem_writebacks += 1;
+                } else if self.levels[j + 1].holds(vhint as usize, victim) {
+                    self.levels[j + 1].set_dirty(vhint as usize);
+                } else {
+                    self.write_back_search(j + 1, victim);
+                }
+            }
+        }
+        index
+    }
+
+    /// A dirty line leaves level `k - 1` of a non-inclusive hierarchy for level `k`, where
+    /// its hint did not find it.
+    #[inline(never)]
+    fn write_back_search(&mut self, k: usize, line: u64) {
+        if !self.levels[k].mark_dirty(line) {
+            self.fill_non_inclusive(k, line, true, NO_HINT);
+        }
+    }
+
+    /// [`Hierarchy::locate`] for the inclusive and exclusive policies.
+    fn locate_other(&mut self, line: u64, bytes: u64) -> (usize, bool) {
+        let n = self.levels.len();
+        let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
+        if let Some(slot) = self.levels[0].lookup(line) {
+            self.memo[memo_index(line)] = Memo {
+                line,
+                index: slot.index,
+            };
+            return (slot.index, true);
         }
         self.levels[0].misses += 1;
         let mut served = n;
         let mut dirty = false;
+        // Where the line sits in level `served`.
+        let mut at = NO_HINT;
         for i in 1..n {
             let lvl = &mut self.levels[i];
             let hit = if exclusive {
                 lvl.invalidate(line).map(|d| dirty = d).is_some()
             } else {
-                lvl.lookup(line).is_some()
+                lvl.lookup(line).map(|s| at = hint(s.index)).is_some()
             };
             if hit {
                 lvl.hits += 1;
@@ -310,74 +533,99 @@ impl Hierarchy {
             self.mem_reads += 1;
             self.mem_bytes += bytes;
         }
-        let slot = if exclusive {
+        let index = if exclusive {
             self.fill_exclusive(line, dirty)
         } else {
             for j in (1..served).rev() {
-                self.fill(j, line, false);
+                at = hint(self.fill(j, line, false, at));
             }
-            self.fill(0, line, false)
+            self.fill(0, line, false, at)
         };
-        self.set_mru(line, slot, write);
+        self.memo[memo_index(line)] = Memo { line, index };
+        (index, false)
     }
 
+    /// L1 no longer holds `line`: forgets its memo entry.
     #[inline(always)]
-    fn set_mru(&mut self, line: u64, slot: Slot, write: bool) {
-        self.memo[memo_index(line)] = Memo { line, slot };
-        self.mru_line = line;
-        self.mru_slot = slot;
-        self.mru_write = write;
+    fn l1_dropped(&mut self, line: u64) {
+        let m = &mut self.memo[memo_index(line)];
+        if m.line == line {
+            m.line = NO_LINE;
+        }
     }
 
-    /// Installs `line` into level `j` (non-exclusive policies) and handles the victim.
+    /// Installs `line` into level `j` (non-exclusive policies) and handles the victim;
+    /// `below` is where the line sits in level `j + 1` (or [`NO_HINT`]). Returns the line's
+    /// index in level `j`.
     #[inline(always)]
-    fn fill(&mut self, j: usize, line: u64, dirty: bool) -> Slot {
+    fn fill(&mut self, j: usize, line: u64, dirty: bool, below: u32) -> usize {
         let inclusive = self.cfg.inclusion == Inclusion::Inclusive;
         let lvl = &mut self.levels[j];
         let (slot, victim) = lvl.insert(line, dirty);
         lvl.fills += 1;
+        // The victim's hint leaves with it; the new line's takes its place.
+        let vhint = match lvl.hints.get_mut(slot.index) {
+            Some(h) => std::mem::replace(h, below),
+            None => NO_HINT,
+        };
         if let Some(v) = victim {
             lvl.evictions += 1;
+            if j == 0 {
+                self.l1_dropped(v >> 1);
+            }
             // Clean victims of a non-inclusive hierarchy, the common case, just leave.
             if v & 1 == 1 || inclusive {
-                self.evict(j, v);
+                self.evict(j, v, vhint);
             }
         }
-        slot
+        slot.index
     }
 
-    /// Back-invalidates (inclusive) and writes back (dirty) a victim `v` of level `j`.
+    /// Back-invalidates (inclusive) and writes back (dirty) a victim `v` of level `j`, whose
+    /// hint to level `j + 1` is `below`.
     #[inline(never)]
-    fn evict(&mut self, j: usize, v: u64) {
+    fn evict(&mut self, j: usize, v: u64, below: u32) {
         let vline = v >> 1;
         let mut vdirty = v & 1 == 1;
         if self.cfg.inclusion == Inclusion::Inclusive {
             for k in 0..j {
                 if let Some(d) = self.levels[k].invalidate(vline) {
                     vdirty |= d;
+                    if k == 0 {
+                        self.l1_dropped(vline);
+                    }
                 }
             }
         }
         if vdirty {
             self.levels[j].writebacks += 1;
-            self.write_back(j + 1, vline);
+            self.write_back(j + 1, vline, below);
         }
     }
 
-    /// A dirty line arrives at level `k` (or memory when `k` is past the last level).
-    fn write_back(&mut self, k: usize, line: u64) {
+    /// A dirty line arrives at level `k` (or memory when `k` is past the last level); `at`
+    /// is where it may sit there.
+    fn write_back(&mut self, k: usize, line: u64, at: u32) {
         if k == self.levels.len() {
             self.mem_writebacks += 1;
-        } else if !self.levels[k].mark_dirty(line) {
-            self.fill(k, line, true);
+            return;
+        }
+        let lvl = &mut self.levels[k];
+        if lvl.holds(at as usize, line) {
+            lvl.set_dirty(at as usize);
+        } else if !lvl.mark_dirty(line) {
+            self.fill(k, line, true, NO_HINT);
         }
     }
 
     /// Installs `line` into L1 and pushes the victims down (exclusive policy).
-    fn fill_exclusive(&mut self, line: u64, dirty: bool) -> Slot {
+    fn fill_exclusive(&mut self, line: u64, dirty: bool) -> usize {
         let n = self.levels.len();
         let (slot, mut victim) = self.levels[0].insert(line, dirty);
         self.levels[0].fills += 1;
+        if let Some(v) = victim {
+            self.l1_dropped(v >> 1);
+        }
         let mut j = 0;
         while let Some(v) = victim {
             let vdirty = v & 1 == 1;
@@ -396,7 +644,7 @@ impl Hierarchy {
             self.levels[j].fills += 1;
             victim = next;
         }
-        slot
+        slot.index
     }
 
     /// Counters since construction or the last [`Hierarchy::flush_stats`] / reset.
@@ -501,5 +749,134 @@ impl Hierarchy {
     /// Valid lines held by level `level` (0 = L1); 0 past the last level.
     pub fn valid_lines(&self, level: usize) -> usize {
         self.levels.get(level).map_or(0, Level::valid_lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CacheConfig, Replacement};
+    use crate::{IntoAccess, PackedAccess};
+    use proptest::prelude::*;
+
+    impl Hierarchy {
+        /// Panics unless every memo entry names the line its L1 entry holds, and the
+        /// last-line filter points at its line.
+        fn check_memo(&self) {
+            let l1 = &self.levels[0];
+            for (k, m) in self.memo.iter().enumerate() {
+                if m.line != NO_LINE {
+                    assert_eq!(memo_index(m.line), k, "entry {k} is out of place");
+                    assert_eq!(l1.tag_at(m.index), m.line, "memo entry {k} is stale");
+                }
+            }
+            if self.mru_line != NO_LINE {
+                assert_eq!(l1.tag_at(self.mru_index), self.mru_line, "stale last line");
+            }
+        }
+    }
+
+    fn config() -> impl Strategy<Value = HierarchyConfig> {
+        let level = (
+            prop::sample::select(vec![1u64, 2, 3, 4, 8]),
+            prop::sample::select(vec![1u32, 2, 4, 8, 3, 11, 16]),
+            any::<bool>(),
+        );
+        (
+            prop::collection::vec(level, 1..=3),
+            prop::sample::select(vec![
+                Inclusion::NonInclusive,
+                Inclusion::Inclusive,
+                Inclusion::Exclusive,
+            ]),
+        )
+            .prop_map(|(levels, inclusion)| {
+                let levels = levels
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (sets, ways, plru))| {
+                        let r = if plru && ways.is_power_of_two() {
+                            Replacement::TreePlru
+                        } else {
+                            Replacement::Lru
+                        };
+                        CacheConfig::new(
+                            format!("L{}", i + 1),
+                            sets * 64 * u64::from(ways),
+                            64,
+                            ways,
+                        )
+                        .with_replacement(r)
+                    })
+                    .collect();
+                HierarchyConfig::new("t", levels).with_inclusion(inclusion)
+            })
+    }
+
+    /// Lines from a few arrays a multiple of 4 KiB apart (they share sets and memo
+    /// neighbourhoods), records of 1 to 8 accesses, some straddling a line.
+    fn stream() -> impl Strategy<Value = Vec<PackedAccess>> {
+        prop::collection::vec(
+            (0u64..4, 0u64..3000, 0u32..4, 1u64..=8, any::<bool>()),
+            0..600,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .map(|(array, off, size_log, n, w)| {
+                    let addr = 0x10_0000 + array * 0x4_1000 + off;
+                    let p = PackedAccess::new(addr, 1 << size_log, w).expect("small address");
+                    let line_end = (addr | 63) + 1;
+                    // Repeats stay inside the line (the producer's guarantee).
+                    if addr + n * (1 << size_log) <= line_end {
+                        p.with_count(n).expect("1 to 8")
+                    } else {
+                        p
+                    }
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn levels_above_the_last_keep_hints_and_large_ones_narrow_tags() {
+        let cfg = HierarchyConfig::new(
+            "cascadelake-like",
+            vec![
+                CacheConfig::new("L1", 32 << 10, 64, 8),
+                CacheConfig::new("L2", 1 << 20, 64, 16),
+                CacheConfig::new("L3", 37_486_592, 64, 11),
+            ],
+        );
+        let h = Hierarchy::new(cfg).expect("valid");
+        assert_eq!(h.levels[0].hints.len(), 512);
+        assert_eq!(h.levels[1].hints.len(), 16 * 1024);
+        assert!(h.levels[2].hints.is_empty());
+        assert!(!h.levels[0].is_narrow());
+        assert!(h.levels[1].is_narrow() && h.levels[2].is_narrow());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn memo_never_disagrees_with_the_tag_store(
+            cfg in config(),
+            s in stream(),
+            cuts in prop::collection::vec(0usize..600, 0..4),
+        ) {
+            let mut h = Hierarchy::new(cfg).expect("valid geometry");
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(s.len())).collect();
+            cuts.push(0);
+            cuts.push(s.len());
+            cuts.sort_unstable();
+            for w in cuts.windows(2) {
+                h.access_batch(&s[w[0]..w[1]]);
+                h.check_memo();
+            }
+            for x in s.iter().take(50) {
+                h.access(x.into_access());
+                h.check_memo();
+            }
+        }
     }
 }

@@ -1,8 +1,19 @@
 //! One cache level: tag store, replacement state and counters, with no policy between levels.
 //!
 //! Layout, chosen for speed: one flat `Vec<u64>` of `sets * ways` entries, set after set,
-//! each the `line` it holds (`line` = address >> log2(line_bytes)) or [`INVALID`], so a
-//! set search is plain equality; dirty bits live in a parallel bitset. Entries never move. Replacement state:
+//! each the `line` it holds (`line` = address >> log2(line_bytes)) with its dirty bit in
+//! bit 63 ([`DIRTY`]), or [`INVALID`]. A dirty bit costs no memory of its own, and a
+//! write-back or an eviction touches only the tag's cache line of the host. Entries never
+//! move. Sets of levels up to [`FP_MAX_ENTRIES`] entries also keep 32-bit fingerprints of
+//! their lines, searched four at a time.
+//!
+//! A level below L1 with at least [`NARROW_MIN_SETS`] sets keeps narrow tags instead while
+//! every line fits: per entry the 32-bit quotient `line / sets` (exact: the set gives the
+//! rest), the dirty bit in bit 31. Half the bytes of a 64-bit tag store, where the host's
+//! cache is scarce (a large last level), and four compared per SSE2 instruction with no
+//! fingerprint. The first line whose quotient needs more bits turns the level to 64-bit
+//! tags for good (programs under QEMU user mode sit near 2^38: a quotient of 2^28 for a
+//! thousand sets). Replacement state:
 //! - LRU with at most 16 ways: a `u64` per set lists the ways from most to least recently
 //!   used, one 4-bit nibble each; a use moves a way to the front, an eviction takes the
 //!   last nibble, an invalidation moves the way to the back (so invalid ways are taken
@@ -18,8 +29,30 @@
 
 use crate::config::{CacheConfig, Replacement};
 
-/// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes).
+/// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes),
+/// with or without [`DIRTY`].
 pub(crate) const INVALID: u64 = u64::MAX;
+
+/// The dirty bit of a tag.
+const DIRTY: u64 = 1 << 63;
+
+/// An empty way of a narrow tag store.
+const INVALID32: u32 = u32::MAX;
+
+/// The dirty bit of a narrow tag.
+const DIRTY32: u32 = 1 << 31;
+
+/// The largest quotient a narrow tag holds (with [`DIRTY32`] it stays below [`INVALID32`]).
+const Q_MAX: u64 = (1 << 31) - 2;
+
+/// Levels below L1 with at least this many sets start with narrow tags.
+const NARROW_MIN_SETS: u64 = 1024;
+
+/// Levels of more entries keep no fingerprints (64 Ki entries: a 4 MiB cache of 64-byte lines).
+const FP_MAX_ENTRIES: u64 = 1 << 16;
+
+/// No next-level hint.
+pub(crate) const NO_HINT: u32 = u32::MAX;
 
 /// Where a line sits: its index in the tag store and its set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +67,30 @@ pub(crate) struct Slot {
 pub(crate) struct Level {
     pub(crate) name: String,
     tags: Vec<u64>,
-    dirty: Vec<u64>,
-    stamps: Vec<u32>,
-    clock: u32,
+    /// The narrow tag store (see the module documentation) while `narrow`, with four
+    /// trailing [`INVALID32`] entries so that a search may load four tags past the last
+    /// set; `tags` is then empty.
+    tags32: Vec<u32>,
+    narrow: bool,
+    /// For quotients: `line >> set_shift` with a power-of-two set count, else
+    /// `((line - set) >> set_shift) * set_inv` (exact division: `set_inv` is the inverse of
+    /// the set count's odd part modulo 2^64, `set_shift` its trailing zeros).
+    set_shift: u32,
+    set_inv: u64,
+    /// Per set, `fp_stride` (the ways rounded up to a multiple of 4) 32-bit fingerprints of
+    /// the lines (see [`fingerprint`]), searched four at a time before the tags; empty with
+    /// more than 64 ways or [`FP_MAX_ENTRIES`] entries.
+    fps: Vec<u32>,
+    fp_stride: usize,
+    /// Bits of the ways in a fingerprint match mask.
+    way_mask: u64,
+    pub(crate) stamps: Vec<u32>,
+    pub(crate) clock: u32,
+    /// Per entry, where its line was last seen in the next level (an index into that
+    /// level's tag store, or [`NO_HINT`]); empty unless the hierarchy asked for hints. A
+    /// hint is checked against the next level's tag before use, so a stale one only costs
+    /// the set search it failed to save.
+    pub(crate) hints: Vec<u32>,
     per_set: Vec<u64>,
     policy: Policy,
     ways: usize,
@@ -57,7 +111,7 @@ impl Level {
     /// Builds an empty level; `cfg` must have been validated.
     #[cfg(test)]
     pub(crate) fn new(cfg: &CacheConfig) -> Self {
-        Self::with_lru_stamps(cfg, false)
+        Self::build(cfg, false, false)
     }
 
     /// Builds an empty level; `cfg` must have been validated. With `stamps`, LRU is kept
@@ -66,13 +120,23 @@ impl Level {
     /// share a set (arrays a multiple of the set span apart) chain from access to access;
     /// a miss pays a scan of the set's stamps. A hierarchy's L1, where nearly every access
     /// hits, uses stamps; the other levels the compact recency word.
-    pub(crate) fn with_lru_stamps(cfg: &CacheConfig, stamps: bool) -> Self {
+    /// `narrow_ok`: the level may keep narrow tags (not an L1, whose fast path writes dirty
+    /// bits into 64-bit tags).
+    pub(crate) fn build(cfg: &CacheConfig, stamps: bool, narrow_ok: bool) -> Self {
         let sets = cfg.sets().max(1);
         let ways = cfg.associativity.max(1) as usize;
         let policy = match cfg.replacement {
             Replacement::TreePlru => Policy::TreePlru,
             Replacement::Lru if ways <= 16 && !stamps => Policy::Nibbles,
             Replacement::Lru => Policy::Stamps,
+        };
+        let narrow = narrow_ok && sets >= NARROW_MIN_SETS && ways <= 64;
+        // Fingerprints pay where searches mostly miss and the level is small (L1, L2); a
+        // large last level mostly hits and would grow by half for them.
+        let fp_stride = if !narrow && ways <= 64 && sets * ways as u64 <= FP_MAX_ENTRIES {
+            ways.next_multiple_of(4)
+        } else {
+            0
         };
         let (per_set, stamps) = match policy {
             Policy::TreePlru => (vec![0; sets as usize], Vec::new()),
@@ -81,10 +145,29 @@ impl Level {
         };
         Self {
             name: cfg.name.clone(),
-            tags: vec![INVALID; sets as usize * ways],
-            dirty: vec![0; (sets as usize * ways).div_ceil(64)],
+            tags: if narrow {
+                Vec::new()
+            } else {
+                vec![INVALID; sets as usize * ways]
+            },
+            tags32: if narrow {
+                vec![INVALID32; sets as usize * ways + 4]
+            } else {
+                Vec::new()
+            },
+            narrow,
+            set_shift: sets.trailing_zeros(),
+            set_inv: odd_inverse(sets >> sets.trailing_zeros()),
+            fps: vec![fingerprint(INVALID); sets as usize * fp_stride],
+            fp_stride,
+            way_mask: if ways >= 64 {
+                u64::MAX
+            } else {
+                (1 << ways) - 1
+            },
             stamps,
             clock: 1,
+            hints: Vec::new(),
             per_set,
             policy,
             ways,
@@ -102,6 +185,99 @@ impl Level {
         }
     }
 
+    /// Keeps a next-level hint per entry (see [`Level::hints`]).
+    pub(crate) fn enable_hints(&mut self) {
+        self.hints = vec![NO_HINT; self.sets as usize * self.ways];
+    }
+
+    /// What the L1 fast path writes: the stamps (LRU) or per-set tree bits (tree-PLRU), and
+    /// the tags (for their dirty bits, see [`mark_dirty_tag`]), as slices that cannot alias
+    /// the level itself.
+    #[inline(always)]
+    pub(crate) fn fast_parts(&mut self) -> (&mut [u32], &mut [u64], &mut [u64]) {
+        debug_assert!(!self.narrow, "an L1 keeps 64-bit tags");
+        (&mut self.stamps, &mut self.per_set, &mut self.tags)
+    }
+
+    /// `log2(ways)` for tree-PLRU levels.
+    pub(crate) fn plru_depth(&self) -> u32 {
+        self.plru_depth
+    }
+
+    /// Whether the level keeps narrow tags.
+    #[cfg(test)]
+    pub(crate) fn is_narrow(&self) -> bool {
+        self.narrow
+    }
+
+    /// Whether LRU is kept as last-use stamps (else tree pseudo-LRU or recency words).
+    pub(crate) fn uses_stamps(&self) -> bool {
+        self.policy == Policy::Stamps
+    }
+
+    /// The line at `index`, or [`INVALID`].
+    #[inline(always)]
+    pub(crate) fn tag_at(&self, index: usize) -> u64 {
+        if self.narrow {
+            return match self.tags32.get(index) {
+                Some(&t) if t != INVALID32 && index < self.sets as usize * self.ways => {
+                    self.line_of(u64::from(t & !DIRTY32), index / self.ways)
+                }
+                _ => INVALID,
+            };
+        }
+        match self.tags.get(index) {
+            Some(&t) if t != INVALID => t & !DIRTY,
+            _ => INVALID,
+        }
+    }
+
+    /// Whether entry `index` holds `line` (any index: a stale hint is only `false`).
+    #[inline(always)]
+    pub(crate) fn holds(&self, index: usize, line: u64) -> bool {
+        if self.narrow {
+            let (set, base) = self.set_base(line);
+            let q = self.quotient(line, set);
+            index.wrapping_sub(base) < self.ways
+                && q <= Q_MAX
+                && *at_ref(&self.tags32, index) | DIRTY32 == q as u32 | DIRTY32
+        } else {
+            self.tag_at(index) == line
+        }
+    }
+
+    /// `line / sets` for `line` of set `set`.
+    #[inline(always)]
+    fn quotient(&self, line: u64, set: usize) -> u64 {
+        if self.pow2_sets {
+            line >> self.set_shift
+        } else {
+            ((line - set as u64) >> self.set_shift).wrapping_mul(self.set_inv)
+        }
+    }
+
+    /// The line of quotient `q` in set `set`.
+    #[inline(always)]
+    fn line_of(&self, q: u64, set: usize) -> u64 {
+        q * self.sets + set as u64
+    }
+
+    /// Turns a narrow tag store into 64-bit tags (a line's quotient needs more bits).
+    #[cold]
+    fn widen(&mut self) {
+        let n = self.sets as usize * self.ways;
+        let mut tags = vec![INVALID; n];
+        for (i, (tag, &t)) in tags.iter_mut().zip(&self.tags32).enumerate() {
+            if t != INVALID32 {
+                let line = self.line_of(u64::from(t & !DIRTY32), i / self.ways);
+                *tag = line | u64::from(t >> 31) << 63;
+            }
+        }
+        self.tags = tags;
+        self.tags32 = Vec::new();
+        self.narrow = false;
+    }
+
     #[inline(always)]
     fn set_of(&self, line: u64) -> usize {
         if self.pow2_sets {
@@ -111,40 +287,187 @@ impl Level {
         }
     }
 
+    /// `line`'s set and the index of its first way.
+    #[inline(always)]
+    pub(crate) fn set_base(&self, line: u64) -> (usize, usize) {
+        let set = self.set_of(line);
+        (set, set * self.ways)
+    }
+
+    /// The way of `line` in set `set`, whose first way is at `base`: the ways whose
+    /// fingerprint matches, four per compare, each checked against its tag.
+    #[inline(always)]
+    pub(crate) fn find_way(&self, set: usize, base: usize, line: u64) -> Option<usize> {
+        if self.narrow {
+            let q = self.quotient(line, set);
+            if q > Q_MAX {
+                return None; // never stored: the level would have widened
+            }
+            let tags = slice_at(&self.tags32, base, self.ways.next_multiple_of(4));
+            let key = q as u32 | DIRTY32;
+            let m = match self.ways {
+                1..=4 => tag_match::<1>(tags, key),
+                5..=8 => tag_match::<2>(tags, key),
+                9..=12 => tag_match::<3>(tags, key),
+                13..=16 => tag_match::<4>(tags, key),
+                _ => tag_match_any(tags, key),
+            } & self.way_mask;
+            return (m != 0).then(|| m.trailing_zeros() as usize);
+        }
+        if self.fp_stride == 0 {
+            return self.find(base, line);
+        }
+        let at = set * self.fp_stride;
+        let fps = slice_at(&self.fps, at, self.fp_stride);
+        let mut m = match self.fp_stride {
+            4 => fp_match::<1>(fps, fingerprint(line)),
+            8 => fp_match::<2>(fps, fingerprint(line)),
+            12 => fp_match::<3>(fps, fingerprint(line)),
+            16 => fp_match::<4>(fps, fingerprint(line)),
+            _ => fp_match_any(fps, fingerprint(line)),
+        } & self.way_mask;
+        while m != 0 {
+            let w = m.trailing_zeros() as usize;
+            if *at_ref(&self.tags, base + w) | DIRTY == line | DIRTY {
+                return Some(w);
+            }
+            m &= m - 1;
+        }
+        None
+    }
+
+    /// Records a use of way `way` of set `set` (entry `index`) in the replacement state.
+    #[inline(always)]
+    pub(crate) fn touch_way(&mut self, set: usize, index: usize, way: usize) {
+        match self.policy {
+            Policy::Nibbles => {
+                let order = at_mut(&mut self.per_set, set);
+                // Interleaved streams mostly touch lines that already lead their set.
+                if (*order & 15) as usize != way {
+                    *order = nib_to_front(*order, nib_position(*order, way), way);
+                }
+            }
+            Policy::Stamps => self.touch_lru(index),
+            Policy::TreePlru => plru_touch(at_mut(&mut self.per_set, set), way, self.plru_depth),
+        }
+    }
+
+    /// Installs `line` (absent) in set `set` (first way at `base`) as most recently used,
+    /// with dirty bit `dirty`. Returns its index, and the line that left (or [`INVALID`])
+    /// with its dirty bit.
+    #[inline(always)]
+    pub(crate) fn insert_at(
+        &mut self,
+        set: usize,
+        base: usize,
+        line: u64,
+        dirty: bool,
+    ) -> (usize, u64, u8) {
+        let q = if self.narrow {
+            let q = self.quotient(line, set);
+            if q > Q_MAX {
+                self.widen();
+            }
+            q
+        } else {
+            0
+        };
+        let w = match self.policy {
+            Policy::Nibbles => {
+                // The last way in recency order: an invalid way if any, else the LRU way.
+                let order = at_mut(&mut self.per_set, set);
+                let w = ((*order >> (4 * (self.ways - 1))) & 15) as usize;
+                *order = nib_to_front(*order, self.ways - 1, w);
+                w
+            }
+            Policy::Stamps => {
+                // The smallest stamp: the first invalid way (stamp 0), else the LRU way.
+                let w = lru_way(slice_at(&self.stamps, base, self.ways));
+                self.touch_lru(base + w);
+                w
+            }
+            Policy::TreePlru => {
+                let invalid = if self.narrow {
+                    let ways = &self.tags32[base..base + self.ways];
+                    ways.iter().position(|&e| e == INVALID32)
+                } else {
+                    let ways = &self.tags[base..base + self.ways];
+                    ways.iter().position(|&e| e == INVALID)
+                };
+                let w = match invalid {
+                    Some(w) => w,
+                    None => plru_victim(self.per_set[set], self.plru_depth),
+                };
+                plru_touch(&mut self.per_set[set], w, self.plru_depth);
+                w
+            }
+        };
+        let index = base + w;
+        if self.narrow {
+            let old = std::mem::replace(
+                at_mut(&mut self.tags32, index),
+                q as u32 | u32::from(dirty) << 31,
+            );
+            return if old == INVALID32 {
+                (index, INVALID, 0)
+            } else {
+                let victim = self.line_of(u64::from(old & !DIRTY32), set);
+                (index, victim, (old >> 31) as u8)
+            };
+        }
+        if self.fp_stride != 0 {
+            *at_mut(&mut self.fps, set * self.fp_stride + w) = fingerprint(line);
+        }
+        let old = std::mem::replace(at_mut(&mut self.tags, index), line | u64::from(dirty) << 63);
+        if old == INVALID {
+            (index, INVALID, 0)
+        } else {
+            (index, old & !DIRTY, (old >> 63) as u8)
+        }
+    }
+
     #[inline(always)]
     fn find(&self, base: usize, line: u64) -> Option<usize> {
-        let set = &self.tags[base..base + self.ways];
-        // Four ways per branch: a miss scans the whole set, so fewer, better predicted
-        // branches matter more than stopping early.
+        let set = slice_at(&self.tags, base, self.ways);
+        // Compared with the dirty bit set on both sides. Four ways per branch: a miss scans
+        // the whole set, so fewer, better predicted branches matter more than stopping early.
+        let key = line | DIRTY;
         let mut chunks = set.chunks_exact(4);
         let mut at = 0;
         for c in &mut chunks {
-            let hit = (c[0] == line) | (c[1] == line) | (c[2] == line) | (c[3] == line);
+            let hit = (c[0] | DIRTY == key)
+                | (c[1] | DIRTY == key)
+                | (c[2] | DIRTY == key)
+                | (c[3] | DIRTY == key);
             if hit {
-                return c.iter().position(|&e| e == line).map(|p| at + p);
+                return c.iter().position(|&e| e | DIRTY == key).map(|p| at + p);
             }
             at += 4;
         }
         chunks
             .remainder()
             .iter()
-            .position(|&e| e == line)
+            .position(|&e| e | DIRTY == key)
             .map(|p| at + p)
     }
 
     #[inline(always)]
-    fn set_dirty(&mut self, index: usize) {
-        self.dirty[index / 64] |= 1 << (index % 64);
+    pub(crate) fn set_dirty(&mut self, index: usize) {
+        if self.narrow {
+            self.tags32[index] |= DIRTY32;
+            return;
+        }
+        self.tags[index] |= DIRTY;
     }
 
-    /// Clears the dirty bit of `index`, returning its old value.
+    /// ORs `dirty` (0 or 1) into the dirty bit of `index`.
     #[inline(always)]
-    fn take_dirty(&mut self, index: usize) -> bool {
-        let word = &mut self.dirty[index / 64];
-        let bit = 1u64 << (index % 64);
-        let was = *word & bit != 0;
-        *word &= !bit;
-        was
+    pub(crate) fn or_dirty(&mut self, index: usize, dirty: u8) {
+        if self.narrow {
+            *at_mut(&mut self.tags32, index) |= u32::from(dirty) << 31;
+        } else {
+            *at_mut(&mut self.tags, index) |= u64::from(dirty) << 63;
+        }
     }
 
     /// Stamps way `slot` as just used.
@@ -153,14 +476,14 @@ impl Level {
         if self.clock == u32::MAX {
             self.renumber_stamps();
         }
-        self.stamps[slot] = self.clock;
+        *at_mut(&mut self.stamps, slot) = self.clock;
         self.clock += 1;
     }
 
     /// Replaces each set's stamps by their rank (1 = least recent), keeping 0 for invalid
     /// ways, and restarts the clock above them. Runs once per ~4 billion uses of a level.
     #[cold]
-    fn renumber_stamps(&mut self) {
+    pub(crate) fn renumber_stamps(&mut self) {
         let mut order: Vec<usize> = Vec::with_capacity(self.ways);
         for set in self.stamps.chunks_mut(self.ways) {
             order.clear();
@@ -176,9 +499,8 @@ impl Level {
     /// Looks `line` up; on a hit updates the replacement state and returns where it is.
     #[inline(always)]
     pub(crate) fn lookup(&mut self, line: u64) -> Option<Slot> {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-        let p = self.find(base, line)?;
+        let (set, base) = self.set_base(line);
+        let p = self.find_way(set, base, line)?;
         let slot = Slot {
             index: base + p,
             set,
@@ -188,10 +510,22 @@ impl Level {
         Some(slot)
     }
 
-    /// Whether `slot` holds `line` (a remembered slot is still valid).
+    /// Records a use of the entry at `index` in the replacement state.
     #[inline(always)]
-    pub(crate) fn holds_at(&self, slot: Slot, line: u64) -> bool {
-        self.tags.get(slot.index).is_some_and(|&e| e == line)
+    pub(crate) fn touch_index(&mut self, index: usize) {
+        match self.policy {
+            Policy::Stamps => self.touch_lru(index),
+            Policy::TreePlru => plru_touch(
+                &mut self.per_set[index >> self.plru_depth],
+                index & (self.ways - 1),
+                self.plru_depth,
+            ),
+            Policy::Nibbles => self.touch(Slot {
+                index,
+                set: index / self.ways,
+                way: (index % self.ways) as u32,
+            }),
+        }
     }
 
     /// Records a use of the line at `slot` in the replacement state.
@@ -215,8 +549,8 @@ impl Level {
     /// arriving from the level above). Returns whether it was present.
     #[inline]
     pub(crate) fn mark_dirty(&mut self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        match self.find(base, line) {
+        let (set, base) = self.set_base(line);
+        match self.find_way(set, base, line) {
             Some(p) => {
                 self.set_dirty(base + p);
                 true
@@ -225,61 +559,16 @@ impl Level {
         }
     }
 
-    /// Marks the entry at `slot` dirty.
-    #[inline(always)]
-    pub(crate) fn mark_slot_dirty(&mut self, slot: Slot) {
-        self.set_dirty(slot.index);
-    }
-
     /// Installs `line` (absent) as most recently used; returns its slot and, if a valid
     /// line had to leave, the victim encoded as `victim_line << 1 | dirty`.
     #[inline(always)]
     pub(crate) fn insert(&mut self, line: u64, dirty: bool) -> (Slot, Option<u64>) {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-
-        let w = match self.policy {
-            Policy::Nibbles => {
-                // The last way in recency order: an invalid way if any, else the LRU way.
-                let order = self.per_set[set];
-                let w = ((order >> (4 * (self.ways - 1))) & 15) as usize;
-                self.per_set[set] = nib_to_front(order, self.ways - 1, w);
-                w
-            }
-            Policy::Stamps => {
-                // The smallest stamp: the first invalid way (stamp 0), else the LRU way.
-                let stamps = &self.stamps[base..base + self.ways];
-                let mut w = 0;
-                let mut min = stamps[0];
-                for (i, &t) in stamps.iter().enumerate().skip(1) {
-                    if t < min {
-                        min = t;
-                        w = i;
-                    }
-                }
-                self.touch_lru(base + w);
-                w
-            }
-            Policy::TreePlru => {
-                let ways = &self.tags[base..base + self.ways];
-                let w = match ways.iter().position(|&e| e == INVALID) {
-                    Some(w) => w,
-                    None => plru_victim(self.per_set[set], self.plru_depth),
-                };
-                plru_touch(&mut self.per_set[set], w, self.plru_depth);
-                w
-            }
-        };
-        let index = base + w;
-        let victim = std::mem::replace(&mut self.tags[index], line);
-        let was_dirty = self.take_dirty(index);
-        if dirty {
-            self.set_dirty(index);
-        }
+        let (set, base) = self.set_base(line);
+        let (index, victim, was_dirty) = self.insert_at(set, base, line, dirty);
         let slot = Slot {
-            index: base + w,
+            index,
             set,
-            way: w as u32,
+            way: (index - base) as u32,
         };
         (
             slot,
@@ -290,11 +579,16 @@ impl Level {
     /// Removes `line` if present; returns its dirty bit.
     #[inline]
     pub(crate) fn invalidate(&mut self, line: u64) -> Option<bool> {
-        let set = self.set_of(line);
-        let base = set * self.ways;
-        let p = self.find(base, line)?;
-        self.tags[base + p] = INVALID;
-        let was_dirty = self.take_dirty(base + p);
+        let (set, base) = self.set_base(line);
+        let p = self.find_way(set, base, line)?;
+        let was_dirty = if self.narrow {
+            std::mem::replace(&mut self.tags32[base + p], INVALID32) & DIRTY32 != 0
+        } else {
+            std::mem::replace(&mut self.tags[base + p], INVALID) & DIRTY != 0
+        };
+        if self.fp_stride != 0 {
+            self.fps[set * self.fp_stride + p] = fingerprint(INVALID);
+        }
         match self.policy {
             Policy::Nibbles => {
                 let order = self.per_set[set];
@@ -308,27 +602,38 @@ impl Level {
 
     /// Whether `line` is present (no state change).
     pub(crate) fn contains(&self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        self.find(base, line).is_some()
+        let (set, base) = self.set_base(line);
+        self.find_way(set, base, line).is_some()
     }
 
     /// Whether `line` is present and dirty (no state change).
     pub(crate) fn is_dirty(&self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        self.find(base, line)
-            .is_some_and(|p| self.dirty[(base + p) / 64] >> ((base + p) % 64) & 1 == 1)
+        let (set, base) = self.set_base(line);
+        self.find_way(set, base, line).is_some_and(|p| {
+            if self.narrow {
+                self.tags32[base + p] & DIRTY32 != 0
+            } else {
+                self.tags[base + p] & DIRTY != 0
+            }
+        })
     }
 
     /// Valid lines held.
     pub(crate) fn valid_lines(&self) -> usize {
+        if self.narrow {
+            let n = self.sets as usize * self.ways;
+            return self.tags32[..n].iter().filter(|&&e| e != INVALID32).count();
+        }
         self.tags.iter().filter(|&&e| e != INVALID).count()
     }
 
     /// Empties the level (contents and replacement state); counters stay.
     pub(crate) fn clear(&mut self) {
         self.tags.fill(INVALID);
-        self.dirty.fill(0);
+        self.tags32.fill(INVALID32);
+        self.fps.fill(fingerprint(INVALID));
         self.stamps.fill(0);
+        self.hints.fill(NO_HINT);
         self.clock = 1;
         let init = match self.policy {
             Policy::Nibbles => nib_identity(self.ways),
@@ -408,10 +713,208 @@ fn fast_mod(n: u64, d: u64, recip: u64) -> u64 {
     r
 }
 
+// Unchecked indexing for the hot paths. Every index there is `set * ways + way` (or
+// `set * fp_stride + way`) with `set` from `set_of` (below `sets`) and `way` from a search
+// mask limited to the ways, a recency order of the ways or a victim choice among them, so
+// it is in bounds; debug builds (the tests) check it.
+
+/// `v[i]`; `i` must be in bounds.
+#[inline(always)]
+fn at_ref<T>(v: &[T], i: usize) -> &T {
+    debug_assert!(i < v.len());
+    // SAFETY: in bounds (see above).
+    unsafe { v.get_unchecked(i) }
+}
+
+/// `&mut v[i]`; `i` must be in bounds.
+#[inline(always)]
+pub(crate) fn at_mut<T>(v: &mut [T], i: usize) -> &mut T {
+    debug_assert!(i < v.len());
+    // SAFETY: in bounds (see above).
+    unsafe { v.get_unchecked_mut(i) }
+}
+
+/// `&v[start..start + len]`; the range must be in bounds.
+#[inline(always)]
+fn slice_at<T>(v: &[T], start: usize, len: usize) -> &[T] {
+    debug_assert!(start + len <= v.len());
+    // SAFETY: in bounds (see above).
+    unsafe { v.get_unchecked(start..start + len) }
+}
+
+/// Sets the dirty bit of the tag at `index` of `tags` (which holds a line).
+#[inline(always)]
+pub(crate) fn mark_dirty_tag(tags: &mut [u64], index: usize) {
+    *at_mut(tags, index) |= DIRTY;
+}
+
+/// A line's fingerprint: its low 32 bits. Lines of one set that share it (they are a
+/// multiple of 2^32 lines apart) only cost a tag compare each.
+#[inline(always)]
+fn fingerprint(line: u64) -> u32 {
+    line as u32
+}
+
+/// Bit `w` set for each fingerprint `fps[w]` equal to `key`, over `4 * G` fingerprints.
+#[inline(always)]
+fn fp_match<const G: usize>(fps: &[u32], key: u32) -> u64 {
+    let fps = &fps[..4 * G];
+    let mut m = 0;
+    for g in 0..G {
+        m |= u64::from(match4(&fps[4 * g..4 * g + 4], key)) << (4 * g);
+    }
+    m
+}
+
+/// [`fp_match`] for any multiple of 4 up to 64 fingerprints.
+fn fp_match_any(fps: &[u32], key: u32) -> u64 {
+    let mut m = 0;
+    for (g, chunk) in fps.chunks_exact(4).enumerate() {
+        m |= u64::from(match4(chunk, key)) << (4 * g);
+    }
+    m
+}
+
+/// Bit `w` set for each narrow tag `tags[w]` that is `key` (which has [`DIRTY32`] set)
+/// whatever its dirty bit, over `4 * G` tags.
+#[inline(always)]
+fn tag_match<const G: usize>(tags: &[u32], key: u32) -> u64 {
+    let tags = &tags[..4 * G];
+    let mut m = 0;
+    for g in 0..G {
+        m |= u64::from(match4_or(&tags[4 * g..4 * g + 4], key, DIRTY32)) << (4 * g);
+    }
+    m
+}
+
+/// [`tag_match`] for any multiple of 4 up to 64 tags.
+fn tag_match_any(tags: &[u32], key: u32) -> u64 {
+    let mut m = 0;
+    for (g, chunk) in tags.chunks_exact(4).enumerate() {
+        m |= u64::from(match4_or(chunk, key, DIRTY32)) << (4 * g);
+    }
+    m
+}
+
+/// Bits 0-3: which of the four values of `chunk`, ORed with `or`, equal `key`.
+#[inline(always)]
+fn match4_or(chunk: &[u32], key: u32, or: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_or_si128,
+            _mm_set1_epi32,
+        };
+        assert!(chunk.len() >= 4);
+        // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load reads the four
+        // `u32`s of `chunk` (checked just above).
+        unsafe {
+            let v = _mm_or_si128(
+                _mm_loadu_si128(chunk.as_ptr().cast()),
+                _mm_set1_epi32(or as i32),
+            );
+            let eq = _mm_cmpeq_epi32(v, _mm_set1_epi32(key as i32));
+            _mm_movemask_ps(_mm_castsi128_ps(eq)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        chunk[..4]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &t)| m | u32::from(t | or == key) << i)
+    }
+}
+
+/// The inverse of odd `d` modulo 2^64 (Newton's iteration: each step doubles the correct
+/// low bits, from 3 with `d` itself).
+fn odd_inverse(d: u64) -> u64 {
+    debug_assert!(d & 1 == 1);
+    let mut x = d;
+    for _ in 0..5 {
+        x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+    }
+    x
+}
+
+/// Bits 0-3: which of the four fingerprints of `chunk` equal `key`.
+#[inline(always)]
+fn match4(chunk: &[u32], key: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_set1_epi32,
+        };
+        assert!(chunk.len() >= 4);
+        // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load reads the four
+        // `u32`s of `chunk` (checked just above).
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            let eq = _mm_cmpeq_epi32(v, _mm_set1_epi32(key as i32));
+            _mm_movemask_ps(_mm_castsi128_ps(eq)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        chunk[..4]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &f)| m | u32::from(f == key) << i)
+    }
+}
+
+/// The way with the smallest stamp (the first one among equal stamps, which only invalid
+/// ways share). Up to 16 ways, a tree of pairwise minima of `stamp << 4 | way`: a few
+/// dependent steps instead of a chain through every way, and no branch on where the
+/// minimum sits (which a miss cannot predict).
+#[inline(always)]
+fn lru_way(stamps: &[u32]) -> usize {
+    match stamps.len() {
+        1 => 0,
+        2 => lru_tree::<2>(stamps),
+        3 | 4 => lru_tree::<4>(stamps),
+        5..=8 => lru_tree::<8>(stamps),
+        9..=16 => lru_tree::<16>(stamps),
+        _ => {
+            let mut w = 0;
+            let mut min = stamps[0];
+            for (i, &t) in stamps.iter().enumerate().skip(1) {
+                if t < min {
+                    min = t;
+                    w = i;
+                }
+            }
+            w
+        }
+    }
+}
+
+/// [`lru_way`] for at most `N` (a power of two up to 16) ways, the keys in registers.
+#[inline(always)]
+fn lru_tree<const N: usize>(stamps: &[u32]) -> usize {
+    let key = |i: usize| match stamps.get(i) {
+        Some(&t) => u64::from(t) << 4 | i as u64,
+        None => u64::MAX,
+    };
+    let mut k: [u64; N] = match <&[u32; N]>::try_from(stamps) {
+        // The usual case, a power-of-two associativity: no padding to test.
+        Ok(s) => std::array::from_fn(|i| u64::from(s[i]) << 4 | i as u64),
+        Err(_) => std::array::from_fn(key),
+    };
+    let mut n = N;
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            k[i] = k[i].min(k[i + n]);
+        }
+    }
+    (k[0] & 15) as usize
+}
+
 /// Points the tree bits on the path to way `w` away from it. Node `k` (1-based heap order)
 /// holds 0 when its victim side is the left subtree and 1 when it is the right one.
 #[inline(always)]
-fn plru_touch(bits: &mut u64, w: usize, depth: u32) {
+pub(crate) fn plru_touch(bits: &mut u64, w: usize, depth: u32) {
     let mut node = 1usize;
     for l in (0..depth).rev() {
         let b = (w >> l) & 1;
@@ -582,6 +1085,63 @@ mod tests {
         assert!(l.clock < 30);
         for x in (4..=20).chain([1, 2, 3]) {
             assert_eq!(l.insert(100 + x, false).1, Some(x << 1));
+        }
+    }
+
+    #[test]
+    fn narrow_tags_hold_lines_and_widen_when_one_does_not_fit() {
+        // Power-of-two and non-power-of-two set counts (2^12 * 13 sets, like a 35.75 MiB
+        // 11-way L3), LRU and tree-PLRU.
+        for (sets, ways, r) in [
+            (1024u64, 4u32, Replacement::Lru),
+            (53_248, 11, Replacement::Lru),
+            (3 * 1024, 2, Replacement::TreePlru),
+        ] {
+            let cfg =
+                CacheConfig::new("L3", sets * 64 * u64::from(ways), 64, ways).with_replacement(r);
+            let mut l = Level::build(&cfg, false, true);
+            assert!(l.narrow);
+            let mut x = 0x9e37_79b9u64;
+            let mut held = Vec::new();
+            for k in 0..3000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = x % (1 << 36);
+                if l.contains(line) {
+                    continue;
+                }
+                let (set, base) = l.set_base(line);
+                let (index, victim, _) = l.insert_at(set, base, line, k % 3 == 0);
+                held.retain(|&(v, _)| v != victim);
+                held.push((line, k % 3 == 0));
+                assert_eq!(l.tag_at(index), line);
+                assert!(l.holds(index, line));
+                assert!(!l.holds(index, line + sets), "another line of the set");
+            }
+            let valid = l.valid_lines();
+            assert_eq!(valid, held.len());
+            // A line whose quotient needs more than 31 bits: the level turns wide and keeps
+            // every line and dirty bit.
+            let big = (Q_MAX + 1) * sets + 5;
+            let (set, base) = l.set_base(big);
+            let (index, victim, _) = l.insert_at(set, base, big, true);
+            assert!(!l.narrow);
+            held.retain(|&(v, _)| v != victim);
+            assert_eq!(l.tag_at(index), big);
+            assert!(l.is_dirty(big));
+            for &(line, dirty) in &held {
+                assert!(l.contains(line), "{line} lost when widening");
+                assert_eq!(l.is_dirty(line), dirty);
+            }
+            assert_eq!(l.valid_lines(), held.len() + 1);
+        }
+    }
+
+    #[test]
+    fn odd_inverse_inverts() {
+        for d in [1u64, 3, 13, 53_248 >> 12, (1 << 40) + 1, u64::MAX] {
+            assert_eq!(d.wrapping_mul(odd_inverse(d)), 1, "{d}");
         }
     }
 

@@ -70,6 +70,11 @@ pub trait IntoAccess: Copy {
     fn count(self) -> u64 {
         1
     }
+    /// Bytes of all the accesses the item stands for: `count() * size`.
+    #[inline(always)]
+    fn bytes(self) -> u64 {
+        self.count() * u64::from(self.into_access().size)
+    }
 }
 
 impl IntoAccess for Access {
@@ -170,5 +175,10 @@ impl IntoAccess for PackedAccess {
     #[inline(always)]
     fn count(self) -> u64 {
         ((self.0 >> 60) & 7) + 1
+    }
+
+    #[inline(always)]
+    fn bytes(self) -> u64 {
+        self.count() << ((self.0 >> 56) & 0xf)
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::config::HierarchyConfig;
 use crate::error::ConfigError;
-use crate::hierarchy::Hierarchy;
+use crate::hierarchy::{Hierarchy, batch_totals};
 use crate::stats::HierarchyStats;
 use crate::{Access, IntoAccess};
 
@@ -80,8 +80,10 @@ impl MultiSim {
 
     /// Simulates a batch ([`Access`] or [`crate::PackedAccess`] items) in every hierarchy.
     pub fn access_batch<A: IntoAccess>(&mut self, batch: &[A]) {
+        // The batch's totals, counted once for every hierarchy.
+        let (n, bytes) = batch_totals(batch);
         for h in &mut self.hierarchies {
-            h.access_batch(batch);
+            h.access_batch_with_totals(batch, n, bytes);
         }
     }
 

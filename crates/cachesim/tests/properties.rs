@@ -229,6 +229,90 @@ proptest! {
     }
 }
 
+/// Hierarchies whose lower levels have a thousand sets or more (they keep narrow tags),
+/// power-of-two or not, LRU.
+fn large_hierarchy_strategy() -> impl Strategy<Value = HierarchyConfig> {
+    (
+        (
+            prop::sample::select(vec![1u64, 2, 4]),
+            prop::sample::select(vec![1u32, 2, 4]),
+        ),
+        (
+            prop::sample::select(vec![1024u64, 3 * 1024]),
+            prop::sample::select(vec![1u32, 2, 3]),
+        ),
+        prop::option::of((
+            prop::sample::select(vec![1024u64, 2048, 13 * 1024]),
+            prop::sample::select(vec![2u32, 4, 11]),
+        )),
+        prop::sample::select(vec![Inclusion::NonInclusive, Inclusion::Inclusive]),
+    )
+        .prop_map(|(l1, l2, l3, inclusion)| {
+            let level = |name: &str, (sets, ways): (u64, u32)| {
+                CacheConfig::new(name, sets * 64 * u64::from(ways), 64, ways)
+            };
+            let mut levels = vec![level("L1", l1), level("L2", l2)];
+            levels.extend(l3.map(|l3| level("L3", l3)));
+            HierarchyConfig::new("large", levels).with_inclusion(inclusion)
+        })
+}
+
+/// Accesses to six arrays whose lines share sets in every level of
+/// [`large_hierarchy_strategy`] (they are a multiple of every set count apart), and a few
+/// far above 2^47, whose lines do not fit a narrow tag.
+fn colliding_stream_strategy() -> impl Strategy<Value = Vec<Access>> {
+    const SPAN: u64 = 39_936 * 64; // lines: a multiple of 1024, 3 * 1024 and 13 * 1024
+    prop::collection::vec(
+        (
+            0u64..7,
+            0u64..8192,
+            prop::sample::select(vec![1u32, 8, 8, 16, 64]),
+            any::<bool>(),
+        )
+            .prop_map(|(array, off, size, w)| Access {
+                addr: if array == 6 {
+                    (1 << 54) + off * 4096
+                } else {
+                    0x40_0000_0000 + array * SPAN + off
+                },
+                size,
+                is_write: w,
+            }),
+        0..600,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn large_levels_match_naive_reference_model(
+        cfg in large_hierarchy_strategy(),
+        stream in colliding_stream_strategy(),
+    ) {
+        let fast = run(&cfg, &stream);
+        let mut naive = reference::Naive::new(&cfg);
+        for &a in &stream {
+            naive.access(a);
+        }
+        for (i, l) in fast.levels.iter().enumerate() {
+            let r = &naive.levels[i];
+            prop_assert_eq!((l.hits, l.misses, l.bytes_served, l.fills, l.writebacks, l.evictions),
+                (r.hits, r.misses, r.bytes, r.fills, r.writebacks, r.evictions), "level {}", i);
+        }
+        prop_assert_eq!((fast.memory.hits, fast.memory.bytes_served, fast.memory.writebacks),
+            (naive.mem_reads, naive.mem_bytes, naive.mem_writebacks));
+        // Packed records (the stream as `hpcscope mix` gets it) give the same counts.
+        let packed: Vec<PackedAccess> = stream
+            .iter()
+            .map(|a| PackedAccess::new(a.addr, a.size, a.is_write).expect("packable"))
+            .collect();
+        let mut h = Hierarchy::new(cfg.clone()).expect("valid");
+        h.access_batch(&packed);
+        prop_assert_eq!(h.stats(), fast);
+    }
+}
+
 #[test]
 fn background_matches_multisim_and_segments_add_up() {
     let cfgs = vec![

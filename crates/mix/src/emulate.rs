@@ -258,7 +258,8 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         let file = unsafe { File::from_raw_fd(pipe_fds[0]) };
         let sim =
             MultiSim::new(req.hierarchies.clone()).map_err(|e| MixError::Run(e.to_string()))?;
-        Some(std::thread::spawn(move || read_stream(file, sim)))
+        // QEMU's vCPU thread keeps one CPU busy: leave it one.
+        Some(std::thread::spawn(move || read_stream(file, sim, 1)))
     } else {
         None
     };
@@ -363,16 +364,20 @@ const STREAM_BUF: usize = 1 << 17;
 
 /// Reads the plugin's stream and simulates it in every hierarchy of `sim`.
 ///
-/// With several hierarchies and more than one host CPU, the hierarchies are spread over
-/// worker threads (as many as CPUs, at most one per hierarchy) that each simulate every
-/// buffer: the hierarchies are independent, so the stream is read once and shared. A
-/// bounded queue per worker keeps memory bounded when a worker falls behind.
+/// With several hierarchies and host CPUs to spare beyond the `reserved` ones (the
+/// producer's: QEMU keeps one busy), the hierarchies are spread over worker threads (one
+/// per spare CPU, at most one per hierarchy) that each simulate every buffer: the
+/// hierarchies are independent, so the stream is read once and shared. A bounded queue per
+/// worker keeps memory bounded when a worker falls behind. Otherwise the reading thread
+/// simulates every hierarchy itself: on a 2-CPU machine that beats worker threads that
+/// share QEMU's CPU (they copy every buffer and compete for the host's caches).
 pub(crate) fn read_stream(
     f: impl Read,
     sim: MultiSim,
+    reserved: usize,
 ) -> Result<(Vec<HierarchyStats>, u64), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = cpus.min(sim.len());
+    let workers = cpus.saturating_sub(reserved).min(sim.len());
     if workers <= 1 {
         let mut sim = sim;
         let records = for_each_batch(f, |b| sim.access_batch(b))?;

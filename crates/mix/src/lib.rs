@@ -123,7 +123,8 @@ pub fn replay_stream(
 ) -> Result<(Vec<HierarchyStats>, u64), MixError> {
     let sim =
         hpcscope_cachesim::MultiSim::new(configs).map_err(|e| MixError::Run(e.to_string()))?;
-    emulate::read_stream(stream, sim)
+    // No producer to leave a CPU to.
+    emulate::read_stream(stream, sim, 0)
 }
 
 /// The cache hierarchy of a machine, for the simulator: every cache level must have a
