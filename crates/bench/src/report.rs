@@ -539,27 +539,13 @@ fn round(v: f64, digits: i32) -> f64 {
     (v * k).round() / k
 }
 
-/// Writes `contents` to `path` atomically: a temporary file in the same directory,
-/// flushed, then renamed over `path`. A failure leaves no partial file behind.
+/// Writes `contents` to `path` atomically (see [`hpcscope_core::fs::write_atomic`]). A
+/// failure leaves no partial file behind.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), BenchError> {
-    use std::io::Write;
-    let err = |source| BenchError::Write {
+    hpcscope_core::fs::write_atomic(path, contents).map_err(|source| BenchError::Write {
         path: path.display().to_string(),
         source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".hpcscope-bench-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(err)?;
-    tmp.write_all(contents).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    })
 }
 
 #[cfg(test)]

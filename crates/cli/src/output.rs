@@ -190,20 +190,11 @@ pub fn render<T: serde::Serialize>(
     })
 }
 
-/// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename,
-/// so an interrupted or failed command never leaves a partial file behind.
+/// Writes `text` to `path` atomically (see [`hpcscope_core::fs::write_atomic`]): an
+/// interrupted or failed command never leaves a partial file behind.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a file in '{}'", dir.display()))?;
-    tmp.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    Ok(())
+    hpcscope_core::fs::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write '{}'", path.display()))
 }
 
 /// Prints to stdout, or writes to `output` when given.

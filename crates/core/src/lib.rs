@@ -3,11 +3,13 @@
 //! Machine descriptions ([`machine`]), application profiles ([`profile`]), cache-aware
 //! rooflines ([`roofline`]), relative performance projection ([`project`]) after Gavoille
 //! (2024 thesis, chapters 6 and 7) and design-space exploration ([`explore`]). Pure
-//! functions and types: no I/O besides (de)serialization.
+//! functions and types: no I/O besides (de)serialization and one atomic file writer
+//! ([`fs::write_atomic`]) that every command's output goes through.
 #![deny(missing_docs)]
 
 pub mod error;
 pub mod explore;
+pub mod fs;
 pub mod library;
 pub mod machine;
 pub mod profile;

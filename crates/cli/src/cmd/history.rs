@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use hpcscope_history::changepoint::{ChangePoint, EDivisiveOptions, PeltOptions, e_divisive, pelt};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
 use hpcscope_report::{ChartOptions, Series, line_chart_svg};
@@ -278,12 +278,8 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
 fn list_inner(a: &ListArgs) -> Result<ExitCode> {
     let store = open(&a.filter.db)?;
     let runs = store.runs(&a.filter.filter())?;
-    let mut out: Box<dyn std::io::Write> = match &a.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(std::io::stdout().lock()),
-    };
+    // Built in memory, then printed or written atomically (no half-written file).
+    let mut out: Vec<u8> = Vec::new();
     match a.format {
         ListFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &runs)?;
@@ -400,7 +396,7 @@ fn list_inner(a: &ListArgs) -> Result<ExitCode> {
             }
         }
     }
-    out.flush()?;
+    crate::output::emit(&String::from_utf8(out)?, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -504,8 +500,7 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
             ..ChartOptions::default()
         },
     );
-    std::fs::write(&a.output, svg)
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    crate::output::write_atomic(&a.output, &svg)?;
     if let Some(n) = note {
         eprintln!("note: {n}");
     }

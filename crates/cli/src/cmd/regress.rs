@@ -114,7 +114,7 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let md = report.to_markdown();
     print!("{md}");
     let write = |p: &PathBuf, s: String, flag: &str| {
-        std::fs::write(p, s).with_context(|| format!("cannot write {} ({flag})", p.display()))
+        crate::output::write_atomic(p, &s).with_context(|| format!("writing {flag}"))
     };
     if let Some(p) = &a.markdown {
         write(p, md, "--markdown")?;
