@@ -143,3 +143,27 @@ fn validate_synthetic_is_exact() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn a_recipe_shows_where_uncore_events_are_read() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "recipes", "amd-zen4"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The L3 and DRAM events live on other PMUs and are summed over their instances.
+    let l3 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("L3_MISS:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        l3.contains("pmu=amd_l3") && l3.contains("reduce=sum"),
+        "{l3}"
+    );
+    let dram = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("DRAM_RD:"))
+        .unwrap();
+    assert!(dram.contains("pmu=amd_df"), "{dram}");
+}

@@ -764,6 +764,8 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
                 ("likwid", &e.likwid),
                 ("generic", &e.generic),
                 ("raw", &e.raw),
+                ("pmu", &e.pmu),
+                ("reduce", &e.reduce),
                 ("derived", &e.derived),
             ]
             .iter()
