@@ -110,7 +110,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
@@ -120,7 +120,11 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         }
-    }
+    };
+    // Everything is written: uprobes still detaching are left to a child process, so that
+    // the exit does not wait for their grace periods.
+    hpcscope_trace::hand_over_detach();
+    code
 }
 
 #[cfg(test)]

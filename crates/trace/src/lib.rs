@@ -49,6 +49,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use error::TraceError;
+pub use linux::hand_over_detach;
 pub use profile::{HotFunction, Profile, StackSample};
 pub use report::{LevelTable, TraceReport};
 

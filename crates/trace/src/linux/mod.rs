@@ -607,31 +607,111 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     // Removing a uprobe costs the kernel a grace period (about 0.1 s each, 6 s for the 56
     // probes of `--mpi` on a program that does not say which MPI calls it makes): detach in
     // the background so that the caller can write its results first (an MPI rank has about
-    // a second between the launcher's SIGTERM and its SIGKILL). What is still attached when
-    // the process exits is closed by the kernel.
-    std::thread::spawn(move || {
-        unload_uprobes(&mut bpf);
-        drop(bpf);
-    });
+    // a second between the launcher's SIGTERM and its SIGKILL), and let a process about to
+    // exit hand what is left to a child ([`hand_over_detach`]).
+    PENDING.lock().unwrap_or_else(|e| e.into_inner()).push(bpf);
+    std::thread::spawn(detach_pending);
     Ok(TraceOutcome { report, profile })
 }
 
-/// Detaches the uprobes all at once (the kernel overlaps some of their grace periods).
-fn unload_uprobes(bpf: &mut Ebpf) {
-    let progs: Vec<&mut UProbe> = bpf
-        .programs_mut()
-        .filter_map(|(_, p)| match p {
-            aya::programs::Program::UProbe(u) => Some(u),
+/// Finished traces whose uprobes are still attached, detached one probe at a time by
+/// [`detach_pending`] (one at a time, so that [`hand_over_detach`] waits for one grace period
+/// at most).
+static PENDING: std::sync::Mutex<Vec<Ebpf>> = std::sync::Mutex::new(Vec::new());
+
+/// Detaches the pending traces' uprobes one by one, then drops the traces.
+fn detach_pending() {
+    loop {
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(bpf) = pending.last_mut() else {
+            return;
+        };
+        let next = bpf.programs_mut().find_map(|(_, p)| match p {
+            aya::programs::Program::UProbe(u) if u.fd().is_ok() => Some(u),
             _ => None,
-        })
-        .collect();
-    std::thread::scope(|s| {
-        for p in progs {
-            s.spawn(move || {
-                let _ = p.unload();
-            });
+        });
+        match next {
+            Some(u) => {
+                let _ = u.unload();
+            }
+            None => drop(pending.pop()),
         }
-    });
+    }
+}
+
+/// Call right before the process exits, once every result is written. When uprobes are still
+/// attached, the exit would wait for each one's grace period (about 0.1 s per probe, seconds
+/// for `--mpi`): a child process takes over the descriptors and closes them in its own exit,
+/// detached from the terminal and from our standard streams (so a launcher or a pipe reading
+/// them sees them close now), and this process exits at once. Returns the child's pid when
+/// a child took the descriptors over (nobody needs to wait for it: when this process exits,
+/// the child is re-parented and reaped). Traces finished later detach as usual.
+pub fn hand_over_detach() -> Option<u32> {
+    // Waits for the probe being detached, if any; the detaching thread then stops.
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if pending.is_empty() {
+        return None;
+    }
+    // SAFETY: the child calls only async-signal-safe functions (setsid, open, dup2, readlink,
+    // close, _exit) before it exits; the parent goes on as usual.
+    let handed = unsafe {
+        match libc::fork() {
+            0 => {
+                libc::setsid();
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                if null >= 0 {
+                    for fd in 0..3 {
+                        libc::dup2(null, fd);
+                    }
+                }
+                // Keep only the perf and BPF descriptors (anonymous inodes): a pipe or file
+                // inherited from a launcher must not stay open behind its back.
+                for fd in 3..4096 {
+                    if !is_anon_inode(fd) {
+                        libc::close(fd);
+                    }
+                }
+                // Closing the inherited perf and BPF descriptors happens in this exit.
+                libc::_exit(0)
+            }
+            pid => u32::try_from(pid).ok(),
+        }
+    };
+    if handed.is_some() {
+        // Our copies of the descriptors are closed by our exit without detaching anything
+        // (the child still holds them).
+        std::mem::forget(std::mem::take(&mut *pending));
+    }
+    handed
+}
+
+/// Whether descriptor `fd` is open on an anonymous inode (perf event, BPF program, map or
+/// link), by `readlink("/proc/self/fd/N")` into stack buffers: safe between fork and exit.
+pub(crate) fn is_anon_inode(fd: i32) -> bool {
+    let mut path = *b"/proc/self/fd/\0\0\0\0\0\0\0\0";
+    let mut digits = [0u8; 8];
+    let (mut n, mut k) = (fd as u32, 0);
+    loop {
+        digits[k] = b'0' + (n % 10) as u8;
+        k += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..k {
+        path[14 + i] = digits[k - 1 - i];
+    }
+    let mut target = [0u8; 16];
+    // SAFETY: `path` is NUL-terminated; readlink writes at most `target.len()` bytes.
+    let len = unsafe {
+        libc::readlink(
+            path.as_ptr().cast(),
+            target.as_mut_ptr().cast(),
+            target.len(),
+        )
+    };
+    len >= 11 && &target[..11] == b"anon_inode:"
 }
 
 fn tracked_tgids(bpf: &Ebpf, t: &Target) -> Vec<u32> {
@@ -1086,5 +1166,34 @@ mod tests {
         assert!(matches!(e, crate::TraceError::NoBtf));
         assert!(e.is_environment());
         assert!(e.to_string().contains("CONFIG_DEBUG_INFO_BTF"));
+    }
+
+    #[test]
+    fn only_anonymous_inodes_are_kept_by_the_hand_over_child() {
+        use std::os::fd::AsRawFd;
+        // A perf software event (allowed to anyone for their own thread, unless
+        // perf_event_paranoid forbids it: then there is nothing to check with it).
+        let attr = {
+            let mut a: [u64; 16] = [0; 16];
+            // type = PERF_TYPE_SOFTWARE (1), size = 128, config = task-clock (1).
+            a[0] = 1 | (128 << 32);
+            a[1] = 1;
+            a
+        };
+        // SAFETY: a zeroed perf_event_attr of 128 bytes with type, size and config set.
+        let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0, -1, -1, 0) };
+        if fd >= 0 {
+            assert!(super::is_anon_inode(fd as i32));
+            // SAFETY: closing the descriptor opened above.
+            unsafe { libc::close(fd as i32) };
+        }
+        let file = std::fs::File::open("/proc/self/status").unwrap();
+        assert!(!super::is_anon_inode(file.as_raw_fd()));
+        let (r, w) = std::io::pipe().unwrap();
+        assert!(!super::is_anon_inode(r.as_raw_fd()));
+        assert!(!super::is_anon_inode(w.as_raw_fd()));
+        // Descriptors past 9 (more digits in the /proc path) and closed ones.
+        assert!(!super::is_anon_inode(4095));
+        assert!(!super::is_anon_inode(123));
     }
 }

@@ -300,17 +300,18 @@ const LIB_DIRS: &[&str] = &[
 /// Finds a library by name (`libmpi`, `mpi`, `libgomp.so.1`) in LD_LIBRARY_PATH and the
 /// usual directories.
 pub fn find_library(name: &str) -> Option<PathBuf> {
-    let base = if name.starts_with("lib") {
-        name.to_string()
-    } else {
-        format!("lib{name}")
-    };
+    let base = lib_base(name);
     let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
     dirs.extend(LIB_DIRS.iter().map(PathBuf::from));
+    find_library_in(&base, &dirs)
+}
+
+/// The first ELF file named `base` or `base.so*` in the first directory of `dirs` holding one.
+fn find_library_in(base: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(&d) else {
+        let Ok(rd) = std::fs::read_dir(d) else {
             continue;
         };
         let mut hits: Vec<PathBuf> = rd
@@ -324,11 +325,31 @@ pub fn find_library(name: &str) -> Option<PathBuf> {
             })
             .collect();
         hits.sort();
-        if let Some(h) = hits.into_iter().next() {
+        // Only ELF files: `libc.so` in a development directory is a linker script.
+        if let Some(h) = hits.into_iter().find(|p| is_elf(p)) {
             return Some(std::fs::canonicalize(&h).unwrap_or(h));
         }
     }
     None
+}
+
+/// `libmpi` for `mpi` or `libmpi`; a full file name (`libgomp.so.1`) stays as it is.
+fn lib_base(name: &str) -> String {
+    if name.starts_with("lib") {
+        name.to_string()
+    } else {
+        format!("lib{name}")
+    }
+}
+
+/// Whether `path` starts with the ELF magic number.
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"\x7fELF"
 }
 
 /// The shared libraries `binary` loads, directly or through another library, as the
@@ -496,7 +517,13 @@ pub fn resolve_functions(
         let path = match &spec.binary {
             None => main_binary(opts)?,
             Some(b) if b.contains('/') => PathBuf::from(b),
-            Some(b) => find_library(b).ok_or_else(|| TraceError::BinaryNotFound(b.clone()))?,
+            // A library name: the one the traced program loads, else the first in the
+            // library path.
+            Some(b) => main_binary(opts)
+                .ok()
+                .and_then(|bin| linked_library(&bin, &lib_base(b)))
+                .or_else(|| find_library(b))
+                .ok_or_else(|| TraceError::BinaryNotFound(b.clone()))?,
         };
         if !path.is_file() {
             return Err(TraceError::BinaryNotFound(path.display().to_string()));
@@ -655,6 +682,26 @@ fn add_message_probes(fns: &mut [ResolvedFn], notes: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_library_name_finds_the_shared_object_not_a_linker_script() {
+        let d = tempfile::tempdir().unwrap();
+        // As in a development directory: libfoo.so is a linker script, libfoo.so.1 the ELF.
+        std::fs::write(d.path().join("libfoo.so"), "GROUP ( libfoo.so.1 )\n").unwrap();
+        std::fs::copy(
+            std::env::current_exe().unwrap(),
+            d.path().join("libfoo.so.1"),
+        )
+        .unwrap();
+        std::fs::write(d.path().join("libfoobar.so.2"), "not this one").unwrap();
+        let dirs = vec![d.path().join("missing"), d.path().to_path_buf()];
+        assert_eq!(
+            find_library_in("libfoo", &dirs),
+            Some(d.path().join("libfoo.so.1").canonicalize().unwrap())
+        );
+        assert_eq!(lib_base("foo"), "libfoo");
+        assert_eq!(find_library_in("libbar", &dirs), None);
+    }
 
     #[test]
     fn ldd_output_gives_the_library_itself() {
