@@ -128,6 +128,13 @@ pub fn run() -> Doctor {
         format!("euid {euid}, CapEff {:#x}", effective_caps()),
         "all eBPF probes and profiling (run as root or grant CAP_BPF+CAP_PERFMON)",
     ));
+    let arch = std::env::consts::ARCH;
+    checks.push(check(
+        "architecture",
+        arch == "x86_64",
+        arch,
+        "every eBPF probe (the probes are built for x86-64 only)",
+    ));
     let btf = Path::new("/sys/kernel/btf/vmlinux");
     checks.push(check(
         "kernel BTF",

@@ -102,6 +102,7 @@ fn bpf_err(what: &str, e: &dyn std::error::Error) -> TraceError {
 }
 
 fn preflight() -> Result<(), TraceError> {
+    check_arch(std::env::consts::ARCH)?;
     if !crate::doctor::has_bpf_caps() {
         return Err(TraceError::NotPermitted {
             detail: format!(
@@ -112,6 +113,23 @@ fn preflight() -> Result<(), TraceError> {
         });
     }
     check_btf(std::path::Path::new("/sys/kernel/btf/vmlinux"))
+}
+
+/// The committed BPF object reads x86-64 registers (system-call and function arguments) and
+/// numbers system calls as x86-64 does: on another architecture it would load and measure
+/// wrong, so it is refused there with what to do.
+fn check_arch(arch: &str) -> Result<(), TraceError> {
+    if arch == "x86_64" {
+        Ok(())
+    } else {
+        Err(TraceError::Unsupported {
+            what: format!("eBPF tracing on {arch}"),
+            why: "the probes are built for x86-64 only (register layout and system-call \
+                  numbers); on this machine use `hpcscope counters` (software events, markers) \
+                  and `hpcscope mix`, or trace on an x86-64 node"
+                .into(),
+        })
+    }
 }
 
 /// The probes are CO-RE: without the kernel's BTF they cannot be relocated.
@@ -1166,6 +1184,15 @@ mod tests {
         assert!(matches!(e, crate::TraceError::NoBtf));
         assert!(e.is_environment());
         assert!(e.to_string().contains("CONFIG_DEBUG_INFO_BTF"));
+    }
+
+    #[test]
+    fn another_architecture_is_refused_with_what_to_do() {
+        assert!(super::check_arch("x86_64").is_ok());
+        let e = super::check_arch("aarch64").unwrap_err();
+        assert!(e.is_environment());
+        let m = e.to_string();
+        assert!(m.contains("aarch64") && m.contains("x86-64 only"), "{m}");
     }
 
     #[test]
