@@ -129,6 +129,20 @@ impl CacheConfig {
                 });
             }
         }
+        // The simulator keeps a tag per line in one array: its length must be a `usize`
+        // (and leave room for padding), whatever the host's pointer width.
+        let lines = self.size_bytes / self.line_bytes;
+        let max = (usize::MAX as u64 / 16).min(1 << 40);
+        if lines > max {
+            let (hierarchy, level) = at();
+            return Err(ConfigError::TooLarge {
+                hierarchy,
+                level,
+                size_bytes: self.size_bytes,
+                lines,
+                max,
+            });
+        }
         if self.replacement == Replacement::TreePlru
             && (!self.associativity.is_power_of_two() || self.associativity > 64)
         {

@@ -72,6 +72,23 @@ pub enum ConfigError {
         /// The rejected associativity.
         associativity: u32,
     },
+    /// A level with more lines than this host can index.
+    #[error(
+        "hierarchy '{hierarchy}', level '{level}': `size_bytes` = {size_bytes} holds {lines} \
+         lines, more than this host can simulate (at most {max}); check the size's unit (bytes)"
+    )]
+    TooLarge {
+        /// Hierarchy name.
+        hierarchy: String,
+        /// Level name.
+        level: String,
+        /// The rejected size.
+        size_bytes: u64,
+        /// Lines it holds.
+        lines: u64,
+        /// The largest number of lines accepted here.
+        max: u64,
+    },
     /// Levels of one hierarchy have different line sizes.
     #[error(
         "hierarchy '{hierarchy}', level '{level}': `line_bytes` = {line_bytes} differs from \

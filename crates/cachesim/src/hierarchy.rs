@@ -167,7 +167,8 @@ impl Hierarchy {
 
     /// Simulates one program access. An access that straddles line boundaries is split
     /// into one line access per line touched, each carrying the bytes inside its line.
-    /// A zero-size access touches the line of `addr` and carries no bytes.
+    /// A zero-size access touches the line of `addr` and carries no bytes; an access that
+    /// would run past the top of the address space stops at byte `u64::MAX`.
     #[inline(always)]
     pub fn access(&mut self, a: Access) {
         let off = a.addr & self.line_mask;
@@ -361,17 +362,17 @@ impl Hierarchy {
 
     #[inline(never)]
     fn access_split(&mut self, a: Access) {
-        let end = a.addr.saturating_add(u64::from(a.size)); // exclusive
+        // Inclusive last byte: an access that would run past the top of the address space
+        // stops at its last byte (u64::MAX is counted; nothing wraps to address 0).
+        let last_byte = a.addr.saturating_add(u64::from(a.size.max(1)) - 1);
         let first = a.addr >> self.line_shift;
-        let last = (end - 1) >> self.line_shift;
+        let last = last_byte >> self.line_shift;
         self.split_accesses += 1;
         self.extra_pieces += last - first;
         for line in first..=last {
             let lo = (line << self.line_shift).max(a.addr);
-            let hi = (line + 1)
-                .checked_mul(self.line_mask + 1)
-                .map_or(end, |h| h.min(end));
-            self.access_line(line, hi - lo, a.is_write);
+            let hi = ((line << self.line_shift) | self.line_mask).min(last_byte);
+            self.access_line(line, hi - lo + 1, a.is_write);
         }
     }
 

@@ -286,6 +286,28 @@ fn straddling_access_is_split_and_bytes_attributed_per_line() {
 }
 
 #[test]
+fn an_access_at_the_top_of_the_address_space_stops_at_its_last_byte() {
+    let mut h = two_level(Inclusion::NonInclusive);
+    // Bytes u64::MAX - 1 and u64::MAX exist; the two after them would wrap to address 0.
+    h.access(Access::read(u64::MAX - 1, 4));
+    h.access(Access::write(u64::MAX - 64, 65)); // the last two lines, every byte of them
+    let s = h.stats();
+    assert_eq!(s.bytes, 2 + 65);
+    assert_eq!(s.memory.bytes_served, 2 + 1);
+    assert_conserved(&s);
+}
+
+#[test]
+fn a_level_too_large_to_index_is_refused() {
+    let cfg = HierarchyConfig::new("huge", vec![CacheConfig::new("L1", 1 << 50, 64, 1)]);
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("'L1'") && e.contains("more than this host can simulate"),
+        "{e}"
+    );
+}
+
+#[test]
 fn non_power_of_two_set_counts_simulate() {
     // Sapphire Rapids: 48 KiB 12-way L1 (64 sets), 2 MiB 16-way L2, 105 MiB 15-way L3
     // (114688 sets). A 1 MiB working set fits L2: the second pass hits L2 only.
