@@ -81,6 +81,14 @@ fn bad_input_is_exit_2_and_leaves_no_file() {
     let (code, _, err) = run_cli(&["import", &data("perf-stat-vm.csv"), "--recipe", "nope"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("nope"), "the error names the recipe: {err}");
+    // The same typo when measuring: an error, not a quiet fall-back to software events.
+    let (code, out, err) = run_cli(&["run", "--recipe", "nope", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("nope") && err.contains("known recipes"),
+        "{err}"
+    );
 }
 
 #[test]

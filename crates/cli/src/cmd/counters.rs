@@ -360,16 +360,7 @@ fn order(cat: &Catalogue) -> Vec<String> {
 }
 
 fn emit(text: &str, to: Option<&Path>) -> Result<()> {
-    match to {
-        Some(p) => {
-            let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, text)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("cannot write {}", p.display()))?;
-        }
-        None => print!("{text}"),
-    }
-    Ok(())
+    crate::output::emit(text, to)
 }
 
 fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
@@ -410,11 +401,16 @@ fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result
 /// the computed metrics. `multiplex` forces one run of the command.
 fn measure(a: &RunArgs, multiplex: bool) -> Result<(Catalogue, RawData, Report, String)> {
     let cat = catalogue(&a.recipe)?;
-    let recipe = pick(&cat, &a.recipe, None).or_else(|e| {
-        // An unknown CPU still gets its software events.
-        eprintln!("{e:#}\ncontinuing with software events only (--recipe software)");
-        cat.find("software")
-    })?;
+    let recipe = match pick(&cat, &a.recipe, None) {
+        Ok(r) => r,
+        // A recipe asked for by name must exist (a typo is not a reason to measure less).
+        Err(e) if a.recipe.recipe.is_some() => return Err(e),
+        Err(e) => {
+            // An unknown CPU still gets its software events.
+            eprintln!("{e:#}\ncontinuing with software events only (--recipe software)");
+            cat.find("software")?
+        }
+    };
     let compiled = cat.compile(recipe, variant(&a.recipe))?;
     let app = Path::new(&a.command[0])
         .file_name()
