@@ -54,6 +54,12 @@ fn demo_report_renders_in_chromium() {
     );
     let report = out.join("report.html");
     let html = std::fs::read_to_string(&report).unwrap();
+    // The source machine's ceilings are node values in this machine file: the table shows
+    // them and the per-core share the single-core roofline uses, never a bare "-".
+    assert!(
+        html.contains("GB/s per node; ") && html.contains("GB/s per core as the node"),
+        "source machine table without the node ceilings"
+    );
     let charts_in_file = html.matches("<svg").count();
     assert!(
         charts_in_file >= 3,

@@ -797,21 +797,35 @@ pub fn machine_section(m: &Machine, title_prefix: &str) -> Section {
             format!("{} x {}", m.sockets, m.cores_per_socket),
         ],
     ];
+    // Per core (what the single-core roofline uses: given, or the node's share) and per
+    // node where the machine file gives it.
+    let both = |core: Option<f64>, node: Option<f64>, unit: &str| -> String {
+        let cores = f64::from(m.cores());
+        match (core, node) {
+            (Some(c), Some(n)) => format!(
+                "{} {unit} per core; {} {unit} per node",
+                num(c, 4),
+                num(n, 4)
+            ),
+            (Some(c), None) => format!("{} {unit} per core", num(c, 4)),
+            (None, Some(n)) => format!(
+                "{} {unit} per node; {} {unit} per core as the node's share",
+                num(n, 4),
+                num(n / cores, 4)
+            ),
+            (None, None) => "not given".into(),
+        }
+    };
     for p in &m.peaks {
         rows.push(vec![
             format!("peak {}", p.precision),
-            format!(
-                "{} GFLOP/s per core",
-                p.core_gflops.map(|x| num(x, 4)).unwrap_or("-".into())
-            ),
+            both(p.core_gflops, p.node_gflops, "GFLOP/s"),
         ]);
     }
     for l in &m.levels {
         rows.push(vec![
             format!("{} bandwidth", l.name),
-            l.core_gbs
-                .map(|x| format!("{} GB/s per core", num(x, 4)))
-                .unwrap_or("-".into()),
+            both(l.core_gbs, l.node_gbs, "GB/s"),
         ]);
     }
     Section {
