@@ -60,6 +60,12 @@ fn demo_report_renders_in_chromium() {
         html.contains("GB/s per node; ") && html.contains("GB/s per core as the node"),
         "source machine table without the node ceilings"
     );
+    // One style sheet, the page's own: an inlined chart's CSS would restyle every chart.
+    assert_eq!(
+        html.matches("<style").count(),
+        1,
+        "a chart brought its own <style>"
+    );
     let charts_in_file = html.matches("<svg").count();
     assert!(
         charts_in_file >= 3,

@@ -95,7 +95,7 @@ impl Profile {
             }
         }
         // ...and event-handler attributes (`onload="init(evt)"`) that would call it.
-        Ok(strip_event_handlers(&svg))
+        Ok(scope_for_inlining(&strip_event_handlers(&svg)))
     }
 
     fn flamegraph(&self, title: &str, static_svg: bool) -> Result<String, String> {
@@ -209,6 +209,32 @@ mod tests {
     }
 
     #[test]
+    fn an_inlined_flame_graph_keeps_its_styles_to_itself() {
+        let a = p().flamegraph_svg_static("t").unwrap();
+        let b = p().flamegraph_svg_static("t").unwrap();
+        for svg in [&a, &b] {
+            // No page-wide CSS, no script, no interactive-only texts, no repeated ids.
+            assert!(!svg.contains("<style") && !svg.contains("<script"), "{svg}");
+            assert!(
+                !svg.contains("Reset Zoom") && !svg.contains(">Search<"),
+                "{svg}"
+            );
+            for id in ["title", "frames", "search", "unzoom", "matched", "details"] {
+                assert!(!svg.contains(&format!("id=\"{id}\"")), "id {id} left");
+            }
+            assert!(svg.starts_with("<svg font-family=") && svg.contains("font-size=\"17\""));
+            assert!(svg.contains("dot") && svg.trim_end().ends_with("</svg>"));
+        }
+        // Each inlined graph has its own gradient.
+        let id = |s: &str| {
+            let i = s.find("url(#").unwrap();
+            s[i..i + s[i..].find(')').unwrap()].to_string()
+        };
+        assert_ne!(id(&a), id(&b));
+        assert!(a.contains(&format!("id=\"{}\"", &id(&a)[5..])));
+    }
+
+    #[test]
     fn flame_graph_is_svg() {
         let svg = p().flamegraph_svg("t").unwrap();
         assert!(svg.contains("<svg") && svg.contains("dot"));
@@ -219,6 +245,52 @@ mod tests {
                 .contains("<svg")
         );
     }
+}
+
+/// Makes inferno's SVG safe to inline in a page with other charts: its `<style>` element
+/// (`text { font-family:monospace; font-size:12px }`, rules on `#title`...) would apply to
+/// every SVG text of the page, and its ids would repeat with each flame graph. The style
+/// becomes presentation attributes on this SVG's own elements, the interactive-only texts
+/// (Search, Reset Zoom, the details and match lines) go, and the gradient id gets a
+/// number unique in the process.
+fn scope_for_inlining(svg: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut s = svg.to_string();
+    if let Some(a) = s.find("<style")
+        && let Some(b) = s[a..].find("</style>")
+    {
+        s.replace_range(a..a + b + "</style>".len(), "");
+    }
+    // The root's own presentation attributes: inherited by its texts only.
+    if s.starts_with("<svg ") {
+        s.insert_str(
+            4,
+            r#" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12""#,
+        );
+    }
+    for id in ["unzoom", "search", "matched", "details"] {
+        let open = format!("<text id=\"{id}\"");
+        if let Some(a) = s.find(&open)
+            && let Some(b) = s[a..].find("</text>")
+        {
+            s.replace_range(a..a + b + "</text>".len(), "");
+        }
+    }
+    s = s
+        .replacen(
+            r#"<text id="title""#,
+            r#"<text text-anchor="middle" font-size="17""#,
+            1,
+        )
+        .replacen(
+            r#"<text id="subtitle""#,
+            r#"<text text-anchor="middle" fill="rgb(160,160,160)""#,
+            1,
+        )
+        .replacen(r#"<svg id="frames""#, "<svg", 1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    s.replace(r#"id="background""#, &format!(r#"id="hs-flame-bg-{n}""#))
+        .replace("url(#background)", &format!("url(#hs-flame-bg-{n})"))
 }
 
 /// Removes ` on<name>="..."` attributes (event handlers) from markup.
