@@ -14,76 +14,40 @@ use hpcscope_markers::sys::{EventSpec, PerfEventAttr};
 use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData};
 
-/// File offset of function `name` in ELF file `path` (what a uprobe needs).
+/// File offset of function `name` in ELF file `path` (what a uprobe needs): its address in
+/// the symbol tables (`.symtab`, then `.dynsym`), through the loadable segment holding it.
 pub fn function_offset(path: &Path, name: &str) -> Result<u64> {
+    use object::{Object, ObjectSegment, ObjectSymbol};
     let data = std::fs::read(path).map_err(|e| Error::Io {
         path: path.to_path_buf(),
         source: e,
     })?;
     let bad = |m: &str| Error::Input(format!("{}: {m}", path.display()));
-    if data.len() < 64 || &data[..4] != b"\x7fELF" || data[4] != 2 || data[5] != 1 {
-        return Err(bad("not a 64-bit little-endian ELF file"));
+    let file = object::File::parse(&*data)
+        .map_err(|e| bad(&format!("not an ELF file this host can read ({e})")))?;
+    if file.format() != object::BinaryFormat::Elf {
+        return Err(bad("not an ELF file"));
     }
-    let u16_at = |o: usize| u16::from_le_bytes([data[o], data[o + 1]]) as usize;
-    let u32_at =
-        |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().expect("4 bytes")) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().expect("8 bytes"));
-    let shoff = u64_at(0x28) as usize;
-    let shentsize = u16_at(0x3a);
-    let shnum = u16_at(0x3c);
-    if shoff == 0 || shoff + shnum * shentsize > data.len() {
-        return Err(bad("no section headers"));
-    }
-    let sh = |i: usize| shoff + i * shentsize;
-    let mut found = None;
-    for i in 0..shnum {
-        let ty = u32_at(sh(i) + 4);
-        if ty != 2 && ty != 11 {
-            continue; // SHT_SYMTAB, SHT_DYNSYM
-        }
-        let off = u64_at(sh(i) + 0x18) as usize;
-        let size = u64_at(sh(i) + 0x20) as usize;
-        let link = u32_at(sh(i) + 0x28);
-        let str_off = u64_at(sh(link) + 0x18) as usize;
-        let mut k = off;
-        while k + 24 <= (off + size).min(data.len()) {
-            let st_name = u32_at(k);
-            let st_info = data[k + 4];
-            let st_value = u64_at(k + 8);
-            k += 24;
-            if st_info & 0xf != 2 || st_value == 0 {
-                continue; // STT_FUNC with an address
-            }
-            let s = str_off + st_name;
-            let end = data[s..]
-                .iter()
-                .position(|&b| b == 0)
-                .map_or(data.len(), |e| s + e);
-            if &data[s..end] == name.as_bytes() {
-                found = Some(st_value);
-                break;
-            }
-        }
-        if found.is_some() {
-            break;
-        }
-    }
-    let Some(addr) = found else {
-        return Err(bad(&format!(
-            "no function '{name}' in the symbol tables (stripped binary, or a C++ name that needs its mangled form)"
-        )));
-    };
-    for i in 0..shnum {
-        let a = u64_at(sh(i) + 0x10);
-        let size = u64_at(sh(i) + 0x20);
-        let ty = u32_at(sh(i) + 4);
-        if ty != 8 && a != 0 && addr >= a && addr < a + size {
-            return Ok(addr - a + u64_at(sh(i) + 0x18));
-        }
-    }
-    Err(bad(&format!(
-        "function '{name}' at {addr:#x} is in no section"
-    )))
+    let addr = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .find(|s| {
+            s.kind() == object::SymbolKind::Text && s.address() != 0 && s.name() == Ok(name)
+        })
+        .map(|s| s.address())
+        .ok_or_else(|| {
+            bad(&format!(
+                "no function '{name}' in the symbol tables (stripped binary, or a C++ name that needs its mangled form)"
+            ))
+        })?;
+    file.segments()
+        .find(|seg| addr >= seg.address() && addr - seg.address() < seg.size())
+        .map(|seg| addr - seg.address() + seg.file_range().0)
+        .ok_or_else(|| {
+            bad(&format!(
+                "function '{name}' at {addr:#x} is in no loadable segment"
+            ))
+        })
 }
 
 const SAMPLE_IDENTIFIER: u64 = 1 << 16;
@@ -419,7 +383,21 @@ mod tests {
             println!("skipping test - no C compiler");
             return;
         }
-        assert!(function_offset(&exe, "work").unwrap() > 0);
+        let off = function_offset(&exe, "work").unwrap();
+        // The same offset as the symbol's own (`nm`), minus its segment's load address.
+        assert!(off > 0);
+        // Not an ELF, and an ELF cut short: errors that name the file, no panic.
+        let junk = dir.path().join("junk");
+        std::fs::write(&junk, b"#!/bin/sh\necho\n").unwrap();
+        assert!(
+            function_offset(&junk, "work")
+                .unwrap_err()
+                .to_string()
+                .contains("junk")
+        );
+        let cut = dir.path().join("cut");
+        std::fs::write(&cut, &std::fs::read(&exe).unwrap()[..200]).unwrap();
+        assert!(function_offset(&cut, "work").is_err());
         assert!(
             function_offset(&exe, "nope")
                 .unwrap_err()
