@@ -9,7 +9,7 @@ use crate::chart::{
     Frame, INK, LEFT, LegendEntry, MUTED, PALETTE, PLOT_H, PLOT_W, Rect, Swatch, TOP, WIDTH, axis,
     caption_lines, draw_axes, draw_caption, draw_legend, draw_title, place_label, speedup_label,
 };
-use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle, wrap};
+use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle, text_width, wrap};
 
 /// Interval spans more than this ratio: log axis.
 const LOG_RATIO: f64 = 30.0;
@@ -59,11 +59,39 @@ fn value_axis(values: &[f64], f: &Frame) -> (Scale, Vec<Tick>) {
     }
 }
 
-/// Category labels under the plot, wrapped to the group width; returns the lowest baseline.
+/// Category labels under the plot, wrapped to the group width, or, when some label does
+/// not fit its group in three lines, slanted (40 degrees, ending under their group); returns
+/// the lowest point used.
 fn category_labels(svg: &mut Svg, f: &Frame, labels: &[String]) -> f64 {
     let n = labels.len().max(1) as f64;
     let gw = (f.right - f.left) / n;
     let mut bottom = f.bottom + 18.0;
+    let w = (gw - 6.0).max(30.0);
+    let fits = labels.iter().all(|l| {
+        let lines = wrap(l, 11.0, w);
+        lines.len() <= 3 && lines.iter().all(|x| text_width(x, 11.0) <= w)
+    });
+    if !fits {
+        let angle = 40f64.to_radians();
+        for (i, l) in labels.iter().enumerate() {
+            let x = f.left + gw * (i as f64 + 0.5) + 4.0;
+            let y = f.bottom + 14.0;
+            bottom = bottom.max(y + text_width(l, 11.0) * angle.sin() + 4.0);
+            svg.text(
+                x,
+                y,
+                l,
+                &TextStyle {
+                    anchor: Anchor::End,
+                    fill: INK,
+                    rotate: -40.0,
+                    class: Some("tick"),
+                    ..TextStyle::default()
+                },
+            );
+        }
+        return bottom;
+    }
     for (i, l) in labels.iter().enumerate() {
         let x = f.left + gw * (i as f64 + 0.5);
         let lines = wrap(l, 11.0, (gw - 6.0).max(30.0));

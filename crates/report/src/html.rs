@@ -167,11 +167,20 @@ pub fn html_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// `1.40`, `-3%`, `0.69-1.40`, `[0.69, 1.40]`, `x1.3`, `12 GB/s`: starts with a digit (or a
-/// sign or bracket then a digit).
+/// `1.40`, `-3%`, `0.69-1.40`, `[0.69, 1.40]`, `x1.3`, `12 GB/s`, `2 x 24`: the first word
+/// (after a sign or bracket) is a number, perhaps with a unit after a space; `2D stencil`
+/// and `64-bit` are text.
 fn looks_numeric(s: &str) -> bool {
     let t = s.trim_start_matches(['-', '+', '[', '(', '×', 'x', '~', '≈']);
-    t.chars().next().is_some_and(|c| c.is_ascii_digit()) && !s.trim().is_empty()
+    let first = t
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches([',', ';', ']', ')', '%', '*']);
+    first.starts_with(|c: char| c.is_ascii_digit())
+        && first
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | ',' | '-' | '+' | 'e' | 'E'))
 }
 
 #[cfg(test)]
@@ -247,10 +256,28 @@ mod tests {
 
     #[test]
     fn numeric_cells() {
-        for s in ["1.4", "-3%", "[0.69, 1.40]", "×1.3"] {
+        for s in [
+            "1.4",
+            "-3%",
+            "[0.69, 1.40]",
+            "×1.3",
+            "0.69-1.40",
+            "12 GB/s",
+            "2 x 24",
+            "1.2E4",
+            "+12.1 %",
+        ] {
             assert!(looks_numeric(s), "{s}");
         }
-        for s in ["", "L1", "n/a", "-"] {
+        for s in [
+            "",
+            "L1",
+            "n/a",
+            "-",
+            "2D 5-point stencil",
+            "64-bit",
+            "3x faster",
+        ] {
             assert!(!looks_numeric(s), "{s}");
         }
     }

@@ -243,6 +243,34 @@ fn charts() -> Vec<(&'static str, String)> {
                 "Projected intervals vs measured performance",
             ),
         ),
+        (
+            // More workloads than fit side by side: the labels slant instead of overlapping.
+            "validation-many",
+            validation_svg(
+                &["triad", "stencil", "gemm", "cg", "edge", "montecarlo", "nbody"]
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, w)| {
+                        let v = 2.0 + i as f64;
+                        [
+                            ValidationRow {
+                                label: format!("{w} SSE2 -> AVX2"),
+                                lo: v,
+                                hi: 2.0 * v,
+                                measured: 1.5 * v,
+                            },
+                            ValidationRow {
+                                label: format!("{w} AVX2 -> SSE2"),
+                                lo: v / 2.0,
+                                hi: v,
+                                measured: 1.1 * v,
+                            },
+                        ]
+                    })
+                    .collect::<Vec<_>>(),
+                "Projected interval and measured performance, SSE2 <-> AVX2 builds",
+            ),
+        ),
     ]
 }
 
