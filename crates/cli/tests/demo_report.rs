@@ -60,6 +60,19 @@ fn demo_report_renders_in_chromium() {
         html.contains("GB/s per node; ") && html.contains("GB/s per core as the node"),
         "source machine table without the node ceilings"
     );
+    // Nothing escaped twice (a table cell or summary escaped before the page escapes it).
+    for twice in [
+        "&amp;quot;",
+        "&amp;lt;",
+        "&amp;gt;",
+        "&amp;#39;",
+        "&amp;amp;",
+    ] {
+        assert!(
+            !html.contains(twice),
+            "double-escaped text in the report: {twice}"
+        );
+    }
     // One style sheet, the page's own: an inlined chart's CSS would restyle every chart.
     assert_eq!(
         html.matches("<style").count(),

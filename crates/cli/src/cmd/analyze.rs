@@ -448,12 +448,12 @@ fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Section {
         .iter()
         .map(|p| {
             vec![
-                escape(&p.target),
+                p.target.clone(),
                 num(p.interval.lo, 4),
                 num(p.interval.hi, 4),
                 format!("x{} - x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
                 format!("{} of {}", p.memory_bound_points, p.points),
-                escape(&p.lower_bound_by),
+                p.lower_bound_by.clone(),
             ]
         })
         .collect();
@@ -464,12 +464,12 @@ fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Section {
     let summary = match best {
         Some(b) => format!(
             "{}: the highest projected upper bound is on {} ({} to {} GFLOP/s).",
-            escape(&sw.name),
-            escape(&b.target),
+            sw.name,
+            b.target,
             num(b.interval.lo, 3),
             num(b.interval.hi, 3)
         ),
-        None => escape(&sw.name),
+        None => sw.name.clone(),
     };
     let mut body = format!("<p>{}</p>", escape(&sw.description));
     body.push_str(&html_table(
@@ -507,9 +507,9 @@ pub fn counters_section(r: &hpcscope_counters::compute::Report, title_prefix: &s
         });
         match m.value {
             Some(v) => rows.push(vec![
-                escape(label),
+                label.to_string(),
                 num(v / if scale > 0.0 { scale } else { 1.0 }, 4),
-                escape(unit),
+                unit.to_string(),
             ]),
             None => na += 1,
         }
@@ -517,12 +517,11 @@ pub fn counters_section(r: &hpcscope_counters::compute::Report, title_prefix: &s
     let mut summary = format!(
         "{} metrics measured with the {} recipe",
         rows.len(),
-        escape(&r.recipe)
+        r.recipe
     );
     if let Some(why) = &r.hardware_unavailable {
         summary.push_str(&format!(
-            "; {na} hardware metrics are not available here ({})",
-            escape(why)
+            "; {na} hardware metrics are not available here ({why})"
         ));
     }
     summary.push('.');
@@ -845,7 +844,7 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
     }
     let th = &r.source_profile.regions[0].threads[0];
     let mut rows = vec![
-        vec!["program".into(), escape(&r.mix.program)],
+        vec!["program".into(), r.mix.program.clone()],
         vec!["region".into(), r.source_profile.regions[0].name.clone()],
         vec!["FLOPs".into(), num(th.flops, 4)],
         vec!["FP instructions".into(), num(th.fp_instructions, 4)],
@@ -879,7 +878,7 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
         .take(6)
         .map(|f| {
             vec![
-                escape(&f.function),
+                f.function.clone(),
                 num(f.flops as f64, 4),
                 num(f.instructions as f64, 4),
                 num(f.bytes as f64, 4),
@@ -909,7 +908,7 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
             .iter()
             .map(|t| {
                 vec![
-                    escape(&t.name),
+                    t.name.clone(),
                     num(t.projection.interval.lo, 4),
                     num(t.projection.interval.hi, 4),
                     format!(
@@ -923,7 +922,7 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
                         .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
                         .map(|p| format!("{} ({})", p.roof_level, p.bound_target))
                         .unwrap_or_default(),
-                    escape(&t.caches_from),
+                    t.caches_from.clone(),
                 ]
             })
             .collect();

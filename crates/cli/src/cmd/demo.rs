@@ -542,7 +542,7 @@ pub fn run(a: &DemoArgs) -> Result<ExitCode> {
         )?;
         overview.push(vec![
             w.name.to_string(),
-            escape(w.what),
+            w.what.to_string(),
             r.source_gflops.map(|g| num(g, 3)).unwrap_or("-".into()),
             match r.roofline.binding_bound {
                 hpcscope_core::roofline::Bound::Memory => {
@@ -575,7 +575,7 @@ pub fn run(a: &DemoArgs) -> Result<ExitCode> {
                             .map(|d| {
                                 vec![
                                     d.variant.clone(),
-                                    escape(&d.target),
+                                    d.target.clone(),
                                     num(d.interval.lo, 3),
                                     num(d.interval.hi, 3),
                                 ]
