@@ -95,7 +95,7 @@ impl Profile {
             }
         }
         // ...and event-handler attributes (`onload="init(evt)"`) that would call it.
-        Ok(scope_for_inlining(&strip_event_handlers(&svg)))
+        Ok(scope_for_inlining(&strip_event_handlers(&svg), title))
     }
 
     fn flamegraph(&self, title: &str, static_svg: bool) -> Result<String, String> {
@@ -224,6 +224,13 @@ mod tests {
             }
             assert!(svg.starts_with("<svg font-family=") && svg.contains("font-size=\"17\""));
             assert!(svg.contains("dot") && svg.trim_end().ends_with("</svg>"));
+            // Its own title comes first (a page takes its figure caption from it).
+            let t = svg.find("<title>").unwrap();
+            assert!(
+                svg[t..].starts_with("<title>t</title>"),
+                "{}",
+                &svg[t..t + 40]
+            );
         }
         // Each inlined graph has its own gradient.
         let id = |s: &str| {
@@ -251,9 +258,10 @@ mod tests {
 /// (`text { font-family:monospace; font-size:12px }`, rules on `#title`...) would apply to
 /// every SVG text of the page, and its ids would repeat with each flame graph. The style
 /// becomes presentation attributes on this SVG's own elements, the interactive-only texts
-/// (Search, Reset Zoom, the details and match lines) go, and the gradient id gets a
-/// number unique in the process.
-fn scope_for_inlining(svg: &str) -> String {
+/// (Search, Reset Zoom, the details and match lines) go, the gradient id gets a number
+/// unique in the process, and the graph gets a `<title>` of its own (a page's figure caption
+/// would otherwise take the first frame's tooltip).
+fn scope_for_inlining(svg: &str, title: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let mut s = svg.to_string();
     if let Some(a) = s.find("<style")
@@ -267,6 +275,12 @@ fn scope_for_inlining(svg: &str) -> String {
             4,
             r#" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12""#,
         );
+        if let Some(end) = s.find('>') {
+            s.insert_str(
+                end + 1,
+                &format!("<title>{}</title>", hpcscope_report::escape(title)),
+            );
+        }
     }
     for id in ["unzoom", "search", "matched", "details"] {
         let open = format!("<text id=\"{id}\"");
