@@ -506,11 +506,16 @@ pub fn counters_section(r: &hpcscope_counters::compute::Report, title_prefix: &s
             (d.label.as_str(), d.unit.as_str(), d.scale)
         });
         match m.value {
-            Some(v) => rows.push(vec![
-                label.to_string(),
-                num(v / if scale > 0.0 { scale } else { 1.0 }, 4),
-                unit.to_string(),
-            ]),
+            Some(v) => {
+                let v = v / if scale > 0.0 { scale } else { 1.0 };
+                // Counts (page faults, switches) read as integers, not `2.000`.
+                let text = if v.fract() == 0.0 && v.abs() < 1e15 {
+                    format!("{}", v as i64)
+                } else {
+                    num(v, 4)
+                };
+                rows.push(vec![label.to_string(), text, unit.to_string()])
+            }
             None => na += 1,
         }
     }
