@@ -385,6 +385,14 @@ fn explore_bad_scenario() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("s.toml"), "{}", stderr(&o));
     assert!(stderr(&o).contains("replace_memori"), "{}", stderr(&o));
+    // A scenario made for `analyze --scenario` (targets only): the fix says so.
+    let analyze_only = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/scenarios/analyze-memory.toml"
+    );
+    let o = run(&["explore", analyze_only]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("analyze --scenario"), "{}", stderr(&o));
 }
 
 #[test]

@@ -375,11 +375,22 @@ impl Scenario {
     /// Parses a scenario from TOML.
     pub fn from_toml_str(src: &str, origin: &str) -> Result<Scenario> {
         let s: Scenario = toml::from_str(src).map_err(|e| {
+            // A scenario written for `analyze --scenario` has targets only: say so.
+            let targets_only = e.message().contains("missing field `source`")
+                && src
+                    .lines()
+                    .any(|l| l.trim_start().starts_with("[[targets]]"));
             crate::error::from_toml(
                 origin,
                 src,
                 &e,
-                "see docs/scenario-format.md and examples/scenarios/",
+                if targets_only {
+                    "this scenario has targets only, as `hpcscope analyze --scenario` reads them \
+                     (the analyzed program is the source and the variant); for `hpcscope explore` \
+                     add [source] and [[variants]] (docs/scenario-format.md)"
+                } else {
+                    "see docs/scenario-format.md and examples/scenarios/"
+                },
             )
         })?;
         if s.variants.is_empty() {
