@@ -586,6 +586,142 @@ pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
     svg.finish(bottom + 6.0)
 }
 
+/// One workload's projected speed-up on one target machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeedupRow {
+    /// Workload name.
+    pub workload: String,
+    /// Target machine name.
+    pub target: String,
+    /// Lower bound of the projected speed-up over the source (×).
+    pub lo: f64,
+    /// Upper bound (×).
+    pub hi: f64,
+}
+
+/// Projected speed-ups of several workloads on several targets, relative to each workload's
+/// measured performance on the source: one range bar per (workload, target) on a log axis,
+/// so that ×0.5 and ×2 are as far from ×1. The caption counts, per target, the workloads
+/// projected faster (the whole interval above ×1), slower (below) and undecided.
+pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
+    let f = Frame::standard();
+    let mut workloads: Vec<String> = Vec::new();
+    let mut targets: Vec<String> = Vec::new();
+    for r in rows {
+        if !workloads.contains(&r.workload) {
+            workloads.push(r.workload.clone());
+        }
+        if !targets.contains(&r.target) {
+            targets.push(r.target.clone());
+        }
+    }
+    let finite = |r: &&SpeedupRow| r.lo.is_finite() && r.hi.is_finite() && r.lo > 0.0;
+    let lo = rows.iter().filter(finite).map(|r| r.lo).fold(1.0, f64::min);
+    let hi = rows.iter().filter(finite).map(|r| r.hi).fold(1.0, f64::max);
+    let (a, b) = log_domain([lo, hi]);
+    let (ys, mut yticks) = axis(Kind::Log, a, b, f.bottom, f.top);
+    for t in &mut yticks {
+        if t.label.is_some() {
+            t.label = Some(speedup_label(t.value));
+        }
+    }
+    let mut caption = String::from(
+        "How to read: each bar is the projected speed-up interval [lo, hi] of one workload (x axis) on one target machine (colour), relative to the workload's measured performance on this machine; the dashed line is ×1. A bar entirely above the line is a speed-up whichever roofline binds, one entirely below a slow-down, one across it undecided.",
+    );
+    for t in &targets {
+        let of_t: Vec<&SpeedupRow> = rows
+            .iter()
+            .filter(|r| &r.target == t)
+            .filter(finite)
+            .collect();
+        let faster = of_t.iter().filter(|r| r.lo > 1.0).count();
+        let slower = of_t.iter().filter(|r| r.hi < 1.0).count();
+        caption.push_str(&format!(
+            " {t}: {faster} of {} faster, {slower} slower, {} undecided.",
+            of_t.len(),
+            of_t.len() - faster - slower
+        ));
+    }
+    if rows.is_empty() {
+        caption.push_str(" No projection to show.");
+    }
+    let mut svg = Svg::new(WIDTH, title, &caption);
+    draw_title(
+        &mut svg,
+        title,
+        &format!(
+            "{} workloads × {} targets · speed-up over this machine, log scale",
+            workloads.len(),
+            targets.len()
+        ),
+    );
+    draw_value_axes(&mut svg, &f, &ys, &yticks, "Projected speed-up (log scale)");
+    let label_bottom = category_labels(&mut svg, &f, &workloads);
+    svg.text(
+        (f.left + f.right) / 2.0,
+        label_bottom + 22.0,
+        "Workload",
+        &TextStyle {
+            size: 12.0,
+            anchor: Anchor::Middle,
+            fill: INK,
+            class: Some("axis-label"),
+            ..TextStyle::default()
+        },
+    );
+    let y1 = ys.px(1.0);
+    svg.line(
+        f.left,
+        y1,
+        f.right,
+        y1,
+        Stroke::dashed(INK, 1.5, "6 4"),
+        Some("source-line"),
+    );
+    let nw = workloads.len().max(1) as f64;
+    let nt = targets.len().max(1) as f64;
+    let gw = (f.right - f.left) / nw;
+    let dodge = (gw * 0.7 / nt).min(26.0);
+    let half = (dodge * 0.3).clamp(3.0, 7.0);
+    let color = |t: usize| PALETTE[t % PALETTE.len()];
+    svg.open_group("ranges");
+    for r in rows.iter().filter(finite) {
+        let (Some(wi), Some(ti)) = (
+            workloads.iter().position(|w| *w == r.workload),
+            targets.iter().position(|t| *t == r.target),
+        ) else {
+            continue;
+        };
+        let x = f.left + gw * (wi as f64 + 0.5) + (ti as f64 - (nt - 1.0) / 2.0) * dodge;
+        range_bar(&mut svg, x, &ys, r.lo, r.hi, color(ti), half);
+    }
+    svg.close_group();
+    let mut legend: Vec<LegendEntry> = targets
+        .iter()
+        .enumerate()
+        .map(|(ti, t)| LegendEntry {
+            swatch: Swatch::Range {
+                color: color(ti).into(),
+            },
+            label: t.clone(),
+        })
+        .collect();
+    legend.push(LegendEntry::line(
+        INK,
+        1.5,
+        Some("6 4"),
+        "×1: as fast as here",
+    ));
+    let lx = f.right + 26.0;
+    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend);
+    let lines = caption_lines(&caption);
+    let cap_y = (label_bottom + 50.0)
+        .max(legend_bottom + 18.0)
+        .max(TOP + PLOT_H + 66.0);
+    let bottom = draw_caption(&mut svg, cap_y, &lines);
+    svg.finish(bottom + 6.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

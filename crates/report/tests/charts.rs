@@ -244,6 +244,30 @@ fn charts() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "speedup",
+            speedup_svg(
+                &[
+                    ("triad", [(0.41, 1.37), (0.15, 0.53), (0.22, 0.53), (0.21, 0.32)]),
+                    ("gemm", [(0.41, 1.20), (0.40, 0.99), (0.39, 0.98), (0.50, 0.51)]),
+                    ("nbody", [(0.42, 0.42), (0.40, 0.40), (0.41, 0.41), (1.2, 1.3)]),
+                ]
+                .iter()
+                .flat_map(|(w, iv)| {
+                    ["A64FX (one core)", "ThunderX2 (one core)", "Neoverse N1 (one core)", "A64FX node"]
+                        .iter()
+                        .zip(iv)
+                        .map(|(t, (lo, hi))| SpeedupRow {
+                            workload: w.to_string(),
+                            target: t.to_string(),
+                            lo: *lo,
+                            hi: *hi,
+                        })
+                })
+                .collect::<Vec<_>>(),
+                "Projected speed-up over this machine on published machines",
+            ),
+        ),
+        (
             // More workloads than fit side by side: the labels slant instead of overlapping.
             "validation-many",
             validation_svg(

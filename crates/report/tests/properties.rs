@@ -80,6 +80,17 @@ proptest! {
     }
 
     #[test]
+    fn speedup_charts_are_well_formed(
+        rows in prop::collection::vec(("[a-z <&]{0,12}", "[A-Z0-9 >\"]{0,10}", value(), value()), 0..12),
+    ) {
+        let rows: Vec<SpeedupRow> = rows
+            .into_iter()
+            .map(|(workload, target, lo, hi)| SpeedupRow { workload, target, lo: lo.min(hi), hi: hi.max(lo) })
+            .collect();
+        well_formed(&speedup_svg(&rows, "s"))?;
+    }
+
+    #[test]
     fn html_tables_are_well_formed(
         headers in prop::collection::vec("\\PC{0,10}", 1..4),
         rows in prop::collection::vec(prop::collection::vec("\\PC{0,10}", 1..4), 0..4),

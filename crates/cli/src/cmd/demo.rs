@@ -613,7 +613,23 @@ pub fn run(a: &DemoArgs) -> Result<ExitCode> {
             ],
             &overview,
         ),
-        svgs: vec![],
+        svgs: vec![hpcscope_report::speedup_svg(
+            &results
+                .iter()
+                .flat_map(|r| {
+                    r.targets.iter().map(|t| hpcscope_report::SpeedupRow {
+                        workload: r.application.clone(),
+                        target: t.name.clone(),
+                        lo: t.projection.interval.lo / t.projection.source_gflops,
+                        hi: t.projection.interval.hi / t.projection.source_gflops,
+                    })
+                })
+                .collect::<Vec<_>>(),
+            &format!(
+                "Projected speed-up over {} on published machines",
+                source.name
+            ),
+        )],
     }];
     page_sections.push(crate::cmd::analyze::machine_section(&source, ""));
     page_sections.push(validation_section(&validation, &source));
