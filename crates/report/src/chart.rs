@@ -127,24 +127,62 @@ pub(crate) fn axis(kind: Kind, lo: f64, hi: f64, p0: f64, p1: f64) -> (Scale, Ve
     }
 }
 
-/// Title (bold) and an optional grey subtitle above the plot.
+/// Fits `text` in `avail` px: the largest size from `size` down to `min_size` (half-pixel
+/// steps) at which it fits, else `min_size` and the text cut at a word with an ellipsis.
+/// `bold` text is taken as 8 % wider.
+pub(crate) fn fit_text(
+    text: &str,
+    size: f64,
+    min_size: f64,
+    avail: f64,
+    bold: bool,
+) -> (String, f64) {
+    let w = |t: &str, s: f64| text_width(t, s) * if bold { 1.08 } else { 1.0 };
+    let mut s = size;
+    while s > min_size && w(text, s) > avail {
+        s -= 0.5;
+    }
+    if w(text, s) <= avail {
+        return (text.to_string(), s);
+    }
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        let candidate = if out.is_empty() {
+            word.to_string()
+        } else {
+            format!("{out} {word}")
+        };
+        if w(&format!("{candidate} …"), s) > avail {
+            break;
+        }
+        out = candidate;
+    }
+    (format!("{out} …"), s)
+}
+
+/// Title (bold) and an optional grey subtitle above the plot, made smaller (and at worst cut,
+/// the whole title staying in the SVG's `<title>`) to fit the chart's width.
 pub(crate) fn draw_title(svg: &mut Svg, title: &str, subtitle: &str) {
+    let x = LEFT - 60.0;
+    let avail = WIDTH - x - 10.0;
+    let (title, size) = fit_text(title, 16.0, 12.0, avail, true);
     svg.text(
-        LEFT - 60.0,
+        x,
         24.0,
-        title,
+        &title,
         &TextStyle {
-            size: 16.0,
+            size,
             bold: true,
             class: Some("title"),
             ..TextStyle::default()
         },
     );
     if !subtitle.is_empty() {
+        let (subtitle, _) = fit_text(subtitle, 11.5, 11.5, avail, false);
         svg.text(
-            LEFT - 60.0,
+            x,
             43.0,
-            subtitle,
+            &subtitle,
             &TextStyle {
                 size: 11.5,
                 fill: MUTED,
@@ -645,6 +683,25 @@ pub(crate) fn join_and(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn titles_shrink_then_cut_to_fit() {
+        assert_eq!(
+            fit_text("short", 16.0, 12.0, 500.0, true),
+            ("short".into(), 16.0)
+        );
+        let long = "Projected speed-up over Intel Xeon Platinum 8260 (2 x 24 cores, Cascade Lake) on published machines";
+        let (t, s) = fit_text(long, 16.0, 12.0, 750.0, true);
+        assert!((12.0..16.0).contains(&s) && t == long, "{t} {s}");
+        assert!(text_width(&t, s) * 1.08 <= 750.0);
+        let (t, s) = fit_text(long, 16.0, 12.0, 300.0, true);
+        assert_eq!(s, 12.0);
+        assert!(
+            t.ends_with(" …") && long.starts_with(t.trim_end_matches(" …")),
+            "{t}"
+        );
+        assert!(text_width(&t, s) * 1.08 <= 300.0);
+    }
 
     #[test]
     fn spread_keeps_order_and_gap() {
