@@ -14,6 +14,15 @@ use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle, text_width, wrap};
 /// Interval spans more than this ratio: log axis.
 const LOG_RATIO: f64 = 30.0;
 
+/// `1 target`, `4 targets`.
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Last unsigned integer in a label (`gcc sve-512` -> 512).
 fn last_number(s: &str) -> Option<u64> {
     let mut best = None;
@@ -230,9 +239,9 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
         &mut svg,
         title,
         &format!(
-            "{} variants × {} targets · projected GFLOP/s",
-            variants.len(),
-            targets.len()
+            "{} × {} · projected GFLOP/s",
+            counted(variants.len(), "variant"),
+            counted(targets.len(), "target")
         ),
     );
     draw_value_axes(
@@ -650,9 +659,9 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
         &mut svg,
         title,
         &format!(
-            "{} workloads × {} targets · speed-up over this machine, log scale",
-            workloads.len(),
-            targets.len()
+            "{} × {} · speed-up over this machine, log scale",
+            counted(workloads.len(), "workload"),
+            counted(targets.len(), "target")
         ),
     );
     draw_value_axes(&mut svg, &f, &ys, &yticks, "Projected speed-up (log scale)");
