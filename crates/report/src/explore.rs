@@ -123,6 +123,68 @@ fn category_labels(svg: &mut Svg, f: &Frame, labels: &[String]) -> f64 {
     bottom
 }
 
+/// The x axis title under the category labels.
+fn x_axis_title(svg: &mut Svg, f: &Frame, label_bottom: f64, title: &str) {
+    svg.text(
+        (f.left + f.right) / 2.0,
+        label_bottom + 22.0,
+        title,
+        &TextStyle {
+            size: 12.0,
+            anchor: Anchor::Middle,
+            fill: INK,
+            class: Some("axis-label"),
+            ..TextStyle::default()
+        },
+    );
+}
+
+/// The legend at `lx` from the top, then the caption under both the legend and `min_y`.
+fn legend_and_caption(
+    mut svg: Svg,
+    lx: f64,
+    legend: &[LegendEntry],
+    caption: &str,
+    min_y: f64,
+) -> String {
+    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, legend);
+    let lines = caption_lines(caption);
+    let bottom = draw_caption(&mut svg, min_y.max(legend_bottom + 18.0), &lines);
+    svg.finish(bottom + 6.0)
+}
+
+/// Bars of several series side by side in each category.
+struct Dodge {
+    left: f64,
+    group: f64,
+    step: f64,
+    series: f64,
+    /// Half-width of a bar's caps.
+    half: f64,
+}
+
+impl Dodge {
+    fn new(f: &Frame, categories: usize, series: usize) -> Dodge {
+        let group = (f.right - f.left) / categories.max(1) as f64;
+        let series = series.max(1) as f64;
+        let step = (group * 0.7 / series).min(26.0);
+        Dodge {
+            left: f.left,
+            group,
+            step,
+            series,
+            half: (step * 0.3).clamp(3.0, 7.0),
+        }
+    }
+
+    /// x of series `s` in category `c`.
+    fn x(&self, c: usize, s: usize) -> f64 {
+        self.left
+            + self.group * (c as f64 + 0.5)
+            + (s as f64 - (self.series - 1.0) / 2.0) * self.step
+    }
+}
+
 /// Axes for a categorical x: frame, horizontal grid and y ticks only.
 fn draw_value_axes(svg: &mut Svg, f: &Frame, ys: &Scale, yticks: &[Tick], y_label: &str) {
     let dummy = Scale {
@@ -256,18 +318,7 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
         },
     );
     let label_bottom = category_labels(&mut svg, &f, &variants);
-    svg.text(
-        (f.left + f.right) / 2.0,
-        label_bottom + 22.0,
-        "Target binary (variant)",
-        &TextStyle {
-            size: 12.0,
-            anchor: Anchor::Middle,
-            fill: INK,
-            class: Some("axis-label"),
-            ..TextStyle::default()
-        },
-    );
+    x_axis_title(&mut svg, &f, label_bottom, "Target binary (variant)");
 
     // Speed-up axis on the right.
     if let Some(s) = src {
@@ -321,13 +372,9 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
         );
     }
 
-    let nv = variants.len().max(1) as f64;
-    let nt = targets.len().max(1) as f64;
-    let gw = (f.right - f.left) / nv;
-    let dodge = (gw * 0.7 / nt).min(26.0);
-    let half = (dodge * 0.3).clamp(3.0, 7.0);
-    let xpos =
-        |v: usize, t: usize| f.left + gw * (v as f64 + 0.5) + (t as f64 - (nt - 1.0) / 2.0) * dodge;
+    let dodge = Dodge::new(&f, variants.len(), targets.len());
+    let half = dodge.half;
+    let xpos = |v: usize, t: usize| dodge.x(v, t);
     let color = |t: usize| PALETTE[t % PALETTE.len()];
 
     // Bands first (under the bars).
@@ -450,12 +497,7 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
     if src.is_some() {
         legend.push(LegendEntry::line(INK, 1.5, Some("6 4"), "Source, measured"));
     }
-    let lx = f.right + 62.0;
-    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend);
-    let lines = caption_lines(&caption);
-    let cap_y = (label_bottom + 50.0).max(legend_bottom + 18.0);
-    let bottom = draw_caption(&mut svg, cap_y, &lines);
-    svg.finish(bottom + 6.0)
+    legend_and_caption(svg, f.right + 62.0, &legend, &caption, label_bottom + 50.0)
 }
 
 /// One workload of a validation chart: the projected interval and the measurement.
@@ -503,18 +545,7 @@ pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
     );
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     let label_bottom = category_labels(&mut svg, &f, &labels);
-    svg.text(
-        (f.left + f.right) / 2.0,
-        label_bottom + 22.0,
-        "Workload",
-        &TextStyle {
-            size: 12.0,
-            anchor: Anchor::Middle,
-            fill: INK,
-            class: Some("axis-label"),
-            ..TextStyle::default()
-        },
-    );
+    x_axis_title(&mut svg, &f, label_bottom, "Workload");
     let gw = (f.right - f.left) / rows.len().max(1) as f64;
     let mut taken = Vec::new();
     let mut marks = Vec::new();
@@ -585,14 +616,13 @@ pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
             "Measured, outside (error of the nearest bound)",
         ),
     ];
-    let lx = LEFT + PLOT_W + 26.0;
-    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend);
-    let lines = caption_lines(&caption);
-    let cap_y = (label_bottom + 50.0)
-        .max(legend_bottom + 18.0)
-        .max(TOP + PLOT_H + 66.0);
-    let bottom = draw_caption(&mut svg, cap_y, &lines);
-    svg.finish(bottom + 6.0)
+    legend_and_caption(
+        svg,
+        LEFT + PLOT_W + 26.0,
+        &legend,
+        &caption,
+        (label_bottom + 50.0).max(TOP + PLOT_H + 66.0),
+    )
 }
 
 /// One workload's projected speed-up on one target machine.
@@ -666,18 +696,7 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
     );
     draw_value_axes(&mut svg, &f, &ys, &yticks, "Projected speed-up (log scale)");
     let label_bottom = category_labels(&mut svg, &f, &workloads);
-    svg.text(
-        (f.left + f.right) / 2.0,
-        label_bottom + 22.0,
-        "Workload",
-        &TextStyle {
-            size: 12.0,
-            anchor: Anchor::Middle,
-            fill: INK,
-            class: Some("axis-label"),
-            ..TextStyle::default()
-        },
-    );
+    x_axis_title(&mut svg, &f, label_bottom, "Workload");
     let y1 = ys.px(1.0);
     svg.line(
         f.left,
@@ -687,11 +706,7 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
         Stroke::dashed(INK, 1.5, "6 4"),
         Some("source-line"),
     );
-    let nw = workloads.len().max(1) as f64;
-    let nt = targets.len().max(1) as f64;
-    let gw = (f.right - f.left) / nw;
-    let dodge = (gw * 0.7 / nt).min(26.0);
-    let half = (dodge * 0.3).clamp(3.0, 7.0);
+    let dodge = Dodge::new(&f, workloads.len(), targets.len());
     let color = |t: usize| PALETTE[t % PALETTE.len()];
     svg.open_group("ranges");
     for r in rows.iter().filter(finite) {
@@ -701,8 +716,15 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
         ) else {
             continue;
         };
-        let x = f.left + gw * (wi as f64 + 0.5) + (ti as f64 - (nt - 1.0) / 2.0) * dodge;
-        range_bar(&mut svg, x, &ys, r.lo, r.hi, color(ti), half);
+        range_bar(
+            &mut svg,
+            dodge.x(wi, ti),
+            &ys,
+            r.lo,
+            r.hi,
+            color(ti),
+            dodge.half,
+        );
     }
     svg.close_group();
     let mut legend: Vec<LegendEntry> = targets
@@ -721,14 +743,13 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
         Some("6 4"),
         "×1: as fast as here",
     ));
-    let lx = f.right + 26.0;
-    let legend_bottom = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend);
-    let lines = caption_lines(&caption);
-    let cap_y = (label_bottom + 50.0)
-        .max(legend_bottom + 18.0)
-        .max(TOP + PLOT_H + 66.0);
-    let bottom = draw_caption(&mut svg, cap_y, &lines);
-    svg.finish(bottom + 6.0)
+    legend_and_caption(
+        svg,
+        f.right + 26.0,
+        &legend,
+        &caption,
+        (label_bottom + 50.0).max(TOP + PLOT_H + 66.0),
+    )
 }
 
 #[cfg(test)]
