@@ -440,6 +440,54 @@ fn a_cgroup_is_traced_as_a_whole() {
 }
 
 #[test]
+fn a_cgroup_process_asleep_the_whole_trace_is_reported_off_cpu() {
+    let (_g, _bin) = setup!();
+    let root = hpcscope_trace::linux::cgroup2_root();
+    let cg = root.join(format!("hpcscope-test-sleep-{}", std::process::id()));
+    if std::fs::create_dir(&cg).is_err() {
+        println!("skipping: cannot create a cgroup under {}", root.display());
+        return;
+    }
+    // Asleep from before the trace to after it: no scheduler event of its own in between.
+    let mut child = Command::new("sleep").arg("3").spawn().unwrap();
+    let moved = std::fs::write(cg.join("cgroup.procs"), child.id().to_string()).is_ok();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let r = moved.then(|| {
+        trace(&TraceOptions {
+            target: Target::Cgroup(cg.clone()),
+            probes: Probes {
+                sched: true,
+                ..Probes::default()
+            },
+            duration: Some(std::time::Duration::from_millis(500)),
+        })
+    });
+    let _ = child.kill();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir(&cg);
+    let Some(r) = r else {
+        println!("skipping: cannot move a process into {}", cg.display());
+        return;
+    };
+    let r = r.expect("trace").report;
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.pid == child.id())
+        .unwrap_or_else(|| panic!("the sleeping process is missing: {r:#?}"));
+    assert_eq!(p.comm, "sleep");
+    assert_eq!(p.on_cpu_ns, 0, "{p:?}");
+    // Off CPU for the whole window (the window is the trace's own duration).
+    let window = (r.duration_s * 1e9) as u64;
+    assert!(p.off_cpu_ns + 50_000_000 >= window, "{p:?} vs {window} ns");
+    assert!(
+        r.notes.iter().any(|n| n.contains("no scheduler event")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
 fn a_kernel_function_without_kprobes_falls_back_to_tracepoints() {
     let (_g, bin) = setup!();
     if std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {

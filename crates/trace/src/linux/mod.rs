@@ -732,6 +732,69 @@ pub(crate) fn is_anon_inode(fd: i32) -> bool {
     len >= 11 && &target[..11] == b"anon_inode:"
 }
 
+/// Threads of an attached target (a PID or a cgroup) that no scheduler event saw during the
+/// trace: a CPU-bound thread alone on its core is never switched out, and one asleep the
+/// whole time never switched in. Each is counted from its state at the end (`R`: on a CPU
+/// the whole window; otherwise off it), and a note says how many.
+fn quiet_threads(
+    bpf: &Ebpf,
+    opts: &TraceOptions,
+    procs: &mut BTreeMap<u32, ProcessLevel>,
+    notes: &mut Vec<String>,
+    window_ns: u64,
+) {
+    let seen: std::collections::HashSet<u32> = procs
+        .values()
+        .flat_map(|p| p.threads.iter().map(|t| t.tid))
+        .collect();
+    let mut quiet = 0;
+    for tgid in tracked_tgids(bpf, &opts.target) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
+            continue;
+        };
+        for e in tasks.flatten() {
+            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if seen.contains(&tid) {
+                continue;
+            }
+            let dir = e.path();
+            // The state is the first field after the parenthesized command name.
+            let Some(state) = std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|st| st.rsplit_once(") ").and_then(|(_, r)| r.chars().next()))
+            else {
+                continue;
+            };
+            let running = state == 'R';
+            let th = ThreadLevel {
+                tid,
+                comm: std::fs::read_to_string(dir.join("comm"))
+                    .map(|c| c.trim_end().to_string())
+                    .unwrap_or_default(),
+                on_cpu_ns: if running { window_ns } else { 0 },
+                off_cpu_ns: if running { 0 } else { window_ns },
+                ..ThreadLevel::default()
+            };
+            let p = procs.entry(tgid).or_insert_with(|| ProcessLevel {
+                pid: tgid,
+                ..Default::default()
+            });
+            p.on_cpu_ns += th.on_cpu_ns;
+            p.off_cpu_ns += th.off_cpu_ns;
+            p.threads.push(th);
+            quiet += 1;
+        }
+    }
+    if quiet > 0 {
+        notes.push(format!(
+            "{quiet} thread(s) had no scheduler event during the trace (never switched in or out): \
+             counted as on a CPU the whole time when running at the end, else off it"
+        ));
+    }
+}
+
 fn tracked_tgids(bpf: &Ebpf, t: &Target) -> Vec<u32> {
     match t {
         Target::Cgroup(p) => std::fs::read_to_string(cgroup_dir(p).join("cgroup.procs"))
@@ -846,6 +909,15 @@ fn collect(
             p.context_switches += th.voluntary_switches + th.involuntary_switches;
             p.threads.push(th);
         }
+    }
+    if probes.sched && matches!(opts.target, Target::Pid(_) | Target::Cgroup(_)) {
+        quiet_threads(
+            bpf,
+            opts,
+            &mut procs,
+            notes,
+            end_ns.saturating_sub(start_ns),
+        );
     }
     if probes.syscalls {
         for (k, v) in percpu_hash::<ScKey, ScStats>(bpf, "sc_stats")? {
