@@ -84,3 +84,20 @@ pub enum HistoryError {
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, HistoryError>;
+
+impl HistoryError {
+    /// SQLite answered "busy" or "locked": another connection holds the lock, and trying
+    /// again later can succeed.
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            HistoryError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(f, _),
+                ..
+            } if matches!(
+                f.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            )
+        )
+    }
+}

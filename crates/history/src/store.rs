@@ -414,9 +414,20 @@ impl Store {
         .map_err(sql_err(&path))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(&path))?;
         let mut store = Store { conn, path };
-        store.configure()?;
-        store.migrate()?;
-        Ok(store)
+        // Two processes creating the same store race through the switch to WAL and the
+        // first migration; SQLite answers some of those steps SQLITE_BUSY at once, without
+        // its busy handler (the switch to WAL needs the file to itself): retry them.
+        let start = std::time::Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match store.configure().and_then(|()| store.migrate()) {
+                Err(e) if e.is_busy() && start.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                r => return r.map(|()| store),
+            }
+        }
     }
 
     /// Opens an existing store read-only (for `history` and `regress`); a missing file is
