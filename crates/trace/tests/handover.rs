@@ -1,10 +1,9 @@
 //! Handing attached uprobes over to a child process at exit (`hand_over_detach`): its own
 //! test binary, since it takes every finished trace of the process.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use hpcscope_trace::{FunctionSpec, Probes, Target, TraceOptions, hand_over_detach, trace};
+
+mod common;
 
 #[test]
 fn a_finished_trace_with_uprobes_is_handed_to_a_child_that_exits() {
@@ -15,20 +14,10 @@ fn a_finished_trace_with_uprobes_is_handed_to_a_child_that_exits() {
         return;
     }
     assert_eq!(hand_over_detach(), None, "nothing traced yet");
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let bin = dir.join("hpcscope-handover-testee");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/testee.c");
-    let built = Command::new("cc")
-        .args(["-O0", "-g", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&bin)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !built {
+    let Some(bin) = common::build_testee("hpcscope-handover-testee") else {
         println!("skipping: no C compiler (cc)");
         return;
-    }
+    };
     // Several functions, each with an entry and a return probe.
     let functions = ["hs_work", "main", "malloc", "free"]
         .iter()

@@ -7,8 +7,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
+use std::time::Duration;
 
-use hpcscope_trace::{FunctionSpec, Probes, Target, TraceError, TraceOptions, trace};
+use hpcscope_trace::{FunctionSpec, Probes, Target, TraceError, TraceOptions, TraceReport, trace};
+
+mod common;
 
 /// The probes are system-wide; run the tests one at a time so counts stay readable.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -25,22 +28,9 @@ fn skip_reason() -> Option<String> {
 
 fn testee() -> Option<PathBuf> {
     static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build_testee).clone()
-}
-
-fn build_testee() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let out = dir.join("hpcscope-testee");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/testee.c");
-    let ok = Command::new("cc")
-        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    ok.then_some(out)
+    BUILT
+        .get_or_init(|| common::build_testee("hpcscope-testee"))
+        .clone()
 }
 
 macro_rules! setup {
@@ -404,76 +394,82 @@ fn doctor_reports_this_machine() {
     }
 }
 
-#[test]
-fn a_cgroup_is_traced_as_a_whole() {
-    let (_g, bin) = setup!();
+/// Moves `child` into a new cgroup, waits `settle`, traces the cgroup's scheduling for
+/// `duration`, then kills the child if `kill` and reaps it, and removes the cgroup. Returns
+/// the child's pid and the report, or `None` (after a skip line) where cgroups cannot be
+/// used.
+fn trace_child_in_cgroup(
+    name: &str,
+    mut child: std::process::Child,
+    settle: Duration,
+    duration: Duration,
+    kill: bool,
+) -> Option<(u32, TraceReport)> {
     let root = hpcscope_trace::linux::cgroup2_root();
-    let cg = root.join(format!("hpcscope-test-{}", std::process::id()));
-    if std::fs::create_dir(&cg).is_err() {
-        println!("skipping: cannot create a cgroup under {}", root.display());
-        return;
-    }
-    let mut child = Command::new(&bin).args(["spin", "2.0"]).spawn().unwrap();
-    let moved = std::fs::write(cg.join("cgroup.procs"), child.id().to_string()).is_ok();
+    let cg = root.join(format!("hpcscope-test-{name}-{}", std::process::id()));
+    let created = std::fs::create_dir(&cg).is_ok();
+    let moved = created && std::fs::write(cg.join("cgroup.procs"), child.id().to_string()).is_ok();
     let r = moved.then(|| {
-        let opts = TraceOptions {
-            target: Target::Cgroup(cg.clone()),
-            probes: Probes {
-                sched: true,
-                ..Probes::default()
-            },
-            duration: Some(std::time::Duration::from_millis(700)),
-        };
-        trace(&opts)
-    });
-    child.wait().unwrap();
-    let _ = std::fs::remove_dir(&cg);
-    let Some(r) = r else {
-        println!("skipping: cannot move a process into {}", cg.display());
-        return;
-    };
-    let r = r.expect("trace").report;
-    assert!(r.partial, "stopped by the duration");
-    let pids: Vec<u32> = r.processes.iter().map(|p| p.pid).collect();
-    assert_eq!(pids, [child.id()], "only the cgroup's process: {r:#?}");
-    assert!(r.processes[0].on_cpu_ns > 0);
-}
-
-#[test]
-fn a_cgroup_process_asleep_the_whole_trace_is_reported_off_cpu() {
-    let (_g, _bin) = setup!();
-    let root = hpcscope_trace::linux::cgroup2_root();
-    let cg = root.join(format!("hpcscope-test-sleep-{}", std::process::id()));
-    if std::fs::create_dir(&cg).is_err() {
-        println!("skipping: cannot create a cgroup under {}", root.display());
-        return;
-    }
-    // Asleep from before the trace to after it: no scheduler event of its own in between.
-    let mut child = Command::new("sleep").arg("3").spawn().unwrap();
-    let moved = std::fs::write(cg.join("cgroup.procs"), child.id().to_string()).is_ok();
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let r = moved.then(|| {
+        std::thread::sleep(settle);
         trace(&TraceOptions {
             target: Target::Cgroup(cg.clone()),
             probes: Probes {
                 sched: true,
                 ..Probes::default()
             },
-            duration: Some(std::time::Duration::from_millis(500)),
+            duration: Some(duration),
         })
     });
-    let _ = child.kill();
+    if kill || !moved {
+        let _ = child.kill();
+    }
     child.wait().unwrap();
     let _ = std::fs::remove_dir(&cg);
-    let Some(r) = r else {
+    if !created {
+        println!("skipping: cannot create a cgroup under {}", root.display());
+    } else if !moved {
         println!("skipping: cannot move a process into {}", cg.display());
+    }
+    Some((child.id(), r?.expect("trace").report))
+}
+
+#[test]
+fn a_cgroup_is_traced_as_a_whole() {
+    let (_g, bin) = setup!();
+    let child = Command::new(&bin).args(["spin", "2.0"]).spawn().unwrap();
+    let Some((pid, r)) = trace_child_in_cgroup(
+        "spin",
+        child,
+        Duration::ZERO,
+        Duration::from_millis(700),
+        false,
+    ) else {
         return;
     };
-    let r = r.expect("trace").report;
+    assert!(r.partial, "stopped by the duration");
+    let pids: Vec<u32> = r.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, [pid], "only the cgroup's process: {r:#?}");
+    assert!(r.processes[0].on_cpu_ns > 0);
+}
+
+#[test]
+fn a_cgroup_process_asleep_the_whole_trace_is_reported_off_cpu() {
+    let (_g, _bin) = setup!();
+    // Asleep from before the trace to after it: no scheduler event of its own in between.
+    let child = Command::new("sleep").arg("3").spawn().unwrap();
+    let Some((pid, r)) = trace_child_in_cgroup(
+        "sleep",
+        child,
+        Duration::from_millis(200),
+        Duration::from_millis(500),
+        true,
+    ) else {
+        return;
+    };
     let p = r
         .processes
         .iter()
-        .find(|p| p.pid == child.id())
+        .find(|p| p.pid == pid)
         .unwrap_or_else(|| panic!("the sleeping process is missing: {r:#?}"));
     assert_eq!(p.comm, "sleep");
     assert_eq!(p.on_cpu_ns, 0, "{p:?}");

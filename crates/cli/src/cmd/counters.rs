@@ -17,6 +17,8 @@ use hpcscope_counters::output::{self, Format as OutFormat};
 use hpcscope_counters::raw::RawData;
 use hpcscope_counters::{cpu, perf, profile, validate};
 
+use crate::output::emit;
+
 /// Arguments of `counters`.
 #[derive(Args, Debug)]
 pub struct CountersArgs {
@@ -357,10 +359,6 @@ fn variant(o: &RecipeOpts) -> Variant {
 
 fn order(cat: &Catalogue) -> Vec<String> {
     cat.metrics.metrics.iter().map(|m| m.id.clone()).collect()
-}
-
-fn emit(text: &str, to: Option<&Path>) -> Result<()> {
-    crate::output::emit(text, to)
 }
 
 fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
