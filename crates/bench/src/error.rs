@@ -1,4 +1,5 @@
-//! Errors of the bench crate: bad input (exit 2), environment limits (exit 3).
+//! Errors of the bench crate: bad input, environment limits, and bugs (see
+//! [`hpcscope_core::ErrorKind`]).
 
 /// Everything that can stop a benchmark run.
 #[derive(Debug, thiserror::Error)]
@@ -55,20 +56,23 @@ pub enum BenchError {
 }
 
 impl BenchError {
-    /// Process exit code: 2 for bad input, 3 for an environment limit.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            BenchError::UnknownKernel { .. } | BenchError::BadInput { .. } => 2,
-            _ => 3,
-        }
-    }
-
     /// Shorthand for [`BenchError::BadInput`].
     pub fn bad_input(flag: &str, what: impl Into<String>, fix: impl Into<String>) -> BenchError {
         BenchError::BadInput {
             flag: flag.into(),
             what: what.into(),
             fix: fix.into(),
+        }
+    }
+}
+
+impl hpcscope_core::Classify for BenchError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        use hpcscope_core::ErrorKind;
+        match self {
+            BenchError::UnknownKernel { .. } | BenchError::BadInput { .. } => ErrorKind::Input,
+            BenchError::Internal(_) => ErrorKind::Internal,
+            _ => ErrorKind::Environment,
         }
     }
 }

@@ -1104,6 +1104,7 @@ fn scaling_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hpcscope_core::Classify;
 
     #[test]
     fn kernel_lists_parse() {
@@ -1113,7 +1114,7 @@ mod tests {
         assert!(s.latency && !s.scaling);
         assert_eq!(Selection::parse("all").unwrap(), Selection::all());
         let e = Selection::parse("triad,bogus").unwrap_err();
-        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.kind().exit_code(), 2);
         assert!(
             e.to_string().contains("bogus") && e.to_string().contains("triad4"),
             "{e}"
@@ -1137,10 +1138,10 @@ mod tests {
             vec![0, 1]
         );
         let e = resolve_cpus(&CpuRequest::Threads(5), &online, None).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.kind().exit_code(), 2);
         assert!(e.to_string().contains("0-3"), "{e}");
         let e = resolve_cpus(&CpuRequest::List(vec![1, 7, 9]), &online, None).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.kind().exit_code(), 2);
         let msg = e.to_string();
         assert!(
             msg.contains("7,9") && msg.contains("usable CPUs: 0-3"),
@@ -1154,7 +1155,7 @@ mod tests {
         assert!(check_sizes(&[32 << 10, 1 << 30], Some(24 << 30)).is_ok());
         let e = check_sizes(&[1 << 40], Some(24 << 30)).unwrap_err();
         assert!(e.to_string().starts_with("--sizes"), "{e}");
-        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.kind().exit_code(), 2);
         assert!(e.to_string().contains("beyond the memory"), "{e}");
         assert!(check_sizes(&[100], None).is_err());
     }

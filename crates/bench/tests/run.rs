@@ -2,6 +2,7 @@
 //! rejected with exit code 2 before anything is measured. Values are not checked (no
 //! timing assertions), only their presence and consistency.
 
+use hpcscope_core::Classify;
 use std::path::Path;
 
 use hpcscope_bench::kernels::Width;
@@ -120,7 +121,7 @@ fn bad_input_is_rejected_before_measuring() {
     let mut cfg = tiny();
     cfg.cpus = CpuRequest::List(vec![0, 4000]);
     let e = hpcscope_bench::run(&cfg).unwrap_err();
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.kind().exit_code(), 2);
     assert!(
         e.to_string().contains("4000") && e.to_string().contains("usable CPUs"),
         "{e}"
@@ -129,21 +130,21 @@ fn bad_input_is_rejected_before_measuring() {
     let mut cfg = tiny();
     cfg.sizes = Some(vec![1 << 50]);
     let e = hpcscope_bench::run(&cfg).unwrap_err();
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.kind().exit_code(), 2);
     assert!(e.to_string().contains("--sizes"), "{e}");
 
     let mut cfg = tiny();
     cfg.repeat = Some(0);
-    assert_eq!(hpcscope_bench::run(&cfg).unwrap_err().exit_code(), 2);
+    assert_eq!(hpcscope_bench::run(&cfg).unwrap_err().kind().exit_code(), 2);
 
     let mut cfg = tiny();
     cfg.names.id = Some("my node".into());
     let e = hpcscope_bench::run(&cfg).unwrap_err();
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.kind().exit_code(), 2);
     assert!(e.to_string().starts_with("--id"), "{e}");
 
     let e = Selection::parse("triad,peakflops").unwrap_err();
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.kind().exit_code(), 2);
     assert!(e.to_string().contains("peakflops"));
 }
 
@@ -157,6 +158,6 @@ fn no_size_beyond_the_llc_is_explained() {
         return;
     }
     let e = hpcscope_bench::run(&cfg).unwrap_err();
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.kind().exit_code(), 2);
     assert!(e.to_string().contains("beyond the last-level cache"), "{e}");
 }

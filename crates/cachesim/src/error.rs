@@ -134,3 +134,24 @@ pub struct TraceError {
     /// The offending line.
     pub text: String,
 }
+
+impl hpcscope_core::Classify for ConfigError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        hpcscope_core::ErrorKind::Input
+    }
+}
+
+impl hpcscope_core::Classify for BackgroundError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        match self {
+            BackgroundError::Spawn(_) => hpcscope_core::ErrorKind::Environment,
+            _ => hpcscope_core::ErrorKind::Internal,
+        }
+    }
+}
+
+impl hpcscope_core::Classify for TraceError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        hpcscope_core::ErrorKind::Input
+    }
+}

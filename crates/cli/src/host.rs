@@ -72,7 +72,7 @@ pub fn machine_cached() -> Result<Machine> {
         progress: true,
         ..Default::default()
     };
-    let report = hpcscope_bench::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let report = hpcscope_bench::run(&cfg).context("measuring this machine")?;
     let m = report.machine;
     std::fs::create_dir_all(path.parent().expect("a file in a directory"))
         .with_context(|| format!("cannot create {}", cache_dir().display()))?;

@@ -1,13 +1,15 @@
 //! `hpcscope`: HPC performance engineering in one binary.
 //!
-//! This file only parses arguments, dispatches to a subcommand and maps errors to exit codes
-//! (0 success, 1 a finding, 2 bad input or usage, 3 an environment limit).
+//! This file only parses arguments, dispatches to a subcommand and turns an error into its
+//! exit code through [`exit`] (0 success, 1 a finding, 2 bad input or usage, 3 an environment
+//! limit).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod exit;
 mod host;
 mod job;
 mod load;
@@ -67,18 +69,6 @@ enum Command {
     Doctor(cmd::doctor::DoctorArgs),
 }
 
-/// An error caused by the environment (missing tool, permission, hardware), exit code 3.
-#[derive(Debug)]
-pub struct EnvError(pub String);
-
-impl std::fmt::Display for EnvError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EnvError {}
-
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Machine(c) => cmd::machine::run(c),
@@ -114,11 +104,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
-            if err.downcast_ref::<EnvError>().is_some() {
-                ExitCode::from(3)
-            } else {
-                ExitCode::from(2)
-            }
+            ExitCode::from(exit::code_of(&err))
         }
     };
     // Everything is written: uprobes still detaching are left to a child process, so that

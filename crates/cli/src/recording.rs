@@ -35,8 +35,7 @@ impl RecordFlags {
             command,
             &[],
             numbers,
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        )?;
         Ok(Some(format!("recorded as run {id} in the history store")))
     }
 }

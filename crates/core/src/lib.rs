@@ -10,13 +10,16 @@
 pub mod error;
 pub mod explore;
 pub mod fs;
+pub mod kind;
 pub mod library;
 pub mod machine;
 pub mod profile;
 pub mod project;
 pub mod roofline;
+pub mod stats;
 pub mod time;
 
 pub use error::{Error, InputError, Result};
+pub use kind::{Classify, ErrorKind, Failure};
 pub use machine::{Machine, Precision};
 pub use profile::{AppMetrics, Profile};

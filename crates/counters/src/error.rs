@@ -125,14 +125,6 @@ pub enum EnvLimit {
 }
 
 impl Error {
-    /// The exit code the CLI should use: 3 for environment limits, 2 otherwise.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Error::Env(_) => 3,
-            _ => 2,
-        }
-    }
-
     pub(crate) fn recipe(
         origin: &str,
         message: impl Into<String>,
@@ -156,6 +148,17 @@ impl Error {
             line,
             column,
             message: message.into(),
+        }
+    }
+}
+
+impl hpcscope_core::Classify for Error {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        use hpcscope_core::ErrorKind;
+        match self {
+            Error::Env(_) => ErrorKind::Environment,
+            Error::Io { source, .. } => hpcscope_core::kind::io_kind(source),
+            _ => ErrorKind::Input,
         }
     }
 }

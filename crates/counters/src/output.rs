@@ -7,19 +7,8 @@ use serde::Serialize;
 use crate::catalogue::MetricSet;
 use crate::compute::{MetricValue, Report};
 
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    /// Aligned text.
-    #[default]
-    Table,
-    /// JSON (the reports as they are).
-    Json,
-    /// CSV: category, metric, unit, then one column per configuration.
-    Csv,
-    /// Markdown table.
-    Md,
-}
+pub use hpcscope_report::Format;
+pub use hpcscope_report::fmt::metric as fmt_value;
 
 /// One column: a configuration's region.
 #[derive(Debug, Clone, Serialize)]
@@ -28,25 +17,6 @@ pub struct Column {
     pub header: String,
     /// Values in catalogue order.
     pub values: Vec<MetricValue>,
-}
-
-/// Formats a value for display: 4 significant digits, scientific outside [1e-3, 1e6).
-pub fn fmt_value(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let a = v.abs();
-    if v.fract() == 0.0 && a < 1e6 {
-        return format!("{v:.0}");
-    }
-    if !(1e-3..1e6).contains(&a) {
-        let s = format!("{v:.3e}");
-        // 1.370e12 -> 1.370E12
-        return s.replace('e', "E");
-    }
-    let digits = 4 - 1 - a.log10().floor() as i32;
-    let d = digits.clamp(0, 6) as usize;
-    format!("{v:.d$}")
 }
 
 /// Columns for the regions of the reports (all regions, or the one named).
@@ -156,13 +126,7 @@ pub fn render(
     let mut out = String::new();
     match format {
         Format::Csv => {
-            let q = |s: &str| {
-                if s.contains([',', '"']) {
-                    format!("\"{}\"", s.replace('"', "\"\""))
-                } else {
-                    s.to_string()
-                }
-            };
+            let q = |s: &str| hpcscope_report::table::csv_field(s);
             let mut cat = String::new();
             out.push_str("category,");
             out.push_str(&headers.iter().map(|h| q(h)).collect::<Vec<_>>().join(","));

@@ -1,6 +1,7 @@
 //! The shipped catalogue and recipes load and check; bad recipes are refused with the file,
 //! the formula and the column; unknown CPUs get the list of known recipes.
 
+use hpcscope_core::Classify;
 use hpcscope_counters::catalogue::{Catalogue, Variant};
 use hpcscope_counters::cpu::CpuId;
 use hpcscope_counters::error::Error;
@@ -118,7 +119,7 @@ fn cpus_map_to_recipes() {
         "{msg}"
     );
     assert!(msg.contains("--recipe-file FILE"), "{msg}");
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.kind().exit_code(), 2);
 }
 
 #[test]

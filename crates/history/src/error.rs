@@ -101,3 +101,27 @@ impl HistoryError {
         )
     }
 }
+
+impl hpcscope_core::Classify for HistoryError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        use hpcscope_core::ErrorKind;
+        match self {
+            HistoryError::NoDefaultPath => ErrorKind::Environment,
+            HistoryError::Io { source, .. } => hpcscope_core::kind::io_kind(source),
+            HistoryError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(f, _),
+                ..
+            } if matches!(
+                f.code,
+                rusqlite::ErrorCode::ReadOnly
+                    | rusqlite::ErrorCode::PermissionDenied
+                    | rusqlite::ErrorCode::DiskFull
+                    | rusqlite::ErrorCode::CannotOpen
+            ) =>
+            {
+                ErrorKind::Environment
+            }
+            _ => ErrorKind::Input,
+        }
+    }
+}

@@ -44,3 +44,12 @@ pub enum MixError {
         fix: String,
     },
 }
+
+impl hpcscope_core::Classify for MixError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        match self {
+            MixError::Missing { .. } => hpcscope_core::ErrorKind::Environment,
+            _ => hpcscope_core::ErrorKind::Input,
+        }
+    }
+}

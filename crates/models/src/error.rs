@@ -81,3 +81,12 @@ pub enum ModelError {
 
 /// Shorthand result type.
 pub type Result<T> = std::result::Result<T, ModelError>;
+
+impl hpcscope_core::Classify for ModelError {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        match self {
+            ModelError::Io { source, .. } => hpcscope_core::kind::io_kind(source),
+            _ => hpcscope_core::ErrorKind::Input,
+        }
+    }
+}

@@ -13,7 +13,9 @@
 //! * [`validation_svg`]: projected intervals against measurements;
 //! * [`line_chart_svg`]: a generic line chart (bandwidth sweeps, history);
 //! * [`bar_chart_svg`]: stacked bars per category (time per MPI rank: the imbalance chart);
-//! * [`html_page`], [`html_table`]: a report page holding them.
+//! * [`html_page`], [`html_table`]: a report page holding them;
+//! * [`table`]: the text, CSV, Markdown and JSON forms of every command's result;
+//! * [`fmt`]: number formatting, one home for every table and chart.
 //!
 //! ```
 //! use hpcscope_report::{ChartOptions, Section, Series, html_page, line_chart_svg};
@@ -38,11 +40,13 @@ mod axis;
 mod bars;
 mod chart;
 mod explore;
+pub mod fmt;
 mod html;
 mod line;
 mod roofline;
 mod roofs;
 mod svg;
+pub mod table;
 
 pub use bars::{BarOptions, BarSeries, bar_chart_svg};
 pub use explore::{SpeedupRow, ValidationRow, explore_svg, speedup_svg, validation_svg};
@@ -50,3 +54,4 @@ pub use html::{Section, html_page, html_table};
 pub use line::{ChartOptions, Series, line_chart_svg};
 pub use roofline::{projection_svg, roofline_svg};
 pub use svg::escape;
+pub use table::{Format, Table, render};

@@ -1,6 +1,7 @@
 //! Minimal driver for the tracer, for trying probes by hand before the CLI wires it:
 //! `cargo run -p hpcscope-trace --example trace -- [--profile HZ] [--fn SYM] -- CMD ARGS`.
 
+use hpcscope_core::Classify;
 use hpcscope_trace::{Probes, Target, TraceOptions, install_signal_handlers, trace};
 
 fn main() {
@@ -78,7 +79,7 @@ fn main() {
         }
         Err(e) => {
             eprintln!("error: {e}");
-            std::process::exit(if e.is_environment() { 3 } else { 2 });
+            std::process::exit(i32::from(e.kind().exit_code()));
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Typed errors of the tracer; [`TraceError::is_environment`] tells the CLI which ones are
-//! limits of this machine (exit 3) rather than bad input (exit 2).
+//! Typed errors of the tracer; their [`hpcscope_core::Classify`] kind tells which ones are
+//! limits of this machine rather than bad input.
 
 use thiserror::Error;
 
@@ -81,12 +81,14 @@ pub enum TraceError {
     },
 }
 
-impl TraceError {
-    /// True when the error is a limit of this machine or its permissions (exit code 3).
-    pub fn is_environment(&self) -> bool {
-        matches!(
-            self,
-            TraceError::NotPermitted { .. } | TraceError::NoBtf | TraceError::Unsupported { .. }
-        )
+impl hpcscope_core::Classify for TraceError {
+    /// Limits of this machine or its permissions are environment errors; the rest is input.
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        match self {
+            TraceError::NotPermitted { .. }
+            | TraceError::NoBtf
+            | TraceError::Unsupported { .. } => hpcscope_core::ErrorKind::Environment,
+            _ => hpcscope_core::ErrorKind::Input,
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! compiler, traced, and its counts compared with what it did and with what the kernel
 //! itself counted for it.
 
+use hpcscope_core::Classify;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
@@ -238,7 +239,7 @@ fn missing_symbol_and_pid_are_bad_input() {
     };
     let e = trace(&opts).unwrap_err();
     assert!(matches!(e, TraceError::SymbolNotFound { .. }), "{e}");
-    assert!(!e.is_environment());
+    assert_ne!(e.kind(), hpcscope_core::ErrorKind::Environment);
     let opts = TraceOptions {
         target: Target::Pid(u32::MAX - 7),
         probes: Probes {
@@ -364,7 +365,7 @@ fn without_privileges_the_error_is_an_environment_limit() {
     .join()
     .unwrap();
     assert!(matches!(e, TraceError::NotPermitted { .. }), "{e}");
-    assert!(e.is_environment());
+    assert_eq!(e.kind(), hpcscope_core::ErrorKind::Environment);
     assert!(e.to_string().contains("CAP_BPF"));
 }
 

@@ -422,6 +422,7 @@ fn kill_group(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hpcscope_core::Classify;
 
     const ROOT2: Host = Host {
         is_root: true,
@@ -461,7 +462,7 @@ mod tests {
         let p = plan(Some("mpiexec -n 2"), 2, Flavour::Hydra, ROOT2, inter).unwrap();
         assert_eq!(p.argv, ["mpiexec", "-n", "2", "-ppn", "1"]);
         let e = plan(Some("./wrap.sh"), 2, Flavour::Other, ROOT2, inter).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.kind().exit_code(), 2);
         assert!(e.to_string().contains("--pairs"), "{e}");
     }
 
@@ -505,7 +506,7 @@ mod tests {
     #[test]
     fn missing_tools_name_the_debian_packages() {
         let e = missing_mpicc("mpicc");
-        assert_eq!(e.exit_code(), 3);
+        assert_eq!(e.kind().exit_code(), 3);
         assert!(e.to_string().contains("libopenmpi-dev"), "{e}");
         assert!(
             missing_launcher("mpirun")

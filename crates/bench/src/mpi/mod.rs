@@ -645,6 +645,7 @@ pub fn check(cfg: &MpiConfig) -> Result<(), BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hpcscope_core::Classify;
 
     const OUT: &str = "\
 Warning: a banner line the launcher printed
@@ -807,7 +808,7 @@ hpcscope-mpi end
             },
         ] {
             let e = check(&cfg).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{e}");
+            assert_eq!(e.kind().exit_code(), 2, "{e}");
         }
         let args = MpiConfig {
             quick: true,

@@ -17,7 +17,6 @@ use hpcscope_mix::{MixOptions, MixReport};
 use hpcscope_report::{Section, escape, html_page, html_table};
 use serde::Serialize;
 
-use crate::cmd::mix::lift;
 use crate::load;
 use crate::output::{emit, num, write_atomic};
 
@@ -267,9 +266,7 @@ pub fn analyze_program(
         per_function: true,
         ..Default::default()
     };
-    let mix = hpcscope_mix::analyze(&opts)
-        .map_err(lift)
-        .context(Uncharacterized)?;
+    let mix = hpcscope_mix::analyze(&opts).context(Uncharacterized)?;
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
     // The characterization's own remarks (a crash, a partial count, how the region was
@@ -295,10 +292,7 @@ pub fn analyze_program(
         let sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
         let mut per_len: Vec<(Option<u32>, Vec<Machine>)> = Vec::new();
         for m in &sim {
-            let len = match (
-                hpcscope_mix::ElfInfo::read(tb).map_err(lift)?.arch,
-                m.simd.as_str(),
-            ) {
+            let len = match (hpcscope_mix::ElfInfo::read(tb)?.arch, m.simd.as_str()) {
                 (hpcscope_mix::Arch::Aarch64, "sve") => Some(sve.unwrap_or(m.vector_bits)),
                 (hpcscope_mix::Arch::Aarch64, _) if sve.is_some() => sve,
                 _ => None,
@@ -321,8 +315,7 @@ pub fn analyze_program(
                 timeout,
                 application: application.clone(),
                 ..Default::default()
-            })
-            .map_err(lift)?;
+            })?;
             for p in &r.variants[0].profiles {
                 let how = match len {
                     Some(b) => format!("{} at SVE {b} bits, simulated on its caches", tb.display()),

@@ -158,18 +158,13 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
     })
 }
 
-/// Runs `bench`: 0 on success, 2 on bad input, 3 on an environment limit.
+/// Runs `bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(BenchCmd::Mpi(m)) = &args.sub {
         return crate::cmd::bench_mpi::run(m);
     }
-    match run_inner(args) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            eprintln!("error: {e}");
-            Ok(ExitCode::from(e.exit_code()))
-        }
-    }
+    run_inner(args)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
@@ -231,6 +226,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
 mod tests {
     //! The arguments turn into a configuration; bad ones are input errors with a fix.
     use clap::Parser;
+    use hpcscope_core::Classify;
 
     #[derive(Parser, Debug)]
     struct Cli {
@@ -281,7 +277,7 @@ mod tests {
             &["--widths", "1024"],
         ] {
             let e = super::config(&parse(args)).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+            assert_eq!(e.kind().exit_code(), 2, "{args:?}: {e}");
             assert!(e.to_string().contains("fix:"), "{e}");
         }
         // --threads and --cpus exclude each other.

@@ -251,15 +251,10 @@ pub fn format_of(a: &MpiArgs) -> MpiFormat {
     }
 }
 
-/// Runs `bench mpi`: 0 on success, 2 on bad input, 3 on an environment limit.
+/// Runs `bench mpi`.
 pub fn run(a: &MpiArgs) -> anyhow::Result<ExitCode> {
-    match run_inner(a) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            eprintln!("error: {e}");
-            Ok(ExitCode::from(e.exit_code()))
-        }
-    }
+    run_inner(a)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn env_err(what: String, fix: &str) -> BenchError {
@@ -726,6 +721,7 @@ fn stack_svgs(parts: &[String]) -> String {
 mod tests {
     use super::*;
     use clap::Parser;
+    use hpcscope_core::Classify;
 
     #[derive(Parser, Debug)]
     struct Cli {
@@ -776,7 +772,7 @@ mod tests {
             &["--timeout", "0"],
         ] {
             let e = config(&parse(args)).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+            assert_eq!(e.kind().exit_code(), 2, "{args:?}: {e}");
             assert!(e.to_string().contains("fix:"), "{e}");
         }
     }
@@ -853,7 +849,7 @@ mod tests {
     #[test]
     fn update_refuses_a_broken_file() {
         let e = upsert_network("format_version = [", &link("x", 1.0), "m.toml").unwrap_err();
-        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.kind().exit_code(), 2);
         let e = upsert_network("network = 3\n", &link("x", 1.0), "m.toml").unwrap_err();
         assert!(e.to_string().contains("[[network]]"), "{e}");
     }

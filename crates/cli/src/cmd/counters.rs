@@ -10,14 +10,15 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use hpcscope_core::Classify;
 use hpcscope_counters::catalogue::{Catalogue, Recipe, Variant};
 use hpcscope_counters::compute::{self, Options, Precision, Report};
 use hpcscope_counters::import::{self, Format as InFormat};
-use hpcscope_counters::output::{self, Format as OutFormat};
+use hpcscope_counters::output;
 use hpcscope_counters::raw::RawData;
 use hpcscope_counters::{cpu, perf, profile, validate};
 
-use crate::output::emit;
+use crate::output::{Format, emit};
 
 /// Arguments of `counters`.
 #[derive(Args, Debug)]
@@ -45,31 +46,6 @@ pub enum CountersCmd {
     /// List the CPU recipes, or show one; says which recipe this CPU gets and whether its
     /// PMU is available.
     Recipes(RecipesArgs),
-}
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Fmt {
-    /// Aligned text for a terminal.
-    #[default]
-    Table,
-    /// JSON.
-    Json,
-    /// CSV.
-    Csv,
-    /// Markdown.
-    Md,
-}
-
-impl From<Fmt> for OutFormat {
-    fn from(f: Fmt) -> OutFormat {
-        match f {
-            Fmt::Table => OutFormat::Table,
-            Fmt::Json => OutFormat::Json,
-            Fmt::Csv => OutFormat::Csv,
-            Fmt::Md => OutFormat::Md,
-        }
-    }
 }
 
 /// Formula variant where the seed contradicts itself.
@@ -144,7 +120,7 @@ pub struct RecipeOpts {
 pub struct OutOpts {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
-    pub format: Fmt,
+    pub format: Format,
     /// Write to this file instead of standard output.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
@@ -271,7 +247,7 @@ pub struct ValidateArgs {
     pub synthetic: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
-    pub format: Fmt,
+    pub format: Format,
 }
 
 /// Arguments of `counters metrics`.
@@ -279,7 +255,7 @@ pub struct ValidateArgs {
 pub struct ListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
-    pub format: Fmt,
+    pub format: Format,
 }
 
 /// Arguments of `counters recipes`.
@@ -292,30 +268,18 @@ pub struct RecipesArgs {
     pub recipe_file: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
-    pub format: Fmt,
+    pub format: Format,
 }
 
 /// Runs `counters`.
 pub fn run(args: &CountersArgs) -> Result<ExitCode> {
-    let r = match &args.cmd {
+    match &args.cmd {
         CountersCmd::Run(a) => cmd_run(a),
         CountersCmd::Import(a) => cmd_import(a),
         CountersCmd::Compare(a) => cmd_compare(a),
         CountersCmd::Validate(a) => cmd_validate(a),
         CountersCmd::Metrics(a) => cmd_metrics(a),
         CountersCmd::Recipes(a) => cmd_recipes(a),
-    };
-    match r {
-        Err(e) => {
-            if let Some(ce) = e.downcast_ref::<hpcscope_counters::Error>()
-                && ce.exit_code() == 3
-            {
-                eprintln!("error: {e:#}");
-                return Ok(ExitCode::from(3));
-            }
-            Err(e)
-        }
-        ok => ok,
     }
 }
 
@@ -378,7 +342,7 @@ fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result
         &cat.metrics,
         o.region.as_deref(),
         o.per_thread,
-        o.format.into(),
+        o.format,
     );
     emit(&text, o.output.as_deref())?;
     if let Some(p) = &o.profile {
@@ -491,7 +455,7 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
         }
         Err(e)
             if e.downcast_ref::<hpcscope_counters::Error>()
-                .is_some_and(|c| c.exit_code() == 3) =>
+                .is_some_and(|c| c.kind() == hpcscope_core::ErrorKind::Environment) =>
         {
             eprintln!("warning: counters: {e:#}; running the rank's command without counters");
             let ran = crate::job::run_command(&a.command)?;
@@ -523,12 +487,10 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
     {
         eprintln!("{line}");
     }
-    if a.require_pmu && rep.hardware_unavailable.is_some() {
-        eprintln!(
-            "error: {}",
-            rep.hardware_unavailable.as_deref().unwrap_or_default()
-        );
-        return Ok(ExitCode::from(3));
+    if a.require_pmu
+        && let Some(why) = &rep.hardware_unavailable
+    {
+        return Err(hpcscope_core::Failure::environment(why.clone()).into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -635,14 +597,14 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
     };
     let (rep, checks) = validate::validate_raw(&compiled, &order(&cat), &raw, &e);
     match a.format {
-        Fmt::Json => println!(
+        Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(
                 &serde_json::json!({"expected": e, "checks": checks, "report": rep})
             )?
         ),
         f => {
-            let sep = if f == Fmt::Csv { "," } else { "  " };
+            let sep = if f == Format::Csv { "," } else { "  " };
             println!(
                 "triad a[i] = b[i] + s*c[i], n = {}, reps = {} (DP): expected flops {:.4e}, LS bytes {:.4e}",
                 a.n, a.reps, e.flops, e.ls_bytes
@@ -683,8 +645,10 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
         }
     }
     if let Some(h) = &rep.hardware_unavailable {
-        eprintln!("error: validation needs hardware counters: {h}");
-        return Ok(ExitCode::from(3));
+        return Err(hpcscope_core::Failure::environment(format!(
+            "validation needs hardware counters: {h}"
+        ))
+        .into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -692,7 +656,7 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
 fn cmd_metrics(a: &ListArgs) -> Result<ExitCode> {
     let cat = Catalogue::builtin();
     match a.format {
-        Fmt::Json => println!("{}", serde_json::to_string_pretty(&cat.metrics)?),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&cat.metrics)?),
         _ => {
             for c in &cat.metrics.categories {
                 println!("{}", c.label);
@@ -720,7 +684,7 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
         .map(|_| cat.recipes[0].1.recipe.id.as_str()))
     {
         let r = cat.find(id)?;
-        if a.format == Fmt::Json {
+        if a.format == Format::Json {
             println!("{}", serde_json::to_string_pretty(r)?);
             return Ok(ExitCode::SUCCESS);
         }
@@ -778,7 +742,7 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if a.format == Fmt::Json {
+    if a.format == Format::Json {
         let list: Vec<_> = cat
             .recipes
             .iter()

@@ -18,9 +18,7 @@ use hpcscope_mix::MixOptions;
 use hpcscope_report::{Section, ValidationRow, escape, html_page, html_table};
 use serde::Serialize;
 
-use crate::EnvError;
 use crate::cmd::analyze::{AnalyzeResult, analyze_program, sections};
-use crate::cmd::mix::lift;
 use crate::output::{emit, num, write_atomic};
 
 /// A bundled workload: name, arguments, and what it stands for.
@@ -138,7 +136,7 @@ pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<
     let x86 = std::env::consts::ARCH == "x86_64" && have("gcc");
     let a64 = have("aarch64-linux-gnu-gcc");
     if !x86 {
-        bail!(EnvError("the demo builds its workloads with gcc for x86-64: install gcc (apt-get install gcc) on an x86-64 machine".into()));
+        return Err(hpcscope_core::Failure::environment("the demo builds its workloads with gcc for x86-64: install gcc (apt-get install gcc) on an x86-64 machine").into());
     }
     if !a64 {
         notes.push("aarch64-linux-gnu-gcc is missing (apt-get install gcc-aarch64-linux-gnu): no NEON or SVE builds, no vector-length study".into());
@@ -240,8 +238,7 @@ fn profile_of(m: &Machine, w: &Workload, bin: &Path, native_runs: u32) -> Result
         native_runs,
         application: Some(w.name.to_string()),
         ..Default::default()
-    })
-    .map_err(lift)?;
+    })?;
     Ok(r.variants[0].profiles[0].clone())
 }
 
@@ -470,8 +467,7 @@ fn sve_study(
         cache_binary: Some(neon.clone()),
         application: Some(w.name.to_string()),
         ..Default::default()
-    })
-    .map_err(lift)?;
+    })?;
     let origin = "source profile";
     let variants = r
         .variants

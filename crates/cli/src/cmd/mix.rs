@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_mix::{MixError, MixOptions, MixReport, analyze};
+use hpcscope_mix::{MixOptions, MixReport, analyze};
 
-use crate::EnvError;
 use crate::load;
 use crate::output::{Format, Table, emit, num, render, write_atomic};
 
@@ -84,14 +83,6 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
         application: a.application.clone(),
         per_function: a.per_function,
     })
-}
-
-/// Maps a mix error to the CLI's error kinds (missing tools are environment limits).
-pub fn lift(e: MixError) -> anyhow::Error {
-    match e {
-        MixError::Missing { .. } => anyhow::Error::new(EnvError(e.to_string())),
-        e => anyhow::Error::new(e),
-    }
 }
 
 /// File name of one profile.
@@ -214,7 +205,7 @@ pub fn summary(r: &MixReport) -> Table {
 /// Runs `mix`.
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
-    let r = analyze(&opts).map_err(lift)?;
+    let r = analyze(&opts)?;
     let mut pre = vec![format!(
         "{} ({}, {}){}",
         r.program,

@@ -878,7 +878,7 @@ struct Hot {
 
 /// Runs the binary under CPU-clock sampling and attributes the samples to its functions.
 fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot> {
-    let info = hpcscope_mix::ElfInfo::read(binary).map_err(crate::cmd::mix::lift)?;
+    let info = hpcscope_mix::ElfInfo::read(binary)?;
     if hpcscope_mix::Arch::host() != Some(info.arch) {
         bail!(
             "--hottest runs the binary natively, and this {} binary does not run on this host; give --function or --range",
@@ -890,8 +890,8 @@ fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot> {
     let (s, hist) = hpcscope_mix::sample::ip_histogram(&run, args, info.lowest_vaddr, info.pie, hz)
         .with_context(|| format!("cannot run {}", binary.display()))?;
     if !s.sampled {
-        return Err(anyhow::Error::new(crate::EnvError(
-            "CPU-clock sampling could not be set up (perf_event_open refused): run as root or lower /proc/sys/kernel/perf_event_paranoid, or give --function".into(),
+        return Err(anyhow::Error::new(hpcscope_core::Failure::environment(
+            "CPU-clock sampling could not be set up (perf_event_open refused): run as root or lower /proc/sys/kernel/perf_event_paranoid, or give --function",
         )));
     }
     if !s.success {

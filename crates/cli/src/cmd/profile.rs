@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 use hpcscope_trace::{Probes, Profile, TraceOptions};
 
-use crate::cmd::trace::{classify, duration, target};
+use crate::cmd::trace::{duration, target};
 use crate::output::{Format, Table, emit, render, write_atomic};
+use hpcscope_core::{Classify, ErrorKind};
 
 /// Arguments of `profile`.
 #[derive(Args, Debug)]
@@ -109,10 +110,10 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
                 ..crate::job::Outcome::default()
             }
         }
-        Err(e) if e.is_environment() => {
+        Err(e) if e.kind() == ErrorKind::Environment => {
             crate::cmd::trace::rank_without_bpf("profile", &e, &a.command)?
         }
-        Err(e) => return Err(classify(e)),
+        Err(e) => return Err(e.into()),
     };
     session.finish(outcome)
 }
@@ -135,7 +136,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
         duration: duration(a.duration)?,
     };
     hpcscope_trace::install_signal_handlers();
-    let out = hpcscope_trace::trace(&opts).map_err(classify)?;
+    let out = hpcscope_trace::trace(&opts)?;
     let prof = out.profile.clone().unwrap_or_default();
     let folded = format!("{}.folded", a.out_prefix);
     let svg = format!("{}.svg", a.out_prefix);

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use hpcscope_core::{Classify, ErrorKind};
 use hpcscope_trace::{FunctionSpec, Probes, Target, TraceError, TraceOptions, TraceOutcome};
 
-use crate::EnvError;
 use crate::output::{Format, Table, emit, render, write_atomic};
 
 /// Arguments of `trace`.
@@ -65,15 +65,6 @@ pub struct TraceArgs {
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
-}
-
-/// Maps a tracer error to the CLI's exit codes: environment limits exit 3, the rest 2.
-pub fn classify(e: TraceError) -> anyhow::Error {
-    if e.is_environment() {
-        anyhow::Error::new(EnvError(e.to_string()))
-    } else {
-        anyhow::Error::new(e)
-    }
 }
 
 /// The target named by `--pid`, `--cgroup`, `--system` or the command.
@@ -195,7 +186,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     }
     let opts = options(a)?;
     hpcscope_trace::install_signal_handlers();
-    let out = hpcscope_trace::trace(&opts).map_err(classify)?;
+    let out = hpcscope_trace::trace(&opts)?;
     if let Some(path) = &a.timeline {
         let json = serde_json::to_string(&out.report.chrome_trace())?;
         write_atomic(path, &(json + "\n"))
@@ -293,8 +284,8 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
                 data: summary(&out),
             }
         }
-        Err(e) if e.is_environment() => rank_without_bpf("trace", &e, &a.command)?,
-        Err(e) => return Err(classify(e)),
+        Err(e) if e.kind() == ErrorKind::Environment => rank_without_bpf("trace", &e, &a.command)?,
+        Err(e) => return Err(e.into()),
     };
     session.finish(outcome)
 }

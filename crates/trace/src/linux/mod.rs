@@ -1250,11 +1250,12 @@ fn collect_profile(
 
 #[cfg(test)]
 mod tests {
+    use hpcscope_core::Classify;
     #[test]
     fn a_kernel_without_btf_is_an_environment_limit() {
         let e = super::check_btf(std::path::Path::new("/nonexistent/btf/vmlinux")).unwrap_err();
         assert!(matches!(e, crate::TraceError::NoBtf));
-        assert!(e.is_environment());
+        assert_eq!(e.kind(), hpcscope_core::ErrorKind::Environment);
         assert!(e.to_string().contains("CONFIG_DEBUG_INFO_BTF"));
     }
 
@@ -1262,7 +1263,7 @@ mod tests {
     fn another_architecture_is_refused_with_what_to_do() {
         assert!(super::check_arch("x86_64").is_ok());
         let e = super::check_arch("aarch64").unwrap_err();
-        assert!(e.is_environment());
+        assert_eq!(e.kind(), hpcscope_core::ErrorKind::Environment);
         let m = e.to_string();
         assert!(m.contains("aarch64") && m.contains("x86-64 only"), "{m}");
     }
