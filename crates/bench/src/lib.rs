@@ -21,7 +21,6 @@
 pub mod affinity;
 pub mod error;
 pub mod flops;
-pub mod host;
 pub mod kernels;
 pub mod latency;
 pub mod measure;

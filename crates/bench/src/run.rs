@@ -399,7 +399,7 @@ impl Notes {
 
 /// Runs the benchmark described by `cfg`.
 pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
-    let date = crate::host::utc_now();
+    let date = hpcscope_host::time::utc_now();
     let topo = if cfg.sysfs_root == std::path::Path::new("/sys") {
         Topology::detect()
     } else {
@@ -409,7 +409,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     let isa = cfg.isa.clone().unwrap_or(real_isa);
     let allowed = crate::affinity::allowed_cpus();
     let cpus = resolve_cpus(&cfg.cpus, &topo.cpus, allowed.as_deref())?;
-    let mem = crate::host::mem_available_bytes();
+    let mem = hpcscope_host::facts::mem_available_bytes();
     let llc = topo.llc().map(|c| c.size_bytes).unwrap_or(32 << 20);
     let sweep_sizes = match &cfg.sizes {
         Some(s) => {
@@ -532,9 +532,9 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
 
     let run = RunInfo {
         tool: format!("hpcscope-bench {}", env!("CARGO_PKG_VERSION")),
-        host: crate::host::host_name(),
+        host: host_name(),
         date,
-        kernel: crate::host::kernel_version(),
+        kernel: hpcscope_host::facts::kernel_version(),
         quick: cfg.quick,
         repetitions: reps,
         sample_seconds: timing.target_s,
@@ -1099,6 +1099,11 @@ fn scaling_runs(
         }
     }
     Ok(out)
+}
+
+/// The host name for provenance, `unknown-host` when it cannot be read.
+pub fn host_name() -> String {
+    hpcscope_host::facts::hostname().unwrap_or_else(|| "unknown-host".into())
 }
 
 #[cfg(test)]

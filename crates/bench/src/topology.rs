@@ -255,7 +255,7 @@ impl Topology {
 
     /// Detects the topology of the running machine.
     pub fn detect() -> Topology {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpuinfo = hpcscope_host::facts::cpuinfo();
         let mut t = Topology::from_sysfs(Path::new("/sys"), &cpuinfo);
         #[cfg(target_arch = "x86_64")]
         {

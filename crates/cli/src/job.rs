@@ -233,7 +233,7 @@ impl RankContext {
             "local-{}-{}-{}",
             sanitize(&host),
             std::process::id(),
-            hpcscope_history::record::now_unix() as u64
+            hpcscope_host::time::now_unix() as u64
         );
         RankContext::detect(
             &|k| std::env::var(k).ok(),
@@ -256,11 +256,7 @@ impl RankContext {
 
 /// The host name (the kernel's), `localhost` when unreadable.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+    hpcscope_host::facts::hostname().unwrap_or_else(|| "localhost".into())
 }
 
 /// How the measured command ended.
@@ -608,7 +604,7 @@ impl RankSession {
             )
         })?;
         hpcscope_trace::install_signal_handlers();
-        let started_unix = hpcscope_history::record::now_unix();
+        let started_unix = hpcscope_host::time::now_unix();
         let start = RankStart {
             format: START_FORMAT.into(),
             version: VERSION,
@@ -650,7 +646,7 @@ impl RankSession {
                 format: RESULT_FORMAT.into(),
                 ..self.start.clone()
             },
-            started_at: hpcscope_history::record::format_rfc3339(self.start.started_unix),
+            started_at: hpcscope_host::time::format_rfc3339(self.start.started_unix),
             wall_s: o.wall_s,
             user_s: o.user_s,
             sys_s: o.sys_s,

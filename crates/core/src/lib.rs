@@ -17,7 +17,6 @@ pub mod profile;
 pub mod project;
 pub mod roofline;
 pub mod stats;
-pub mod time;
 
 pub use error::{Error, InputError, Result};
 pub use kind::{Classify, ErrorKind, Failure};

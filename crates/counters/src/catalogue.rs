@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::cpu::CpuMatch;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 
@@ -117,26 +118,6 @@ pub struct MetricSet {
     /// Metrics, in display order.
     #[serde(rename = "metric")]
     pub metrics: Vec<MetricDef>,
-}
-
-/// Which CPUs a recipe is for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CpuMatch {
-    /// `GenuineIntel`, `AuthenticAMD`, or `arm` (any Arm implementer).
-    pub vendor: String,
-    /// x86 family.
-    #[serde(default)]
-    pub family: Option<u32>,
-    /// x86 models.
-    #[serde(default)]
-    pub models: Vec<u32>,
-    /// Arm MIDR implementer.
-    #[serde(default)]
-    pub implementer: Option<u32>,
-    /// Arm MIDR part numbers.
-    #[serde(default)]
-    pub parts: Vec<u32>,
 }
 
 /// One event a recipe reads, with its spelling for each collector.

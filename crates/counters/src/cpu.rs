@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::catalogue::CpuMatch;
+use serde::{Deserialize, Serialize};
 
 /// What identifies a CPU model.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -35,12 +35,30 @@ fn num(v: &str) -> Option<u32> {
     }
 }
 
+/// Which CPUs a recipe is for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuMatch {
+    /// `GenuineIntel`, `AuthenticAMD`, or `arm` (any Arm implementer).
+    pub vendor: String,
+    /// x86 family.
+    #[serde(default)]
+    pub family: Option<u32>,
+    /// x86 models.
+    #[serde(default)]
+    pub models: Vec<u32>,
+    /// Arm MIDR implementer.
+    #[serde(default)]
+    pub implementer: Option<u32>,
+    /// Arm MIDR part numbers.
+    #[serde(default)]
+    pub parts: Vec<u32>,
+}
+
 impl CpuId {
     /// Reads `/proc/cpuinfo` of this machine.
     pub fn detect() -> CpuId {
-        std::fs::read_to_string("/proc/cpuinfo")
-            .map(|s| CpuId::from_cpuinfo(&s))
-            .unwrap_or_default()
+        CpuId::from_cpuinfo(&hpcscope_host::facts::cpuinfo())
     }
 
     /// Parses `/proc/cpuinfo` text (the first processor's block).

@@ -1,5 +1,6 @@
 //! Typed errors of the counters crate: what was wrong, where, and how to fix it.
 
+use std::fmt;
 use std::path::PathBuf;
 
 /// Result alias.
@@ -95,13 +96,51 @@ pub enum Error {
     Input(String),
 }
 
+/// Whether the hardware PMU can be used, and if not, why and what would be needed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PmuStatus {
+    /// Hardware events can be opened.
+    pub available: bool,
+    /// The CPU reports a hypervisor.
+    pub virtualized: bool,
+    /// What failed.
+    pub detail: String,
+}
+
+impl fmt::Display for PmuStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.available {
+            return write!(
+                f,
+                "hardware performance counters available ({})",
+                self.detail
+            );
+        }
+        write!(
+            f,
+            "hardware performance counters are not available{}: {}. Software events (task-clock, page faults, context switches, CPU migrations) are still counted. Needed for the hardware metrics: {}",
+            if self.virtualized {
+                " (virtualized: the hypervisor exposes no PMU to this machine)"
+            } else {
+                ""
+            },
+            self.detail,
+            if self.virtualized {
+                "a bare-metal node, or a VM with a virtual PMU (KVM/QEMU: -cpu host with pmu=on; VMware: \"virtualize CPU performance counters\"; cloud: a bare-metal instance type)"
+            } else {
+                "a kernel with the CPU's PMU driver (CONFIG_PERF_EVENTS and the vendor PMU), and perf_event_paranoid <= 2 for counting your own processes"
+            }
+        )
+    }
+}
+
 /// Limits of the machine or the permissions, which the user cannot fix by changing input.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EnvLimit {
     /// Hardware counters are not exposed.
     #[error("{0}")]
-    NoPmu(crate::perf::PmuStatus),
+    NoPmu(PmuStatus),
     /// perf_event_paranoid forbids what is asked.
     #[error(
         "perf_event_paranoid is {current}, {what} needs {needed} or lower (or CAP_PERFMON)\n  fix: sudo sysctl kernel.perf_event_paranoid={needed}   (or: echo {needed} | sudo tee /proc/sys/kernel/perf_event_paranoid)"

@@ -46,6 +46,7 @@ pub mod cpu;
 pub mod error;
 pub mod expr;
 pub mod import;
+pub mod measure;
 pub mod output;
 pub mod perf;
 pub mod profile;
@@ -58,4 +59,5 @@ pub use compute::{Options, Precision, Report, compute};
 pub use error::{EnvLimit, Error, Result};
 /// The marker library (environment variable names, output format), for the CLI.
 pub use hpcscope_markers;
+pub use measure::{MeasureOptions, Measurement, RecipeChoice, Regions, measure, measure_with};
 pub use raw::RawData;

@@ -289,6 +289,51 @@ pub fn footnotes(reports: &[Report], cols: &[Column]) -> String {
     out
 }
 
+/// The metrics of a whole-run report as a section of an HTML report: every metric with a
+/// value (counts as integers), and how many hardware metrics this machine could not give.
+pub fn html_section(r: &Report, title_prefix: &str) -> hpcscope_report::Section {
+    let cat = crate::catalogue::Catalogue::builtin();
+    let mut rows = Vec::new();
+    let mut na = 0;
+    for m in r.regions.iter().flat_map(|g| &g.total) {
+        let def = cat.metrics.metrics.iter().find(|d| d.id == m.id);
+        let (label, unit, scale) = def.map_or((m.id.as_str(), "", 1.0), |d| {
+            (d.label.as_str(), d.unit.as_str(), d.scale)
+        });
+        match m.value {
+            Some(v) => {
+                let v = v / if scale > 0.0 { scale } else { 1.0 };
+                // Counts (page faults, switches) read as integers, not `2.000`.
+                rows.push(vec![
+                    label.to_string(),
+                    hpcscope_report::fmt::count(v),
+                    unit.to_string(),
+                ])
+            }
+            None => na += 1,
+        }
+    }
+    let mut summary = format!(
+        "{} metrics measured with the {} recipe",
+        rows.len(),
+        r.recipe
+    );
+    if let Some(why) = &r.hardware_unavailable {
+        summary.push_str(&format!(
+            "; {na} hardware metrics are not available here ({why})"
+        ));
+    }
+    summary.push('.');
+    let mut body = hpcscope_report::html_table(&["metric", "value", "unit"], &rows);
+    body.push_str("<p>One native run of the whole program, counted with perf_event_open; `hpcscope counters run` gives the same per region and per thread.</p>");
+    hpcscope_report::Section {
+        title: format!("{title_prefix}Counters"),
+        summary,
+        body_html: body,
+        svgs: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

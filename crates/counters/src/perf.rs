@@ -3,57 +3,20 @@
 //! threads and child processes, enabled at exec), one run per event group by default as the
 //! seed does, or all groups at once with multiplexing scaled and flagged.
 //!
-//! The system-call layer is `hpcscope_markers::sys`, shared with the region markers.
+//! The system-call layer is `hpcscope_host::perf`, shared with the region markers and the
+//! native sampling of `mix`.
 
 use std::ffi::CString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hpcscope_markers::sys;
-pub use hpcscope_markers::sys::{EventSpec, Group, OpenOptions};
+use hpcscope_host::perf as sys;
+pub use hpcscope_host::perf::{EventSpec, Group, OpenOptions};
 
 use crate::catalogue::{EventDef, Recipe};
+pub use crate::error::PmuStatus;
 use crate::error::{EnvLimit, Error, Result};
 use crate::raw::{Collector, Count, RawData, Status};
-
-/// Whether the hardware PMU can be used, and if not, why and what would be needed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PmuStatus {
-    /// Hardware events can be opened.
-    pub available: bool,
-    /// The CPU reports a hypervisor.
-    pub virtualized: bool,
-    /// What failed.
-    pub detail: String,
-}
-
-impl fmt::Display for PmuStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.available {
-            return write!(
-                f,
-                "hardware performance counters available ({})",
-                self.detail
-            );
-        }
-        write!(
-            f,
-            "hardware performance counters are not available{}: {}. Software events (task-clock, page faults, context switches, CPU migrations) are still counted. Needed for the hardware metrics: {}",
-            if self.virtualized {
-                " (virtualized: the hypervisor exposes no PMU to this machine)"
-            } else {
-                ""
-            },
-            self.detail,
-            if self.virtualized {
-                "a bare-metal node, or a VM with a virtual PMU (KVM/QEMU: -cpu host with pmu=on; VMware: \"virtualize CPU performance counters\"; cloud: a bare-metal instance type)"
-            } else {
-                "a kernel with the CPU's PMU driver (CONFIG_PERF_EVENTS and the vendor PMU), and perf_event_paranoid <= 2 for counting your own processes"
-            }
-        )
-    }
-}
 
 /// sysfs root of the PMUs.
 pub const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";
@@ -97,6 +60,15 @@ pub fn probe() -> PmuStatus {
                 ),
             }
         }
+    }
+}
+
+/// Says in `raw` whether this machine's PMU is available, for counters taken here (a file
+/// made elsewhere says nothing about this machine).
+pub fn note_pmu(raw: &mut RawData) {
+    let pmu = probe();
+    if !pmu.available {
+        raw.hardware_unavailable = Some(pmu.to_string());
     }
 }
 
@@ -724,9 +696,7 @@ pub fn collect_markers(
         }
     }
     let mut raw = merged.expect("at least one run");
-    if !pmu.available {
-        raw.hardware_unavailable = Some(pmu.to_string());
-    }
+    note_pmu(&mut raw);
     if n > 1 {
         raw.warnings.push(format!("{n} runs, one per event group (no multiplexing): metrics combine counts of different runs"));
     }

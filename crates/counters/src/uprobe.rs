@@ -9,7 +9,12 @@
 
 use std::path::Path;
 
-use hpcscope_markers::sys::{EventSpec, PerfEventAttr};
+use hpcscope_host::perf::{
+    EventSpec, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED as FORMAT_ENABLED,
+    FORMAT_TOTAL_TIME_RUNNING as FORMAT_RUNNING, PERF_FLAG_FD_CLOEXEC, PerfEventAttr,
+    RECORD_SAMPLE, RingBuffer, SAMPLE_IDENTIFIER, SAMPLE_READ, SAMPLE_TID, SAMPLE_TIME,
+    perf_event_open,
+};
 
 use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData};
@@ -50,108 +55,8 @@ pub fn function_offset(path: &Path, name: &str) -> Result<u64> {
         })
 }
 
-const SAMPLE_IDENTIFIER: u64 = 1 << 16;
-const SAMPLE_TID: u64 = 1 << 1;
-const SAMPLE_TIME: u64 = 1 << 2;
-const SAMPLE_READ: u64 = 1 << 4;
-const FORMAT_GROUP: u64 = 8;
-const FORMAT_ENABLED: u64 = 1;
-const FORMAT_RUNNING: u64 = 2;
-const FORMAT_ID: u64 = 4;
-const RECORD_SAMPLE: u32 = 9;
-
 fn open(attr: &PerfEventAttr, pid: libc::pid_t, group: i32) -> std::io::Result<i32> {
-    // SAFETY: attr is a fully initialised perf_event_attr of the size it declares.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr as *const PerfEventAttr,
-            pid,
-            -1,
-            group,
-            8u64,
-        )
-    };
-    if fd < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(fd as i32)
-    }
-}
-
-struct Ring {
-    base: *mut u8,
-    len: usize,
-    data_size: usize,
-}
-
-impl Ring {
-    fn new(fd: i32, pages: usize) -> std::io::Result<Ring> {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = page * (1 + pages);
-        // SAFETY: mapping a perf event fd as the kernel documents (1 + 2^n pages).
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Ring {
-            base: p.cast(),
-            len,
-            data_size: page * pages,
-        })
-    }
-
-    /// Takes every complete record out of the ring.
-    fn drain(&mut self, out: &mut Vec<Vec<u8>>) {
-        // SAFETY: base points at the perf_event_mmap_page; data_head (offset 1024) and
-        // data_tail (1032) are u64 fields; the data area follows the first page.
-        unsafe {
-            let head_p = self.base.add(1024) as *const u64;
-            let tail_p = self.base.add(1032) as *mut u64;
-            let head = std::ptr::read_volatile(head_p);
-            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-            let mut tail = std::ptr::read_volatile(tail_p);
-            let page = self.len - self.data_size;
-            let data = self.base.add(page);
-            while tail + 8 <= head {
-                let mut hdr = [0u8; 8];
-                for (i, b) in hdr.iter_mut().enumerate() {
-                    *b = *data.add(((tail as usize) + i) % self.data_size);
-                }
-                let size = u16::from_le_bytes([hdr[6], hdr[7]]) as usize;
-                if size < 8 || tail + size as u64 > head {
-                    break;
-                }
-                let mut rec = vec![0u8; size];
-                for (i, b) in rec.iter_mut().enumerate() {
-                    *b = *data.add(((tail as usize) + i) % self.data_size);
-                }
-                out.push(rec);
-                tail += size as u64;
-            }
-            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-            std::ptr::write_volatile(tail_p, tail);
-        }
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what new() mapped.
-        unsafe {
-            libc::munmap(self.base.cast(), self.len);
-        }
-    }
+    perf_event_open(attr, pid, -1, group, PERF_FLAG_FD_CLOEXEC)
 }
 
 /// Runs `argv` with regions on the entry and return of each function in `functions`
@@ -205,7 +110,7 @@ pub fn collect_functions(
         libc::close(go[0]);
     }
     let read_format = FORMAT_GROUP | FORMAT_ID | FORMAT_ENABLED | FORMAT_RUNNING;
-    let mut rings: Vec<(usize, i32, i32, Ring)> = Vec::new();
+    let mut rings: Vec<(usize, i32, i32, RingBuffer)> = Vec::new();
     let mut fds = Vec::new();
     // A per-task event with `inherit` cannot be mmapped (the kernel wants per-CPU events
     // then): the main thread only.
@@ -245,7 +150,7 @@ pub fn collect_functions(
                 Err(e) => raw.warnings.push(format!("{}: {e}", ev.name)),
             }
         }
-        let ring = Ring::new(leader, 64).map_err(|e| Error::Input(format!("mmap: {e}")))?;
+        let ring = RingBuffer::map(leader, 64).map_err(|e| Error::Input(format!("mmap: {e}")))?;
         // The return probe writes into the leader's ring.
         // SAFETY: PERF_EVENT_IOC_SET_OUTPUT (0x2405) with another perf fd of this process.
         unsafe {
@@ -267,9 +172,7 @@ pub fn collect_functions(
         // SAFETY: non-blocking wait for our child.
         let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
         for (fi, _, _, ring) in &mut rings {
-            let mut v = Vec::new();
-            ring.drain(&mut v);
-            records.extend(v.into_iter().map(|x| (*fi, x)));
+            ring.drain(|r| records.push((*fi, r.bytes.to_vec())));
         }
         if r == pid {
             break;
@@ -348,15 +251,7 @@ pub fn collect_functions(
 }
 
 fn which(cmd: &str) -> Option<std::path::PathBuf> {
-    if cmd.contains('/') {
-        return std::fs::canonicalize(cmd).ok();
-    }
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(cmd))
-            .find(|c| c.is_file())
-            .and_then(|c| std::fs::canonicalize(c).ok())
-    })
+    hpcscope_host::tools::resolve_program(cmd).and_then(|p| std::fs::canonicalize(p).ok())
 }
 
 #[cfg(test)]

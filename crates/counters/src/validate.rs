@@ -163,7 +163,7 @@ pub fn synthetic_triad(recipe: &Recipe, n: u64, reps: u64) -> Option<RawData> {
 /// Runs the triad in this process, counting the software events and, if the PMU allows,
 /// the recipe's hardware events (one kernel run per group, as the seed does).
 pub fn measure_triad(recipe: &Recipe, events: &[String], n: u64, reps: u64) -> Result<RawData> {
-    use hpcscope_markers::sys::{self, EventSpec, Group, OpenOptions};
+    use hpcscope_host::perf::{self as sys, EventSpec, Group, OpenOptions};
     let nn = n as usize;
     let mut a = vec![0.0f64; nn];
     let b = vec![1.0f64; nn];

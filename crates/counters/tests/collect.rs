@@ -44,7 +44,9 @@ fn marker_regions_software_events_and_hardware_status() {
         );
         return;
     }
-    let raw = markers::from_output(&out, "markers.json", "here").unwrap();
+    let mut raw = markers::from_output(&out, "markers.json", "here").unwrap();
+    // Counted here: the PMU status of this machine applies.
+    perf::note_pmu(&mut raw);
     let cat = Catalogue::builtin();
     let recipe = recipe_here(&cat);
     let compiled = cat.compile(recipe, Variant::AsPublished).unwrap();

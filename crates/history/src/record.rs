@@ -2,13 +2,11 @@
 //! (machine fingerprint, git state, binary hash, environment, timing of a child process).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-
-use crate::sha256::{sha256_file, sha256_hex};
 
 /// One metric of a run: `time_s`, `instructions`, `l2_bytes`, `triad_bandwidth_gbs`...
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,116 +68,7 @@ impl GitInfo {
     }
 }
 
-/// What identifies the machine a run ran on. Runs on different fingerprints are not compared
-/// unless asked: a new CPU, kernel, frequency governor or machine file is not a code change.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Fingerprint {
-    /// CPU model name (`/proc/cpuinfo` "model name", or the architecture).
-    pub cpu_model: String,
-    /// Logical CPUs available.
-    pub cpu_count: u32,
-    /// Kernel release (`uname -r`).
-    pub kernel: String,
-    /// cpufreq scaling governor of CPU 0, when exposed.
-    pub governor: Option<String>,
-    /// Name of the hpcscope machine file the run was tied to, if any.
-    pub machine_file: Option<String>,
-    /// SHA-256 of that machine file's contents.
-    pub machine_file_sha256: Option<String>,
-    /// Host name. Informative only: it is not part of [`Fingerprint::id`], so identical nodes
-    /// of a cluster share a fingerprint.
-    pub hostname: Option<String>,
-}
-
-impl Fingerprint {
-    /// Stable identifier: the first 16 hex digits of the SHA-256 of the identifying fields
-    /// (CPU model, CPU count, kernel, governor, machine-file hash).
-    pub fn id(&self) -> String {
-        let key = format!(
-            "cpu={}\ncpus={}\nkernel={}\ngovernor={}\nmachine={}\n",
-            self.cpu_model,
-            self.cpu_count,
-            self.kernel,
-            self.governor.as_deref().unwrap_or(""),
-            self.machine_file_sha256.as_deref().unwrap_or(""),
-        );
-        sha256_hex(key.as_bytes())[..16].to_string()
-    }
-
-    /// The fields that differ between two fingerprints, as `(field, self, other)`.
-    pub fn diff(&self, other: &Fingerprint) -> Vec<(String, String, String)> {
-        let mut d = Vec::new();
-        let mut cmp = |name: &str, a: String, b: String| {
-            if a != b {
-                d.push((name.to_string(), a, b));
-            }
-        };
-        cmp("cpu_model", self.cpu_model.clone(), other.cpu_model.clone());
-        cmp(
-            "cpu_count",
-            self.cpu_count.to_string(),
-            other.cpu_count.to_string(),
-        );
-        cmp("kernel", self.kernel.clone(), other.kernel.clone());
-        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-        cmp("governor", o(&self.governor), o(&other.governor));
-        cmp(
-            "machine_file",
-            o(&self.machine_file),
-            o(&other.machine_file),
-        );
-        cmp(
-            "machine_file_sha256",
-            o(&self.machine_file_sha256),
-            o(&other.machine_file_sha256),
-        );
-        d
-    }
-
-    /// Fingerprint of this machine, read from `/proc` and `/sys` (fields that cannot be read
-    /// are left empty). `machine_file` ties the run to an hpcscope machine description.
-    pub fn current(machine_file: Option<&Path>) -> std::io::Result<Fingerprint> {
-        let read = |p: &str| {
-            std::fs::read_to_string(p)
-                .ok()
-                .map(|s| s.trim().to_string())
-        };
-        let cpu_model = read("/proc/cpuinfo")
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name") || l.starts_with("Model"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-        let cpu_count = std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1);
-        let kernel = read("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let governor = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
-        let hostname = read("/proc/sys/kernel/hostname").or_else(|| std::env::var("HOSTNAME").ok());
-        let (machine_file, machine_file_sha256) = match machine_file {
-            Some(p) => (
-                Some(
-                    p.file_name()
-                        .map(|f| f.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| p.display().to_string()),
-                ),
-                Some(sha256_file(p)?),
-            ),
-            None => (None, None),
-        };
-        Ok(Fingerprint {
-            cpu_model,
-            cpu_count,
-            kernel,
-            governor,
-            machine_file,
-            machine_file_sha256,
-            hostname,
-        })
-    }
-}
+pub use hpcscope_host::Fingerprint;
 
 /// Everything stored about one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,29 +171,7 @@ impl RunRecord {
     }
 }
 
-/// Seconds since the Unix epoch, now.
-pub fn now_unix() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-/// Formats Unix seconds as RFC 3339 UTC with millisecond precision, `2026-01-31T12:00:00.000Z`.
-pub fn format_rfc3339(unix: f64) -> String {
-    let ms_total = (unix * 1000.0).round() as i64;
-    let secs = ms_total.div_euclid(1000);
-    let ms = ms_total.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = hpcscope_core::time::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60
-    )
-}
+pub use hpcscope_host::time::{format_rfc3339, now_unix};
 
 /// Prefixes of environment variables recorded with every run: they change how HPC codes run
 /// (threads, placement, MPI, math libraries, compilers, allocator).
@@ -353,18 +220,7 @@ pub fn capture_env() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Resolves a program name like a shell does: a name with a `/` is a path, else the first
-/// executable file of that name on `PATH`.
-pub fn resolve_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+pub use hpcscope_host::tools::resolve_program;
 
 /// Quotes arguments for display so that the command line can be pasted into a shell.
 pub fn shell_join(args: &[String]) -> String {

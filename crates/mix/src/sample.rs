@@ -14,10 +14,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::time::{Duration, Instant};
 
-use perf_event_open_sys as sys;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use hpcscope_host::perf::{self, RingBuffer};
 
 /// Result of one sampled native run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,148 +55,73 @@ impl Sampled {
 
 const DATA_PAGES: usize = 64; // 256 KiB ring: ~10,000 IP samples between two reads.
 
+/// One per-CPU sampling event and its ring buffer.
 struct Ring {
-    fd: i32,
-    base: *mut u8,
-    len: usize,
-    page: usize,
+    /// The event; closed after the ring is unmapped (fields drop in order).
+    ring: RingBuffer,
+    _fd: OwnedFd,
 }
 
 impl Ring {
     fn open(pid: i32, cpu: i32, period_ns: u64) -> Option<Ring> {
-        let mut attr = sys::bindings::perf_event_attr {
-            size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
-            type_: sys::bindings::PERF_TYPE_SOFTWARE,
-            config: u64::from(sys::bindings::PERF_COUNT_SW_CPU_CLOCK),
-            ..Default::default()
+        let attr = perf::PerfEventAttr {
+            size: std::mem::size_of::<perf::PerfEventAttr>() as u32,
+            type_: perf::TYPE_SOFTWARE,
+            config: perf::SW_CPU_CLOCK,
+            sample_period: period_ns,
+            sample_type: perf::SAMPLE_IP,
+            flags: perf::FLAG_INHERIT
+                | perf::FLAG_DISABLED
+                | perf::FLAG_ENABLE_ON_EXEC
+                | perf::FLAG_MMAP
+                | perf::FLAG_EXCLUDE_KERNEL
+                | perf::FLAG_EXCLUDE_HV,
+            wakeup_events: 1 << 20,
+            ..perf::PerfEventAttr::default()
         };
-        attr.__bindgen_anon_1.sample_period = period_ns;
-        attr.sample_type = u64::from(sys::bindings::PERF_SAMPLE_IP);
-        attr.set_inherit(1);
-        attr.set_disabled(1);
-        attr.set_enable_on_exec(1);
-        attr.set_mmap(1);
-        attr.set_exclude_kernel(1);
-        attr.set_exclude_hv(1);
-        attr.__bindgen_anon_2.wakeup_events = 1 << 20;
-        // SAFETY: a valid attribute structure; the fd is ours.
-        let fd = unsafe {
-            sys::perf_event_open(
-                &mut attr,
-                pid,
-                cpu,
-                -1,
-                u64::from(sys::bindings::PERF_FLAG_FD_CLOEXEC) as _,
-            )
-        };
-        if fd < 0 {
+        let debug = |what: &str, e: &std::io::Error| {
             if std::env::var_os("HPCSCOPE_DEBUG").is_some() {
-                eprintln!("perf_event_open: {}", std::io::Error::last_os_error());
+                eprintln!("{what}: {e}");
             }
-            return None;
-        }
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = page * (1 + DATA_PAGES);
-        // SAFETY: mapping the event's ring buffer as the kernel documents.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
         };
-        if base == libc::MAP_FAILED {
-            if std::env::var_os("HPCSCOPE_DEBUG").is_some() {
-                eprintln!("mmap: {}", std::io::Error::last_os_error());
-            }
-            // SAFETY: closing our descriptor.
-            unsafe { libc::close(fd) };
-            return None;
-        }
-        Some(Ring {
-            fd,
-            base: base.cast(),
-            len,
-            page,
-        })
+        let fd = perf::perf_event_open(&attr, pid, cpu, -1, perf::PERF_FLAG_FD_CLOEXEC)
+            .map_err(|e| debug("perf_event_open", &e))
+            .ok()?;
+        // SAFETY: the kernel just returned this descriptor; it is owned here.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let ring = RingBuffer::map(fd.as_raw_fd(), DATA_PAGES)
+            .map_err(|e| debug("mmap", &e))
+            .ok()?;
+        Some(Ring { ring, _fd: fd })
     }
 
     /// Reads every complete record: sample IPs into `ips`, lost samples into `lost`, and
     /// executable mappings `(addr, pgoff, path)` of process `pid` into `maps`.
     fn drain(
-        &self,
+        &mut self,
         pid: u32,
         ips: &mut HashMap<u64, u64>,
         lost: &mut u64,
         maps: &mut Vec<(u64, u64, String)>,
     ) {
-        let meta = self.base.cast::<sys::bindings::perf_event_mmap_page>();
-        // SAFETY: the first page is the kernel's metadata page; head is read with acquire
-        // semantics and tail written with release semantics, as perf_event_open(2) says.
-        let (head, tail_ptr) = unsafe {
-            let head_ptr = std::ptr::addr_of!((*meta).data_head).cast::<AtomicU64>();
-            let head = (*head_ptr).load(Ordering::Acquire);
-            (
-                head,
-                std::ptr::addr_of_mut!((*meta).data_tail).cast::<AtomicU64>(),
-            )
-        };
-        // SAFETY: as above.
-        let mut tail = unsafe { (*tail_ptr).load(Ordering::Relaxed) };
-        let data = unsafe { self.base.add(self.page) };
-        let size = (self.len - self.page) as u64;
-        let byte = |off: u64| -> u8 {
-            // SAFETY: offsets are reduced modulo the data area size.
-            unsafe { *data.add((off % size) as usize) }
-        };
-        let read_u64 =
-            |off: u64| -> u64 { u64::from_le_bytes(std::array::from_fn(|i| byte(off + i as u64))) };
-        while tail + 8 <= head {
-            let hdr = read_u64(tail);
-            let kind = hdr as u32;
-            let rsize = hdr >> 48;
-            if rsize < 8 || tail + rsize > head {
-                break;
+        self.ring.drain(|r| match r.kind {
+            perf::RECORD_SAMPLE => *ips.entry(r.u64_at(8)).or_insert(0) += 1,
+            perf::RECORD_LOST => *lost += r.u64_at(16),
+            // pid, tid (u32 each), addr, len, pgoff (u64 each), file name (NUL-padded).
+            perf::RECORD_MMAP if r.u32_at(8) == pid => {
+                let name: Vec<u8> = r.bytes[40.min(r.bytes.len())..]
+                    .iter()
+                    .copied()
+                    .take_while(|&b| b != 0)
+                    .collect();
+                maps.push((
+                    r.u64_at(16),
+                    r.u64_at(32),
+                    String::from_utf8_lossy(&name).into_owned(),
+                ));
             }
-            match kind {
-                sys::bindings::PERF_RECORD_SAMPLE => {
-                    *ips.entry(read_u64(tail + 8)).or_insert(0) += 1;
-                }
-                sys::bindings::PERF_RECORD_LOST => *lost += read_u64(tail + 16),
-                sys::bindings::PERF_RECORD_MMAP => {
-                    // pid, tid (u32 each), addr, len, pgoff (u64 each), file name (NUL-padded).
-                    let rec_pid = read_u64(tail + 8) as u32;
-                    if rec_pid == pid {
-                        let addr = read_u64(tail + 16);
-                        let pgoff = read_u64(tail + 32);
-                        let name: Vec<u8> = (tail + 40..tail + rsize)
-                            .map(byte)
-                            .take_while(|&b| b != 0)
-                            .collect();
-                        maps.push((addr, pgoff, String::from_utf8_lossy(&name).into_owned()));
-                    }
-                }
-                _ => {}
-            }
-            tail += rsize;
-        }
-        fence(Ordering::Release);
-        // SAFETY: as above.
-        unsafe { (*tail_ptr).store(tail, Ordering::Release) };
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmapping and closing what `open` created.
-        unsafe {
-            libc::munmap(self.base.cast(), self.len);
-            libc::close(self.fd);
-        }
+            _ => {}
+        });
     }
 }
 
@@ -286,7 +212,7 @@ fn run_with(
     let me = unsafe { libc::gettid() };
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     let ncpu = online_cpus().unwrap_or(ncpu);
-    let rings: Vec<Ring> = (0..ncpu as i32)
+    let mut rings: Vec<Ring> = (0..ncpu as i32)
         .filter_map(|c| Ring::open(me, c, 1_000_000_000 / freq_hz.max(1)))
         .collect();
     let start = Instant::now();
@@ -302,7 +228,7 @@ fn run_with(
     let mut maps = Vec::new();
     let mut proc_bias = None;
     let status = loop {
-        for r in &rings {
+        for r in &mut rings {
             r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
         }
         // The kernel's mapping records are the source of the load address; /proc is the
@@ -316,7 +242,7 @@ fn run_with(
         std::thread::sleep(Duration::from_millis(2));
     };
     let wall_s = start.elapsed().as_secs_f64();
-    for r in &rings {
+    for r in &mut rings {
         r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
     }
     let bias = if pie {

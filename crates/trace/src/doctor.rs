@@ -54,11 +54,9 @@ fn check(name: &str, ok: bool, detail: impl Into<String>, disables: &str) -> Che
     }
 }
 
-/// Kernel release (`uname -r`).
+/// Kernel release (`uname -r`), `unknown` when unreadable.
 pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
+    hpcscope_host::facts::kernel_release().unwrap_or_else(|| "unknown".into())
 }
 
 /// Effective capability bits of the calling thread (credentials are per thread).
@@ -86,18 +84,16 @@ pub fn has_bpf_caps() -> bool {
 
 /// Opens a counting perf event on this process (`type_`, `config`); true when it opens.
 pub fn perf_event_opens(type_: u32, config: u64) -> Result<(), String> {
-    // perf_event_attr, version 5 (112 bytes); only type, size, config and flags are set.
-    let mut attr = [0u64; 16];
-    attr[0] = (type_ as u64) | (112u64 << 32);
-    attr[1] = config;
-    // flags word at byte 40: disabled (bit 0), exclude_kernel (bit 5), exclude_hv (bit 6).
-    attr[5] = 1 | (1 << 5) | (1 << 6);
-    // SAFETY: attr is a valid, zero-padded perf_event_attr of the size it declares.
-    let fd =
-        unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0, -1, -1, 0u64) as i32 };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
+    use hpcscope_host::perf;
+    let attr = perf::PerfEventAttr {
+        type_,
+        size: std::mem::size_of::<perf::PerfEventAttr>() as u32,
+        config,
+        flags: perf::FLAG_DISABLED | perf::FLAG_EXCLUDE_KERNEL | perf::FLAG_EXCLUDE_HV,
+        ..perf::PerfEventAttr::default()
+    };
+    let fd = perf::perf_event_open(&attr, 0, -1, -1, perf::PERF_FLAG_FD_CLOEXEC)
+        .map_err(|e| e.to_string())?;
     // SAFETY: fd was just returned by the kernel and is owned here.
     unsafe { libc::close(fd) };
     Ok(())
@@ -105,16 +101,9 @@ pub fn perf_event_opens(type_: u32, config: u64) -> Result<(), String> {
 
 /// First of `names` found on PATH.
 pub fn which(names: &[&str]) -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    for n in names {
-        for d in std::env::split_paths(&path) {
-            let p = d.join(n);
-            if p.is_file() {
-                return Some(p.display().to_string());
-            }
-        }
-    }
-    None
+    hpcscope_host::tools::find(names, None)
+        .ok()
+        .map(|p| p.display().to_string())
 }
 
 /// Runs every check. BPF program loads are tried only as root (or with the capabilities).
@@ -254,11 +243,17 @@ pub fn run() -> Doctor {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     checks.push(check("perf_event_paranoid", true, paranoid, ""));
-    let q = which(&["qemu-x86_64", "qemu-aarch64", "qemu-riscv64"]);
+    // The emulator `hpcscope mix` would run ($HPCSCOPE_QEMU first, as mix does).
+    let q = hpcscope_host::tools::qemu(std::env::consts::ARCH)
+        .or_else(|_| hpcscope_host::tools::qemu("aarch64"))
+        .map(|p| p.display().to_string());
     checks.push(check(
         "qemu user mode",
-        q.is_some(),
-        q.unwrap_or_else(|| "not found (apt-get install qemu-user)".into()),
+        q.is_ok(),
+        q.unwrap_or_else(|e| match e {
+            hpcscope_host::tools::ToolError::BadOverride { .. } => e.to_string(),
+            _ => "not found (apt-get install qemu-user)".into(),
+        }),
         "`hpcscope mix` instruction mixes and cross-ISA runs",
     ));
     let cc = which(&["aarch64-linux-gnu-gcc", "riscv64-linux-gnu-gcc"]);

@@ -213,15 +213,7 @@ pub fn plan(
 
 /// The path of `prog`: itself when it contains a `/`, else the first match on PATH.
 pub fn which(prog: &str) -> Option<PathBuf> {
-    if prog.contains('/') {
-        let p = PathBuf::from(prog);
-        return p.is_file().then_some(p);
-    }
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(prog))
-            .find(|p| p.is_file())
-    })
+    hpcscope_host::tools::resolve_program(prog)
 }
 
 /// The environment error for a missing MPI C compiler.

@@ -407,8 +407,8 @@ pub fn analyse(
     }
     let launcher = plan.argv.join(" ");
     let tool = format!("hpcscope-bench {}", env!("CARGO_PKG_VERSION"));
-    let host = crate::host::host_name();
-    let date = crate::host::utc_now();
+    let host = crate::run::host_name();
+    let date = hpcscope_host::time::utc_now();
     let network = benchmarks
         .iter()
         .find(|r| r.benchmark == Benchmark::PingPong)

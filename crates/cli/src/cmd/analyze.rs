@@ -425,7 +425,7 @@ fn counters_run(
 ) -> Option<hpcscope_counters::compute::Report> {
     let mut command = vec![program.display().to_string()];
     command.extend(args.iter().cloned());
-    match crate::cmd::counters::collect_command(&command) {
+    match hpcscope_counters::measure(&command) {
         Ok(r) => Some(r),
         Err(e) => {
             notes.push(format!("no counters: {e:#}"));
@@ -490,47 +490,7 @@ fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Section {
 
 /// The counters' metrics as a report section.
 pub fn counters_section(r: &hpcscope_counters::compute::Report, title_prefix: &str) -> Section {
-    let cat = hpcscope_counters::catalogue::Catalogue::builtin();
-    let mut rows = Vec::new();
-    let mut na = 0;
-    for m in r.regions.iter().flat_map(|g| &g.total) {
-        let def = cat.metrics.metrics.iter().find(|d| d.id == m.id);
-        let (label, unit, scale) = def.map_or((m.id.as_str(), "", 1.0), |d| {
-            (d.label.as_str(), d.unit.as_str(), d.scale)
-        });
-        match m.value {
-            Some(v) => {
-                let v = v / if scale > 0.0 { scale } else { 1.0 };
-                // Counts (page faults, switches) read as integers, not `2.000`.
-                let text = if v.fract() == 0.0 && v.abs() < 1e15 {
-                    format!("{}", v as i64)
-                } else {
-                    num(v, 4)
-                };
-                rows.push(vec![label.to_string(), text, unit.to_string()])
-            }
-            None => na += 1,
-        }
-    }
-    let mut summary = format!(
-        "{} metrics measured with the {} recipe",
-        rows.len(),
-        r.recipe
-    );
-    if let Some(why) = &r.hardware_unavailable {
-        summary.push_str(&format!(
-            "; {na} hardware metrics are not available here ({why})"
-        ));
-    }
-    summary.push('.');
-    let mut body = html_table(&["metric", "value", "unit"], &rows);
-    body.push_str("<p>One native run of the whole program, counted with perf_event_open; `hpcscope counters run` gives the same per region and per thread.</p>");
-    Section {
-        title: format!("{title_prefix}Counters"),
-        summary,
-        body_html: body,
-        svgs: vec![],
-    }
+    hpcscope_counters::output::html_section(r, title_prefix)
 }
 
 /// What `analyze` still measured of a program it could not characterize.

@@ -178,7 +178,7 @@ pub fn config(a: &MpiArgs) -> Result<MpiConfig, BenchError> {
                     .filter(|s| !s.is_empty())
             })
             .unwrap_or_else(|| "mpicc".into()),
-        cache_dir: crate::host::cache_dir(),
+        cache_dir: hpcscope_host::dirs::cache_dir(),
         timeout: Duration::from_secs(a.timeout.unwrap_or(if a.quick { 120 } else { 300 })),
         fit_range: (
             one_size("--fit-min", &a.fit_min, 0)?,

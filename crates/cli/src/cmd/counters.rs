@@ -14,8 +14,10 @@ use hpcscope_core::Classify;
 use hpcscope_counters::catalogue::{Catalogue, Recipe, Variant};
 use hpcscope_counters::compute::{self, Options, Precision, Report};
 use hpcscope_counters::import::{self, Format as InFormat};
+use hpcscope_counters::measure::metric_order;
 use hpcscope_counters::output;
 use hpcscope_counters::raw::RawData;
+use hpcscope_counters::{MeasureOptions, Measurement, RecipeChoice, Regions};
 use hpcscope_counters::{cpu, perf, profile, validate};
 
 use crate::output::{Format, emit};
@@ -283,46 +285,38 @@ pub fn run(args: &CountersArgs) -> Result<ExitCode> {
     }
 }
 
-fn catalogue(o: &RecipeOpts) -> Result<Catalogue> {
-    let mut cat = Catalogue::builtin();
-    if let Some(f) = &o.recipe_file {
-        cat.add_recipe_file(f)?;
+impl RecipeOpts {
+    /// The library's recipe choice.
+    fn choice(&self) -> RecipeChoice {
+        RecipeChoice {
+            recipe: self.recipe.clone(),
+            recipe_file: self.recipe_file.clone(),
+            variant: match self.variant {
+                VariantArg::AsPublished => Variant::AsPublished,
+                VariantArg::Corrected => Variant::Corrected,
+            },
+            precision: match self.precision {
+                PrecisionArg::Dp => Precision::Dp,
+                PrecisionArg::Sp => Precision::Sp,
+            },
+        }
     }
-    Ok(cat)
+}
+
+fn catalogue(o: &RecipeOpts) -> Result<Catalogue> {
+    Ok(o.choice().catalogue()?)
 }
 
 fn pick<'a>(cat: &'a Catalogue, o: &RecipeOpts, id: Option<&str>) -> Result<&'a Recipe> {
-    if let Some(id) = id.or(o.recipe.as_deref()) {
-        return Ok(cat.find(id)?);
-    }
-    if o.recipe_file.is_some() {
-        // A recipe file given without --recipe is the one to use (added first).
-        return Ok(&cat.recipes[0].1);
-    }
-    let here = cpu::CpuId::detect();
-    Ok(cat.for_cpu(&here)?)
+    Ok(o.choice().pick(cat, id)?)
 }
 
 fn options(o: &RecipeOpts, per_thread: bool) -> Options {
-    Options {
-        precision: match o.precision {
-            PrecisionArg::Dp => Precision::Dp,
-            PrecisionArg::Sp => Precision::Sp,
-        },
-        per_thread,
-        ..Options::default()
-    }
+    o.choice().options(per_thread)
 }
 
 fn variant(o: &RecipeOpts) -> Variant {
-    match o.variant {
-        VariantArg::AsPublished => Variant::AsPublished,
-        VariantArg::Corrected => Variant::Corrected,
-    }
-}
-
-fn order(cat: &Catalogue) -> Vec<String> {
-    cat.metrics.metrics.iter().map(|m| m.id.clone()).collect()
+    o.choice().variant
 }
 
 fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
@@ -359,61 +353,35 @@ fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result
     Ok(())
 }
 
-/// Counts the command's events with the chosen recipe: the catalogue, the raw counters and
-/// the computed metrics. `multiplex` forces one run of the command.
-fn measure(a: &RunArgs, multiplex: bool) -> Result<(Catalogue, RawData, Report, String)> {
-    let cat = catalogue(&a.recipe)?;
-    let recipe = match pick(&cat, &a.recipe, None) {
-        Ok(r) => r,
-        // A recipe asked for by name must exist (a typo is not a reason to measure less).
-        Err(e) if a.recipe.recipe.is_some() => return Err(e),
-        Err(e) => {
-            // An unknown CPU still gets its software events.
-            eprintln!("{e:#}\ncontinuing with software events only (--recipe software)");
-            cat.find("software")?
+/// Counts the command's events with the chosen recipe (see
+/// [`hpcscope_counters::measure_with`]); `multiplex` forces one run of the command.
+fn measure(a: &RunArgs, multiplex: bool) -> Result<Measurement> {
+    let regions = if !a.functions.is_empty() {
+        Regions::Functions {
+            names: a.functions.clone(),
+            events: a.events.clone(),
         }
-    };
-    let compiled = cat.compile(recipe, variant(&a.recipe))?;
-    let app = Path::new(&a.command[0])
-        .file_name()
-        .map_or("app".into(), |s| s.to_string_lossy().into_owned());
-    let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
-    let opts = perf::CollectOptions {
-        group_size: a.group_size,
-        multiplex: a.multiplex || multiplex,
-        ..perf::CollectOptions::default()
-    };
-    let raw: RawData = if !a.functions.is_empty() {
-        let specs = if a.events.is_empty() {
-            opts.software.clone()
-        } else {
-            a.events.clone()
-        };
-        let specs = specs
-            .iter()
-            .map(|e| perf::EventSpec::parse(e).map_err(anyhow::Error::msg))
-            .collect::<Result<Vec<_>>>()?;
-        let mut r = hpcscope_counters::uprobe::collect_functions(&a.command, &a.functions, &specs)?;
-        r.label = app.clone();
-        if !perf::probe().available {
-            r.hardware_unavailable = Some(perf::probe().to_string());
-        }
-        r
     } else if a.markers {
-        let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-        perf::collect_markers(recipe, &events, &a.command, &opts, &a.events, dir.path())?
+        Regions::Markers {
+            events: a.events.clone(),
+        }
     } else {
-        let mut r = perf::collect(recipe, &events, &a.command, &opts)?;
-        r.label = app.clone();
-        r
+        Regions::Whole
     };
-    let rep = compute::compute(
-        &compiled,
-        &order(&cat),
-        &raw,
-        &options(&a.recipe, a.out.per_thread),
-    );
-    Ok((cat, raw, rep, app))
+    let m = hpcscope_counters::measure_with(
+        &a.command,
+        &MeasureOptions {
+            recipe: a.recipe.choice(),
+            regions,
+            multiplex: a.multiplex || multiplex,
+            group_size: a.group_size,
+            per_thread: a.out.per_thread,
+        },
+    )?;
+    for n in &m.notes {
+        eprintln!("{n}");
+    }
+    Ok(m)
 }
 
 /// `counters run --run-dir`: this rank counts its own command, in one run (event groups
@@ -435,7 +403,9 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
     };
     let started = std::time::Instant::now();
     let outcome = match measure(a, true) {
-        Ok((_, raw, rep, _)) => {
+        Ok(Measurement {
+            raw, report: rep, ..
+        }) => {
             let status = raw.exit_status;
             crate::job::Outcome {
                 wall_s: started.elapsed().as_secs_f64(),
@@ -475,7 +445,13 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
     if a.rank.run_dir.is_some() {
         return run_rank(a);
     }
-    let (cat, raw, rep, app) = measure(a, false)?;
+    let Measurement {
+        catalogue: cat,
+        raw,
+        report: rep,
+        label: app,
+        ..
+    } = measure(a, false)?;
     if let Some(p) = &a.save {
         emit(&serde_json::to_string_pretty(&raw)?, Some(p))?;
     }
@@ -510,26 +486,6 @@ fn record_numbers(rep: &Report) -> serde_json::Value {
     serde_json::Value::Object(regions)
 }
 
-/// One whole-command collection with this CPU's recipe and default formulas (software
-/// events where the PMU is not available), as `counters run -- CMD` does; for `analyze`.
-pub fn collect_command(command: &[String]) -> Result<Report> {
-    let o = RecipeOpts::default();
-    let cat = catalogue(&o)?;
-    let recipe = pick(&cat, &o, None).or_else(|_| cat.find("software"))?;
-    let compiled = cat.compile(recipe, variant(&o))?;
-    let events = recipe.needed_events(&cat.metrics, variant(&o));
-    let mut raw = perf::collect(recipe, &events, command, &perf::CollectOptions::default())?;
-    raw.label = Path::new(&command[0])
-        .file_name()
-        .map_or("app".into(), |s| s.to_string_lossy().into_owned());
-    Ok(compute::compute(
-        &compiled,
-        &order(&cat),
-        &raw,
-        &options(&o, false),
-    ))
-}
-
 fn load(files: &[PathBuf], from: Option<FromArg>, label: &str) -> Result<RawData> {
     let mut merged: Option<RawData> = None;
     for f in files {
@@ -555,7 +511,7 @@ fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
     let compiled = cat.compile(recipe, variant(&a.recipe))?;
     let rep = compute::compute(
         &compiled,
-        &order(&cat),
+        &metric_order(&cat),
         &raw,
         &options(&a.recipe, a.out.per_thread),
     );
@@ -573,7 +529,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
         let compiled = cat.compile(recipe, variant(&a.recipe))?;
         reps.push(compute::compute(
             &compiled,
-            &order(&cat),
+            &metric_order(&cat),
             &raw,
             &options(&a.recipe, false),
         ));
@@ -595,7 +551,7 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
         let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
         validate::measure_triad(recipe, &events, a.n, a.reps)?
     };
-    let (rep, checks) = validate::validate_raw(&compiled, &order(&cat), &raw, &e);
+    let (rep, checks) = validate::validate_raw(&compiled, &metric_order(&cat), &raw, &e);
     match a.format {
         Format::Json => println!(
             "{}",

@@ -121,8 +121,7 @@ pub struct Builds {
 }
 
 fn have(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    hpcscope_host::tools::on_path(tool).is_some()
 }
 
 /// Writes the embedded sources and builds every variant this machine's compilers allow.

@@ -71,10 +71,10 @@ pub struct FilterArgs {
     #[arg(long, value_name = "SOURCE")]
     pub source: Option<String>,
     /// Only runs started at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS UTC, or Unix seconds).
-    #[arg(long, value_name = "DATE", value_parser = parse_time)]
+    #[arg(long, value_name = "DATE", value_parser = hpcscope_host::time::parse_time)]
     pub since: Option<f64>,
     /// Only runs started before DATE.
-    #[arg(long, value_name = "DATE", value_parser = parse_time)]
+    #[arg(long, value_name = "DATE", value_parser = hpcscope_host::time::parse_time)]
     pub until: Option<f64>,
     /// Only the newest N runs.
     #[arg(long, value_name = "N")]
@@ -172,45 +172,6 @@ pub fn parse_kv(s: &str) -> std::result::Result<(String, String), String> {
             "`{s}` is not KEY=VALUE (example: --tag branch=main)"
         )),
     }
-}
-
-/// Parses a date: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` (UTC, optional `Z`), or Unix seconds.
-pub fn parse_time(s: &str) -> std::result::Result<f64, String> {
-    if let Ok(x) = s.parse::<f64>() {
-        return Ok(x);
-    }
-    let bad = || {
-        format!("`{s}` is not a date: use YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS (UTC) or Unix seconds")
-    };
-    let s2 = s.trim_end_matches('Z');
-    let (date, time) = s2.split_once(['T', ' ']).unwrap_or((s2, "00:00:00"));
-    let d: Vec<i64> = date
-        .split('-')
-        .map(|p| p.parse().map_err(|_| bad()))
-        .collect::<std::result::Result<_, _>>()?;
-    let t: Vec<f64> = time
-        .split(':')
-        .map(|p| p.parse().map_err(|_| bad()))
-        .collect::<std::result::Result<_, _>>()?;
-    if d.len() != 3
-        || t.is_empty()
-        || t.len() > 3
-        || !(1..=12).contains(&d[1])
-        || !(1..=31).contains(&d[2])
-    {
-        return Err(bad());
-    }
-    // Days from civil (Howard Hinnant's algorithm).
-    let (y, m, dd) = (if d[1] <= 2 { d[0] - 1 } else { d[0] }, d[1], d[2]);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + dd - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs =
-        t[0] * 3600.0 + t.get(1).copied().unwrap_or(0.0) * 60.0 + t.get(2).copied().unwrap_or(0.0);
-    Ok(days as f64 * 86_400.0 + secs)
 }
 
 /// Runs `hpcscope history`.
@@ -583,12 +544,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates() {
-        assert_eq!(parse_time("1970-01-01").unwrap(), 0.0);
-        assert_eq!(parse_time("2000-02-29T00:00:00.5Z").unwrap(), 951_782_400.5);
-        assert_eq!(parse_time("2025-12-31 23:59:59").unwrap(), 1_767_225_599.0);
-        assert_eq!(parse_time("1700000000").unwrap(), 1.7e9);
-        assert!(parse_time("yesterday").is_err());
+    fn tags() {
+        // Dates: hpcscope_host::time::parse_time has their tests.
         assert!(parse_kv("a=b=c").unwrap().1 == "b=c");
         assert!(parse_kv("=x").is_err());
     }

@@ -778,7 +778,7 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                             "rank {rank} started on {} (hpcscope pid {}, at {}) but wrote no result{}: hpcscope was killed (SIGKILL, out of memory, the node lost, a time limit without warning)",
                             st.context.node,
                             st.pid,
-                            hpcscope_history::record::format_rfc3339(st.started_unix),
+                            hpcscope_host::time::format_rfc3339(st.started_unix),
                             temp.map(|t| format!(" ({} is a write that never finished)", t.0))
                                 .unwrap_or_default()
                         ),

@@ -81,10 +81,7 @@ pub fn from_output(o: &MarkerOutput, origin: &str, label: &str) -> Result<RawDat
         }
     }
     raw.warnings.extend(o.warnings.iter().cloned());
-    // Markers are read where they were written: say once whether the PMU is there.
-    let pmu = crate::perf::probe();
-    if !pmu.available {
-        raw.hardware_unavailable = Some(pmu.to_string());
-    }
+    // Pure: a file made on another machine says nothing about this machine's PMU; the
+    // collector that ran the markers here (`perf::collect_markers`) adds that.
     Ok(raw)
 }

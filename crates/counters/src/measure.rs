@@ -1,0 +1,233 @@
+//! Measuring a command: the recipe chosen (named, from a file, or this CPU's), the command
+//! run under its counters (whole, per marker region, or per function), and the metrics
+//! computed. What `counters run` and `analyze` do; they only print.
+
+use std::path::{Path, PathBuf};
+
+use crate::catalogue::{Catalogue, Recipe, Variant};
+use crate::compute::{self, Options, Precision, Report};
+use crate::cpu::CpuId;
+use crate::error::{Error, Result};
+use crate::perf;
+use crate::raw::RawData;
+
+/// Which recipe, which formulas, which precision.
+#[derive(Debug, Clone, Default)]
+pub struct RecipeChoice {
+    /// Recipe id or alias (default: the one for this CPU).
+    pub recipe: Option<String>,
+    /// A recipe file of the user's own (TOML, the format of data/metrics/recipes/).
+    pub recipe_file: Option<PathBuf>,
+    /// Formula variant where the seed contradicts itself.
+    pub variant: Variant,
+    /// Precision of the FP work.
+    pub precision: Precision,
+}
+
+impl RecipeChoice {
+    /// The built-in catalogue, with the recipe file added when one is given.
+    pub fn catalogue(&self) -> Result<Catalogue> {
+        let mut cat = Catalogue::builtin();
+        if let Some(f) = &self.recipe_file {
+            cat.add_recipe_file(f)?;
+        }
+        Ok(cat)
+    }
+
+    /// The recipe: `id` when given, else the one named, else the recipe file's, else this
+    /// CPU's.
+    pub fn pick<'a>(&self, cat: &'a Catalogue, id: Option<&str>) -> Result<&'a Recipe> {
+        if let Some(id) = id.or(self.recipe.as_deref()) {
+            return cat.find(id);
+        }
+        if self.recipe_file.is_some() {
+            // A recipe file given without a recipe id is the one to use (added first).
+            return Ok(&cat.recipes[0].1);
+        }
+        cat.for_cpu(&CpuId::detect())
+    }
+
+    /// The computation options.
+    pub fn options(&self, per_thread: bool) -> Options {
+        Options {
+            precision: self.precision,
+            per_thread,
+            ..Options::default()
+        }
+    }
+}
+
+/// The catalogue's metrics, in the seed's order.
+pub fn metric_order(cat: &Catalogue) -> Vec<String> {
+    cat.metrics.metrics.iter().map(|m| m.id.clone()).collect()
+}
+
+/// What the regions of a measurement are.
+#[derive(Debug, Clone, Default)]
+pub enum Regions {
+    /// The whole command is one region.
+    #[default]
+    Whole,
+    /// The program's marker regions (it calls hpcscope_region_start/stop); `events` to
+    /// count (perf names, rHEX, TYPE:CONFIG), default the recipe's.
+    Markers {
+        /// Events to count.
+        events: Vec<String>,
+    },
+    /// Functions of the executable, by uprobes on entry and return (main thread, software
+    /// events, or `events`).
+    Functions {
+        /// Function names.
+        names: Vec<String>,
+        /// Events to count.
+        events: Vec<String>,
+    },
+}
+
+/// How to measure a command.
+#[derive(Debug, Clone)]
+pub struct MeasureOptions {
+    /// Recipe and formulas.
+    pub recipe: RecipeChoice,
+    /// Regions.
+    pub regions: Regions,
+    /// Open all event groups in one run (multiplexed, scaled and flagged) instead of one
+    /// run per group.
+    pub multiplex: bool,
+    /// Hardware events per group.
+    pub group_size: usize,
+    /// Also compute per-thread metrics.
+    pub per_thread: bool,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> Self {
+        MeasureOptions {
+            recipe: RecipeChoice::default(),
+            regions: Regions::Whole,
+            multiplex: false,
+            group_size: 4,
+            per_thread: false,
+        }
+    }
+}
+
+/// A measured command.
+#[derive(Debug)]
+pub struct Measurement {
+    /// The catalogue used.
+    pub catalogue: Catalogue,
+    /// The raw counters.
+    pub raw: RawData,
+    /// The metrics.
+    pub report: Report,
+    /// The column label (the program's file name).
+    pub label: String,
+    /// What the user should know about how it was measured (a fall-back recipe).
+    pub notes: Vec<String>,
+}
+
+/// The label of a command: its program's file name.
+pub fn label_of(command: &[String]) -> String {
+    command
+        .first()
+        .and_then(|c| Path::new(c).file_name())
+        .map_or("app".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Runs `command` under its counters and computes the metrics.
+pub fn measure_with(command: &[String], o: &MeasureOptions) -> Result<Measurement> {
+    if command.is_empty() {
+        return Err(Error::Input(
+            "no command given: give it after `--` (hpcscope counters run -- COMMAND [ARGS])".into(),
+        ));
+    }
+    let cat = o.recipe.catalogue()?;
+    let mut notes = Vec::new();
+    let recipe = match o.recipe.pick(&cat, None) {
+        Ok(r) => r,
+        // A recipe asked for by name must exist (a typo is not a reason to measure less).
+        Err(e) if o.recipe.recipe.is_some() => return Err(e),
+        Err(e) => {
+            // An unknown CPU still gets its software events.
+            notes.push(format!(
+                "{e}\ncontinuing with software events only (--recipe software)"
+            ));
+            cat.find("software")?
+        }
+    };
+    let compiled = cat.compile(recipe, o.recipe.variant)?;
+    let label = label_of(command);
+    let events = recipe.needed_events(&cat.metrics, o.recipe.variant);
+    let copts = perf::CollectOptions {
+        group_size: o.group_size,
+        multiplex: o.multiplex,
+        ..perf::CollectOptions::default()
+    };
+    let raw: RawData = match &o.regions {
+        Regions::Functions {
+            names,
+            events: user,
+        } => {
+            let specs = if user.is_empty() {
+                copts.software.clone()
+            } else {
+                user.clone()
+            };
+            let specs = specs
+                .iter()
+                .map(|e| perf::EventSpec::parse(e).map_err(Error::Input))
+                .collect::<Result<Vec<_>>>()?;
+            let mut r = crate::uprobe::collect_functions(command, names, &specs)?;
+            r.label = label.clone();
+            perf::note_pmu(&mut r);
+            r
+        }
+        Regions::Markers { events: user } => {
+            let dir = tempfile::tempdir().map_err(|e| Error::Io {
+                path: std::env::temp_dir(),
+                source: e,
+            })?;
+            perf::collect_markers(recipe, &events, command, &copts, user, dir.path())?
+        }
+        Regions::Whole => {
+            let mut r = perf::collect(recipe, &events, command, &copts)?;
+            r.label = label.clone();
+            r
+        }
+    };
+    let report = compute::compute(
+        &compiled,
+        &metric_order(&cat),
+        &raw,
+        &o.recipe.options(o.per_thread),
+    );
+    Ok(Measurement {
+        catalogue: cat,
+        raw,
+        report,
+        label,
+        notes,
+    })
+}
+
+/// One whole-command measurement with this CPU's recipe and the default formulas (software
+/// events where the PMU is not available, or where this CPU has no recipe).
+pub fn measure(command: &[String]) -> Result<Report> {
+    let o = MeasureOptions::default();
+    let cat = o.recipe.catalogue()?;
+    let recipe = o
+        .recipe
+        .pick(&cat, None)
+        .or_else(|_| cat.find("software"))?;
+    let compiled = cat.compile(recipe, o.recipe.variant)?;
+    let events = recipe.needed_events(&cat.metrics, o.recipe.variant);
+    let mut raw = perf::collect(recipe, &events, command, &perf::CollectOptions::default())?;
+    raw.label = label_of(command);
+    Ok(compute::compute(
+        &compiled,
+        &metric_order(&cat),
+        &raw,
+        &o.recipe.options(false),
+    ))
+}

@@ -1,0 +1,127 @@
+//! Facts about this machine, read from `/proc`, `/sys` and the C library. A fact that cannot
+//! be read is `None` (or the documented fallback): callers decide what to show.
+
+fn read(p: &str) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The text of `/proc/cpuinfo` (empty when unreadable).
+pub fn cpuinfo() -> String {
+    std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()
+}
+
+/// The first value of `key` in `/proc/cpuinfo` text (`model name`, `flags`, `CPU part`).
+pub fn cpuinfo_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim())
+    })
+}
+
+/// The CPU model: `model name` of `/proc/cpuinfo` (x86), else its `Model` line (some Arm
+/// boards), else the architecture's name.
+pub fn cpu_model() -> String {
+    cpu_model_of(&cpuinfo())
+}
+
+/// [`cpu_model`] of given `/proc/cpuinfo` text.
+pub fn cpu_model_of(cpuinfo: &str) -> String {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Logical CPUs this process may use (at least 1).
+pub fn logical_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+/// The kernel release (`uname -r`), when readable.
+pub fn kernel_release() -> Option<String> {
+    read("/proc/sys/kernel/osrelease")
+}
+
+/// The OS and kernel release, `Linux 6.1.0-...` (`uname -sr`).
+pub fn kernel_version() -> String {
+    // SAFETY: utsname is plain data that uname fills.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) == 0 {
+            let s = std::ffi::CStr::from_ptr(u.sysname.as_ptr()).to_string_lossy();
+            let r = std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy();
+            return format!("{s} {r}");
+        }
+    }
+    std::env::consts::OS.into()
+}
+
+/// The host name: the kernel's (`/proc/sys/kernel/hostname`), else `gethostname(2)`.
+pub fn hostname() -> Option<String> {
+    if let Some(h) = read("/proc/sys/kernel/hostname") {
+        return Some(h);
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its length.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        let s = String::from_utf8_lossy(&buf[..end]).trim().to_string();
+        if !s.is_empty() {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// The cpufreq scaling governor of CPU 0, when the kernel exposes it.
+pub fn governor() -> Option<String> {
+    read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+}
+
+/// Memory available to new allocations, bytes (`MemAvailable` of /proc/meminfo).
+pub fn mem_available_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_field(&s, "MemAvailable")
+}
+
+/// A field of /proc/meminfo text, in bytes.
+pub fn meminfo_field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    })
+}
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_and_meminfo_text() {
+        let t = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R45\nflags\t\t: fpu sse2\n";
+        assert_eq!(cpu_model_of(t), "AMD EPYC 9R45");
+        assert_eq!(cpuinfo_field(t, "vendor_id"), Some("AuthenticAMD"));
+        assert_eq!(cpuinfo_field(t, "flags"), Some("fpu sse2"));
+        assert_eq!(cpu_model_of("Model\t: Raspberry Pi 4\n"), "Raspberry Pi 4");
+        assert_eq!(cpu_model_of(""), std::env::consts::ARCH);
+        let m = "MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(meminfo_field(m, "MemAvailable"), Some(20_000_000 * 1024));
+        assert_eq!(meminfo_field(m, "Nope"), None);
+        assert!(logical_cpus() >= 1);
+        assert!(kernel_version().contains(' ') || !kernel_version().is_empty());
+    }
+}

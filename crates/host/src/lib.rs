@@ -1,0 +1,24 @@
+//! hpcscope-host: what hpcscope knows about the machine it runs on, read in one place.
+//!
+//! * [`facts`]: CPU model, logical CPUs, kernel, host name, memory, frequency governor;
+//! * [`fingerprint`]: the identity of a machine for the run history and for caches;
+//! * [`tools`]: finding programs like a shell does, and the tools hpcscope drives (QEMU,
+//!   its plugin), honouring the `HPCSCOPE_*` overrides;
+//! * [`time`]: Unix time, RFC 3339 dates and the dates users type;
+//! * [`perf`]: the `perf_event_open(2)` system call, event groups and the one reader of
+//!   the kernel's sample ring buffer;
+//! * [`hash`]: SHA-256 of bytes and files;
+//! * [`dirs`]: where hpcscope keeps its cache.
+//!
+//! The bottom of the crate graph: it depends on no other hpcscope crate.
+#![deny(missing_docs)]
+
+pub mod dirs;
+pub mod facts;
+pub mod fingerprint;
+pub mod hash;
+pub mod perf;
+pub mod time;
+pub mod tools;
+
+pub use fingerprint::Fingerprint;
