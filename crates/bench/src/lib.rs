@@ -8,7 +8,7 @@
 //! - [`plateau`]: bandwidth-vs-size plateaus and Gravelle's level rule (pure functions);
 //! - [`latency`]: pointer chasing over a Sattolo cycle;
 //! - [`run`]: the orchestration, including thread scaling with pinned threads;
-//! - [`report`]: the JSON report and the machine file; [`svg`]: the sweep chart;
+//! - [`report`]: the JSON report, the machine file and the sweep chart;
 //! - [`mpi`]: IMB-style MPI benchmarks under a launcher, the Hockney fit, the network link.
 //!
 //! ```no_run
@@ -29,7 +29,6 @@ pub mod plateau;
 pub mod report;
 pub mod run;
 pub mod stats;
-pub mod svg;
 pub mod topology;
 pub mod units;
 

@@ -16,6 +16,7 @@ use crate::kernels::{Kernel, Width};
 use crate::plateau::{LevelEstimate, Plateau};
 use crate::stats::Summary;
 use crate::topology::{Isa, Topology};
+use crate::units::format_bytes;
 
 /// Where and when the run happened, and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -546,6 +547,80 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), BenchError> {
         path: path.display().to_string(),
         source,
     })
+}
+
+/// The bandwidth-vs-working-set chart (log-log): the sweep's median with its minimum and
+/// maximum, each level's chosen bandwidth (dashed), and the cache capacities and detected
+/// plateau transitions as vertical markers.
+pub fn sweep_svg(r: &Report) -> String {
+    use hpcscope_report::{ChartOptions, Series, line_chart_svg};
+    let pts = |f: &dyn Fn(&crate::stats::Summary) -> f64| -> Vec<(f64, f64)> {
+        r.sweep
+            .iter()
+            .map(|p| (p.size_bytes as f64, f(&p.gbs)))
+            .collect()
+    };
+    let mut series = vec![
+        Series {
+            name: "median".into(),
+            points: pts(&|s| s.median),
+            dashed: false,
+        },
+        Series {
+            name: "minimum".into(),
+            points: pts(&|s| s.min),
+            dashed: true,
+        },
+        Series {
+            name: "maximum".into(),
+            points: pts(&|s| s.max),
+            dashed: true,
+        },
+    ];
+    let (lo, hi) = r
+        .sweep
+        .iter()
+        .map(|p| p.size_bytes as f64)
+        .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    for l in &r.levels {
+        if let Some(g) = l.gbs
+            && lo.is_finite()
+        {
+            series.push(Series {
+                name: format!("{} {} GB/s", l.name, hpcscope_report::fmt::label(g)),
+                points: vec![(lo, g), (hi, g)],
+                dashed: true,
+            });
+        }
+    }
+    let mut markers: Vec<(f64, String)> = r
+        .topology
+        .caches
+        .iter()
+        .map(|c| {
+            (
+                c.size_bytes as f64,
+                format!("L{} {}", c.level, format_bytes(c.size_bytes)),
+            )
+        })
+        .collect();
+    markers.extend(
+        r.transitions
+            .iter()
+            .map(|t| (*t as f64, "transition".to_string())),
+    );
+    line_chart_svg(
+        &series,
+        &ChartOptions {
+            title: format!("{}: {} ({})", r.run.host, r.sweep_kernel, r.run.date),
+            x_label: "working set, all arrays [bytes]".into(),
+            y_label: "bandwidth [GB/s] (1e9 B/s, kernel bytes)".into(),
+            log_x: true,
+            log_y: true,
+            vertical_markers: markers,
+            caption: "The median of the repetitions at each working-set size, with their minimum and maximum (dashed); each memory level's chosen bandwidth is a dashed horizontal line; vertical markers are the cache capacities and the plateau transitions detected.".into(),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::Width;
-
 /// ISA extensions relevant to the kernels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Isa {
@@ -174,6 +172,70 @@ impl Isa {
             });
         }
         v
+    }
+}
+
+/// Vector width of a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum Width {
+    /// One element per instruction.
+    #[serde(rename = "scalar")]
+    Scalar,
+    /// 128-bit vectors (SSE/AVX-128, NEON).
+    #[serde(rename = "128")]
+    W128,
+    /// 256-bit vectors (AVX/AVX2).
+    #[serde(rename = "256")]
+    W256,
+    /// 512-bit vectors (AVX-512).
+    #[serde(rename = "512")]
+    W512,
+}
+
+impl Width {
+    /// Every width, narrowest first.
+    pub const ALL: [Width; 4] = [Width::Scalar, Width::W128, Width::W256, Width::W512];
+
+    /// Register bits used per instruction for elements of `elem_bits` bits.
+    pub fn bits(self, elem_bits: u32) -> u32 {
+        match self {
+            Width::Scalar => elem_bits,
+            Width::W128 => 128,
+            Width::W256 => 256,
+            Width::W512 => 512,
+        }
+    }
+
+    /// Elements of `elem_bits` bits per instruction.
+    pub fn lanes(self, elem_bits: u32) -> u32 {
+        self.bits(elem_bits) / elem_bits
+    }
+
+    /// Name used in reports (`scalar`, `128`, `256`, `512`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Width::Scalar => "scalar",
+            Width::W128 => "128",
+            Width::W256 => "256",
+            Width::W512 => "512",
+        }
+    }
+
+    /// Parses `scalar`, `64`, `128`, `256` or `512`.
+    pub fn from_name(s: &str) -> Option<Width> {
+        match s {
+            "scalar" | "64" | "32" => Some(Width::Scalar),
+            "128" => Some(Width::W128),
+            "256" => Some(Width::W256),
+            "512" => Some(Width::W512),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Width {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

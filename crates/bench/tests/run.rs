@@ -106,7 +106,7 @@ fn tiny_run_writes_a_valid_machine_and_skips_missing_isa() {
     // The JSON report and the SVG render.
     let json = serde_json::to_string(&r).unwrap();
     assert!(json.contains("\"sweep\"") && json.contains("\"gbs_with_write_allocate\""));
-    let svg = hpcscope_bench::svg::sweep_svg(&r);
+    let svg = hpcscope_bench::report::sweep_svg(&r);
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("GB/s") && svg.contains("L1"));
     // Atomic write to a file.

@@ -14,6 +14,8 @@
 pub mod hockney;
 pub mod imb;
 pub mod launch;
+pub mod machine_file;
+pub mod render;
 
 use std::path::PathBuf;
 use std::time::Duration;

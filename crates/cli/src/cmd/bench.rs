@@ -182,7 +182,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
     if let Some(svg) = &args.svg {
         hpcscope_bench::report::write_atomic(
             svg,
-            hpcscope_bench::svg::sweep_svg(&report).as_bytes(),
+            hpcscope_bench::report::sweep_svg(&report).as_bytes(),
         )?;
     }
     match &args.output {
