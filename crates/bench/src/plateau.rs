@@ -117,11 +117,7 @@ pub fn detect_plateaus(points: &[(u64, f64)], params: &PlateauParams) -> Vec<Pla
     let seg = |(i, j): (usize, usize)| -> Plateau {
         let mut v: Vec<f64> = pts[i..j].iter().map(|p| p.1).collect();
         v.sort_by(f64::total_cmp);
-        let med = if v.len() % 2 == 1 {
-            v[v.len() / 2]
-        } else {
-            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-        };
+        let med = hpcscope_core::stats::median_sorted(&v);
         Plateau {
             first_size: pts[i].0,
             last_size: pts[j - 1].0,
@@ -255,11 +251,7 @@ pub fn assign_levels(
     let median = |v: &[(u64, f64)]| -> (f64, u64) {
         let mut b: Vec<f64> = v.iter().map(|p| p.1).collect();
         b.sort_by(f64::total_cmp);
-        let m = if b.len() % 2 == 1 {
-            b[b.len() / 2]
-        } else {
-            (b[b.len() / 2 - 1] + b[b.len() / 2]) / 2.0
-        };
+        let m = hpcscope_core::stats::median_sorted(&b);
         let size = (v.iter().map(|p| (p.0 as f64).ln()).sum::<f64>() / v.len() as f64)
             .exp()
             .round() as u64;

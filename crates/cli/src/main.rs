@@ -8,15 +8,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod cmd;
 mod exit;
-mod host;
-mod job;
-mod load;
 mod output;
-mod recording;
-mod slurm;
-mod workloads;
 
 /// HPC performance engineering: machines, rooflines, projection between machines,
 /// design-space exploration.

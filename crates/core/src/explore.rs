@@ -430,6 +430,21 @@ pub struct Resolved {
     pub targets: Vec<(String, Machine)>,
 }
 
+/// The result of an exploration: the scenario and one design point per (variant, target).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExploreResult {
+    /// Scenario title.
+    pub scenario: String,
+    /// Scenario description.
+    pub description: String,
+    /// Source machine id.
+    pub source_machine: String,
+    /// Source GFLOP/s.
+    pub source_gflops: f64,
+    /// One design point per (variant, target).
+    pub points: Vec<DesignPoint>,
+}
+
 /// One design point of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesignPoint {
@@ -505,14 +520,9 @@ fn design_point(
 impl DesignPoint {
     /// Summarizes a projection as a design point labelled `variant` x `target`.
     pub fn from_projection(variant: &str, target: &str, p: Projection) -> DesignPoint {
-        let pts: Vec<&crate::project::Point> = if p.points.is_empty() {
-            p.threads.iter().flat_map(|t| &t.points).collect()
-        } else {
-            p.points.iter().collect()
-        };
-        let lowest = pts
-            .iter()
-            .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
+        let pts = p.all_points();
+        let lowest = p
+            .lowest_point()
             .map(|pt| {
                 format!(
                     "OI {} on {} roofline ({})",
@@ -530,10 +540,7 @@ impl DesignPoint {
             target: target.to_string(),
             machine: p.target_machine.clone(),
             interval: p.interval,
-            speedup: Interval {
-                lo: p.interval.lo / p.source_gflops,
-                hi: p.interval.hi / p.source_gflops,
-            },
+            speedup: p.speedup(),
             memory_bound_points,
             points,
             lower_bound_by: lowest,

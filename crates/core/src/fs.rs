@@ -33,6 +33,37 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes `contents` to a new file `path`, atomically, without ever replacing a file of that
+/// name: a temporary file in the same directory (named `.NAME.*.tmp`, so an interrupted
+/// write can be told from other files), flushed to disk, then linked into place. Returns
+/// `false`, and leaves the existing file alone, when `path` already exists.
+pub fn write_new(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut builder = tempfile::Builder::new();
+    let prefix = format!(".{name}.");
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +104,16 @@ mod tests {
             std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
             0o640
         );
+    }
+
+    #[test]
+    fn new_files_never_replace_an_existing_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("rank-000000.n.json");
+        assert!(write_new(&p, b"one").unwrap());
+        assert!(!write_new(&p, b"two").unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), b"one");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
 
     #[test]

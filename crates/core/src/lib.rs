@@ -12,6 +12,7 @@ pub mod explore;
 pub mod fs;
 pub mod kind;
 pub mod library;
+pub mod load;
 pub mod machine;
 pub mod profile;
 pub mod project;

@@ -194,6 +194,32 @@ pub struct Projection {
     pub notes: Vec<String>,
 }
 
+impl Projection {
+    /// The projected speed-up over the source: the interval divided by the source GFLOP/s.
+    pub fn speedup(&self) -> Interval {
+        Interval {
+            lo: self.interval.lo / self.source_gflops,
+            hi: self.interval.hi / self.source_gflops,
+        }
+    }
+
+    /// Every point, of every thread in node scope.
+    pub fn all_points(&self) -> Vec<&Point> {
+        if self.points.is_empty() {
+            self.threads.iter().flat_map(|t| &t.points).collect()
+        } else {
+            self.points.iter().collect()
+        }
+    }
+
+    /// The point that sets the lower bound (the lowest projected GFLOP/s).
+    pub fn lowest_point(&self) -> Option<&Point> {
+        self.all_points()
+            .into_iter()
+            .min_by(|a, b| a.gflops.total_cmp(&b.gflops))
+    }
+}
+
 struct SideCeilings {
     c: Ceilings,
     /// Index of each common level in the ceilings.

@@ -48,6 +48,7 @@ pub const RUN_CONSTANTS: &[&str] = &[
 
 /// Which of the seed's conflicting formulas to use where a recipe has two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Variant {
     /// Reproduces the seed's published tables.

@@ -13,6 +13,7 @@ use crate::raw::{Collector, Count, RawData, Status, ThreadData};
 
 /// Precision of the floating-point work (selects `#sp`, `#element_bytes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// Double precision (8-byte elements).

@@ -334,6 +334,161 @@ pub fn html_section(r: &Report, title_prefix: &str) -> hpcscope_report::Section 
     }
 }
 
+/// One recipe in words: where it comes from, its formulas (both variants where the seed
+/// contradicts itself), its events per collector, and what it cannot measure.
+pub fn recipe_text(r: &crate::catalogue::Recipe) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({})\n  source: {}\n  events: {}",
+        r.recipe.id, r.recipe.name, r.recipe.source, r.recipe.events_source
+    );
+    let _ = writeln!(
+        out,
+        "  from seed 001: {}",
+        if r.recipe.from_seed { "yes" } else { "no" }
+    );
+    let _ = writeln!(out, "formulas:");
+    for (k, f) in &r.formulas {
+        match f {
+            crate::catalogue::FormulaDef::One(s) => {
+                let _ = writeln!(out, "  {k} = {s}");
+            }
+            crate::catalogue::FormulaDef::Variants {
+                as_published,
+                corrected,
+                note,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "  {k} (as_published) = {as_published}\n  {k} (corrected)    = {corrected}"
+                );
+                if let Some(n) = note {
+                    let _ = writeln!(out, "      {n}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "events:");
+    for (k, e) in &r.events {
+        let sp: Vec<String> = [
+            ("perf", &e.perf),
+            ("papi", &e.papi),
+            ("likwid", &e.likwid),
+            ("generic", &e.generic),
+            ("raw", &e.raw),
+            ("pmu", &e.pmu),
+            ("reduce", &e.reduce),
+            ("derived", &e.derived),
+        ]
+        .iter()
+        .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n}={v}")))
+        .collect();
+        let _ = writeln!(out, "  {k}: {}", sp.join("  "));
+    }
+    if !r.recipe.cannot_measure.is_empty() {
+        let _ = writeln!(out, "cannot measure:");
+        for (k, why) in &r.recipe.cannot_measure {
+            let _ = writeln!(out, "  {k}: {why}");
+        }
+    }
+    for n in &r.recipe.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The recipe list, and which recipe this CPU gets.
+pub fn recipes_text(cat: &crate::catalogue::Catalogue, here: &crate::cpu::CpuId) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (_, r) in &cat.recipes {
+        let _ = writeln!(
+            out,
+            "{:<22} {}{}  [{}]",
+            r.recipe.id,
+            r.recipe.name,
+            if r.recipe.from_seed {
+                " (seed 001)"
+            } else {
+                ""
+            },
+            r.recipe.aliases.join(", ")
+        );
+    }
+    let _ = writeln!(out);
+    match cat.for_cpu(here) {
+        Ok(r) => {
+            let _ = writeln!(out, "this CPU ({here}): recipe {}", r.recipe.id);
+        }
+        Err(_) => {
+            let _ = writeln!(
+                out,
+                "this CPU ({here}): no recipe; use --recipe ID or --recipe-file FILE (software events are still counted)"
+            );
+        }
+    }
+    out
+}
+
+/// `counters validate` in text (or CSV with `csv`): expected and measured value of each
+/// metric of the triad, its error, and the seed's 0.5 % verdict on the FLOPs.
+pub fn validation_text(
+    n: u64,
+    reps: u64,
+    e: &crate::validate::Expected,
+    checks: &[crate::validate::Check],
+    rep: &Report,
+    csv: bool,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let sep = if csv { "," } else { "  " };
+    let _ = writeln!(
+        out,
+        "triad a[i] = b[i] + s*c[i], n = {}, reps = {} (DP): expected flops {:.4e}, LS bytes {:.4e}",
+        n, reps, e.flops, e.ls_bytes
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        ["metric", "expected", "measured", "error %"].join(sep)
+    );
+    for c in checks {
+        let _ = writeln!(
+            out,
+            "{}",
+            [
+                c.metric.clone(),
+                fmt_value(c.expected),
+                c.measured.map_or("NA".into(), fmt_value),
+                c.error_pct.map_or("NA".into(), |p| format!("{p:+.3}")),
+            ]
+            .join(sep)
+        );
+    }
+    if let Some(r) = rep.regions.first() {
+        for id in ["time", "cpu_time", "cpus_utilized", "page_faults"] {
+            if let Some(v) = r.value(id) {
+                let _ = writeln!(out, "{id}: {}", fmt_value(v));
+            }
+        }
+    }
+    if let Some(f) = checks
+        .iter()
+        .find(|c| c.metric == "flops")
+        .and_then(|c| c.error_pct)
+    {
+        let _ = writeln!(
+            out,
+            "flops {} the seed's 0.5 % threshold",
+            if f.abs() < 0.5 { "within" } else { "outside" }
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

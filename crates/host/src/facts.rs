@@ -106,6 +106,29 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Effective capability bits of the calling thread (credentials are per thread).
+pub fn effective_caps() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Whether this process may load tracing BPF programs (CAP_SYS_ADMIN, or CAP_BPF with
+/// CAP_PERFMON), judged from its capability set.
+pub fn has_bpf_caps() -> bool {
+    let c = effective_caps();
+    c & (1 << CAP_SYS_ADMIN) != 0 || (c & (1 << CAP_BPF) != 0 && c & (1 << CAP_PERFMON) != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,6 +281,77 @@ fn run_with(
     })
 }
 
+/// Where the samples of a native run fell, by function of the program.
+#[derive(Debug, Clone)]
+pub struct Hot {
+    /// Samples in all.
+    pub total: u64,
+    /// (function, samples), most first.
+    pub functions: Vec<(String, u64)>,
+    /// Link-time address -> samples, in the binary.
+    pub ips: std::collections::BTreeMap<u64, u64>,
+    /// Whether the program exited with status 0 (its samples are used either way).
+    pub success: bool,
+}
+
+/// Runs `binary` natively once under CPU-clock sampling at `hz` and attributes the samples
+/// to its own functions (for `model kernel --hottest`).
+pub fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot, crate::MixError> {
+    use crate::MixError;
+    let info = crate::ElfInfo::read(binary)?;
+    if crate::Arch::host() != Some(info.arch) {
+        return Err(MixError::Usage {
+            message: format!(
+                "--hottest runs the binary natively, and this {} binary does not run on this host",
+                info.arch.name()
+            ),
+            fix: "give --function or --range".into(),
+        });
+    }
+    // The file that was read, not a namesake on PATH.
+    let run = std::path::absolute(binary).unwrap_or_else(|_| binary.to_path_buf());
+    let (s, hist) = ip_histogram(&run, args, info.lowest_vaddr, info.pie, hz).map_err(|e| {
+        MixError::Program {
+            path: binary.display().to_string(),
+            message: format!("cannot run it: {e}"),
+            fix: "check that it is executable on this machine".into(),
+        }
+    })?;
+    if !s.sampled {
+        return Err(MixError::Missing {
+            message: "CPU-clock sampling could not be set up (perf_event_open refused)".into(),
+            fix: "run as root or lower /proc/sys/kernel/perf_event_paranoid, or give --function"
+                .into(),
+        });
+    }
+    let mut per_fn: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut ips = std::collections::BTreeMap::new();
+    for (&ip, &n) in &hist {
+        if let Some(f) = info.function_at(ip) {
+            *per_fn.entry(f.name.clone()).or_insert(0) += n;
+            ips.insert(ip, n);
+        }
+    }
+    let total: u64 = hist.values().sum();
+    let mut functions: Vec<(String, u64)> = per_fn.into_iter().collect();
+    functions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if functions.is_empty() {
+        return Err(MixError::Program {
+            path: binary.display().to_string(),
+            message: format!(
+                "none of the {total} samples fell in its own functions (its time is in shared libraries or the kernel, or the run was too short)"
+            ),
+            fix: "give --function, or a longer run".into(),
+        });
+    }
+    Ok(Hot {
+        total,
+        functions,
+        ips,
+        success: s.success,
+    })
+}
+
 /// Number of CPUs the kernel has (online or not), from sysfs.
 fn online_cpus() -> Option<usize> {
     let t = std::fs::read_to_string("/sys/devices/system/cpu/possible").ok()?;

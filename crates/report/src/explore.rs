@@ -752,6 +752,33 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
     )
 }
 
+/// The table of design points: interval, speed-up, how many points are memory-bound, and
+/// what sets the lower bound.
+pub fn points_table(points: &[DesignPoint]) -> crate::Table {
+    use crate::fmt::num;
+    let mut t = crate::Table::new(&[
+        "variant",
+        "target",
+        "lo GF/s",
+        "hi GF/s",
+        "speed-up",
+        "memory-bound points",
+        "lower bound set by",
+    ]);
+    for p in points {
+        t.row(vec![
+            p.variant.clone(),
+            p.target.clone(),
+            num(p.interval.lo, 4),
+            num(p.interval.hi, 4),
+            format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
+            format!("{}/{}", p.memory_bound_points, p.points),
+            p.lower_bound_by.clone(),
+        ]);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,7 +49,9 @@ mod svg;
 pub mod table;
 
 pub use bars::{BarOptions, BarSeries, bar_chart_svg};
-pub use explore::{SpeedupRow, ValidationRow, explore_svg, speedup_svg, validation_svg};
+pub use explore::{
+    SpeedupRow, ValidationRow, explore_svg, points_table, speedup_svg, validation_svg,
+};
 pub use html::{Section, html_page, html_table};
 pub use line::{ChartOptions, Series, line_chart_svg};
 pub use roofline::{projection_svg, roofline_svg};

@@ -59,28 +59,7 @@ pub fn kernel_release() -> String {
     hpcscope_host::facts::kernel_release().unwrap_or_else(|| "unknown".into())
 }
 
-/// Effective capability bits of the calling thread (credentials are per thread).
-pub fn effective_caps() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .unwrap_or(0)
-}
-
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
-
-/// Whether this process may load tracing BPF programs (CAP_SYS_ADMIN, or CAP_BPF with
-/// CAP_PERFMON), judged from its capability set.
-pub fn has_bpf_caps() -> bool {
-    let c = effective_caps();
-    c & (1 << CAP_SYS_ADMIN) != 0 || (c & (1 << CAP_BPF) != 0 && c & (1 << CAP_PERFMON) != 0)
-}
+pub use hpcscope_host::facts::{effective_caps, has_bpf_caps};
 
 /// Opens a counting perf event on this process (`type_`, `config`); true when it opens.
 pub fn perf_event_opens(type_: u32, config: u64) -> Result<(), String> {

@@ -37,6 +37,7 @@ pub mod error;
 pub mod hist;
 pub mod linux;
 pub mod mpi;
+pub mod mpitime;
 pub mod profile;
 pub mod report;
 pub mod symbolize;

@@ -164,6 +164,24 @@ fn sanitize(s: &str) -> String {
     s.replace([';', '\n'], ":").replace(' ', "_")
 }
 
+impl Profile {
+    /// The hot-function table: self and total samples and percentages of the `n` hottest.
+    pub fn hot_table(&self, n: usize) -> hpcscope_report::Table {
+        let mut t =
+            hpcscope_report::Table::new(&["function", "self", "self_%", "total", "total_%"]);
+        for h in self.hot_functions(n) {
+            t.row(vec![
+                h.name,
+                h.self_samples.to_string(),
+                format!("{:.1}", h.self_pct),
+                h.total_samples.to_string(),
+                format!("{:.1}", h.total_pct),
+            ]);
+        }
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

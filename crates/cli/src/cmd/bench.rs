@@ -2,6 +2,8 @@
 //!
 //! Argument parsing and output only; the measurements live in `hpcscope-bench`.
 
+pub mod mpi;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,7 +40,7 @@ pub enum PrecisionArg {
 pub enum BenchCmd {
     /// MPI ping-pong, sendrecv, exchange and allreduce (IMB style) under a launcher; the
     /// Hockney fit becomes the machine file's [[network]] link.
-    Mpi(crate::cmd::bench_mpi::MpiArgs),
+    Mpi(mpi::MpiArgs),
 }
 
 /// Arguments of `bench`.
@@ -93,7 +95,7 @@ pub struct BenchArgs {
     pub precision: PrecisionArg,
     /// Keep the measured peaks and bandwidths in the run history.
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
 }
 
 /// Turns the arguments into a benchmark configuration.
@@ -161,7 +163,7 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
 /// Runs `bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(BenchCmd::Mpi(m)) = &args.sub {
-        return crate::cmd::bench_mpi::run(m);
+        return mpi::run(m);
     }
     run_inner(args)?;
     Ok(ExitCode::SUCCESS)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use hpcscope_core::Classify;
 use hpcscope_counters::catalogue::{Catalogue, Recipe, Variant};
 use hpcscope_counters::compute::{self, Options, Precision, Report};
@@ -50,56 +50,6 @@ pub enum CountersCmd {
     Recipes(RecipesArgs),
 }
 
-/// Formula variant where the seed contradicts itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum VariantArg {
-    /// Reproduces the seed's tables.
-    #[default]
-    AsPublished,
-    /// Physical element and vector sizes.
-    Corrected,
-}
-
-/// Precision of the FP work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum PrecisionArg {
-    /// Double precision.
-    #[default]
-    Dp,
-    /// Single precision.
-    Sp,
-}
-
-/// Input formats of `import`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FromArg {
-    /// `perf stat -x,` output.
-    PerfCsv,
-    /// PAPI high-level API JSON.
-    PapiJson,
-    /// Caliper JSON with the PAPI service.
-    CaliperJson,
-    /// likwid-perfctr CSV.
-    LikwidCsv,
-    /// hpcscope region markers' JSON.
-    Markers,
-    /// Raw counters saved by `counters run --save`.
-    Raw,
-}
-
-impl From<FromArg> for InFormat {
-    fn from(f: FromArg) -> InFormat {
-        match f {
-            FromArg::PerfCsv => InFormat::PerfCsv,
-            FromArg::PapiJson => InFormat::PapiJson,
-            FromArg::CaliperJson => InFormat::CaliperJson,
-            FromArg::LikwidCsv => InFormat::LikwidCsv,
-            FromArg::Markers => InFormat::Markers,
-            FromArg::Raw => InFormat::Raw,
-        }
-    }
-}
-
 /// Which recipe and formulas.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RecipeOpts {
@@ -111,10 +61,10 @@ pub struct RecipeOpts {
     pub recipe_file: Option<PathBuf>,
     /// Formula variant where the seed contradicts itself.
     #[arg(long, value_enum, default_value_t)]
-    pub variant: VariantArg,
+    pub variant: Variant,
     /// Precision of the floating-point work.
     #[arg(long, value_enum, default_value_t)]
-    pub precision: PrecisionArg,
+    pub precision: Precision,
 }
 
 /// Where and how to print.
@@ -178,10 +128,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
     /// In a parallel job: one result per rank in a run directory.
     #[command(flatten)]
-    pub rank: crate::job::RankFlags,
+    pub rank: crate::args::RankFlags,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -195,7 +145,7 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
     /// Input format (default: guessed from the content).
     #[arg(long, value_enum, visible_alias = "input-format")]
-    pub from: Option<FromArg>,
+    pub from: Option<InFormat>,
     /// Column label (default: the first file's name).
     #[arg(long)]
     pub label: Option<String>,
@@ -216,7 +166,7 @@ pub struct CompareArgs {
     pub b: PathBuf,
     /// Input format of both files (default: guessed).
     #[arg(long, value_enum)]
-    pub from: Option<FromArg>,
+    pub from: Option<InFormat>,
     /// Recipe of A (default: --recipe, or this CPU's).
     #[arg(long)]
     pub recipe_a: Option<String>,
@@ -291,14 +241,8 @@ impl RecipeOpts {
         RecipeChoice {
             recipe: self.recipe.clone(),
             recipe_file: self.recipe_file.clone(),
-            variant: match self.variant {
-                VariantArg::AsPublished => Variant::AsPublished,
-                VariantArg::Corrected => Variant::Corrected,
-            },
-            precision: match self.precision {
-                PrecisionArg::Dp => Precision::Dp,
-                PrecisionArg::Sp => Precision::Sp,
-            },
+            variant: self.variant,
+            precision: self.precision,
         }
     }
 }
@@ -407,9 +351,9 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
             raw, report: rep, ..
         }) => {
             let status = raw.exit_status;
-            crate::job::Outcome {
+            hpcscope_job::rank::Outcome {
                 wall_s: started.elapsed().as_secs_f64(),
-                exit: crate::job::Exit {
+                exit: hpcscope_job::rank::Exit {
                     code: status.filter(|s| *s < 128),
                     signal: status.filter(|s| *s > 128).map(|s| s - 128),
                 },
@@ -420,7 +364,7 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
                     "hardware_unavailable": rep.hardware_unavailable,
                     "metrics": record_numbers(&rep),
                 }),
-                ..crate::job::Outcome::default()
+                ..hpcscope_job::rank::Outcome::default()
             }
         }
         Err(e)
@@ -428,8 +372,8 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
                 .is_some_and(|c| c.kind() == hpcscope_core::ErrorKind::Environment) =>
         {
             eprintln!("warning: counters: {e:#}; running the rank's command without counters");
-            let ran = crate::job::run_command(&a.command)?;
-            let mut o = crate::job::Outcome::from_ran(&ran);
+            let ran = hpcscope_job::rank::run_command(&a.command)?;
+            let mut o = hpcscope_job::rank::Outcome::from_ran(&ran);
             o.notes.push(format!(
                 "counters are not available here ({e:#}): what remains is the rank's elapsed, user and system time"
             ));
@@ -438,7 +382,7 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
-    session.finish(outcome)
+    Ok(ExitCode::from(session.finish(outcome)?))
 }
 
 fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
@@ -486,10 +430,10 @@ fn record_numbers(rep: &Report) -> serde_json::Value {
     serde_json::Value::Object(regions)
 }
 
-fn load(files: &[PathBuf], from: Option<FromArg>, label: &str) -> Result<RawData> {
+fn load(files: &[PathBuf], from: Option<InFormat>, label: &str) -> Result<RawData> {
     let mut merged: Option<RawData> = None;
     for f in files {
-        let r = import::import_file(f, from.map(Into::into), label)?;
+        let r = import::import_file(f, from, label)?;
         match &mut merged {
             None => merged = Some(r),
             Some(m) => m.merge(&r),
@@ -559,46 +503,10 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
                 &serde_json::json!({"expected": e, "checks": checks, "report": rep})
             )?
         ),
-        f => {
-            let sep = if f == Format::Csv { "," } else { "  " };
-            println!(
-                "triad a[i] = b[i] + s*c[i], n = {}, reps = {} (DP): expected flops {:.4e}, LS bytes {:.4e}",
-                a.n, a.reps, e.flops, e.ls_bytes
-            );
-            println!(
-                "{}",
-                ["metric", "expected", "measured", "error %"].join(sep)
-            );
-            for c in &checks {
-                println!(
-                    "{}",
-                    [
-                        c.metric.clone(),
-                        output::fmt_value(c.expected),
-                        c.measured.map_or("NA".into(), output::fmt_value),
-                        c.error_pct.map_or("NA".into(), |p| format!("{p:+.3}")),
-                    ]
-                    .join(sep)
-                );
-            }
-            if let Some(r) = rep.regions.first() {
-                for id in ["time", "cpu_time", "cpus_utilized", "page_faults"] {
-                    if let Some(v) = r.value(id) {
-                        println!("{id}: {}", output::fmt_value(v));
-                    }
-                }
-            }
-            if let Some(f) = checks
-                .iter()
-                .find(|c| c.metric == "flops")
-                .and_then(|c| c.error_pct)
-            {
-                println!(
-                    "flops {} the seed's 0.5 % threshold",
-                    if f.abs() < 0.5 { "within" } else { "outside" }
-                );
-            }
-        }
+        f => print!(
+            "{}",
+            output::validation_text(a.n, a.reps, &e, &checks, &rep, f == Format::Csv)
+        ),
     }
     if let Some(h) = &rep.hardware_unavailable {
         return Err(hpcscope_core::Failure::environment(format!(
@@ -644,58 +552,7 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(r)?);
             return Ok(ExitCode::SUCCESS);
         }
-        println!(
-            "{} ({})\n  source: {}\n  events: {}",
-            r.recipe.id, r.recipe.name, r.recipe.source, r.recipe.events_source
-        );
-        println!(
-            "  from seed 001: {}",
-            if r.recipe.from_seed { "yes" } else { "no" }
-        );
-        println!("formulas:");
-        for (k, f) in &r.formulas {
-            match f {
-                hpcscope_counters::catalogue::FormulaDef::One(s) => println!("  {k} = {s}"),
-                hpcscope_counters::catalogue::FormulaDef::Variants {
-                    as_published,
-                    corrected,
-                    note,
-                } => {
-                    println!(
-                        "  {k} (as_published) = {as_published}\n  {k} (corrected)    = {corrected}"
-                    );
-                    if let Some(n) = note {
-                        println!("      {n}");
-                    }
-                }
-            }
-        }
-        println!("events:");
-        for (k, e) in &r.events {
-            let sp: Vec<String> = [
-                ("perf", &e.perf),
-                ("papi", &e.papi),
-                ("likwid", &e.likwid),
-                ("generic", &e.generic),
-                ("raw", &e.raw),
-                ("pmu", &e.pmu),
-                ("reduce", &e.reduce),
-                ("derived", &e.derived),
-            ]
-            .iter()
-            .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n}={v}")))
-            .collect();
-            println!("  {k}: {}", sp.join("  "));
-        }
-        if !r.recipe.cannot_measure.is_empty() {
-            println!("cannot measure:");
-            for (k, why) in &r.recipe.cannot_measure {
-                println!("  {k}: {why}");
-            }
-        }
-        for n in &r.recipe.notes {
-            println!("note: {n}");
-        }
+        print!("{}", output::recipe_text(r));
         return Ok(ExitCode::SUCCESS);
     }
     if a.format == Format::Json {
@@ -707,26 +564,7 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for (_, r) in &cat.recipes {
-        println!(
-            "{:<22} {}{}  [{}]",
-            r.recipe.id,
-            r.recipe.name,
-            if r.recipe.from_seed {
-                " (seed 001)"
-            } else {
-                ""
-            },
-            r.recipe.aliases.join(", ")
-        );
-    }
-    println!();
-    match cat.for_cpu(&here) {
-        Ok(r) => println!("this CPU ({here}): recipe {}", r.recipe.id),
-        Err(_) => println!(
-            "this CPU ({here}): no recipe; use --recipe ID or --recipe-file FILE (software events are still counted)"
-        ),
-    }
+    print!("{}", output::recipes_text(&cat, &here));
     println!("{}", perf::probe());
     Ok(ExitCode::SUCCESS)
 }

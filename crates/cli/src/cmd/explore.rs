@@ -1,185 +1,41 @@
 //! `hpcscope explore SCENARIO.toml`: sweep a design space and compare the intervals.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_core::explore::{DesignPoint, Resolved, Scenario, apply, sweep};
+use hpcscope_analysis::scenario::resolve;
+use hpcscope_core::explore::{ExploreResult, sweep};
 use hpcscope_core::project::Options;
-use hpcscope_core::{InputError, Machine};
-use serde::Serialize;
+use hpcscope_report::points_table;
 
-use crate::load;
-use crate::output::{Format, Table, emit, num, render, write_atomic};
+use crate::output::{emit, num, render, write_atomic};
 
 /// Arguments of `explore`.
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
     /// Scenario TOML file (see docs/scenario-format.md and examples/scenarios/).
     pub scenario: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Write the result to this file instead of standard output.
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
+    /// Format and destination of the result.
+    #[command(flatten)]
+    pub out: crate::args::OutputArgs,
     /// Also draw the intervals across the sweep to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
     /// Keep every design point's interval in the run history.
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
     /// Only design point I (0-based, variants outer, targets inner), e.g. one task of a job
     /// array; with --run-dir its result goes to the run directory for `hpcscope merge`.
     #[arg(long, value_name = "I")]
     pub point: Option<usize>,
     /// With --point: where the design point's result goes (one file per point).
     #[command(flatten)]
-    pub rank: crate::job::RankFlags,
+    pub rank: crate::args::RankFlags,
     /// Write a Slurm job-array script instead: one task per design point, then the merge.
     #[command(flatten)]
-    pub slurm: crate::slurm::SlurmFlags,
-}
-
-/// The result of an exploration.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct ExploreResult {
-    /// Scenario title.
-    pub scenario: String,
-    /// Scenario description.
-    pub description: String,
-    /// Source machine id.
-    pub source_machine: String,
-    /// Source GFLOP/s.
-    pub source_gflops: f64,
-    /// One design point per (variant, target).
-    pub points: Vec<DesignPoint>,
-}
-
-/// Loads a scenario and every file it names.
-pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
-    let text = load::read(
-        path,
-        "scenario",
-        "give a scenario TOML file (see examples/scenarios/)",
-    )?;
-    let origin = path.display().to_string();
-    let s = Scenario::from_toml_str(&text, &origin)?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let sm = load::machine_rel(&s.source.machine, base)?;
-    let sp_path = load::rel(base, &s.source.profile);
-    let sp = load::profile(&sp_path)?;
-    let so = sp_path.display().to_string();
-    let sr = sp.region(s.source.region.as_deref(), &so)?;
-    let source_threads = sr.thread_metrics(&so)?;
-    let source_gflops = match s.source.gflops {
-        Some(g) if g.is_finite() && g > 0.0 => g,
-        Some(g) => {
-            return Err(InputError::new(
-                &origin,
-                "source.gflops",
-                format!("must be positive, found {g}"),
-                "give the measured source performance in GFLOP/s",
-            )
-            .into());
-        }
-        None => sr.aggregate(&so)?.gflops().ok_or_else(|| {
-            InputError::new(
-                &origin,
-                "source.gflops",
-                "is missing and the source profile has no time",
-                "add gflops = <measured GFLOP/s> to [source], or use a profile of a native run",
-            )
-        })?,
-    };
-    if sp.precision != s.precision {
-        return Err(InputError::new(
-            &origin,
-            "precision",
-            format!(
-                "is {} but the source profile is {}",
-                s.precision, sp.precision
-            ),
-            "set precision to the profiles' precision",
-        )
-        .into());
-    }
-    let mut variants = Vec::new();
-    for (i, v) in s.variants.iter().enumerate() {
-        let vp = load::rel(base, &v.profile);
-        let p = load::profile(&vp)?;
-        let vo = vp.display().to_string();
-        if p.precision != s.precision {
-            return Err(InputError::new(
-                &origin,
-                format!("variants[{i}].profile"),
-                format!(
-                    "{vo} is {} but the scenario is {}",
-                    p.precision, s.precision
-                ),
-                "use profiles of one precision",
-            )
-            .into());
-        }
-        let threads = p
-            .region(
-                v.region
-                    .as_deref()
-                    .or(s.source.region.as_deref())
-                    .filter(|r| p.regions.iter().any(|x| &x.name == r)),
-                &vo,
-            )?
-            .thread_metrics(&vo)?;
-        variants.push((v.name.clone(), v.vector_bits, threads));
-    }
-    let lookup = |id: &str| -> hpcscope_core::Result<Machine> {
-        load::machine_rel(id, base).map_err(|e| match e.downcast::<hpcscope_core::Error>() {
-            Ok(ce) => ce,
-            Err(e) => hpcscope_core::Error::Input(InputError::new(id, "", format!("{e:#}"), "")),
-        })
-    };
-    let mut targets = Vec::new();
-    for t in &s.targets {
-        let mut m = load::machine_rel(&t.machine, base)?;
-        for tr in &t.transforms {
-            m = apply(&m, tr, &lookup)?;
-        }
-        targets.push((t.name.clone(), m));
-    }
-    let r = Resolved {
-        source_machine: sm,
-        source_threads,
-        source_gflops,
-        variants,
-        targets,
-    };
-    Ok((s, r))
-}
-
-/// The table of design points.
-pub fn points_table(points: &[DesignPoint]) -> Table {
-    let mut t = Table::new(&[
-        "variant",
-        "target",
-        "lo GF/s",
-        "hi GF/s",
-        "speed-up",
-        "memory-bound points",
-        "lower bound set by",
-    ]);
-    for p in points {
-        t.row(vec![
-            p.variant.clone(),
-            p.target.clone(),
-            num(p.interval.lo, 4),
-            num(p.interval.hi, 4),
-            format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
-            format!("{}/{}", p.memory_bound_points, p.points),
-            p.lower_bound_by.clone(),
-        ]);
-    }
-    t
+    pub slurm: crate::args::SlurmFlags,
 }
 
 /// `--slurm`: the job-array script, one task per design point.
@@ -192,20 +48,20 @@ fn write_slurm(a: &ExploreArgs, name: &str, n: usize) -> Result<ExitCode> {
     if a.point.is_some() {
         anyhow::bail!("--slurm writes one task per design point; leave out --point");
     }
-    let scenario = crate::slurm::absolute(&a.scenario)?;
-    let plan = crate::slurm::Plan {
+    let scenario = crate::args::absolute(&a.scenario)?;
+    let plan = hpcscope_job::slurm::Plan {
         what: "explore".into(),
         summary: format!("the {n} design points of {} ({name})", scenario.display()),
         tasks: n as u32,
         workdir: std::env::current_dir()?,
-        run_dir: crate::slurm::absolute(run_dir)?,
+        run_dir: crate::args::absolute(run_dir)?,
         task: format!(
             r#"exec "$HPCSCOPE" explore {} --point "$SLURM_ARRAY_TASK_ID" --run-dir "$RUN" --job-id points"#,
-            crate::slurm::quote(&scenario)
+            hpcscope_job::slurm::quote(&scenario)
         ),
         merge: String::new(),
     };
-    crate::slurm::write(&plan, &a.slurm)?;
+    a.slurm.write(&plan)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -257,15 +113,17 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
     if let Some(session) = session {
         let mut data = serde_json::to_value(&result)?;
         data["point_index"] = a.point.into();
-        return session.finish(crate::job::Outcome {
-            wall_s: started.elapsed().as_secs_f64(),
-            exit: crate::job::Exit {
-                code: Some(0),
-                signal: None,
+        return Ok(ExitCode::from(session.finish(
+            hpcscope_job::rank::Outcome {
+                wall_s: started.elapsed().as_secs_f64(),
+                exit: hpcscope_job::rank::Exit {
+                    code: Some(0),
+                    signal: None,
+                },
+                data,
+                ..hpcscope_job::rank::Outcome::default()
             },
-            data,
-            ..crate::job::Outcome::default()
-        });
+        )?));
     }
     let t = points_table(&result.points);
     let pre = vec![
@@ -276,14 +134,14 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             num(r.source_gflops, 4)
         ),
     ];
-    let text = render(a.format, &result, &pre, &t, &[])?;
+    let text = render(a.out.format, &result, &pre, &t, &[])?;
     if let Some(svg) = &a.svg {
         write_atomic(
             svg,
             &hpcscope_report::explore_svg(&result.points, &s.name, r.source_gflops),
         )?;
     }
-    emit(&text, a.output.as_deref())?;
+    emit(&text, a.out.output.as_deref())?;
     let mut numbers = serde_json::Map::new();
     numbers.insert("source_gflops".into(), result.source_gflops.into());
     for p in &result.points {

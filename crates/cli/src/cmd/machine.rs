@@ -8,8 +8,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_core::machine::{Machine, diff};
 use hpcscope_core::{Precision, library};
 
-use crate::load;
 use crate::output::{Format, Table, emit, num, render};
+use hpcscope_core::load;
 
 /// Machine subcommands.
 #[derive(Subcommand, Debug)]

@@ -8,8 +8,8 @@ use anyhow::Result;
 use clap::Args;
 use hpcscope_mix::{MixOptions, MixReport, analyze};
 
-use crate::load;
 use crate::output::{Format, Table, emit, num, render, write_atomic};
+use hpcscope_core::load;
 
 /// Arguments of `mix`.
 #[derive(Args, Debug)]
@@ -52,7 +52,7 @@ pub struct MixArgs {
     pub format: Format,
     /// Keep the counts in the run history.
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
@@ -64,7 +64,7 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
         .machine
         .iter()
         .map(|m| load::machine(m))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let timeout = match a.timeout {
         Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
         Some(t) => anyhow::bail!("--timeout {t}: give a positive number of seconds"),
@@ -216,13 +216,11 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
             .map(|c| format!(", built by {c}"))
             .unwrap_or_default()
     )];
-    if !r.native_times_s.is_empty() {
-        let mut v = r.native_times_s.clone();
-        v.sort_by(f64::total_cmp);
+    if let Some(m) = hpcscope_core::stats::median(&r.native_times_s) {
         pre.push(format!(
             "native time: median {} s over {} runs",
-            num(v[v.len() / 2], 4),
-            v.len()
+            num(m, 4),
+            r.native_times_s.len()
         ));
     }
     let mut epi: Vec<String> = r.notes.iter().map(|n| format!("note: {n}")).collect();

@@ -2,7 +2,6 @@
 
 pub mod analyze;
 pub mod bench;
-pub mod bench_mpi;
 pub mod counters;
 pub mod demo;
 pub mod doctor;

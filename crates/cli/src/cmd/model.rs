@@ -15,7 +15,7 @@ use hpcscope_models::classes::ClassTable;
 use hpcscope_models::difference::compare;
 use hpcscope_models::fit::{FitOptions, fit_cpis, measured, rows_from_csv};
 use hpcscope_models::kernel::{Selector, extract};
-use hpcscope_models::laws::{Law, Mode, runs_from_csv, select};
+use hpcscope_models::laws::{Law, Mode, select};
 use hpcscope_models::peak::{Dag, DagConfig, loop_peak};
 use hpcscope_models::pop::{
     decomposition_from_csv, fit_decomposition, hybrid_efficiency, pop_metrics, pop_run_from_csv,
@@ -469,7 +469,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             weak,
             predict,
         } => {
-            let r = scaling_runs(runs)?;
+            let r = hpcscope_job::scaling::scaling_runs(runs)?;
             let laws: Vec<Law> = if law.is_empty() {
                 Law::ALL.to_vec()
             } else {
@@ -751,78 +751,6 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The (ranks, runtime) points of `model scaling`: a CSV file, or merged jobs (the JSON of
-/// `hpcscope merge`, or run directories merged here). Incomplete jobs are left out, loudly.
-fn scaling_runs(paths: &[PathBuf]) -> Result<Vec<hpcscope_models::laws::Run>> {
-    use crate::cmd::merge::{MergedJob, MergedRuns, list_jobs, merge_job};
-    let mut runs = Vec::new();
-    let mut csv = 0;
-    for p in paths {
-        let jobs: Vec<MergedJob> = if p.is_dir() {
-            list_jobs(p)?
-                .iter()
-                .map(|j| merge_job(&j.path, None))
-                .collect::<Result<_>>()?
-        } else {
-            let text = read(p)?;
-            if !text.trim_start().starts_with('{') {
-                csv += 1;
-                runs.extend(runs_from_csv(&text, &p.display().to_string())?);
-                continue;
-            }
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not valid JSON", p.display()))?;
-            match v["format"].as_str() {
-                Some(crate::cmd::merge::MERGED_FORMAT) => {
-                    vec![serde_json::from_value(v).with_context(|| {
-                        format!("{}: a merged job with missing fields", p.display())
-                    })?]
-                }
-                Some("hpcscope-merged-runs") => {
-                    serde_json::from_value::<MergedRuns>(v)
-                        .with_context(|| {
-                            format!("{}: merged runs with missing fields", p.display())
-                        })?
-                        .jobs
-                }
-                _ => bail!(
-                    "{}: JSON but not a merged job; give the output of `hpcscope merge --format json`, a run directory, or a CSV with p and time_s",
-                    p.display()
-                ),
-            }
-        };
-        if jobs.is_empty() {
-            bail!("{}: no job in it", p.display());
-        }
-        for j in jobs {
-            match (j.complete, j.runtime_s) {
-                (true, Some(t)) if t > 0.0 => runs.push(hpcscope_models::laws::Run {
-                    p: f64::from(j.size),
-                    time_s: t,
-                }),
-                _ => eprintln!(
-                    "warning: {}: job {} is left out: {} ({} of {} ranks with data)",
-                    p.display(),
-                    j.job_id,
-                    if j.complete {
-                        "no runtime"
-                    } else {
-                        "incomplete"
-                    },
-                    j.ranks_with_data,
-                    j.size
-                ),
-            }
-        }
-    }
-    if csv > 0 && paths.len() > 1 {
-        bail!(
-            "give one CSV file, or merged jobs (JSON of `hpcscope merge` or run directories), not both"
-        );
-    }
-    Ok(runs)
-}
-
 fn read(p: &Path) -> Result<String> {
     std::fs::read_to_string(p)
         .with_context(|| format!("cannot read '{}'; check the path", p.display()))
@@ -866,63 +794,6 @@ fn parse_cpi(arg: &str) -> Result<Cpis> {
         .collect())
 }
 
-/// Where the samples of a `--hottest` run fell.
-struct Hot {
-    /// Samples in all.
-    total: u64,
-    /// (function, samples), most first.
-    functions: Vec<(String, u64)>,
-    /// Link-time address -> samples, in the binary.
-    ips: std::collections::BTreeMap<u64, u64>,
-}
-
-/// Runs the binary under CPU-clock sampling and attributes the samples to its functions.
-fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot> {
-    let info = hpcscope_mix::ElfInfo::read(binary)?;
-    if hpcscope_mix::Arch::host() != Some(info.arch) {
-        bail!(
-            "--hottest runs the binary natively, and this {} binary does not run on this host; give --function or --range",
-            info.arch.name()
-        );
-    }
-    // The file that was read, not a namesake on PATH.
-    let run = std::path::absolute(binary).unwrap_or_else(|_| binary.to_path_buf());
-    let (s, hist) = hpcscope_mix::sample::ip_histogram(&run, args, info.lowest_vaddr, info.pie, hz)
-        .with_context(|| format!("cannot run {}", binary.display()))?;
-    if !s.sampled {
-        return Err(anyhow::Error::new(hpcscope_core::Failure::environment(
-            "CPU-clock sampling could not be set up (perf_event_open refused): run as root or lower /proc/sys/kernel/perf_event_paranoid, or give --function",
-        )));
-    }
-    if !s.success {
-        eprintln!(
-            "warning: the program did not exit with status 0; its samples are used as they are"
-        );
-    }
-    let mut per_fn: std::collections::BTreeMap<String, u64> = Default::default();
-    let mut ips = std::collections::BTreeMap::new();
-    for (&ip, &n) in &hist {
-        if let Some(f) = info.function_at(ip) {
-            *per_fn.entry(f.name.clone()).or_insert(0) += n;
-            ips.insert(ip, n);
-        }
-    }
-    let total: u64 = hist.values().sum();
-    let mut functions: Vec<(String, u64)> = per_fn.into_iter().collect();
-    functions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    if functions.is_empty() {
-        bail!(
-            "none of the {total} samples fell in {}'s own functions (its time is in shared libraries or the kernel, or the run was too short): give --function, or a longer run",
-            binary.display()
-        );
-    }
-    Ok(Hot {
-        total,
-        functions,
-        ips,
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
 fn kernel(
     format: Format,
@@ -939,7 +810,15 @@ fn kernel(
         None => ClassTable::builtin(hpcscope_models::kernel::binary_isa(binary)?)?,
     };
     let hot = match hot_run {
-        Some((args, hz)) => Some(hottest(binary, args, hz)?),
+        Some((args, hz)) => {
+            let h = hpcscope_mix::sample::hottest(binary, args, hz)?;
+            if !h.success {
+                eprintln!(
+                    "warning: the program did not exit with status 0; its samples are used as they are"
+                );
+            }
+            Some(h)
+        }
         None => None,
     };
     let sel = match (function, range) {

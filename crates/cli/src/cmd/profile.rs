@@ -6,10 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use hpcscope_trace::{Probes, Profile, TraceOptions};
+use hpcscope_trace::{Probes, TraceOptions};
 
-use crate::cmd::trace::{duration, target};
-use crate::output::{Format, Table, emit, render, write_atomic};
+use crate::output::{Format, emit, render, write_atomic};
 use hpcscope_core::{Classify, ErrorKind};
 
 /// Arguments of `profile`.
@@ -18,18 +17,9 @@ pub struct ProfileArgs {
     /// Sampling frequency, Hz (99 avoids lockstep with 100 Hz timers).
     #[arg(long, default_value_t = 99)]
     pub hz: u64,
-    /// Profile this running process (and what it forks).
-    #[arg(long, conflicts_with_all = ["cgroup", "system"])]
-    pub pid: Option<u32>,
-    /// Profile every process of this cgroup v2.
-    #[arg(long, value_name = "DIR", conflicts_with = "system")]
-    pub cgroup: Option<PathBuf>,
-    /// Profile the whole machine.
-    #[arg(long)]
-    pub system: bool,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<f64>,
+    /// What to profile (or a command after `--`), and for how long.
+    #[command(flatten)]
+    pub target: crate::args::TargetArgs,
     /// User stacks only (no kernel frames).
     #[arg(long)]
     pub no_kernel: bool,
@@ -48,42 +38,27 @@ pub struct ProfileArgs {
     /// In a parallel job: one profile per rank in a run directory; `hpcscope merge` draws
     /// the job's flame graph.
     #[command(flatten)]
-    pub rank: crate::job::RankFlags,
+    pub rank: crate::args::RankFlags,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
 }
 
-/// The hot-function table: self and total samples and percentages.
-pub fn hot_table(p: &Profile, n: usize) -> Table {
-    let mut t = Table::new(&["function", "self", "self_%", "total", "total_%"]);
-    for h in p.hot_functions(n) {
-        t.row(vec![
-            h.name,
-            h.self_samples.to_string(),
-            format!("{:.1}", h.self_pct),
-            h.total_samples.to_string(),
-            format!("{:.1}", h.total_pct),
-        ]);
-    }
-    t
-}
-
 /// `profile --run-dir`: this rank samples its own command; the result keeps the stacks so
 /// that the merge can draw one flame graph for the job.
 fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
-    crate::cmd::trace::check_rank_target("profile", a.pid, &a.cgroup, a.system, &a.command)?;
+    a.target.check_rank_target("profile", &a.command)?;
     if a.output.is_some() {
         anyhow::bail!("--run-dir writes one result per rank into the run directory; leave out -o");
     }
     let opts = TraceOptions {
-        target: target(None, &None, false, &a.command)?,
+        target: hpcscope_trace::Target::Command(a.command.clone()),
         probes: Probes {
             profile_hz: Some(a.hz),
             kernel_stacks: !a.no_kernel,
             ..Probes::default()
         },
-        duration: duration(a.duration)?,
+        duration: a.target.duration()?,
     };
     let Some(session) = a.rank.begin("profile", &a.command)? else {
         unreachable!("run_rank is called with --run-dir");
@@ -92,9 +67,9 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
         Ok(out) => {
             let prof = out.profile.clone().unwrap_or_default();
             let r = &out.report;
-            crate::job::Outcome {
+            hpcscope_job::rank::Outcome {
                 wall_s: r.duration_s,
-                exit: crate::job::Exit {
+                exit: hpcscope_job::rank::Exit {
                     code: r.exit_code,
                     signal: r.exit_signal,
                 },
@@ -107,15 +82,15 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
                     "hot_functions": prof.hot_functions(a.top),
                     "stacks": prof.samples,
                 }),
-                ..crate::job::Outcome::default()
+                ..hpcscope_job::rank::Outcome::default()
             }
         }
         Err(e) if e.kind() == ErrorKind::Environment => {
-            crate::cmd::trace::rank_without_bpf("profile", &e, &a.command)?
+            hpcscope_job::rank::without_bpf("profile", &e.to_string(), &a.command)?
         }
         Err(e) => return Err(e.into()),
     };
-    session.finish(outcome)
+    Ok(ExitCode::from(session.finish(outcome)?))
 }
 
 /// Runs `profile`.
@@ -127,13 +102,13 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
         return run_rank(a);
     }
     let opts = TraceOptions {
-        target: target(a.pid, &a.cgroup, a.system, &a.command)?,
+        target: a.target.target(&a.command)?,
         probes: Probes {
             profile_hz: Some(a.hz),
             kernel_stacks: !a.no_kernel,
             ..Probes::default()
         },
-        duration: duration(a.duration)?,
+        duration: a.target.duration()?,
     };
     hpcscope_trace::install_signal_handlers();
     let out = hpcscope_trace::trace(&opts)?;
@@ -166,7 +141,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
             prof.missing_user_stacks
         ));
     }
-    let table = hot_table(&prof, a.top);
+    let table = prof.hot_table(a.top);
     let text = match a.format {
         Format::Json => {
             serde_json::to_string_pretty(&serde_json::json!({

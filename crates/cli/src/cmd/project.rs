@@ -10,8 +10,8 @@ use hpcscope_core::roofline::{Ceilings, Scope};
 use hpcscope_core::{AppMetrics, InputError, Machine};
 use serde::Serialize;
 
-use crate::load;
-use crate::output::{Format, Table, emit, num, render, write_atomic};
+use crate::output::{Table, emit, num, render, write_atomic};
+use hpcscope_core::load;
 
 /// Pair rule choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -85,18 +85,15 @@ pub struct ProjectArgs {
     /// Validation: a profile measured on the target (FLOPs and time); exit 1 if outside.
     #[arg(long)]
     pub measured_profile: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Write the result to this file instead of standard output.
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
+    /// Format and destination of the result.
+    #[command(flatten)]
+    pub out: crate::args::OutputArgs,
     /// Also draw source and target rooflines with the projected interval to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
     /// Keep the projected interval in the run history.
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
 }
 
 /// A projection with its validation.
@@ -241,7 +238,7 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         validation,
     };
     let text = render(
-        a.format,
+        a.out.format,
         &result,
         &preamble(&result),
         &points_table(&result.projection),
@@ -256,7 +253,7 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
             &hpcscope_report::projection_svg(&result.projection, &sc, &tc, &title),
         )?;
     }
-    emit(&text, a.output.as_deref())?;
+    emit(&text, a.out.output.as_deref())?;
     let p = &result.projection;
     let numbers = serde_json::json!({
         "source_gflops": p.source_gflops,

@@ -38,10 +38,10 @@ pub struct RecordArgs {
     pub db: DbArg,
     /// In a parallel job: one result per rank in a run directory (not the history store).
     #[command(flatten)]
-    pub rank: crate::job::RankFlags,
+    pub rank: crate::args::RankFlags,
     /// Write a Slurm job-array script instead: one task per run (-n), then the merge.
     #[command(flatten)]
-    pub slurm: crate::slurm::SlurmFlags,
+    pub slurm: crate::args::SlurmFlags,
     /// With --slurm: what starts the ranks inside each task, quoted as one argument: `srun`,
     /// "mpirun -np 4" (default: the command runs once per task, as one process).
     #[arg(long, value_name = "CMD", requires = "slurm")]
@@ -173,8 +173,8 @@ fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
     if let Some(p) = &metrics_path {
         let _ = std::fs::remove_file(p);
     }
-    let ran = crate::job::run_command(&args.command)?;
-    let mut out = crate::job::Outcome::from_ran(&ran);
+    let ran = hpcscope_job::rank::run_command(&args.command)?;
+    let mut out = hpcscope_job::rank::Outcome::from_ran(&ran);
     let mut data = serde_json::json!({
         "time_s": ran.wall_s,
         "user_s": ran.user_s,
@@ -194,7 +194,7 @@ fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
         }
     }
     out.data = data;
-    session.finish(out)
+    Ok(ExitCode::from(session.finish(out)?))
 }
 
 /// `record --slurm`: a job-array script whose tasks each run the command once (under the
@@ -228,12 +228,12 @@ fn write_slurm(args: &RecordArgs) -> Result<ExitCode> {
         rec.push("--metrics-json".into());
         rec.push(m.display().to_string());
     }
-    let plan = crate::slurm::Plan {
+    let plan = hpcscope_job::slurm::Plan {
         what: "record".into(),
         summary: format!("{} run(s) of `{}`", args.runs, shell_join(&args.command)),
         tasks: args.runs as u32,
         workdir: std::env::current_dir()?,
-        run_dir: crate::slurm::absolute(run_dir)?,
+        run_dir: crate::args::absolute(run_dir)?,
         task: format!(
             r#"exec {launcher}"$HPCSCOPE" record --run-dir "$RUN" {}-- {}"#,
             if rec.is_empty() {
@@ -245,7 +245,7 @@ fn write_slurm(args: &RecordArgs) -> Result<ExitCode> {
         ),
         merge: "--all".into(),
     };
-    crate::slurm::write(&plan, &args.slurm)?;
+    args.slurm.write(&plan)?;
     Ok(ExitCode::SUCCESS)
 }
 

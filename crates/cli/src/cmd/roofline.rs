@@ -7,8 +7,8 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze};
 
-use crate::load;
-use crate::output::{Format, Table, emit, num, render, write_atomic};
+use crate::output::{Table, emit, num, render, write_atomic};
+use hpcscope_core::load;
 
 /// Which ceilings to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -35,18 +35,15 @@ pub struct RooflineArgs {
     /// Ceilings of one core, or of the whole node.
     #[arg(long, value_enum, default_value_t)]
     pub scope: RoofScope,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Write the result to this file instead of standard output.
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
+    /// Format and destination of the result.
+    #[command(flatten)]
+    pub out: crate::args::OutputArgs,
     /// Also draw the roofline chart to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
     /// Keep the placement in the run history.
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
 }
 
 /// Computes the analysis for the CLI and the other commands that reuse it.
@@ -126,11 +123,11 @@ pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
             .unwrap_or_default()
     )];
     epi.extend(an.notes.iter().map(|n| format!("note: {n}")));
-    let text = render(a.format, &an, &pre, &t, &epi)?;
+    let text = render(a.out.format, &an, &pre, &t, &epi)?;
     if let Some(svg) = &a.svg {
         write_atomic(svg, &hpcscope_report::roofline_svg(&an, &title))?;
     }
-    emit(&text, a.output.as_deref())?;
+    emit(&text, a.out.output.as_deref())?;
     let mut numbers = serde_json::json!({
         "achieved_gflops": an.achieved_gflops,
         "weighted_peak_gflops": an.weighted_peak_gflops,

@@ -3,27 +3,22 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use hpcscope_core::{Classify, ErrorKind};
-use hpcscope_trace::{FunctionSpec, Probes, Target, TraceError, TraceOptions, TraceOutcome};
+use hpcscope_job::rank::{Exit, Outcome};
+use hpcscope_trace::mpitime::MpiTime;
+use hpcscope_trace::{FunctionSpec, Probes, TraceOptions, TraceOutcome};
 
 use crate::output::{Format, Table, emit, render, write_atomic};
 
 /// Arguments of `trace`.
 #[derive(Args, Debug)]
 pub struct TraceArgs {
-    /// Attach to this running process (its threads, live descendants and later forks).
-    #[arg(long, conflicts_with_all = ["cgroup", "system"])]
-    pub pid: Option<u32>,
-    /// Trace every process of this cgroup v2 (a batch job), by directory.
-    #[arg(long, value_name = "DIR", conflicts_with = "system")]
-    pub cgroup: Option<PathBuf>,
-    /// Trace every process on the machine.
-    #[arg(long)]
-    pub system: bool,
+    /// What to trace (or a command after `--`), and for how long.
+    #[command(flatten)]
+    pub target: crate::args::TargetArgs,
     /// Probes, comma-separated: syscalls, sched, faults, block, files, or all.
     #[arg(long, value_delimiter = ',', default_value = "syscalls,sched,faults")]
     pub probes: Vec<String>,
@@ -44,9 +39,6 @@ pub struct TraceArgs {
     /// Also sample stacks at this frequency (Hz), as `hpcscope profile` does.
     #[arg(long, value_name = "HZ")]
     pub profile_hz: Option<u64>,
-    /// Stop after this many seconds (a launched command then gets SIGTERM).
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<f64>,
     /// Write a timeline (Chrome trace-event JSON; open in Perfetto or chrome://tracing).
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
@@ -57,45 +49,14 @@ pub struct TraceArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     #[command(flatten)]
-    pub record: crate::recording::RecordFlags,
+    pub record: crate::args::RecordFlags,
     /// In a parallel job: one result per rank in a run directory (MPI calls probed by
     /// default), instead of the summary on standard output.
     #[command(flatten)]
-    pub rank: crate::job::RankFlags,
+    pub rank: crate::args::RankFlags,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
-}
-
-/// The target named by `--pid`, `--cgroup`, `--system` or the command.
-pub fn target(
-    pid: Option<u32>,
-    cgroup: &Option<PathBuf>,
-    system: bool,
-    command: &[String],
-) -> Result<Target> {
-    let n =
-        pid.is_some() as u8 + cgroup.is_some() as u8 + system as u8 + (!command.is_empty()) as u8;
-    if n != 1 {
-        anyhow::bail!(
-            "give exactly one target: a command after `--`, --pid PID, --cgroup DIR or --system"
-        );
-    }
-    Ok(match (pid, cgroup, system) {
-        (Some(p), _, _) => Target::Pid(p),
-        (_, Some(c), _) => Target::Cgroup(c.clone()),
-        (_, _, true) => Target::System,
-        _ => Target::Command(command.to_vec()),
-    })
-}
-
-/// Parses a duration in seconds.
-pub fn duration(s: Option<f64>) -> Result<Option<Duration>> {
-    match s {
-        None => Ok(None),
-        Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
-        Some(v) => anyhow::bail!("--duration {v}: give a positive number of seconds"),
-    }
 }
 
 fn options(a: &TraceArgs) -> Result<TraceOptions> {
@@ -137,9 +98,9 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
     p.kernel_stacks = true;
     p.timeline = a.timeline.is_some();
     Ok(TraceOptions {
-        target: target(a.pid, &a.cgroup, a.system, &a.command)?,
+        target: a.target.target(&a.command)?,
         probes: p,
-        duration: duration(a.duration)?,
+        duration: a.target.duration()?,
     })
 }
 
@@ -171,7 +132,7 @@ pub fn text(out: &TraceOutcome) -> String {
             p.total(),
             p.hz
         ));
-        s.push_str(&crate::cmd::profile::hot_table(p, 15).text());
+        s.push_str(&p.hot_table(15).text());
     }
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));
@@ -222,28 +183,11 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks what a rank of a job can do: trace its own command, nothing that would be
-/// written once per rank to one place.
-pub fn check_rank_target(
-    what: &str,
-    pid: Option<u32>,
-    cgroup: &Option<PathBuf>,
-    system: bool,
-    command: &[String],
-) -> Result<()> {
-    if pid.is_some() || cgroup.is_some() || system || command.is_empty() {
-        anyhow::bail!(
-            "{what} --run-dir measures the rank's own command: give it after `--` (mpirun -np 4 hpcscope {what} --run-dir DIR -- ./app), not --pid, --cgroup or --system"
-        );
-    }
-    Ok(())
-}
-
 /// `trace --run-dir`: this rank traces its own command (with the MPI probes) and writes the
 /// summary and its time in MPI to the run directory. Without BPF permission the command
 /// still runs, timed, and the result says what is missing.
 fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
-    check_rank_target("trace", a.pid, &a.cgroup, a.system, &a.command)?;
+    a.target.check_rank_target("trace", &a.command)?;
     if a.timeline.is_some() || a.output.is_some() || a.record.record {
         anyhow::bail!(
             "--run-dir writes one result per rank into the run directory; leave out --timeline, -o and --record (merge the job with `hpcscope merge DIR`)"
@@ -252,7 +196,7 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
     let mut opts = options(a)?;
     opts.probes.mpi = true;
     opts.probes.timeline = true;
-    opts.probes.timeline_keep = crate::job::MpiTime::timeline_events();
+    opts.probes.timeline_keep = MpiTime::timeline_events();
     let Some(session) = a.rank.begin("trace", &a.command)? else {
         unreachable!("run_rank is called with --run-dir");
     };
@@ -260,21 +204,21 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
         Ok(out) => {
             let r = &out.report;
             let mut notes = r.notes.clone();
-            let mpi = crate::job::MpiTime::from_trace(r);
+            let mpi = MpiTime::from_trace(r);
             if mpi.as_ref().is_some_and(|m| !m.initialized) {
                 notes.push(
                     "no MPI_Init returned in this rank: not an MPI program, or it did not get that far"
                         .into(),
                 );
             }
-            crate::job::Outcome {
+            Outcome {
                 wall_s: mpi
                     .as_ref()
                     .and_then(|m| m.process_s)
                     .unwrap_or(r.duration_s),
                 user_s: None,
                 sys_s: None,
-                exit: crate::job::Exit {
+                exit: Exit {
                     code: r.exit_code,
                     signal: r.exit_signal,
                 },
@@ -284,32 +228,12 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
                 data: summary(&out),
             }
         }
-        Err(e) if e.kind() == ErrorKind::Environment => rank_without_bpf("trace", &e, &a.command)?,
+        Err(e) if e.kind() == ErrorKind::Environment => {
+            hpcscope_job::rank::without_bpf("trace", &e.to_string(), &a.command)?
+        }
         Err(e) => return Err(e.into()),
     };
-    session.finish(outcome)
-}
-
-/// A rank whose eBPF measurement cannot start on this machine: the command runs anyway
-/// (the job needs every rank), timed, and the result says what is missing and why.
-pub fn rank_without_bpf(
-    what: &str,
-    e: &TraceError,
-    command: &[String],
-) -> Result<crate::job::Outcome> {
-    eprintln!("warning: {what}: {e}; running the rank's command without eBPF");
-    let ran = crate::job::run_command(command)?;
-    let mut o = crate::job::Outcome::from_ran(&ran);
-    o.notes.push(format!(
-        "eBPF is not available here ({e}): no {what} and no time in MPI for this rank; what remains is its elapsed, user and system time"
-    ));
-    o.data = serde_json::json!({
-        "time_s": ran.wall_s,
-        "user_s": ran.user_s,
-        "sys_s": ran.sys_s,
-        "bpf_unavailable": e.to_string(),
-    });
-    Ok(o)
+    Ok(ExitCode::from(session.finish(outcome)?))
 }
 
 /// The numbers `--record` keeps: totals over the traced processes, per syscall and per

@@ -16,6 +16,7 @@ use crate::raw::RawData;
 
 /// Input formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// `perf stat -x,` output (also with `-I`, `-A`, `--per-thread`).
     PerfCsv,

@@ -103,7 +103,7 @@ fn bpf_err(what: &str, e: &dyn std::error::Error) -> TraceError {
 
 fn preflight() -> Result<(), TraceError> {
     check_arch(std::env::consts::ARCH)?;
-    if !crate::doctor::has_bpf_caps() {
+    if !hpcscope_host::facts::has_bpf_caps() {
         return Err(TraceError::NotPermitted {
             detail: format!(
                 "euid {} without CAP_SYS_ADMIN or CAP_BPF+CAP_PERFMON",
@@ -1006,7 +1006,7 @@ fn collect(
     }
     let mut system = SystemLevel {
         cpus: aya::util::nr_cpus().unwrap_or(1),
-        kernel: crate::doctor::kernel_release(),
+        kernel: hpcscope_host::facts::kernel_release().unwrap_or_else(|| "unknown".into()),
         ..Default::default()
     };
     if probes.sched {

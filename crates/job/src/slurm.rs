@@ -10,11 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
 use hpcscope_history::record::shell_join;
 
 /// When the merge job may start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dependency {
     /// After every task ended, however it ended (the merge reports the failed ones).
     #[default]
@@ -24,7 +23,8 @@ pub enum Dependency {
 }
 
 impl Dependency {
-    fn name(self) -> &'static str {
+    /// `afterany` or `afterok`.
+    pub fn name(self) -> &'static str {
         match self {
             Dependency::Afterany => "afterany",
             Dependency::Afterok => "afterok",
@@ -32,29 +32,16 @@ impl Dependency {
     }
 }
 
-/// `--slurm SCRIPT` and its options, flattened into the commands that sweep.
-#[derive(Args, Debug, Clone, Default)]
-pub struct SlurmFlags {
-    /// Do not run: write an sbatch job-array script to SCRIPT, one array task per design
-    /// point (explore) or repetition (record), and a merge job after them; submit it with
-    /// `bash SCRIPT`. Results go to --run-dir.
-    #[arg(long, value_name = "SCRIPT")]
-    pub slurm: Option<PathBuf>,
-    /// An sbatch option for the array tasks, repeatable: --sbatch=--partition=short
-    /// --sbatch=--time=10 --sbatch=--ntasks=64.
-    #[arg(
-        long = "sbatch",
-        value_name = "OPTION",
-        allow_hyphen_values = true,
-        requires = "slurm"
-    )]
+/// How the job array is submitted.
+#[derive(Debug, Clone, Default)]
+pub struct SlurmOptions {
+    /// Where the script goes.
+    pub script: PathBuf,
+    /// sbatch options for the array tasks (`--partition=short`).
     pub sbatch: Vec<String>,
-    /// When the merge job starts: after every task (afterany) or only if all succeeded
-    /// (afterok).
-    #[arg(long, value_enum, default_value_t, requires = "slurm")]
+    /// When the merge job starts.
     pub dependency: Dependency,
-    /// Run at most this many array tasks at a time (`--array=0-N%K`).
-    #[arg(long, value_name = "K", requires = "slurm")]
+    /// At most this many array tasks at a time (`--array=0-N%K`).
     pub max_parallel: Option<u32>,
 }
 
@@ -89,7 +76,7 @@ pub fn quote(p: &Path) -> String {
 }
 
 /// The script's text.
-pub fn script(plan: &Plan, flags: &SlurmFlags, hpcscope: &Path) -> Result<String> {
+pub fn script(plan: &Plan, flags: &SlurmOptions, hpcscope: &Path) -> Result<String> {
     if plan.tasks == 0 {
         bail!("nothing to run: the {} has no task", plan.what);
     }
@@ -156,9 +143,8 @@ esac
         tasks = plan.tasks,
         dep = flags.dependency.name(),
         name = flags
-            .slurm
-            .as_deref()
-            .and_then(Path::file_name)
+            .script
+            .file_name()
             .map_or("SCRIPT".into(), |n| n.to_string_lossy().into_owned()),
         run_dir = plan.run_dir.display(),
         what = plan.what,
@@ -170,13 +156,12 @@ esac
 }
 
 /// Writes the script (executable) and says how to submit it.
-pub fn write(plan: &Plan, flags: &SlurmFlags) -> Result<()> {
-    let Some(path) = &flags.slurm else {
-        bail!("--slurm SCRIPT is missing");
-    };
+pub fn write(plan: &Plan, flags: &SlurmOptions) -> Result<()> {
+    let path = &flags.script;
     let me = std::env::current_exe().context("cannot find the hpcscope binary")?;
     let text = script(plan, flags, &me)?;
-    crate::output::write_atomic(path, &text)?;
+    hpcscope_core::fs::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write '{}'", path.display()))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))?;
@@ -209,8 +194,8 @@ mod tests {
 
     #[test]
     fn the_script_submits_an_array_and_a_merge_after_it() {
-        let flags = SlurmFlags {
-            slurm: Some("sweep.sh".into()),
+        let flags = SlurmOptions {
+            script: "sweep.sh".into(),
             sbatch: vec!["--partition=short".into(), "--time=10".into()],
             dependency: Dependency::Afterok,
             max_parallel: Some(2),
@@ -250,17 +235,17 @@ mod tests {
     #[test]
     fn options_that_would_break_the_array_are_refused() {
         for bad in ["--array=0-9", "--dependency=afterok:1", "partition=x"] {
-            let flags = SlurmFlags {
-                slurm: Some("s.sh".into()),
+            let flags = SlurmOptions {
+                script: "s.sh".into(),
                 sbatch: vec![bad.into()],
-                ..SlurmFlags::default()
+                ..SlurmOptions::default()
             };
             let e = script(&plan(), &flags, Path::new("/h")).unwrap_err();
             assert!(e.to_string().contains("--sbatch"), "{e}");
         }
-        let flags = SlurmFlags {
+        let flags = SlurmOptions {
             max_parallel: Some(0),
-            ..SlurmFlags::default()
+            ..SlurmOptions::default()
         };
         assert!(script(&plan(), &flags, Path::new("/h")).is_err());
     }

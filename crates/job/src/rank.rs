@@ -7,14 +7,10 @@
 //! `runs/<job>/rank-000002.<node>.json` atomically. `hpcscope merge runs` reads them back.
 //! The layout and the file format are described in docs/multinode.md.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clap::Args;
-use hpcscope_trace::report::MessageTotals;
 use serde::{Deserialize, Serialize};
 
 /// Format tag of a rank's result file.
@@ -23,20 +19,6 @@ pub const RESULT_FORMAT: &str = "hpcscope-rank-result";
 pub const START_FORMAT: &str = "hpcscope-rank-start";
 /// Version of both formats.
 pub const VERSION: u32 = 1;
-
-/// `--run-dir DIR [--job-id ID]`, flattened into the commands that measure a program.
-#[derive(Args, Debug, Clone, Default)]
-pub struct RankFlags {
-    /// Inside a parallel job (mpirun, srun, a Slurm job array): write this rank's result into
-    /// DIR/<job id>/ for `hpcscope merge DIR`, instead of printing it. The rank, size, local
-    /// rank and node come from the launcher's environment.
-    #[arg(long, value_name = "DIR")]
-    pub run_dir: Option<PathBuf>,
-    /// The job's id in the run directory, the same on every rank (default: from the
-    /// launcher: Open MPI's job id, Slurm's job and step ids, $HPCSCOPE_JOB_ID).
-    #[arg(long, value_name = "ID", requires = "run_dir")]
-    pub job_id: Option<String>,
-}
 
 /// Who this process is in its job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -306,149 +288,7 @@ fn signal_name(s: i32) -> &'static str {
     }
 }
 
-/// Time inside MPI calls of one rank, from the uprobes of `trace --mpi`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct MpiTime {
-    /// The library probed.
-    pub library: Option<String>,
-    /// Seconds inside MPI calls other than initialization and finalization.
-    pub time_s: f64,
-    /// Calls counted in `time_s`.
-    pub calls: u64,
-    /// Seconds in MPI_Init / MPI_Init_thread.
-    pub init_s: f64,
-    /// Seconds in MPI_Finalize.
-    pub finalize_s: f64,
-    /// Whether MPI_Init (or MPI_Init_thread) returned in the rank.
-    pub initialized: bool,
-    /// Whether MPI_Finalize returned.
-    pub finalized: bool,
-    /// From MPI_Init's return to MPI_Finalize's call, s (the region POP looks at), when the
-    /// probes saw both.
-    #[serde(default)]
-    pub region_s: Option<f64>,
-    /// The MPI process's life, from its exec to its exit, s, when the probes saw both.
-    #[serde(default)]
-    pub process_s: Option<f64>,
-    /// Per MPI function: (name, calls, seconds).
-    pub functions: Vec<MpiCall>,
-    /// Messages of the calls counted in `time_s`, summed over the functions whose
-    /// arguments give them (None when no message was read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<MessageTotals>,
-}
-
-/// Calls and time of one MPI function in one rank.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct MpiCall {
-    /// Function name.
-    pub name: String,
-    /// Calls that returned.
-    pub calls: u64,
-    /// Seconds inside.
-    pub time_s: f64,
-    /// Its messages (calls, elements, bytes), when its arguments give them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<MessageTotals>,
-}
-
-impl MpiTime {
-    /// Sums the probed MPI functions over the processes of a trace.
-    pub fn from_trace(r: &hpcscope_trace::TraceReport) -> Option<MpiTime> {
-        if !r.probes.iter().any(|p| p == "mpi") {
-            return None;
-        }
-        let mut m = MpiTime::default();
-        type Sums = (u64, u64, Option<MessageTotals>);
-        let mut per: std::collections::BTreeMap<String, Sums> = Default::default();
-        for p in &r.processes {
-            for f in &p.functions {
-                if !hpcscope_trace::linux::MPI_FUNCTIONS.contains(&f.symbol.as_str()) {
-                    continue;
-                }
-                m.library.get_or_insert_with(|| f.binary.clone());
-                let e = per.entry(f.symbol.clone()).or_default();
-                e.0 += f.count;
-                e.1 += f.total_ns;
-                if let Some(t) = f.message_totals() {
-                    e.2.get_or_insert_with(MessageTotals::default).add(&t);
-                }
-            }
-        }
-        for (name, (calls, ns, messages)) in per {
-            let s = ns as f64 * 1e-9;
-            match name.as_str() {
-                "MPI_Init" | "MPI_Init_thread" => {
-                    m.init_s += s;
-                    m.initialized |= calls > 0;
-                }
-                "MPI_Finalize" => {
-                    m.finalize_s += s;
-                    m.finalized |= calls > 0;
-                }
-                _ => {
-                    m.time_s += s;
-                    m.calls += calls;
-                    if let Some(t) = &messages {
-                        m.messages.get_or_insert_with(MessageTotals::default).add(t);
-                    }
-                }
-            }
-            m.functions.push(MpiCall {
-                name,
-                calls,
-                time_s: s,
-                messages,
-            });
-        }
-        // The region's bounds, from the timeline of the process that initialized MPI.
-        let tl = &r.timeline;
-        if let Some(init) = tl
-            .iter()
-            .filter(|e| e.name == "MPI_Init" || e.name == "MPI_Init_thread")
-            .min_by_key(|e| e.start_ns)
-        {
-            let pid = init.pid;
-            let ns = |v: u64| v as f64 * 1e-9;
-            let init_end = init.start_ns + init.dur_ns;
-            if let Some(fin) = tl
-                .iter()
-                .filter(|e| e.pid == pid && e.name == "MPI_Finalize")
-                .max_by_key(|e| e.start_ns)
-            {
-                m.region_s = Some(ns(fin.start_ns.saturating_sub(init_end)));
-            }
-            let exec = tl
-                .iter()
-                .filter(|e| e.pid == pid && e.name.starts_with("exec"))
-                .map(|e| e.start_ns)
-                .min();
-            let exit = tl
-                .iter()
-                .filter(|e| e.pid == pid && e.tid == pid && e.name == "exit")
-                .map(|e| e.start_ns)
-                .max();
-            if let (Some(a), Some(b)) = (exec, exit) {
-                m.process_s = Some(ns(b.saturating_sub(a)));
-            }
-        }
-        Some(m)
-    }
-
-    /// The timeline events [`MpiTime::from_trace`] needs: MPI's start and end, the
-    /// process's exec and exit.
-    pub fn timeline_events() -> Vec<String> {
-        [
-            "MPI_Init",
-            "MPI_Init_thread",
-            "MPI_Finalize",
-            "exec",
-            "exit",
-        ]
-        .map(String::from)
-        .to_vec()
-    }
-}
+pub use hpcscope_trace::mpitime::{MpiCall, MpiTime};
 
 /// What a rank writes when it starts (so that a rank killed before it could write its
 /// result is still known to have run), and the head of its result.
@@ -535,60 +375,55 @@ pub fn job_dir(run_dir: &Path, job_id: &str) -> PathBuf {
     run_dir.join(job_id)
 }
 
-impl RankFlags {
-    /// Starts a rank session when `--run-dir` is given: detects the rank, creates the job
-    /// directory, writes the start record and makes SIGTERM/SIGINT stop the measurement
-    /// cleanly (the launcher sends them when it aborts the job) so the result is still
-    /// written.
-    pub fn begin(&self, command: &str, argv: &[String]) -> Result<Option<RankSession>> {
-        let Some(run_dir) = &self.run_dir else {
-            return Ok(None);
-        };
-        let context = RankContext::current(self.job_id.as_deref())?;
-        RankSession::begin(run_dir, context, command, argv).map(Some)
-    }
+/// Starts a rank session in `run_dir`: detects the rank from the launcher's environment
+/// (`job_id` names the job explicitly), creates the job directory, writes the start record
+/// and makes SIGTERM/SIGINT stop the measurement cleanly (the launcher sends them when it
+/// aborts the job) so the result is still written.
+pub fn begin(
+    run_dir: &Path,
+    job_id: Option<&str>,
+    command: &str,
+    argv: &[String],
+) -> Result<RankSession> {
+    let context = RankContext::current(job_id)?;
+    RankSession::begin(run_dir, context, command, argv)
 }
 
-impl RankFlags {
-    /// Starts the session of task `index` of `count` (a design point of a sweep, one task
-    /// of a job array), when `--run-dir` is given. The tasks share the job id of `--job-id`,
-    /// else $HPCSCOPE_JOB_ID, else `slurm-array-<array job id>`.
-    pub fn begin_task(
-        &self,
-        command: &str,
-        argv: &[String],
-        index: usize,
-        count: usize,
-    ) -> Result<Option<RankSession>> {
-        let Some(run_dir) = &self.run_dir else {
-            return Ok(None);
-        };
-        let id = self
-            .job_id
-            .clone()
-            .or_else(|| std::env::var("HPCSCOPE_JOB_ID").ok())
-            .or_else(|| {
-                std::env::var("SLURM_ARRAY_JOB_ID")
-                    .ok()
-                    .map(|j| format!("slurm-array-{j}"))
-            })
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--run-dir with one task of {count}: give the tasks' shared --job-id (outside a Slurm job array nothing else names them)"
-                )
-            })?;
-        let mut context = RankContext::current(Some(&id))?;
-        context.rank = index as u32;
-        context.size = count as u32;
-        context.local_rank = None;
-        context.launcher = "tasks".into();
-        RankSession::begin(run_dir, context, command, argv).map(Some)
-    }
+/// Starts the session of task `index` of `count` (a design point of a sweep, one task of a
+/// job array). The tasks share the job id `job_id`, else $HPCSCOPE_JOB_ID, else
+/// `slurm-array-<array job id>`.
+pub fn begin_task(
+    run_dir: &Path,
+    job_id: Option<&str>,
+    command: &str,
+    argv: &[String],
+    index: usize,
+    count: usize,
+) -> Result<RankSession> {
+    let id = job_id
+        .map(str::to_string)
+        .or_else(|| std::env::var("HPCSCOPE_JOB_ID").ok())
+        .or_else(|| {
+            std::env::var("SLURM_ARRAY_JOB_ID")
+                .ok()
+                .map(|j| format!("slurm-array-{j}"))
+        })
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--run-dir with one task of {count}: give the tasks' shared --job-id (outside a Slurm job array nothing else names them)"
+            )
+        })?;
+    let mut context = RankContext::current(Some(&id))?;
+    context.rank = index as u32;
+    context.size = count as u32;
+    context.local_rank = None;
+    context.launcher = "tasks".into();
+    RankSession::begin(run_dir, context, command, argv)
 }
 
 impl RankSession {
-    /// See [`RankFlags::begin`].
+    /// Starts the session of `context` (see [`begin`]).
     pub fn begin(
         run_dir: &Path,
         context: RankContext,
@@ -637,7 +472,7 @@ impl RankSession {
 
     /// Writes the result (atomically, never over another rank's file) and returns the exit
     /// code to give the launcher: the measured command's own.
-    pub fn finish(self, o: Outcome) -> Result<ExitCode> {
+    pub fn finish(self, o: Outcome) -> Result<u8> {
         let interrupted = o.interrupted.then(|| {
             "SIGTERM or SIGINT: hpcscope was told to stop (the launcher aborting the job, a time limit); the data covers the run up to then".to_string()
         });
@@ -682,47 +517,21 @@ impl RankSession {
                 self.dir.display()
             );
         }
-        Ok(ExitCode::from(if o.interrupted && o.exit.ok() {
+        Ok(if o.interrupted && o.exit.ok() {
             143
         } else {
             o.exit.passed_on()
-        }))
+        })
     }
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory (flushed to
-/// disk), then links it into place: readers never see half a file. With `replace` false an
-/// existing file is kept and `false` returned.
+/// Writes `text` to `path` atomically (see [`hpcscope_core::fs`]): readers never see half a
+/// file. With `replace` false an existing file is kept and `false` returned.
 pub fn write_durable(path: &Path, text: &str, replace: bool) -> Result<bool> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    };
-    write().with_context(|| format!("cannot write {}", tmp.display()))?;
     let placed = if replace {
-        std::fs::rename(&tmp, path).map(|_| true)
+        hpcscope_core::fs::write_atomic(path, text.as_bytes()).map(|_| true)
     } else {
-        // link(2) fails when the name exists: no rank's file is ever replaced.
-        match std::fs::hard_link(&tmp, path) {
-            Ok(()) => {
-                let _ = std::fs::remove_file(&tmp);
-                Ok(true)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let _ = std::fs::remove_file(&tmp);
-                Ok(false)
-            }
-            // File systems without hard links: rename when the name is free.
-            Err(_) if !path.exists() => std::fs::rename(&tmp, path).map(|_| true),
-            Err(e) => Err(e),
-        }
+        hpcscope_core::fs::write_new(path, text.as_bytes())
     };
     placed.with_context(|| format!("cannot write {}", path.display()))
 }
@@ -819,6 +628,25 @@ impl Outcome {
             ..Outcome::default()
         }
     }
+}
+
+/// A rank whose eBPF measurement (`what`: trace, profile) cannot start on this machine
+/// (`why`): the command runs anyway (the job needs every rank), timed, and the result says
+/// what is missing and why.
+pub fn without_bpf(what: &str, why: &str, command: &[String]) -> Result<Outcome> {
+    eprintln!("warning: {what}: {why}; running the rank's command without eBPF");
+    let ran = run_command(command)?;
+    let mut o = Outcome::from_ran(&ran);
+    o.notes.push(format!(
+        "eBPF is not available here ({why}): no {what} and no time in MPI for this rank; what remains is its elapsed, user and system time"
+    ));
+    o.data = serde_json::json!({
+        "time_s": ran.wall_s,
+        "user_s": ran.user_s,
+        "sys_s": ran.sys_s,
+        "bpf_unavailable": why,
+    });
+    Ok(o)
 }
 
 #[cfg(test)]

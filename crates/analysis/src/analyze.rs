@@ -1,0 +1,505 @@
+//! `analyze`: from a binary to rooflines and projections in one call.
+//!
+//! The source machine (given, or this machine measured once and cached), the application
+//! timed natively and characterized by `mix` for the source's caches and every target's,
+//! rooflines on the source, projections to each target, the sweep of a scenario's targets,
+//! and an eBPF trace and the counters of one native run. [`analyze`] computes the result;
+//! [`crate::render`] turns it into text and an HTML report.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use hpcscope_core::explore::DesignPoint;
+use hpcscope_core::project::{Options, Projection, Side, project};
+use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze as roofline};
+use hpcscope_core::{AppMetrics, Machine, Profile};
+use hpcscope_mix::{MixOptions, MixReport};
+use serde::Serialize;
+
+use crate::scenario::SweepTargets;
+use crate::verdict::{source_verdict, target_verdict};
+
+/// The binary built for the targets (e.g. an SVE build), characterized for each target's
+/// caches in place of the analyzed one.
+#[derive(Debug, Clone)]
+pub struct TargetBinary {
+    /// The binary.
+    pub path: PathBuf,
+    /// With an aarch64 SVE binary: the vector length to emulate, bits (default: each
+    /// target's vector width).
+    pub sve_bits: Option<u32>,
+    /// For an SVE binary: a NEON or scalar build whose memory accesses stand for its own
+    /// (QEMU 7.2 does not report SVE accesses).
+    pub cache_binary: Option<PathBuf>,
+}
+
+/// What to analyse and how.
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    /// The source machine (the one the program runs on).
+    pub source: Machine,
+    /// Target machines.
+    pub targets: Vec<Machine>,
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Analyse only inside these functions (their time is measured by sampling).
+    pub functions: Vec<String>,
+    /// The binary for the targets, when not the same.
+    pub target_binary: Option<TargetBinary>,
+    /// Native runs to time (median).
+    pub native_runs: u32,
+    /// Emulation time limit.
+    pub timeout: Option<Duration>,
+    /// Application name (default: the program's file name).
+    pub application: Option<String>,
+    /// Also trace, profile and count one native run.
+    pub with_trace: bool,
+}
+
+/// One target's projection.
+#[derive(Debug, Serialize)]
+pub struct TargetResult {
+    /// Target machine id.
+    pub machine: String,
+    /// Target machine name.
+    pub name: String,
+    /// Where the target binary's bytes per level come from.
+    pub caches_from: String,
+    /// The projection.
+    pub projection: Projection,
+    /// One sentence.
+    pub verdict: String,
+    /// The target machine itself (a file, or transformed by a scenario: its id may name no
+    /// built-in machine), for the charts.
+    #[serde(skip)]
+    pub target: Machine,
+}
+
+/// The result of `analyze`.
+#[derive(Debug, Serialize)]
+pub struct AnalyzeResult {
+    /// Application name.
+    pub application: String,
+    /// Source machine.
+    pub source_machine: Machine,
+    /// The source profile.
+    pub source_profile: Profile,
+    /// Roofline analysis on the source.
+    pub roofline: RooflineAnalysis,
+    /// Measured GFLOP/s on the source, when timed.
+    pub source_gflops: Option<f64>,
+    /// Projections.
+    pub targets: Vec<TargetResult>,
+    /// The characterization of the binary.
+    pub mix: MixReport,
+    /// The characterization of the target binary, when one was given.
+    pub target_mix: Option<MixReport>,
+    /// An eBPF trace and CPU profile of one native run, where this machine allows it.
+    pub trace: Option<hpcscope_trace::TraceOutcome>,
+    /// The portable counter metrics of one native run (software events only where the PMU
+    /// is not available).
+    pub counters: Option<hpcscope_counters::compute::Report>,
+    /// The design-space sweep of a scenario, when one was given.
+    pub sweep: Option<Sweep>,
+    /// One sentence on the source.
+    pub verdict: String,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// The design-space sweep of `analyze --scenario`.
+#[derive(Debug, Serialize)]
+pub struct Sweep {
+    /// Scenario title.
+    pub name: String,
+    /// Scenario description.
+    pub description: String,
+    /// One point per target.
+    pub points: Vec<DesignPoint>,
+}
+
+/// Marks an analysis that failed because the program could not be characterized (not an
+/// ELF, crashed before anything was counted, QEMU missing): [`partial`] then still measures
+/// what it can.
+#[derive(Debug)]
+pub struct Uncharacterized;
+
+impl std::fmt::Display for Uncharacterized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the program could not be characterized")
+    }
+}
+
+/// Runs the analysis. An error carrying [`Uncharacterized`] in its chain means the program
+/// could not be characterized (see [`partial`]).
+pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
+    let (source, targets, program, args) = (&o.source, &o.targets, &o.program, &o.args);
+    let mut notes = Vec::new();
+    let simulable = |m: &Machine| hpcscope_mix::hierarchy(m).is_ok();
+    let mut machines = vec![source.clone()];
+    if o.target_binary.is_none() {
+        machines.extend(targets.iter().filter(|m| simulable(m)).cloned());
+    }
+    let opts = MixOptions {
+        program: program.to_path_buf(),
+        args: args.to_vec(),
+        machines,
+        functions: o.functions.to_vec(),
+        native_runs: o.native_runs,
+        timeout: o.timeout,
+        application: o.application.clone(),
+        per_function: true,
+        ..Default::default()
+    };
+    let mix = hpcscope_mix::analyze(&opts).context(Uncharacterized)?;
+    let v = &mix.variants[0];
+    let source_profile = v.profiles[0].clone();
+    // The characterization's own remarks (a crash, a partial count, how the region was
+    // timed) come first: they qualify everything below.
+    for n in mix.notes.iter().chain(&source_profile.notes) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+    let origin = format!("the profile of {}", program.display());
+    let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
+    let agg = source_profile.regions[0].aggregate(&origin)?;
+    let ceilings = Ceilings::of(source, source_profile.precision, Scope::Core)?;
+    let roof = roofline(&ceilings, &agg, &origin)?;
+    let source_gflops = agg.gflops();
+    if source_gflops.is_none() {
+        notes.push("the application has no measured time on the source: rooflines show its intensities, but nothing can be projected".into());
+    }
+    // The binary for the targets: characterized for each target's caches.
+    let mut target_mix = None;
+    let mut target_profiles: Vec<(String, Profile, String)> = Vec::new();
+    if let Some(tb) = &o.target_binary {
+        let sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
+        let arch = hpcscope_mix::ElfInfo::read(&tb.path)?.arch;
+        let mut per_len: Vec<(Option<u32>, Vec<Machine>)> = Vec::new();
+        for m in &sim {
+            let len = match (arch, m.simd.as_str()) {
+                (hpcscope_mix::Arch::Aarch64, "sve") => Some(tb.sve_bits.unwrap_or(m.vector_bits)),
+                (hpcscope_mix::Arch::Aarch64, _) if tb.sve_bits.is_some() => tb.sve_bits,
+                _ => None,
+            };
+            match per_len.iter_mut().find(|(l, _)| *l == len) {
+                Some((_, v)) => v.push(m.clone()),
+                None => per_len.push((len, vec![m.clone()])),
+            }
+        }
+        let mut reports = Vec::new();
+        for (len, ms) in per_len {
+            let r = hpcscope_mix::analyze(&MixOptions {
+                program: tb.path.clone(),
+                args: args.to_vec(),
+                sve_bits: len.into_iter().collect(),
+                machines: ms,
+                functions: o.functions.to_vec(),
+                cache_binary: tb.cache_binary.clone(),
+                native_runs: 0,
+                timeout: o.timeout,
+                application: o.application.clone(),
+                ..Default::default()
+            })?;
+            for p in &r.variants[0].profiles {
+                let how = match len {
+                    Some(b) => format!(
+                        "{} at SVE {b} bits, simulated on its caches",
+                        tb.path.display()
+                    ),
+                    None => format!("{}, simulated on its caches", tb.path.display()),
+                };
+                target_profiles.push((p.machine.clone().unwrap_or_default(), p.clone(), how));
+            }
+            reports.push(r);
+        }
+        target_mix = reports.into_iter().next();
+    } else {
+        for p in v.profiles.iter().skip(1) {
+            target_profiles.push((
+                p.machine.clone().unwrap_or_default(),
+                p.clone(),
+                "the same binary, simulated on its caches".into(),
+            ));
+        }
+    }
+    let mut results = Vec::new();
+    if let Some(g) = source_gflops {
+        for t in targets {
+            let (prof, how) = match target_profiles.iter().find(|(id, _, _)| id == &t.id) {
+                Some((_, p, h)) => (p.clone(), h.clone()),
+                None => (
+                    source_profile.clone(),
+                    format!("the source's caches ({} has no cache geometry)", t.id),
+                ),
+            };
+            let to = format!("the target profile for {}", t.id);
+            let tm: Vec<AppMetrics> = prof.regions[0].thread_metrics(&to)?;
+            let p = match project(
+                Side {
+                    machine: source,
+                    threads: &src_metrics,
+                    origin: &origin,
+                },
+                g,
+                Side {
+                    machine: t,
+                    threads: &tm,
+                    origin: &to,
+                },
+                source_profile.precision,
+                Options::default(),
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    notes.push(format!("{}: not projected: {e}", t.id));
+                    continue;
+                }
+            };
+            let verdict = target_verdict(t, &p);
+            results.push(TargetResult {
+                machine: t.id.clone(),
+                name: t.name.clone(),
+                caches_from: how,
+                projection: p,
+                verdict,
+                target: t.clone(),
+            });
+        }
+    }
+    let (trace, counters) = if o.with_trace {
+        (
+            trace_run(program, args, &mut notes),
+            counters_run(program, args, &mut notes),
+        )
+    } else {
+        (None, None)
+    };
+    let verdict = source_verdict(source, &roof);
+    Ok(AnalyzeResult {
+        application: mix.application.clone(),
+        source_machine: source.clone(),
+        source_profile,
+        roofline: roof,
+        source_gflops,
+        targets: results,
+        mix,
+        target_mix,
+        trace,
+        counters,
+        sweep: None,
+        verdict,
+        notes,
+    })
+}
+
+/// Sweeps a scenario's targets with the analyzed program as source and variant.
+pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
+    let Some(g) = r.source_gflops else {
+        anyhow::bail!(
+            "{}: the sweep needs the application's measured GFLOP/s on the source, and its native run was not timed (see the notes)",
+            sc.origin
+        );
+    };
+    let origin_p = "the analyzed profile";
+    let variant = match &r.target_mix {
+        Some(tm) => tm.variants[0].profiles[0].regions[0].thread_metrics(origin_p)?,
+        None => r.source_profile.regions[0].thread_metrics(origin_p)?,
+    };
+    let res = hpcscope_core::explore::Resolved {
+        source_machine: r.source_machine.clone(),
+        source_threads: r.source_profile.regions[0].thread_metrics(origin_p)?,
+        source_gflops: g,
+        variants: vec![(r.application.clone(), None, variant)],
+        targets: sc.targets,
+    };
+    let points =
+        hpcscope_core::explore::sweep(&res, r.source_profile.precision, Options::default())?;
+    Ok(Sweep {
+        name: sc.name,
+        description: sc.description,
+        points,
+    })
+}
+
+/// One native run under the eBPF probes (syscalls, scheduler, page faults) with CPU stack
+/// sampling; on a machine that does not allow it, a note says why and the analysis goes on.
+fn trace_run(
+    program: &Path,
+    args: &[String],
+    notes: &mut Vec<String>,
+) -> Option<hpcscope_trace::TraceOutcome> {
+    let mut command = vec![program.display().to_string()];
+    command.extend(args.iter().cloned());
+    let opts = hpcscope_trace::TraceOptions {
+        target: hpcscope_trace::Target::Command(command),
+        probes: hpcscope_trace::Probes {
+            syscalls: true,
+            sched: true,
+            faults: true,
+            profile_hz: Some(999),
+            ..Default::default()
+        },
+        duration: None,
+    };
+    match hpcscope_trace::trace(&opts) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            notes.push(format!(
+                "no eBPF trace or profile: {e} (hpcscope doctor tells what this machine allows)"
+            ));
+            None
+        }
+    }
+}
+
+/// One native run under the counters (this CPU's recipe; software events where the PMU is
+/// not available); on failure a note says why and the analysis goes on.
+fn counters_run(
+    program: &Path,
+    args: &[String],
+    notes: &mut Vec<String>,
+) -> Option<hpcscope_counters::compute::Report> {
+    let mut command = vec![program.display().to_string()];
+    command.extend(args.iter().cloned());
+    match hpcscope_counters::measure(&command) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            notes.push(format!("no counters: {e:#}"));
+            None
+        }
+    }
+}
+
+/// What `analyze` still measured of a program it could not characterize.
+#[derive(Debug, Serialize)]
+pub struct PartialAnalysis {
+    /// The command.
+    pub command: Vec<String>,
+    /// Why the characterization (and with it rooflines and projections) is missing.
+    pub not_characterized: String,
+    /// The source machine.
+    pub source_machine: Machine,
+    /// Native runs: wall, user and system seconds and how each ended.
+    pub native_runs: Vec<NativeRun>,
+    /// Median wall time of the runs that exited with status 0.
+    pub median_wall_s: Option<f64>,
+    /// Counters of one native run.
+    pub counters: Option<hpcscope_counters::compute::Report>,
+    /// Trace and profile of one native run.
+    pub trace: Option<hpcscope_trace::TraceOutcome>,
+    /// What else could not be done.
+    pub notes: Vec<String>,
+}
+
+/// One native run of [`PartialAnalysis`].
+#[derive(Debug, Serialize)]
+pub struct NativeRun {
+    /// Wall time, s.
+    pub wall_s: f64,
+    /// User CPU time, s.
+    pub user_s: f64,
+    /// System CPU time, s.
+    pub sys_s: f64,
+    /// Exit status; none when a signal ended the run.
+    pub exit_status: Option<i32>,
+}
+
+impl PartialAnalysis {
+    /// Runs that exited with status 0.
+    pub fn successful_runs(&self) -> usize {
+        self.native_runs
+            .iter()
+            .filter(|r| r.exit_status == Some(0))
+            .count()
+    }
+}
+
+/// Measures what can still be measured of `command`, which could not be characterized for
+/// the reason `why`: `native_runs` timed runs, and (with `with_trace`) a trace, a profile
+/// and the counters of one more.
+pub fn partial(
+    command: &[String],
+    source: &Machine,
+    why: &anyhow::Error,
+    native_runs: u32,
+    with_trace: bool,
+) -> PartialAnalysis {
+    let mut notes = Vec::new();
+    let mut runs = Vec::new();
+    for _ in 0..native_runs.max(1) {
+        match hpcscope_history::record::measure_command(command) {
+            Ok(m) => runs.push(NativeRun {
+                wall_s: m.wall_s,
+                user_s: m.user_s,
+                sys_s: m.sys_s,
+                exit_status: m.exit_status,
+            }),
+            Err(e) => {
+                notes.push(format!("cannot run {} natively: {e}", command[0]));
+                break;
+            }
+        }
+    }
+    let ok: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.exit_status == Some(0))
+        .map(|r| r.wall_s)
+        .collect();
+    let median_wall_s = hpcscope_core::stats::median(&ok);
+    if runs.iter().any(|r| r.exit_status != Some(0)) {
+        notes.push("a native run did not exit with status 0: its time is not in the median".into());
+    }
+    let program = PathBuf::from(&command[0]);
+    let (trace, counters) = if !runs.is_empty() && with_trace {
+        (
+            trace_run(&program, &command[1..], &mut notes),
+            counters_run(&program, &command[1..], &mut notes),
+        )
+    } else {
+        (None, None)
+    };
+    PartialAnalysis {
+        command: command.to_vec(),
+        not_characterized: format!("{why:#}"),
+        source_machine: source.clone(),
+        native_runs: runs,
+        median_wall_s,
+        counters,
+        trace,
+        notes,
+    }
+}
+
+/// The numbers of an analysis worth keeping in the history: time, rate, work, bytes per
+/// level and each target's projected interval.
+pub fn summary_metrics(r: &AnalyzeResult) -> serde_json::Value {
+    let th = &r.source_profile.regions[0].threads[0];
+    let mut m = serde_json::Map::new();
+    m.insert("time_s".into(), serde_json::json!(th.time_s));
+    m.insert("gflops".into(), serde_json::json!(r.source_gflops));
+    m.insert("flops".into(), serde_json::json!(th.flops));
+    m.insert(
+        "fp_instructions".into(),
+        serde_json::json!(th.fp_instructions),
+    );
+    m.insert("instructions".into(), serde_json::json!(th.instructions));
+    for l in &r.roofline.levels {
+        m.insert(format!("bytes_{}", l.level), serde_json::json!(l.bytes));
+    }
+    for t in &r.targets {
+        m.insert(
+            format!("projected_{}_lo_gflops", t.machine),
+            serde_json::json!(t.projection.interval.lo),
+        );
+        m.insert(
+            format!("projected_{}_hi_gflops", t.machine),
+            serde_json::json!(t.projection.interval.hi),
+        );
+    }
+    serde_json::Value::Object(m)
+}

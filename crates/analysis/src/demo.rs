@@ -1,0 +1,311 @@
+//! `demo`: the bundled workloads built here, analysed, projected onto published machines,
+//! swept over the SVE vector length, and validated (SSE2 <-> AVX2 builds), in one report.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use hpcscope_core::explore::{DesignPoint, Resolved, Transform, apply, sweep};
+use hpcscope_core::project::Options;
+use hpcscope_core::{Machine, library};
+use hpcscope_mix::MixOptions;
+use hpcscope_report::fmt::num;
+use hpcscope_report::{Section, escape, html_page, html_table};
+
+use crate::analyze::{AnalyzeOptions, AnalyzeResult, analyze};
+use crate::render::{machine_section, sections};
+use crate::validate::{
+    ValidationResult, ValidationSummary, summarize, validate_all, validation_section,
+};
+use crate::workloads::{Builds, Workload, build};
+
+/// What the demo runs.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// Where the workloads are built (`DIR/src`, `DIR/x86-64`, ...).
+    pub build_dir: PathBuf,
+    /// The source machine.
+    pub source: Machine,
+    /// The workloads.
+    pub workloads: Vec<&'static Workload>,
+    /// Skip the aarch64 SVE vector-length study.
+    pub no_sve: bool,
+    /// Native runs per binary (median).
+    pub native_runs: u32,
+}
+
+/// What the demo found.
+#[derive(Debug)]
+pub struct Demo {
+    /// One analysis per workload.
+    pub analyses: Vec<AnalyzeResult>,
+    /// The validation pairs.
+    pub validation: Vec<ValidationResult>,
+    /// Their summary.
+    pub summary: ValidationSummary,
+    /// What this machine could not do.
+    pub notes: Vec<String>,
+    /// The report page.
+    pub page: String,
+}
+
+impl Demo {
+    /// The result as JSON (`result.json`).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "analyses": self.analyses,
+            "validation": {"results": self.validation, "summary": self.summary},
+            "notes": self.notes,
+        })
+    }
+
+    /// What the demo prints: each workload's verdict, the validation summary, the notes.
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        for r in &self.analyses {
+            text.push_str(&format!("{}: {}\n", r.application, r.verdict));
+        }
+        let s = &self.summary;
+        text.push_str(&format!(
+            "validation: {} pairs, {:.0} % inside the projected interval, median error {:.1} %, max {:.1} %\n",
+            s.pairs,
+            s.inside_fraction * 100.0,
+            s.median_error * 100.0,
+            s.max_error * 100.0
+        ));
+        for n in &self.notes {
+            text.push_str(&format!("note: {n}\n"));
+        }
+        text
+    }
+}
+
+/// Runs the demo; `progress` hears what is being done.
+pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
+    let (source, ws) = (&o.source, &o.workloads);
+    let mut notes = Vec::new();
+    progress("building the workloads");
+    let builds = build(
+        &o.build_dir,
+        &ws.iter().map(|w| w.name).collect::<Vec<_>>(),
+        &mut notes,
+    )?;
+    let targets: Vec<Machine> = ["thunderx2", "neoverse-n1", "a64fx", "a64fx-node"]
+        .iter()
+        .map(|t| library::builtin(t))
+        .collect::<Result<_, _>>()?;
+    let mut sections_all: Vec<Section> = Vec::new();
+    let mut results = Vec::new();
+    let mut overview = Vec::new();
+    for (w, b) in ws.iter().zip(&builds) {
+        let Some(sse2) = &b.sse2 else { continue };
+        progress(&format!("analyze {} ({})", w.name, w.what));
+        let r = analyze(&AnalyzeOptions {
+            source: source.clone(),
+            targets: targets.clone(),
+            program: sse2.clone(),
+            args: w.args.iter().map(|s| s.to_string()).collect(),
+            functions: vec![format!("kernel_{}", w.name)],
+            target_binary: None,
+            native_runs: o.native_runs,
+            timeout: None,
+            application: Some(w.name.to_string()),
+            with_trace: true,
+        })?;
+        overview.push(vec![
+            w.name.to_string(),
+            w.what.to_string(),
+            r.source_gflops.map(|g| num(g, 3)).unwrap_or("-".into()),
+            match r.roofline.binding_bound {
+                hpcscope_core::roofline::Bound::Memory => {
+                    format!("{} bandwidth", r.roofline.binding_level)
+                }
+                hpcscope_core::roofline::Bound::Compute => "compute (instruction mix)".to_string(),
+            },
+            r.targets
+                .iter()
+                .find(|t| t.machine == "a64fx")
+                .map(|t| {
+                    format!(
+                        "{} - {}",
+                        num(t.projection.interval.lo, 3),
+                        num(t.projection.interval.hi, 3)
+                    )
+                })
+                .unwrap_or("-".into()),
+        ]);
+        let mut secs = sections(&r, &format!("{}: ", w.name), false);
+        if !o.no_sve {
+            progress(&format!("SVE vector-length study of {}", w.name));
+            match sve_study(source, &r, w, b) {
+                Ok(Some((dps, g))) => secs.push(Section {
+                    title: format!("{}: SVE vector length on A64FX-like cores", w.name),
+                    summary: sve_verdict(&dps),
+                    body_html: html_table(
+                        &["variant", "target", "lo GFLOP/s", "hi GFLOP/s"],
+                        &dps.iter()
+                            .map(|d| {
+                                vec![
+                                    d.variant.clone(),
+                                    d.target.clone(),
+                                    num(d.interval.lo, 3),
+                                    num(d.interval.hi, 3),
+                                ]
+                            })
+                            .collect::<Vec<_>>(),
+                    ),
+                    svgs: vec![hpcscope_report::explore_svg(
+                        &dps,
+                        &format!("{}: SVE vector length x memory on A64FX-like cores", w.name),
+                        g,
+                    )],
+                }),
+                Ok(None) => {}
+                Err(e) => notes.push(format!("{}: no SVE study: {e:#}", w.name)),
+            }
+        }
+        sections_all.extend(secs);
+        results.push(r);
+    }
+    progress("validation: SSE2 <-> AVX2 builds on this machine");
+    let validation = validate_all(source, ws, &builds, o.native_runs, progress)?;
+    let mut page_sections = vec![Section {
+        title: "Overview".into(),
+        summary: format!(
+            "Each bundled workload was built here, timed natively, characterized under emulation (FLOPs, FP instructions, bytes per memory level for each machine's caches), placed on this machine's rooflines and projected onto published machines. Source machine: {}.",
+            source.name
+        ),
+        body_html: html_table(
+            &[
+                "workload",
+                "what",
+                "GFLOP/s here",
+                "binding ceiling here",
+                "projected on A64FX (GFLOP/s)",
+            ],
+            &overview,
+        ),
+        svgs: vec![hpcscope_report::speedup_svg(
+            &results
+                .iter()
+                .flat_map(|r| {
+                    r.targets.iter().map(|t| {
+                        let s = t.projection.speedup();
+                        hpcscope_report::SpeedupRow {
+                            workload: r.application.clone(),
+                            target: t.name.clone(),
+                            lo: s.lo,
+                            hi: s.hi,
+                        }
+                    })
+                })
+                .collect::<Vec<_>>(),
+            &format!(
+                "Projected speed-up over {} on published machines",
+                source.name
+            ),
+        )],
+    }];
+    page_sections.push(machine_section(source, ""));
+    page_sections.push(validation_section(&validation, source));
+    page_sections.extend(sections_all);
+    if !notes.is_empty() {
+        page_sections.push(Section {
+            title: "Notes".into(),
+            summary: "What this machine could not do.".into(),
+            body_html: format!(
+                "<ul>{}</ul>",
+                notes
+                    .iter()
+                    .map(|n| format!("<li>{}</li>", escape(n)))
+                    .collect::<String>()
+            ),
+            svgs: vec![],
+        });
+    }
+    let page = html_page("hpcscope demo: reference workloads", &page_sections);
+    let summary = summarize(&validation);
+    Ok(Demo {
+        analyses: results,
+        validation,
+        summary,
+        notes,
+        page,
+    })
+}
+
+/// The SVE vector-length study of one workload: the SVE build analysed at each length for
+/// A64FX's caches, projected from the x86 source onto A64FX-like cores of that length.
+fn sve_study(
+    source: &Machine,
+    src: &AnalyzeResult,
+    w: &Workload,
+    b: &Builds,
+) -> Result<Option<(Vec<DesignPoint>, f64)>> {
+    let (Some(sve), Some(neon), Some(g)) = (&b.sve, &b.neon, src.source_gflops) else {
+        return Ok(None);
+    };
+    let a64 = library::builtin("a64fx")?;
+    let r = hpcscope_mix::analyze(&MixOptions {
+        program: sve.clone(),
+        args: w.args.iter().map(|s| s.to_string()).collect(),
+        sve_bits: vec![128, 256, 512, 1024, 2048],
+        machines: vec![a64.clone()],
+        functions: vec![format!("kernel_{}", w.name)],
+        cache_binary: Some(neon.clone()),
+        application: Some(w.name.to_string()),
+        ..Default::default()
+    })?;
+    let origin = "source profile";
+    let variants = r
+        .variants
+        .iter()
+        .map(|v| -> Result<_> {
+            Ok((
+                format!("SVE {}", v.sve_bits.unwrap_or(0)),
+                v.sve_bits,
+                v.profiles[0].regions[0].thread_metrics("SVE profile")?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let tx2 = library::builtin("thunderx2")?;
+    let lookup = |id: &str| library::builtin(id);
+    let targets = vec![
+        ("A64FX core".to_string(), a64.clone()),
+        (
+            "A64FX core, DDR4 of ThunderX2".to_string(),
+            apply(&a64, &Transform::ReplaceMemory(tx2.id.clone()), &lookup)?,
+        ),
+    ];
+    let res = Resolved {
+        source_machine: source.clone(),
+        source_threads: src.source_profile.regions[0].thread_metrics(origin)?,
+        source_gflops: g,
+        variants,
+        targets,
+    };
+    Ok(Some((
+        sweep(&res, src.source_profile.precision, Options::default())?,
+        g,
+    )))
+}
+
+fn sve_verdict(dps: &[DesignPoint]) -> String {
+    let best = dps
+        .iter()
+        .max_by(|a, b| a.interval.hi.total_cmp(&b.interval.hi));
+    let worst = dps
+        .iter()
+        .min_by(|a, b| a.interval.hi.total_cmp(&b.interval.hi));
+    match (best, worst) {
+        (Some(b), Some(w)) => format!(
+            "The upper bound goes from {} GFLOP/s ({}, {}) to {} GFLOP/s ({}, {}): the longer vectors help only as far as the binary's instruction mix and the memory bandwidth let them.",
+            num(w.interval.hi, 3),
+            w.variant,
+            w.target,
+            num(b.interval.hi, 3),
+            b.variant,
+            b.target
+        ),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,31 @@
+//! hpcscope-analysis: the workflows that tie the crates together, each split into "compute
+//! a result, then render it" (as Kerncraft does).
+//!
+//! * [`analyze`]: a program characterized under emulation, timed natively, placed on this
+//!   machine's rooflines and projected onto others; or, when it cannot be characterized,
+//!   what can still be measured natively ([`analyze::partial`]);
+//! * [`verdict`]: the sentences that say what bounds a run;
+//! * [`render`]: an analysis as text and HTML report sections;
+//! * [`scenario`]: scenario files resolved into machines and profiles (shared by `explore`
+//!   and `analyze --scenario`);
+//! * [`validate`]: the seeds' validation protocol on builds measurable here;
+//! * [`workloads`], [`demo`]: the bundled reference workloads and the demo over them;
+//! * [`host_machine`]: this machine's description, measured once and cached.
+//!
+//! Errors are `anyhow` chains whose links keep their types: the command line reads their
+//! kind ([`hpcscope_core::Classify`]) to choose the exit code.
+#![deny(missing_docs)]
+
+pub mod analyze;
+pub mod demo;
+pub mod host_machine;
+pub mod render;
+pub mod scenario;
+pub mod validate;
+pub mod verdict;
+pub mod workloads;
+
+pub use analyze::{
+    AnalyzeOptions, AnalyzeResult, PartialAnalysis, TargetBinary, TargetResult, Uncharacterized,
+    analyze,
+};

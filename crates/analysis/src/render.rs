@@ -1,0 +1,469 @@
+//! An analysis as text and as the sections of an HTML report (one report for `analyze`,
+//! one section group per workload in `demo`).
+
+use std::path::Path;
+
+use hpcscope_core::Machine;
+use hpcscope_core::explore::DesignPoint;
+use hpcscope_core::roofline::{Ceilings, Scope};
+use hpcscope_report::fmt::num;
+use hpcscope_report::{Section, escape, html_page, html_table};
+
+use crate::analyze::{AnalyzeResult, PartialAnalysis, Sweep, TargetResult};
+use crate::verdict::lower_bound_by;
+
+/// The section describing the source machine.
+pub fn machine_section(m: &Machine, title_prefix: &str) -> Section {
+    let mut rows = vec![
+        vec!["machine".into(), format!("{} ({})", m.name, m.id)],
+        vec![
+            "ISA, vector".into(),
+            format!(
+                "{} {} {}-bit{}",
+                m.isa,
+                m.simd,
+                m.vector_bits,
+                if m.fma { ", FMA" } else { "" }
+            ),
+        ],
+        vec![
+            "cores".into(),
+            format!("{} x {}", m.sockets, m.cores_per_socket),
+        ],
+    ];
+    // Per core (what the single-core roofline uses: given, or the node's share) and per
+    // node where the machine file gives it.
+    let both = |core: Option<f64>, node: Option<f64>, unit: &str| -> String {
+        let cores = f64::from(m.cores());
+        match (core, node) {
+            (Some(c), Some(n)) => format!(
+                "{} {unit} per core; {} {unit} per node",
+                num(c, 4),
+                num(n, 4)
+            ),
+            (Some(c), None) => format!("{} {unit} per core", num(c, 4)),
+            (None, Some(n)) => format!(
+                "{} {unit} per node; {} {unit} per core as the node's share",
+                num(n, 4),
+                num(n / cores, 4)
+            ),
+            (None, None) => "not given".into(),
+        }
+    };
+    for p in &m.peaks {
+        rows.push(vec![
+            format!("peak {}", p.precision),
+            both(p.core_gflops, p.node_gflops, "GFLOP/s"),
+        ]);
+    }
+    for l in &m.levels {
+        rows.push(vec![
+            format!("{} bandwidth", l.name),
+            both(l.core_gbs, l.node_gbs, "GB/s"),
+        ]);
+    }
+    Section {
+        title: format!("{title_prefix}Source machine"),
+        summary: format!("{}. Provenance: {}", m.name, m.provenance),
+        body_html: html_table(&["quantity", "value"], &rows),
+        svgs: vec![],
+    }
+}
+
+/// The projection chart of the target with the highest upper bound: source and target
+/// rooflines with the projected points. Drawn from the target machine the projection used,
+/// which may be a file or a machine transformed by a scenario.
+pub fn best_projection_svg(source: &Machine, targets: &[TargetResult]) -> Option<String> {
+    let b = targets.iter().max_by(|a, b| {
+        a.projection
+            .interval
+            .hi
+            .total_cmp(&b.projection.interval.hi)
+    })?;
+    let sc = Ceilings::of(source, b.projection.precision, Scope::Core).ok()?;
+    let tc = Ceilings::of(&b.target, b.projection.precision, Scope::Core).ok()?;
+    Some(hpcscope_report::projection_svg(
+        &b.projection,
+        &sc,
+        &tc,
+        &format!("{} -> {}", source.name, b.name),
+    ))
+}
+
+/// The section of the projections to other machines.
+pub fn projection_section(r: &AnalyzeResult, title_prefix: &str) -> Section {
+    let rows: Vec<Vec<String>> = r
+        .targets
+        .iter()
+        .map(|t| {
+            let s = t.projection.speedup();
+            vec![
+                t.name.clone(),
+                num(t.projection.interval.lo, 4),
+                num(t.projection.interval.hi, 4),
+                format!("x{} - x{}", num(s.lo, 3), num(s.hi, 3)),
+                lower_bound_by(&t.projection),
+                t.caches_from.clone(),
+            ]
+        })
+        .collect();
+    let dps: Vec<DesignPoint> = r
+        .targets
+        .iter()
+        .map(|t| DesignPoint::from_projection(&r.application, &t.name, t.projection.clone()))
+        .collect();
+    let best = r.targets.iter().max_by(|a, b| {
+        a.projection
+            .interval
+            .hi
+            .total_cmp(&b.projection.interval.hi)
+    });
+    let mut summary = String::new();
+    if let Some(b) = best {
+        summary.push_str(&format!("Highest upper bound: {} ", b.verdict));
+    }
+    let mut svgs = vec![hpcscope_report::explore_svg(
+        &dps,
+        &format!("{}: projected performance per target", r.application),
+        r.source_gflops.unwrap_or(0.0),
+    )];
+    svgs.extend(best_projection_svg(&r.source_machine, &r.targets));
+    let mut body = html_table(
+        &[
+            "target",
+            "lo GFLOP/s",
+            "hi GFLOP/s",
+            "speed-up",
+            "lower bound set by",
+            "target bytes from",
+        ],
+        &rows,
+    );
+    body.push_str("<ul>");
+    for t in &r.targets {
+        body.push_str(&format!("<li>{}</li>", escape(&t.verdict)));
+    }
+    body.push_str("</ul>");
+    Section {
+        title: format!("{title_prefix}Projection to other machines"),
+        summary,
+        body_html: body,
+        svgs,
+    }
+}
+
+fn notes_section(notes: &[String], title_prefix: &str, summary: &str) -> Option<Section> {
+    if notes.is_empty() {
+        return None;
+    }
+    let mut body = String::from("<ul>");
+    for n in notes {
+        body.push_str(&format!("<li>{}</li>", escape(n)));
+    }
+    body.push_str("</ul>");
+    Some(Section {
+        title: format!("{title_prefix}Notes"),
+        summary: summary.into(),
+        body_html: body,
+        svgs: vec![],
+    })
+}
+
+/// The HTML sections of one analysis.
+pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Vec<Section> {
+    let mut out = Vec::new();
+    let m = &r.source_machine;
+    if with_machine {
+        out.push(machine_section(m, title_prefix));
+    }
+    let th = &r.source_profile.regions[0].threads[0];
+    let mut rows = vec![
+        vec!["program".into(), r.mix.program.clone()],
+        vec!["region".into(), r.source_profile.regions[0].name.clone()],
+        vec!["FLOPs".into(), num(th.flops, 4)],
+        vec!["FP instructions".into(), num(th.fp_instructions, 4)],
+        vec![
+            "FLOPs per FP instruction".into(),
+            r.roofline
+                .flops_per_instruction
+                .map(|x| num(x, 3))
+                .unwrap_or("-".into()),
+        ],
+        vec![
+            "time (s)".into(),
+            th.time_s
+                .map(|t| num(t, 4))
+                .unwrap_or("not measured".into()),
+        ],
+        vec![
+            "GFLOP/s".into(),
+            r.source_gflops.map(|g| num(g, 4)).unwrap_or("-".into()),
+        ],
+    ];
+    for l in &r.roofline.levels {
+        rows.push(vec![
+            format!("bytes from {}", l.level),
+            format!("{} (OI {} FLOP/B)", num(l.bytes, 4), num(l.oi, 3)),
+        ]);
+    }
+    let hot: Vec<Vec<String>> = r.mix.variants[0]
+        .functions
+        .iter()
+        .take(6)
+        .map(|f| {
+            vec![
+                f.function.clone(),
+                num(f.flops as f64, 4),
+                num(f.instructions as f64, 4),
+                num(f.bytes as f64, 4),
+            ]
+        })
+        .collect();
+    let mut body = html_table(&["metric", "value"], &rows);
+    if !hot.is_empty() {
+        body.push_str("<p>Where the work is, per function (emulated counts):</p>");
+        body.push_str(&html_table(
+            &["function", "FLOPs", "instructions", "bytes"],
+            &hot,
+        ));
+    }
+    out.push(Section {
+        title: format!("{title_prefix}Application"),
+        summary: r.verdict.clone(),
+        body_html: body,
+        svgs: vec![hpcscope_report::roofline_svg(
+            &r.roofline,
+            &format!("{} on {}", r.application, m.name),
+        )],
+    });
+    if !r.targets.is_empty() {
+        out.push(projection_section(r, title_prefix));
+    }
+    if let Some(sw) = &r.sweep {
+        out.push(sweep_section(sw, r, title_prefix));
+    }
+    if let Some(c) = &r.counters {
+        out.push(hpcscope_counters::output::html_section(c, title_prefix));
+    }
+    if let Some(t) = &r.trace {
+        for mut sec in hpcscope_trace::report::html_sections(&t.report, t.profile.as_ref()) {
+            sec.title = format!("{title_prefix}{}", sec.title);
+            out.push(sec);
+        }
+    }
+    out.extend(notes_section(
+        &r.notes,
+        title_prefix,
+        "What was assumed or could not be measured.",
+    ));
+    out
+}
+
+/// The sweep of `--scenario` as a report section.
+pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Section {
+    let rows: Vec<Vec<String>> = sw
+        .points
+        .iter()
+        .map(|p| {
+            vec![
+                p.target.clone(),
+                num(p.interval.lo, 4),
+                num(p.interval.hi, 4),
+                format!("x{} - x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
+                format!("{} of {}", p.memory_bound_points, p.points),
+                p.lower_bound_by.clone(),
+            ]
+        })
+        .collect();
+    let best = sw
+        .points
+        .iter()
+        .max_by(|a, b| a.interval.hi.total_cmp(&b.interval.hi));
+    let summary = match best {
+        Some(b) => format!(
+            "{}: the highest projected upper bound is on {} ({} to {} GFLOP/s).",
+            sw.name,
+            b.target,
+            num(b.interval.lo, 3),
+            num(b.interval.hi, 3)
+        ),
+        None => sw.name.clone(),
+    };
+    let mut body = format!("<p>{}</p>", escape(&sw.description));
+    body.push_str(&html_table(
+        &[
+            "target",
+            "lo GFLOP/s",
+            "hi GFLOP/s",
+            "speed-up",
+            "memory-bound points",
+            "lower bound set by",
+        ],
+        &rows,
+    ));
+    Section {
+        title: format!("{title_prefix}Design-space sweep"),
+        summary,
+        body_html: body,
+        svgs: vec![hpcscope_report::explore_svg(
+            &sw.points,
+            &format!("{}: {}", r.application, sw.name),
+            r.source_gflops.unwrap_or(0.0),
+        )],
+    }
+}
+
+/// The whole `analyze` report page.
+pub fn page(r: &AnalyzeResult) -> String {
+    html_page(
+        &format!("hpcscope analysis: {}", r.application),
+        &sections(r, "", true),
+    )
+}
+
+/// What `analyze` prints: the verdicts, the sweep, the notes.
+pub fn text(r: &AnalyzeResult) -> String {
+    let mut text = format!("{}\n", r.verdict);
+    for t in &r.targets {
+        text.push_str(&format!("  {}\n", t.verdict));
+    }
+    if let Some(sw) = &r.sweep {
+        text.push_str(&format!("sweep: {}\n", sw.name));
+        for p in &sw.points {
+            text.push_str(&format!(
+                "  {}: {} to {} GFLOP/s (lower bound set by {})\n",
+                p.target,
+                num(p.interval.lo, 4),
+                num(p.interval.hi, 4),
+                p.lower_bound_by
+            ));
+        }
+    }
+    for n in &r.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    text
+}
+
+/// The report page of a partial analysis.
+pub fn partial_page(p: &PartialAnalysis) -> String {
+    let mut sections = vec![machine_section(&p.source_machine, "")];
+    let rows: Vec<Vec<String>> = p
+        .native_runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                (i + 1).to_string(),
+                num(r.wall_s, 4),
+                num(r.user_s, 4),
+                num(r.sys_s, 4),
+                r.exit_status
+                    .map_or("killed by a signal".into(), |c| c.to_string()),
+            ]
+        })
+        .collect();
+    sections.push(Section {
+        title: "What could not be done".into(),
+        summary: "The program was not characterized: no FLOPs, bytes per level, rooflines or projections. What could be measured natively follows.".into(),
+        body_html: format!(
+            "<pre>{}</pre>{}",
+            escape(&p.not_characterized),
+            html_table(&["run", "wall (s)", "user (s)", "sys (s)", "exit status"], &rows)
+        ),
+        svgs: vec![],
+    });
+    if let Some(c) = &p.counters {
+        sections.push(hpcscope_counters::output::html_section(c, ""));
+    }
+    if let Some(t) = &p.trace {
+        sections.extend(hpcscope_trace::report::html_sections(
+            &t.report,
+            t.profile.as_ref(),
+        ));
+    }
+    sections.extend(notes_section(
+        &p.notes,
+        "",
+        "What else could not be measured.",
+    ));
+    let name = Path::new(&p.command[0])
+        .file_name()
+        .map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    html_page(&format!("hpcscope analysis: {name} (partial)"), &sections)
+}
+
+/// What a partial analysis prints.
+pub fn partial_text(p: &PartialAnalysis) -> String {
+    let mut text = String::new();
+    match p.median_wall_s {
+        Some(t) => text.push_str(&format!(
+            "measured natively: median wall time {} s over {} run(s)\n",
+            num(t, 4),
+            p.successful_runs()
+        )),
+        None => text.push_str("no successful native run\n"),
+    }
+    for n in &p.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hpcscope_core::explore::{Transform, apply};
+    use hpcscope_core::project::{Options, Side, project};
+    use hpcscope_core::{AppMetrics, Precision, library};
+
+    /// A target given as a file or changed by a scenario has an id that names no built-in
+    /// machine; the projection chart is still drawn (it used to vanish: the machine was
+    /// looked up again by id).
+    #[test]
+    fn the_projection_chart_of_a_transformed_target_is_drawn() {
+        let source = library::builtin("thunderx2").unwrap();
+        let base = library::builtin("a64fx").unwrap();
+        let lookup = |id: &str| library::builtin(id);
+        let mut target = apply(&base, &Transform::VectorBits(256), &lookup).unwrap();
+        target.id = "my-a64fx-256.toml".into();
+        assert!(library::builtin(&target.id).is_err());
+        let app = AppMetrics {
+            flops: 1e10,
+            fp_instructions: 5e9,
+            levels: vec!["L1".into(), "L2".into(), "MM".into()],
+            bytes: vec![4e10, 1e10, 5e9],
+            time_s: Some(2.0),
+        };
+        let p = project(
+            Side {
+                machine: &source,
+                threads: std::slice::from_ref(&app),
+                origin: "src",
+            },
+            5.0,
+            Side {
+                machine: &target,
+                threads: std::slice::from_ref(&app),
+                origin: "tgt",
+            },
+            Precision::F64,
+            Options::default(),
+        )
+        .unwrap();
+        let t = TargetResult {
+            machine: target.id.clone(),
+            name: target.name.clone(),
+            caches_from: "the same binary".into(),
+            verdict: String::new(),
+            projection: p,
+            target,
+        };
+        let svg = best_projection_svg(&source, std::slice::from_ref(&t))
+            .expect("the chart is drawn from the target machine itself");
+        assert!(
+            svg.starts_with("<svg") && svg.contains(&source.name),
+            "{svg}"
+        );
+    }
+}

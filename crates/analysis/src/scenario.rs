@@ -1,0 +1,178 @@
+//! Scenario files resolved into machines and profiles: an `explore` scenario (source,
+//! variants, targets), or the targets alone for `analyze --scenario`. Both resolve their
+//! targets (a machine, then its transforms) the same way.
+
+use std::path::Path;
+
+use anyhow::Result;
+use hpcscope_core::explore::{Resolved, Scenario, TargetSpec, apply};
+use hpcscope_core::{InputError, Machine, load};
+
+/// Each target's machine, with its transforms applied; machine files are found relative to
+/// `base` (the scenario's directory).
+pub fn resolve_targets(
+    specs: &[TargetSpec],
+    base: &Path,
+) -> hpcscope_core::Result<Vec<(String, Machine)>> {
+    let lookup = |id: &str| load::machine_rel(id, base);
+    let mut targets = Vec::new();
+    for t in specs {
+        let mut m = load::machine_rel(&t.machine, base)?;
+        for tr in &t.transforms {
+            m = apply(&m, tr, &lookup)?;
+        }
+        targets.push((t.name.clone(), m));
+    }
+    Ok(targets)
+}
+
+/// Loads an `explore` scenario and every file it names.
+pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
+    let text = load::read(
+        path,
+        "scenario",
+        "give a scenario TOML file (see examples/scenarios/)",
+    )?;
+    let origin = path.display().to_string();
+    let s = Scenario::from_toml_str(&text, &origin)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let sm = load::machine_rel(&s.source.machine, base)?;
+    let sp_path = load::rel(base, &s.source.profile);
+    let sp = load::profile(&sp_path)?;
+    let so = sp_path.display().to_string();
+    let sr = sp.region(s.source.region.as_deref(), &so)?;
+    let source_threads = sr.thread_metrics(&so)?;
+    let source_gflops = match s.source.gflops {
+        Some(g) if g.is_finite() && g > 0.0 => g,
+        Some(g) => {
+            return Err(InputError::new(
+                &origin,
+                "source.gflops",
+                format!("must be positive, found {g}"),
+                "give the measured source performance in GFLOP/s",
+            )
+            .into());
+        }
+        None => sr.aggregate(&so)?.gflops().ok_or_else(|| {
+            InputError::new(
+                &origin,
+                "source.gflops",
+                "is missing and the source profile has no time",
+                "add gflops = <measured GFLOP/s> to [source], or use a profile of a native run",
+            )
+        })?,
+    };
+    if sp.precision != s.precision {
+        return Err(InputError::new(
+            &origin,
+            "precision",
+            format!(
+                "is {} but the source profile is {}",
+                s.precision, sp.precision
+            ),
+            "set precision to the profiles' precision",
+        )
+        .into());
+    }
+    let mut variants = Vec::new();
+    for (i, v) in s.variants.iter().enumerate() {
+        let vp = load::rel(base, &v.profile);
+        let p = load::profile(&vp)?;
+        let vo = vp.display().to_string();
+        if p.precision != s.precision {
+            return Err(InputError::new(
+                &origin,
+                format!("variants[{i}].profile"),
+                format!(
+                    "{vo} is {} but the scenario is {}",
+                    p.precision, s.precision
+                ),
+                "use profiles of one precision",
+            )
+            .into());
+        }
+        let threads = p
+            .region(
+                v.region
+                    .as_deref()
+                    .or(s.source.region.as_deref())
+                    .filter(|r| p.regions.iter().any(|x| &x.name == r)),
+                &vo,
+            )?
+            .thread_metrics(&vo)?;
+        variants.push((v.name.clone(), v.vector_bits, threads));
+    }
+    let targets = resolve_targets(&s.targets, base)?;
+    let r = Resolved {
+        source_machine: sm,
+        source_threads,
+        source_gflops,
+        variants,
+        targets,
+    };
+    Ok((s, r))
+}
+
+/// The scenario `analyze --scenario` reads: the targets of an `explore` scenario; the
+/// source and the variant are the analyzed program.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepScenario {
+    name: String,
+    #[serde(default)]
+    description: String,
+    targets: Vec<TargetSpec>,
+}
+
+/// The targets of a scenario for `analyze --scenario`, resolved before the analysis (a bad
+/// file fails fast).
+#[derive(Debug)]
+pub struct SweepTargets {
+    /// Scenario title.
+    pub name: String,
+    /// Scenario description.
+    pub description: String,
+    /// The file.
+    pub origin: String,
+    /// (name, machine) of each target.
+    pub targets: Vec<(String, Machine)>,
+}
+
+/// Reads a scenario's targets for `analyze --scenario`.
+pub fn read_sweep_targets(path: &Path) -> Result<SweepTargets> {
+    let text = load::read(
+        path,
+        "scenario",
+        "give a scenario TOML file (see docs/scenario-format.md)",
+    )?;
+    let origin = path.display().to_string();
+    let s: SweepScenario = toml::from_str(&text).map_err(|e| {
+        let mut ie = hpcscope_core::error::from_toml(
+            &origin,
+            &text,
+            &e,
+            "see docs/scenario-format.md and examples/scenarios/",
+        );
+        if ie.message.contains("source") || ie.message.contains("variants") {
+            ie.fix = "analyze takes the source and the variant from the analyzed program: remove [source] and [[variants]], or run `hpcscope explore` on this file".into();
+        }
+        hpcscope_core::Error::Input(ie)
+    })?;
+    if s.targets.is_empty() {
+        return Err(hpcscope_core::Error::Input(InputError::new(
+            &origin,
+            "targets",
+            "is empty",
+            "add at least one [[targets]] (a machine, with transforms or not)",
+        ))
+        .into());
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let targets = resolve_targets(&s.targets, base)?;
+    Ok(SweepTargets {
+        name: s.name,
+        description: s.description,
+        origin,
+        targets,
+    })
+}

@@ -1,0 +1,132 @@
+//! One sentence on the source run and one on each target: what bounds it and how far from
+//! its ceiling it runs.
+
+use hpcscope_core::Machine;
+use hpcscope_core::project::Projection;
+use hpcscope_core::roofline::{Bound, RooflineAnalysis};
+use hpcscope_report::fmt::num;
+
+/// One sentence on the source run.
+pub fn source_verdict(m: &Machine, r: &RooflineAnalysis) -> String {
+    let eff = r
+        .efficiency
+        .map(|e| format!(", at {:.0} % of that ceiling", e * 100.0))
+        .unwrap_or_default();
+    let achieved = r
+        .achieved_gflops
+        .map(|g| format!("runs at {} GFLOP/s and ", num(g, 3)))
+        .unwrap_or_default();
+    let first = match r.binding_bound {
+        Bound::Memory => format!(
+            "On {} the application {achieved}is memory-bound on {}: that level's bandwidth allows {} GFLOP/s at its operational intensity{eff}.",
+            m.name,
+            r.binding_level,
+            num(r.binding_gflops, 3)
+        ),
+        Bound::Compute => format!(
+            "On {} the application {achieved}is compute-bound: its instruction mix allows {} GFLOP/s{eff}.",
+            m.name,
+            num(r.binding_gflops, 3)
+        ),
+    };
+    // Far below the binding ceiling, "bound" alone misleads: say what the roofline cannot see.
+    if !r.efficiency.is_some_and(|e| e < 0.5) {
+        return first;
+    }
+    let tightest_bandwidth = r
+        .levels
+        .iter()
+        .filter(|l| l.oi.is_finite() && l.bandwidth_gbs > 0.0)
+        .map(|l| (l.level.as_str(), l.oi * l.bandwidth_gbs))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let what = "the latency and concurrency of cache misses, dependencies between instructions, or instruction issue (`hpcscope model` and the counters tell them apart)";
+    match (r.binding_bound, tightest_bandwidth) {
+        (Bound::Compute, Some((level, g))) => format!(
+            "{first} No ceiling is reached: the tightest bandwidth roofline ({level}) allows {} GFLOP/s, so what limits the run is not drawn on the roofline: {what}.",
+            num(g, 3)
+        ),
+        _ => format!(
+            "{first} Well below that ceiling, what limits the run is not drawn on the roofline: {what}."
+        ),
+    }
+}
+
+/// What sets a projection's lower bound, in words: `L2 (memory)`.
+pub fn lower_bound_by(p: &Projection) -> String {
+    p.lowest_point()
+        .map(|pt| format!("{} ({})", pt.roof_level, pt.bound_target))
+        .unwrap_or_default()
+}
+
+/// One sentence on a target.
+pub fn target_verdict(t: &Machine, p: &Projection) -> String {
+    let what = match p.lowest_point() {
+        Some(pt) if pt.bound_target == Bound::Memory => {
+            format!("the lower bound is set by {} bandwidth", pt.roof_level)
+        }
+        Some(_) => "the lower bound is compute-bound (the binary's instruction mix on that core)"
+            .to_string(),
+        None => String::new(),
+    };
+    let s = p.speedup();
+    format!(
+        "On {} projected {} to {} GFLOP/s (x{} to x{} the source); {what}.",
+        t.name,
+        num(p.interval.lo, 3),
+        num(p.interval.hi, 3),
+        num(s.lo, 3),
+        num(s.hi, 3)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hpcscope_core::roofline::{Ceilings, Scope, analyze as roofline};
+    use hpcscope_core::{AppMetrics, library};
+
+    /// An application on ThunderX2's single-core ceilings (2 FLOPs per FP instruction), with
+    /// `bytes` per level and timed to run at `gflops`.
+    fn verdict(bytes: [f64; 3], gflops: f64) -> String {
+        let m = library::builtin("thunderx2").unwrap();
+        let c = Ceilings::of(&m, hpcscope_core::Precision::F64, Scope::Core).unwrap();
+        let flops = 1.0e10;
+        let app = AppMetrics {
+            flops,
+            fp_instructions: flops / 2.0,
+            levels: vec!["L1".into(), "L2".into(), "L3".into(), "MM".into()],
+            bytes: vec![bytes[0], bytes[1], bytes[2], 0.0],
+            time_s: Some(flops / (gflops * 1e9)),
+        };
+        source_verdict(&m, &roofline(&c, &app, "test").unwrap())
+    }
+
+    #[test]
+    fn a_run_far_below_its_ceiling_is_not_called_simply_bound() {
+        // Almost no bytes: compute-bound by the roofline.
+        let near = verdict([1e8, 0.0, 0.0], 1e3);
+        let ceiling: f64 = near
+            .split("allows ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        let near = verdict([1e8, 0.0, 0.0], 0.9 * ceiling);
+        assert!(
+            near.contains("is compute-bound") && !near.contains("No ceiling"),
+            "{near}"
+        );
+        let far = verdict([1e8, 0.0, 0.0], 0.2 * ceiling);
+        assert!(far.contains("is compute-bound"), "{far}");
+        assert!(
+            far.contains("No ceiling is reached: the tightest bandwidth roofline (L1)"),
+            "{far}"
+        );
+        // Memory-bound and far below: the same warning without a second roofline.
+        let mem = verdict([0.0, 0.0, 1e11], 0.01);
+        assert!(
+            mem.contains("is memory-bound") && mem.contains("Well below"),
+            "{mem}"
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! Argument groups shared by several commands (flattened into their clap structs), each
+//! turned into the options of the library that does the work.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use hpcscope_job::rank::RankSession;
+use hpcscope_job::slurm::{Plan, SlurmOptions};
+
+/// `--run-dir DIR [--job-id ID]`, flattened into the commands that measure a program.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RankFlags {
+    /// Inside a parallel job (mpirun, srun, a Slurm job array): write this rank's result into
+    /// DIR/<job id>/ for `hpcscope merge DIR`, instead of printing it. The rank, size, local
+    /// rank and node come from the launcher's environment.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+    /// The job's id in the run directory, the same on every rank (default: from the
+    /// launcher: Open MPI's job id, Slurm's job and step ids, $HPCSCOPE_JOB_ID).
+    #[arg(long, value_name = "ID", requires = "run_dir")]
+    pub job_id: Option<String>,
+}
+
+impl RankFlags {
+    /// Starts a rank session when `--run-dir` is given (see [`hpcscope_job::rank::begin`]).
+    pub fn begin(&self, command: &str, argv: &[String]) -> Result<Option<RankSession>> {
+        self.run_dir
+            .as_deref()
+            .map(|d| hpcscope_job::rank::begin(d, self.job_id.as_deref(), command, argv))
+            .transpose()
+    }
+
+    /// Starts the session of task `index` of `count` when `--run-dir` is given (see
+    /// [`hpcscope_job::rank::begin_task`]).
+    pub fn begin_task(
+        &self,
+        command: &str,
+        argv: &[String],
+        index: usize,
+        count: usize,
+    ) -> Result<Option<RankSession>> {
+        self.run_dir
+            .as_deref()
+            .map(|d| {
+                hpcscope_job::rank::begin_task(
+                    d,
+                    self.job_id.as_deref(),
+                    command,
+                    argv,
+                    index,
+                    count,
+                )
+            })
+            .transpose()
+    }
+}
+
+/// When the merge job may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum DependencyArg {
+    /// After every task ended, however it ended (the merge reports the failed ones).
+    #[default]
+    Afterany,
+    /// Only when every task succeeded (a failed task cancels the merge).
+    Afterok,
+}
+
+impl From<DependencyArg> for hpcscope_job::slurm::Dependency {
+    fn from(d: DependencyArg) -> Self {
+        match d {
+            DependencyArg::Afterany => hpcscope_job::slurm::Dependency::Afterany,
+            DependencyArg::Afterok => hpcscope_job::slurm::Dependency::Afterok,
+        }
+    }
+}
+
+/// `--slurm SCRIPT` and its options, flattened into the commands that sweep.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SlurmFlags {
+    /// Do not run: write an sbatch job-array script to SCRIPT, one array task per design
+    /// point (explore) or repetition (record), and a merge job after them; submit it with
+    /// `bash SCRIPT`. Results go to --run-dir.
+    #[arg(long, value_name = "SCRIPT")]
+    pub slurm: Option<PathBuf>,
+    /// An sbatch option for the array tasks, repeatable: --sbatch=--partition=short
+    /// --sbatch=--time=10 --sbatch=--ntasks=64.
+    #[arg(
+        long = "sbatch",
+        value_name = "OPTION",
+        allow_hyphen_values = true,
+        requires = "slurm"
+    )]
+    pub sbatch: Vec<String>,
+    /// When the merge job starts: after every task (afterany) or only if all succeeded
+    /// (afterok).
+    #[arg(long, value_enum, default_value_t, requires = "slurm")]
+    pub dependency: DependencyArg,
+    /// Run at most this many array tasks at a time (`--array=0-N%K`).
+    #[arg(long, value_name = "K", requires = "slurm")]
+    pub max_parallel: Option<u32>,
+}
+
+impl SlurmFlags {
+    /// Writes the job-array script of `plan` to `--slurm SCRIPT`.
+    pub fn write(&self, plan: &Plan) -> Result<()> {
+        let Some(script) = &self.slurm else {
+            anyhow::bail!("--slurm SCRIPT is missing");
+        };
+        hpcscope_job::slurm::write(
+            plan,
+            &SlurmOptions {
+                script: script.clone(),
+                sbatch: self.sbatch.clone(),
+                dependency: self.dependency.into(),
+                max_parallel: self.max_parallel,
+            },
+        )
+    }
+}
+
+/// `--record [--db FILE]`, flattened into each command that can record its result.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RecordFlags {
+    /// Also keep this result's numbers in the run history (see `hpcscope history`).
+    #[arg(long)]
+    pub record: bool,
+    /// History store for --record (default: $HPCSCOPE_DB, else the per-user store).
+    #[arg(long, value_name = "FILE", requires = "record")]
+    pub db: Option<PathBuf>,
+}
+
+impl RecordFlags {
+    /// Records `numbers` (every number in the JSON value becomes a metric, named by its
+    /// path) as one run of `source` for `command`; returns a line to print, if recorded.
+    pub fn store(
+        &self,
+        source: &str,
+        command: &str,
+        numbers: &serde_json::Value,
+    ) -> Result<Option<String>> {
+        if !self.record {
+            return Ok(None);
+        }
+        let id = hpcscope_history::store::record_json_result(
+            self.db.as_deref(),
+            source,
+            command,
+            &[],
+            numbers,
+        )?;
+        Ok(Some(format!("recorded as run {id} in the history store")))
+    }
+}
+
+/// `--format` and `-o`: how a result is printed, and where.
+#[derive(Args, Debug, Clone, Default)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: crate::output::Format,
+    /// Write the result to this file instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// `--pid`, `--cgroup`, `--system` or a command: what `trace` and `profile` watch.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TargetArgs {
+    /// Attach to this running process (its threads, live descendants and later forks).
+    #[arg(long, conflicts_with_all = ["cgroup", "system"])]
+    pub pid: Option<u32>,
+    /// Watch every process of this cgroup v2 (a batch job), by directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "system")]
+    pub cgroup: Option<PathBuf>,
+    /// Watch every process on the machine.
+    #[arg(long)]
+    pub system: bool,
+    /// Stop after this many seconds (a launched command then gets SIGTERM).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+}
+
+impl TargetArgs {
+    /// The target: exactly one of `--pid`, `--cgroup`, `--system` or `command`.
+    pub fn target(&self, command: &[String]) -> Result<hpcscope_trace::Target> {
+        use hpcscope_trace::Target;
+        let n = self.pid.is_some() as u8
+            + self.cgroup.is_some() as u8
+            + self.system as u8
+            + (!command.is_empty()) as u8;
+        if n != 1 {
+            anyhow::bail!(
+                "give exactly one target: a command after `--`, --pid PID, --cgroup DIR or --system"
+            );
+        }
+        Ok(match (self.pid, &self.cgroup, self.system) {
+            (Some(p), _, _) => Target::Pid(p),
+            (_, Some(c), _) => Target::Cgroup(c.clone()),
+            (_, _, true) => Target::System,
+            _ => Target::Command(command.to_vec()),
+        })
+    }
+
+    /// `--duration` as a duration.
+    pub fn duration(&self) -> Result<Option<Duration>> {
+        match self.duration {
+            None => Ok(None),
+            Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
+            Some(v) => anyhow::bail!("--duration {v}: give a positive number of seconds"),
+        }
+    }
+
+    /// Checks what a rank of a job can do: measure its own command, nothing that would be
+    /// written once per rank to one place.
+    pub fn check_rank_target(&self, what: &str, command: &[String]) -> Result<()> {
+        if self.pid.is_some() || self.cgroup.is_some() || self.system || command.is_empty() {
+            anyhow::bail!(
+                "{what} --run-dir measures the rank's own command: give it after `--` (mpirun -np 4 hpcscope {what} --run-dir DIR -- ./app), not --pid, --cgroup or --system"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Absolute path of `p` (relative to the current directory), for scripts run elsewhere.
+pub fn absolute(p: &Path) -> Result<PathBuf> {
+    hpcscope_job::slurm::absolute(p)
+}
