@@ -41,6 +41,7 @@ pub mod check;
 pub mod error;
 pub mod gate;
 pub mod record;
+pub mod robust;
 pub mod sha256;
 pub mod stats;
 pub mod store;
