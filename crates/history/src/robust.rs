@@ -388,12 +388,14 @@ pub fn detect_period(y: &[f64], max_period: usize) -> Option<usize> {
     let mut trough = f64::INFINITY;
     for p in 2..=lmax {
         trough = trough.min(acf[p - 1]);
-        if acf[p] >= acf[p - 1] && acf[p] >= acf[p + 1] && acf[p] > 0.3 && trough < acf[p] - 0.3
-        {
+        if acf[p] >= acf[p - 1] && acf[p] >= acf[p + 1] && acf[p] > 0.3 && trough < acf[p] - 0.3 {
             peaks.push(p);
         }
     }
-    let best = peaks.iter().map(|&p| acf[p]).fold(f64::NEG_INFINITY, f64::max);
+    let best = peaks
+        .iter()
+        .map(|&p| acf[p])
+        .fold(f64::NEG_INFINITY, f64::max);
     peaks.into_iter().find(|&p| acf[p] >= best - 0.05)
 }
 
@@ -585,7 +587,16 @@ impl Ctx<'_> {
             let step = (sr.ybar - b * sr.tbar) - (sl.ybar - b * sl.tbar);
             let cs = 1.0 / sl.n + 1.0 / sr.n + (sr.tbar - sl.tbar).powi(2) / sxx;
             let lb = sl.ybar + b * (c - sl.tbar);
-            fits.push((LevelModel::SharedTrend { slope: b }, rss, 3.0, step, cs, lb, b, b));
+            fits.push((
+                LevelModel::SharedTrend { slope: b },
+                rss,
+                3.0,
+                step,
+                cs,
+                lb,
+                b,
+                b,
+            ));
         }
         if self.opts.trend && sl.n >= 3.0 && sr.n >= 3.0 && sl.sxx > 0.0 && sr.sxx > 0.0 {
             let bl = sl.sxy / sl.sxx;
@@ -613,7 +624,8 @@ impl Ctx<'_> {
         }
         // BIC with unknown variance; a floor keeps ln(0) away for exact data.
         let floor_rss = big_n * (self.sigma_floor * self.sigma_floor).max(1e-300);
-        let bic = |rss: f64, k: f64| big_n * ((rss + 1e-3 * floor_rss) / big_n).ln() + k * big_n.ln();
+        let bic =
+            |rss: f64, k: f64| big_n * ((rss + 1e-3 * floor_rss) / big_n).ln() + k * big_n.ln();
         let (model, rss, k, step, cs, lb, bl, br) = *fits
             .iter()
             .min_by(|a, b| bic(a.1, a.2).total_cmp(&bic(b.1, b.2)))
@@ -635,7 +647,8 @@ impl Ctx<'_> {
         let rho = if rss > 0.0 {
             let al = sl.ybar - bl * sl.tbar;
             let ar = sr.ybar - br * sr.tbar;
-            let num = self.sums.lag_resid(sl.a, sl.b, al, bl) + self.sums.lag_resid(sr.a, sr.b, ar, br);
+            let num =
+                self.sums.lag_resid(sl.a, sl.b, al, bl) + self.sums.lag_resid(sr.a, sr.b, ar, br);
             (num / rss).clamp(0.0, self.opts.max_autocorrelation)
         } else {
             0.0
@@ -845,7 +858,9 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
     if scale <= 0.0 {
         let (lo, hi) = vals
             .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
         scale = hi - lo;
     }
     let mut y: Vec<f64> = vals.iter().map(|v| (v - loc) / scale).collect();
@@ -988,7 +1003,9 @@ mod tests {
 
     #[test]
     fn lag_products_match_a_direct_sum() {
-        let y: Vec<f64> = (0..40).map(|i| ((i * 7) % 11) as f64 + 0.1 * i as f64).collect();
+        let y: Vec<f64> = (0..40)
+            .map(|i| ((i * 7) % 11) as f64 + 0.1 * i as f64)
+            .collect();
         let s = Sums::new(&y);
         let (a, b, al, be) = (5, 31, 0.7, 0.21);
         let direct: f64 = (a + 1..b)

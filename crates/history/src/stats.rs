@@ -778,7 +778,10 @@ mod tests {
         // (0.04 > 0.05/3 on its own, but 0.046 <= 3 · 0.05/3 rejects all three.)
         let p = [0.046, 0.04, 0.045];
         assert_eq!(benjamini_hochberg(&p, 0.05), vec![true, true, true]);
-        assert_eq!(benjamini_hochberg(&[f64::NAN, 0.2], 0.05), vec![false, false]);
+        assert_eq!(
+            benjamini_hochberg(&[f64::NAN, 0.2], 0.05),
+            vec![false, false]
+        );
         assert!(benjamini_hochberg(&[], 0.05).is_empty());
     }
 
