@@ -528,8 +528,8 @@ fn history_changes_explain_each_step_and_say_what_they_skipped() {
     let db_s = db.to_str().unwrap();
     let jitter = [0.0, 0.6, -0.4, 0.9, -0.7, 0.2, -0.1, 0.5];
     // Too short for a change: said so, not silence.
-    for i in 0..4 {
-        record_work(db_s, dir.path(), 100.0 + jitter[i]);
+    for j in &jitter[..4] {
+        record_work(db_s, dir.path(), 100.0 + j);
     }
     let o = run(&["history", "changes", "work", "--db", db_s]);
     assert!(o.status.success(), "{}", stderr(&o));

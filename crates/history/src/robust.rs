@@ -259,6 +259,7 @@ impl Detection {
 
 /// Finite points of `x` with their indices, and the shared checks of every method:
 /// returns `Err(detection)` with the status and a note when there is nothing to analyse.
+#[allow(clippy::result_large_err)] // built once per series; boxing would only add noise
 pub(crate) fn prepare(
     method: &str,
     x: &[f64],
@@ -538,6 +539,10 @@ struct Seg {
     syy: f64,
 }
 
+/// One model's fit around a change: (model, residual sum of squares, parameters, step,
+/// variance factor of the step, level before at the boundary, slope before, slope after).
+type Fit = (LevelModel, f64, f64, f64, f64, f64, f64, f64);
+
 /// The test of one change at τ between its neighbours.
 #[derive(Clone, Copy, Debug)]
 struct Test {
@@ -565,7 +570,7 @@ impl Ctx<'_> {
         let big_n = sl.n + sr.n;
         let c = tau as f64 - 0.5;
         // (model, rss, k, step, c_step, level_before, slopes for the residual lags)
-        let mut fits: Vec<(LevelModel, f64, f64, f64, f64, f64, f64, f64)> = Vec::with_capacity(3);
+        let mut fits: Vec<Fit> = Vec::with_capacity(3);
         {
             let rss = sl.syy + sr.syy;
             let step = sr.ybar - sl.ybar;
@@ -709,7 +714,7 @@ fn candidates(y: &[f64], m: usize, sigma: f64) -> Vec<usize> {
             let mut wmax = vec![0.0; len];
             let mut dq: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
             let mut next = 0;
-            for i in 0..len {
+            for (i, wm) in wmax.iter_mut().enumerate() {
                 let end = (i + h).min(len - 1);
                 while next <= end {
                     while dq.back().is_some_and(|&j| d[j] <= d[next]) {
@@ -721,7 +726,7 @@ fn candidates(y: &[f64], m: usize, sigma: f64) -> Vec<usize> {
                 while dq.front().is_some_and(|&j| j + h < i) {
                     dq.pop_front();
                 }
-                wmax[i] = d[*dq.front().expect("window is not empty")];
+                *wm = d[*dq.front().expect("window is not empty")];
             }
             for i in 0..len {
                 if d[i] >= 2.0 && d[i] >= wmax[i] {
@@ -765,9 +770,9 @@ fn merge(ctx: &Ctx, n: usize, cands: &[usize]) -> Vec<usize> {
         )
     };
     let mut heap: BinaryHeap<Reverse<(Key, usize, u32)>> = BinaryHeap::with_capacity(k);
-    for i in 0..k {
+    for (i, &c) in cands.iter().enumerate() {
         let (l, r) = bounds(&prev, &next, i);
-        let s = ctx.test(l, cands[i], r).strength;
+        let s = ctx.test(l, c, r).strength;
         heap.push(Reverse((Key(s), i, 0)));
     }
     while let Some(Reverse((Key(s), i, v))) = heap.pop() {
