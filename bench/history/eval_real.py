@@ -19,8 +19,8 @@ indices are mapped back (hpcscope does the same internally). Scores are per seri
 averaged over series (as in the paper); the tables give them per family and overall.
 
 Usage: python3 bench/history/eval_real.py [--split dev|test] [--per-family 24] [--out DIR]
-(installs the pinned packages of requirements.txt into a virtual environment first when
-`--venv DIR` is given).
+(`bash bench/history/run.sh` installs the pinned packages of requirements.txt into a virtual
+environment and runs this script and eval.py).
 """
 import argparse
 import json
