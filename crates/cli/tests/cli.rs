@@ -521,6 +521,97 @@ fn regress_check_exit_codes_reports_and_bad_store() {
     assert_eq!(std::fs::read(&bad).unwrap(), b"this is not a database");
 }
 
+#[test]
+fn history_changes_explain_each_step_and_say_what_they_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let db_s = db.to_str().unwrap();
+    let jitter = [0.0, 0.6, -0.4, 0.9, -0.7, 0.2, -0.1, 0.5];
+    // Too short for a change: said so, not silence.
+    for j in &jitter[..4] {
+        record_work(db_s, dir.path(), 100.0 + j);
+    }
+    let o = run(&["history", "changes", "work", "--db", db_s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("not analysed"), "{}", stdout(&o));
+    // 12 runs at 100, then 12 at 110 (1 % noise): one change, explained.
+    for i in 4..24 {
+        let level = if i < 12 { 100.0 } else { 110.0 };
+        record_work(db_s, dir.path(), level + jitter[i % 8]);
+    }
+    let o = run(&[
+        "history", "changes", "work", "--db", db_s, "--format", "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j["method"], "robust", "{j}");
+    assert_eq!(j["status"], "analysed", "{j}");
+    let cps = j["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{j}");
+    assert_eq!(cps[0]["index"], 12, "{j}");
+    assert!((cps[0]["step"].as_f64().unwrap() - 10.0).abs() < 1.0, "{j}");
+    assert!(cps[0]["step_over_noise"].as_f64().unwrap() > 5.0, "{j}");
+    assert_eq!(cps[0]["trend"], false, "{j}");
+    let o = run(&["history", "changes", "work", "--db", db_s]);
+    let md = stdout(&o);
+    assert!(
+        md.contains("| step / noise |") && md.contains("no trend"),
+        "{md}"
+    );
+    // The other detectors stay available.
+    let o = run(&[
+        "history",
+        "changes",
+        "work",
+        "--db",
+        db_s,
+        "--method",
+        "edivisive",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("\"method\": \"edivisive\""),
+        "{}",
+        stdout(&o)
+    );
+    // Bad options are usage errors that say how to fix them.
+    let o = run(&["history", "changes", "work", "--db", db_s, "--period", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("auto, off or a number"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "regress", "check", "--db", db_s, "--metric", "work", "--fdr", "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("(0, 1]"), "{}", stderr(&o));
+    // regress check explains the flagged runs and the history's change.
+    record_work(db_s, dir.path(), 125.0);
+    let o = run(&[
+        "regress",
+        "check",
+        "--db",
+        db_s,
+        "--metric",
+        "work",
+        "--lower-is-better",
+        "work",
+        "--baseline",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    let md = stdout(&o);
+    assert!(
+        md.contains("noise sd") && md.contains("no trend in the baseline"),
+        "{md}"
+    );
+    assert!(md.contains("### Change points in the history"), "{md}");
+}
+
 /// True as root; in CI (CI=true, root) a missing privilege is a failure, elsewhere a skip.
 fn root_or_skip(what: &str) -> bool {
     // SAFETY: geteuid has no preconditions.

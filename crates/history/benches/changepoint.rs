@@ -1,11 +1,12 @@
-//! Speed of change-point detection on long histories (the target: 100,000 points in
-//! under a second) and of the gate's bootstrap.
+//! Speed of change-point detection on long histories (target: 100,000 points in under a
+//! second) and of the gate's bootstrap.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hpcscope_history::changepoint::{EDivisiveOptions, PeltOptions, e_divisive, pelt};
 use hpcscope_history::gate::{Direction, GateOptions, gate};
+use hpcscope_history::robust::{RobustOptions, detect};
 use hpcscope_history::synth::{SynthSpec, generate};
 
 fn history(n: usize) -> Vec<f64> {
@@ -27,6 +28,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     for n in [1_000usize, 10_000, 100_000] {
         let x = history(n);
+        g.bench_function(format!("robust_{n}"), |b| {
+            b.iter(|| detect(black_box(&x), &RobustOptions::default()))
+        });
         g.bench_function(format!("edivisive_{n}"), |b| {
             b.iter(|| e_divisive(black_box(&x), &EDivisiveOptions::default()))
         });

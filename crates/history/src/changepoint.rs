@@ -1,5 +1,7 @@
 //! Change-point detection over a metric's history.
 //!
+//! * [`detect`] with [`Method::Robust`] (the default): level shifts against trends,
+//!   seasonality, autocorrelated noise, outliers and quantized values (see [`crate::robust`]).
 //! * [`e_divisive`]: E-divisive means (Matteson and James 2014) with the Student t-test
 //!   significance step and the split/merge scheme of Hunter and Apache Otava (Fleming et al.,
 //!   "Hunter: Using Change Point Detection to Hunt for Performance Regressions", ICPE'23).
@@ -24,7 +26,89 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::robust::{Change, Detection, LevelModel, RobustOptions, prepare};
 use crate::stats::{TTest, t_test_from_stats};
+
+/// A change-point method with its options, for [`detect`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "method", content = "options")]
+pub enum Method {
+    /// The default: steps of the level against a local trend, with an autocorrelation-aware
+    /// test, seasonality and outlier handling ([`crate::robust::detect`]).
+    Robust(RobustOptions),
+    /// E-divisive means with a t-test (Otava's split/merge) and effect-size floors.
+    EDivisive(EDivisiveOptions),
+    /// PELT with a normal mean cost.
+    Pelt(PeltOptions),
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method::Robust(RobustOptions::default())
+    }
+}
+
+impl Method {
+    /// `robust`, `edivisive` or `pelt`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::Robust(_) => "robust",
+            Method::EDivisive(_) => "edivisive",
+            Method::Pelt(_) => "pelt",
+        }
+    }
+}
+
+/// Change points of `x` by `method`, with the same explicit handling of missing values
+/// (left out, counted, indices kept), too-short and constant series for every method: the
+/// [`Detection`]'s status and notes say what was done.
+pub fn detect(x: &[f64], method: &Method) -> Detection {
+    let (opts_ed, opts_pelt) = match method {
+        Method::Robust(o) => return crate::robust::detect(x, o),
+        Method::EDivisive(o) => (Some(o), None),
+        Method::Pelt(o) => (None, Some(o)),
+    };
+    let min_points = match opts_pelt {
+        Some(o) => 2 * o.min_size.max(1),
+        None => 4,
+    };
+    let (idx, vals, mut det) = match prepare(method.name(), x, min_points) {
+        Ok(v) => v,
+        Err(d) => return d,
+    };
+    let cps = match (opts_ed, opts_pelt) {
+        (Some(o), _) => e_divisive(&vals, o),
+        (_, Some(o)) => pelt(&vals, o),
+        _ => unreachable!(),
+    };
+    det.noise_sd = noise_sd(&vals);
+    det.changes = cps
+        .iter()
+        .map(|c| {
+            let step = c.after.mean - c.before.mean;
+            let sd = if c.effect_size > 0.0 && c.effect_size.is_finite() {
+                step.abs() / c.effect_size
+            } else {
+                0.0
+            };
+            Change {
+                index: idx[c.index],
+                before: c.before,
+                after: c.after,
+                step,
+                level_before: c.before.mean,
+                rel_change: c.rel_change,
+                noise_sd: sd,
+                step_over_noise: if sd > 0.0 { step / sd } else { 0.0 },
+                model: LevelModel::Constant,
+                autocorrelation: 0.0,
+                pvalue: c.pvalue,
+                strength: 0.0,
+            }
+        })
+        .collect();
+    det
+}
 
 /// Summary statistics of one segment of a history.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -462,7 +546,8 @@ pub fn noise_sd(x: &[f64]) -> f64 {
 }
 
 /// Change points of `x` by PELT: minimises `Σ_segments C(segment) + β · (#changes)` exactly,
-/// with the normal mean-change cost `C(y) = Σ (y_i − ȳ)² / σ²` (σ from [`noise_sd`]) and
+/// with the normal mean-change cost `C(y) = Σ (y_i − ȳ)² / σ²` (σ from
+/// [`crate::robust::noise_scale`]) and
 /// `β` from `opts.penalty`, pruning candidates that can never be optimal again
 /// (`F(τ) + C(y_{τ..t}) > F(t)`). Returns the change points with the same statistics as
 /// [`e_divisive`] (t-test between neighbouring change points). Deterministic.
@@ -474,7 +559,9 @@ pub fn pelt(x: &[f64], opts: &PeltOptions) -> Vec<ChangePoint> {
     }
     let p = Prefix::new(x);
     let scale = x.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1.0);
-    let sigma = noise_sd(x).max(1e-9 * scale);
+    // Pseudo-residual scale (removes a local trend; falls back to the mean absolute deviation
+    // on quantized series, where the MAD of differences is 0).
+    let sigma = crate::robust::noise_scale(x).max(1e-9 * scale);
     let inv_var = 1.0 / (sigma * sigma);
     let beta = match opts.penalty {
         Penalty::Bic => 2.0 * (n as f64).ln(),

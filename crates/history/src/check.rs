@@ -7,12 +7,13 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::changepoint::{EDivisiveOptions, e_divisive};
+use crate::changepoint::{Method, detect};
 use crate::error::{HistoryError, Result};
 use crate::gate::{
     AnomalyReport, Direction, Explanation, GateOptions, GateResult, Verdict, anomaly_scores,
     explain, gate,
 };
+use crate::stats::benjamini_hochberg;
 use crate::store::{Filter, Store, StoredRun};
 
 /// Options of [`check`].
@@ -32,8 +33,13 @@ pub struct CheckOptions {
     pub gate: GateOptions,
     /// Direction overrides, by metric name (else [`Direction::infer`]).
     pub directions: BTreeMap<String, Direction>,
-    /// Change-point detection over each gated metric's history.
-    pub change_points: Option<EDivisiveOptions>,
+    /// Change-point detection over each gated metric's history (default: the robust
+    /// detector).
+    pub change_points: Option<Method>,
+    /// False-discovery rate across the gated metrics' histories: a metric's change points
+    /// are reported only when its series p-value survives Benjamini-Hochberg at this level
+    /// (1 = no control).
+    pub fdr: f64,
 }
 
 impl Default for CheckOptions {
@@ -46,7 +52,8 @@ impl Default for CheckOptions {
             mix_machines: false,
             gate: GateOptions::default(),
             directions: BTreeMap::new(),
-            change_points: Some(EDivisiveOptions::default()),
+            change_points: Some(Method::default()),
+            fdr: 0.05,
         }
     }
 }
@@ -73,12 +80,26 @@ pub struct HistoryChange {
     pub run_id: i64,
     /// Its git commit, if known.
     pub git_commit: Option<String>,
-    /// Relative change of the mean.
+    /// Relative change of the level.
     pub rel_change: f64,
-    /// t-test p-value.
+    /// p-value of the step at this position.
     pub pvalue: f64,
     /// Whether the change is in the worse direction.
     pub worse: bool,
+    /// Mean of the segment before (from the previous change point).
+    pub mean_before: f64,
+    /// Mean of the segment after (up to the next change point).
+    pub mean_after: f64,
+    /// Step of the level at the change (against the trend when there is one), metric's unit.
+    pub step: f64,
+    /// Noise standard deviation around the level.
+    pub noise_sd: f64,
+    /// `step / noise_sd`.
+    pub step_over_noise: f64,
+    /// A trend was part of the model around the change.
+    pub trend: bool,
+    /// The model in words: `no trend`, `trend +0.01/run`, ...
+    pub model: String,
 }
 
 /// Result of [`check`].
@@ -250,14 +271,49 @@ pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
     let anomalies =
         (base_v.len() >= 3).then(|| anomaly_scores(&base_v, &newest_v, opts.gate.z_threshold));
     let mut change_points = Vec::new();
-    if let Some(cp_opts) = &opts.change_points {
+    if let Some(method) = &opts.change_points {
+        let mut per_metric = Vec::new();
         for r in &results {
             let pts: Vec<(&StoredRun, f64)> = pool
                 .iter()
                 .filter_map(|run| run.record.metric(&r.metric).map(|v| (run, v)))
                 .collect();
             let xs: Vec<f64> = pts.iter().map(|p| p.1).collect();
-            for cp in e_divisive(&xs, cp_opts) {
+            let det = detect(&xs, method);
+            for n in &det.notes {
+                notes.push(format!("change points of `{}`: {n}", r.metric));
+            }
+            per_metric.push((r, pts, det));
+        }
+        let pvals: Vec<f64> = per_metric.iter().map(|m| m.2.series_pvalue()).collect();
+        let keep = if opts.fdr < 1.0 {
+            benjamini_hochberg(&pvals, opts.fdr)
+        } else {
+            vec![true; pvals.len()]
+        };
+        let withheld: Vec<&str> = per_metric
+            .iter()
+            .zip(&keep)
+            .filter(|(m, k)| !**k && !m.2.changes.is_empty())
+            .map(|(m, _)| m.0.metric.as_str())
+            .collect();
+        if !withheld.is_empty() {
+            notes.push(format!(
+                "change points of {} withheld by false-discovery control across the {} metrics checked (Benjamini-Hochberg, q = {})",
+                withheld
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                per_metric.len(),
+                opts.fdr
+            ));
+        }
+        for ((r, pts, det), k) in per_metric.iter().zip(&keep) {
+            if !k {
+                continue;
+            }
+            for cp in &det.changes {
                 let run = pts[cp.index].0;
                 change_points.push(HistoryChange {
                     metric: r.metric.clone(),
@@ -265,7 +321,14 @@ pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
                     git_commit: run.record.git.as_ref().map(|g| g.commit.clone()),
                     rel_change: cp.rel_change,
                     pvalue: cp.pvalue,
-                    worse: cp.rel_change * r.direction.worse_sign() > 0.0,
+                    worse: cp.step * r.direction.worse_sign() > 0.0,
+                    mean_before: cp.before.mean,
+                    mean_after: cp.after.mean,
+                    step: cp.step,
+                    noise_sd: cp.noise_sd,
+                    step_over_noise: cp.step_over_noise,
+                    trend: cp.model.has_trend(),
+                    model: cp.model.describe(),
                 });
             }
         }
@@ -373,6 +436,13 @@ impl CheckReport {
                 }
             );
         }
+        for r in &self.results {
+            if matches!(r.verdict, Verdict::Regression | Verdict::Improvement)
+                && let Some(c) = &r.context
+            {
+                let _ = writeln!(s, "\n**`{}`:** {}.", r.metric, c.summary);
+            }
+        }
         if let Some(e) = &self.explanation {
             let _ = writeln!(s, "\n**What moved with it:** {}", e.summary);
         }
@@ -406,26 +476,28 @@ impl CheckReport {
             );
         }
         if !self.change_points.is_empty() {
+            let _ = writeln!(s, "\n### Change points in the history\n");
             let _ = writeln!(
                 s,
-                "\n### Change points in the history (E-divisive, t-test)\n"
+                "| metric | first run after | commit | mean before | mean after | step | step / noise | model | p-value | direction |"
             );
-            let _ = writeln!(
-                s,
-                "| metric | first run after | commit | change | p-value | direction |"
-            );
-            let _ = writeln!(s, "|---|---|---|---:|---:|---|");
+            let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---|---:|---|");
             for c in &self.change_points {
                 let _ = writeln!(
                     s,
-                    "| `{}` | #{} | {} | {} | {:.2e} | {} |",
+                    "| `{}` | #{} | {} | {} | {} | {} ({}) | {:+.1} | {} | {:.2e} | {} |",
                     c.metric,
                     c.run_id,
                     c.git_commit
                         .as_deref()
                         .map(|g| format!("`{}`", &g[..g.len().min(10)]))
                         .unwrap_or("–".into()),
+                    fmt_num(c.mean_before),
+                    fmt_num(c.mean_after),
+                    fmt_num(c.step),
                     fmt_pct(c.rel_change),
+                    c.step_over_noise,
+                    c.model,
                     c.pvalue,
                     if c.worse { "worse" } else { "better" }
                 );
@@ -474,6 +546,9 @@ impl CheckReport {
             match r.verdict {
                 Verdict::Regression => {
                     let mut body = r.reason.clone();
+                    if let Some(c) = &r.context {
+                        body.push_str(&format!("\n{}", c.summary));
+                    }
                     if let Some(e) = &self.explanation {
                         body.push_str(&format!("\nWhat moved with it: {}", e.summary));
                     }

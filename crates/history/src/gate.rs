@@ -155,6 +155,127 @@ pub struct GateResult {
     pub verdict: Verdict,
     /// Why, in one sentence.
     pub reason: String,
+    /// The step against the noise and the baseline's trend (at least 3 baseline runs).
+    pub context: Option<StepContext>,
+}
+
+/// What a change between baseline and candidate runs looks like against the baseline's own
+/// behaviour: the means, the step against the noise, and whether the baseline drifts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepContext {
+    /// Mean of the baseline runs.
+    pub baseline_mean: f64,
+    /// Mean of the candidate runs.
+    pub candidate_mean: f64,
+    /// The baseline's level where the candidates are: its mean, or, with a trend, its trend
+    /// line extrapolated to the candidates.
+    pub expected: f64,
+    /// `candidate_mean − expected`, in the metric's unit.
+    pub step: f64,
+    /// Noise standard deviation of the baseline around its level (or trend line).
+    pub noise_sd: f64,
+    /// `step / noise_sd` (0 when the noise is 0).
+    pub step_over_noise: f64,
+    /// Slope of the baseline per run, when significant (p < 0.01 with an autocorrelation-
+    /// corrected standard error); `None` without a trend.
+    pub trend_per_run: Option<f64>,
+    /// p-value of that slope.
+    pub trend_pvalue: f64,
+    /// One sentence.
+    pub summary: String,
+}
+
+/// The step of `candidate` against `baseline` (runs in time order) and the baseline's trend:
+/// an ordinary least-squares line over the baseline runs, kept when its slope is significant
+/// (two-sided p < 0.01, standard error inflated by the residuals' lag-1 autocorrelation);
+/// `None` with fewer than 3 baseline runs or no candidate.
+pub fn step_context(baseline: &[f64], candidate: &[f64], unit: &str) -> Option<StepContext> {
+    let nb = baseline.len();
+    if nb < 3 || candidate.is_empty() {
+        return None;
+    }
+    let bm = crate::stats::mean(baseline);
+    let cm = crate::stats::mean(candidate);
+    let tb = (nb as f64 - 1.0) / 2.0;
+    let sxx: f64 = (0..nb).map(|i| (i as f64 - tb).powi(2)).sum();
+    let sxy: f64 = baseline
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (i as f64 - tb) * (y - bm))
+        .sum();
+    let slope = sxy / sxx;
+    let resid: Vec<f64> = baseline
+        .iter()
+        .enumerate()
+        .map(|(i, y)| y - bm - slope * (i as f64 - tb))
+        .collect();
+    let rss: f64 = resid.iter().map(|e| e * e).sum();
+    let df = nb as f64 - 2.0;
+    let rho = if rss > 0.0 {
+        (resid.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / rss).clamp(0.0, 0.95)
+    } else {
+        0.0
+    };
+    let infl = (1.0 + rho) / (1.0 - rho);
+    let (trend_p, trend) = if df >= 1.0 && rss > 0.0 {
+        let se = (rss / df / sxx * infl).sqrt();
+        let p = crate::stats::student_t_two_sided_p(slope / se, (nb as f64 / infl - 2.0).max(1.0));
+        (p, (p < 0.01).then_some(slope))
+    } else if slope != 0.0 && df >= 1.0 {
+        (0.0, Some(slope))
+    } else {
+        (1.0, None)
+    };
+    let nc = candidate.len() as f64;
+    let tc = nb as f64 + (nc - 1.0) / 2.0;
+    let expected = match trend {
+        Some(b) => bm + b * (tc - tb),
+        None => bm,
+    };
+    let noise = match trend {
+        Some(_) => (rss / df.max(1.0)).sqrt(),
+        None => crate::stats::std_dev(baseline),
+    };
+    let step = cm - expected;
+    let son = if noise > 0.0 { step / noise } else { 0.0 };
+    let u = if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
+    };
+    let num = |x: f64| {
+        crate::robust::fmt_sig(x)
+            .trim_start_matches('+')
+            .to_string()
+    };
+    let summary = format!(
+        "mean {}{u} over {nb} baseline run(s), {}{u} over {} candidate(s): a step of {}{u} = {:+.1} noise sd (noise {}{u}); {}",
+        num(bm),
+        num(cm),
+        candidate.len(),
+        crate::robust::fmt_sig(step),
+        son,
+        num(noise),
+        match trend {
+            Some(b) => format!(
+                "the baseline drifts by {}{u}/run (p = {trend_p:.1e}), so the step is measured against its trend line (expected {}{u})",
+                crate::robust::fmt_sig(b),
+                num(expected)
+            ),
+            None => "no trend in the baseline".to_string(),
+        }
+    );
+    Some(StepContext {
+        baseline_mean: bm,
+        candidate_mean: cm,
+        expected,
+        step,
+        noise_sd: noise,
+        step_over_noise: son,
+        trend_per_run: trend,
+        trend_pvalue: trend_p,
+        summary,
+    })
 }
 
 /// Compares `candidate` runs to `baseline` runs of one metric.
@@ -190,6 +311,7 @@ pub fn gate(
         ratio_ci: None,
         verdict: Verdict::Insufficient,
         reason: String::new(),
+        context: step_context(baseline, candidate, unit),
     };
     if baseline.len() < 3 || candidate.is_empty() {
         res.reason = format!(
@@ -606,6 +728,27 @@ mod tests {
             e.summary,
             "time_s +8.0%, l2_bytes +40.0%, instructions unchanged"
         );
+    }
+
+    #[test]
+    fn step_context_against_noise_and_trend() {
+        // Flat baseline 10 ± 0.1, candidates at 10.5: a step of 5 noise sd, no trend.
+        let b: Vec<f64> = (0..20).map(|i| 10.0 + [0.1, -0.1][i % 2]).collect();
+        let c = step_context(&b, &[10.5, 10.5], "s").unwrap();
+        assert!(c.trend_per_run.is_none(), "{c:?}");
+        assert!((c.step - 0.5).abs() < 1e-12);
+        assert!((c.step_over_noise - 0.5 / crate::stats::std_dev(&b)).abs() < 1e-9);
+        assert!(c.summary.contains("no trend"), "{}", c.summary);
+        // A baseline drifting +0.1/run: the candidate on the trend line is no step.
+        let b: Vec<f64> = (0..20)
+            .map(|i| 10.0 + 0.1 * i as f64 + [0.02, -0.02, 0.0][i % 3])
+            .collect();
+        let c = step_context(&b, &[12.0], "s").unwrap();
+        assert!((c.trend_per_run.unwrap() - 0.1).abs() < 0.01, "{c:?}");
+        assert!((c.expected - 12.0).abs() < 0.05, "{c:?}");
+        assert!(c.step.abs() < 0.05, "{c:?}");
+        assert!(c.summary.contains("drifts"), "{}", c.summary);
+        assert!(step_context(&[1.0, 2.0], &[3.0], "").is_none());
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! * [`gate`]: the two-sample gate (Mann-Whitney U, bootstrap CI of the ratio of medians,
 //!   modified z-scores), label-free anomaly scores and the explanation of a change by the
 //!   metrics that moved with it.
-//! * [`changepoint`]: E-divisive means with a t-test (Otava's split/merge) and PELT.
+//! * [`robust`]: the default change-point detector (steps of a local level against a trend,
+//!   with an autocorrelation-aware test, seasonality, outliers, missing values).
+//! * [`changepoint`]: [`changepoint::detect`] for any method; E-divisive means with a t-test
+//!   (Otava's split/merge) and PELT.
 //! * [`check`]: `regress check`, with Markdown, JSON and JUnit XML reports.
 //! * [`stats`]: the hand-written statistics underneath; [`synth`]: labelled synthetic
 //!   histories for evaluation.
@@ -41,6 +44,7 @@ pub mod check;
 pub mod error;
 pub mod gate;
 pub mod record;
+pub mod robust;
 pub mod sha256;
 pub mod stats;
 pub mod store;

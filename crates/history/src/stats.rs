@@ -200,6 +200,94 @@ pub fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 
+/// Quantile of the standard normal distribution, Φ⁻¹(p), for 0 < p < 1 (Acklam's rational
+/// approximation refined by one Halley step on [`erfc`]; about 1e-15 relative). Returns
+/// ∓infinity at p = 0 and p = 1, NaN outside [0, 1].
+pub fn normal_quantile(p: f64) -> f64 {
+    if !(0.0..=1.0).contains(&p) || p.is_nan() {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p == 1.0 {
+        return f64::INFINITY;
+    }
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let lo = 0.024_25;
+    let x = if p < lo {
+        let q = (-2.0 * p.ln()).sqrt();
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    } else if p <= 1.0 - lo {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        let q = (-2.0 * (1.0 - p).ln()).sqrt();
+        -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    // One Halley step: e = Φ(x) − p, computed in the tail that keeps precision.
+    let e = if x < 0.0 {
+        normal_cdf(x) - p
+    } else {
+        (1.0 - p) - normal_sf(x)
+    };
+    let u = e * (2.0 * std::f64::consts::PI).sqrt() * (x * x / 2.0).exp();
+    x - u / (1.0 + x * u / 2.0)
+}
+
+/// Benjamini-Hochberg step-up procedure: which of the hypotheses with p-values `p` are
+/// rejected when the false discovery rate is controlled at level `q`. The largest k with
+/// `p_(k) <= k q / m` is found and the k smallest p-values are rejected. NaN p-values are
+/// never rejected (and still count in m).
+pub fn benjamini_hochberg(p: &[f64], q: f64) -> Vec<bool> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).filter(|&i| !p[i].is_nan()).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut k = 0;
+    for (rank, &i) in order.iter().enumerate() {
+        if p[i] <= (rank + 1) as f64 * q / m as f64 {
+            k = rank + 1;
+        }
+    }
+    let mut out = vec![false; m];
+    for &i in &order[..k] {
+        out[i] = true;
+    }
+    out
+}
+
 /// ln Γ(x) for x > 0 (Lanczos approximation, g = 7, 9 terms; about 1e-15 relative).
 pub fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
@@ -659,6 +747,42 @@ mod tests {
         assert!(ci.lower <= ci.estimate && ci.estimate <= ci.upper);
         assert!(close(ci.estimate, 1.10, 1e-12));
         assert!(ci.lower > 1.05, "{ci:?}");
+    }
+
+    #[test]
+    fn normal_quantile_inverts_the_cdf() {
+        // Table values: Φ⁻¹(0.975) = 1.959963984540054, Φ⁻¹(0.999) = 3.090232306167813.
+        assert!(close(normal_quantile(0.975), 1.959_963_984_540_054, 1e-13));
+        assert!(close(normal_quantile(0.999), 3.090_232_306_167_813, 1e-12));
+        assert!(close(normal_quantile(0.025), -1.959_963_984_540_054, 1e-13));
+        assert_eq!(normal_quantile(0.5), 0.0);
+        for p in [1e-300, 1e-20, 1e-8, 0.01, 0.3, 0.77, 0.99999] {
+            let z = normal_quantile(p);
+            assert!(close(normal_cdf(z), p, 1e-12), "{p} -> {z}");
+        }
+        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
+        assert!(normal_quantile(1.5).is_nan());
+    }
+
+    #[test]
+    fn benjamini_hochberg_by_hand() {
+        // m = 5, q = 0.05: thresholds 0.01, 0.02, 0.03, 0.04, 0.05. Sorted p: 0.001, 0.015,
+        // 0.035, 0.041, 0.3: the largest k with p_(k) <= k q / m is 2 (0.015 <= 0.02;
+        // 0.035 > 0.03, 0.041 > 0.04): the two smallest are rejected.
+        let p = [0.3, 0.015, 0.001, 0.041, 0.035];
+        assert_eq!(
+            benjamini_hochberg(&p, 0.05),
+            vec![false, true, true, false, false]
+        );
+        // Step-up: a later rank passing rescues an earlier one that fails its own threshold.
+        // (0.04 > 0.05/3 on its own, but 0.046 <= 3 · 0.05/3 rejects all three.)
+        let p = [0.046, 0.04, 0.045];
+        assert_eq!(benjamini_hochberg(&p, 0.05), vec![true, true, true]);
+        assert_eq!(
+            benjamini_hochberg(&[f64::NAN, 0.2], 0.05),
+            vec![false, false]
+        );
+        assert!(benjamini_hochberg(&[], 0.05).is_empty());
     }
 
     #[test]

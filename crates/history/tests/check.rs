@@ -160,3 +160,65 @@ fn empty_store_is_a_clear_error() {
     let e = check(&s, &CheckOptions::default()).unwrap_err();
     assert!(e.to_string().contains("hpcscope record"), "{e}");
 }
+
+#[test]
+fn change_points_are_explained_and_false_discoveries_controlled() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(dir.path().join("h.sqlite")).unwrap();
+    // time_s steps up by 3 % at run 40; l2_bytes is pure noise.
+    for i in 0..80 {
+        let noise = TABLE_3_2[i % 16];
+        let t = if i < 40 { 2.0 } else { 2.06 } * noise;
+        s.record(&run(i, t, 1e9 * TABLE_3_2[(i * 7) % 16], "6.1"))
+            .unwrap();
+    }
+    let opts = CheckOptions {
+        metrics: vec!["time_s".into(), "l2_bytes".into(), "instructions".into()],
+        ..CheckOptions::default()
+    };
+    let rep = check(&s, &opts).unwrap();
+    let cps: Vec<_> = rep
+        .change_points
+        .iter()
+        .filter(|c| c.metric == "time_s")
+        .collect();
+    assert_eq!(cps.len(), 1, "{:?}", rep.change_points);
+    let c = cps[0];
+    assert!((c.mean_before - 2.0 * 1.005_812_5).abs() < 0.01, "{c:?}");
+    assert!((c.step - 0.06).abs() < 0.01, "{c:?}");
+    assert!(c.pvalue > 0.0, "{c:?}");
+    assert!(c.step_over_noise > 5.0 && !c.trend && c.worse, "{c:?}");
+    assert!(rep.change_points.iter().all(|c| c.metric == "time_s"));
+    // The constant metric says why it has no change point.
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("`instructions`") && n.contains("constant")),
+        "{:?}",
+        rep.notes
+    );
+    let md = rep.to_markdown();
+    assert!(
+        md.contains("step / noise") && md.contains("no trend"),
+        "{md}"
+    );
+    // With a false-discovery rate below its series p-value (p x 80 positions), the change
+    // is withheld and the note says so.
+    let strict = check(
+        &s,
+        &CheckOptions {
+            fdr: c.pvalue * 80.0 / 10.0,
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    assert!(strict.change_points.is_empty());
+    assert!(
+        strict
+            .notes
+            .iter()
+            .any(|n| n.contains("withheld") && n.contains("`time_s`")),
+        "{:?}",
+        strict.notes
+    );
+}

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use hpcscope_history::changepoint::{ChangePoint, EDivisiveOptions, PeltOptions, e_divisive, pelt};
+use hpcscope_history::changepoint::{EDivisiveOptions, Method, PeltOptions, detect};
+use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
 use hpcscope_report::{ChartOptions, Series, line_chart_svg};
 
@@ -27,7 +28,8 @@ enum HistoryCmd {
     Machines(DbArg),
     /// Draw a metric's history as SVG, with its change points marked.
     Plot(PlotArgs),
-    /// Print the change points of a metric's history (E-divisive and PELT).
+    /// Print the change points of a metric's history, with what explains each (segment
+    /// means, step against the noise, trend).
     Changes(ChangesArgs),
 }
 
@@ -126,18 +128,56 @@ struct SeriesArgs {
     /// Mix runs of different machine fingerprints (by default only the newest run's machine).
     #[arg(long)]
     mix_machines: bool,
-    /// Significance level of the change points.
-    #[arg(long, default_value_t = 0.001, value_name = "P")]
-    max_pvalue: f64,
-    /// Minimum relative change of a change point, percent.
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
-    min_change: f64,
-    /// Minimum effect size (change of the mean in pooled standard deviations).
+    /// Detector: `robust` (steps against a trend, seasonality and autocorrelated noise),
+    /// `edivisive` (Otava's E-divisive with a t-test) or `pelt` (PELT, normal mean cost).
+    #[arg(long, value_enum, default_value_t = CpMethod::Robust)]
+    method: CpMethod,
+    /// Minimum step, in noise standard deviations (robust; for E-divisive, the effect size
+    /// in pooled standard deviations).
     #[arg(long, default_value_t = 1.0, value_name = "D")]
     min_effect: f64,
-    /// E-divisive window length.
+    /// Penalty multiplier of the robust detector: a change needs z² >= PENALTY x ln(runs).
+    #[arg(long, default_value_t = 3.0, value_name = "PENALTY")]
+    penalty: f64,
+    /// Minimum runs on each side of a change (robust and PELT).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    min_segment: usize,
+    /// Seasonal period in runs (robust): `auto` (detected), `off`, or a number.
+    #[arg(long, default_value = "auto", value_name = "auto|off|N", value_parser = parse_period)]
+    period: Seasonality,
+    /// Robust: model plain steps of a constant level (no local trend).
+    #[arg(long)]
+    no_trend: bool,
+    /// E-divisive: significance level of the change points.
+    #[arg(long, default_value_t = 0.001, value_name = "P")]
+    max_pvalue: f64,
+    /// E-divisive: minimum relative change of a change point, percent.
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    min_change: f64,
+    /// E-divisive: window length.
     #[arg(long, default_value_t = 50, value_name = "N")]
     window: usize,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum CpMethod {
+    Robust,
+    Edivisive,
+    Pelt,
+}
+
+/// Parses `--period`: `auto`, `off` (or 0) or a period of at least 2 runs.
+fn parse_period(s: &str) -> std::result::Result<Seasonality, String> {
+    match s {
+        "auto" => Ok(Seasonality::Auto),
+        "off" | "0" => Ok(Seasonality::Off),
+        _ => match s.parse::<usize>() {
+            Ok(p) if p >= 2 => Ok(Seasonality::Period(p)),
+            _ => Err(format!(
+                "`{s}` is not a period: use auto, off or a number of runs >= 2 (7 for a weekly pattern of daily runs)"
+            )),
+        },
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -388,20 +428,53 @@ fn load_series(a: &SeriesArgs) -> Result<(Store, Vec<SeriesPoint>, Option<String
     Ok((store, pts, note))
 }
 
-fn detect(a: &SeriesArgs, xs: &[f64]) -> (Vec<ChangePoint>, Vec<ChangePoint>) {
-    let opts = EDivisiveOptions {
-        window: a.window,
-        max_pvalue: a.max_pvalue,
-        min_magnitude: a.min_change / 100.0,
-        min_effect_size: a.min_effect,
-    };
-    (e_divisive(xs, &opts), pelt(xs, &PeltOptions::default()))
+fn method(a: &SeriesArgs) -> Method {
+    match a.method {
+        CpMethod::Robust => Method::Robust(RobustOptions {
+            min_segment: a.min_segment,
+            penalty: a.penalty,
+            min_effect: a.min_effect,
+            trend: !a.no_trend,
+            seasonality: a.period,
+            ..RobustOptions::default()
+        }),
+        CpMethod::Edivisive => Method::EDivisive(EDivisiveOptions {
+            window: a.window,
+            max_pvalue: a.max_pvalue,
+            min_magnitude: a.min_change / 100.0,
+            min_effect_size: a.min_effect,
+        }),
+        CpMethod::Pelt => Method::Pelt(PeltOptions {
+            min_size: a.min_segment,
+            ..PeltOptions::default()
+        }),
+    }
+}
+
+/// The method in words, for captions.
+fn describe(m: &Method) -> String {
+    match m {
+        Method::Robust(o) => format!(
+            "steps of the level against a local trend (z² >= {} ln n, step >= {} noise sd, at least {} runs a side)",
+            o.penalty, o.min_effect, o.min_segment
+        ),
+        Method::EDivisive(o) => format!(
+            "E-divisive means with a t-test (p < {}, effect size >= {})",
+            o.max_pvalue, o.min_effect_size
+        ),
+        Method::Pelt(o) => format!(
+            "PELT (normal mean cost, BIC, at least {} runs a side)",
+            o.min_size
+        ),
+    }
 }
 
 fn plot(a: &PlotArgs) -> Result<ExitCode> {
     let (_, pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
-    let (ed, _) = detect(&a.series, &xs);
+    let m = method(&a.series);
+    let det = detect(&xs, &m);
+    let ed = &det.changes;
     let unit = pts.last().map(|p| p.unit.clone()).unwrap_or_default();
     // Segment means as a dashed step line.
     let mut bounds = vec![0];
@@ -409,7 +482,15 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
     bounds.push(xs.len());
     let mut means = Vec::new();
     for w in bounds.windows(2) {
-        let m = xs[w[0]..w[1]].iter().sum::<f64>() / (w[1] - w[0]) as f64;
+        let seg: Vec<f64> = xs[w[0]..w[1]]
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        if seg.is_empty() {
+            continue;
+        }
+        let m = seg.iter().sum::<f64>() / seg.len() as f64;
         means.push((w[0] as f64 + 1.0, m));
         means.push((w[1] as f64, m));
     }
@@ -450,19 +531,25 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
             },
             vertical_markers: markers,
             caption: format!(
-                "{} runs{}. Vertical lines mark change points found by E-divisive means with a t-test (p < {}, effect size >= {}); the dashed line is the mean of each segment.",
+                "{} runs{}. Vertical lines mark change points: {}; the dashed line is the mean of each segment.{}",
                 xs.len(),
                 note.as_deref()
                     .map(|n| format!(" ({n})"))
                     .unwrap_or_default(),
-                a.series.max_pvalue,
-                a.series.min_effect
+                describe(&m),
+                det.notes
+                    .iter()
+                    .map(|n| format!(" Note: {n}."))
+                    .collect::<String>()
             ),
             ..ChartOptions::default()
         },
     );
     crate::output::write_atomic(&a.output, &svg)?;
     if let Some(n) = note {
+        eprintln!("note: {n}");
+    }
+    for n in &det.notes {
         eprintln!("note: {n}");
     }
     eprintln!(
@@ -477,66 +564,103 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
 fn changes(a: &ChangesArgs) -> Result<ExitCode> {
     let (_, pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
-    let (ed, pe) = detect(&a.series, &xs);
-    let tie = |cps: &[ChangePoint]| -> Vec<serde_json::Value> {
-        cps.iter()
-            .map(|c| {
-                let p = &pts[c.index];
-                serde_json::json!({
-                    "run_id": p.run_id, "index": c.index, "git_commit": p.git_commit,
-                    "mean_before": c.before.mean, "mean_after": c.after.mean,
-                    "std_before": c.before.std, "std_after": c.after.std,
-                    "rel_change": c.rel_change, "pvalue": c.pvalue, "rank_pvalue": c.rank_pvalue,
-                    "effect_size": c.effect_size,
-                })
-            })
-            .collect()
-    };
+    let m = method(&a.series);
+    let det: Detection = detect(&xs, &m);
+    let mut notes: Vec<String> = note.into_iter().collect();
+    notes.extend(det.notes.iter().cloned());
     match a.format {
         ChangesFormat::Json => {
+            let cps: Vec<serde_json::Value> = det
+                .changes
+                .iter()
+                .map(|c| {
+                    let p = &pts[c.index];
+                    serde_json::json!({
+                        "run_id": p.run_id, "index": c.index, "git_commit": p.git_commit,
+                        "mean_before": c.before.mean, "mean_after": c.after.mean,
+                        "std_before": c.before.std, "std_after": c.after.std,
+                        "runs_before": c.before.n, "runs_after": c.after.n,
+                        "step": c.step, "level_before": c.level_before,
+                        "rel_change": c.rel_change, "noise_sd": c.noise_sd,
+                        "step_over_noise": c.step_over_noise, "model": c.model,
+                        "trend": c.model.has_trend(), "autocorrelation": c.autocorrelation,
+                        "pvalue": c.pvalue,
+                    })
+                })
+                .collect();
             let v = serde_json::json!({
-                "metric": a.series.metric, "runs": xs.len(), "note": note,
-                "edivisive": tie(&ed), "pelt": tie(&pe),
+                "metric": a.series.metric, "runs": xs.len(), "method": m.name(),
+                "options": m, "status": det.status, "notes": notes,
+                "noise_sd": finite(det.noise_sd), "period": det.period,
+                "outliers": det.outliers, "missing": det.missing,
+                "change_points": cps,
             });
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         ChangesFormat::Md => {
             println!(
-                "## Change points of `{}` ({} runs)\n",
+                "## Change points of `{}` ({} runs)\n\nMethod: {}.\n",
                 a.series.metric,
-                xs.len()
+                xs.len(),
+                describe(&m)
             );
-            if let Some(n) = &note {
+            for n in &notes {
                 println!("> **Note:** {n}\n");
             }
-            println!(
-                "| method | first run after | commit | mean before | mean after | change | p-value | effect size |"
-            );
-            println!("|---|---|---|---:|---:|---:|---:|---:|");
-            for (name, cps) in [("E-divisive", &ed), ("PELT", &pe)] {
-                if cps.is_empty() {
-                    println!("| {name} | none | | | | | | |");
-                }
-                for c in cps.iter() {
-                    let p = &pts[c.index];
-                    println!(
-                        "| {name} | #{} | {} | {:.6} | {:.6} | {:+.2}% | {:.2e} | {:.2} |",
-                        p.run_id,
-                        p.git_commit
-                            .as_deref()
-                            .map(|g| &g[..g.len().min(10)])
-                            .unwrap_or("-"),
-                        c.before.mean,
-                        c.after.mean,
-                        c.rel_change * 100.0,
-                        c.pvalue,
-                        c.effect_size
-                    );
-                }
+            if det.changes.is_empty() {
+                println!("No change point.");
+            } else {
+                println!(
+                    "| first run after | commit | mean before | mean after | step | step / noise | model | p-value |"
+                );
+                println!("|---|---|---:|---:|---:|---:|---|---:|");
+            }
+            for c in &det.changes {
+                let p = &pts[c.index];
+                println!(
+                    "| #{} | {} | {} | {} | {} ({:+.2}%) | {:+.1} | {} | {:.2e} |",
+                    p.run_id,
+                    p.git_commit
+                        .as_deref()
+                        .map(|g| &g[..g.len().min(10)])
+                        .unwrap_or("-"),
+                    num(c.before.mean),
+                    num(c.after.mean),
+                    num(c.step),
+                    c.rel_change * 100.0,
+                    c.step_over_noise,
+                    c.model.describe(),
+                    c.pvalue,
+                );
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A JSON number, or null for NaN/inf.
+fn finite(x: f64) -> serde_json::Value {
+    if x.is_finite() {
+        serde_json::json!(x)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+/// Six significant digits.
+fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) {
+        format!("{x:.4e}")
+    } else {
+        format!("{x:.6}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use hpcscope_history::changepoint::EDivisiveOptions;
+use hpcscope_history::changepoint::Method;
 use hpcscope_history::check::{CheckOptions, check};
 use hpcscope_history::gate::{Direction, GateOptions};
 use hpcscope_history::store::Store;
@@ -66,6 +66,10 @@ struct CheckArgs {
     /// Skip change-point detection over the history.
     #[arg(long)]
     no_change_points: bool,
+    /// False-discovery rate of the change points across the metrics checked
+    /// (Benjamini-Hochberg); 1 turns the control off.
+    #[arg(long, default_value_t = 0.05, value_name = "Q")]
+    fdr: f64,
     /// Write the full report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -85,6 +89,12 @@ pub fn run(args: &RegressArgs) -> Result<ExitCode> {
 }
 
 fn run_check(a: &CheckArgs) -> Result<ExitCode> {
+    if !(a.fdr > 0.0 && a.fdr <= 1.0) {
+        anyhow::bail!(
+            "--fdr {}: the false-discovery rate must be in (0, 1] (0.05 by default; 1 turns the control off)",
+            a.fdr
+        );
+    }
     let path = a.filter.db.path()?;
     let store = Store::open_read_only(&path)?;
     let mut directions = BTreeMap::new();
@@ -108,7 +118,8 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
             ..GateOptions::default()
         },
         directions,
-        change_points: (!a.no_change_points).then(EDivisiveOptions::default),
+        change_points: (!a.no_change_points).then(Method::default),
+        fdr: a.fdr,
     };
     let report = check(&store, &opts)?;
     let md = report.to_markdown();
