@@ -349,20 +349,7 @@ pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
     })
 }
 
-fn fmt_num(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let a = x.abs();
-    if a != 0.0 && !(1e-3..1e6).contains(&a) {
-        format!("{x:.4e}")
-    } else {
-        format!("{x:.6}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    }
-}
+use hpcscope_report::fmt::plain as fmt_num;
 
 fn fmt_pct(x: f64) -> String {
     if x.is_finite() {

@@ -301,23 +301,6 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_id_ignores_hostname() {
-        let a = Fingerprint {
-            cpu_model: "X".into(),
-            cpu_count: 4,
-            kernel: "6.1".into(),
-            hostname: Some("n1".into()),
-            ..Fingerprint::default()
-        };
-        let mut b = a.clone();
-        b.hostname = Some("n2".into());
-        assert_eq!(a.id(), b.id());
-        b.governor = Some("powersave".into());
-        assert_ne!(a.id(), b.id());
-        assert_eq!(a.diff(&b)[0].0, "governor");
-    }
-
-    #[test]
     fn json_metrics_are_flattened() {
         let mut r = RunRecord::new("x", "test");
         let v: serde_json::Value =

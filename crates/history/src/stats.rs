@@ -43,15 +43,7 @@ fn sorted(xs: &[f64]) -> Vec<f64> {
 
 /// Median of an already sorted slice (mean of the two middle values for an even length).
 pub fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    hpcscope_core::stats::median_sorted(v)
 }
 
 /// Median (mean of the two middle values for an even length); NaN for an empty slice.

@@ -122,6 +122,10 @@ mod tests {
             a.diff(&b),
             vec![("kernel".to_string(), "6.1".to_string(), "6.2".to_string())]
         );
+        let mut c = a.clone();
+        c.governor = Some("powersave".into());
+        assert_ne!(a.id(), c.id());
+        assert_eq!(a.diff(&c)[0].0, "governor");
         let here = Fingerprint::current(None).unwrap();
         assert!(here.cpu_count >= 1 && !here.cpu_model.is_empty());
     }

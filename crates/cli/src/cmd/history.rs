@@ -293,13 +293,7 @@ fn list_inner(a: &ListArgs) -> Result<ExitCode> {
                 .collect();
             names.sort();
             names.dedup();
-            let q = |s: &str| {
-                if s.contains([',', '"', '\n']) {
-                    format!("\"{}\"", s.replace('"', "\"\""))
-                } else {
-                    s.to_string()
-                }
-            };
+            let q = hpcscope_report::table::csv_field;
             let mut head = vec![
                 "id",
                 "started_at",
