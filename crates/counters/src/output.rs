@@ -87,8 +87,8 @@ pub fn render(
     if ratio {
         headers.push(format!("{} / {}", cols[1].header, cols[0].header));
     }
-    // Rows: (category label or None, metric label, cells).
-    let mut rows: Vec<(bool, Vec<String>)> = Vec::new();
+    let mut table =
+        hpcscope_report::Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
     for cat in &set.categories {
         let ms: Vec<_> = set
             .metrics
@@ -103,7 +103,7 @@ pub fn render(
         if cat.id == "software" && !any {
             continue;
         }
-        rows.push((true, vec![cat.label.clone()]));
+        table.group(cat.label.clone());
         for m in ms {
             let mut r = vec![m.label.clone()];
             let vals: Vec<Option<&MetricValue>> = cols
@@ -120,82 +120,14 @@ pub fn render(
                 };
                 r.push(q);
             }
-            rows.push((false, r));
+            table.row(r);
         }
     }
-    let mut out = String::new();
-    match format {
-        Format::Csv => {
-            let q = |s: &str| hpcscope_report::table::csv_field(s);
-            let mut cat = String::new();
-            out.push_str("category,");
-            out.push_str(&headers.iter().map(|h| q(h)).collect::<Vec<_>>().join(","));
-            out.push('\n');
-            for (is_cat, r) in &rows {
-                if *is_cat {
-                    cat = r[0].clone();
-                    continue;
-                }
-                out.push_str(&q(&cat));
-                out.push(',');
-                out.push_str(&r.iter().map(|c| q(c)).collect::<Vec<_>>().join(","));
-                out.push('\n');
-            }
-        }
-        Format::Md => {
-            out.push_str(&format!("| {} |\n", headers.join(" | ")));
-            out.push_str(&format!("|{}\n", "---|".repeat(headers.len())));
-            for (is_cat, r) in &rows {
-                if *is_cat {
-                    out.push_str(&format!(
-                        "| **{}** |{}\n",
-                        r[0],
-                        " |".repeat(headers.len() - 1)
-                    ));
-                } else {
-                    out.push_str(&format!("| {} |\n", r.join(" | ")));
-                }
-            }
-        }
-        _ => {
-            let n = headers.len();
-            let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-            for (is_cat, r) in &rows {
-                if !is_cat {
-                    for (i, c) in r.iter().enumerate().take(n) {
-                        // Metric labels are indented by two under their category.
-                        let extra = if i == 0 { 2 } else { 0 };
-                        w[i] = w[i].max(c.chars().count() + extra);
-                    }
-                }
-            }
-            let line = |cells: &[String]| {
-                let mut s = String::new();
-                for (i, c) in cells.iter().enumerate() {
-                    let pad = w[i].saturating_sub(c.chars().count());
-                    if i == 0 {
-                        s.push_str(c);
-                        s.push_str(&" ".repeat(pad));
-                    } else {
-                        s.push_str("  ");
-                        s.push_str(&" ".repeat(pad));
-                        s.push_str(c);
-                    }
-                }
-                s.trim_end().to_string() + "\n"
-            };
-            out.push_str(&line(&headers));
-            for (is_cat, r) in &rows {
-                if *is_cat {
-                    out.push_str(&format!("{}\n", r[0]));
-                } else {
-                    let mut r = r.clone();
-                    r[0] = format!("  {}", r[0]);
-                    out.push_str(&line(&r));
-                }
-            }
-        }
-    }
+    let mut out = match format {
+        Format::Csv => table.csv(),
+        Format::Md => table.md(),
+        _ => table.text(),
+    };
     if format != Format::Csv {
         out.push_str(&footnotes(reports, &cols));
     }

@@ -22,13 +22,16 @@ pub enum Format {
     Md,
 }
 
-/// A table: headers and rows of cells.
+/// A table: headers and rows of cells, optionally in groups (a heading before a run of
+/// rows: the categories of the counter metrics).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
     /// Column headers.
     pub headers: Vec<String>,
     /// Rows.
     pub rows: Vec<Vec<String>>,
+    /// Group headings: (index of the first row of the group, heading).
+    pub groups: Vec<(usize, String)>,
 }
 
 impl Table {
@@ -37,12 +40,42 @@ impl Table {
         Table {
             headers: headers.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            groups: Vec::new(),
         }
     }
 
     /// A table from owned headers and rows.
     pub fn from_parts(headers: Vec<String>, rows: Vec<Vec<String>>) -> Table {
-        Table { headers, rows }
+        Table {
+            headers,
+            rows,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Starts a group: `heading` stands before the rows added next.
+    pub fn group(&mut self, heading: impl Into<String>) {
+        self.groups.push((self.rows.len(), heading.into()));
+    }
+
+    fn heading_before(&self, row: usize) -> impl Iterator<Item = &str> {
+        self.groups
+            .iter()
+            .filter(move |(i, _)| *i == row)
+            .map(|(_, h)| h.as_str())
+    }
+
+    /// The group of each row (empty before the first group).
+    fn group_of_rows(&self) -> Vec<&str> {
+        let mut g = "";
+        (0..self.rows.len())
+            .map(|i| {
+                if let Some(h) = self.heading_before(i).last() {
+                    g = h;
+                }
+                g
+            })
+            .collect()
     }
 
     /// Appends a row.
@@ -50,11 +83,24 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// Aligned text: numbers right-aligned, text left-aligned.
+    /// Aligned text: numbers right-aligned, text left-aligned; a group's heading on a line of
+    /// its own, its rows indented by two.
     pub fn text(&self) -> String {
         let n = self.headers.len();
+        let indent = if self.groups.is_empty() { "" } else { "  " };
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                if let Some(first) = r.first_mut() {
+                    *first = format!("{indent}{first}");
+                }
+                r
+            })
+            .collect();
         let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
+        for r in &rows {
             for (i, c) in r.iter().enumerate().take(n) {
                 w[i] = w[i].max(c.chars().count());
             }
@@ -85,18 +131,33 @@ impl Table {
                 .join("  "),
         );
         out.push('\n');
-        for r in &self.rows {
+        for (i, r) in rows.iter().enumerate() {
+            for h in self.heading_before(i) {
+                out.push_str(h);
+                out.push('\n');
+            }
             out.push_str(&line(r));
             out.push('\n');
         }
         out
     }
 
-    /// CSV (RFC 4180 quoting).
+    /// CSV (RFC 4180 quoting); with groups, a first `category` column holds each row's group.
     pub fn csv(&self) -> String {
-        let mut out = csv_line(&self.headers);
-        for r in &self.rows {
-            out.push_str(&csv_line(r));
+        if self.groups.is_empty() {
+            let mut out = csv_line(&self.headers);
+            for r in &self.rows {
+                out.push_str(&csv_line(r));
+            }
+            return out;
+        }
+        let mut head = vec!["category".to_string()];
+        head.extend(self.headers.iter().cloned());
+        let mut out = csv_line(&head);
+        for (r, g) in self.rows.iter().zip(self.group_of_rows()) {
+            let mut line = vec![g.to_string()];
+            line.extend(r.iter().cloned());
+            out.push_str(&csv_line(&line));
         }
         out
     }
@@ -112,7 +173,14 @@ impl Table {
             "|{}\n",
             self.headers.iter().map(|_| "---|").collect::<String>()
         ));
-        for r in &self.rows {
+        for (i, r) in self.rows.iter().enumerate() {
+            for h in self.heading_before(i) {
+                out.push_str(&format!(
+                    "| **{}** |{}\n",
+                    esc(&h.to_string()),
+                    " |".repeat(self.headers.len().saturating_sub(1))
+                ));
+            }
             out.push_str(&format!(
                 "| {} |\n",
                 r.iter().map(esc).collect::<Vec<_>>().join(" | ")
@@ -228,5 +296,27 @@ mod tests {
         let r = render(Format::Json, &serde_json::json!({"x": 1}), &[], &t, &[]).unwrap();
         assert_eq!(r, "{\n  \"x\": 1\n}\n");
         assert_eq!(csv_field("line\nbreak"), "\"line\nbreak\"");
+    }
+
+    #[test]
+    fn groups() {
+        let mut t = Table::new(&["metric", "run"]);
+        t.group("Compute");
+        t.row(vec!["flops".into(), "2.5".into()]);
+        t.group("Memory");
+        t.row(vec!["bytes".into(), "10".into()]);
+        assert_eq!(
+            t.text(),
+            "metric   run\n-------  ---\nCompute\n  flops  2.5\nMemory\n  bytes   10\n"
+        );
+        assert_eq!(
+            t.csv(),
+            "category,metric,run\nCompute,flops,2.5\nMemory,bytes,10\n"
+        );
+        assert!(
+            t.md().contains("| **Memory** | |\n| bytes | 10 |"),
+            "{}",
+            t.md()
+        );
     }
 }
