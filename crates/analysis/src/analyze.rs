@@ -18,7 +18,7 @@ use hpcscope_mix::{MixOptions, MixReport};
 use serde::Serialize;
 
 use crate::scenario::SweepTargets;
-use crate::verdict::{source_verdict, target_verdict};
+use crate::verdict::{no_fp_verdict, source_verdict, target_verdict};
 
 /// The binary built for the targets (e.g. an SVE build), characterized for each target's
 /// caches in place of the analyzed one.
@@ -121,6 +121,9 @@ pub struct Sweep {
     pub points: Vec<DesignPoint>,
 }
 
+/// What a program without floating point can and cannot be told.
+pub const NO_FP_NOTE: &str = "the program executes no floating-point instruction: FLOP rooflines and FLOP-based projections do not apply, so no target is projected; its instructions and bytes per memory level are counted above. Projecting its time would need an instruction-throughput ceiling per machine (an instruction roofline), which the machine files do not give";
+
 /// Marks an analysis that failed because the program could not be characterized (not an
 /// ELF, crashed before anything was counted, QEMU missing): [`partial`] then still measures
 /// what it can.
@@ -170,7 +173,11 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let ceilings = Ceilings::of(source, source_profile.precision, Scope::Core)?;
     let roof = roofline(&ceilings, &agg, &origin)?;
     let source_gflops = agg.gflops();
-    if source_gflops.is_none() {
+    // A program that does no floating point gets an answer in its own terms.
+    let no_fp = agg.flops <= 0.0;
+    if no_fp {
+        notes.push(NO_FP_NOTE.into());
+    } else if source_gflops.is_none() {
         notes.push("the application has no measured time on the source: rooflines show its intensities, but nothing can be projected".into());
     }
     // The binary for the targets: characterized for each target's caches.
@@ -228,7 +235,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         }
     }
     let mut results = Vec::new();
-    if let Some(g) = source_gflops {
+    if let Some(g) = source_gflops.filter(|_| !no_fp) {
         for t in targets {
             let (prof, how) = match target_profiles.iter().find(|(id, _, _)| id == &t.id) {
                 Some((_, p, h)) => (p.clone(), h.clone()),
@@ -279,7 +286,11 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     } else {
         (None, None)
     };
-    let verdict = source_verdict(source, &roof);
+    let verdict = if no_fp {
+        no_fp_verdict(source, &agg, source_profile.regions[0].threads[0].instructions)
+    } else {
+        source_verdict(source, &roof)
+    };
     Ok(AnalyzeResult {
         application: mix.application.clone(),
         source_machine: source.clone(),

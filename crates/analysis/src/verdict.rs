@@ -51,6 +51,36 @@ pub fn source_verdict(m: &Machine, r: &RooflineAnalysis) -> String {
     }
 }
 
+/// One sentence on a run that does no floating point: what it did, and why FLOP rooflines
+/// say nothing about it.
+pub fn no_fp_verdict(
+    m: &Machine,
+    app: &hpcscope_core::AppMetrics,
+    instructions: Option<f64>,
+) -> String {
+    let time = app
+        .time_s
+        .map(|t| format!("ran {} s, ", num(t, 3)))
+        .unwrap_or_default();
+    let instr = instructions
+        .map(|i| format!("executed {} instructions and ", num(i, 4)))
+        .unwrap_or_default();
+    let beyond: f64 = app.bytes.iter().skip(1).sum();
+    let bytes = match app.bytes.first() {
+        Some(b) => format!(
+            "moved {} bytes from {} ({} from the levels beyond it)",
+            num(*b, 4),
+            app.levels.first().map_or("L1", String::as_str),
+            num(beyond, 4)
+        ),
+        None => "moved no byte that was counted".into(),
+    };
+    format!(
+        "On {} the application does no floating-point work: it {time}{instr}{bytes}. FLOP rooflines and FLOP-based projections do not apply to it.",
+        m.name
+    )
+}
+
 /// What sets a projection's lower bound, in words: `L2 (memory)`.
 pub fn lower_bound_by(p: &Projection) -> String {
     p.lowest_point()

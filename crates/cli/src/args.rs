@@ -228,3 +228,17 @@ impl TargetArgs {
 pub fn absolute(p: &Path) -> Result<PathBuf> {
     hpcscope_job::slurm::absolute(p)
 }
+
+/// The exit status of `trace` or `profile` once their own work succeeded: the traced
+/// command's (128 + the signal that killed it), as strace and perf do; 0 for a PID, a cgroup
+/// or the whole machine.
+pub fn command_status(r: &hpcscope_trace::TraceReport) -> std::process::ExitCode {
+    let exit = hpcscope_job::rank::Exit {
+        code: r.exit_code,
+        signal: r.exit_signal,
+    };
+    if exit.code.is_none() && exit.signal.is_none() {
+        return std::process::ExitCode::SUCCESS;
+    }
+    std::process::ExitCode::from(exit.passed_on())
+}

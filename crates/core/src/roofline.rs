@@ -394,7 +394,10 @@ pub fn analyze(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<Roofl
         binding_level: binding.level.clone(),
         binding_gflops: binding.attainable_gflops,
         binding_bound: binding.bound,
-        efficiency: achieved.map(|a| a / binding.attainable_gflops),
+        // No FLOPs: no ceiling is reached or missed; no efficiency (never 0/0).
+        efficiency: achieved
+            .map(|a| a / binding.attainable_gflops)
+            .filter(|e| e.is_finite()),
         levels,
         ceilings: c.clone(),
         notes,

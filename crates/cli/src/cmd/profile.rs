@@ -23,9 +23,11 @@ pub struct ProfileArgs {
     /// User stacks only (no kernel frames).
     #[arg(long)]
     pub no_kernel: bool,
-    /// Prefix of the files written: PREFIX.folded (folded stacks) and PREFIX.svg (flame graph).
-    #[arg(long, default_value = "profile", value_name = "PREFIX")]
-    pub out_prefix: String,
+    /// Prefix of the files written: PREFIX.folded (folded stacks) and PREFIX.svg (flame
+    /// graph). Default `profile` for a command; with --pid, --cgroup or --system nothing is
+    /// written unless asked.
+    #[arg(long, value_name = "PREFIX")]
+    pub out_prefix: Option<String>,
     /// Rows of the hot-function table.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -113,21 +115,32 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     hpcscope_trace::install_signal_handlers();
     let out = hpcscope_trace::trace(&opts)?;
     let prof = out.profile.clone().unwrap_or_default();
-    let folded = format!("{}.folded", a.out_prefix);
-    let svg = format!("{}.svg", a.out_prefix);
-    write_atomic(folded.as_ref(), &prof.folded()).with_context(|| format!("writing {folded}"))?;
     let title = format!(
         "{} ({} samples at {} Hz)",
         out.report.target,
         prof.total(),
         prof.hz
     );
-    let graph = prof
-        .flamegraph_svg(&title)
-        .map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
-    write_atomic(svg.as_ref(), &graph).with_context(|| format!("writing {svg}"))?;
+    let prefix = a
+        .out_prefix
+        .clone()
+        .or_else(|| (!a.command.is_empty()).then(|| "profile".to_string()));
+    let wrote = match &prefix {
+        Some(prefix) => {
+            let folded = format!("{prefix}.folded");
+            let svg = format!("{prefix}.svg");
+            write_atomic(folded.as_ref(), &prof.folded())
+                .with_context(|| format!("writing {folded}"))?;
+            let graph = prof
+                .flamegraph_svg(&title)
+                .map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
+            write_atomic(svg.as_ref(), &graph).with_context(|| format!("writing {svg}"))?;
+            format!("wrote {folded} and {svg}")
+        }
+        None => "no files written (give --out-prefix PREFIX for the folded stacks and the flame graph)".to_string(),
+    };
     let mut pre = vec![format!(
-        "{}: {} samples at {} Hz over {:.2} s{}; wrote {folded} and {svg}",
+        "{}: {} samples at {} Hz over {:.2} s{}; {wrote}",
         out.report.target,
         prof.total(),
         prof.hz,
@@ -153,5 +166,5 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
         f => render(f, &prof, &pre, &table, &out.report.notes)?,
     };
     emit(&text, a.output.as_deref())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::args::command_status(&out.report))
 }

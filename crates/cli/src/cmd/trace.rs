@@ -180,7 +180,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     {
         eprintln!("{line}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::args::command_status(&out.report))
 }
 
 /// `trace --run-dir`: this rank traces its own command (with the MPI probes) and writes the
