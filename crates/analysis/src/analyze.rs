@@ -287,7 +287,11 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         (None, None)
     };
     let verdict = if no_fp {
-        no_fp_verdict(source, &agg, source_profile.regions[0].threads[0].instructions)
+        no_fp_verdict(
+            source,
+            &agg,
+            source_profile.regions[0].threads[0].instructions,
+        )
     } else {
         source_verdict(source, &roof)
     };

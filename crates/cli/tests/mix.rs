@@ -415,6 +415,76 @@ fn analyze_reports_what_it_could_measure_of_bad_programs() {
     assert!(text.contains("counts are partial"), "{text}");
 }
 
+/// Every number of a JSON value, with its path; `null` where a number was expected shows
+/// up as a missing number, so the walk also returns the paths of nulls.
+fn numbers_and_nulls(v: &serde_json::Value, path: &str, out: &mut Vec<(String, Option<f64>)>) {
+    match v {
+        serde_json::Value::Number(n) => out.push((path.to_string(), n.as_f64())),
+        serde_json::Value::Null => out.push((path.to_string(), None)),
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numbers_and_nulls(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                numbers_and_nulls(x, &format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn analyze_finds_programs_on_path_and_answers_one_without_floating_point() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin_dir = d.join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    cc(
+        &bin_dir,
+        "intsum",
+        "#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) { long n = c > 1 ? atol(v[1]) : 1000000; unsigned long s = 0; for (long i = 0; i < n; i++) s += (unsigned long)i * 2654435761u; printf(\"%lu\\n\", s); return 0; }\n",
+        &[],
+    );
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = d.join("a");
+    // A bare name, as a shell user types it: found on PATH for both the native runs and
+    // the characterization.
+    let o = analyze(
+        &plugin,
+        &out,
+        Some(Path::new(&path)),
+        &["intsum", "3000000"],
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("does no floating-point work"), "{text}");
+    assert!(
+        text.matches("not projected").count() == 0,
+        "one plain statement, not a note per target: {text}"
+    );
+    let r = json(&out.join("result.json"));
+    assert!(r["targets"].as_array().unwrap().is_empty(), "{r}");
+    let mut nums = Vec::new();
+    numbers_and_nulls(&r, "", &mut nums);
+    for (p, v) in &nums {
+        assert!(v.is_none_or(|x| x.is_finite()), "{p} = {v:?}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for bad in [">NaN<", " NaN ", "NaN %", ">inf<", " inf "] {
+        assert!(
+            !html.contains(bad) && !text.contains(bad),
+            "{bad} in the report"
+        );
+    }
+}
+
 #[test]
 fn analyze_sweeps_a_scenario_of_targets() {
     let Some(plugin) = ready() else { return };

@@ -89,7 +89,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let opts = AnalyzeOptions {
         source: source.clone(),
         targets,
-        program: PathBuf::from(&a.command[0]),
+        // Found on PATH as a shell would, so that `analyze -- gzip ...` characterizes the
+        // gzip that the native runs time.
+        program: hpcscope_host::tools::resolve_program(&a.command[0])
+            .unwrap_or_else(|| PathBuf::from(&a.command[0])),
         args: a.command[1..].to_vec(),
         functions: a.functions.clone(),
         target_binary: a.target_binary.as_ref().map(|p| TargetBinary {

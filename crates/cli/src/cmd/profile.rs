@@ -137,7 +137,10 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
             write_atomic(svg.as_ref(), &graph).with_context(|| format!("writing {svg}"))?;
             format!("wrote {folded} and {svg}")
         }
-        None => "no files written (give --out-prefix PREFIX for the folded stacks and the flame graph)".to_string(),
+        None => {
+            "no files written (give --out-prefix PREFIX for the folded stacks and the flame graph)"
+                .to_string()
+        }
     };
     let mut pre = vec![format!(
         "{}: {} samples at {} Hz over {:.2} s{}; {wrote}",
