@@ -684,4 +684,36 @@ mod tests {
         // add x0, x1, x2
         assert_eq!(a.classify_word(0x8b020020).class, Class::Int);
     }
+
+    /// FLOPs per instruction of a block of words.
+    fn block(a: &Aarch64, words: &[u32]) -> Vec<u32> {
+        let w: Vec<Option<u32>> = words.iter().map(|w| Some(*w)).collect();
+        a.classify_words(&w)
+            .iter()
+            .map(|i| i.fp.map_or(0, |f| f.flops()))
+            .collect()
+    }
+
+    #[test]
+    fn reductions_of_an_accumulator_count_nothing() {
+        let a = c(512);
+        // faddp d0, v0.2d; faddv d0, p0, z0.d; faddp v0.2d, v0.2d, v0.2d on loop values.
+        assert_eq!(block(&a, &[0x7e70d800]), [0]);
+        assert_eq!(block(&a, &[0x65c02000]), [0]);
+        assert_eq!(block(&a, &[0x6e60d400]), [0]);
+        // fmla v0.2d, v1.2d, v2.2d accumulates into v0: its reduction is a tail too.
+        assert_eq!(block(&a, &[0x4e62cc20, 0x7e70d800]), [4, 0]);
+        // fmaxnmv s0, v1.4s of a carried value.
+        assert_eq!(block(&a, &[0x6e30c820]), [0]);
+    }
+
+    #[test]
+    fn reductions_of_block_values_count_lanes_minus_one() {
+        // ldr q0, [x0]; faddp d0, v0.2d: one add.
+        assert_eq!(block(&c(128), &[0x3dc00000, 0x7e70d800]), [0, 1]);
+        // ld1d {z0.d}, p0/z, [x0]; faddv d0, p0, z0.d at 512 bits: 8 lanes, 7 adds.
+        assert_eq!(block(&c(512), &[0xa5e0a000, 0x65c02000]), [0, 7]);
+        // ldr q0, [x0]; faddp v0.2d, v0.2d, v0.2d: both result lanes are the same sum.
+        assert_eq!(block(&c(128), &[0x3dc00000, 0x6e60d400]), [0, 1]);
+    }
 }

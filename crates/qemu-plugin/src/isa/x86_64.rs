@@ -251,26 +251,23 @@ impl X86_64 {
                 | Mnemonic::Maskmovdqu
                 | Mnemonic::Vmaskmovdqu
         );
-        let mut dynamic = rep || masked || instr.is_vsib();
+        let mut dynamic = rep || instr.is_vsib();
         let mut helper = helper_mnemonic(instr.mnemonic()) || masked || instr.is_vsib();
         for m in &used {
             let size = m.memory_size().size() as u32;
             let (r, w) = match m.access() {
-                OpAccess::Read => (true, false),
-                OpAccess::Write => (false, true),
-                // Masked (AVX vmaskmov, gathers) or repeated: only QEMU knows how many.
-                OpAccess::CondRead => {
-                    dynamic = true;
-                    (true, false)
-                }
-                OpAccess::CondWrite => {
-                    dynamic = true;
-                    (false, true)
-                }
+                // QEMU 7.2 reads a masked load's whole vector (counted whole, as the stream
+                // has it), and `cmov` always reads.
+                OpAccess::Read | OpAccess::CondRead => (true, false),
+                OpAccess::Write | OpAccess::CondWrite => (false, true),
                 // cmpxchg writes back even when the comparison fails.
                 OpAccess::ReadWrite | OpAccess::ReadCondWrite => (true, true),
                 _ => (false, false),
             };
+            // Masked stores write only the selected elements: QEMU reports those.
+            if masked && w {
+                dynamic = true;
+            }
             if size == 0 && (r || w) {
                 // xsave and friends: the size depends on the state components saved.
                 dynamic = true;
@@ -292,7 +289,7 @@ impl X86_64 {
             info.mem_kind = MemKind::Dynamic;
             info.load_bytes = 0;
             info.store_bytes = 0;
-            // The masked stores: QEMU's vmaskmov helpers.
+            // QEMU runs gathers, masked stores and xsave in helpers.
             helper |= !rep;
         } else if (info.loads || info.stores) && self.overreads(instr) {
             info.mem_kind = MemKind::Clipped;

@@ -907,3 +907,120 @@ fn fp_op(
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::isa::Classifier;
+    use crate::isa::x86_64::{TABLE, X86_64};
+
+    /// FLOPs per instruction of a block given as hex encodings (from `as` + `objdump`).
+    fn flops(block: &[&str]) -> Vec<u32> {
+        let c = X86_64::new(TABLE).expect("table");
+        let bytes: Vec<Vec<u8>> = block
+            .iter()
+            .map(|h| {
+                h.split_whitespace()
+                    .map(|b| u8::from_str_radix(b, 16).expect("hex"))
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+        c.classify_block(&refs)
+            .iter()
+            .map(|i| i.fp.map_or(0, |f| f.flops()))
+            .collect()
+    }
+
+    #[test]
+    fn sse2_reduction_tail_of_an_accumulator_counts_nothing() {
+        // movapd %xmm2,%xmm1; unpckhpd %xmm2,%xmm1; addpd %xmm2,%xmm1 (xmm2 from the loop)
+        assert_eq!(
+            flops(&["66 0f 28 ca", "66 0f 15 ca", "66 0f 58 ca"]),
+            [0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn horizontal_sum_of_block_values_counts_its_useful_lane() {
+        // movupd (%rdi),%xmm2; mulpd %xmm2,%xmm2; then the same tail: x0*x0 + x1*x1 is
+        // 2 multiplies and 1 add; the add's upper lane (x1*x1 + x1*x1) does not count.
+        let f = flops(&[
+            "66 0f 10 17",
+            "66 0f 59 d2",
+            "66 0f 28 ca",
+            "66 0f 15 ca",
+            "66 0f 58 ca",
+        ]);
+        assert_eq!(f, [0, 2, 0, 0, 1]);
+    }
+
+    #[test]
+    fn haddpd_of_one_register() {
+        // haddpd %xmm0,%xmm0: of an accumulator, 0; of a loaded value, the one distinct sum.
+        assert_eq!(flops(&["66 0f 7c c0"]), [0]);
+        assert_eq!(flops(&["66 0f 10 07", "66 0f 7c c0"]), [0, 1]);
+    }
+
+    #[test]
+    fn avx2_reduction_tail_counts_nothing() {
+        // vextractf128 $1,%ymm1,%xmm3; vaddpd %xmm1,%xmm3,%xmm2; vunpckhpd %xmm2,%xmm2,%xmm0;
+        // vaddpd %xmm2,%xmm0,%xmm0
+        let f = flops(&[
+            "c4 e3 7d 19 cb 01",
+            "c5 e1 58 d1",
+            "c5 e9 15 c2",
+            "c5 f9 58 c2",
+        ]);
+        assert_eq!(f, [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn partial_sums_in_several_accumulators_are_part_of_the_tail() {
+        // clang: four ymm accumulators added pairwise, then the horizontal tail.
+        let f = flops(&[
+            "c5 f5 58 cb",
+            "c5 fd 58 c2",
+            "c5 fd 58 c1",
+            "c4 e3 7d 19 c1 01",
+            "c5 f9 58 c1",
+            "c4 e3 79 05 c8 01",
+            "c5 fb 58 c1",
+        ]);
+        assert_eq!(f, [0; 7]);
+    }
+
+    #[test]
+    fn adding_two_values_from_before_the_block_counts() {
+        // addpd %xmm1,%xmm0 with nothing combining it afterwards.
+        assert_eq!(flops(&["66 0f 58 c1"]), [2]);
+    }
+
+    #[test]
+    fn a_square_through_a_copy_counts_every_lane() {
+        // movapd %xmm0,%xmm1; mulpd %xmm0,%xmm1
+        assert_eq!(flops(&["66 0f 28 c8", "66 0f 59 c8"]), [0, 2]);
+    }
+
+    #[test]
+    fn a_lane_overwritten_unread_does_not_count() {
+        // clang: [dx*dx, dy*dy] of which only dy*dy is kept (unpckhpd %xmm0,%xmm0), dx*dx
+        // recomputed in scalar; then xmm0 is zeroed.
+        let f = flops(&[
+            "66 0f 28 c3",
+            "66 0f 59 c3",
+            "66 0f 15 c0",
+            "66 0f 28 cb",
+            "f2 0f 59 cb",
+            "f2 0f 58 c8",
+            "f2 0f 11 0f",
+            "66 0f 57 c0",
+        ]);
+        assert_eq!(f, [0, 1, 0, 0, 1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn identical_lanes_count_once() {
+        // vbroadcastsd (%rdi),%ymm0; vmulpd %ymm0,%ymm0,%ymm1: four times the same square.
+        assert_eq!(flops(&["c4 e2 7d 19 07", "c5 fd 59 c8"]), [0, 1]);
+    }
+}
