@@ -59,7 +59,7 @@ enum Shape {
     Sve,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MemRule {
     LdstGeneric,
     SveVec,
@@ -283,6 +283,8 @@ impl Aarch64 {
                 }
                 _ => MemKind::Exact,
             };
+            // Exclusives and atomics run in helpers once the guest has several threads.
+            info.helper = rule == MemRule::LdstGeneric && atomic_or_exclusive(w);
         }
         (info, Some(row))
     }
@@ -415,6 +417,17 @@ fn store_exclusive(w: u32) -> bool {
         && bits(w, 23, 23) == 0
         && bits(w, 22, 22) == 0
         && (bits(w, 31, 31) == 1 || bits(w, 21, 21) == 0)
+}
+
+/// The load/store exclusive group (LDXR, STXR, LDAR, STLR, CAS, CASP...) and the atomic
+/// memory operations (LDADD, SWP...).
+fn atomic_or_exclusive(w: u32) -> bool {
+    bits(w, 29, 24) == 0b001000
+        || (bits(w, 29, 27) == 0b111
+            && bits(w, 26, 26) == 0
+            && bits(w, 24, 24) == 0
+            && bits(w, 21, 21) == 1
+            && bits(w, 11, 10) == 0)
 }
 
 /// Value kinds of the V/Z registers through a block, for the reduction rule.

@@ -252,7 +252,10 @@ impl X86_64 {
                 | Mnemonic::Vmaskmovdqu
         );
         let mut dynamic = rep || instr.is_vsib();
-        let mut helper = helper_mnemonic(instr.mnemonic()) || masked || instr.is_vsib();
+        // Atomic read-modify-writes run in helpers once the guest has several threads.
+        let atomic =
+            !used.is_empty() && (instr.has_lock_prefix() || instr.mnemonic() == Mnemonic::Xchg);
+        let mut helper = helper_mnemonic(instr.mnemonic()) || masked || atomic || instr.is_vsib();
         for m in &used {
             let size = m.memory_size().size() as u32;
             let (r, w) = match m.access() {
