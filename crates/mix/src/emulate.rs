@@ -100,7 +100,7 @@ pub struct Totals {
     #[serde(default)]
     pub bytes_dynamic: u64,
     /// Of the bytes loaded and stored, those of accesses QEMU does not report to plugins
-    /// (SVE loads and stores in QEMU 7.2): absent from the memory stream.
+    /// (SVE loads and stores, DC ZVA, in QEMU 7.2): absent from the memory stream.
     #[serde(default)]
     pub bytes_unreported: u64,
     /// FP arithmetic instructions.

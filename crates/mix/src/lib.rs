@@ -589,7 +589,7 @@ fn profile(
                 }
             ));
         } else if unreported > 0.0 {
-            notes.push(format!("{unreported} of the {counted} counted bytes are SVE loads and stores, which QEMU 7.2 does not report to plugins: the cache simulation saw the other {streamed} bytes, and its fractions are applied to all"));
+            notes.push(format!("{unreported} of the {counted} counted bytes are SVE loads and stores or DC ZVA zeroing, which QEMU 7.2 does not report to plugins: the cache simulation saw the other {streamed} bytes, and its fractions are applied to all"));
         }
     }
     if let Some(s) = &c.mem_stream

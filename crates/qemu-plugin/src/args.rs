@@ -148,6 +148,18 @@ impl Config {
     }
 }
 
+/// The CPU model QEMU was asked for (`-cpu MODEL,...` or `QEMU_CPU`), without its properties;
+/// `None` when neither is given (QEMU's default model).
+pub fn cpu_model_from_qemu_args(args: &[String], env_cpu: Option<&str>) -> Option<String> {
+    args.windows(2)
+        .filter(|w| w[0] == "-cpu")
+        .map(|w| w[1].as_str())
+        .next_back()
+        .or(env_cpu)
+        .map(|c| c.split(',').next().unwrap_or("").to_string())
+        .filter(|m| !m.is_empty())
+}
+
 /// QEMU user mode's default SVE vector length (64 bytes).
 pub const QEMU_DEFAULT_VL_BITS: u32 = 512;
 
@@ -236,6 +248,21 @@ mod tests {
         assert_eq!(
             sve_vl_from_qemu_args(&a("qemu-aarch64 -cpu max,sve=off ./app"), None),
             None
+        );
+    }
+
+    #[test]
+    fn reads_the_cpu_model() {
+        let a = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let q = a("qemu-aarch64 -cpu a64fx,sve512=on ./app");
+        assert_eq!(cpu_model_from_qemu_args(&q, None).as_deref(), Some("a64fx"));
+        assert_eq!(
+            cpu_model_from_qemu_args(&a("qemu-aarch64 ./app"), None),
+            None
+        );
+        assert_eq!(
+            cpu_model_from_qemu_args(&a("qemu-aarch64 ./app"), Some("max")).as_deref(),
+            Some("max")
         );
     }
 

@@ -31,7 +31,7 @@ use qemu_plugin::sys::{
 };
 use qemu_plugin::{HasCallbacks, PluginId, Register, register};
 
-use crate::args::{Config, QEMU_DEFAULT_VL_BITS, sve_vl_from_qemu_args};
+use crate::args::{Config, QEMU_DEFAULT_VL_BITS, cpu_model_from_qemu_args, sve_vl_from_qemu_args};
 use crate::isa::{Classifier, MemKind, N_COUNTERS, aarch64::Aarch64, x86_64::X86_64};
 use crate::memtrace::{Audit, MemDesc};
 use crate::report::RunInfo;
@@ -101,9 +101,8 @@ fn fail(msg: String) -> qemu_plugin::Error {
     std::process::exit(2);
 }
 
-/// The SVE vector length: `vl=` if given, else what QEMU's own command line asks for
-/// (`/proc/self/cmdline` of the QEMU process, and `QEMU_CPU`). Warns when they disagree.
-fn sve_vector_length(config: &Config) -> (u32, &'static str) {
+/// QEMU's own command line (`/proc/self/cmdline` of the QEMU process) and `QEMU_CPU`.
+fn qemu_command_line() -> (Vec<String>, Option<String>) {
     let qemu_args: Vec<String> = std::fs::read("/proc/self/cmdline")
         .map(|b| {
             b.split(|&c| c == 0)
@@ -111,7 +110,13 @@ fn sve_vector_length(config: &Config) -> (u32, &'static str) {
                 .collect()
         })
         .unwrap_or_default();
-    let env_cpu = std::env::var("QEMU_CPU").ok();
+    (qemu_args, std::env::var("QEMU_CPU").ok())
+}
+
+/// The SVE vector length: `vl=` if given, else what QEMU's own command line asks for
+/// (`/proc/self/cmdline` of the QEMU process, and `QEMU_CPU`). Warns when they disagree.
+fn sve_vector_length(config: &Config) -> (u32, &'static str) {
+    let (qemu_args, env_cpu) = qemu_command_line();
     let from_qemu = sve_vl_from_qemu_args(&qemu_args, env_cpu.as_deref());
     match (config.vl_bits, from_qemu) {
         (Some(bits), Some(q)) if bits != q => {
@@ -137,13 +142,16 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
     };
     let vl = (target == "aarch64").then(|| sve_vector_length(&config));
     let classifier: Box<dyn Classifier> = match target.as_str() {
-        "aarch64" => Box::new(
-            Aarch64::new(
+        "aarch64" => {
+            let mut a = Aarch64::new(
                 custom.as_deref().unwrap_or(crate::isa::aarch64::TABLE),
                 vl.map_or(QEMU_DEFAULT_VL_BITS, |(bits, _)| bits),
             )
-            .map_err(|e| e.to_string())?,
-        ),
+            .map_err(|e| e.to_string())?;
+            let (qemu_args, env_cpu) = qemu_command_line();
+            a.set_cpu_model(cpu_model_from_qemu_args(&qemu_args, env_cpu.as_deref()).as_deref());
+            Box::new(a)
+        }
         "x86_64" => Box::new(
             X86_64::new(custom.as_deref().unwrap_or(crate::isa::x86_64::TABLE))
                 .map_err(|e| e.to_string())?,

@@ -14,6 +14,22 @@ pub const TABLE: &str = include_str!("../../data/aarch64.toml");
 #[derive(Deserialize)]
 struct TableFile {
     insn: Vec<RowSpec>,
+    dc_zva: Option<DcZvaSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DcZvaSpec {
+    default_bytes: u32,
+    #[serde(default)]
+    models: Vec<DcZvaModel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DcZvaModel {
+    cpu: String,
+    bytes: u32,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +85,7 @@ enum MemRule {
     SveSt,
     SveGather32,
     SveGather64,
+    DcZva,
 }
 
 /// How an FP row combines lanes of one register (see `docs/flop-counting.md`).
@@ -97,6 +114,11 @@ struct Row {
 pub struct Aarch64 {
     rows: Vec<Row>,
     vl_bits: u32,
+    /// DC ZVA block size per QEMU CPU model, and for the others.
+    dc_zva_models: Vec<(String, u32)>,
+    dc_zva_default: u32,
+    /// Block size of the CPU model run.
+    dc_zva_bytes: u32,
 }
 
 fn parse_class(s: &str) -> Option<Class> {
@@ -155,6 +177,7 @@ impl Aarch64 {
                     "sve_st" => MemRule::SveSt,
                     "sve_gather32" => MemRule::SveGather32,
                     "sve_gather64" => MemRule::SveGather64,
+                    "dc_zva" => MemRule::DcZva,
                     _ => return Err(bad("unknown mem rule")),
                 }),
             };
@@ -181,7 +204,33 @@ impl Aarch64 {
                 adds: r.adds,
             });
         }
-        Ok(Aarch64 { rows, vl_bits })
+        let (dc_zva_default, dc_zva_models) = match file.dc_zva {
+            Some(d) => (
+                d.default_bytes,
+                d.models.into_iter().map(|m| (m.cpu, m.bytes)).collect(),
+            ),
+            None => (64, Vec::new()),
+        };
+        let mut a = Aarch64 {
+            rows,
+            vl_bits,
+            dc_zva_models,
+            dc_zva_default,
+            dc_zva_bytes: dc_zva_default,
+        };
+        a.set_cpu_model(None);
+        Ok(a)
+    }
+
+    /// The QEMU CPU model run (`-cpu` or `QEMU_CPU`, without properties; `None`: QEMU's
+    /// default), for the DC ZVA block size.
+    pub fn set_cpu_model(&mut self, model: Option<&str>) {
+        let model = model.unwrap_or("max");
+        self.dc_zva_bytes = self
+            .dc_zva_models
+            .iter()
+            .find(|(m, _)| m == model)
+            .map_or(self.dc_zva_default, |(_, b)| *b);
     }
 
     fn classify_word(&self, w: u32) -> InsnInfo {
@@ -274,7 +323,8 @@ impl Aarch64 {
                 MemRule::SveLdContig
                 | MemRule::SveSt
                 | MemRule::SveGather32
-                | MemRule::SveGather64 => MemKind::Unreported,
+                | MemRule::SveGather64
+                | MemRule::DcZva => MemKind::Unreported,
                 // A store-exclusive stores only when it succeeds; QEMU reports a success as
                 // the load and store of a compare-and-swap.
                 MemRule::LdstGeneric if store_exclusive(w) => {
@@ -301,6 +351,7 @@ impl Aarch64 {
         };
         match rule {
             MemRule::LdstGeneric => ldst_generic(w),
+            MemRule::DcZva => Access::Store(self.dc_zva_bytes),
             MemRule::SveVec => dir(vl_bytes),
             MemRule::SvePredReg => dir(vl_bytes / 8),
             MemRule::SveLdContig => {
