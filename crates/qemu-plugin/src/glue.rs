@@ -519,83 +519,119 @@ pub fn partial_path(out: &std::path::Path) -> std::path::PathBuf {
     std::path::PathBuf::from(s)
 }
 
+/// Where one guest thread's executions are.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Running(&'a vcpu::Vcpu),
+    Finished(&'a vcpu::Finished),
+}
+
 /// Executions as the plugin kept them: inline counters (thread 0), per-vCPU counters of
 /// running threads, and the records of finished ones.
 struct Live<'a> {
-    tbs: &'a [TbRecord],
-    live: &'a [(u32, &'a vcpu::Vcpu)],
-    finished: &'a [vcpu::Finished],
+    /// Inline counter address per TB id (0: none).
+    inline: &'a [usize],
+    /// (thread number, vCPU index, source), and the position of each thread number.
+    threads: Vec<(u32, u32, Source<'a>)>,
+    by_thread: std::collections::HashMap<u32, usize>,
+}
+
+impl<'a> Live<'a> {
+    fn new(
+        inline: &'a [usize],
+        live: &'a [(u32, &'a vcpu::Vcpu)],
+        finished: &'a [vcpu::Finished],
+    ) -> Self {
+        let threads: Vec<(u32, u32, Source<'a>)> = live
+            .iter()
+            .map(|(i, v)| (v.thread, *i, Source::Running(v)))
+            .chain(
+                finished
+                    .iter()
+                    .map(|f| (f.thread, f.vcpu, Source::Finished(f))),
+            )
+            .collect();
+        let by_thread = threads.iter().enumerate().map(|(k, t)| (t.0, k)).collect();
+        Live {
+            inline,
+            threads,
+            by_thread,
+        }
+    }
+
+    fn source(&self, thread: u32) -> Option<Source<'a>> {
+        self.by_thread.get(&thread).map(|&k| self.threads[k].2)
+    }
 }
 
 impl Executions for Live<'_> {
     fn threads(&self) -> Vec<(u32, u32)> {
-        self.live
-            .iter()
-            .map(|(i, v)| (v.thread, *i))
-            .chain(self.finished.iter().map(|f| (f.thread, f.vcpu)))
-            .collect()
+        self.threads.iter().map(|t| (t.0, t.1)).collect()
     }
 
     fn executions(&self, thread: u32, tb: &TbStatic) -> u64 {
-        let rec = &self.tbs[tb.id as usize];
-        let inline = if thread == 0 && rec.inline != 0 {
+        let counter = self.inline.get(tb.id as usize).copied().unwrap_or(0);
+        let inline = if thread == 0 && counter != 0 {
             // SAFETY: the counter lives in the arena, which is never freed; read volatile
             // because the guest may still be incrementing it.
-            unsafe { std::ptr::read_volatile(rec.inline as *const u64) }
+            unsafe { std::ptr::read_volatile(counter as *const u64) }
         } else {
             0
         };
-        let live = self
-            .live
-            .iter()
-            .find(|(_, v)| v.thread == thread)
-            .map_or(0, |(_, v)| v.executions(tb.id));
-        let done = self
-            .finished
-            .iter()
-            .find(|f| f.thread == thread)
-            .and_then(|f| f.execs.get(&tb.id).copied())
-            .unwrap_or(0);
-        inline + live + done
+        inline
+            + match self.source(thread) {
+                Some(Source::Running(v)) => v.executions(tb.id),
+                Some(Source::Finished(f)) => f.execs.get(&tb.id).copied().unwrap_or(0),
+                None => 0,
+            }
     }
 
     fn dynamic(&self, thread: u32, region: usize) -> [u64; 2] {
-        if let Some((_, v)) = self.live.iter().find(|(_, v)| v.thread == thread) {
-            return v.dynamic(region);
+        match self.source(thread) {
+            Some(Source::Running(v)) => v.dynamic(region),
+            Some(Source::Finished(f)) => f.dynamic.get(region).copied().unwrap_or([0, 0]),
+            None => [0, 0],
         }
-        self.finished
-            .iter()
-            .find(|f| f.thread == thread)
-            .and_then(|f| f.dynamic.get(region).copied())
-            .unwrap_or([0, 0])
     }
 }
 
 /// The summary JSON of the counts so far; `mem` is the stream statistics at exit (None for
 /// a snapshot taken while the guest runs, which then says `"partial": true`).
 fn render(mem: Option<(u64, u64)>) -> Option<String> {
-    let st = STATE.get()?.lock().ok()?;
-    let stats: Vec<TbStatic> = st.tbs.iter().map(|t| t.stat.clone()).collect();
+    // Copy what the tally needs and let translations go on meanwhile.
+    let (stats, inline, target, vl, regions, scopes, load_bias, streamed, with_tbs) = {
+        let st = STATE.get()?.lock().ok()?;
+        (
+            st.tbs
+                .iter()
+                .map(|t| t.stat.clone())
+                .collect::<Vec<TbStatic>>(),
+            st.tbs.iter().map(|t| t.inline).collect::<Vec<usize>>(),
+            st.target.clone(),
+            st.vl,
+            st.config.regions.clone(),
+            st.config.scopes.clone(),
+            st.load_bias.unwrap_or(0),
+            st.config.mem,
+            st.config.tbs,
+        )
+    };
     let t = vcpu::with_all(|live, finished| {
         tally(
             &stats,
-            st.config.regions.len(),
-            &Live {
-                tbs: &st.tbs,
-                live,
-                finished,
-            },
-            st.config.tbs,
+            regions.len(),
+            &Live::new(&inline, live, finished),
+            with_tbs,
         )
     });
     let snapshot = mem.is_none();
     let run = RunInfo {
-        target: &st.target,
-        vl: st.vl,
-        regions: &st.config.regions,
-        scopes: &st.config.scopes,
-        load_bias: st.load_bias.unwrap_or(0),
-        mem_records: if st.config.mem { mem } else { None },
+        target: &target,
+        vl,
+        regions: &regions,
+        scopes: &scopes,
+        load_bias,
+        mem_records: if streamed { mem } else { None },
         counting: if PER_VCPU.load(Ordering::Relaxed) {
             "per_vcpu"
         } else {
@@ -603,7 +639,7 @@ fn render(mem: Option<(u64, u64)>) -> Option<String> {
         },
         lost_executions: vcpu::lost(),
     };
-    let mut json = crate::report::summary(&run, &t, st.config.tbs);
+    let mut json = crate::report::summary(&run, &t, with_tbs);
     if snapshot {
         json["partial"] = serde_json::Value::Bool(true);
     }
