@@ -69,8 +69,13 @@ pub fn source(name: &str) -> PathBuf {
     }
 }
 
-/// Compiles `src` with `cc` and `flags` into `dir`.
+/// Compiles `src` with `cc` and `flags` into `dir`; panics when the compiler fails.
 pub fn compile(cc: &str, flags: &[&str], src: &str, dir: &Path) -> PathBuf {
+    try_compile(cc, flags, src, dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Compiles `src` with `cc` and `flags` into `dir`, or says why it could not.
+pub fn try_compile(cc: &str, flags: &[&str], src: &str, dir: &Path) -> Result<PathBuf, String> {
     let stem = Path::new(src)
         .file_stem()
         .and_then(|s| s.to_str())
@@ -87,13 +92,14 @@ pub fn compile(cc: &str, flags: &[&str], src: &str, dir: &Path) -> PathBuf {
         .arg(source(src))
         .arg("-lm")
         .output()
-        .expect("run the C compiler");
-    assert!(
-        o.status.success(),
-        "{cc} {flags:?} {src} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
+        .map_err(|e| format!("cannot run {cc}: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{cc} {flags:?} {src} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    Ok(out)
 }
 
 /// Address range of a function symbol, read from the ELF64 little-endian symbol table.
