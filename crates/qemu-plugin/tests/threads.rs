@@ -231,6 +231,6 @@ fn openmp_triad_sve_per_thread() {
             env: &omp_env,
             workers: &|t| (0..t as u32).collect(),
         };
-        check(&case, 2, &[1, 2, 4], dir.path());
+        check(&case, 1, &[1, 2, 4], dir.path());
     }
 }
