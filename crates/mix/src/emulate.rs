@@ -32,14 +32,54 @@ pub struct PluginOutput {
     /// Load bias of the main binary.
     #[serde(default)]
     pub load_bias: u64,
-    /// Totals of the counted region.
+    /// How executions were counted: `inline` (one guest thread all along) or `per_vcpu`.
+    #[serde(default)]
+    pub counting: Option<String>,
+    /// Totals of the counted regions, all threads.
     pub totals: Totals,
+    /// Counts of each guest thread (start order; thread 0 is the main thread).
+    #[serde(default)]
+    pub threads: Vec<ThreadCounts>,
+    /// Counts per region (one per function counted with `--function`, in order), total
+    /// and per thread.
+    #[serde(default)]
+    pub regions: Vec<RegionCounts>,
+    /// Executions the plugin could not count (more translation blocks than its counters
+    /// hold; 0 normally).
+    #[serde(default)]
+    pub lost_executions: u64,
     /// Stream statistics.
     #[serde(default)]
     pub mem_stream: Option<StreamStats>,
     /// Per translation block counts (with `tbs=on`).
     #[serde(default)]
     pub tbs: Vec<TbCounts>,
+}
+
+/// Counts of one guest thread.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ThreadCounts {
+    /// Thread number in start order (0: the main thread).
+    pub thread: u32,
+    /// QEMU vCPU index it ran on (reused after a thread exits).
+    pub vcpu: u32,
+    /// Its counts.
+    pub totals: Totals,
+}
+
+/// Counts of one region (`region=` range of the plugin).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RegionCounts {
+    /// Run-time start address.
+    pub start: u64,
+    /// Run-time end address (exclusive).
+    pub end: u64,
+    /// All threads.
+    #[serde(default)]
+    pub totals: Totals,
+    /// Per thread.
+    #[serde(default)]
+    pub threads: Vec<ThreadCounts>,
 }
 
 /// Totals of the counted region.
@@ -55,10 +95,24 @@ pub struct Totals {
     pub bytes_loaded: u64,
     /// Bytes stored.
     pub bytes_stored: u64,
+    /// Of the bytes loaded and stored, those counted from QEMU's access reports (string
+    /// instructions with `rep`, masked stores, gathers, `xsave`).
+    #[serde(default)]
+    pub bytes_dynamic: u64,
+    /// Of the bytes loaded and stored, those of accesses QEMU does not report to plugins
+    /// (SVE loads and stores, DC ZVA, in QEMU 7.2): absent from the memory stream.
+    #[serde(default)]
+    pub bytes_unreported: u64,
     /// FP arithmetic instructions.
     pub fp_instructions: u64,
     /// FLOPs.
     pub flops: u64,
+    /// Lane FLOPs left out by the rule for reductions and unused lanes.
+    #[serde(default)]
+    pub flops_excluded: u64,
+    /// Fused multiply-add instructions.
+    #[serde(default)]
+    pub fma_instructions: u64,
     /// FP instructions and FLOPs per precision and width (`f64_256`...).
     #[serde(default)]
     pub fp_by_width: BTreeMap<String, WidthCounts>,

@@ -29,6 +29,8 @@ pub struct Config {
     pub tbs: bool,
     /// Replacement classification table (TOML in the format of `data/<isa>.toml`).
     pub table: Option<PathBuf>,
+    /// Write a per-instruction check of the memory stream against the byte counts here.
+    pub audit: Option<PathBuf>,
 }
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -107,9 +109,10 @@ impl Config {
                 }
                 "tbs" => c.tbs = parse_bool(k, v)?,
                 "table" => c.table = Some(PathBuf::from(v)),
+                "audit" => c.audit = Some(PathBuf::from(v)),
                 _ => {
                     return Err(format!(
-                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, coalesce, region, scope, tbs, table)"
+                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, coalesce, region, scope, tbs, table, audit)"
                     ));
                 }
             }
@@ -132,8 +135,29 @@ impl Config {
 
     /// Whether an instruction at `pc` is counted.
     pub fn in_region(&self, pc: u64) -> bool {
-        self.regions.is_empty() || self.regions.iter().any(|&(a, b)| pc >= a && pc < b)
+        self.region_of(pc).is_some()
     }
+
+    /// The region an instruction at `pc` is counted in (the first listed that contains it;
+    /// 0 for every instruction when no region is given).
+    pub fn region_of(&self, pc: u64) -> Option<usize> {
+        if self.regions.is_empty() {
+            return Some(0);
+        }
+        self.regions.iter().position(|&(a, b)| pc >= a && pc < b)
+    }
+}
+
+/// The CPU model QEMU was asked for (`-cpu MODEL,...` or `QEMU_CPU`), without its properties;
+/// `None` when neither is given (QEMU's default model).
+pub fn cpu_model_from_qemu_args(args: &[String], env_cpu: Option<&str>) -> Option<String> {
+    args.windows(2)
+        .filter(|w| w[0] == "-cpu")
+        .map(|w| w[1].as_str())
+        .next_back()
+        .or(env_cpu)
+        .map(|c| c.split(',').next().unwrap_or("").to_string())
+        .filter(|m| !m.is_empty())
 }
 
 /// QEMU user mode's default SVE vector length (64 bytes).
@@ -192,6 +216,7 @@ mod tests {
         assert_eq!(c.vl_bits, Some(256));
         assert_eq!(c.regions, vec![(0x1000, 0x1100), (8192, 9000)]);
         assert!(c.in_region(0x10ff) && !c.in_region(0x1100));
+        assert_eq!((c.region_of(0x1000), c.region_of(8200)), (Some(0), Some(1)));
         assert!(c.mem && c.tbs);
         assert_eq!(c.coalesce, Some(64));
         for bad in ["coalesce=48", "coalesce=4", "coalesce=x"] {
@@ -223,6 +248,21 @@ mod tests {
         assert_eq!(
             sve_vl_from_qemu_args(&a("qemu-aarch64 -cpu max,sve=off ./app"), None),
             None
+        );
+    }
+
+    #[test]
+    fn reads_the_cpu_model() {
+        let a = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let q = a("qemu-aarch64 -cpu a64fx,sve512=on ./app");
+        assert_eq!(cpu_model_from_qemu_args(&q, None).as_deref(), Some("a64fx"));
+        assert_eq!(
+            cpu_model_from_qemu_args(&a("qemu-aarch64 ./app"), None),
+            None
+        );
+        assert_eq!(
+            cpu_model_from_qemu_args(&a("qemu-aarch64 ./app"), Some("max")).as_deref(),
+            Some("max")
         );
     }
 

@@ -1,42 +1,44 @@
-//! Everything that talks to QEMU: installation, the translation callback, exit.
+//! Everything that talks to QEMU: installation, the translation callback, threads, exit.
 //!
-//! The `qemu-plugin` crate installs the plugin and parses nothing for us beyond the raw
-//! argument strings. The translation callback is registered again here, as a plain
-//! `extern "C"` function on the raw API (QEMU keeps one callback per event and plugin, so
-//! this replaces the crate's), because it needs the raw instruction handles to attach the
-//! inline counter and the bare memory callback.
+//! The `qemu-plugin` crate installs the plugin; every callback is registered here on the
+//! raw API, because the translation callback needs the raw instruction handles and a reset
+//! (below) unregisters everything.
+//!
+//! Counting: while the guest has one thread, each translation block (TB) has a counter of
+//! its own that one inline `ADD_U64` per execution increments (the cheapest instrumentation
+//! there is). Inline adds are not atomic, so when a second guest thread starts (QEMU creates
+//! a second vCPU) the plugin asks QEMU to reset its instrumentation: the code cache is
+//! flushed, and every TB translated from then on counts its executions per vCPU with an
+//! execution callback ([`vcpu`]). The inline counts from before belong to vCPU 0, the only
+//! one there was. `scope=` counts with callbacks from the start.
 
-use std::collections::BTreeMap;
-use std::ffi::{CStr, c_void};
+use std::ffi::{CStr, c_uint, c_void};
 use std::fs::{File, OpenOptions};
 use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::sys::{
-    qemu_plugin_cb_flags, qemu_plugin_id_t, qemu_plugin_insn_data, qemu_plugin_insn_size,
-    qemu_plugin_insn_vaddr, qemu_plugin_mem_rw, qemu_plugin_op, qemu_plugin_path_to_binary,
-    qemu_plugin_register_vcpu_insn_exec_cb, qemu_plugin_register_vcpu_mem_cb,
+    qemu_plugin_cb_flags, qemu_plugin_id_t, qemu_plugin_insn_data, qemu_plugin_insn_disas,
+    qemu_plugin_insn_size, qemu_plugin_insn_vaddr, qemu_plugin_mem_rw, qemu_plugin_op,
+    qemu_plugin_path_to_binary, qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_exit_cb,
+    qemu_plugin_register_vcpu_init_cb, qemu_plugin_register_vcpu_insn_exec_cb,
+    qemu_plugin_register_vcpu_insn_exec_inline, qemu_plugin_register_vcpu_mem_cb,
     qemu_plugin_register_vcpu_tb_exec_cb, qemu_plugin_register_vcpu_tb_exec_inline,
-    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_start_code, qemu_plugin_tb,
-    qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
+    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_reset, qemu_plugin_start_code,
+    qemu_plugin_tb, qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
 };
-use qemu_plugin::{HasCallbacks, PluginId, Register, VCPUIndex, register};
+use qemu_plugin::{HasCallbacks, PluginId, Register, register};
 
-use crate::args::{Config, QEMU_DEFAULT_VL_BITS, sve_vl_from_qemu_args};
-use crate::isa::{Classifier, N_COUNTERS, aarch64::Aarch64, x86_64::X86_64};
-use crate::report::{RunInfo, TbCounts, summary};
-use crate::{elf, memtrace, scope};
+use crate::args::{Config, QEMU_DEFAULT_VL_BITS, cpu_model_from_qemu_args, sve_vl_from_qemu_args};
+use crate::isa::{Classifier, MemKind, N_COUNTERS, aarch64::Aarch64, x86_64::X86_64};
+use crate::memtrace::{Audit, MemDesc};
+use crate::report::RunInfo;
+use crate::tally::{Executions, TbStatic, tally};
+use crate::{elf, memtrace, scope, vcpu};
 
-/// Static counts of one translation (sparse: counter index, increment per execution).
-struct TbRecord {
-    vaddr: u64,
-    /// Address of this TB's execution counter in `Arena` (stable, never freed).
-    counter: usize,
-    counts: Vec<(u8, u32)>,
-}
-
-/// Execution counters, allocated in chunks that never move.
+/// Execution counters of the inline phase, allocated in chunks that never move.
 #[derive(Default)]
 struct Arena {
     chunks: Vec<Box<[u64]>>,
@@ -58,6 +60,13 @@ impl Arena {
     }
 }
 
+/// A counted translation: its static counts and, in the inline phase, its counter.
+struct TbRecord {
+    stat: TbStatic,
+    /// Address of the inline counter (in `Arena`, never freed), 0 when counted per vCPU.
+    inline: usize,
+}
+
 struct State {
     config: Config,
     /// SVE vector length used (aarch64), and where it came from.
@@ -71,19 +80,18 @@ struct State {
     load_bias: Option<u64>,
 }
 
-// SAFETY: the raw counter addresses are only dereferenced at exit, after the guest stopped.
+// SAFETY: the raw counter addresses are only read (volatile) by the snapshot thread and at
+// exit.
 unsafe impl Send for State {}
 
 static STATE: OnceLock<Mutex<State>> = OnceLock::new();
+static PLUGIN_ID: AtomicU64 = AtomicU64::new(0);
+/// Set once a second vCPU exists: translations from then on count per vCPU.
+static PER_VCPU: AtomicBool = AtomicBool::new(false);
 
 struct Plugin;
 
-impl HasCallbacks for Plugin {
-    fn on_vcpu_exit(&mut self, _id: PluginId, vcpu: VCPUIndex) -> qemu_plugin::Result<()> {
-        memtrace::flush_vcpu(vcpu);
-        Ok(())
-    }
-}
+impl HasCallbacks for Plugin {}
 
 /// Bad plugin arguments or tables: say what is wrong and stop QEMU before the guest runs
 /// (exit status 2, bad input), rather than returning an error the `qemu-plugin` crate
@@ -93,9 +101,8 @@ fn fail(msg: String) -> qemu_plugin::Error {
     std::process::exit(2);
 }
 
-/// The SVE vector length: `vl=` if given, else what QEMU's own command line asks for
-/// (`/proc/self/cmdline` of the QEMU process, and `QEMU_CPU`). Warns when they disagree.
-fn sve_vector_length(config: &Config) -> (u32, &'static str) {
+/// QEMU's own command line (`/proc/self/cmdline` of the QEMU process) and `QEMU_CPU`.
+fn qemu_command_line() -> (Vec<String>, Option<String>) {
     let qemu_args: Vec<String> = std::fs::read("/proc/self/cmdline")
         .map(|b| {
             b.split(|&c| c == 0)
@@ -103,7 +110,13 @@ fn sve_vector_length(config: &Config) -> (u32, &'static str) {
                 .collect()
         })
         .unwrap_or_default();
-    let env_cpu = std::env::var("QEMU_CPU").ok();
+    (qemu_args, std::env::var("QEMU_CPU").ok())
+}
+
+/// The SVE vector length: `vl=` if given, else what QEMU's own command line asks for
+/// (`/proc/self/cmdline` of the QEMU process, and `QEMU_CPU`). Warns when they disagree.
+fn sve_vector_length(config: &Config) -> (u32, &'static str) {
+    let (qemu_args, env_cpu) = qemu_command_line();
     let from_qemu = sve_vl_from_qemu_args(&qemu_args, env_cpu.as_deref());
     match (config.vl_bits, from_qemu) {
         (Some(bits), Some(q)) if bits != q => {
@@ -129,13 +142,16 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
     };
     let vl = (target == "aarch64").then(|| sve_vector_length(&config));
     let classifier: Box<dyn Classifier> = match target.as_str() {
-        "aarch64" => Box::new(
-            Aarch64::new(
+        "aarch64" => {
+            let mut a = Aarch64::new(
                 custom.as_deref().unwrap_or(crate::isa::aarch64::TABLE),
                 vl.map_or(QEMU_DEFAULT_VL_BITS, |(bits, _)| bits),
             )
-            .map_err(|e| e.to_string())?,
-        ),
+            .map_err(|e| e.to_string())?;
+            let (qemu_args, env_cpu) = qemu_command_line();
+            a.set_cpu_model(cpu_model_from_qemu_args(&qemu_args, env_cpu.as_deref()).as_deref());
+            Box::new(a)
+        }
         "x86_64" => Box::new(
             X86_64::new(custom.as_deref().unwrap_or(crate::isa::x86_64::TABLE))
                 .map_err(|e| e.to_string())?,
@@ -160,6 +176,11 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
         };
         memtrace::open(file, config.coalesce).map_err(|e| format!("memory stream: {e}"))?;
     }
+    vcpu::set_regions(config.regions.len());
+    if !config.scopes.is_empty() {
+        // Scoped blocks count with callbacks from the start.
+        PER_VCPU.store(true, Ordering::Relaxed);
+    }
     Ok(State {
         config,
         vl,
@@ -172,19 +193,20 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
 }
 
 impl Register for Plugin {
-    fn register(&mut self, id: PluginId, args: &Args, info: &Info) -> qemu_plugin::Result<()> {
+    fn register_default(
+        &mut self,
+        id: PluginId,
+        args: &Args,
+        info: &Info,
+    ) -> qemu_plugin::Result<()> {
         let state = setup(args, info).map_err(fail)?;
+        let out = state.config.out.clone();
         STATE
             .set(Mutex::new(state))
             .map_err(|_| fail("installed twice".into()))?;
-        // SAFETY: registering a plain callback for this plugin id.
-        unsafe { qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_tb_trans)) };
-        qemu_plugin::qemu_plugin_register_atexit_cb(id, |_| on_exit())?;
-        if let Some(out) = STATE
-            .get()
-            .and_then(|m| m.lock().ok())
-            .and_then(|st| st.config.out.clone())
-        {
+        PLUGIN_ID.store(id, Ordering::Relaxed);
+        register_callbacks(id);
+        if let Some(out) = out {
             start_snapshots(out);
         }
         Ok(())
@@ -192,6 +214,62 @@ impl Register for Plugin {
 }
 
 register!(Plugin);
+
+/// Every callback of the plugin (at installation, and again after a reset).
+fn register_callbacks(id: qemu_plugin_id_t) {
+    // SAFETY: registering plain callbacks for this plugin id.
+    unsafe {
+        qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_tb_trans));
+        qemu_plugin_register_vcpu_init_cb(id, Some(on_vcpu_init));
+        qemu_plugin_register_vcpu_exit_cb(id, Some(on_vcpu_exit));
+        qemu_plugin_register_atexit_cb(id, Some(on_atexit), std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_vcpu_init(id: qemu_plugin_id_t, vcpu: c_uint) {
+    // A new guest thread: its slot (and thread number) starts here.
+    let _ = vcpu::get(vcpu);
+    if vcpu != 0 && !PER_VCPU.swap(true, Ordering::AcqRel) {
+        // A second guest thread: from now on count per vCPU. The reset flushes the code
+        // cache (so no block with an inline counter runs again) and unregisters our
+        // callbacks, which `on_reset` registers again.
+        // SAFETY: plain API call; QEMU calls `on_reset` once the vCPUs are stopped.
+        unsafe { qemu_plugin_reset(id, Some(on_reset)) };
+    }
+}
+
+extern "C" fn on_reset(id: qemu_plugin_id_t) {
+    register_callbacks(id);
+}
+
+extern "C" fn on_vcpu_exit(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    memtrace::flush_vcpu(vcpu);
+    if !EXITED.load(Ordering::Acquire) {
+        vcpu::retire(vcpu);
+    }
+}
+
+extern "C" fn on_atexit(_id: qemu_plugin_id_t, _: *mut c_void) {
+    on_exit();
+}
+
+/// Execution callback of a TB counted per vCPU; `ud` is its counter id.
+extern "C" fn on_tb_count(vcpu: c_uint, ud: *mut c_void) {
+    vcpu::get(vcpu).count_tb(ud as usize as u32);
+}
+
+/// Sparse static counts of one TB, per region.
+fn sparse(per_region: &[(usize, [u64; N_COUNTERS])]) -> Vec<(u16, u8, u32)> {
+    let mut out = Vec::new();
+    for (r, v) in per_region {
+        for (k, x) in v.iter().enumerate() {
+            if *x != 0 {
+                out.push((*r as u16, k as u8, *x as u32));
+            }
+        }
+    }
+    out
+}
 
 extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     let Some(Ok(mut st)) = STATE.get().map(|m| m.lock()) else {
@@ -211,27 +289,33 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
         st.load_bias = Some(bias);
     }
     let scoped = !st.config.scopes.is_empty();
-    let mem_cb = if scoped {
+    let restricted = scoped || !st.config.regions.is_empty();
+    let stream = memtrace::streaming();
+    let audit = st.config.audit.is_some();
+    let pass_cb = if scoped {
         memtrace::on_mem_scoped
     } else {
         memtrace::on_mem
     };
-    let mut v = [0u64; N_COUNTERS];
-    let mut any = false;
     // SAFETY: `tb` and its instructions are valid for the duration of this callback.
     unsafe {
         let n = qemu_plugin_tb_n_insns(tb);
-        for i in 0..n {
-            let insn = qemu_plugin_tb_get_insn(tb, i);
+        let insns: Vec<_> = (0..n).map(|i| qemu_plugin_tb_get_insn(tb, i)).collect();
+        let bytes: Vec<&[u8]> = insns
+            .iter()
+            .map(|&insn| {
+                std::slice::from_raw_parts(
+                    qemu_plugin_insn_data(insn) as *const u8,
+                    qemu_plugin_insn_size(insn),
+                )
+            })
+            .collect();
+        let infos = st.classifier.classify_block(&bytes);
+        let mut per_region: Vec<(usize, [u64; N_COUNTERS])> = Vec::new();
+        for (&insn, info) in insns.iter().zip(&infos) {
             let pc = qemu_plugin_insn_vaddr(insn);
-            let counted = st.config.in_region(pc);
+            let region = st.config.region_of(pc);
             let in_scope = scoped && st.config.in_scope(pc);
-            if !counted && !in_scope {
-                continue;
-            }
-            let len = qemu_plugin_insn_size(insn);
-            let bytes = std::slice::from_raw_parts(qemu_plugin_insn_data(insn) as *const u8, len);
-            let info = st.classifier.classify(bytes);
             if in_scope && info.returns {
                 qemu_plugin_register_vcpu_insn_exec_cb(
                     insn,
@@ -240,53 +324,137 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                     std::ptr::null_mut(),
                 );
             }
-            if !counted {
+            let memory = info.loads || info.stores || info.counted_from_reports();
+            let Some(r) = region else {
+                if restricted && info.helper && memory {
+                    qemu_plugin_register_vcpu_mem_cb(
+                        insn,
+                        Some(memtrace::on_mem_drop),
+                        qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                        qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                        std::ptr::null_mut(),
+                    );
+                }
+                continue;
+            };
+            match per_region.iter_mut().find(|(k, _)| *k == r) {
+                Some((_, v)) => info.add_to(v),
+                None => {
+                    let mut v = [0u64; N_COUNTERS];
+                    info.add_to(&mut v);
+                    per_region.push((r, v));
+                }
+            }
+            if !memory {
                 continue;
             }
-            any = true;
-            info.add_to(&mut v);
-            if st.config.mem {
+            let kind = info.mem_kind;
+            let needs_desc =
+                audit || info.counted_from_reports() || (kind == MemKind::Clipped && stream);
+            if !needs_desc {
+                if stream && kind == MemKind::Exact {
+                    qemu_plugin_register_vcpu_mem_cb(
+                        insn,
+                        Some(pass_cb),
+                        qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                        qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                        std::ptr::null_mut(),
+                    );
+                }
+                continue;
+            }
+            let audit_rec = audit.then(|| {
+                let d = qemu_plugin_insn_disas(insn);
+                let disas = if d.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(d).to_string_lossy().into_owned()
+                };
+                let a = memtrace::audit_register(Audit {
+                    pc,
+                    disas,
+                    kind,
+                    load_bytes: u64::from(info.load_bytes),
+                    store_bytes: u64::from(info.store_bytes),
+                    executions: AtomicU64::new(0),
+                    emitted_loaded: AtomicU64::new(0),
+                    emitted_stored: AtomicU64::new(0),
+                    reported: AtomicU64::new(0),
+                });
+                qemu_plugin_register_vcpu_insn_exec_inline(
+                    insn,
+                    qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
+                    a.executions.as_ptr() as *mut c_void,
+                    1,
+                );
+                a
+            });
+            let desc: &'static MemDesc = Box::leak(Box::new(MemDesc {
+                kind,
+                region: r as u32,
+                scoped,
+                load_bytes: info.load_bytes,
+                store_bytes: info.store_bytes,
+                audit: audit_rec,
+            }));
+            let ud = desc as *const MemDesc as *mut c_void;
+            if kind == MemKind::Clipped {
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn,
+                    Some(memtrace::on_insn_clip),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    ud,
+                );
+            }
+            if kind != MemKind::Unreported || audit {
                 qemu_plugin_register_vcpu_mem_cb(
                     insn,
-                    Some(mem_cb),
+                    Some(memtrace::on_mem_desc),
                     qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                     qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                    std::ptr::null_mut(),
+                    ud,
                 );
             }
         }
         let vaddr = qemu_plugin_tb_vaddr(tb);
         let entry = scoped && st.config.is_scope_entry(vaddr);
-        if !any && !entry {
+        if per_region.is_empty() && !entry {
             return;
         }
-        let counter = st.arena.alloc();
+        let id = st.tbs.len() as u32;
+        let mut inline = 0usize;
         if scoped {
-            let ud = Box::into_raw(Box::new(scope::ScopeTb { counter, entry }));
+            let ud = Box::into_raw(Box::new(scope::ScopeTb { id, entry }));
             qemu_plugin_register_vcpu_tb_exec_cb(
                 tb,
                 Some(scope::on_tb),
                 qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                 ud as *mut c_void,
             );
+        } else if PER_VCPU.load(Ordering::Acquire) {
+            qemu_plugin_register_vcpu_tb_exec_cb(
+                tb,
+                Some(on_tb_count),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                id as usize as *mut c_void,
+            );
         } else {
+            let counter = st.arena.alloc();
             qemu_plugin_register_vcpu_tb_exec_inline(
                 tb,
                 qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
                 counter as *mut c_void,
                 1,
             );
+            inline = counter as usize;
         }
-        let counts = v
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| **x != 0)
-            .map(|(k, x)| (k as u8, *x as u32))
-            .collect();
         st.tbs.push(TbRecord {
-            vaddr,
-            counter: counter as usize,
-            counts,
+            stat: TbStatic {
+                id,
+                vaddr,
+                counts: sparse(&per_region),
+            },
+            inline,
         });
     }
 }
@@ -316,7 +484,7 @@ fn load_bias() -> u64 {
 }
 
 /// Set once the guest has exited: the snapshot thread stops.
-static EXITED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static EXITED: AtomicBool = AtomicBool::new(false);
 /// Period of the partial snapshots.
 const SNAPSHOT_PERIOD: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -329,9 +497,9 @@ fn start_snapshots(out: std::path::PathBuf) {
     let _ = std::thread::Builder::new()
         .name("hpcscope-snapshots".into())
         .spawn(move || {
-            while !EXITED.load(std::sync::atomic::Ordering::Acquire) {
+            while !EXITED.load(Ordering::Acquire) {
                 std::thread::sleep(SNAPSHOT_PERIOD);
-                if EXITED.load(std::sync::atomic::Ordering::Acquire) {
+                if EXITED.load(Ordering::Acquire) {
                     break;
                 }
                 if let Some(text) = render(None) {
@@ -351,42 +519,127 @@ pub fn partial_path(out: &std::path::Path) -> std::path::PathBuf {
     std::path::PathBuf::from(s)
 }
 
+/// Where one guest thread's executions are.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Running(&'a vcpu::Vcpu),
+    Finished(&'a vcpu::Finished),
+}
+
+/// Executions as the plugin kept them: inline counters (thread 0), per-vCPU counters of
+/// running threads, and the records of finished ones.
+struct Live<'a> {
+    /// Inline counter address per TB id (0: none).
+    inline: &'a [usize],
+    /// (thread number, vCPU index, source), and the position of each thread number.
+    threads: Vec<(u32, u32, Source<'a>)>,
+    by_thread: std::collections::HashMap<u32, usize>,
+}
+
+impl<'a> Live<'a> {
+    fn new(
+        inline: &'a [usize],
+        live: &'a [(u32, &'a vcpu::Vcpu)],
+        finished: &'a [vcpu::Finished],
+    ) -> Self {
+        let threads: Vec<(u32, u32, Source<'a>)> = live
+            .iter()
+            .map(|(i, v)| (v.thread, *i, Source::Running(v)))
+            .chain(
+                finished
+                    .iter()
+                    .map(|f| (f.thread, f.vcpu, Source::Finished(f))),
+            )
+            .collect();
+        let by_thread = threads.iter().enumerate().map(|(k, t)| (t.0, k)).collect();
+        Live {
+            inline,
+            threads,
+            by_thread,
+        }
+    }
+
+    fn source(&self, thread: u32) -> Option<Source<'a>> {
+        self.by_thread.get(&thread).map(|&k| self.threads[k].2)
+    }
+}
+
+impl Executions for Live<'_> {
+    fn threads(&self) -> Vec<(u32, u32)> {
+        self.threads.iter().map(|t| (t.0, t.1)).collect()
+    }
+
+    fn executions(&self, thread: u32, tb: &TbStatic) -> u64 {
+        let counter = self.inline.get(tb.id as usize).copied().unwrap_or(0);
+        let inline = if thread == 0 && counter != 0 {
+            // SAFETY: the counter lives in the arena, which is never freed; read volatile
+            // because the guest may still be incrementing it.
+            unsafe { std::ptr::read_volatile(counter as *const u64) }
+        } else {
+            0
+        };
+        inline
+            + match self.source(thread) {
+                Some(Source::Running(v)) => v.executions(tb.id),
+                Some(Source::Finished(f)) => f.execs.get(&tb.id).copied().unwrap_or(0),
+                None => 0,
+            }
+    }
+
+    fn dynamic(&self, thread: u32, region: usize) -> [u64; 2] {
+        match self.source(thread) {
+            Some(Source::Running(v)) => v.dynamic(region),
+            Some(Source::Finished(f)) => f.dynamic.get(region).copied().unwrap_or([0, 0]),
+            None => [0, 0],
+        }
+    }
+}
+
 /// The summary JSON of the counts so far; `mem` is the stream statistics at exit (None for
 /// a snapshot taken while the guest runs, which then says `"partial": true`).
 fn render(mem: Option<(u64, u64)>) -> Option<String> {
-    let st = STATE.get()?.lock().ok()?;
-    let mut totals = [0u64; N_COUNTERS];
-    let mut per_pc: BTreeMap<u64, TbCounts> = BTreeMap::new();
-    for tb in &st.tbs {
-        // SAFETY: the counter lives in the arena, which is never freed; read volatile because
-        // the guest may still be incrementing it (a snapshot is approximate by nature).
-        let execs = unsafe { std::ptr::read_volatile(tb.counter as *const u64) };
-        if execs == 0 {
-            continue;
-        }
-        let entry = per_pc.entry(tb.vaddr).or_insert_with(|| TbCounts {
-            pc: tb.vaddr,
-            executions: 0,
-            counts: [0; N_COUNTERS],
-        });
-        entry.executions += execs;
-        for &(k, x) in &tb.counts {
-            let add = execs * u64::from(x);
-            totals[k as usize] += add;
-            entry.counts[k as usize] += add;
-        }
-    }
-    let tbs: Vec<TbCounts> = per_pc.into_values().collect();
+    // Copy what the tally needs and let translations go on meanwhile.
+    let (stats, inline, target, vl, regions, scopes, load_bias, streamed, with_tbs) = {
+        let st = STATE.get()?.lock().ok()?;
+        (
+            st.tbs
+                .iter()
+                .map(|t| t.stat.clone())
+                .collect::<Vec<TbStatic>>(),
+            st.tbs.iter().map(|t| t.inline).collect::<Vec<usize>>(),
+            st.target.clone(),
+            st.vl,
+            st.config.regions.clone(),
+            st.config.scopes.clone(),
+            st.load_bias.unwrap_or(0),
+            st.config.mem,
+            st.config.tbs,
+        )
+    };
+    let t = vcpu::with_all(|live, finished| {
+        tally(
+            &stats,
+            regions.len(),
+            &Live::new(&inline, live, finished),
+            with_tbs,
+        )
+    });
     let snapshot = mem.is_none();
     let run = RunInfo {
-        target: &st.target,
-        vl: st.vl,
-        regions: &st.config.regions,
-        scopes: &st.config.scopes,
-        load_bias: st.load_bias.unwrap_or(0),
-        mem_records: if st.config.mem { mem } else { None },
+        target: &target,
+        vl,
+        regions: &regions,
+        scopes: &scopes,
+        load_bias,
+        mem_records: if streamed { mem } else { None },
+        counting: if PER_VCPU.load(Ordering::Relaxed) {
+            "per_vcpu"
+        } else {
+            "inline"
+        },
+        lost_executions: vcpu::lost(),
     };
-    let mut json = summary(&run, &totals, st.config.tbs.then_some(&tbs[..]));
+    let mut json = crate::report::summary(&run, &t, with_tbs);
     if snapshot {
         json["partial"] = serde_json::Value::Bool(true);
     }
@@ -399,16 +652,61 @@ fn render(mem: Option<(u64, u64)>) -> Option<String> {
     }
 }
 
+/// The audit report (`audit=`): per instruction address, executions, bytes per execution
+/// from the encoding, and what reached the stream.
+fn write_audit(path: &std::path::Path) {
+    use std::collections::BTreeMap;
+    let mut per_pc: BTreeMap<u64, serde_json::Value> = BTreeMap::new();
+    for a in memtrace::audits() {
+        let execs = a.executions.load(Ordering::Relaxed);
+        let e = per_pc.entry(a.pc).or_insert_with(|| {
+            serde_json::json!({
+                "pc": a.pc, "disas": a.disas, "kind": format!("{:?}", a.kind).to_lowercase(),
+                "executions": 0u64, "load_bytes": a.load_bytes, "store_bytes": a.store_bytes,
+                "streamed_loaded": 0u64, "streamed_stored": 0u64, "reported": 0u64,
+            })
+        });
+        let add = |e: &mut serde_json::Value, k: &str, n: u64| {
+            e[k] = serde_json::json!(e[k].as_u64().unwrap_or(0) + n);
+        };
+        add(e, "executions", execs);
+        add(
+            e,
+            "streamed_loaded",
+            a.emitted_loaded.load(Ordering::Relaxed),
+        );
+        add(
+            e,
+            "streamed_stored",
+            a.emitted_stored.load(Ordering::Relaxed),
+        );
+        add(e, "reported", a.reported.load(Ordering::Relaxed));
+    }
+    let rows: Vec<serde_json::Value> = per_pc
+        .into_values()
+        .filter(|e| e["executions"].as_u64().unwrap_or(0) > 0)
+        .collect();
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "instructions": rows }))
+        .unwrap_or_default();
+    if let Err(e) = std::fs::write(path, text + "\n") {
+        eprintln!("hpcscope-qemu-plugin: audit={}: {e}", path.display());
+    }
+}
+
 fn on_exit() {
-    EXITED.store(true, std::sync::atomic::Ordering::Release);
+    EXITED.store(true, Ordering::Release);
     let mem = memtrace::finish();
     let Some(text) = render(Some(mem)) else {
         return;
     };
-    let out = STATE
+    let (out, audit) = STATE
         .get()
         .and_then(|m| m.lock().ok())
-        .and_then(|st| st.config.out.clone());
+        .map(|st| (st.config.out.clone(), st.config.audit.clone()))
+        .unwrap_or_default();
+    if let Some(a) = audit {
+        write_audit(&a);
+    }
     match out {
         Some(p) => {
             if let Err(e) = std::fs::write(&p, text + "\n") {

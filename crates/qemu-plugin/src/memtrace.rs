@@ -1,4 +1,12 @@
-//! Optional memory-access stream (`mem=on`): one 8-byte record per guest access.
+//! Memory callbacks: the optional access stream (`mem=on`, one 8-byte record per guest
+//! access) and the instructions whose bytes only QEMU's access reports tell.
+//!
+//! QEMU reports every access of an instrumented instruction to its memory callback. Most
+//! instructions are registered with [`on_mem`], which only appends to the stream. The
+//! others carry a [`MemDesc`]: string instructions with `rep`, masked accesses and `xsave`
+//! ([`MemKind::Dynamic`]) are counted here from the reports (whether or not the stream is
+//! on); forms QEMU reads beyond their operand ([`MemKind::Clipped`]) pass only the operand's
+//! bytes of each execution, which an execution callback ([`on_insn_clip`]) opens.
 //!
 //! The per-access callback only packs the record and appends it to its vCPU's buffer;
 //! full buffers (64 Ki records, 512 KiB) are written with one `write` to the sink (a file,
@@ -30,6 +38,9 @@ use qemu_plugin::sys::{
     qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
 };
 
+use crate::isa::MemKind;
+use crate::vcpu;
+
 /// First bytes of the stream.
 pub const MAGIC: &[u8; 8] = b"HPCSMT02";
 /// Address bits kept in a record.
@@ -38,6 +49,8 @@ pub const ADDR_MASK: u64 = (1 << 56) - 1;
 const BATCH: usize = 1 << 16;
 
 static SINK: Mutex<Option<File>> = Mutex::new(None);
+/// The stream is on (`mem=on`).
+static STREAMING: AtomicBool = AtomicBool::new(false);
 static BROKEN: AtomicBool = AtomicBool::new(false);
 static WRITTEN: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -93,7 +106,13 @@ pub fn open(mut file: File, coalesce: Option<u64>) -> std::io::Result<()> {
     if let Ok(mut sink) = SINK.lock() {
         *sink = Some(file);
     }
+    STREAMING.store(true, Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether the stream is on.
+pub fn streaming() -> bool {
+    STREAMING.load(Ordering::Relaxed)
 }
 
 /// Pack one access into a record.
@@ -145,10 +164,15 @@ fn query_qemu(info: qemu_plugin_meminfo_t) -> (u32, bool) {
     }
 }
 
-/// The per-access callback registered with `qemu_plugin_register_vcpu_mem_cb`: pack and
-/// append; a full batch is written out.
+/// The per-access callback registered with `qemu_plugin_register_vcpu_mem_cb` for the
+/// instructions QEMU reports exactly: pack and append; a full batch is written out.
 pub extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
-    let rec = (vaddr & ADDR_MASK) | decode(info, query_qemu);
+    emit(vcpu, (vaddr & ADDR_MASK) | decode(info, query_qemu));
+}
+
+/// Appends one record to vCPU `vcpu`'s batch.
+#[inline(always)]
+fn emit(vcpu: c_uint, rec: u64) {
     if let Some(slot) = SLOTS.0.get(vcpu as usize) {
         // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
         let s = unsafe { &mut *slot.get() };
@@ -223,6 +247,128 @@ pub extern "C" fn on_mem_scoped(
         on_mem(vcpu, info, vaddr, ud);
     }
 }
+
+/// What the memory callback of an instruction needs to know about it (one per instruction
+/// and translation, never freed).
+#[derive(Debug)]
+pub struct MemDesc {
+    pub kind: MemKind,
+    /// Region the instruction is counted in.
+    pub region: u32,
+    /// Count only while a `scope=` function runs.
+    pub scoped: bool,
+    /// Operand bytes per execution (clipping).
+    pub load_bytes: u32,
+    pub store_bytes: u32,
+    /// Per-instruction check of the stream against the counts (`audit=`).
+    pub audit: Option<&'static Audit>,
+}
+
+/// What the stream carried for one instruction, against its counts (`audit=`): executions,
+/// bytes per execution from the encoding, bytes passed to the stream.
+#[derive(Debug)]
+pub struct Audit {
+    pub pc: u64,
+    pub disas: String,
+    pub kind: MemKind,
+    pub load_bytes: u64,
+    pub store_bytes: u64,
+    /// Incremented by an inline add per execution (exact for one guest thread).
+    pub executions: AtomicU64,
+    pub emitted_loaded: AtomicU64,
+    pub emitted_stored: AtomicU64,
+    /// Bytes QEMU reported, before clipping.
+    pub reported: AtomicU64,
+}
+
+static AUDITS: Mutex<Vec<&'static Audit>> = Mutex::new(Vec::new());
+
+/// Registers an audit record (kept for the exit report).
+pub fn audit_register(a: Audit) -> &'static Audit {
+    let a: &'static Audit = Box::leak(Box::new(a));
+    if let Ok(mut v) = AUDITS.lock() {
+        v.push(a);
+    }
+    a
+}
+
+/// Every audit record so far.
+pub fn audits() -> Vec<&'static Audit> {
+    AUDITS.lock().map(|v| v.clone()).unwrap_or_default()
+}
+
+/// Memory callback of instructions with a [`MemDesc`] (`ud`).
+pub extern "C" fn on_mem_desc(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    ud: *mut c_void,
+) {
+    // SAFETY: `ud` is the leaked MemDesc registered with this instruction.
+    let d = unsafe { &*(ud as *const MemDesc) };
+    if d.scoped && !crate::scope::active(vcpu) {
+        return;
+    }
+    let top = decode(info, query_qemu);
+    let shift = ((top >> 56) & 0xf) as u32;
+    let store = top >> 63 == 1;
+    let mut size = 1u64 << shift;
+    if let Some(a) = d.audit {
+        a.reported.fetch_add(size, Ordering::Relaxed);
+    }
+    let mut rec = (vaddr & ADDR_MASK) | top;
+    match d.kind {
+        MemKind::Dynamic => {
+            vcpu::get(vcpu).add_dynamic(d.region as usize, usize::from(store), size);
+        }
+        MemKind::StoreExclusive => {
+            if !store {
+                return;
+            }
+            vcpu::get(vcpu).add_dynamic(d.region as usize, 1, size);
+        }
+        MemKind::Clipped => {
+            let left = &vcpu::get(vcpu).clip[usize::from(store)];
+            let l = u64::from(left.load(Ordering::Relaxed));
+            if l == 0 {
+                return;
+            }
+            if size > l {
+                // Keep the operand's part: the largest power of two that fits.
+                let keep = 1u64 << (63 - l.leading_zeros());
+                rec = record(vaddr, keep.trailing_zeros(), store);
+                size = keep;
+            }
+            left.store((l - size) as u32, Ordering::Relaxed);
+        }
+        MemKind::Exact | MemKind::Unreported => {}
+    }
+    if let Some(a) = d.audit {
+        let c = if store {
+            &a.emitted_stored
+        } else {
+            &a.emitted_loaded
+        };
+        c.fetch_add(size, Ordering::Relaxed);
+    }
+    if streaming() {
+        emit(vcpu, rec);
+    }
+}
+
+/// Execution callback of a clipped instruction: its operand's bytes may pass.
+pub extern "C" fn on_insn_clip(vcpu: c_uint, ud: *mut c_void) {
+    // SAFETY: `ud` is the leaked MemDesc registered with this instruction.
+    let d = unsafe { &*(ud as *const MemDesc) };
+    let v = vcpu::get(vcpu);
+    v.clip[0].store(d.load_bytes, Ordering::Relaxed);
+    v.clip[1].store(d.store_bytes, Ordering::Relaxed);
+}
+
+/// Memory callback of helper-calling instructions outside the counted regions: QEMU 7.2
+/// reports a helper's accesses to the callbacks last installed by an instrumented
+/// instruction; this one installs a callback that drops them.
+pub extern "C" fn on_mem_drop(_: c_uint, _: qemu_plugin_meminfo_t, _: u64, _: *mut c_void) {}
 
 /// Write the pending records of vCPU `vcpu` (its own thread, or anyone once the guest
 /// stopped).

@@ -3,8 +3,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::isa::{Counter, N_COUNTERS, fp_breakdown};
+use crate::tally::Tally;
 
-/// Format tag of the summary; bumped only on incompatible changes.
+/// Format tag of the summary; bumped only on incompatible changes (new keys are not).
 pub const FORMAT: &str = "hpcscope-qemu-plugin/1";
 
 /// Counts of one translation block start address, summed over its translations.
@@ -19,7 +20,7 @@ fn c(v: &[u64; N_COUNTERS], k: Counter) -> u64 {
     v[k as usize]
 }
 
-/// The `totals` object (also used, shortened, per TB).
+/// The `totals` object (also used per thread and per region, and shortened per TB).
 pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
     let mut by_width = Map::new();
     for (name, insns, flops) in fp_breakdown(v) {
@@ -39,8 +40,11 @@ pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
         "stores": c(v, Counter::Stores),
         "bytes_loaded": c(v, Counter::BytesLoaded),
         "bytes_stored": c(v, Counter::BytesStored),
+        "bytes_dynamic": c(v, Counter::BytesDynamic),
+        "bytes_unreported": c(v, Counter::BytesUnreported),
         "fp_instructions": c(v, Counter::FpInstructions),
         "flops": c(v, Counter::Flops),
+        "flops_excluded": c(v, Counter::FlopsExcluded),
         "fma_instructions": c(v, Counter::FmaInstructions),
         "divsqrt_instructions": c(v, Counter::DivSqrtInstructions),
         "sve_instructions": c(v, Counter::SveInstructions),
@@ -75,23 +79,49 @@ pub struct RunInfo<'a> {
     /// Run-time `scope` functions.
     pub scopes: &'a [(u64, u64)],
     pub mem_records: Option<(u64, u64)>,
+    /// How executions were counted: `inline` (one thread all along) or `per_vcpu`.
+    pub counting: &'a str,
+    /// Executions that could not be counted (more translation blocks than the counters
+    /// hold); 0 normally.
+    pub lost_executions: u64,
+}
+
+fn thread_json(t: &crate::tally::ThreadTally, totals: [u64; N_COUNTERS]) -> Value {
+    json!({
+        "thread": t.thread,
+        "vcpu": t.vcpu,
+        "totals": totals_json(&totals),
+    })
 }
 
 /// The whole summary.
-pub fn summary(run: &RunInfo, totals: &[u64; N_COUNTERS], tbs: Option<&[TbCounts]>) -> Value {
+pub fn summary(run: &RunInfo, tally: &Tally, with_tbs: bool) -> Value {
     let mut m = Map::new();
     m.insert("format".into(), json!(FORMAT));
     m.insert("target".into(), json!(run.target));
     m.insert("sve_vl_bits".into(), json!(run.vl.map(|v| v.0)));
     m.insert("sve_vl_source".into(), json!(run.vl.map(|v| v.1)));
     m.insert("predication".into(), json!("full_lanes"));
+    m.insert("counting".into(), json!(run.counting));
     m.insert("load_bias".into(), json!(run.load_bias));
     m.insert(
         "regions".into(),
         Value::Array(
             run.regions
                 .iter()
-                .map(|&(a, b)| json!({ "start": a, "end": b }))
+                .enumerate()
+                .map(|(r, &(a, b))| {
+                    json!({
+                        "start": a,
+                        "end": b,
+                        "totals": totals_json(&tally.region(r)),
+                        "threads": tally
+                            .threads
+                            .iter()
+                            .map(|t| thread_json(t, t.regions.get(r).copied().unwrap_or([0; N_COUNTERS])))
+                            .collect::<Vec<_>>(),
+                    })
+                })
                 .collect(),
         ),
     );
@@ -104,17 +134,30 @@ pub fn summary(run: &RunInfo, totals: &[u64; N_COUNTERS], tbs: Option<&[TbCounts
                 .collect(),
         ),
     );
-    m.insert("totals".into(), totals_json(totals));
+    m.insert("totals".into(), totals_json(&tally.total()));
+    m.insert(
+        "threads".into(),
+        Value::Array(
+            tally
+                .threads
+                .iter()
+                .map(|t| thread_json(t, t.total()))
+                .collect(),
+        ),
+    );
+    if run.lost_executions > 0 {
+        m.insert("lost_executions".into(), json!(run.lost_executions));
+    }
     if let Some((written, dropped)) = run.mem_records {
         m.insert(
             "mem_stream".into(),
             json!({ "records": written, "dropped": dropped }),
         );
     }
-    if let Some(tbs) = tbs {
+    if with_tbs {
         m.insert(
             "tbs".into(),
-            Value::Array(tbs.iter().map(tb_json).collect()),
+            Value::Array(tally.tbs.iter().map(tb_json).collect()),
         );
     }
     Value::Object(m)
@@ -123,11 +166,29 @@ pub fn summary(run: &RunInfo, totals: &[u64; N_COUNTERS], tbs: Option<&[TbCounts
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tally::ThreadTally;
 
     #[test]
     fn summary_has_documented_keys() {
-        let mut v = [0u64; N_COUNTERS];
-        v[Counter::Flops as usize] = 42;
+        let mut a = [0u64; N_COUNTERS];
+        a[Counter::Flops as usize] = 40;
+        let mut b = [0u64; N_COUNTERS];
+        b[Counter::Flops as usize] = 2;
+        let tally = Tally {
+            threads: vec![
+                ThreadTally {
+                    thread: 0,
+                    vcpu: 0,
+                    regions: vec![a],
+                },
+                ThreadTally {
+                    thread: 1,
+                    vcpu: 1,
+                    regions: vec![b],
+                },
+            ],
+            tbs: vec![],
+        };
         let run = RunInfo {
             target: "x86_64",
             vl: None,
@@ -135,11 +196,18 @@ mod tests {
             load_bias: 0,
             scopes: &[],
             mem_records: None,
+            counting: "per_vcpu",
+            lost_executions: 0,
         };
-        let s = summary(&run, &v, Some(&[]));
+        let s = summary(&run, &tally, true);
         assert_eq!(s["format"], FORMAT);
         assert_eq!(s["totals"]["flops"], 42);
+        assert_eq!(s["threads"][1]["totals"]["flops"], 2);
+        assert_eq!(s["threads"][0]["vcpu"], 0);
         assert_eq!(s["regions"][0]["end"], 2);
+        assert_eq!(s["regions"][0]["totals"]["flops"], 42);
+        assert_eq!(s["regions"][0]["threads"][1]["totals"]["flops"], 2);
         assert!(s["tbs"].as_array().is_some_and(|a| a.is_empty()));
+        assert!(s.get("lost_executions").is_none());
     }
 }

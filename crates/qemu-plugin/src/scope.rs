@@ -7,13 +7,14 @@
 //! positive, by a (non-inline) execution callback per block, so this mode costs one call
 //! per executed block. Recursion nests correctly; a function left by a tail call (a jump
 //! to another function) or re-entered by a jump to its first instruction confuses the
-//! depth — pass such functions as `region=` instead.
+//! depth — pass such functions as `region=` instead. Blocks are counted per vCPU, like
+//! everything else when a program has threads ([`crate::vcpu`]).
 
 use std::ffi::{c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// vCPUs with a depth of their own; higher indices share the last one.
-const MAX_VCPUS: usize = 256;
+const MAX_VCPUS: usize = crate::vcpu::MAX_VCPUS;
 
 static DEPTH: [AtomicU32; MAX_VCPUS] = [const { AtomicU32::new(0) }; MAX_VCPUS];
 
@@ -23,8 +24,8 @@ fn depth(vcpu: c_uint) -> &'static AtomicU32 {
 
 /// Per-translation-block data of the scoped execution callback.
 pub struct ScopeTb {
-    /// This block's execution counter.
-    pub counter: *mut u64,
+    /// This block's counter id ([`crate::vcpu::Vcpu::count_tb`]).
+    pub id: u32,
     /// The block starts at the entry of a scope function.
     pub entry: bool,
 }
@@ -46,9 +47,7 @@ pub extern "C" fn on_tb(vcpu: c_uint, ud: *mut c_void) {
         d.store(v, Ordering::Relaxed);
     }
     if v > 0 {
-        // SAFETY: the counter is only written by this vCPU's blocks (see the README on
-        // concurrent guest threads) and read at exit.
-        unsafe { *tb.counter += 1 };
+        crate::vcpu::get(vcpu).count_tb(tb.id);
     }
 }
 
@@ -65,17 +64,12 @@ mod tests {
 
     #[test]
     fn counts_only_between_entry_and_return() {
-        let mut n_entry = 0u64;
-        let mut n_body = 0u64;
-        let mut entry = ScopeTb {
-            counter: &mut n_entry,
-            entry: true,
-        };
+        let mut entry = ScopeTb { id: 1, entry: true };
         let mut body = ScopeTb {
-            counter: &mut n_body,
+            id: 2,
             entry: false,
         };
-        let vcpu = 7;
+        let vcpu = 77;
         let body_ud = &mut body as *mut ScopeTb as *mut c_void;
         on_tb(vcpu, body_ud); // outside: not counted
         on_tb(vcpu, &mut entry as *mut ScopeTb as *mut c_void);
@@ -83,7 +77,8 @@ mod tests {
         on_tb(vcpu, body_ud);
         on_return(vcpu, std::ptr::null_mut());
         on_tb(vcpu, body_ud); // after return: not counted
-        assert_eq!((n_entry, n_body), (1, 2));
+        let v = crate::vcpu::get(vcpu);
+        assert_eq!((v.executions(1), v.executions(2)), (1, 2));
         assert!(!active(vcpu));
     }
 }

@@ -14,51 +14,17 @@
 //!
 //! Needs qemu-user and the compilers; without them each test prints one `skipping:` line.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
+use common::{have, plugin, symbol_range};
 use serde_json::Value;
 
 const N1: u64 = 4096;
 const N2: u64 = 8192;
 const REPS: u64 = 3;
-
-fn have(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
-/// The plugin, built (once per test run) into this test binary's profile directory:
-/// cargo does not rebuild a cdylib for an integration test, so ask it to.
-fn plugin() -> PathBuf {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build -p hpcscope-qemu-plugin failed"
-        );
-        let so = dir.join("libhpcscope_qemu_plugin.so");
-        assert!(so.exists(), "plugin not found at {}", so.display());
-        so
-    })
-    .clone()
-}
 
 fn workload_src(kernel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -81,39 +47,6 @@ fn compile(cc: &str, flags: &[&str], kernel: &str, dir: &Path) -> PathBuf {
         .expect("run the C compiler");
     assert!(st.success(), "{cc} {flags:?} {kernel} failed");
     out
-}
-
-/// Address range of a function symbol, read from the ELF64 little-endian symbol table.
-fn symbol_range(elf: &Path, name: &str) -> (u64, u64) {
-    let b = std::fs::read(elf).expect("read ELF");
-    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes")) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
-    assert_eq!(&b[..5], b"\x7fELF\x02", "ELF64 expected");
-    let shoff = u64_at(0x28) as usize;
-    let (shentsize, shnum) = (u16_at(0x3a), u16_at(0x3c));
-    for i in 0..shnum {
-        let sh = shoff + i * shentsize;
-        if u32_at(sh + 4) != 2 {
-            continue; // not SHT_SYMTAB
-        }
-        let (off, size, entsize) = (
-            u64_at(sh + 0x18) as usize,
-            u64_at(sh + 0x20) as usize,
-            u64_at(sh + 0x38) as usize,
-        );
-        let strsh = shoff + u32_at(sh + 0x28) * shentsize;
-        let stroff = u64_at(strsh + 0x18) as usize;
-        for s in (off..off + size).step_by(entsize) {
-            let n = stroff + u32_at(s);
-            let end = n + b[n..].iter().position(|&c| c == 0).expect("NUL");
-            if &b[n..end] == name.as_bytes() {
-                let (value, sz) = (u64_at(s + 8), u64_at(s + 16));
-                return (value, value + sz);
-            }
-        }
-    }
-    panic!("symbol {name} not found in {}", elf.display());
 }
 
 struct Run {

@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::{Class, Classifier, FpInfo, FpOp, InsnInfo, Precision, TableError};
+use super::{Class, Classifier, FpInfo, FpOp, InsnInfo, MemKind, Precision, TableError};
 
 /// The table shipped with the plugin.
 pub const TABLE: &str = include_str!("../../data/aarch64.toml");
@@ -14,6 +14,22 @@ pub const TABLE: &str = include_str!("../../data/aarch64.toml");
 #[derive(Deserialize)]
 struct TableFile {
     insn: Vec<RowSpec>,
+    dc_zva: Option<DcZvaSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DcZvaSpec {
+    default_bytes: u32,
+    #[serde(default)]
+    models: Vec<DcZvaModel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DcZvaModel {
+    cpu: String,
+    bytes: u32,
 }
 
 #[derive(Deserialize)]
@@ -25,6 +41,9 @@ struct RowSpec {
     class: String,
     fp: Option<FpSpec>,
     mem: Option<String>,
+    reduce: Option<String>,
+    #[serde(default)]
+    adds: bool,
 }
 
 #[derive(Deserialize)]
@@ -56,7 +75,7 @@ enum Shape {
     Sve,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MemRule {
     LdstGeneric,
     SveVec,
@@ -66,6 +85,18 @@ enum MemRule {
     SveSt,
     SveGather32,
     SveGather64,
+    DcZva,
+}
+
+/// How an FP row combines lanes of one register (see `docs/flop-counting.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reduce {
+    /// All lanes of Vn/Zn into one (FADDV, FMAXV...): lanes - 1 operations.
+    Across,
+    /// The two lanes of Vn into one (FADDP scalar): 1 operation.
+    PairwiseScalar,
+    /// Adjacent pairs of Vn, then of Vm (FADDP vector): lanes operations.
+    Pairwise,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -75,12 +106,19 @@ struct Row {
     class: Class,
     fp: Option<(FpOp, u32, PrecRule, Shape)>,
     mem: Option<MemRule>,
+    reduce: Option<Reduce>,
+    adds: bool,
 }
 
 /// Classifier for aarch64 guests at a given SVE vector length.
 pub struct Aarch64 {
     rows: Vec<Row>,
     vl_bits: u32,
+    /// DC ZVA block size per QEMU CPU model, and for the others.
+    dc_zva_models: Vec<(String, u32)>,
+    dc_zva_default: u32,
+    /// Block size of the CPU model run.
+    dc_zva_bytes: u32,
 }
 
 fn parse_class(s: &str) -> Option<Class> {
@@ -139,11 +177,22 @@ impl Aarch64 {
                     "sve_st" => MemRule::SveSt,
                     "sve_gather32" => MemRule::SveGather32,
                     "sve_gather64" => MemRule::SveGather64,
+                    "dc_zva" => MemRule::DcZva,
                     _ => return Err(bad("unknown mem rule")),
                 }),
             };
             if class == Class::Fp && fp.is_none() {
                 return Err(bad("class fp needs an fp = { ... } entry"));
+            }
+            let reduce = match r.reduce.as_deref() {
+                None => None,
+                Some("across") => Some(Reduce::Across),
+                Some("pairwise_scalar") => Some(Reduce::PairwiseScalar),
+                Some("pairwise") => Some(Reduce::Pairwise),
+                Some(_) => return Err(bad("reduce must be across, pairwise_scalar or pairwise")),
+            };
+            if reduce.is_some() && fp.is_none() {
+                return Err(bad("reduce needs an fp = { ... } entry"));
             }
             rows.push(Row {
                 mask: r.mask,
@@ -151,27 +200,64 @@ impl Aarch64 {
                 class,
                 fp,
                 mem,
+                reduce,
+                adds: r.adds,
             });
         }
-        Ok(Aarch64 { rows, vl_bits })
+        let (dc_zva_default, dc_zva_models) = match file.dc_zva {
+            Some(d) => (
+                d.default_bytes,
+                d.models.into_iter().map(|m| (m.cpu, m.bytes)).collect(),
+            ),
+            None => (64, Vec::new()),
+        };
+        let mut a = Aarch64 {
+            rows,
+            vl_bits,
+            dc_zva_models,
+            dc_zva_default,
+            dc_zva_bytes: dc_zva_default,
+        };
+        a.set_cpu_model(None);
+        Ok(a)
+    }
+
+    /// The QEMU CPU model run (`-cpu` or `QEMU_CPU`, without properties; `None`: QEMU's
+    /// default), for the DC ZVA block size.
+    pub fn set_cpu_model(&mut self, model: Option<&str>) {
+        let model = model.unwrap_or("max");
+        self.dc_zva_bytes = self
+            .dc_zva_models
+            .iter()
+            .find(|(m, _)| m == model)
+            .map_or(self.dc_zva_default, |(_, b)| *b);
     }
 
     fn classify_word(&self, w: u32) -> InsnInfo {
-        let info = self.classify_class(w);
-        InsnInfo {
+        self.classify_row(w).0
+    }
+
+    /// The instruction's classification and the table row it matched.
+    fn classify_row(&self, w: u32) -> (InsnInfo, Option<&Row>) {
+        let (info, row) = self.classify_class(w);
+        let info = InsnInfo {
             // RET {Xn}, RETAA, RETAB.
             returns: w & 0xffff_fc1f == 0xd65f_0000 || w == 0xd65f_0bff || w == 0xd65f_0fff,
             ..info
-        }
+        };
+        (info, row)
     }
 
-    fn classify_class(&self, w: u32) -> InsnInfo {
+    fn classify_class(&self, w: u32) -> (InsnInfo, Option<&Row>) {
         let sve = (w >> 25) & 0xf == 0b0010;
         let Some(row) = self.rows.iter().find(|r| w & r.mask == r.value) else {
-            return InsnInfo {
-                sve,
-                ..InsnInfo::plain(Class::Other)
-            };
+            return (
+                InsnInfo {
+                    sve,
+                    ..InsnInfo::plain(Class::Other)
+                },
+                None,
+            );
         };
         let mut info = InsnInfo {
             sve,
@@ -207,12 +293,7 @@ impl Aarch64 {
                 // An unallocated size field: not an FP instruction we know.
                 None => info.class = Class::Other,
                 Some(precision) => {
-                    info.fp = Some(FpInfo {
-                        precision,
-                        vector_bits,
-                        flops_per_lane,
-                        op,
-                    })
+                    info.fp = Some(FpInfo::new(precision, vector_bits, flops_per_lane, op))
                 }
             }
         }
@@ -237,8 +318,25 @@ impl Aarch64 {
                     info.store_bytes = n;
                 }
             }
+            info.mem_kind = match rule {
+                // QEMU 7.2 runs these in helpers that do not report to plugins.
+                MemRule::SveLdContig
+                | MemRule::SveSt
+                | MemRule::SveGather32
+                | MemRule::SveGather64
+                | MemRule::DcZva => MemKind::Unreported,
+                // A store-exclusive stores only when it succeeds; QEMU reports a success as
+                // the load and store of a compare-and-swap.
+                MemRule::LdstGeneric if store_exclusive(w) => {
+                    info.store_bytes = 0;
+                    MemKind::StoreExclusive
+                }
+                _ => MemKind::Exact,
+            };
+            // Exclusives and atomics run in helpers once the guest has several threads.
+            info.helper = rule == MemRule::LdstGeneric && atomic_or_exclusive(w);
         }
-        info
+        (info, Some(row))
     }
 
     fn mem_access(&self, rule: MemRule, w: u32) -> Access {
@@ -253,6 +351,7 @@ impl Aarch64 {
         };
         match rule {
             MemRule::LdstGeneric => ldst_generic(w),
+            MemRule::DcZva => Access::Store(self.dc_zva_bytes),
             MemRule::SveVec => dir(vl_bytes),
             MemRule::SvePredReg => dir(vl_bytes / 8),
             MemRule::SveLdContig => {
@@ -319,6 +418,14 @@ impl Classifier for Aarch64 {
             Err(_) => InsnInfo::plain(Class::Other),
         }
     }
+
+    fn classify_block(&self, insns: &[&[u8]]) -> Vec<InsnInfo> {
+        let words: Vec<Option<u32>> = insns
+            .iter()
+            .map(|b| <[u8; 4]>::try_from(*b).ok().map(u32::from_le_bytes))
+            .collect();
+        self.classify_words(&words)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -352,6 +459,134 @@ const SVE_DTYPE: [(u32, u32); 16] = [
 
 fn bits(w: u32, hi: u32, lo: u32) -> u32 {
     (w >> lo) & ((1u32 << (hi - lo + 1)) - 1)
+}
+
+/// STXR, STLXR, STXP, STLXP: the load/store exclusive group with o2 = 0, L = 0, and not
+/// CASP (bit 31 set, or o1 = 0).
+fn store_exclusive(w: u32) -> bool {
+    bits(w, 29, 24) == 0b001000
+        && bits(w, 23, 23) == 0
+        && bits(w, 22, 22) == 0
+        && (bits(w, 31, 31) == 1 || bits(w, 21, 21) == 0)
+}
+
+/// The load/store exclusive group (LDXR, STXR, LDAR, STLR, CAS, CASP...) and the atomic
+/// memory operations (LDADD, SWP...).
+fn atomic_or_exclusive(w: u32) -> bool {
+    bits(w, 29, 24) == 0b001000
+        || (bits(w, 29, 27) == 0b111
+            && bits(w, 26, 26) == 0
+            && bits(w, 24, 24) == 0
+            && bits(w, 21, 21) == 1
+            && bits(w, 11, 10) == 0)
+}
+
+/// Value kinds of the V/Z registers through a block, for the reduction rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Not written in the block yet: carried in (e.g. a loop accumulator).
+    External,
+    /// A running sum: an add or FMA with an accumulator input, or a reduction of one.
+    Acc,
+    /// Computed or loaded in the block.
+    Local,
+}
+
+impl Aarch64 {
+    /// Classify a block: the reduction rows count 0 FLOPs on an accumulator.
+    fn classify_words(&self, words: &[Option<u32>]) -> Vec<InsnInfo> {
+        let mut kinds = [Kind::External; 32];
+        let carried = |k: Kind| matches!(k, Kind::External | Kind::Acc);
+        words
+            .iter()
+            .map(|w| {
+                let Some(w) = *w else {
+                    return InsnInfo::plain(Class::Other);
+                };
+                let (mut info, row) = self.classify_row(w);
+                let rd = bits(w, 4, 0) as usize;
+                let rn = bits(w, 9, 5) as usize;
+                let rm = bits(w, 20, 16) as usize;
+                match (row, info.fp.as_mut()) {
+                    (Some(row), Some(fp)) => {
+                        if let Some(red) = row.reduce {
+                            let lanes = fp.lanes();
+                            let counted = match red {
+                                Reduce::Across if carried(kinds[rn]) => 0,
+                                Reduce::Across => lanes.saturating_sub(1),
+                                Reduce::PairwiseScalar if carried(kinds[rn]) => 0,
+                                Reduce::PairwiseScalar => 1,
+                                Reduce::Pairwise => {
+                                    // Half the result lanes come from Vn's pairs, half from Vm's;
+                                    // with Vn = Vm the halves are the same.
+                                    let half = lanes / 2;
+                                    let from = |r: usize| if carried(kinds[r]) { 0 } else { half };
+                                    if rn == rm {
+                                        from(rn)
+                                    } else {
+                                        from(rn) + from(rm)
+                                    }
+                                }
+                            };
+                            if counted != lanes {
+                                fp.counted_lanes = Some(counted);
+                            }
+                            kinds[rd] = if counted == 0 { Kind::Acc } else { Kind::Local };
+                        } else {
+                            let accumulates = fp.op == FpOp::Fma || row.adds;
+                            let from_acc =
+                                carried(kinds[rd]) || carried(kinds[rn]) || carried(kinds[rm]);
+                            kinds[rd] = if accumulates && from_acc {
+                                Kind::Acc
+                            } else {
+                                Kind::Local
+                            };
+                        }
+                    }
+                    _ => {
+                        if let Some(r) = vector_dest(w, &info) {
+                            for k in r {
+                                kinds[k % 32] = Kind::Local;
+                            }
+                        }
+                    }
+                }
+                info
+            })
+            .collect()
+    }
+}
+
+/// V or Z registers an instruction other than an FP operation writes, as far as the
+/// reduction rule needs: loads into them, and AdvSIMD / scalar FP data processing (Rd). A
+/// register copy (`mov v1.16b, v0.16b`) is a new value too.
+fn vector_dest(w: u32, info: &InsnInfo) -> Option<std::ops::Range<usize>> {
+    let rt = bits(w, 4, 0) as usize;
+    if info.loads && !info.stores {
+        if info.sve {
+            return Some(rt..rt + 1);
+        }
+        // A64 loads with V = 1 (bit 26): one register, a pair (Rt2 is bits 14:10, marked by
+        // taking the next few), or AdvSIMD structures (up to four consecutive registers).
+        if bits(w, 26, 26) == 1 {
+            return Some(match bits(w, 29, 27) {
+                // A pair: Rt and Rt2 (the registers in between are marked too).
+                0b101 => {
+                    let rt2 = bits(w, 14, 10) as usize;
+                    rt.min(rt2)..rt.max(rt2) + 1
+                }
+                // AdvSIMD structures: up to four consecutive registers.
+                0b001 => rt..rt + 4,
+                _ => rt..rt + 1,
+            });
+        }
+        return None;
+    }
+    // Scalar FP and AdvSIMD data processing: bits 28:25 = x111.
+    if bits(w, 27, 25) == 0b111 && !info.loads && !info.stores {
+        return Some(rt..rt + 1);
+    }
+    None
 }
 
 /// Non-SVE loads and stores (the A64 "loads and stores" group, bits 27 = 1, 25 = 0).
@@ -438,6 +673,12 @@ fn ldst_generic(w: u32) -> Access {
                     };
                     selem * esize
                 }
+            } else if bits(w, 23, 23) == 1 && bits(w, 21, 21) == 1 {
+                // CAS{A,L,AL}{B,H,}: reads, and writes (QEMU always reports both).
+                return Access::LoadStore(1 << size);
+            } else if bits(w, 31, 31) == 0 && bits(w, 23, 23) == 0 && bits(w, 21, 21) == 1 {
+                // CASP{A,L,AL}: a pair of 4- or 8-byte registers.
+                return Access::LoadStore(2 * (4 << bits(w, 30, 30)));
             } else {
                 // Exclusive / acquire-release; bit 21 selects the pair forms.
                 (1 << size) * if bits(w, 21, 21) == 1 { 2 } else { 1 }
@@ -506,5 +747,37 @@ mod tests {
         assert!(!a.classify_word(0xd63f0000).returns);
         // add x0, x1, x2
         assert_eq!(a.classify_word(0x8b020020).class, Class::Int);
+    }
+
+    /// FLOPs per instruction of a block of words.
+    fn block(a: &Aarch64, words: &[u32]) -> Vec<u32> {
+        let w: Vec<Option<u32>> = words.iter().map(|w| Some(*w)).collect();
+        a.classify_words(&w)
+            .iter()
+            .map(|i| i.fp.map_or(0, |f| f.flops()))
+            .collect()
+    }
+
+    #[test]
+    fn reductions_of_an_accumulator_count_nothing() {
+        let a = c(512);
+        // faddp d0, v0.2d; faddv d0, p0, z0.d; faddp v0.2d, v0.2d, v0.2d on loop values.
+        assert_eq!(block(&a, &[0x7e70d800]), [0]);
+        assert_eq!(block(&a, &[0x65c02000]), [0]);
+        assert_eq!(block(&a, &[0x6e60d400]), [0]);
+        // fmla v0.2d, v1.2d, v2.2d accumulates into v0: its reduction is a tail too.
+        assert_eq!(block(&a, &[0x4e62cc20, 0x7e70d800]), [4, 0]);
+        // fmaxnmv s0, v1.4s of a carried value.
+        assert_eq!(block(&a, &[0x6e30c820]), [0]);
+    }
+
+    #[test]
+    fn reductions_of_block_values_count_lanes_minus_one() {
+        // ldr q0, [x0]; faddp d0, v0.2d: one add.
+        assert_eq!(block(&c(128), &[0x3dc00000, 0x7e70d800]), [0, 1]);
+        // ld1d {z0.d}, p0/z, [x0]; faddv d0, p0, z0.d at 512 bits: 8 lanes, 7 adds.
+        assert_eq!(block(&c(512), &[0xa5e0a000, 0x65c02000]), [0, 7]);
+        // ldr q0, [x0]; faddp v0.2d, v0.2d, v0.2d: both result lanes are the same sum.
+        assert_eq!(block(&c(128), &[0x3dc00000, 0x6e60d400]), [0, 1]);
     }
 }

@@ -1,12 +1,16 @@
-//! Static classification of one guest instruction, done once at translation time.
+//! Static classification of guest instructions, done once at translation time.
 //!
 //! Each ISA module decodes the instruction bytes and looks the result up in a table shipped
 //! as data (`data/<isa>.toml`, embedded with `include_str!`). The result is an [`InsnInfo`],
 //! which [`InsnInfo::add_to`] turns into increments of the fixed counter vector described by
-//! [`Counter`]. Nothing here runs per executed instruction.
+//! [`Counter`]. A whole translation block is classified at once ([`Classifier::classify_block`])
+//! so that the FLOP rule for horizontal and reduction operations can follow register values
+//! through the block ([`x86_lanes`], and the reduction rows of the aarch64 table). Nothing
+//! here runs per executed instruction.
 
 pub mod aarch64;
 pub mod x86_64;
+pub mod x86_lanes;
 
 /// Floating-point precision of an arithmetic instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,9 +95,28 @@ pub struct FpInfo {
     /// FLOPs per lane: 1, or 2 for a fused multiply-add.
     pub flops_per_lane: u32,
     pub op: FpOp,
+    /// Lanes whose result counts, when the FLOP rule for horizontal and reduction operations
+    /// excludes some (`None`: every lane). See `docs/flop-counting.md`.
+    pub counted_lanes: Option<u32>,
 }
 
 impl FpInfo {
+    /// An FP instruction whose every lane counts.
+    pub fn new(
+        precision: Precision,
+        vector_bits: Option<u32>,
+        flops_per_lane: u32,
+        op: FpOp,
+    ) -> Self {
+        FpInfo {
+            precision,
+            vector_bits,
+            flops_per_lane,
+            op,
+            counted_lanes: None,
+        }
+    }
+
     /// Number of lanes: vector width / element width (all lanes, predicates and masks ignored).
     pub fn lanes(&self) -> u32 {
         match self.vector_bits {
@@ -102,10 +125,40 @@ impl FpInfo {
         }
     }
 
-    /// FLOPs of one execution: lanes x FLOPs per lane.
+    /// FLOPs of one execution: counted lanes x FLOPs per lane.
     pub fn flops(&self) -> u32 {
-        self.lanes() * self.flops_per_lane
+        self.counted_lanes.unwrap_or(self.lanes()).min(self.lanes()) * self.flops_per_lane
     }
+
+    /// FLOPs of one execution that the lane rule leaves out (lanes not counted x FLOPs per
+    /// lane).
+    pub fn flops_excluded(&self) -> u32 {
+        self.lanes() * self.flops_per_lane - self.flops()
+    }
+}
+
+/// How the bytes of a memory instruction are known, and how QEMU reports its accesses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemKind {
+    /// The operand's size is known from the encoding and QEMU reports exactly those bytes
+    /// (possibly split into smaller pieces).
+    #[default]
+    Exact,
+    /// The operand's size is known, but QEMU 7.2 reports more than the operand (it reads a
+    /// whole vector for a scalar operand, or a load beside a store-exclusive): the stream
+    /// keeps only the operand's bytes of each execution.
+    Clipped,
+    /// Bytes known only at run time (string instructions with `rep`, masked stores,
+    /// gathers, `xsave`, encodings the decoder does not know): counted from QEMU's access
+    /// reports, which then are both the counts and the stream.
+    Dynamic,
+    /// Counted from the encoding, but QEMU 7.2 does not report these accesses to plugins
+    /// (SVE loads and stores done in helpers): absent from the stream.
+    Unreported,
+    /// A store-exclusive (aarch64 `stxr`): it stores only when it succeeds, and QEMU
+    /// reports a successful one as the load and store of a compare-and-swap. Its bytes are
+    /// the stores QEMU reports; the loads are dropped.
+    StoreExclusive,
 }
 
 /// Everything the plugin knows statically about one instruction.
@@ -124,6 +177,13 @@ pub struct InsnInfo {
     pub sve: bool,
     /// The instruction returns from a function (x86 `ret`, aarch64 `ret`).
     pub returns: bool,
+    /// How the bytes are known and reported (meaningful when `loads` or `stores`).
+    pub mem_kind: MemKind,
+    /// QEMU performs the accesses in a helper function. QEMU 7.2 reports a helper's accesses
+    /// to whichever memory callbacks the last instrumented helper-calling instruction
+    /// installed, so such instructions outside the counted regions get a callback that
+    /// drops them.
+    pub helper: bool,
 }
 
 impl InsnInfo {
@@ -138,7 +198,14 @@ impl InsnInfo {
             stores: false,
             sve: false,
             returns: false,
+            mem_kind: MemKind::Exact,
+            helper: false,
         }
+    }
+
+    /// Whether the bytes are counted from QEMU's access reports.
+    pub fn counted_from_reports(&self) -> bool {
+        matches!(self.mem_kind, MemKind::Dynamic | MemKind::StoreExclusive)
     }
 
     /// Add this instruction's per-execution increments to a counter vector.
@@ -161,6 +228,10 @@ impl InsnInfo {
             v[Counter::Stores as usize] += 1;
             v[Counter::BytesStored as usize] += u64::from(self.store_bytes);
         }
+        if self.mem_kind == MemKind::Unreported {
+            v[Counter::BytesUnreported as usize] +=
+                u64::from(self.load_bytes) + u64::from(self.store_bytes);
+        }
         if self.sve {
             v[Counter::SveInstructions as usize] += 1;
         }
@@ -168,6 +239,7 @@ impl InsnInfo {
             let flops = u64::from(fp.flops());
             v[Counter::FpInstructions as usize] += 1;
             v[Counter::Flops as usize] += flops;
+            v[Counter::FlopsExcluded as usize] += u64::from(fp.flops_excluded());
             match fp.op {
                 FpOp::Fma => v[Counter::FmaInstructions as usize] += 1,
                 FpOp::DivSqrt => v[Counter::DivSqrtInstructions as usize] += 1,
@@ -199,9 +271,17 @@ pub enum Counter {
     FmaInstructions,
     DivSqrtInstructions,
     SveInstructions,
+    /// Lane FLOPs left out by the rule for horizontal and reduction operations.
+    FlopsExcluded,
+    /// Bytes of accesses QEMU does not report to plugins (included in `BytesLoaded` and
+    /// `BytesStored`, absent from the stream).
+    BytesUnreported,
+    /// Bytes counted from QEMU's access reports (included in `BytesLoaded` and
+    /// `BytesStored`): string instructions with `rep`, masked accesses, `xsave`.
+    BytesDynamic,
 }
 
-const N_NAMED: usize = Counter::SveInstructions as usize + 1;
+const N_NAMED: usize = Counter::BytesDynamic as usize + 1;
 
 /// Width buckets of the FP breakdown: scalar, then vector register widths in bits.
 pub const WIDTHS: [Option<u32>; 7] = [
@@ -256,8 +336,15 @@ pub fn fp_breakdown(v: &[u64; N_COUNTERS]) -> Vec<(String, u64, u64)> {
 
 /// A decoder for one guest ISA.
 pub trait Classifier: Send {
-    /// Classify the instruction whose bytes are `bytes`.
+    /// Classify the instruction whose bytes are `bytes`, on its own.
     fn classify(&self, bytes: &[u8]) -> InsnInfo;
+
+    /// Classify the instructions of one translation block, in order. The FLOPs of a
+    /// horizontal or reduction operation depend on where its operands came from in the
+    /// block (see `docs/flop-counting.md`); the default classifies each on its own.
+    fn classify_block(&self, insns: &[&[u8]]) -> Vec<InsnInfo> {
+        insns.iter().map(|b| self.classify(b)).collect()
+    }
 }
 
 /// Error loading an embedded or user-supplied ISA table.
@@ -276,12 +363,7 @@ mod tests {
 
     #[test]
     fn fma_on_512_bits_f64_counts_16_flops() {
-        let fp = FpInfo {
-            precision: Precision::F64,
-            vector_bits: Some(512),
-            flops_per_lane: 2,
-            op: FpOp::Fma,
-        };
+        let fp = FpInfo::new(Precision::F64, Some(512), 2, FpOp::Fma);
         assert_eq!(fp.lanes(), 8);
         assert_eq!(fp.flops(), 16);
         let mut v = [0u64; N_COUNTERS];
@@ -292,5 +374,23 @@ mod tests {
         info.add_to(&mut v);
         assert_eq!(v[Counter::Flops as usize], 16);
         assert_eq!(fp_breakdown(&v), vec![("f64_512".to_string(), 1, 16)]);
+    }
+
+    #[test]
+    fn excluded_lanes_are_counted_apart() {
+        let fp = FpInfo {
+            counted_lanes: Some(1),
+            ..FpInfo::new(Precision::F64, Some(256), 1, FpOp::Arith)
+        };
+        assert_eq!((fp.flops(), fp.flops_excluded()), (1, 3));
+        let mut v = [0u64; N_COUNTERS];
+        InsnInfo {
+            fp: Some(fp),
+            ..InsnInfo::plain(Class::Fp)
+        }
+        .add_to(&mut v);
+        assert_eq!(v[Counter::Flops as usize], 1);
+        assert_eq!(v[Counter::FlopsExcluded as usize], 3);
+        assert_eq!(fp_breakdown(&v), vec![("f64_256".to_string(), 1, 1)]);
     }
 }

@@ -3,15 +3,23 @@
 //! iced-x86 rather than QEMU's disassembly string: QEMU 7.2's x86 disassembler predates
 //! AVX-512 (EVEX), and iced-x86 also reports each memory operand's access (read, write,
 //! read-write) and size, which give the load/store counters without parsing text.
+//!
+//! Bytes come from the memory operand, except where the encoding cannot say: string
+//! instructions with `rep` (one element per iteration, as many iterations as `rcx`), masked
+//! loads and stores, gathers, `xsave` and friends, and encodings iced-x86 does not decode;
+//! those are counted from QEMU's access reports ([`MemKind::Dynamic`]). Forms QEMU 7.2
+//! reads beyond their operand are listed in the table (`qemu_overread`): their stream is
+//! cut to the operand ([`MemKind::Clipped`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess, OpKind,
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, MemorySize,
+    Mnemonic, OpAccess, OpKind,
 };
 use serde::Deserialize;
 
-use super::{Class, Classifier, FpInfo, FpOp, InsnInfo, Precision, TableError};
+use super::{Class, Classifier, FpInfo, FpOp, InsnInfo, MemKind, Precision, TableError};
 
 /// The table shipped with the plugin.
 pub const TABLE: &str = include_str!("../../data/x86_64.toml");
@@ -21,6 +29,31 @@ pub const TABLE: &str = include_str!("../../data/x86_64.toml");
 struct TableFile {
     fp: Vec<FpGroup>,
     int: IntGroup,
+    #[serde(default)]
+    qemu_overread: Vec<OverreadGroup>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverreadGroup {
+    /// Which destination makes the form over-read: `any`, `xmm`, `ymm`, `mm` or `r16`.
+    #[serde(default = "any")]
+    dest: String,
+    mnemonics: Vec<String>,
+}
+
+fn any() -> String {
+    "any".into()
+}
+
+/// Destination operand condition of an over-reading form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Dest {
+    Any,
+    Xmm,
+    Ymm,
+    Mm,
+    R16,
 }
 
 #[derive(Deserialize)]
@@ -53,6 +86,7 @@ enum Entry {
 /// Classifier for x86-64 guests.
 pub struct X86_64 {
     table: HashMap<String, Entry>,
+    overread: HashSet<(String, Dest)>,
 }
 
 impl X86_64 {
@@ -88,7 +122,44 @@ impl X86_64 {
         for m in file.int.mnemonics {
             map.entry(m).or_insert(Entry::Int);
         }
-        Ok(X86_64 { table: map })
+        let mut overread = HashSet::new();
+        for g in file.qemu_overread {
+            let dest = match g.dest.as_str() {
+                "any" => Dest::Any,
+                "xmm" => Dest::Xmm,
+                "ymm" => Dest::Ymm,
+                "mm" => Dest::Mm,
+                "r16" => Dest::R16,
+                d => {
+                    return Err(TableError(format!(
+                        "x86_64 table, qemu_overread {:?}: dest {d:?} is not any, xmm, ymm, mm or r16",
+                        g.mnemonics
+                    )));
+                }
+            };
+            for m in g.mnemonics {
+                overread.insert((m, dest));
+            }
+        }
+        Ok(X86_64 {
+            table: map,
+            overread,
+        })
+    }
+
+    /// Whether QEMU 7.2 reports more bytes than the operand for this form.
+    fn overreads(&self, instr: &Instruction) -> bool {
+        let name = format!("{:?}", instr.mnemonic()).to_ascii_lowercase();
+        let dest = match (instr.op_count() > 0 && instr.op0_kind() == OpKind::Register)
+            .then(|| instr.op0_register())
+        {
+            Some(r) if r.is_xmm() => Dest::Xmm,
+            Some(r) if r.is_ymm() => Dest::Ymm,
+            Some(r) if r.is_mm() => Dest::Mm,
+            Some(r) if r.is_gpr16() => Dest::R16,
+            _ => Dest::Any,
+        };
+        self.overread.contains(&(name.clone(), Dest::Any)) || self.overread.contains(&(name, dest))
     }
 
     fn lookup(&self, instr: &Instruction) -> Option<Entry> {
@@ -112,32 +183,102 @@ fn vector_width_bits(instr: &Instruction) -> Option<u32> {
         .max()
 }
 
-impl Classifier for X86_64 {
-    fn classify(&self, bytes: &[u8]) -> InsnInfo {
-        let mut decoder = Decoder::with_ip(64, bytes, 0, DecoderOptions::NONE);
-        let instr = decoder.decode();
+/// Instructions whose accesses QEMU performs in a helper function.
+fn helper_mnemonic(m: Mnemonic) -> bool {
+    use Mnemonic as M;
+    matches!(
+        m,
+        M::Fxsave
+            | M::Fxsave64
+            | M::Fxrstor
+            | M::Fxrstor64
+            | M::Fnsave
+            | M::Fsave
+            | M::Frstor
+            | M::Fnstenv
+            | M::Fstenv
+            | M::Fldenv
+            | M::Fbld
+            | M::Fbstp
+            | M::Cmpxchg16b
+            | M::Xsave
+            | M::Xsave64
+            | M::Xsavec
+            | M::Xsavec64
+            | M::Xsaveopt
+            | M::Xsaveopt64
+            | M::Xsaves
+            | M::Xsaves64
+            | M::Xrstor
+            | M::Xrstor64
+            | M::Xrstors
+            | M::Xrstors64
+    )
+}
+
+impl X86_64 {
+    fn decode(bytes: &[u8]) -> Instruction {
+        Decoder::with_ip(64, bytes, 0, DecoderOptions::NONE).decode()
+    }
+
+    fn classify_instr(
+        &self,
+        instr: &Instruction,
+        factory: &mut InstructionInfoFactory,
+    ) -> InsnInfo {
         if instr.is_invalid() {
-            return InsnInfo::plain(Class::Other);
+            // QEMU may still run it (e.g. an alias encoding): whatever it accesses is counted
+            // from its reports.
+            return InsnInfo {
+                mem_kind: MemKind::Dynamic,
+                helper: true,
+                ..InsnInfo::plain(Class::Other)
+            };
         }
         let mut info = InsnInfo::plain(Class::Other);
 
-        // Memory: each memory operand with its access kind and size. A VSIB (gather/scatter)
-        // operand is one element per lane of the data register.
-        let mut factory = InstructionInfoFactory::new();
-        let used = factory.info(&instr).used_memory().to_vec();
-        for m in used {
-            let mut size = m.memory_size().size() as u32;
-            if instr.is_vsib() {
-                let elem = m.memory_size().element_size().max(1) as u32;
-                let lanes = vector_width_bits(&instr).unwrap_or(128) / (elem * 8);
-                size = elem * lanes.max(1);
-            }
+        // Memory: each memory operand with its access kind and size.
+        let rep =
+            instr.is_string_instruction() && (instr.has_rep_prefix() || instr.has_repne_prefix());
+        let used = factory.info(instr).used_memory().to_vec();
+        let masked = matches!(
+            instr.mnemonic(),
+            Mnemonic::Vmaskmovps
+                | Mnemonic::Vmaskmovpd
+                | Mnemonic::Vpmaskmovd
+                | Mnemonic::Vpmaskmovq
+                | Mnemonic::Maskmovq
+                | Mnemonic::Maskmovdqu
+                | Mnemonic::Vmaskmovdqu
+        );
+        let mut dynamic = rep || instr.is_vsib();
+        // Atomic read-modify-writes run in helpers once the guest has several threads.
+        let atomic =
+            !used.is_empty() && (instr.has_lock_prefix() || instr.mnemonic() == Mnemonic::Xchg);
+        let mut helper = helper_mnemonic(instr.mnemonic()) || masked || atomic || instr.is_vsib();
+        for m in &used {
+            let size = m.memory_size().size() as u32;
             let (r, w) = match m.access() {
+                // QEMU 7.2 reads a masked load's whole vector (counted whole, as the stream
+                // has it), and `cmov` always reads.
                 OpAccess::Read | OpAccess::CondRead => (true, false),
                 OpAccess::Write | OpAccess::CondWrite => (false, true),
+                // cmpxchg writes back even when the comparison fails.
                 OpAccess::ReadWrite | OpAccess::ReadCondWrite => (true, true),
                 _ => (false, false),
             };
+            // Masked stores write only the selected elements: QEMU reports those.
+            if masked && w {
+                dynamic = true;
+            }
+            if size == 0 && (r || w) {
+                // xsave and friends: the size depends on the state components saved.
+                dynamic = true;
+                helper = true;
+            }
+            if m.memory_size() == MemorySize::Float80 || m.memory_size() == MemorySize::Bcd {
+                helper = true;
+            }
             if r {
                 info.loads = true;
                 info.load_bytes += size;
@@ -147,9 +288,19 @@ impl Classifier for X86_64 {
                 info.store_bytes += size;
             }
         }
+        if dynamic {
+            info.mem_kind = MemKind::Dynamic;
+            info.load_bytes = 0;
+            info.store_bytes = 0;
+            // QEMU runs gathers, masked stores and xsave in helpers.
+            helper |= !rep;
+        } else if (info.loads || info.stores) && self.overreads(instr) {
+            info.mem_kind = MemKind::Clipped;
+        }
+        info.helper = helper;
 
         info.returns = instr.flow_control() == FlowControl::Return;
-        let entry = self.lookup(&instr);
+        let entry = self.lookup(instr);
         info.class = match entry {
             Some(Entry::Fp {
                 precision,
@@ -158,16 +309,11 @@ impl Classifier for X86_64 {
                 flops_per_lane,
             }) => {
                 let vector_bits = if packed {
-                    Some(vector_width_bits(&instr).unwrap_or(128))
+                    Some(vector_width_bits(instr).unwrap_or(128))
                 } else {
                     None
                 };
-                info.fp = Some(FpInfo {
-                    precision,
-                    vector_bits,
-                    flops_per_lane,
-                    op,
-                });
+                info.fp = Some(FpInfo::new(precision, vector_bits, flops_per_lane, op));
                 Class::Fp
             }
             _ if instr.flow_control() != FlowControl::Next => Class::Branch,
@@ -177,6 +323,24 @@ impl Classifier for X86_64 {
             None => Class::Other,
         };
         info
+    }
+}
+
+impl Classifier for X86_64 {
+    fn classify(&self, bytes: &[u8]) -> InsnInfo {
+        let mut factory = InstructionInfoFactory::new();
+        self.classify_instr(&Self::decode(bytes), &mut factory)
+    }
+
+    fn classify_block(&self, insns: &[&[u8]]) -> Vec<InsnInfo> {
+        let mut factory = InstructionInfoFactory::new();
+        let decoded: Vec<Instruction> = insns.iter().map(|b| Self::decode(b)).collect();
+        let mut infos: Vec<InsnInfo> = decoded
+            .iter()
+            .map(|i| self.classify_instr(i, &mut factory))
+            .collect();
+        super::x86_lanes::adjust(&decoded, &mut infos);
+        infos
     }
 }
 
