@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol};
-use sha2::{Digest, Sha256};
 
 use crate::error::MixError;
 
@@ -120,10 +119,7 @@ impl ElfInfo {
                     .join("; ")
             })
             .filter(|s| !s.is_empty());
-        let sha256 = Sha256::digest(&data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256 = hpcscope_host::hash::sha256_hex(&data);
         let pie = file.kind() == object::ObjectKind::Dynamic;
         let lowest_vaddr = file
             .segments()

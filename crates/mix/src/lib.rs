@@ -476,12 +476,7 @@ const MAX_EXTRA_RUNS: u32 = 32;
 const EXTRA_RUNS_BUDGET: Duration = Duration::from_secs(3);
 
 fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
+    hpcscope_core::stats::median(v)
 }
 
 /// The dominant precision and the widest vector width of the FP work.

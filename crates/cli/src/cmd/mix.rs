@@ -238,6 +238,47 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
                 epi.push(line);
             }
         }
+        let t = &v.counts.totals;
+        let key = v
+            .sve_bits
+            .map(|b| format!(" (SVE {b})"))
+            .unwrap_or_default();
+        if t.flops_excluded > 0 {
+            epi.push(format!(
+                "note{key}: {} lane FLOPs of reductions and unused lanes left out (docs/flop-counting.md)",
+                t.flops_excluded
+            ));
+        }
+        if t.bytes_unreported > 0 {
+            epi.push(format!(
+                "note{key}: {} bytes of accesses QEMU does not report (SVE loads and stores, DC ZVA) are counted but not in the cache simulation",
+                t.bytes_unreported
+            ));
+        }
+        if v.threads().len() > 1 {
+            epi.push(format!("per guest thread{key}:"));
+            for th in v.threads() {
+                epi.push(format!(
+                    "  thread {:<3} (vCPU {:<3}) {:>14} FLOPs {:>14} FP instructions {:>14} bytes",
+                    th.thread,
+                    th.vcpu,
+                    th.totals.flops,
+                    th.totals.fp_instructions,
+                    th.totals.bytes_loaded + th.totals.bytes_stored
+                ));
+            }
+        }
+        if v.regions().len() > 1 {
+            epi.push(format!("per function{key}:"));
+            for (name, r) in a.functions.iter().zip(v.regions()) {
+                epi.push(format!(
+                    "  {name:<32} {:>14} FLOPs {:>14} instructions {:>14} bytes",
+                    r.totals.flops,
+                    r.totals.instructions,
+                    r.totals.bytes_loaded + r.totals.bytes_stored
+                ));
+            }
+        }
         if !v.functions.is_empty() {
             epi.push(format!(
                 "hottest functions{}:",
@@ -270,6 +311,15 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
         numbers.insert(format!("{key}.flops"), t.flops.into());
         numbers.insert(format!("{key}.fp_instructions"), t.fp_instructions.into());
         numbers.insert(format!("{key}.instructions"), t.instructions.into());
+        if v.threads().len() > 1 {
+            numbers.insert(format!("{key}.threads"), v.threads().len().into());
+            for th in v.threads() {
+                numbers.insert(
+                    format!("{key}.thread{}.flops", th.thread),
+                    th.totals.flops.into(),
+                );
+            }
+        }
         numbers.insert(
             format!("{key}.bytes"),
             (t.bytes_loaded + t.bytes_stored).into(),
