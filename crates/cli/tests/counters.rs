@@ -175,3 +175,115 @@ fn a_recipe_shows_where_uncore_events_are_read() {
         .unwrap();
     assert!(dram.contains("pmu=amd_df"), "{dram}");
 }
+
+/// A program written against LIKWID's marker API (as it would be for likwid-perfctr -m)
+/// builds unchanged against hpcscope's `likwid-marker.h`, links with hpcscope's markers
+/// library, and its regions are measured by `counters run --markers`.
+#[test]
+fn a_likwid_instrumented_program_runs_under_hpcscope_markers() {
+    if Command::new("cc").arg("--version").output().is_err() {
+        println!("skipping: no C compiler");
+        return;
+    }
+    let lib_dir = std::path::Path::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    if !lib_dir.join("libhpcscope_markers.so").exists() {
+        println!("skipping: libhpcscope_markers.so is not built (cargo build -p hpcscope-markers)");
+        return;
+    }
+    let include = format!("{}/../markers/include", env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("app.c");
+    // Written for LIKWID: its header, its macros, its types; nothing of hpcscope.
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#include <unistd.h>
+#include <likwid-marker.h>
+static double work(int n) { double s = 0; for (int i = 0; i < n; i++) s += i * 0.5; return s; }
+int main(void) {
+    LIKWID_MARKER_INIT;
+    LIKWID_MARKER_THREADINIT;
+    LIKWID_MARKER_REGISTER("compute");
+    double s = 0;
+    for (int r = 0; r < 3; r++) {
+        LIKWID_MARKER_START("compute");
+        s += work(2000000);
+        LIKWID_MARKER_STOP("compute");
+    }
+    LIKWID_MARKER_START("sleep");
+    usleep(20000);
+    LIKWID_MARKER_STOP("sleep");
+    int nevents = 16, count = 0;
+    double events[16], time = 0;
+    LIKWID_MARKER_GET("compute", &nevents, events, &time, &count);
+    printf("%g %d %d %.6f\n", s, count, nevents, time);
+    LIKWID_MARKER_SWITCH;
+    LIKWID_MARKER_CLOSE;
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    // Against hpcscope's header, and (where LIKWID is installed) against LIKWID's own
+    // header: the same object code calls the same functions.
+    let mut headers = vec![Some(include.clone())];
+    if std::path::Path::new("/usr/include/likwid-marker.h").exists() {
+        headers.push(None);
+    }
+    for (k, inc) in headers.iter().enumerate() {
+        let exe = dir.path().join(format!("app{k}"));
+        let mut cc = Command::new("cc");
+        cc.args(["-O1", "-DLIKWID_PERFMON"]);
+        if let Some(i) = inc {
+            cc.args(["-I", i]);
+        }
+        let o = cc
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .arg(format!("-L{}", lib_dir.display()))
+            .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+            .arg("-lhpcscope_markers")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = dir.path().join(format!("m{k}.json"));
+        let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+            .args(["counters", "run", "--markers", "--format", "json", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if err.contains("perf_event") && !o.status.success() {
+            println!("skipping: perf_event_open refused here: {err}");
+            return;
+        }
+        assert!(o.status.success(), "{err}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let regions = v[0]["regions"].as_array().unwrap();
+        let names: Vec<&str> = regions.iter().filter_map(|r| r["name"].as_str()).collect();
+        assert!(
+            names.contains(&"compute") && names.contains(&"sleep"),
+            "{names:?}"
+        );
+        let compute = regions.iter().find(|r| r["name"] == "compute").unwrap();
+        let time = compute["total"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == "time")
+            .and_then(|m| m["value"].as_f64())
+            .unwrap();
+        assert!(time > 0.0, "{compute}");
+        // LIKWID_MARKER_GET saw the three calls of the region in this thread.
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let fields: Vec<&str> = stdout.split_whitespace().collect();
+        assert_eq!(fields.get(1), Some(&"3"), "{stdout}");
+    }
+}

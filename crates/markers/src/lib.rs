@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod format;
+pub mod likwid;
 pub mod sys;
 
 use std::cell::RefCell;
@@ -407,6 +408,33 @@ impl ThreadState {
                 d
             };
         }
+    }
+
+    /// Zeroes the accumulated counts of region `name` in this thread (LIKWID's
+    /// `likwid_markerResetRegion`); false when the region is unknown.
+    fn reset(&mut self, name: &[u8]) -> bool {
+        match self.regions.iter_mut().find(|r| r.name.as_bytes() == name) {
+            Some(r) => {
+                let name = std::mem::take(&mut r.name);
+                *r = RegionAcc {
+                    name,
+                    ..RegionAcc::default()
+                };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Region `name` of this thread: its events' counts, time (s) and calls.
+    fn region_values(&self, name: &[u8], ns_per_tick: f64) -> Option<(Vec<f64>, f64, u64)> {
+        let r = self.regions.iter().find(|r| r.name.as_bytes() == name)?;
+        let n = self.names.len().min(MAX_GROUP);
+        Some((
+            r.counts[..n].to_vec(),
+            r.time_ticks as f64 * ns_per_tick * 1e-9,
+            r.calls,
+        ))
     }
 
     fn output(&self, ns_per_tick: f64) -> ThreadOut {
