@@ -77,12 +77,19 @@ struct mm_struct {
 	long unsigned int start_code;
 };
 
+struct sched_entity {
+	u64 sum_exec_runtime;
+};
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
 	struct css_set *cgroups;
 	struct mm_struct *mm;
+	struct sched_entity se;
+	u64 start_time;
+	struct task_struct *real_parent;
 };
 
 struct gendisk {
@@ -132,6 +139,10 @@ enum {
 	BPF_ANY = 0,
 	BPF_NOEXIST = 1,
 	BPF_EXIST = 2,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = 1,
 };
 
 enum {

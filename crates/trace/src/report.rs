@@ -15,8 +15,9 @@ pub struct TraceReport {
     pub probes: Vec<String>,
     /// Wall time of the traced window, seconds.
     pub duration_s: f64,
-    /// True when the trace stopped early (Ctrl-C, the PID exited, a time limit): the data
-    /// covers the window up to then.
+    /// True when the data is incomplete: the trace stopped early (Ctrl-C, the PID exited, a
+    /// time limit; the data covers the window up to then), or some events could not be
+    /// recorded (each counted in `lost`).
     pub partial: bool,
     /// Exit code of a launched command (None when it was killed by a signal or not ours).
     pub exit_code: Option<i32>,
@@ -25,6 +26,8 @@ pub struct TraceReport {
     pub exit_signal: Option<i32>,
     /// Things to know: probes replaced by a fallback, lost events, unavailable features.
     pub notes: Vec<String>,
+    /// What the probes could not record, by kind (empty when nothing was lost).
+    pub lost: Vec<LostCount>,
     /// System level.
     pub system: SystemLevel,
     /// Process level (one per traced process, including forked children).
@@ -32,6 +35,35 @@ pub struct TraceReport {
     /// Timeline events (only with `--timeline`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineEvent>,
+}
+
+/// Events of one kind the probes could not record (a full in-kernel table, a full ring
+/// buffer, probe runs the kernel skipped).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LostCount {
+    /// What was lost, e.g. `system calls not counted`.
+    pub what: String,
+    /// How many.
+    pub count: u64,
+    /// Why, and what to do about it.
+    pub why: String,
+}
+
+impl TraceReport {
+    /// The launched command's exit status as a shell gives it: its exit code, or 128 plus
+    /// the number of the signal that ended it; `None` when no command was launched (a PID,
+    /// a cgroup or the whole machine) or its end was not seen.
+    pub fn command_status(&self) -> Option<u8> {
+        match (self.exit_code, self.exit_signal) {
+            (Some(c), _) => Some((c & 0xff) as u8),
+            (None, Some(s)) => Some((128 + s).clamp(0, 255) as u8),
+            _ => None,
+        }
+    }
+
+    fn measured(&self, probe: &str) -> bool {
+        self.probes.iter().any(|p| p == probe)
+    }
 }
 
 /// Whole-target figures.
@@ -111,6 +143,8 @@ pub struct SyscallStat {
     pub total_ns: u64,
     /// Largest latency, ns.
     pub max_ns: u64,
+    /// Smallest latency, ns.
+    pub min_ns: u64,
     /// Latency histogram, ns.
     pub latency_ns: Log2Hist,
 }
@@ -292,6 +326,9 @@ fn us(ns: f64) -> String {
     format!("{:.2}", ns / 1e3)
 }
 
+/// What a table shows for a figure no probe measured.
+const UNMEASURED: &str = "-";
+
 impl TraceReport {
     /// One table per level that has data: system, process, syscall, file, thread, function.
     pub fn tables(&self) -> Vec<LevelTable> {
@@ -322,7 +359,10 @@ impl TraceReport {
         }
         for b in &self.system.block {
             sys.rows.push(vec![
-                format!("block {} requests/bytes/mean_us", b.device),
+                format!(
+                    "block {} (whole machine, all processes) requests/bytes/mean_us",
+                    b.device
+                ),
                 format!("{}/{}/{}", b.requests, b.bytes, us(b.mean_latency_ns)),
             ]);
         }
@@ -341,16 +381,24 @@ impl TraceReport {
                 "syscalls",
             ],
         );
+        // A figure no probe measured is "-", not 0.
+        let sched = self.measured("sched") || self.measured("timeline");
+        let faults = self.measured("faults");
+        let syscalls = self.measured("syscalls");
+        let or_dash = |on: bool, v: String| if on { v } else { UNMEASURED.to_string() };
         for pr in &self.processes {
             p.rows.push(vec![
                 pr.pid.to_string(),
                 pr.comm.clone(),
-                ms(pr.on_cpu_ns),
-                ms(pr.off_cpu_ns),
-                pr.context_switches.to_string(),
-                pr.minor_faults.to_string(),
-                pr.major_faults.to_string(),
-                pr.syscalls.iter().map(|s| s.count).sum::<u64>().to_string(),
+                or_dash(sched, ms(pr.on_cpu_ns)),
+                or_dash(sched, ms(pr.off_cpu_ns)),
+                or_dash(sched, pr.context_switches.to_string()),
+                or_dash(faults, pr.minor_faults.to_string()),
+                or_dash(faults, pr.major_faults.to_string()),
+                or_dash(
+                    syscalls,
+                    pr.syscalls.iter().map(|s| s.count).sum::<u64>().to_string(),
+                ),
             ]);
         }
         out.push(p);
@@ -370,7 +418,10 @@ impl TraceReport {
                     s.errors.to_string(),
                     ms(s.total_ns),
                     us(s.total_ns as f64 / s.count.max(1) as f64),
-                    s.latency_ns.quantile(0.99).map(us).unwrap_or_default(),
+                    s.latency_ns
+                        .quantile_within(0.99, s.min_ns, s.max_ns)
+                        .map(us)
+                        .unwrap_or_default(),
                     us(s.max_ns as f64),
                 ]);
             }
@@ -430,14 +481,14 @@ impl TraceReport {
                     pr.pid.to_string(),
                     x.tid.to_string(),
                     x.comm.clone(),
-                    ms(x.on_cpu_ns),
-                    ms(x.off_cpu_ns),
-                    ms(x.runq_ns),
-                    x.voluntary_switches.to_string(),
-                    x.involuntary_switches.to_string(),
-                    x.migrations.to_string(),
-                    x.minor_faults.to_string(),
-                    x.major_faults.to_string(),
+                    or_dash(sched, ms(x.on_cpu_ns)),
+                    or_dash(sched, ms(x.off_cpu_ns)),
+                    or_dash(sched, ms(x.runq_ns)),
+                    or_dash(sched, x.voluntary_switches.to_string()),
+                    or_dash(sched, x.involuntary_switches.to_string()),
+                    or_dash(sched, x.migrations.to_string()),
+                    or_dash(faults, x.minor_faults.to_string()),
+                    or_dash(faults, x.major_faults.to_string()),
                 ]);
             }
         }
@@ -463,7 +514,10 @@ impl TraceReport {
                     us(x.total_ns as f64 / x.count.max(1) as f64),
                     us(x.min_ns as f64),
                     us(x.max_ns as f64),
-                    x.latency_ns.quantile(0.99).map(us).unwrap_or_default(),
+                    x.latency_ns
+                        .quantile_within(0.99, x.min_ns, x.max_ns)
+                        .map(us)
+                        .unwrap_or_default(),
                 ]);
             }
         }
