@@ -726,6 +726,46 @@ mod tests {
     }
 
     #[test]
+    fn what_no_probe_measured_is_a_dash_and_block_rows_say_machine_wide() {
+        // `--probes files,block`: no scheduler, fault or syscall figures were measured.
+        let mut r = sample();
+        r.probes = vec!["files".into(), "block".into()];
+        r.system.block.push(BlockDevice {
+            device: "254:0".into(),
+            requests: 3,
+            bytes: 12288,
+            ..Default::default()
+        });
+        let tables = r.tables();
+        let p = tables.iter().find(|t| t.title == "process").unwrap();
+        assert_eq!(p.rows[0][2..], ["-", "-", "-", "-", "-", "-"]);
+        let th = tables.iter().find(|t| t.title == "thread").unwrap();
+        assert!(th.rows[0][3..].iter().all(|c| c == "-"), "{:?}", th.rows[0]);
+        let sys = tables.iter().find(|t| t.title == "system").unwrap();
+        let block = sys.rows.iter().find(|r| r[0].starts_with("block")).unwrap();
+        assert!(block[0].contains("whole machine"), "{block:?}");
+        // Measured zeros stay zeros.
+        r.probes = vec!["sched".into(), "faults".into(), "syscalls".into()];
+        let p = r
+            .tables()
+            .into_iter()
+            .find(|t| t.title == "process")
+            .unwrap();
+        assert_eq!(p.rows[0][2..], ["0.000", "0.000", "0", "0", "0", "4"]);
+    }
+
+    #[test]
+    fn the_command_status_is_the_shells() {
+        let mut r = TraceReport::default();
+        assert_eq!(r.command_status(), None);
+        r.exit_code = Some(7);
+        assert_eq!(r.command_status(), Some(7));
+        r.exit_code = None;
+        r.exit_signal = Some(9);
+        assert_eq!(r.command_status(), Some(137));
+    }
+
+    #[test]
     fn html_sections_hold_tables_and_a_static_flame_graph() {
         let p = crate::Profile {
             hz: 99,

@@ -802,6 +802,49 @@ mod tests {
     }
 
     #[test]
+    fn programs_are_found_on_path_as_a_shell_finds_them() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        // In `a` a file that is not executable, in `b` the same name executable.
+        std::fs::write(a.join("tool"), "#!/bin/sh\n").unwrap();
+        std::fs::write(b.join("tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(b.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(a.join("plain"), "").unwrap();
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        assert_eq!(resolve_in("tool", Some(&path)).unwrap(), b.join("tool"));
+        // Only a non-executable one: say which file and how to fix it.
+        let e = resolve_in("plain", Some(&path)).unwrap_err().to_string();
+        assert!(
+            e.contains("is not executable") && e.contains("chmod +x"),
+            "{e}"
+        );
+        // None at all: the command, the PATH searched and the fix, once.
+        let e = resolve_in("nosuchcmd", Some(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot run `nosuchcmd`: no such program in PATH"),
+            "{e}"
+        );
+        assert_eq!(e.matches("nosuchcmd").count(), 2, "{e}"); // the name and `./nosuchcmd`
+        // A path is taken as given.
+        let e = resolve_in("./no/such/file", Some(&path))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "cannot run `./no/such/file`: no such file; check the path"
+        );
+        assert_eq!(
+            resolve_in(b.join("tool").to_str().unwrap(), None).unwrap(),
+            b.join("tool")
+        );
+    }
+
+    #[test]
     fn ldd_output_gives_the_library_itself() {
         let text = "\
 \tlinux-vdso.so.1 (0x00007ffd6b5f7000)
