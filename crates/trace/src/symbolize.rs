@@ -190,6 +190,13 @@ fn file_offset_to_vaddr(path: &Path, off: u64) -> Option<u64> {
     })
 }
 
+/// The name a function is known by: glibc's internal aliases (`__GI___strcoll_l`, made by
+/// its `hidden_def`, at the same address) under their public name (`__strcoll_l`), as perf
+/// and the symbol table's global entry name them.
+pub fn public_name(name: &str) -> String {
+    name.strip_prefix("__GI_").unwrap_or(name).to_string()
+}
+
 /// Symbolizes user and kernel addresses, caching parsed files and resolved addresses.
 pub struct Symbolizer {
     user: blazesym::symbolize::Symbolizer,
@@ -322,8 +329,8 @@ impl Symbolizer {
     ) -> Option<Vec<String>> {
         match self.user.symbolize_single(src, input) {
             Ok(blazesym::symbolize::Symbolized::Sym(sym)) => {
-                let mut v = vec![sym.name.to_string()];
-                v.extend(sym.inlined.iter().map(|f| f.name.to_string()));
+                let mut v = vec![public_name(&sym.name)];
+                v.extend(sym.inlined.iter().map(|f| public_name(&f.name)));
                 Some(v)
             }
             _ => None,
@@ -578,6 +585,10 @@ int main(void) { double v[4] = {1, 2, 3, 4}; return (int)sum_squares(v, 4); }
             "__libc_start_call_main",
             "{frames:?}"
         );
+        // A function with an internal alias at its address: named as perf names it.
+        let off = function_offset(&debug, libc, "__strcoll_l").expect("__strcoll_l");
+        let frames = s.file_frames(libc, off);
+        assert_eq!(frames[0], "__strcoll_l", "{frames:?}");
     }
 
     #[test]
