@@ -856,6 +856,12 @@ int hs_fault_major(struct bpf_perf_event_data *ctx)
  * io_uring workers) on a process's behalf, so the issuing context says little.
  */
 
+/* Operations of a request (the low bits of cmd_flags: enum req_op, stable since 4.10). */
+#define REQ_OP_MASK 0xff
+#define REQ_OP_READ 0
+#define REQ_OP_WRITE 1
+#define REQ_OP_ZONE_APPEND 7
+
 /* block_rq_issue(struct request *rq) */
 SEC("raw_tracepoint/block_rq_issue")
 int hs_block_issue(struct bpf_raw_tracepoint_args *ctx)
@@ -863,8 +869,10 @@ int hs_block_issue(struct bpf_raw_tracepoint_args *ctx)
 	struct request *rq = (void *)ctx->args[0];
 	u64 key = (u64)rq;
 	struct blk_start s;
+	u32 op = BPF_CORE_READ(rq, cmd_flags) & REQ_OP_MASK;
 	s.ts = bpf_ktime_get_ns();
 	s.bytes = BPF_CORE_READ(rq, __data_len);
+	s.data = op == REQ_OP_READ || op == REQ_OP_WRITE || op == REQ_OP_ZONE_APPEND;
 	map_insert(&blk_starts, &key, &s, BPF_ANY, LOST_BLOCK);
 	return 0;
 }
@@ -893,7 +901,10 @@ int hs_block_complete(struct bpf_raw_tracepoint_args *ctx)
 		map_insert(&blk_stats, &dev, zero, BPF_NOEXIST, LOST_BLOCK);
 		st = bpf_map_lookup_elem(&blk_stats, &dev);
 	}
-	if (st) {
+	if (st && !s->data) {
+		st->other_count++;
+		st->other_bytes += s->bytes;
+	} else if (st) {
 		st->count++;
 		st->bytes += s->bytes;
 		st->total_ns += lat;

@@ -123,14 +123,23 @@ struct fd_path {
 	char path[PATH_LEN];
 };
 
+/* data: 1 for a read or write (a transfer), 0 for a flush, discard, write-zeroes... */
 struct blk_start {
 	u64 ts;
 	u64 bytes;
+	u64 data;
 };
 
+/*
+ * count, bytes and the histograms: reads and writes; other_count and other_bytes: the
+ * requests that transfer nothing (flush, discard, secure erase, write-zeroes: their size
+ * is a range of the device, not data moved).
+ */
 struct blk_stats {
 	u64 count;
 	u64 bytes;
+	u64 other_count;
+	u64 other_bytes;
 	u64 total_ns;
 	u64 max_ns;
 	u64 lat_hist[HIST_SLOTS];

@@ -103,6 +103,7 @@ struct request_queue {
 
 struct request {
 	struct request_queue *q;
+	unsigned int cmd_flags;
 	unsigned int __data_len;
 	sector_t __sector;
 };

@@ -87,10 +87,16 @@ pub struct SystemLevel {
 pub struct BlockDevice {
     /// `major:minor`.
     pub device: String,
-    /// Requests completed.
+    /// Read and write requests completed (what /sys/block/*/stat counts as reads and
+    /// writes completed).
     pub requests: u64,
-    /// Bytes transferred.
+    /// Bytes those requests transferred.
     pub bytes: u64,
+    /// Other requests completed: flushes, discards, secure erases, write-zeroes (not in the
+    /// histograms).
+    pub other_requests: u64,
+    /// The ranges those requests covered, bytes (no data moved).
+    pub other_bytes: u64,
     /// Mean latency issue to completion, ns.
     pub mean_latency_ns: f64,
     /// Largest latency, ns.
@@ -365,6 +371,15 @@ impl TraceReport {
                 ),
                 format!("{}/{}/{}", b.requests, b.bytes, us(b.mean_latency_ns)),
             ]);
+            if b.other_requests > 0 {
+                sys.rows.push(vec![
+                    format!(
+                        "block {} (whole machine) flush/discard/write-zeroes requests/range bytes",
+                        b.device
+                    ),
+                    format!("{}/{}", b.other_requests, b.other_bytes),
+                ]);
+            }
         }
         out.push(sys);
 

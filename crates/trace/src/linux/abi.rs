@@ -113,6 +113,8 @@ pub struct FdPath {
 pub struct BlkStats {
     pub count: u64,
     pub bytes: u64,
+    pub other_count: u64,
+    pub other_bytes: u64,
     pub total_ns: u64,
     pub max_ns: u64,
     pub lat_hist: [u64; HIST_SLOTS],
@@ -233,7 +235,7 @@ mod tests {
         assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 15);
         assert_eq!(size_of::<SampleKey>(), 32);
         assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));
-        assert_eq!(size_of::<BlkStats>(), 8 * (4 + 2 * HIST_SLOTS));
+        assert_eq!(size_of::<BlkStats>(), 8 * (6 + 2 * HIST_SLOTS));
         assert_eq!(size_of::<Event>(), 56);
         assert_eq!(size_of::<MsgArgs>(), 4);
         assert_eq!(size_of::<MsgKey>(), 16);

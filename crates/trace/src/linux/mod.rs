@@ -1284,6 +1284,8 @@ fn collect(
                 device: format!("{}:{}", dev >> 20, dev & 0xfffff),
                 requests,
                 bytes: v.iter().map(|s| s.bytes).sum(),
+                other_requests: v.iter().map(|s| s.other_count).sum(),
+                other_bytes: v.iter().map(|s| s.other_bytes).sum(),
                 mean_latency_ns: total as f64 / requests.max(1) as f64,
                 max_latency_ns: v.iter().map(|s| s.max_ns).max().unwrap_or(0),
                 latency_ns: Log2Hist::from_slots(&sum_slots(
