@@ -16,6 +16,9 @@ packages=(
   clang llvm                # compiles the eBPF programs (only to regenerate them)
   libbpf-dev                # bpf_helpers.h for that; the object test then rebuilds and compares bytes
   bpftrace                  # reference for the tracing overhead benchmark
+  strace                    # strace -f -c: reference for the syscall counts (bench/trace, tests)
+  linux-perf                # perf stat / perf record: reference for on-CPU time and profile shares
+  libc6-dbg                 # libc's separate debug file: the profile symbol test names its static functions
   openmpi-bin libopenmpi-dev  # mpirun/mpicc: multi-rank tests, `hpcscope bench mpi`
   slurm-wlm                 # slurmctld/slurmd: the single-node job-array test
 )

@@ -3,7 +3,9 @@
  * hpcscope probes: syscalls, scheduler, page faults, block and file I/O, user-function
  * latency (uprobe slots, with the message sizes of MPI calls) and cpu-clock stack samples.
  *
- * Everything is aggregated here, in per-CPU or per-thread maps; user space reads the maps
+ * Everything is aggregated here, in per-CPU, per-thread or per-process maps (the tables
+ * that grow with the target are allocated at run time, up to a size the loader sets from
+ * it; a failed insert is counted, never silent); user space reads the maps
  * once at the end (and drains a small ring buffer of process lifecycle events). Which
  * processes count is decided by `tracked()`: a tgid present in `targets` (the launched or
  * attached process and every process it forks), or, when `cfg_cgroup` is set, membership in
@@ -51,8 +53,9 @@ struct {
 } sc_slot SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct sc_key);
 	__type(value, struct sc_stats);
 } sc_stats SEC(".maps");
@@ -72,6 +75,20 @@ struct {
 	__type(value, u64);
 } trace_start SEC(".maps");
 
+/*
+ * The kernel's run time (se.sum_exec_runtime) of each thread that existed when the trace
+ * started, as /proc/<tid>/schedstat gave it then; set by the loader for the threads of a
+ * launched command, an attached PID or a cgroup. It bounds the first slice of a thread
+ * whose switch-in was not seen.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, u32);
+	__type(value, u64);
+} runtime_base SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, HIST_SLOTS);
@@ -87,8 +104,9 @@ struct {
 } offcpu_hist SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct fd_key);
 	__type(value, struct fd_stats);
 } fd_stats SEC(".maps");
@@ -96,6 +114,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct fd_key);
 	__type(value, struct fd_path);
 } fd_paths SEC(".maps");
@@ -104,6 +123,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct fd_key);
 	__type(value, u32);
 } fd_gens SEC(".maps");
@@ -146,20 +166,23 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, u32);
 	__type(value, struct fn_frames);
 } fn_frames SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct fn_key);
 	__type(value, struct fn_stats);
 } fn_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct msg_key);
 	__type(value, struct msg_stats);
 } msg_stats SEC(".maps");
@@ -169,7 +192,7 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
-/* One all-zero value, the initial value of new per-CPU entries (too big for the stack). */
+/* One all-zero value, the initial value of new entries (too big for the stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -189,10 +212,10 @@ static __always_inline struct sc_slot *slot_get(void)
 	return bpf_map_lookup_elem(&sc_slot, &zero);
 }
 
-/* Lost ring-buffer events (full buffer), fn frames deeper than USTACK_DEPTH. */
+/* What could not be recorded, per LOST_* index (hpcscope.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, LOST_SLOTS);
 	__type(key, u32);
 	__type(value, u64);
 } drops SEC(".maps");
@@ -202,6 +225,22 @@ static __always_inline void count_drop(u32 which)
 	u64 *v = bpf_map_lookup_elem(&drops, &which);
 	if (v)
 		(*v)++;
+}
+
+#define ENOMEM 12
+#define EEXIST 17
+
+/*
+ * bpf_map_update_elem that counts a failure (a full map, no memory, a contended bucket)
+ * under `lost`; a key another CPU inserted first (-EEXIST with BPF_NOEXIST) is no loss.
+ */
+static __always_inline long map_insert(void *map, const void *key, const void *val, u64 flags,
+				       u32 lost)
+{
+	long err = bpf_map_update_elem(map, key, val, flags);
+	if (err && err != -EEXIST)
+		count_drop(lost);
+	return err;
 }
 
 /* Slot of v in a log2 histogram: 0 for 0, else floor(log2 v) + 1 (BCC's bpf_log2l). */
@@ -307,7 +346,7 @@ int hs_fork(struct bpf_raw_tracepoint_args *ctx)
 	} else {
 		if (!tgid_tracked(ptgid))
 			return 0;
-		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+		map_insert(&targets, &ctgid, &one, BPF_ANY, LOST_TARGETS);
 	}
 	emit(EV_FORK, ctgid, ctgid, bpf_ktime_get_ns(), 0, ptgid, 0, true);
 	return 0;
@@ -356,17 +395,24 @@ int hs_exit(struct bpf_raw_tracepoint_args *ctx)
 #define NR_pwrite64 18
 #define NR_readv 19
 #define NR_writev 20
+#define NR_dup 32
+#define NR_dup2 33
+#define NR_fcntl 72
+#define NR_dup3 292
 #define NR_openat 257
 #define NR_preadv 295
 #define NR_pwritev 296
 #define NR_openat2 437
+
+#define F_DUPFD 0
+#define F_DUPFD_CLOEXEC 1030
 
 /* Moves this CPU's in-flight syscall to the per-thread hash. */
 static __always_inline void slot_spill(struct sc_slot *c)
 {
 	struct sc_start s = { .ts = c->ts, .arg0 = c->arg0, .nr = c->nr, .tgid = c->tgid };
 	u32 tid = c->tid;
-	bpf_map_update_elem(&sc_starts, &tid, &s, BPF_ANY);
+	map_insert(&sc_starts, &tid, &s, BPF_ANY, LOST_SC_STARTS);
 	c->pending = 0;
 }
 
@@ -382,7 +428,7 @@ int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	u64 arg0 = 0;
+	u64 arg0 = 0, arg1 = 0;
 	u32 nr = (u32)ctx->args[1];
 	struct sc_slot *c = slot_get();
 
@@ -408,7 +454,14 @@ int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 		case NR_preadv:
 		case NR_pwritev:
 		case NR_open:
+		case NR_dup:
+		case NR_dup2:
+		case NR_dup3:
 			arg0 = BPF_CORE_READ(regs, di);
+			break;
+		case NR_fcntl:
+			arg0 = BPF_CORE_READ(regs, di);
+			arg1 = BPF_CORE_READ(regs, si);
 			break;
 		case NR_openat:
 		case NR_openat2:
@@ -416,8 +469,10 @@ int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 			break;
 		}
 	}
-	struct sc_start st = { .ts = bpf_ktime_get_ns(), .arg0 = arg0, .nr = nr, .tgid = id >> 32 };
-	bpf_map_update_elem(&sc_starts, &tid, &st, BPF_ANY);
+	struct sc_start st = {
+		.ts = bpf_ktime_get_ns(), .arg0 = arg0, .arg1 = arg1, .nr = nr, .tgid = id >> 32
+	};
+	map_insert(&sc_starts, &tid, &st, BPF_ANY, LOST_SC_STARTS);
 	return 0;
 }
 
@@ -430,6 +485,30 @@ int hs_sc_switch(struct bpf_raw_tracepoint_args *ctx)
 	if (c && c->pending && c->tid == (u32)bpf_get_current_pid_tgid())
 		slot_spill(c);
 	return 0;
+}
+
+/*
+ * A descriptor not opened during the trace (generation 0) that has no path yet: it was
+ * inherited at fork, so it is the file its parent has on that number now (a shell's
+ * redirection of a command's output). The parent's entry exists only if it was traced.
+ */
+static __always_inline void inherit_path(u32 tgid, s32 fd)
+{
+	struct fd_key k = { .tgid = tgid, .fd = fd };
+	struct task_struct *task;
+	struct fd_key pk = { .fd = fd };
+	struct fd_path *p;
+	u32 *g;
+
+	if (bpf_map_lookup_elem(&fd_paths, &k))
+		return;
+	task = (void *)bpf_get_current_task();
+	pk.tgid = BPF_CORE_READ(task, real_parent, tgid);
+	g = bpf_map_lookup_elem(&fd_gens, &pk);
+	pk.gen = g ? *g : 0;
+	p = bpf_map_lookup_elem(&fd_paths, &pk);
+	if (p)
+		map_insert(&fd_paths, &k, p, BPF_NOEXIST, LOST_FILES);
 }
 
 static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
@@ -452,11 +531,35 @@ static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
 		k.fd = (s32)ret;
 		g = bpf_map_lookup_elem(&fd_gens, &k);
 		u32 gen = g ? *g + 1 : 1;
-		bpf_map_update_elem(&fd_gens, &k, &gen, BPF_ANY);
+		map_insert(&fd_gens, &k, &gen, BPF_ANY, LOST_FILES);
 		if (bpf_probe_read_user_str(p->path, sizeof(p->path), (void *)s->arg0) < 0)
 			return;
 		k.gen = gen;
-		bpf_map_update_elem(&fd_paths, &k, p, BPF_ANY);
+		map_insert(&fd_paths, &k, p, BPF_ANY, LOST_FILES);
+		return;
+	}
+	case NR_fcntl:
+		if (s->arg1 != F_DUPFD && s->arg1 != F_DUPFD_CLOEXEC)
+			return;
+		/* fall through */
+	case NR_dup:
+	case NR_dup2:
+	case NR_dup3: {
+		/* The new descriptor is a new generation with the old one's path. */
+		struct fd_key old = { .tgid = tgid, .fd = (s32)s->arg0 };
+		if (ret < 0 || (s32)ret == old.fd)
+			return;
+		g = bpf_map_lookup_elem(&fd_gens, &old);
+		old.gen = g ? *g : 0;
+		k.fd = (s32)ret;
+		g = bpf_map_lookup_elem(&fd_gens, &k);
+		u32 gen = g ? *g + 1 : 1;
+		map_insert(&fd_gens, &k, &gen, BPF_ANY, LOST_FILES);
+		struct fd_path *p = bpf_map_lookup_elem(&fd_paths, &old);
+		if (!p)
+			return;
+		k.gen = gen;
+		map_insert(&fd_paths, &k, p, BPF_ANY, LOST_FILES);
 		return;
 	}
 	case NR_read:
@@ -479,22 +582,25 @@ static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
 	k.fd = (s32)s->arg0;
 	g = bpf_map_lookup_elem(&fd_gens, &k);
 	k.gen = g ? *g : 0;
+	if (!g)
+		inherit_path(tgid, k.fd);
 	struct fd_stats *st = bpf_map_lookup_elem(&fd_stats, &k);
 	if (!st) {
 		void *zero = zero_value();
 		if (!zero)
 			return;
-		bpf_map_update_elem(&fd_stats, &k, zero, BPF_NOEXIST);
+		map_insert(&fd_stats, &k, zero, BPF_NOEXIST, LOST_FILES);
 		st = bpf_map_lookup_elem(&fd_stats, &k);
 		if (!st)
 			return;
 	}
+	/* Threads of a process share its descriptors: atomic adds. */
 	if (is_read) {
-		st->read_bytes += ret;
-		st->reads++;
+		__sync_fetch_and_add(&st->read_bytes, ret);
+		__sync_fetch_and_add(&st->reads, 1);
 	} else {
-		st->write_bytes += ret;
-		st->writes++;
+		__sync_fetch_and_add(&st->write_bytes, ret);
+		__sync_fetch_and_add(&st->writes, 1);
 	}
 }
 
@@ -507,7 +613,7 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	s64 ret = (s64)ctx->args[1];
 	
 	struct sc_start start;
-	struct sc_key k;
+	struct sc_key k = {};
 	struct sc_stats *st;
 	u64 lat;
 
@@ -517,22 +623,26 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 			return 0;
 		start.ts = s->ts;
 		start.arg0 = s->arg0;
+		start.arg1 = s->arg1;
 		start.nr = s->nr;
 		s->ts = 0;
 	}
 	lat = bpf_ktime_get_ns() - start.ts;
 	k.tgid = id >> 32;
+	k.tid = tid;
 	k.nr = start.nr;
 	st = bpf_map_lookup_elem(&sc_stats, &k);
 	if (!st) {
 		void *zero = zero_value();
 		if (!zero)
 			return 0;
-		bpf_map_update_elem(&sc_stats, &k, zero, BPF_NOEXIST);
+		map_insert(&sc_stats, &k, zero, BPF_NOEXIST, LOST_SC_STATS);
 		st = bpf_map_lookup_elem(&sc_stats, &k);
 		if (!st)
 			return 0;
 	}
+	if (st->count == 0 || lat < st->min_ns)
+		st->min_ns = lat;
 	st->count++;
 	if (ret < 0)
 		st->errors++;
@@ -554,8 +664,44 @@ static __always_inline struct thread_stats *thread_get(u32 tid, u32 tgid)
 		return t;
 	struct thread_stats zero = {};
 	zero.tgid = tgid;
-	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	map_insert(&threads, &tid, &zero, BPF_NOEXIST, LOST_THREADS);
 	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/*
+ * The slice that ends now for a thread whose switch-in was not seen: the kernel switches
+ * some threads in without a sched_switch event (a new task started on another CPU and
+ * moved away by the migration thread shows up first as `prev`), and a thread already
+ * running when the trace began has had no switch-in at all. Its length comes from the
+ * kernel's own run time of the thread (se.sum_exec_runtime, brought up to date before
+ * sched_switch fires): since its last switch-out, else since the trace began (the run
+ * time the loader read then), else, for a thread born during the trace, since its birth.
+ * Only a thread that existed at the start and whose run time then is unknown (a
+ * system-wide trace) falls back to "running since the start".
+ */
+static __always_inline u64 unseen_slice(struct thread_stats *t, struct task_struct *prev, u32 tid,
+					u64 now, u64 runtime)
+{
+	u32 zero = 0;
+	u64 *startp = bpf_map_lookup_elem(&trace_start, &zero);
+	u64 start = startp ? *startp : 0;
+	u64 since_start = (start && now > start) ? now - start : 0;
+	u64 d;
+
+	if (t->last_runtime) {
+		d = runtime > t->last_runtime ? runtime - t->last_runtime : 0;
+		if (t->last_off_ts && now > t->last_off_ts && d > now - t->last_off_ts)
+			d = now - t->last_off_ts;
+		return d;
+	}
+	u64 *base = bpf_map_lookup_elem(&runtime_base, &tid);
+	if (base)
+		d = runtime > *base ? runtime - *base : 0;
+	else if (BPF_CORE_READ(prev, start_time) >= start)
+		d = runtime; /* born during the trace: all its run time is in it */
+	else
+		d = since_start;
+	return d < since_start ? d : since_start;
 }
 
 /* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -564,6 +710,7 @@ SEC("raw_tracepoint/sched_switch")
 int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 {
 	bool preempt = (bool)ctx->args[0];
+	struct task_struct *prev = (void *)ctx->args[1];
 	struct task_struct *next = (void *)ctx->args[2];
 	u64 prev_state = ctx->args[3];
 	u64 now = bpf_ktime_get_ns();
@@ -573,19 +720,22 @@ int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	if (tracked_current()) {
 		t = thread_get((u32)id, id >> 32);
 		if (t) {
+			u64 runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
+			u64 on = t->last_on_ts, d;
 			bpf_get_current_comm(t->comm, sizeof(t->comm));
-			if (t->last_on_ts) {
-				u64 d = now - t->last_on_ts;
-				t->on_cpu_ns += d;
-				if (cfg_timeline)
-					emit(EV_ONCPU, id >> 32, (u32)id, t->last_on_ts, d, 0, 0, true);
-			} else if (!t->last_off_ts && !t->vol_switches && !t->invol_switches) {
-				/* First switch out of a thread already running when the trace began. */
-				u32 zero = 0;
-				u64 *start = bpf_map_lookup_elem(&trace_start, &zero);
-				if (start && *start && now > *start)
-					t->on_cpu_ns += now - *start;
+			if (on) {
+				d = now - on;
+			} else {
+				d = unseen_slice(t, prev, (u32)id, now, runtime);
+				on = now - d;
+				/* The time off the CPU before the unseen switch-in. */
+				if (t->last_off_ts && on > t->last_off_ts)
+					t->off_cpu_ns += on - t->last_off_ts;
 			}
+			t->on_cpu_ns += d;
+			if (cfg_timeline && d)
+				emit(EV_ONCPU, id >> 32, (u32)id, on, d, 0, 0, true);
+			t->last_runtime = runtime ? runtime : 1;
 			t->last_on_ts = 0;
 			t->last_off_ts = now;
 			if (preempt || prev_state == 0) {
@@ -706,6 +856,12 @@ int hs_fault_major(struct bpf_perf_event_data *ctx)
  * io_uring workers) on a process's behalf, so the issuing context says little.
  */
 
+/* Operations of a request (the low bits of cmd_flags: enum req_op, stable since 4.10). */
+#define REQ_OP_MASK 0xff
+#define REQ_OP_READ 0
+#define REQ_OP_WRITE 1
+#define REQ_OP_ZONE_APPEND 7
+
 /* block_rq_issue(struct request *rq) */
 SEC("raw_tracepoint/block_rq_issue")
 int hs_block_issue(struct bpf_raw_tracepoint_args *ctx)
@@ -713,9 +869,11 @@ int hs_block_issue(struct bpf_raw_tracepoint_args *ctx)
 	struct request *rq = (void *)ctx->args[0];
 	u64 key = (u64)rq;
 	struct blk_start s;
+	u32 op = BPF_CORE_READ(rq, cmd_flags) & REQ_OP_MASK;
 	s.ts = bpf_ktime_get_ns();
 	s.bytes = BPF_CORE_READ(rq, __data_len);
-	bpf_map_update_elem(&blk_starts, &key, &s, BPF_ANY);
+	s.data = op == REQ_OP_READ || op == REQ_OP_WRITE || op == REQ_OP_ZONE_APPEND;
+	map_insert(&blk_starts, &key, &s, BPF_ANY, LOST_BLOCK);
 	return 0;
 }
 
@@ -740,10 +898,13 @@ int hs_block_complete(struct bpf_raw_tracepoint_args *ctx)
 		void *zero = zero_value();
 		if (!zero)
 			return 0;
-		bpf_map_update_elem(&blk_stats, &dev, zero, BPF_NOEXIST);
+		map_insert(&blk_stats, &dev, zero, BPF_NOEXIST, LOST_BLOCK);
 		st = bpf_map_lookup_elem(&blk_stats, &dev);
 	}
-	if (st) {
+	if (st && !s->data) {
+		st->other_count++;
+		st->other_bytes += s->bytes;
+	} else if (st) {
 		st->count++;
 		st->bytes += s->bytes;
 		st->total_ns += lat;
@@ -773,12 +934,16 @@ int hs_cpu_sample(struct bpf_perf_event_data *ctx)
 	k.tid = (u32)id;
 	k.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	k.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	/* -EEXIST: another stack holds the bucket; -ENOMEM: no room. (-EFAULT: no stack.) */
+	if (k.kstack == -EEXIST || k.kstack == -ENOMEM || k.ustack == -EEXIST ||
+	    k.ustack == -ENOMEM)
+		count_drop(LOST_STACKS);
 	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	c = bpf_map_lookup_elem(&samples, &k);
 	if (c)
 		__sync_fetch_and_add(c, 1);
 	else
-		bpf_map_update_elem(&samples, &k, &one, BPF_NOEXIST);
+		map_insert(&samples, &k, &one, BPF_NOEXIST, LOST_SAMPLES);
 	return 0;
 }
 
@@ -820,14 +985,15 @@ static __always_inline void msg_enter(struct pt_regs *ctx, u32 slot, u32 tgid)
 		struct msg_stats z = {};
 		z.entry_ip = ctx->ip;
 		z.exe_code = BPF_CORE_READ(task, mm, start_code);
-		bpf_map_update_elem(&msg_stats, &k, &z, BPF_NOEXIST);
+		map_insert(&msg_stats, &k, &z, BPF_NOEXIST, LOST_MSGS);
 		st = bpf_map_lookup_elem(&msg_stats, &k);
 		if (!st)
 			return;
 	}
-	st->calls++;
+	/* Threads of a process may call at once (MPI_THREAD_MULTIPLE): atomic adds. */
+	__sync_fetch_and_add(&st->calls, 1);
 	if (count > 0)
-		st->elements += count;
+		__sync_fetch_and_add(&st->elements, count);
 }
 
 static __always_inline int fn_enter(struct pt_regs *ctx, u32 slot)
@@ -843,7 +1009,7 @@ static __always_inline int fn_enter(struct pt_regs *ctx, u32 slot)
 	f = bpf_map_lookup_elem(&fn_frames, &tid);
 	if (!f) {
 		struct fn_frames zero = {};
-		bpf_map_update_elem(&fn_frames, &tid, &zero, BPF_NOEXIST);
+		map_insert(&fn_frames, &tid, &zero, BPF_NOEXIST, LOST_FUNCS);
 		f = bpf_map_lookup_elem(&fn_frames, &tid);
 		if (!f)
 			return 0;
@@ -864,7 +1030,7 @@ static __always_inline int fn_exit(u32 slot)
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
 	struct fn_frames *f = bpf_map_lookup_elem(&fn_frames, &tid);
-	struct fn_key k;
+	struct fn_key k = {};
 	struct fn_stats *st;
 	u64 now, lat, start;
 	u32 d;
@@ -881,13 +1047,14 @@ static __always_inline int fn_exit(u32 slot)
 	start = f->ts[d & (USTACK_DEPTH - 1)];
 	lat = now - start;
 	k.tgid = id >> 32;
+	k.tid = tid;
 	k.slot = slot;
 	st = bpf_map_lookup_elem(&fn_stats, &k);
 	if (!st) {
 		void *zero = zero_value();
 		if (!zero)
 			return 0;
-		bpf_map_update_elem(&fn_stats, &k, zero, BPF_NOEXIST);
+		map_insert(&fn_stats, &k, zero, BPF_NOEXIST, LOST_FUNCS);
 		st = bpf_map_lookup_elem(&fn_stats, &k);
 		if (!st)
 			return 0;

@@ -19,9 +19,34 @@
 #define EV_ONCPU 4
 #define EV_FUNC 5
 
+/*
+ * Indexes of the per-CPU `drops` counters: what the probes could not record. Every failed
+ * map insert is counted under the map's index (user space reports each non-zero count and
+ * marks the result partial).
+ */
+#define LOST_RINGBUF 0    /* lifecycle/timeline events: ring buffer full */
+#define LOST_DEEP 1       /* probed calls nested deeper than USTACK_DEPTH */
+#define LOST_TARGETS 2    /* forked processes not followed: targets full */
+#define LOST_SC_STARTS 3  /* system calls not timed: in-flight table full */
+#define LOST_SC_STATS 4   /* system calls not counted: sc_stats full */
+#define LOST_THREADS 5    /* scheduler/fault events of threads not in threads */
+#define LOST_FILES 6      /* file I/O: fd_stats, fd_paths or fd_gens full */
+#define LOST_BLOCK 7      /* block requests: blk_starts or blk_stats full */
+#define LOST_SAMPLES 8    /* cpu-clock samples: samples full */
+#define LOST_STACKS 9     /* stacks not stored: stack map full or bucket taken */
+#define LOST_FUNCS 10     /* probed calls: fn_frames or fn_stats full */
+#define LOST_MSGS 11      /* MPI message counts: msg_stats full */
+#define LOST_SLOTS 12
+
+/*
+ * Statistics are kept per thread (tid), so that only the thread itself ever updates an
+ * entry (no atomics, no per-CPU copies); user space sums the threads of each process.
+ */
 struct sc_key {
 	u32 tgid;
+	u32 tid;
 	u32 nr;
+	u32 pad;
 };
 
 struct sc_stats {
@@ -29,13 +54,15 @@ struct sc_stats {
 	u64 errors;
 	u64 total_ns;
 	u64 max_ns;
+	u64 min_ns;
 	u64 hist[HIST_SLOTS];
 };
 
-/* A syscall in flight. */
+/* A syscall in flight (arg0 and arg1: the file probe's arguments, when it runs). */
 struct sc_start {
 	u64 ts;
 	u64 arg0;
+	u64 arg1;
 	u32 nr;
 	u32 tgid;
 };
@@ -73,6 +100,8 @@ struct thread_stats {
 	u64 last_off_ts;
 	u64 wake_ts;
 	u64 exited;
+	/* The kernel's run time of the thread (se.sum_exec_runtime) at its last switch-out. */
+	u64 last_runtime;
 };
 
 /* gen counts the opens of this descriptor number seen during the trace (0: opened before). */
@@ -94,14 +123,23 @@ struct fd_path {
 	char path[PATH_LEN];
 };
 
+/* data: 1 for a read or write (a transfer), 0 for a flush, discard, write-zeroes... */
 struct blk_start {
 	u64 ts;
 	u64 bytes;
+	u64 data;
 };
 
+/*
+ * count, bytes and the histograms: reads and writes; other_count and other_bytes: the
+ * requests that transfer nothing (flush, discard, secure erase, write-zeroes: their size
+ * is a range of the device, not data moved).
+ */
 struct blk_stats {
 	u64 count;
 	u64 bytes;
+	u64 other_count;
+	u64 other_bytes;
 	u64 total_ns;
 	u64 max_ns;
 	u64 lat_hist[HIST_SLOTS];
@@ -118,7 +156,9 @@ struct sample_key {
 
 struct fn_key {
 	u32 tgid;
+	u32 tid;
 	u32 slot;
+	u32 pad;
 };
 
 struct fn_stats {

@@ -77,12 +77,19 @@ struct mm_struct {
 	long unsigned int start_code;
 };
 
+struct sched_entity {
+	u64 sum_exec_runtime;
+};
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
 	struct css_set *cgroups;
 	struct mm_struct *mm;
+	struct sched_entity se;
+	u64 start_time;
+	struct task_struct *real_parent;
 };
 
 struct gendisk {
@@ -96,6 +103,7 @@ struct request_queue {
 
 struct request {
 	struct request_queue *q;
+	unsigned int cmd_flags;
 	unsigned int __data_len;
 	sector_t __sector;
 };
@@ -132,6 +140,10 @@ enum {
 	BPF_ANY = 0,
 	BPF_NOEXIST = 1,
 	BPF_EXIST = 2,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = 1,
 };
 
 enum {

@@ -1,5 +1,5 @@
 //! Minimal driver for the tracer, for trying probes by hand before the CLI wires it:
-//! `cargo run -p hpcscope-trace --example trace -- [--profile HZ] [--fn SYM] -- CMD ARGS`.
+//! `cargo run -p hpcscope-trace --example trace -- [--profile HZ] [--fn SYM] [--json] -- CMD ARGS`.
 
 use hpcscope_core::Classify;
 use hpcscope_trace::{Probes, Target, TraceOptions, install_signal_handlers, trace};
@@ -17,6 +17,7 @@ fn main() {
     };
     let mut it = flags.iter();
     let mut quiet = false;
+    let mut json = false;
     while let Some(f) = it.next() {
         match f.as_str() {
             "--profile" => probes.profile_hz = it.next().and_then(|v| v.parse().ok()),
@@ -50,6 +51,7 @@ fn main() {
                 }
             }
             "--quiet" => quiet = true,
+            "--json" => json = true,
             other => eprintln!("ignored: {other}"),
         }
     }
@@ -62,6 +64,7 @@ fn main() {
     };
     match trace(&opts) {
         Ok(out) if quiet => eprintln!("traced {:.3} s", out.report.duration_s),
+        Ok(out) if json => println!("{}", serde_json::to_string_pretty(&out).unwrap()),
         Ok(out) => {
             for t in out.report.tables() {
                 println!("== {}\n{}", t.title, t.headers.join("\t"));

@@ -56,12 +56,12 @@ pub enum TraceError {
     #[error("{0}")]
     Invalid(String),
     /// The command to launch could not be started.
-    #[error("cannot run `{command}`: {source}")]
+    #[error("cannot run `{command}`: {reason}")]
     Spawn {
-        /// Program.
+        /// Program, as given.
         command: String,
-        /// OS error.
-        source: std::io::Error,
+        /// Why, and what to do.
+        reason: String,
     },
     /// Loading or attaching a BPF program failed for another reason.
     #[error("BPF {what}: {detail}")]

@@ -82,6 +82,32 @@ impl Log2Hist {
         self.buckets.last().map(|b| b.hi as f64)
     }
 
+    /// Quantile `q` as [`Log2Hist::quantile`] gives it, with the smallest and largest values
+    /// observed, `min` and `max`, as the bounds of the first and last non-empty buckets: a
+    /// bucket's width says nothing of values beyond those seen, so no quantile lies outside
+    /// `[min, max]` (with `max` 6,310 in a bucket [4,096, 8,191], p99 is at most 6,310).
+    /// `max` 0 means unknown (no clamping above).
+    pub fn quantile_within(&self, q: f64, min: u64, max: u64) -> Option<f64> {
+        let n = self.total();
+        if n == 0 {
+            return None;
+        }
+        let max = if max == 0 { u64::MAX } else { max };
+        let rank = q.clamp(0.0, 1.0) * n as f64;
+        let mut seen = 0.0;
+        for b in &self.buckets {
+            let c = b.count as f64;
+            let lo = b.lo.max(min).min(max) as f64;
+            let hi = b.hi.min(max).max(lo as u64) as f64;
+            if seen + c >= rank {
+                let f = if c > 0.0 { (rank - seen) / c } else { 0.0 };
+                return Some(lo + f * (hi - lo));
+            }
+            seen += c;
+        }
+        self.buckets.last().map(|b| b.hi.min(max) as f64)
+    }
+
     /// BCC-style text rendering, one line per bucket, with a bar of stars.
     pub fn render(&self, unit: &str) -> String {
         let max = self
@@ -147,6 +173,32 @@ mod tests {
         let p50 = h.quantile(0.5).unwrap();
         assert!((p50 - 767.5).abs() < 1e-9);
         assert_eq!(Log2Hist::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn quantiles_stay_within_the_observed_range() {
+        // The case: openat with max 6.31 us, its last bucket [4096, 8191]; the
+        // unclamped p99 was 7.49 us, above the max.
+        let mut s = vec![0u64; 48];
+        s[12] = 60; // [2048, 4095]
+        s[13] = 40; // [4096, 8191]
+        let h = Log2Hist::from_slots(&s);
+        let raw = h.quantile(0.99).unwrap();
+        assert!(raw > 6310.0, "{raw}");
+        let p99 = h.quantile_within(0.99, 2500, 6310).unwrap();
+        assert!((4096.0..=6310.0).contains(&p99), "{p99}");
+        assert_eq!(h.quantile_within(1.0, 2500, 6310), Some(6310.0));
+        assert_eq!(h.quantile_within(0.0, 2500, 6310), Some(2500.0));
+        // One value: every quantile is that value.
+        let mut one = vec![0u64; 48];
+        one[11] = 1;
+        let h = Log2Hist::from_slots(&one);
+        for q in [0.0, 0.5, 0.99, 1.0] {
+            assert_eq!(h.quantile_within(q, 1500, 1500), Some(1500.0), "{q}");
+        }
+        // Max unknown (0): only the bucket bounds.
+        assert_eq!(h.quantile_within(1.0, 0, 0), Some(2047.0));
+        assert_eq!(Log2Hist::default().quantile_within(0.5, 1, 2), None);
     }
 
     #[test]

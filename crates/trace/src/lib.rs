@@ -137,6 +137,11 @@ pub struct Probes {
     /// `exec`, `exit`, `fork`); empty keeps them all. The region boundaries of an MPI rank
     /// need four events, not the millions of calls in between.
     pub timeline_keep: Vec<String>,
+    /// Room in the in-kernel tables for this many traced processes (their threads, system
+    /// calls, files and stacks are sized from it); `None`: 16,384, or, for a cgroup or the
+    /// whole machine, four times the processes running at the start if that is more. What
+    /// does not fit is counted and reported (`TraceReport::lost`), never dropped silently.
+    pub max_processes: Option<u32>,
 }
 
 impl Probes {

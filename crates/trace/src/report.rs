@@ -15,8 +15,9 @@ pub struct TraceReport {
     pub probes: Vec<String>,
     /// Wall time of the traced window, seconds.
     pub duration_s: f64,
-    /// True when the trace stopped early (Ctrl-C, the PID exited, a time limit): the data
-    /// covers the window up to then.
+    /// True when the data is incomplete: the trace stopped early (Ctrl-C, the PID exited, a
+    /// time limit; the data covers the window up to then), or some events could not be
+    /// recorded (each counted in `lost`).
     pub partial: bool,
     /// Exit code of a launched command (None when it was killed by a signal or not ours).
     pub exit_code: Option<i32>,
@@ -25,6 +26,8 @@ pub struct TraceReport {
     pub exit_signal: Option<i32>,
     /// Things to know: probes replaced by a fallback, lost events, unavailable features.
     pub notes: Vec<String>,
+    /// What the probes could not record, by kind (empty when nothing was lost).
+    pub lost: Vec<LostCount>,
     /// System level.
     pub system: SystemLevel,
     /// Process level (one per traced process, including forked children).
@@ -32,6 +35,35 @@ pub struct TraceReport {
     /// Timeline events (only with `--timeline`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineEvent>,
+}
+
+/// Events of one kind the probes could not record (a full in-kernel table, a full ring
+/// buffer, probe runs the kernel skipped).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LostCount {
+    /// What was lost, e.g. `system calls not counted`.
+    pub what: String,
+    /// How many.
+    pub count: u64,
+    /// Why, and what to do about it.
+    pub why: String,
+}
+
+impl TraceReport {
+    /// The launched command's exit status as a shell gives it: its exit code, or 128 plus
+    /// the number of the signal that ended it; `None` when no command was launched (a PID,
+    /// a cgroup or the whole machine) or its end was not seen.
+    pub fn command_status(&self) -> Option<u8> {
+        match (self.exit_code, self.exit_signal) {
+            (Some(c), _) => Some((c & 0xff) as u8),
+            (None, Some(s)) => Some((128 + s).clamp(0, 255) as u8),
+            _ => None,
+        }
+    }
+
+    fn measured(&self, probe: &str) -> bool {
+        self.probes.iter().any(|p| p == probe)
+    }
 }
 
 /// Whole-target figures.
@@ -55,10 +87,16 @@ pub struct SystemLevel {
 pub struct BlockDevice {
     /// `major:minor`.
     pub device: String,
-    /// Requests completed.
+    /// Read and write requests completed (what /sys/block/*/stat counts as reads and
+    /// writes completed).
     pub requests: u64,
-    /// Bytes transferred.
+    /// Bytes those requests transferred.
     pub bytes: u64,
+    /// Other requests completed: flushes, discards, secure erases, write-zeroes (not in the
+    /// histograms).
+    pub other_requests: u64,
+    /// The ranges those requests covered, bytes (no data moved).
+    pub other_bytes: u64,
     /// Mean latency issue to completion, ns.
     pub mean_latency_ns: f64,
     /// Largest latency, ns.
@@ -111,6 +149,8 @@ pub struct SyscallStat {
     pub total_ns: u64,
     /// Largest latency, ns.
     pub max_ns: u64,
+    /// Smallest latency, ns.
+    pub min_ns: u64,
     /// Latency histogram, ns.
     pub latency_ns: Log2Hist,
 }
@@ -292,6 +332,9 @@ fn us(ns: f64) -> String {
     format!("{:.2}", ns / 1e3)
 }
 
+/// What a table shows for a figure no probe measured.
+const UNMEASURED: &str = "-";
+
 impl TraceReport {
     /// One table per level that has data: system, process, syscall, file, thread, function.
     pub fn tables(&self) -> Vec<LevelTable> {
@@ -322,9 +365,21 @@ impl TraceReport {
         }
         for b in &self.system.block {
             sys.rows.push(vec![
-                format!("block {} requests/bytes/mean_us", b.device),
+                format!(
+                    "block {} (whole machine, all processes) requests/bytes/mean_us",
+                    b.device
+                ),
                 format!("{}/{}/{}", b.requests, b.bytes, us(b.mean_latency_ns)),
             ]);
+            if b.other_requests > 0 {
+                sys.rows.push(vec![
+                    format!(
+                        "block {} (whole machine) flush/discard/write-zeroes requests/range bytes",
+                        b.device
+                    ),
+                    format!("{}/{}", b.other_requests, b.other_bytes),
+                ]);
+            }
         }
         out.push(sys);
 
@@ -341,16 +396,24 @@ impl TraceReport {
                 "syscalls",
             ],
         );
+        // A figure no probe measured is "-", not 0.
+        let sched = self.measured("sched") || self.measured("timeline");
+        let faults = self.measured("faults");
+        let syscalls = self.measured("syscalls");
+        let or_dash = |on: bool, v: String| if on { v } else { UNMEASURED.to_string() };
         for pr in &self.processes {
             p.rows.push(vec![
                 pr.pid.to_string(),
                 pr.comm.clone(),
-                ms(pr.on_cpu_ns),
-                ms(pr.off_cpu_ns),
-                pr.context_switches.to_string(),
-                pr.minor_faults.to_string(),
-                pr.major_faults.to_string(),
-                pr.syscalls.iter().map(|s| s.count).sum::<u64>().to_string(),
+                or_dash(sched, ms(pr.on_cpu_ns)),
+                or_dash(sched, ms(pr.off_cpu_ns)),
+                or_dash(sched, pr.context_switches.to_string()),
+                or_dash(faults, pr.minor_faults.to_string()),
+                or_dash(faults, pr.major_faults.to_string()),
+                or_dash(
+                    syscalls,
+                    pr.syscalls.iter().map(|s| s.count).sum::<u64>().to_string(),
+                ),
             ]);
         }
         out.push(p);
@@ -370,7 +433,10 @@ impl TraceReport {
                     s.errors.to_string(),
                     ms(s.total_ns),
                     us(s.total_ns as f64 / s.count.max(1) as f64),
-                    s.latency_ns.quantile(0.99).map(us).unwrap_or_default(),
+                    s.latency_ns
+                        .quantile_within(0.99, s.min_ns, s.max_ns)
+                        .map(us)
+                        .unwrap_or_default(),
                     us(s.max_ns as f64),
                 ]);
             }
@@ -430,14 +496,14 @@ impl TraceReport {
                     pr.pid.to_string(),
                     x.tid.to_string(),
                     x.comm.clone(),
-                    ms(x.on_cpu_ns),
-                    ms(x.off_cpu_ns),
-                    ms(x.runq_ns),
-                    x.voluntary_switches.to_string(),
-                    x.involuntary_switches.to_string(),
-                    x.migrations.to_string(),
-                    x.minor_faults.to_string(),
-                    x.major_faults.to_string(),
+                    or_dash(sched, ms(x.on_cpu_ns)),
+                    or_dash(sched, ms(x.off_cpu_ns)),
+                    or_dash(sched, ms(x.runq_ns)),
+                    or_dash(sched, x.voluntary_switches.to_string()),
+                    or_dash(sched, x.involuntary_switches.to_string()),
+                    or_dash(sched, x.migrations.to_string()),
+                    or_dash(faults, x.minor_faults.to_string()),
+                    or_dash(faults, x.major_faults.to_string()),
                 ]);
             }
         }
@@ -463,7 +529,10 @@ impl TraceReport {
                     us(x.total_ns as f64 / x.count.max(1) as f64),
                     us(x.min_ns as f64),
                     us(x.max_ns as f64),
-                    x.latency_ns.quantile(0.99).map(us).unwrap_or_default(),
+                    x.latency_ns
+                        .quantile_within(0.99, x.min_ns, x.max_ns)
+                        .map(us)
+                        .unwrap_or_default(),
                 ]);
             }
         }
@@ -669,6 +738,46 @@ mod tests {
         let sc = &sample().tables()[2];
         assert_eq!(sc.rows[0][1], "write");
         assert_eq!(sc.rows[0][5], "1.00"); // 4000 ns / 4 calls = 1 us
+    }
+
+    #[test]
+    fn what_no_probe_measured_is_a_dash_and_block_rows_say_machine_wide() {
+        // `--probes files,block`: no scheduler, fault or syscall figures were measured.
+        let mut r = sample();
+        r.probes = vec!["files".into(), "block".into()];
+        r.system.block.push(BlockDevice {
+            device: "254:0".into(),
+            requests: 3,
+            bytes: 12288,
+            ..Default::default()
+        });
+        let tables = r.tables();
+        let p = tables.iter().find(|t| t.title == "process").unwrap();
+        assert_eq!(p.rows[0][2..], ["-", "-", "-", "-", "-", "-"]);
+        let th = tables.iter().find(|t| t.title == "thread").unwrap();
+        assert!(th.rows[0][3..].iter().all(|c| c == "-"), "{:?}", th.rows[0]);
+        let sys = tables.iter().find(|t| t.title == "system").unwrap();
+        let block = sys.rows.iter().find(|r| r[0].starts_with("block")).unwrap();
+        assert!(block[0].contains("whole machine"), "{block:?}");
+        // Measured zeros stay zeros.
+        r.probes = vec!["sched".into(), "faults".into(), "syscalls".into()];
+        let p = r
+            .tables()
+            .into_iter()
+            .find(|t| t.title == "process")
+            .unwrap();
+        assert_eq!(p.rows[0][2..], ["0.000", "0.000", "0", "0", "0", "4"]);
+    }
+
+    #[test]
+    fn the_command_status_is_the_shells() {
+        let mut r = TraceReport::default();
+        assert_eq!(r.command_status(), None);
+        r.exit_code = Some(7);
+        assert_eq!(r.command_status(), Some(7));
+        r.exit_code = None;
+        r.exit_signal = Some(9);
+        assert_eq!(r.command_status(), Some(137));
     }
 
     #[test]

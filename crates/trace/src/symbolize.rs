@@ -1,6 +1,9 @@
 //! Address to function name: for user code, DWARF debug information where the file has it
 //! (functions inlined at the address become frames of their own) and the ELF symbol tables
-//! otherwise, with C++ and Rust names demangled (blazesym); `kallsyms` for the kernel; and
+//! otherwise, with C++ and Rust names demangled (blazesym); separate debug files too (a
+//! distribution's `-dbg`/`-debuginfo` packages: `.gnu_debuglink` and build IDs under
+//! /usr/lib/debug, compressed sections included, and the debuginfod client's cache);
+//! `kallsyms` for the kernel; and
 //! snapshots of a process's memory map taken while it runs (a process that has exited has
 //! no map left to read). [`ElfSymbols`] is the symbol-table index uprobes resolve names
 //! with.
@@ -151,10 +154,57 @@ impl ElfSymbols {
     }
 }
 
+/// The debuginfod client's cache directories, where `debuginfod-find` (and gdb, perf...)
+/// leave the debug file of a build ID as `<dir>/<build-id>/debuginfo`:
+/// `$DEBUGINFOD_CACHE_PATH`, `$XDG_CACHE_HOME/debuginfod_client`,
+/// `$HOME/.cache/debuginfod_client` (those that are set).
+pub fn debuginfod_cache_dirs() -> Vec<PathBuf> {
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|x| !x.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    dirs.extend(var("DEBUGINFOD_CACHE_PATH"));
+    dirs.extend(var("XDG_CACHE_HOME").map(|d| d.join("debuginfod_client")));
+    dirs.extend(var("HOME").map(|d| d.join(".cache/debuginfod_client")));
+    dirs.dedup();
+    dirs
+}
+
+/// The GNU build ID of an ELF file, in hexadecimal.
+pub fn build_id(path: &Path) -> Option<String> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let id = file.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The virtual address at file offset `off` of an ELF file (its loadable segments').
+fn file_offset_to_vaddr(path: &Path, off: u64) -> Option<u64> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    file.segments().find_map(|s| {
+        let (start, size) = s.file_range();
+        (off >= start && off < start + size).then(|| s.address() + (off - start))
+    })
+}
+
+/// The name a function is known by: glibc's internal aliases (`__GI___strcoll_l`, made by
+/// its `hidden_def`, at the same address) under their public name (`__strcoll_l`), as perf
+/// and the symbol table's global entry name them.
+pub fn public_name(name: &str) -> String {
+    name.strip_prefix("__GI_").unwrap_or(name).to_string()
+}
+
 /// Symbolizes user and kernel addresses, caching parsed files and resolved addresses.
 pub struct Symbolizer {
     user: blazesym::symbolize::Symbolizer,
     resolved: HashMap<(PathBuf, u64), Vec<String>>,
+    /// Where to look for debuginfod's debug files ([`debuginfod_cache_dirs`]).
+    pub debuginfod_dirs: Vec<PathBuf>,
+    /// The debug file found for each file, if any (by build ID in the debuginfod cache).
+    debug_files: HashMap<PathBuf, Option<PathBuf>>,
     kernel: Vec<(u64, String)>,
     /// Last map snapshot of each process.
     pub maps: HashMap<u32, Vec<Mapping>>,
@@ -170,6 +220,8 @@ impl Default for Symbolizer {
                 .enable_demangling(true)
                 .build(),
             resolved: HashMap::new(),
+            debuginfod_dirs: debuginfod_cache_dirs(),
+            debug_files: HashMap::new(),
             kernel: Vec::new(),
             maps: HashMap::new(),
         }
@@ -241,33 +293,63 @@ impl Symbolizer {
         self.file_frames(&path, off)
     }
 
-    /// The frames at file offset `off` of the ELF file `path`, outermost first.
+    /// The frames at file offset `off` of the ELF file `path`, outermost first: from the
+    /// file itself and the debug files blazesym finds for it (`.gnu_debuglink`, build ID
+    /// under /usr/lib/debug/.build-id), else from its debug file in the debuginfod cache,
+    /// else a placeholder naming the file and offset.
     pub fn file_frames(&mut self, path: &Path, off: u64) -> Vec<String> {
         let key = (path.to_path_buf(), off);
         if let Some(f) = self.resolved.get(&key) {
             return f.clone();
         }
-        let src =
-            blazesym::symbolize::source::Source::Elf(blazesym::symbolize::source::Elf::new(path));
-        let frames = match self
-            .user
-            .symbolize_single(&src, blazesym::symbolize::Input::FileOffset(off))
-        {
-            Ok(blazesym::symbolize::Symbolized::Sym(sym)) => {
-                let mut v = vec![sym.name.to_string()];
-                v.extend(sym.inlined.iter().map(|f| f.name.to_string()));
-                v
-            }
-            _ => {
+        use blazesym::symbolize::{Input, source::Elf, source::Source};
+        let src = Source::Elf(Elf::new(path));
+        let frames = self
+            .symbol_frames(&src, Input::FileOffset(off))
+            .or_else(|| {
+                let debug = self.debuginfod_file(path)?;
+                let vaddr = file_offset_to_vaddr(path, off)?;
+                self.symbol_frames(&Source::Elf(Elf::new(debug)), Input::VirtOffset(vaddr))
+            })
+            .unwrap_or_else(|| {
                 let file = path
                     .file_name()
                     .map(|f| f.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 vec![format!("[{file}+{off:#x}]")]
-            }
-        };
+            });
         self.resolved.insert(key, frames.clone());
         frames
+    }
+
+    fn symbol_frames(
+        &self,
+        src: &blazesym::symbolize::source::Source,
+        input: blazesym::symbolize::Input<u64>,
+    ) -> Option<Vec<String>> {
+        match self.user.symbolize_single(src, input) {
+            Ok(blazesym::symbolize::Symbolized::Sym(sym)) => {
+                let mut v = vec![public_name(&sym.name)];
+                v.extend(sym.inlined.iter().map(|f| public_name(&f.name)));
+                Some(v)
+            }
+            _ => None,
+        }
+    }
+
+    /// The debug file of `path` in the debuginfod cache, by its build ID.
+    fn debuginfod_file(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(d) = self.debug_files.get(path) {
+            return d.clone();
+        }
+        let found = build_id(path).and_then(|id| {
+            self.debuginfod_dirs
+                .iter()
+                .map(|d| d.join(&id).join("debuginfo"))
+                .find(|p| p.is_file())
+        });
+        self.debug_files.insert(path.to_path_buf(), found.clone());
+        found
     }
 }
 
@@ -391,6 +473,122 @@ int main(void) { double v[4] = {1, 2, 3, 4}; return (int)sum_squares(v, 4); }
         // An offset past the code: a placeholder naming the file.
         let frames = s.file_frames(&without, 1 << 30);
         assert!(frames[0].starts_with("[inl_s+"), "{frames:?}");
+    }
+
+    /// The address of function `name` in the symbol table of ELF file `debug` (a debug file
+    /// or a program), as a file offset in `program` (the file its code is loaded from).
+    fn function_offset(debug: &Path, program: &Path, name: &str) -> Option<u64> {
+        let data = std::fs::read(debug).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let va = file.symbols().find(|s| s.name() == Ok(name))?.address();
+        let pdata = std::fs::read(program).ok()?;
+        let pfile = object::File::parse(&*pdata).ok()?;
+        pfile.segments().find_map(|s| {
+            (va >= s.address() && va < s.address() + s.size())
+                .then(|| va - s.address() + s.file_range().0)
+        })
+    }
+
+    #[test]
+    fn a_debug_file_in_the_debuginfod_cache_names_a_static_function() {
+        let tools = ["gcc", "objcopy", "strip"];
+        if let Some(t) = tools.iter().find(|t| {
+            std::process::Command::new(t)
+                .arg("--version")
+                .output()
+                .is_err()
+        }) {
+            println!("skipping: {t} not found");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("p.c");
+        std::fs::write(
+            &src,
+            "static __attribute__((noinline)) int hidden_helper(int x) { return x * 3 + 1; }\n\
+             int main(int argc, char **argv) { (void)argv; return hidden_helper(argc); }\n",
+        )
+        .unwrap();
+        let prog = dir.path().join("prog");
+        let run = |cmd: &str, args: &[&std::ffi::OsStr]| {
+            let st = std::process::Command::new(cmd).args(args).status().unwrap();
+            assert!(st.success(), "{cmd} {args:?}");
+        };
+        run(
+            "gcc",
+            &[
+                "-O2".as_ref(),
+                "-g".as_ref(),
+                "-Wl,--build-id".as_ref(),
+                src.as_os_str(),
+                "-o".as_ref(),
+                prog.as_os_str(),
+            ],
+        );
+        let debug = dir.path().join("prog.dbg");
+        run(
+            "objcopy",
+            &[
+                "--only-keep-debug".as_ref(),
+                prog.as_os_str(),
+                debug.as_os_str(),
+            ],
+        );
+        run("strip", &["--strip-all".as_ref(), prog.as_os_str()]);
+        let off = function_offset(&debug, &prog, "hidden_helper").expect("in the debug file");
+        // Without the cache: the stripped program cannot name it.
+        let mut s = Symbolizer {
+            debuginfod_dirs: Vec::new(),
+            ..Symbolizer::default()
+        };
+        let frames = s.file_frames(&prog, off);
+        assert!(frames[0].starts_with("[prog+"), "{frames:?}");
+        // With the debug file where debuginfod keeps it: <cache>/<build-id>/debuginfo.
+        let cache = dir.path().join("cache");
+        let id = build_id(&prog).expect("a build ID");
+        std::fs::create_dir_all(cache.join(&id)).unwrap();
+        std::fs::copy(&debug, cache.join(&id).join("debuginfo")).unwrap();
+        let mut s = Symbolizer {
+            debuginfod_dirs: vec![cache],
+            ..Symbolizer::default()
+        };
+        assert_eq!(s.file_frames(&prog, off).last().unwrap(), "hidden_helper");
+    }
+
+    #[test]
+    fn libc_functions_are_named_from_its_debug_package() {
+        // Debian's libc6-dbg: /usr/lib/debug/.build-id/xx/yyyy.debug, compressed sections.
+        let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+        let Some(id) = build_id(libc) else {
+            println!("skipping: no {} with a build ID", libc.display());
+            return;
+        };
+        let debug = PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &id[..2],
+            &id[2..]
+        ));
+        if !debug.is_file() {
+            println!("skipping: no debug file for libc (apt-get install libc6-dbg)");
+            return;
+        }
+        // A static function, absent from libc's own (dynamic) symbol table.
+        let off = function_offset(&debug, libc, "__libc_start_call_main")
+            .expect("__libc_start_call_main in libc's debug file");
+        let mut s = Symbolizer {
+            debuginfod_dirs: Vec::new(),
+            ..Symbolizer::default()
+        };
+        let frames = s.file_frames(libc, off + 4);
+        assert_eq!(
+            frames.last().unwrap(),
+            "__libc_start_call_main",
+            "{frames:?}"
+        );
+        // A function with an internal alias at its address: named as perf names it.
+        let off = function_offset(&debug, libc, "__strcoll_l").expect("__strcoll_l");
+        let frames = s.file_frames(libc, off);
+        assert_eq!(frames[0], "__strcoll_l", "{frames:?}");
     }
 
     #[test]

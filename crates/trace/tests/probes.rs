@@ -615,3 +615,248 @@ fn timeline_has_on_cpu_slices_and_function_calls() {
             .any(|e| e["ph"] == "M" && e["name"] == "thread_name")
     );
 }
+
+/// The syscall table's rows for `name` as (count, errors, p99_us, max_us).
+fn table_latencies(r: &TraceReport) -> Vec<(String, f64, f64, f64)> {
+    let tables = r.tables();
+    let sc = tables
+        .iter()
+        .find(|t| t.title == "syscall")
+        .expect("a syscall table");
+    let col = |h: &str| sc.headers.iter().position(|x| x == h).unwrap();
+    let (name, p99, max, mean) = (col("syscall"), col("p99_us"), col("max_us"), col("mean_us"));
+    sc.rows
+        .iter()
+        .map(|row| {
+            let f = |i: usize| row[i].parse::<f64>().unwrap_or_else(|_| panic!("{row:?}"));
+            (row[name].clone(), f(p99), f(max), f(mean))
+        })
+        .collect()
+}
+
+#[test]
+fn a_program_found_on_path_is_executed_once_and_p99_stays_within_max() {
+    let (_g, _bin) = setup!();
+    // `true` by name: the launcher finds it on PATH itself, so the only execve the probes
+    // see is the one that runs it (strace -f -c reports one; the launcher's own search of
+    // the PATH directories used to add one failed execve per directory before it).
+    let opts = TraceOptions {
+        target: Target::Command(vec!["true".into()]),
+        probes: Probes {
+            syscalls: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    assert_eq!(r.processes.len(), 1, "{r:#?}");
+    let execve = r.processes[0]
+        .syscalls
+        .iter()
+        .find(|s| s.name == "execve")
+        .expect("execve");
+    assert_eq!((execve.count, execve.errors), (1, 0), "{execve:?}");
+    assert_eq!(r.command_status(), Some(0));
+    // Every row: p99 between the smallest and the largest call (a log2 bucket's upper
+    // bound is no observed latency), mean no larger than max.
+    for (name, p99, max, mean) in table_latencies(&r) {
+        assert!(p99 <= max, "{name}: p99 {p99} us above max {max} us");
+        assert!(
+            mean <= max + 0.01,
+            "{name}: mean {mean} us above max {max} us"
+        );
+    }
+}
+
+#[test]
+fn the_command_exit_status_is_kept() {
+    let (_g, _bin) = setup!();
+    let run = |script: &str| {
+        let opts = TraceOptions {
+            target: Target::Command(vec!["sh".into(), "-c".into(), script.into()]),
+            probes: Probes {
+                syscalls: true,
+                ..Probes::default()
+            },
+            duration: None,
+        };
+        trace(&opts).expect("trace").report
+    };
+    let r = run("exit 7");
+    assert_eq!((r.exit_code, r.command_status()), (Some(7), Some(7)));
+    // Killed by a signal: 128 + its number, as a shell reports it.
+    let r = run("kill -KILL $$");
+    assert_eq!((r.exit_signal, r.command_status()), (Some(9), Some(137)));
+}
+
+#[test]
+fn a_missing_program_is_named_once_with_the_fix() {
+    let (_g, _bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec!["hpcscope-no-such-command-xyz".into()]),
+        probes: Probes {
+            syscalls: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let e = trace(&opts).unwrap_err();
+    assert!(matches!(e, TraceError::Spawn { .. }), "{e:?}");
+    let m = e.to_string();
+    assert!(
+        m.starts_with("cannot run `hpcscope-no-such-command-xyz`: no such program in PATH"),
+        "{m}"
+    );
+    assert!(m.contains("give its path"), "{m}");
+    // No cause chained under it (a caller printing the chain would repeat the OS error).
+    assert!(std::error::Error::source(&e).is_none(), "{e:?}");
+    assert!(!m.contains("pid "), "{m}");
+}
+
+#[test]
+fn files_follow_dup2_and_inherited_descriptors() {
+    let (_g, _bin) = setup!();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("dd.out");
+    let log = dir.path().join("log.txt");
+    // dd opens its output on fd 3 and dup2()s it onto fd 1 (and /dev/zero onto 0); the
+    // inner shell inherits the outer one's redirected stdout at its fork.
+    let script = format!(
+        "dd if=/dev/zero of={} bs=4096 count=16 status=none; exec >{}; sh -c 'echo hello; echo world'",
+        data.display(),
+        log.display()
+    );
+    let opts = TraceOptions {
+        target: Target::Command(vec!["sh".into(), "-c".into(), script]),
+        probes: Probes {
+            files: true,
+            ..Probes::default()
+        },
+        duration: None,
+    };
+    let r = trace(&opts).expect("trace").report;
+    let files: Vec<(u32, &hpcscope_trace::report::FileStat)> = r
+        .processes
+        .iter()
+        .flat_map(|p| p.files.iter().map(move |f| (p.pid, f)))
+        .collect();
+    let by_path = |p: &std::path::Path| {
+        files
+            .iter()
+            .filter(|(_, f)| f.path.as_deref() == Some(p.to_str().unwrap()))
+            .map(|(_, f)| (f.fd, f.read_bytes, f.write_bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by_path(&data), [(1, 0, 16 * 4096)], "{files:#?}");
+    assert_eq!(
+        by_path(std::path::Path::new("/dev/zero")),
+        [(0, 16 * 4096, 0)],
+        "{files:#?}"
+    );
+    assert_eq!(by_path(&log), [(1, 0, 12)], "{files:#?}");
+    assert!(
+        files.iter().all(|(_, f)| f.path.is_some()),
+        "every descriptor has a path: {files:#?}"
+    );
+}
+
+#[test]
+fn forked_processes_get_their_own_cpu_time_and_all_their_syscalls() {
+    let (_g, _bin) = setup!();
+    // 2,000 short processes while two busy loops keep both CPUs loaded: more distinct
+    // (process, system call) pairs than the old fixed table held, and new processes that
+    // the kernel starts on one CPU and moves to another before any sched_switch shows
+    // them (their first slice used to be counted from the start of the trace).
+    let n = 2000;
+    let script = format!(
+        "(while :; do :; done) & a=$!; (while :; do :; done) & b=$!; \
+         i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done; kill $a $b"
+    );
+    let opts = TraceOptions {
+        target: Target::Command(vec!["sh".into(), "-c".into(), script]),
+        probes: Probes {
+            syscalls: true,
+            sched: true,
+            timeline: true,
+            timeline_keep: vec!["on-cpu".into()],
+            ..Probes::default()
+        },
+        duration: Some(Duration::from_secs(120)),
+    };
+    let r = trace(&opts).expect("trace").report;
+    assert!(r.lost.is_empty(), "{:#?}", r.lost);
+    assert!(!r.partial, "{:?}", r.notes);
+    let trues: Vec<_> = r.processes.iter().filter(|p| p.comm == "true").collect();
+    assert_eq!(trues.len(), n, "one row per process");
+    // Every one: its exec and its system calls, none lost.
+    for p in &trues {
+        let execve = p.syscalls.iter().find(|s| s.name == "execve");
+        assert_eq!(execve.map(|s| (s.count, s.errors)), Some((1, 0)), "{p:#?}");
+        assert!(p.syscalls.len() >= 10, "{p:#?}");
+    }
+    // /bin/true runs for about a millisecond: none gets the trace's age as CPU time.
+    let worst = trues.iter().max_by_key(|p| p.on_cpu_ns).unwrap();
+    assert!(
+        worst.on_cpu_ns < 50_000_000,
+        "pid {} on a CPU for {} ms",
+        worst.pid,
+        worst.on_cpu_ns / 1_000_000
+    );
+    // The timeline and the summary agree for every thread that exited: the sum of its
+    // on-CPU slices is its on-CPU time.
+    let mut slices: std::collections::HashMap<u32, u64> = Default::default();
+    for e in r.timeline.iter().filter(|e| e.name == "on-cpu") {
+        *slices.entry(e.tid).or_default() += e.dur_ns;
+    }
+    for t in r
+        .processes
+        .iter()
+        .flat_map(|p| &p.threads)
+        .filter(|t| t.exited)
+    {
+        assert_eq!(
+            slices.get(&t.tid).copied().unwrap_or(0),
+            t.on_cpu_ns,
+            "{t:?}"
+        );
+    }
+}
+
+/// The kernel's run time of a thread so far (/proc/<tid>/schedstat), ns.
+fn schedstat(tid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{tid}/schedstat"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn an_attached_process_gets_the_cpu_time_the_kernel_counted() {
+    let (_g, bin) = setup!();
+    let mut child = Command::new(&bin).args(["spin", "30"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id();
+    let before = schedstat(pid);
+    let r = trace(&TraceOptions {
+        target: Target::Pid(pid),
+        probes: Probes {
+            sched: true,
+            ..Probes::default()
+        },
+        duration: Some(Duration::from_millis(1500)),
+    })
+    .expect("trace")
+    .report;
+    let after = schedstat(pid);
+    let _ = child.kill();
+    child.wait().unwrap();
+    let p = r.processes.iter().find(|p| p.pid == pid).expect("traced");
+    // The window lies inside [before, after]: at most that much, and, as the process spins
+    // throughout, most of it (the rest is the set-up and tear-down around the window).
+    let outer = after - before;
+    assert!(p.on_cpu_ns <= outer, "{} > {outer}", p.on_cpu_ns);
+    assert!(p.on_cpu_ns >= outer / 2, "{} ns of {outer} ns", p.on_cpu_ns);
+}

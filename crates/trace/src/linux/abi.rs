@@ -18,6 +18,21 @@ pub const EV_FORK: u32 = 3;
 pub const EV_ONCPU: u32 = 4;
 pub const EV_FUNC: u32 = 5;
 
+/// Indexes of the `drops` counters (`LOST_*` in `bpf/hpcscope.h`).
+pub const LOST_RINGBUF: u32 = 0;
+pub const LOST_DEEP: u32 = 1;
+pub const LOST_TARGETS: u32 = 2;
+pub const LOST_SC_STARTS: u32 = 3;
+pub const LOST_SC_STATS: u32 = 4;
+pub const LOST_THREADS: u32 = 5;
+pub const LOST_FILES: u32 = 6;
+pub const LOST_BLOCK: u32 = 7;
+pub const LOST_SAMPLES: u32 = 8;
+pub const LOST_STACKS: u32 = 9;
+pub const LOST_FUNCS: u32 = 10;
+pub const LOST_MSGS: u32 = 11;
+pub const LOST_SLOTS: u32 = 12;
+
 macro_rules! pod {
     ($($t:ty),*) => {$(
         // SAFETY: plain `repr(C)` data with no padding the C side leaves undefined that we
@@ -30,7 +45,9 @@ macro_rules! pod {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ScKey {
     pub tgid: u32,
+    pub tid: u32,
     pub nr: u32,
+    pub pad: u32,
 }
 
 #[repr(C)]
@@ -40,6 +57,7 @@ pub struct ScStats {
     pub errors: u64,
     pub total_ns: u64,
     pub max_ns: u64,
+    pub min_ns: u64,
     pub hist: [u64; HIST_SLOTS],
 }
 
@@ -63,6 +81,7 @@ pub struct ThreadStats {
     pub last_off_ts: u64,
     pub wake_ts: u64,
     pub exited: u64,
+    pub last_runtime: u64,
 }
 
 #[repr(C)]
@@ -94,6 +113,8 @@ pub struct FdPath {
 pub struct BlkStats {
     pub count: u64,
     pub bytes: u64,
+    pub other_count: u64,
+    pub other_bytes: u64,
     pub total_ns: u64,
     pub max_ns: u64,
     pub lat_hist: [u64; HIST_SLOTS],
@@ -114,7 +135,9 @@ pub struct SampleKey {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FnKey {
     pub tgid: u32,
+    pub tid: u32,
     pub slot: u32,
+    pub pad: u32,
 }
 
 #[repr(C)]
@@ -208,15 +231,17 @@ mod tests {
     #[test]
     fn sizes_match_the_c_structs() {
         // Sizes computed from bpf/hpcscope.h by hand (all fields naturally aligned).
-        assert_eq!(size_of::<ScStats>(), 8 * (4 + HIST_SLOTS));
-        assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 14);
+        assert_eq!(size_of::<ScStats>(), 8 * (5 + HIST_SLOTS));
+        assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 15);
         assert_eq!(size_of::<SampleKey>(), 32);
         assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));
-        assert_eq!(size_of::<BlkStats>(), 8 * (4 + 2 * HIST_SLOTS));
+        assert_eq!(size_of::<BlkStats>(), 8 * (6 + 2 * HIST_SLOTS));
         assert_eq!(size_of::<Event>(), 56);
         assert_eq!(size_of::<MsgArgs>(), 4);
         assert_eq!(size_of::<MsgKey>(), 16);
         assert_eq!(size_of::<MsgStats>(), 32);
+        assert_eq!(size_of::<ScKey>(), 16);
+        assert_eq!(size_of::<FnKey>(), 16);
     }
 
     #[test]

@@ -157,10 +157,85 @@ fn message_args(resolved: &[target::ResolvedFn]) -> [MsgArgs; UPROBE_SLOTS] {
     a
 }
 
+/// How many entries each in-kernel table gets, from the number of processes it must hold
+/// ([`crate::Probes::max_processes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Capacity {
+    processes: u32,
+}
+
+impl Capacity {
+    const DEFAULT: u32 = 16_384;
+
+    fn for_target(opts: &TraceOptions) -> Capacity {
+        let processes = match opts.probes.max_processes {
+            Some(n) => n.clamp(16, 1 << 22),
+            None => match &opts.target {
+                Target::System | Target::Cgroup(_) => {
+                    Self::DEFAULT.max(running_processes().saturating_mul(4))
+                }
+                _ => Self::DEFAULT,
+            },
+        };
+        Capacity { processes }
+    }
+
+    /// Entries of each table: per process (targets), per thread (threads, syscalls in
+    /// flight, run times at the start, probed-call stacks, samples), per (process, system
+    /// call) pair, per (process, descriptor), per (process, function).
+    fn entries(&self, map: &str) -> u32 {
+        let p = self.processes;
+        let n = match map {
+            "targets" => p,
+            "threads" | "sc_starts" | "runtime_base" | "fn_frames" | "samples" => {
+                p.saturating_mul(4)
+            }
+            "sc_stats" | "fn_stats" | "msg_stats" => p.saturating_mul(64),
+            "fd_stats" | "fd_paths" | "fd_gens" => p.saturating_mul(32),
+            "stacks" => p.max(Self::DEFAULT),
+            _ => p,
+        };
+        n.min(1 << 24)
+    }
+
+    /// The tables whose size follows the target.
+    const MAPS: &'static [&'static str] = &[
+        "targets",
+        "threads",
+        "sc_starts",
+        "runtime_base",
+        "fn_frames",
+        "samples",
+        "sc_stats",
+        "fn_stats",
+        "msg_stats",
+        "fd_stats",
+        "fd_paths",
+        "fd_gens",
+        "stacks",
+    ];
+}
+
+/// Processes running now (the entries of /proc that are numbers).
+fn running_processes() -> u32 {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+                })
+                .count() as u32
+        })
+        .unwrap_or(0)
+}
+
 fn load_object(
     opts: &TraceOptions,
     cgroup_id: u64,
     msg_args: &[MsgArgs; UPROBE_SLOTS],
+    cap: Capacity,
 ) -> Result<Ebpf, TraceError> {
     let all: u8 = matches!(opts.target, Target::System) as u8;
     let timeline: u8 = opts.probes.timeline as u8;
@@ -172,8 +247,12 @@ fn load_object(
         .set_global("cfg_timeline", &timeline, true)
         .set_global("cfg_fileio", &fileio, true)
         .set_global("cfg_msg_args", msg_args, true);
+    for m in Capacity::MAPS {
+        loader.set_max_entries(m, cap.entries(m));
+    }
     if opts.probes.profile_hz.is_none() {
         loader.set_max_entries("stacks", 1);
+        loader.set_max_entries("samples", 1);
     }
     loader
         .load(OBJECT)
@@ -313,6 +392,94 @@ fn proc_comm(pid: u32) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// The kernel's run time of thread `tid` so far, ns (the first field of
+/// /proc/<tid>/schedstat: se.sum_exec_runtime).
+fn thread_runtime(tid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{tid}/schedstat"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The threads of process `tgid` now.
+fn threads_of(tgid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{tgid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Starts the window: records the run time of each thread of the processes traced from the
+/// start (`runtime_base`: an exact first slice for a thread whose switch-in is not seen),
+/// with the file probe the paths of their open descriptors (so that inherited ones, and
+/// their duplicates, have one), then the start time itself.
+fn start_window(bpf: &mut Ebpf, probes: &crate::Probes, tgids: &[u32]) -> Result<u64, TraceError> {
+    if probes.sched || probes.timeline {
+        let mut base: BpfHashMap<_, u32, u64> =
+            BpfHashMap::try_from(bpf.map_mut("runtime_base").expect("runtime_base map"))
+                .map_err(|e| bpf_err("runtime_base", &e))?;
+        for &p in tgids {
+            for tid in threads_of(p) {
+                if let Some(r) = thread_runtime(tid) {
+                    // A full table only loses this bound (the thread is then counted as
+                    // running since the start, as without it).
+                    let _ = base.insert(tid, r, 0);
+                }
+            }
+        }
+    }
+    if probes.files {
+        let mut paths: BpfHashMap<_, FdKey, FdPath> =
+            BpfHashMap::try_from(bpf.map_mut("fd_paths").expect("fd_paths map"))
+                .map_err(|e| bpf_err("fd_paths", &e))?;
+        for &p in tgids {
+            for (fd, path) in open_files(p) {
+                let mut v = FdPath {
+                    path: [0; PATH_LEN],
+                };
+                let b = path.as_bytes();
+                let n = b.len().min(PATH_LEN - 1);
+                v.path[..n].copy_from_slice(&b[..n]);
+                let k = FdKey {
+                    tgid: p,
+                    fd,
+                    generation: 0,
+                    pad: 0,
+                };
+                let _ = paths.insert(k, v, 0);
+            }
+        }
+    }
+    let t0_ns = monotonic_ns();
+    if let Some(m) = bpf.map_mut("trace_start") {
+        let mut a: aya::maps::Array<_, u64> =
+            aya::maps::Array::try_from(m).map_err(|e| bpf_err("trace_start", &e))?;
+        a.set(0, t0_ns, 0).map_err(|e| bpf_err("trace_start", &e))?;
+    }
+    Ok(t0_ns)
+}
+
+/// The open descriptors of process `tgid` and what each refers to (a path, `pipe:[N]`,
+/// `socket:[N]`...).
+fn open_files(tgid: u32) -> Vec<(i32, String)> {
+    std::fs::read_dir(format!("/proc/{tgid}/fd"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let fd = e.file_name().to_str()?.parse().ok()?;
+                    let to = std::fs::read_link(e.path()).ok()?;
+                    Some((fd, to.display().to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Runs a trace as described by `opts` (see [`crate::trace`]).
 pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     preflight()?;
@@ -343,24 +510,34 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         Target::Command(cmd) => Some(Launched::fork_stopped(cmd)?),
         _ => None,
     };
+    let cap = Capacity::for_target(opts);
     let result = (|| -> Result<(Ebpf, Instant, u64), TraceError> {
-        let mut bpf = load_object(opts, cgroup_id, &msg_args)?;
+        let mut bpf = load_object(opts, cgroup_id, &msg_args, cap)?;
         // Seed the target set.
+        let roots: Vec<u32> = match (&opts.target, &launched) {
+            (_, Some(l)) => vec![l.pid],
+            (Target::Pid(p), _) => target::descendants(*p),
+            _ => Vec::new(),
+        };
         {
             let mut targets: BpfHashMap<_, u32, u8> =
                 BpfHashMap::try_from(bpf.map_mut("targets").expect("targets map"))
                     .map_err(|e| bpf_err("targets", &e))?;
-            let roots: Vec<u32> = match (&opts.target, &launched) {
-                (_, Some(l)) => vec![l.pid],
-                (Target::Pid(p), _) => target::descendants(*p),
-                _ => Vec::new(),
-            };
-            for r in roots {
+            for r in &roots {
                 targets
                     .insert(r, 1, 0)
                     .map_err(|e| bpf_err("targets", &e))?;
             }
         }
+        // The window starts before the first probe is attached, so that a switch-out
+        // seen right after attaching still has its start.
+        let initial = match &opts.target {
+            Target::Cgroup(p) => std::fs::read_to_string(cgroup_dir(p).join("cgroup.procs"))
+                .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+                .unwrap_or_default(),
+            _ => roots.clone(),
+        };
+        let t0_ns = start_window(&mut bpf, probes, &initial)?;
         raw_tp(&mut bpf, "hs_fork", "sched_process_fork")?;
         raw_tp(&mut bpf, "hs_exec", "sched_process_exec")?;
         raw_tp(&mut bpf, "hs_exit", "sched_process_exit")?;
@@ -445,12 +622,6 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
                 ));
             }
         }
-        let t0_ns = monotonic_ns();
-        if let Some(m) = bpf.map_mut("trace_start") {
-            let mut a: aya::maps::Array<_, u64> =
-                aya::maps::Array::try_from(m).map_err(|e| bpf_err("trace_start", &e))?;
-            a.set(0, t0_ns, 0).map_err(|e| bpf_err("trace_start", &e))?;
-        }
         Ok((bpf, Instant::now(), t0_ns))
     })();
     let (mut bpf, t0, t0_ns) = match result {
@@ -475,6 +646,8 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
 
     // Watch.
     let mut comms: HashMap<u32, String> = HashMap::new();
+    // The parent of each process forked during the trace (for inherited descriptors).
+    let mut parents: HashMap<u32, u32> = HashMap::new();
     let mut timeline: Vec<TimelineEvent> = Vec::new();
     let mut ring = RingBuf::try_from(bpf.take_map("events").expect("events map"))
         .map_err(|e| bpf_err("events", &e))?;
@@ -491,6 +664,9 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         while let Some(item) = ring.next() {
             if let Some(e) = parse_event(&item) {
                 let name = cstr(&e.comm);
+                if e.kind == EV_FORK {
+                    parents.insert(e.tgid, e.arg as u32);
+                }
                 match e.kind {
                     EV_EXEC | EV_FORK => {
                         comms.insert(e.tgid, name.clone());
@@ -590,6 +766,9 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
             if let Some(t) = timeline_event(&e, &name, probes, &slot_names, t0_ns) {
                 timeline.push(t);
             }
+            if e.kind == EV_FORK {
+                parents.insert(e.tgid, e.arg as u32);
+            }
             if matches!(e.kind, EV_EXEC | EV_FORK) {
                 comms.insert(e.tgid, name);
             }
@@ -599,15 +778,25 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         &bpf,
         opts,
         &resolved,
-        &comms,
+        (&comms, &parents),
         &mut notes,
         (t0_ns, monotonic_ns()),
     )?;
     if want_exes {
         add_messages(&bpf, opts, &resolved, &exes, &mut report, &mut notes)?;
     }
+    report.lost = lost_counts(&bpf, cap);
+    for l in &report.lost {
+        notes.push(format!("lost: {} {}: {}", l.count, l.what, l.why));
+    }
+    if probes.sched || probes.timeline {
+        notes.push(
+            "on-CPU times include the probes' own run time in the traced threads (a probe runs at every system call, context switch and, with `faults`, page fault)"
+                .into(),
+        );
+    }
     report.duration_s = duration_s;
-    report.partial = partial;
+    report.partial = partial || !report.lost.is_empty();
     report.exit_code = exit_code;
     report.exit_signal = launched.as_ref().and_then(Launched::signal);
     report.timeline = timeline;
@@ -741,13 +930,14 @@ fn quiet_threads(
     opts: &TraceOptions,
     procs: &mut BTreeMap<u32, ProcessLevel>,
     notes: &mut Vec<String>,
+    base: &HashMap<u32, u64>,
     window_ns: u64,
 ) {
     let seen: std::collections::HashSet<u32> = procs
         .values()
         .flat_map(|p| p.threads.iter().map(|t| t.tid))
         .collect();
-    let mut quiet = 0;
+    let (mut quiet, mut exact) = (0, 0);
     for tgid in tracked_tgids(bpf, &opts.target) {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
             continue;
@@ -768,13 +958,22 @@ fn quiet_threads(
                 continue;
             };
             let running = state == 'R';
+            // Exact when the run time at the start is known: the kernel's own count since.
+            let on_cpu_ns = match (base.get(&tid), thread_runtime(tid)) {
+                (Some(b), Some(r)) => {
+                    exact += 1;
+                    r.saturating_sub(*b).min(window_ns)
+                }
+                _ if running => window_ns,
+                _ => 0,
+            };
             let th = ThreadLevel {
                 tid,
                 comm: std::fs::read_to_string(dir.join("comm"))
                     .map(|c| c.trim_end().to_string())
                     .unwrap_or_default(),
-                on_cpu_ns: if running { window_ns } else { 0 },
-                off_cpu_ns: if running { 0 } else { window_ns },
+                on_cpu_ns,
+                off_cpu_ns: window_ns - on_cpu_ns,
                 ..ThreadLevel::default()
             };
             let p = procs.entry(tgid).or_insert_with(|| ProcessLevel {
@@ -787,10 +986,16 @@ fn quiet_threads(
             quiet += 1;
         }
     }
-    if quiet > 0 {
+    if quiet > exact {
         notes.push(format!(
-            "{quiet} thread(s) had no scheduler event during the trace (never switched in or out): \
-             counted as on a CPU the whole time when running at the end, else off it"
+            "{} thread(s) had no scheduler event during the trace (never switched in or out) and no known run time at the start: \
+             counted as on a CPU the whole time when running at the end, else off it",
+            quiet - exact
+        ));
+    }
+    if exact > 0 {
+        notes.push(format!(
+            "{exact} thread(s) had no scheduler event during the trace (never switched in or out): their on-CPU time is the kernel's own count (/proc/<tid>/schedstat) between the start and the end"
         ));
     }
 }
@@ -817,6 +1022,23 @@ fn cgroup_dir(p: &std::path::Path) -> std::path::PathBuf {
     } else {
         target::cgroup2_root().join(p)
     }
+}
+
+/// The entries of a hash map, grouped by `key(k)` (the per-thread entries of one process,
+/// say): each group's values, in no particular order.
+fn grouped<K: aya::Pod + Eq + std::hash::Hash, V: aya::Pod>(
+    bpf: &Ebpf,
+    name: &str,
+    key: impl Fn(K) -> K,
+) -> Result<Vec<(K, Vec<V>)>, TraceError> {
+    let m: BpfHashMap<&MapData, K, V> = BpfHashMap::try_from(bpf.map(name).expect("map in object"))
+        .map_err(|e| bpf_err(name, &e))?;
+    let mut out: HashMap<K, Vec<V>> = HashMap::new();
+    for r in m.iter() {
+        let (k, v) = r.map_err(|e| bpf_err(name, &e))?;
+        out.entry(key(k)).or_default().push(v);
+    }
+    Ok(out.into_iter().collect())
 }
 
 fn percpu_hash<K: aya::Pod, V: aya::Pod>(
@@ -851,12 +1073,20 @@ fn collect(
     bpf: &Ebpf,
     opts: &TraceOptions,
     resolved: &[target::ResolvedFn],
-    comms: &HashMap<u32, String>,
+    (comms, parents): (&HashMap<u32, String>, &HashMap<u32, u32>),
     notes: &mut Vec<String>,
     (start_ns, end_ns): (u64, u64),
 ) -> Result<TraceReport, TraceError> {
     let mut procs: BTreeMap<u32, ProcessLevel> = BTreeMap::new();
     let probes = &opts.probes;
+    // Run time of the threads that existed at the start, as the kernel counted it then.
+    let base: HashMap<u32, u64> = match bpf
+        .map("runtime_base")
+        .map(BpfHashMap::<&MapData, u32, u64>::try_from)
+    {
+        Some(Ok(m)) => m.iter().filter_map(Result::ok).collect(),
+        _ => HashMap::new(),
+    };
 
     if probes.sched || probes.faults || probes.timeline {
         let m: BpfHashMap<&MapData, u32, ThreadStats> =
@@ -881,7 +1111,16 @@ fn collect(
             } else {
                 None
             };
-            let open_on = running_since.map(|s| end_ns.saturating_sub(s)).unwrap_or(0);
+            let window = end_ns.saturating_sub(start_ns);
+            let open_on = match (running_since, base.get(&tid)) {
+                // Running the whole window as far as the probes saw: the kernel's own run
+                // time since the start says how much of it the thread really ran.
+                (Some(s), Some(b)) if s == start_ns => thread_runtime(tid)
+                    .map(|r| r.saturating_sub(*b).min(window))
+                    .unwrap_or(window),
+                (Some(s), _) => end_ns.saturating_sub(s),
+                (None, _) => 0,
+            };
             let open_off = if t.last_off_ts != 0 && t.exited == 0 {
                 end_ns.saturating_sub(t.last_off_ts)
             } else {
@@ -916,11 +1155,13 @@ fn collect(
             opts,
             &mut procs,
             notes,
+            &base,
             end_ns.saturating_sub(start_ns),
         );
     }
     if probes.syscalls {
-        for (k, v) in percpu_hash::<ScKey, ScStats>(bpf, "sc_stats")? {
+        // Kept per thread: summed per process here.
+        for (k, v) in grouped::<ScKey, ScStats>(bpf, "sc_stats", |k| ScKey { tid: 0, ..k })? {
             let slots = sum_slots(v.iter().map(|s| &s.hist[..]), HIST_SLOTS);
             let p = procs.entry(k.tgid).or_insert_with(|| ProcessLevel {
                 pid: k.tgid,
@@ -933,6 +1174,12 @@ fn collect(
                 errors: v.iter().map(|s| s.errors).sum(),
                 total_ns: v.iter().map(|s| s.total_ns).sum(),
                 max_ns: v.iter().map(|s| s.max_ns).max().unwrap_or(0),
+                min_ns: v
+                    .iter()
+                    .filter(|s| s.count > 0)
+                    .map(|s| s.min_ns)
+                    .min()
+                    .unwrap_or(0),
                 latency_ns: Log2Hist::from_slots(&slots),
             });
         }
@@ -947,15 +1194,31 @@ fn collect(
                 .map(|(k, v)| ((k.tgid, k.fd, k.generation), cstr(&v.path)))
                 .collect()
         };
-        for (k, v) in percpu_hash::<FdKey, FdStats>(bpf, "fd_stats")? {
+        let gens: HashMap<(u32, i32), u32> = {
+            let m: BpfHashMap<&MapData, FdKey, u32> =
+                BpfHashMap::try_from(bpf.map("fd_gens").expect("fd_gens"))
+                    .map_err(|e| bpf_err("fd_gens", &e))?;
+            m.iter()
+                .filter_map(Result::ok)
+                .map(|(k, g)| ((k.tgid, k.fd), g))
+                .collect()
+        };
+        for (k, v) in grouped::<FdKey, FdStats>(bpf, "fd_stats", |k| k)? {
             let p = procs.entry(k.tgid).or_insert_with(|| ProcessLevel {
                 pid: k.tgid,
                 ..Default::default()
             });
-            // Generation 0 was opened before the trace: its path is only in procfs.
+            // Generation 0 was opened before the trace (or before the process was forked):
+            // its path was read at the start, or is its parent's, else is in procfs if the
+            // process still runs.
             let path = paths
                 .get(&(k.tgid, k.fd, k.generation))
                 .cloned()
+                .or_else(|| {
+                    (k.generation == 0)
+                        .then(|| inherited_path(k.tgid, k.fd, parents, &gens, &paths))
+                        .flatten()
+                })
                 .or_else(|| {
                     (k.generation == 0)
                         .then(|| std::fs::read_link(format!("/proc/{}/fd/{}", k.tgid, k.fd)).ok())
@@ -973,7 +1236,7 @@ fn collect(
         }
     }
     if !resolved.is_empty() || !probes.kfuncs.is_empty() {
-        for (k, v) in percpu_hash::<FnKey, FnStats>(bpf, "fn_stats")? {
+        for (k, v) in grouped::<FnKey, FnStats>(bpf, "fn_stats", |k| FnKey { tid: 0, ..k })? {
             let (symbol, binary) = match resolved.get(k.slot as usize) {
                 Some(f) => (f.symbol.clone(), f.path.display().to_string()),
                 None => (
@@ -1021,6 +1284,8 @@ fn collect(
                 device: format!("{}:{}", dev >> 20, dev & 0xfffff),
                 requests,
                 bytes: v.iter().map(|s| s.bytes).sum(),
+                other_requests: v.iter().map(|s| s.other_count).sum(),
+                other_bytes: v.iter().map(|s| s.other_bytes).sum(),
                 mean_latency_ns: total as f64 / requests.max(1) as f64,
                 max_latency_ns: v.iter().map(|s| s.max_ns).max().unwrap_or(0),
                 latency_ns: Log2Hist::from_slots(&sum_slots(
@@ -1032,22 +1297,6 @@ fn collect(
                     HIST_SLOTS,
                 )),
             });
-        }
-    }
-    if let Some(m) = bpf.map("drops").map(PerCpuArray::<&MapData, u64>::try_from)
-        && let Ok(m) = m
-    {
-        let lost: u64 = m.get(&0, 0).map(|v| v.iter().sum()).unwrap_or(0);
-        if lost > 0 {
-            notes.push(format!(
-                "{lost} lifecycle/timeline events lost (ring buffer full)"
-            ));
-        }
-        let deep: u64 = m.get(&1, 0).map(|v| v.iter().sum()).unwrap_or(0);
-        if deep > 0 {
-            notes.push(format!(
-                "{deep} probed calls nested deeper than {USTACK_DEPTH} were not timed"
-            ));
         }
     }
     let mut processes: Vec<ProcessLevel> = procs.into_values().collect();
@@ -1078,6 +1327,155 @@ fn collect(
     })
 }
 
+/// The path of descriptor `fd` that process `tgid` inherited at its fork: its parent's, if
+/// the parent did not open or duplicate another file onto that number during the trace
+/// (then the inheritance is ambiguous and nothing is returned), up through the ancestors
+/// forked during the trace.
+fn inherited_path(
+    tgid: u32,
+    fd: i32,
+    parents: &HashMap<u32, u32>,
+    gens: &HashMap<(u32, i32), u32>,
+    paths: &HashMap<(u32, i32, u32), String>,
+) -> Option<String> {
+    let mut p = tgid;
+    for _ in 0..64 {
+        p = *parents.get(&p)?;
+        if gens.get(&(p, fd)).copied().unwrap_or(0) != 0 {
+            return None;
+        }
+        if let Some(path) = paths.get(&(p, fd, 0)) {
+            return Some(path.clone());
+        }
+    }
+    None
+}
+
+/// What the probes could not record: the `drops` counters (failed inserts into each table,
+/// a full ring buffer) and the probe runs the kernel skipped (`recursion_misses` of each
+/// program: one of its BPF programs was already running on that CPU).
+fn lost_counts(bpf: &Ebpf, cap: Capacity) -> Vec<crate::report::LostCount> {
+    let mut out = Vec::new();
+    let raise = |table: &str, map: &str, unit: &str| {
+        format!(
+            "the {table} table holds {} {unit}; give more room with a larger max_processes (now {})",
+            cap.entries(map),
+            cap.processes
+        )
+    };
+    if let Some(Ok(m)) = bpf.map("drops").map(PerCpuArray::<&MapData, u64>::try_from) {
+        let count = |i: u32| -> u64 { m.get(&i, 0).map(|v| v.iter().sum()).unwrap_or(0) };
+        let kinds: [(u32, &str, String); LOST_SLOTS as usize] = [
+            (
+                LOST_RINGBUF,
+                "lifecycle or timeline events",
+                "the 4 MiB event ring buffer filled faster than it was read; keep fewer timeline events".into(),
+            ),
+            (
+                LOST_DEEP,
+                "probed calls not timed",
+                format!("they were nested deeper than {USTACK_DEPTH} probed calls"),
+            ),
+            (
+                LOST_TARGETS,
+                "forked processes not followed",
+                raise("process", "targets", "processes"),
+            ),
+            (
+                LOST_SC_STARTS,
+                "system calls not timed or counted",
+                raise("in-flight system call", "sc_starts", "threads"),
+            ),
+            (
+                LOST_SC_STATS,
+                "system calls not counted",
+                raise("system call", "sc_stats", "(process, system call) pairs"),
+            ),
+            (
+                LOST_THREADS,
+                "scheduler or page-fault events not counted",
+                raise("thread", "threads", "threads"),
+            ),
+            (
+                LOST_FILES,
+                "file reads, writes or paths not recorded",
+                raise("file", "fd_stats", "(process, descriptor) pairs"),
+            ),
+            (
+                LOST_BLOCK,
+                "block requests not counted",
+                "the block tables hold 16,384 requests in flight and 256 devices".into(),
+            ),
+            (
+                LOST_SAMPLES,
+                "cpu-clock samples not counted",
+                raise("sample", "samples", "distinct (thread, stack) pairs"),
+            ),
+            (
+                LOST_STACKS,
+                "cpu-clock samples without their stack",
+                raise("stack", "stacks", "stacks (a stack whose hash bucket is taken is also lost)"),
+            ),
+            (
+                LOST_FUNCS,
+                "probed calls not timed",
+                raise("function", "fn_stats", "(process, function) pairs"),
+            ),
+            (
+                LOST_MSGS,
+                "MPI calls whose message was not counted",
+                raise("message", "msg_stats", "(process, function, datatype) triples"),
+            ),
+        ];
+        for (i, what, why) in kinds {
+            let n = count(i);
+            if n > 0 {
+                out.push(crate::report::LostCount {
+                    what: what.into(),
+                    count: n,
+                    why,
+                });
+            }
+        }
+    }
+    let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
+    for (name, p) in bpf.programs() {
+        let Ok(fd) = p.fd() else { continue };
+        use std::os::fd::{AsFd, AsRawFd};
+        let n = recursion_misses(fd.as_fd().as_raw_fd());
+        if n > 0 {
+            *skipped.entry(name.to_string()).or_default() += n;
+        }
+    }
+    if !skipped.is_empty() {
+        out.push(crate::report::LostCount {
+            what: "probe runs skipped by the kernel".into(),
+            count: skipped.values().sum(),
+            why: format!(
+                "a probe fired while another BPF program ran on the same CPU ({})",
+                skipped
+                    .iter()
+                    .map(|(p, n)| format!("{p}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    out
+}
+
+/// The `recursion_misses` line of a BPF program's /proc/self/fdinfo (0 when absent).
+fn recursion_misses(fd: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("recursion_misses:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// The messages of the MPI calls (the `msg_stats` map), per process and function, with
 /// datatype handles turned into names and sizes.
 fn add_messages(
@@ -1092,7 +1490,7 @@ fn add_messages(
     let mut types = crate::mpi::Datatypes::default();
     // (tgid, slot) -> datatype name -> message.
     let mut per: BTreeMap<(u32, u32), BTreeMap<String, MessageStat>> = BTreeMap::new();
-    for (k, v) in percpu_hash::<MsgKey, MsgStats>(bpf, "msg_stats")? {
+    for (k, v) in grouped::<MsgKey, MsgStats>(bpf, "msg_stats", |k| k)? {
         let Some(f) = resolved.get(k.slot as usize) else {
             continue;
         };

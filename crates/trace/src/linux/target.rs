@@ -15,6 +15,8 @@ use crate::{Target, TraceOptions};
 pub struct Launched {
     /// Its PID.
     pub pid: u32,
+    /// The program as given (for messages).
+    command: String,
     go_w: i32,
     err_r: i32,
     reaped: bool,
@@ -22,18 +24,29 @@ pub struct Launched {
 }
 
 impl Launched {
-    /// Forks; the child waits for [`Launched::release`] and then executes `cmd` (PATH search).
+    /// Finds the program on PATH first (as a shell does: [`resolve_program`]), then forks;
+    /// the child waits for [`Launched::release`] and then executes it, so that the only
+    /// `execve` the probes see is the one that runs the program. A file without the ELF
+    /// magic or `#!` (ENOEXEC) is run by `/bin/sh`, as `execvp` does.
     pub fn fork_stopped(cmd: &[String]) -> Result<Launched, TraceError> {
         let Some(prog) = cmd.first() else {
             return Err(TraceError::Invalid("no command given after `--`".into()));
         };
+        let path = resolve_program(prog)?;
+        let nul = |_| TraceError::Invalid("a command argument contains a NUL byte".into());
+        let exe = CString::new(path.as_os_str().as_encoded_bytes()).map_err(nul)?;
         let argv: Vec<CString> = cmd
             .iter()
             .map(|a| CString::new(a.as_bytes()))
             .collect::<Result<_, _>>()
-            .map_err(|_| TraceError::Invalid("a command argument contains a NUL byte".into()))?;
+            .map_err(nul)?;
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
+        // `sh PROGRAM ARGS...` for a file the kernel cannot execute itself.
+        let sh = c"/bin/sh";
+        let mut sh_ptrs: Vec<*const libc::c_char> = vec![sh.as_ptr(), exe.as_ptr()];
+        sh_ptrs.extend(argv.iter().skip(1).map(|a| a.as_ptr()));
+        sh_ptrs.push(std::ptr::null());
         let mut go = [0i32; 2];
         let mut err = [0i32; 2];
         // SAFETY: plain pipe2 calls into valid two-int arrays.
@@ -47,13 +60,13 @@ impl Launched {
                 });
             }
         }
-        // SAFETY: the child only calls async-signal-safe functions (read, execvp, write,
+        // SAFETY: the child only calls async-signal-safe functions (read, execv, write,
         // _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(TraceError::Spawn {
                 command: prog.clone(),
-                source: std::io::Error::last_os_error(),
+                reason: format!("fork failed: {}", std::io::Error::last_os_error()),
             });
         }
         if pid == 0 {
@@ -63,8 +76,12 @@ impl Launched {
                 let mut b = 0u8;
                 let n = libc::read(go[0], &mut b as *mut u8 as *mut libc::c_void, 1);
                 if n == 1 {
-                    libc::execvp(ptrs[0], ptrs.as_ptr());
-                    let e = *libc::__errno_location();
+                    libc::execv(exe.as_ptr(), ptrs.as_ptr());
+                    let mut e = *libc::__errno_location();
+                    if e == libc::ENOEXEC {
+                        libc::execv(sh.as_ptr(), sh_ptrs.as_ptr());
+                        e = *libc::__errno_location();
+                    }
                     libc::write(err[1], &e as *const i32 as *const libc::c_void, 4);
                 }
                 libc::_exit(127);
@@ -77,6 +94,7 @@ impl Launched {
         }
         Ok(Launched {
             pid: pid as u32,
+            command: prog.clone(),
             go_w: go[1],
             err_r: err[0],
             reaped: false,
@@ -99,10 +117,10 @@ impl Launched {
         };
         if n == 4 {
             self.wait_for(Duration::from_secs(1));
-            return Err(TraceError::Spawn {
-                command: format!("pid {}", self.pid),
-                source: std::io::Error::from_raw_os_error(e),
-            });
+            return Err(spawn_error(
+                &self.command,
+                std::io::Error::from_raw_os_error(e),
+            ));
         }
         Ok(())
     }
@@ -437,14 +455,94 @@ fn mpi_functions_called(
         .collect()
 }
 
-fn which(prog: &str) -> Option<PathBuf> {
-    if prog.contains('/') {
-        return Some(PathBuf::from(prog));
+/// The search path a shell uses when PATH is unset (glibc's `confstr(_CS_PATH)`).
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// Whether `p` is a regular file this process may execute.
+fn is_executable(p: &Path) -> bool {
+    let Ok(c) = CString::new(p.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: access() reads the NUL-terminated path only.
+    p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
+}
+
+/// The file `prog` names, found as a shell (and `execvp`) finds it: as given when it
+/// contains a `/`, else the first executable file of that name in the PATH directories
+/// (an empty entry is the current directory).
+pub fn resolve_program(prog: &str) -> Result<PathBuf, TraceError> {
+    resolve_in(prog, std::env::var_os("PATH").as_deref())
+}
+
+fn resolve_in(prog: &str, path: Option<&std::ffi::OsStr>) -> Result<PathBuf, TraceError> {
+    if prog.is_empty() {
+        return Err(TraceError::Invalid("the command is an empty string".into()));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return match std::fs::metadata(&p) {
+            Ok(m) if m.is_dir() => Err(spawn_error(
+                prog,
+                std::io::Error::from_raw_os_error(libc::EISDIR),
+            )),
+            Ok(_) if !is_executable(&p) => Err(spawn_error(
+                prog,
+                std::io::Error::from_raw_os_error(libc::EACCES),
+            )),
+            Ok(_) => Ok(p),
+            Err(e) => Err(spawn_error(prog, e)),
+        };
+    }
+    let path = path.unwrap_or(std::ffi::OsStr::new(DEFAULT_PATH));
+    let mut not_executable = None;
+    for dir in std::env::split_paths(path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let cand = dir.join(prog);
+        if is_executable(&cand) {
+            return Ok(cand);
+        }
+        if cand.is_file() && not_executable.is_none() {
+            not_executable = Some(cand);
+        }
+    }
+    Err(TraceError::Spawn {
+        command: prog.to_string(),
+        reason: match not_executable {
+            Some(p) => format!(
+                "{} is not executable; make it executable (chmod +x {})",
+                p.display(),
+                p.display()
+            ),
+            None => format!(
+                "no such program in PATH ({}); check the spelling, or give its path (./{prog} for one in this directory)",
+                path.to_string_lossy()
+            ),
+        },
+    })
+}
+
+/// The error for a program that cannot be run, with what to do about it.
+fn spawn_error(prog: &str, e: std::io::Error) -> TraceError {
+    let reason = match e.raw_os_error() {
+        Some(libc::ENOENT) => "no such file; check the path".to_string(),
+        Some(libc::EACCES) => {
+            format!("permission denied; make it executable (chmod +x {prog})")
+        }
+        Some(libc::EISDIR) => "it is a directory; give the program inside it".to_string(),
+        Some(libc::ENOEXEC) => {
+            "not a program this machine can run (an executable of another architecture?)"
+                .to_string()
+        }
+        _ => e.to_string(),
+    };
+    TraceError::Spawn {
+        command: prog.to_string(),
+        reason,
+    }
 }
 
 /// MPI calls probed by `--mpi`: start-up and shut-down, point-to-point, completion and
@@ -497,7 +595,7 @@ pub(crate) fn main_binary(opts: &TraceOptions) -> Result<PathBuf, TraceError> {
     match &opts.target {
         Target::Command(c) => {
             let p = c.first().ok_or_else(|| TraceError::Invalid("no command given".into()))?;
-            which(p).ok_or_else(|| TraceError::BinaryNotFound(p.clone()))
+            resolve_program(p)
         }
         Target::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|_| TraceError::NoSuchProcess(*pid)),
         _ => Err(TraceError::Invalid(
@@ -704,6 +802,49 @@ mod tests {
     }
 
     #[test]
+    fn programs_are_found_on_path_as_a_shell_finds_them() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        // In `a` a file that is not executable, in `b` the same name executable.
+        std::fs::write(a.join("tool"), "#!/bin/sh\n").unwrap();
+        std::fs::write(b.join("tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(b.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(a.join("plain"), "").unwrap();
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        assert_eq!(resolve_in("tool", Some(&path)).unwrap(), b.join("tool"));
+        // Only a non-executable one: say which file and how to fix it.
+        let e = resolve_in("plain", Some(&path)).unwrap_err().to_string();
+        assert!(
+            e.contains("is not executable") && e.contains("chmod +x"),
+            "{e}"
+        );
+        // None at all: the command, the PATH searched and the fix, once.
+        let e = resolve_in("nosuchcmd", Some(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot run `nosuchcmd`: no such program in PATH"),
+            "{e}"
+        );
+        assert_eq!(e.matches("nosuchcmd").count(), 2, "{e}"); // the name and `./nosuchcmd`
+        // A path is taken as given.
+        let e = resolve_in("./no/such/file", Some(&path))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "cannot run `./no/such/file`: no such file; check the path"
+        );
+        assert_eq!(
+            resolve_in(b.join("tool").to_str().unwrap(), None).unwrap(),
+            b.join("tool")
+        );
+    }
+
+    #[test]
     fn ldd_output_gives_the_library_itself() {
         let text = "\
 \tlinux-vdso.so.1 (0x00007ffd6b5f7000)
@@ -727,11 +868,11 @@ mod tests {
 
     #[test]
     fn a_system_binary_links_libc() {
-        let Some(ls) = which("ls").filter(|p| p.is_file()) else {
+        let Some(ls) = resolve_program("ls").ok().filter(|p| p.is_file()) else {
             println!("skipping: no ls on PATH");
             return;
         };
-        if which("ldd").is_none() {
+        if resolve_program("ldd").is_err() {
             println!("skipping: no ldd on PATH");
             return;
         }
