@@ -180,6 +180,10 @@ pub struct TargetArgs {
     /// Stop after this many seconds (a launched command then gets SIGTERM).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// Size the probes' tables for this many processes (default: from the target); what
+    /// does not fit is counted and reported as lost.
+    #[arg(long, value_name = "N")]
+    pub max_processes: Option<u32>,
 }
 
 impl TargetArgs {
@@ -233,12 +237,5 @@ pub fn absolute(p: &Path) -> Result<PathBuf> {
 /// command's (128 + the signal that killed it), as strace and perf do; 0 for a PID, a cgroup
 /// or the whole machine.
 pub fn command_status(r: &hpcscope_trace::TraceReport) -> std::process::ExitCode {
-    let exit = hpcscope_job::rank::Exit {
-        code: r.exit_code,
-        signal: r.exit_signal,
-    };
-    if exit.code.is_none() && exit.signal.is_none() {
-        return std::process::ExitCode::SUCCESS;
-    }
-    std::process::ExitCode::from(exit.passed_on())
+    std::process::ExitCode::from(r.command_status().unwrap_or(0))
 }

@@ -779,3 +779,38 @@ fn a_closed_output_pipe_ends_the_command_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(!st.success() || err.is_empty(), "{st:?} {err}");
 }
+
+/// `trace` and `profile` pass the traced command's exit status on once their own work
+/// succeeded (strace and perf do); a command killed by a signal gives 128 + the signal.
+/// `profile --pid` writes no files unless asked.
+#[test]
+fn trace_and_profile_exit_with_the_command_status() {
+    if !root_or_skip("trace exit status (eBPF)") {
+        return;
+    }
+    let o = run(&["trace", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let o = run(&["trace", "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .current_dir(dir.path())
+        .args(["profile", "--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        dir.path().join("profile.svg").exists(),
+        "a command's flame graph"
+    );
+    // Attached to a process: nothing written unasked.
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .current_dir(dir.path())
+        .args(["profile", "--pid", "1", "--duration", "0.2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--out-prefix"));
+}

@@ -17,14 +17,108 @@ pub fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Resolves a program name like a shell does: a name with a `/` is a path (it must be a
-/// file), else the first file of that name on `PATH`.
-pub fn resolve_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
+/// The search path a shell uses when PATH is unset (glibc's `confstr(_CS_PATH)`).
+pub const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// Whether `p` is a regular file this process may execute.
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access() reads the NUL-terminated path only.
+    p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
+}
+
+/// Why a program cannot be run.
+#[derive(Debug)]
+pub enum ProgramError {
+    /// An empty name.
+    Empty,
+    /// A path (the name holds a `/`) that cannot be run: the OS error says why.
+    Path(std::io::Error),
+    /// A file of that name on PATH that is not executable.
+    NotExecutable(PathBuf),
+    /// Nothing of that name on PATH (the PATH searched).
+    NotFound(String),
+}
+
+impl fmt::Display for ProgramError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProgramError::Empty => f.write_str("the command is an empty string"),
+            ProgramError::Path(e) => write!(f, "{e}"),
+            ProgramError::NotExecutable(p) => write!(
+                f,
+                "{} is not executable; make it executable (chmod +x {})",
+                p.display(),
+                p.display()
+            ),
+            ProgramError::NotFound(path) => write!(
+                f,
+                "no such program in PATH ({path}); check the spelling, or give its path"
+            ),
+        }
     }
-    on_path(name)
+}
+
+impl std::error::Error for ProgramError {}
+
+/// The file `prog` names, found as a shell (and `execvp`) finds it: as given when it
+/// contains a `/` (it must be an executable file), else the first executable file of that
+/// name in the PATH directories (an empty entry is the current directory; PATH unset is
+/// [`DEFAULT_PATH`]).
+pub fn find_program(prog: &str) -> Result<PathBuf, ProgramError> {
+    find_program_in(prog, std::env::var_os("PATH").as_deref())
+}
+
+/// [`find_program`] with `path` as PATH.
+pub fn find_program_in(
+    prog: &str,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<PathBuf, ProgramError> {
+    if prog.is_empty() {
+        return Err(ProgramError::Empty);
+    }
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return match std::fs::metadata(&p) {
+            Ok(m) if m.is_dir() => Err(ProgramError::Path(std::io::Error::from_raw_os_error(
+                libc::EISDIR,
+            ))),
+            Ok(_) if !is_executable(&p) => Err(ProgramError::Path(
+                std::io::Error::from_raw_os_error(libc::EACCES),
+            )),
+            Ok(_) => Ok(p),
+            Err(e) => Err(ProgramError::Path(e)),
+        };
+    }
+    let path = path.unwrap_or(std::ffi::OsStr::new(DEFAULT_PATH));
+    let mut not_executable = None;
+    for dir in std::env::split_paths(path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let cand = dir.join(prog);
+        if is_executable(&cand) {
+            return Ok(cand);
+        }
+        if cand.is_file() && not_executable.is_none() {
+            not_executable = Some(cand);
+        }
+    }
+    Err(match not_executable {
+        Some(p) => ProgramError::NotExecutable(p),
+        None => ProgramError::NotFound(path.to_string_lossy().into_owned()),
+    })
+}
+
+/// Resolves a program name like a shell does ([`find_program`]), `None` when it cannot be
+/// run.
+pub fn resolve_program(name: &str) -> Option<PathBuf> {
+    find_program(name).ok()
 }
 
 /// Why a tool was not found.

@@ -58,6 +58,7 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
         probes: Probes {
             profile_hz: Some(a.hz),
             kernel_stacks: !a.no_kernel,
+            max_processes: a.target.max_processes,
             ..Probes::default()
         },
         duration: a.target.duration()?,
@@ -108,6 +109,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
         probes: Probes {
             profile_hz: Some(a.hz),
             kernel_stacks: !a.no_kernel,
+            max_processes: a.target.max_processes,
             ..Probes::default()
         },
         duration: a.target.duration()?,

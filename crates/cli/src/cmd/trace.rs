@@ -97,6 +97,7 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
     p.profile_hz = a.profile_hz;
     p.kernel_stacks = true;
     p.timeline = a.timeline.is_some();
+    p.max_processes = a.target.max_processes;
     Ok(TraceOptions {
         target: a.target.target(&a.command)?,
         probes: p,

@@ -455,18 +455,6 @@ fn mpi_functions_called(
         .collect()
 }
 
-/// The search path a shell uses when PATH is unset (glibc's `confstr(_CS_PATH)`).
-const DEFAULT_PATH: &str = "/bin:/usr/bin";
-
-/// Whether `p` is a regular file this process may execute.
-fn is_executable(p: &Path) -> bool {
-    let Ok(c) = CString::new(p.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: access() reads the NUL-terminated path only.
-    p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
-}
-
 /// The file `prog` names, found as a shell (and `execvp`) finds it: as given when it
 /// contains a `/`, else the first executable file of that name in the PATH directories
 /// (an empty entry is the current directory).
@@ -475,51 +463,22 @@ pub fn resolve_program(prog: &str) -> Result<PathBuf, TraceError> {
 }
 
 fn resolve_in(prog: &str, path: Option<&std::ffi::OsStr>) -> Result<PathBuf, TraceError> {
-    if prog.is_empty() {
-        return Err(TraceError::Invalid("the command is an empty string".into()));
-    }
-    if prog.contains('/') {
-        let p = PathBuf::from(prog);
-        return match std::fs::metadata(&p) {
-            Ok(m) if m.is_dir() => Err(spawn_error(
-                prog,
-                std::io::Error::from_raw_os_error(libc::EISDIR),
-            )),
-            Ok(_) if !is_executable(&p) => Err(spawn_error(
-                prog,
-                std::io::Error::from_raw_os_error(libc::EACCES),
-            )),
-            Ok(_) => Ok(p),
-            Err(e) => Err(spawn_error(prog, e)),
-        };
-    }
-    let path = path.unwrap_or(std::ffi::OsStr::new(DEFAULT_PATH));
-    let mut not_executable = None;
-    for dir in std::env::split_paths(path) {
-        let dir = if dir.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            dir
-        };
-        let cand = dir.join(prog);
-        if is_executable(&cand) {
-            return Ok(cand);
-        }
-        if cand.is_file() && not_executable.is_none() {
-            not_executable = Some(cand);
-        }
-    }
-    Err(TraceError::Spawn {
-        command: prog.to_string(),
-        reason: match not_executable {
-            Some(p) => format!(
+    use hpcscope_host::tools::ProgramError;
+    hpcscope_host::tools::find_program_in(prog, path).map_err(|e| match e {
+        ProgramError::Empty => TraceError::Invalid("the command is an empty string".into()),
+        ProgramError::Path(e) => spawn_error(prog, e),
+        ProgramError::NotExecutable(p) => TraceError::Spawn {
+            command: prog.to_string(),
+            reason: format!(
                 "{} is not executable; make it executable (chmod +x {})",
                 p.display(),
                 p.display()
             ),
-            None => format!(
-                "no such program in PATH ({}); check the spelling, or give its path (./{prog} for one in this directory)",
-                path.to_string_lossy()
+        },
+        ProgramError::NotFound(path) => TraceError::Spawn {
+            command: prog.to_string(),
+            reason: format!(
+                "no such program in PATH ({path}); check the spelling, or give its path (./{prog} for one in this directory)"
             ),
         },
     })
