@@ -49,11 +49,52 @@ pub fn machine_cached_in(
         progress: true,
         ..Default::default()
     };
-    let m = measure(&cfg).context("measuring this machine")?.machine;
+    let report = measure(&cfg).context("measuring this machine")?;
+    let m = report.machine;
+    if let Some(why) = cache_refusal(&report.warnings, &m) {
+        // A measurement of a busy machine would be the source of every later analysis:
+        // it is used for this run only.
+        eprintln!(
+            "note: not caching this machine's description: {why}; this run uses it; measure again on a quiet machine (or give -m FILE from `hpcscope bench -o FILE`)"
+        );
+        return Ok(m);
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     hpcscope_core::fs::write_atomic(&path, m.to_toml_string().as_bytes())
         .with_context(|| format!("cannot write '{}'", path.display()))?;
     Ok(m)
+}
+
+/// Why a measured description must not be cached: repetitions that disagreed (a busy
+/// machine), or figures no machine can have (a node slower than one of its cores).
+pub fn cache_refusal(warnings: &[String], m: &Machine) -> Option<String> {
+    if !warnings.is_empty() {
+        return Some(format!(
+            "{} measurement(s) varied by more than 10 % between repetitions (the machine was busy)",
+            warnings.len()
+        ));
+    }
+    for p in &m.peaks {
+        if let (Some(c), Some(n)) = (p.core_gflops, p.node_gflops)
+            && n < c
+        {
+            return Some(format!(
+                "the {} node peak ({n:.1} GFLOP/s) is below the one-core peak ({c:.1})",
+                p.precision
+            ));
+        }
+    }
+    for l in &m.levels {
+        if let (Some(c), Some(n)) = (l.core_gbs, l.node_gbs)
+            && n < c * 0.9
+        {
+            return Some(format!(
+                "the {} node bandwidth ({n:.1} GB/s) is below the one-core bandwidth ({c:.1})",
+                l.name
+            ));
+        }
+    }
+    None
 }
 
 /// The source machine: given (a built-in id or a file), or this machine from the cache.
@@ -89,6 +130,18 @@ mod tests {
         assert!(format!("{e:#}").contains("cannot pin"), "{e:#}");
         // Nothing was cached.
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_busy_or_impossible_measurement_is_not_cached() {
+        let mut m = hpcscope_core::library::builtin("thunderx2").unwrap();
+        assert_eq!(cache_refusal(&[], &m), None);
+        let noisy = cache_refusal(&["triad-512 at 1 MiB: spread 35 %".into()], &m).unwrap();
+        assert!(noisy.contains("busy"), "{noisy}");
+        m.peaks[0].core_gflops = Some(59.0);
+        m.peaks[0].node_gflops = Some(17.8);
+        let bad = cache_refusal(&[], &m).unwrap();
+        assert!(bad.contains("below the one-core peak"), "{bad}");
     }
 
     #[test]
