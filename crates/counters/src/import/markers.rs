@@ -32,11 +32,36 @@ pub fn from_output(o: &MarkerOutput, origin: &str, label: &str) -> Result<RawDat
                 .push(format!("event {} not counted: {}", e.event, e.error));
         }
     }
-    for t in &o.threads {
+    let mut ids = std::collections::HashMap::new();
+    for (i, t) in o.threads.iter().enumerate() {
+        if let Some(first) = ids.insert(t.thread, i) {
+            return Err(Error::import(
+                origin,
+                1,
+                1,
+                format!(
+                    "threads[{i}]: thread {} appears twice (also threads[{first}]): its counts would be mixed",
+                    t.thread
+                ),
+            ));
+        }
         for w in &t.warnings {
             raw.warnings.push(w.clone());
         }
-        for r in &t.regions {
+        let mut names = std::collections::HashMap::new();
+        for (k, r) in t.regions.iter().enumerate() {
+            if let Some(j) = names.insert(r.name.as_str(), k) {
+                return Err(Error::import(
+                    origin,
+                    1,
+                    1,
+                    format!(
+                        "thread {}: region '{}' appears twice (regions[{j}] and regions[{k}])",
+                        t.thread,
+                        hpcscope_core::error::shorten(&r.name, 80)
+                    ),
+                ));
+            }
             if r.counts.len() != o.events.len() {
                 return Err(Error::import(
                     origin,
