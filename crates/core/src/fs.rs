@@ -207,8 +207,10 @@ fn stage_file(target: &Path, contents: &[u8]) -> std::io::Result<tempfile::Named
     if !dir.is_dir() {
         return Err(missing_dir(dir));
     }
+    remove_stale_temporaries(dir);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".hpcscope-").suffix(".tmp");
+    let prefix = format!("{TEMP_PREFIX}{}-{}.", host_tag(), std::process::id());
+    builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -222,6 +224,54 @@ fn stage_file(target: &Path, contents: &[u8]) -> std::io::Result<tempfile::Named
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     Ok(tmp)
+}
+
+/// Temporary files of the atomic writer are `.hpcscope-HOST-PID.XXXXXX.tmp`.
+const TEMP_PREFIX: &str = ".hpcscope-";
+
+/// This host's name as it goes into a file name.
+fn host_tag() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into a buffer we own.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let name = if r == 0 {
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    } else {
+        String::new()
+    };
+    let tag: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if tag.is_empty() { "host".into() } else { tag }
+}
+
+/// Removes the temporary files of this writer that a killed process (of this host) left in
+/// `dir`: a `kill -9` between the write and the rename cannot be caught, but the next write
+/// into the directory cleans up after it.
+fn remove_stale_temporaries(dir: &Path) {
+    let mine = format!("{TEMP_PREFIX}{}-", host_tag());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        let Some(pid) = n
+            .strip_prefix(&mine)
+            .filter(|_| n.ends_with(".tmp"))
+            .and_then(|r| r.split('.').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let r = unsafe { libc::kill(pid, 0) };
+        if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 fn write_through(d: &Destination, bytes: &[u8]) -> std::io::Result<()> {
@@ -501,6 +551,26 @@ mod tests {
         assert!(
             write_atomic(Path::new("/dev/fd/987654"), b"x").is_err(),
             "a closed descriptor is an error"
+        );
+    }
+
+    #[test]
+    fn temporaries_left_by_a_killed_writer_are_removed_by_the_next_write() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let left = d
+            .path()
+            .join(format!("{TEMP_PREFIX}{}-{dead}.Xy12Ab.tmp", host_tag()));
+        std::fs::write(&left, b"half of a res").unwrap();
+        // Another host's, or a live process's: kept.
+        let other = d.path().join(".hpcscope-otherhost-1.Ab12Cd.tmp");
+        std::fs::write(&other, b"x").unwrap();
+        write_atomic(&d.path().join("out.json"), b"{}").unwrap();
+        assert_eq!(
+            names(d.path()),
+            vec![".hpcscope-otherhost-1.Ab12Cd.tmp", "out.json"]
         );
     }
 

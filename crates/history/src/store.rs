@@ -283,13 +283,67 @@ fn check_existing(path: &Path) -> Result<()> {
             }
         }
     }
-    let ro = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql_err(path))?;
-    ro.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
+    let ro = open_reader(path)?;
     inspect(&ro, path)
+}
+
+/// A read-only connection. A store in WAL mode is read through its shared-memory file,
+/// which SQLite must create when no process has the store open; where nobody can create
+/// files beside the store (a read-only file system, an immutable directory) nobody can
+/// write to it either, and it is read as an immutable file instead.
+fn open_reader(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let plain = Connection::open_with_flags(path, flags).and_then(|c| {
+        // Opening is lazy: the first read is where the shared memory is needed.
+        c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(c)
+    });
+    let c = match plain {
+        Ok(c) => c,
+        Err(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(
+                f.code,
+                rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly
+            ) && !dir_writable(path) =>
+        {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                .map_err(sql_err(path))?
+        }
+        Err(e) => return Err(classify(path, e)),
+    };
+    c.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
+    Ok(c)
+}
+
+/// Whether files can be created beside `path`.
+fn dir_writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::ffi::CString::new(dir.as_os_str().as_bytes()).is_ok_and(|c| {
+        // SAFETY: a valid NUL-terminated path; access(2) only reads it.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    })
+}
+
+/// `path` for an SQLite URI: absolute, with `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A rollback journal beside the store is hot when the process that wrote it died in a
@@ -658,12 +712,7 @@ impl Store {
             return Err(HistoryError::Missing { path });
         }
         check_existing(&path)?;
-        let conn = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql_err(&path))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(&path))?;
+        let conn = open_reader(&path)?;
         let store = Store { conn, path };
         let v = store.schema_version()?;
         if v < SCHEMA_VERSION {

@@ -217,17 +217,15 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
             duration_ns = Some(duration_ns.unwrap_or(0.0) + v);
         }
         let interval = rest.len() < prefix.len();
-        if !interval {
-            if let Some(first) = seen.insert((thread, event.clone()), lineno) {
-                return Err(Error::import(
-                    origin,
-                    lineno,
-                    col(i + 2),
-                    format!(
-                        "event '{event}' of the same thread appears again (first on line {first}): two runs in one file? its counts would be summed"
-                    ),
-                ));
-            }
+        if !interval && let Some(first) = seen.insert((thread, event.clone()), lineno) {
+            return Err(Error::import(
+                origin,
+                lineno,
+                col(i + 2),
+                format!(
+                    "event '{event}' of the same thread appears again (first on line {first}): two runs in one file? its counts would be summed"
+                ),
+            ));
         }
         let t = raw.thread_mut("all", thread);
         match t.counters.get_mut(&event) {
