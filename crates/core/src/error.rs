@@ -187,14 +187,14 @@ pub(crate) fn check_positive(origin: &str, field: &str, v: f64, unit: &str) -> O
         Some(InputError::new(
             origin,
             field,
-            format!("is infinite ({v})"),
+            format!("is infinite ({})", short_number(v)),
             format!("give a finite positive number{}", in_unit(unit)),
         ))
     } else if v <= 0.0 {
         Some(InputError::new(
             origin,
             field,
-            format!("must be positive, found {v}"),
+            format!("must be positive, found {}", short_number(v)),
             format!("give a positive number{}", in_unit(unit)),
         ))
     } else {
@@ -213,7 +213,7 @@ pub(crate) fn check_non_negative(
         Some(InputError::new(
             origin,
             field,
-            format!("must be a finite number >= 0, found {v}"),
+            format!("must be a finite number >= 0, found {}", short_number(v)),
             format!("give a count or amount >= 0{}", in_unit(unit)),
         ))
     } else {

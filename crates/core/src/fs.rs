@@ -127,6 +127,32 @@ fn descriptor_of(p: &Path) -> Option<i32> {
     n.parse().ok()
 }
 
+/// Checks, before a long command runs, that `path` can be written when it is done: its
+/// directory exists and takes new files (a read-only or immutable directory, a read-only
+/// file system fail here), and it is not a directory. Special files and standard output are
+/// not checked (a FIFO is opened only when the result is ready).
+pub fn preflight(path: &Path) -> std::io::Result<()> {
+    match Destination::of(path)? {
+        Destination::File(target) => {
+            let dir = parent_dir(&target);
+            if !dir.is_dir() {
+                return Err(missing_dir(dir));
+            }
+            // A temporary file, created and removed: what the real write will need.
+            tempfile::Builder::new()
+                .prefix(&format!(
+                    "{TEMP_PREFIX}{}-{}.",
+                    host_tag(),
+                    std::process::id()
+                ))
+                .suffix(".tmp")
+                .tempfile_in(dir)
+                .map(drop)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Writes `contents` to `path` (see the module documentation): standard output for `-`,
 /// through a special file or descriptor, else atomically: an interrupted or failed write
 /// leaves the file as it was (absent, or its old contents) and no temporary file behind.
@@ -572,6 +598,16 @@ mod tests {
             names(d.path()),
             vec![".hpcscope-otherhost-1.Ab12Cd.tmp", "out.json"]
         );
+    }
+
+    #[test]
+    fn preflight_finds_a_missing_directory_and_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(preflight(&d.path().join("nodir/x.toml")).is_err());
+        preflight(&d.path().join("x.toml")).unwrap();
+        preflight(Path::new("-")).unwrap();
+        assert!(preflight(d.path()).is_err());
+        assert!(names(d.path()).is_empty());
     }
 
     #[test]

@@ -4,13 +4,12 @@
 
 use hpcscope_markers::format::MarkerOutput;
 
-use super::json_err;
 use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData, Status};
 
 /// Parses a markers file.
 pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
-    let o: MarkerOutput = serde_json::from_str(text).map_err(|e| json_err(origin, &e))?;
+    let o: MarkerOutput = super::typed_json(text, origin)?;
     from_output(&o, origin, label)
 }
 

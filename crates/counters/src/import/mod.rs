@@ -146,11 +146,24 @@ fn import_unchecked(text: &str, format: Format, origin: &str, label: &str) -> Re
         Format::LikwidCsv => likwid::parse(text, origin, label),
         Format::Markers => markers::parse(text, origin, label),
         Format::Raw => {
-            let mut r: RawData = serde_json::from_str(text).map_err(|e| json_err(origin, &e))?;
+            let mut r: RawData = typed_json(text, origin)?;
             r.label = label.to_string();
             Ok(r)
         }
     }
+}
+
+/// JSON read into `T`, with errors that name the field path (`regions[0].threads[2].time_s`)
+/// and the line.
+pub(crate) fn typed_json<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    hpcscope_core::error::json_from_str(text, origin, "").map_err(|e| {
+        let msg = if e.field.is_empty() {
+            e.message
+        } else {
+            format!("field `{}`: {}", e.field, e.message)
+        };
+        Error::import(origin, e.line.unwrap_or(1), 1, msg)
+    })
 }
 
 /// A serde_json error as an import error with line and column (said once: serde_json's
