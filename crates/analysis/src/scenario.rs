@@ -86,15 +86,16 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
     let sr = sp.region(s.source.region.as_deref(), &so)?;
     let source_threads = sr.thread_metrics(&so)?;
     let source_gflops = match s.source.gflops {
-        Some(g) if g.is_finite() && g > 0.0 => g,
         Some(g) => {
-            return Err(InputError::new(
+            if let Some(e) = hpcscope_core::range::check(
+                &hpcscope_core::range::MEASURED_GFLOPS,
                 &origin,
                 "source.gflops",
-                format!("must be positive, found {g}"),
-                "give the measured source performance in GFLOP/s",
-            )
-            .into());
+                g,
+            ) {
+                return Err(e.into());
+            }
+            g
         }
         None => sr.aggregate(&so)?.gflops().ok_or_else(|| {
             InputError::new(

@@ -45,6 +45,16 @@ pub const PEAK_GFLOPS: Quantity = Quantity {
     hint: "the unit is GFLOP/s (1e9 FLOP/s): write 32 for 32 GFLOP/s",
 };
 
+/// A measured performance, GFLOP/s: 1 kFLOP/s to 10 PFLOP/s.
+pub const MEASURED_GFLOPS: Quantity = Quantity {
+    what: "performance",
+    unit: "GFLOP/s",
+    min: 1e-6,
+    max: 1e7,
+    zero_ok: false,
+    hint: "give the measured performance in GFLOP/s (1e9 FLOP/s)",
+};
+
 /// A clock frequency, GHz.
 pub const FREQUENCY_GHZ: Quantity = Quantity {
     what: "frequency",
@@ -55,12 +65,12 @@ pub const FREQUENCY_GHZ: Quantity = Quantity {
     hint: "the unit is GHz: write 2.5, not 2500 (MHz) or 2.5e9 (Hz)",
 };
 
-/// A measured time, s: 1 ns to about 3 years.
+/// A measured time, s: 1 ns to about 100 days.
 pub const TIME_S: Quantity = Quantity {
     what: "time",
     unit: "s",
     min: 1e-9,
-    max: 1e8,
+    max: 1e7,
     zero_ok: false,
     hint: "the unit is seconds: convert from ns, us or ms (a time below 1 ns is not a measurement)",
 };

@@ -138,16 +138,9 @@ pub fn load_side(machine: &str, profile: &std::path::Path, region: Option<&str>)
 }
 
 fn positive(v: f64, flag: &str) -> Result<f64> {
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(InputError::new(
-            flag,
-            "",
-            format!("must be a positive number of GFLOP/s, found {v}"),
-            "give the measured performance in GFLOP/s (1e9 FLOP/s)",
-        )
-        .into())
+    match hpcscope_core::range::check(&hpcscope_core::range::MEASURED_GFLOPS, flag, "", v) {
+        None => Ok(v),
+        Some(e) => Err(e.into()),
     }
 }
 
