@@ -34,7 +34,7 @@ fn region(raw: &mut RawData, name: &str, thread: u64, fields: &serde_json::Map<S
         t.time_s = Some(t.time_s.unwrap_or(0.0) + ns * 1e-9);
     }
     if let Some(c) = fields.get("region_count").and_then(num) {
-        t.calls = Some(t.calls.unwrap_or(0) + c as u64);
+        t.calls = Some(t.calls.unwrap_or(0).saturating_add(c as u64));
     }
     for (k, v) in fields {
         if META.contains(&k.as_str()) {
