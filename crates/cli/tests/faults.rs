@@ -308,9 +308,9 @@ fn concurrent_writers_and_readers_lose_nothing_and_never_see_damage() {
     let writers: Vec<Child> = (0..2)
         .map(|_| {
             bin()
-                .args(["record", "-n", "25", "--db"])
+                .args(["record", "-n", "80", "--db"])
                 .arg(&db)
-                .args(["--", "true"])
+                .args(["--", "sleep", "0.03"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -319,31 +319,53 @@ fn concurrent_writers_and_readers_lose_nothing_and_never_see_damage() {
         .collect();
     let mut t = Tally::default();
     let mut writers = writers;
-    let mut reads = 0;
-    loop {
-        let running = writers.iter_mut().any(|w| w.try_wait().unwrap().is_none());
-        for args in [
-            vec!["history", "list", "--format", "json"],
-            vec!["regress", "check", "--baseline", "10"],
-        ] {
-            let o = bin().args(&args).arg("--db").arg(&db).output().unwrap();
-            reads += 1;
-            let err = String::from_utf8_lossy(&o.stderr);
-            // regress check may find a regression (exit 1): that is an answer, not a failure.
-            t.check(
-                !err.contains("damaged") && !err.contains("readonly") && o.status.code() != Some(2),
-                || format!("{}: {err}", args.join(" ")),
-            );
-        }
-        if !running {
-            break;
-        }
-    }
+    // Three readers loop while the writers write.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|k| {
+            let done = done.clone();
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut reads = 0;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) || reads < 4 {
+                    let args: &[&str] = if (reads + k) % 2 == 0 {
+                        &["history", "list", "--format", "json"]
+                    } else {
+                        &["regress", "check", "--baseline", "10"]
+                    };
+                    let o = bin().args(args).arg("--db").arg(&db).output().unwrap();
+                    reads += 1;
+                    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+                    // regress check may find a regression (exit 1): an answer, not a failure.
+                    if err.contains("damaged")
+                        || err.contains("readonly")
+                        || o.status.code() == Some(2)
+                    {
+                        seen.push(format!("{}: {err}", args.join(" ")));
+                    }
+                }
+                (reads, seen)
+            })
+        })
+        .collect();
     for w in &mut writers {
         t.check(w.wait().unwrap().success(), || "a writer failed".into());
     }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut reads = 0;
+    for r in readers {
+        let (n, bad) = r.join().unwrap();
+        reads += n;
+        for _ in 0..n - bad.len() {
+            t.check(true, String::new);
+        }
+        for b in bad {
+            t.check(false, || b);
+        }
+    }
     let n = history_count(&db).unwrap();
-    t.check(n == 53, || format!("{n} runs in the store, 53 recorded"));
+    t.check(n == 163, || format!("{n} runs in the store, 163 recorded"));
     println!("faults: concurrency: {reads} reads beside 2 writers");
     t.report("concurrent readers and writers");
 }
