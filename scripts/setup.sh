@@ -35,3 +35,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v cargo >/dev/null || { echo "setup: cargo is missing: install Rust (https://rustup.rs)" >&2; exit 3; }
+# cargo-fuzz drives the fuzz targets of fuzz/ (scripts/fuzz.sh; it runs on the stable
+# toolchain with RUSTC_BOOTSTRAP=1).
+if ! command -v cargo-fuzz >/dev/null; then
+  echo "setup: installing cargo-fuzz" >&2
+  cargo install cargo-fuzz --version 0.13.2 --locked --quiet
+fi

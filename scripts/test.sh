@@ -8,3 +8,5 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The QEMU plugin tests need the plugin built in release mode first.
 cargo build --release --quiet -p hpcscope-qemu-plugin
 cargo test --workspace --no-fail-fast 2>&1
+# Every parser and decoder under libFuzzer for a few seconds each (fuzz/, scripts/fuzz.sh).
+bash scripts/fuzz.sh

@@ -16,8 +16,17 @@ pub fn resolve_targets(
 ) -> hpcscope_core::Result<Vec<(String, Machine)>> {
     let lookup = |id: &str| load::machine_rel(id, base);
     let mut targets = Vec::new();
+    // Many targets name the same machine: read each file once.
+    let mut loaded: std::collections::HashMap<&str, Machine> = std::collections::HashMap::new();
     for t in specs {
-        let mut m = load::machine_rel(&t.machine, base)?;
+        let mut m = match loaded.get(t.machine.as_str()) {
+            Some(m) => m.clone(),
+            None => {
+                let m = load::machine_rel(&t.machine, base)?;
+                loaded.insert(&t.machine, m.clone());
+                m
+            }
+        };
         for tr in &t.transforms {
             m = apply(&m, tr, &lookup)?;
         }
@@ -26,8 +35,32 @@ pub fn resolve_targets(
     Ok(targets)
 }
 
-/// Loads an `explore` scenario and every file it names.
+/// Limits of one sweep (see [`hpcscope_core::explore::Cost`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Design points at most.
+    pub max_points: u64,
+    /// Memory of the results at most, bytes.
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_points: hpcscope_core::explore::DEFAULT_MAX_POINTS,
+            max_bytes: hpcscope_core::explore::DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// Loads an `explore` scenario and every file it names, within the default [`Limits`].
 pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
+    resolve_within(path, Limits::default())
+}
+
+/// Loads an `explore` scenario and every file it names, refusing a sweep past `limits`: the
+/// number of design points is checked before any profile is read, the whole cost after.
+pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved)> {
     let text = load::read(
         path,
         "scenario",
@@ -35,6 +68,16 @@ pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
     )?;
     let origin = path.display().to_string();
     let s = Scenario::from_toml_str(&text, &origin)?;
+    let points = (s.variants.len() as u64).saturating_mul(s.targets.len() as u64);
+    if points > limits.max_points {
+        return Err(hpcscope_core::Failure::input(format!(
+            "{origin}: the sweep has {points} design points ({} variants x {} targets), past the limit of {}\n  fix: split the scenario (fewer variants or targets), run it as a job array (--slurm, one task per point), or raise the limit with --max-points N",
+            s.variants.len(),
+            s.targets.len(),
+            limits.max_points
+        ))
+        .into());
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     let sm = load::machine_rel(&s.source.machine, base)?;
     let sp_path = load::rel(base, &s.source.profile);
@@ -43,15 +86,16 @@ pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
     let sr = sp.region(s.source.region.as_deref(), &so)?;
     let source_threads = sr.thread_metrics(&so)?;
     let source_gflops = match s.source.gflops {
-        Some(g) if g.is_finite() && g > 0.0 => g,
         Some(g) => {
-            return Err(InputError::new(
+            if let Some(e) = hpcscope_core::range::check(
+                &hpcscope_core::range::MEASURED_GFLOPS,
                 &origin,
                 "source.gflops",
-                format!("must be positive, found {g}"),
-                "give the measured source performance in GFLOP/s",
-            )
-            .into());
+                g,
+            ) {
+                return Err(e.into());
+            }
+            g
         }
         None => sr.aggregate(&so)?.gflops().ok_or_else(|| {
             InputError::new(
@@ -75,9 +119,18 @@ pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
         .into());
     }
     let mut variants = Vec::new();
+    // Many variants name the same profile: read each file once.
+    let mut loaded: std::collections::HashMap<std::path::PathBuf, hpcscope_core::Profile> =
+        std::collections::HashMap::new();
     for (i, v) in s.variants.iter().enumerate() {
         let vp = load::rel(base, &v.profile);
-        let p = load::profile(&vp)?;
+        let p = match loaded.get(&vp) {
+            Some(p) => p,
+            None => {
+                let p = load::profile(&vp)?;
+                loaded.entry(vp.clone()).or_insert(p)
+            }
+        };
         let vo = vp.display().to_string();
         if p.precision != s.precision {
             return Err(InputError::new(
@@ -110,6 +163,9 @@ pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
         variants,
         targets,
     };
+    hpcscope_core::explore::Cost::of(&r)
+        .check(limits.max_points, limits.max_bytes)
+        .map_err(|f| hpcscope_core::Failure::input(format!("{origin}: {}", f.message)))?;
     Ok((s, r))
 }
 
@@ -146,6 +202,7 @@ pub fn read_sweep_targets(path: &Path) -> Result<SweepTargets> {
         "give a scenario TOML file (see docs/scenario-format.md)",
     )?;
     let origin = path.display().to_string();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
     let s: SweepScenario = toml::from_str(&text).map_err(|e| {
         let mut ie = hpcscope_core::error::from_toml(
             &origin,
@@ -166,6 +223,21 @@ pub fn read_sweep_targets(path: &Path) -> Result<SweepTargets> {
             "add at least one [[targets]] (a machine, with transforms or not)",
         ))
         .into());
+    }
+    let mut seen = std::collections::HashMap::new();
+    for (i, t) in s.targets.iter().enumerate() {
+        if let Some(first) = seen.insert(t.name.as_str(), i) {
+            return Err(hpcscope_core::Error::Input(InputError::new(
+                &origin,
+                format!("targets[{i}].name"),
+                format!(
+                    "'{}' appears twice (also targets[{first}]): the results could not be told apart",
+                    hpcscope_core::error::shorten(&t.name, 80)
+                ),
+                "give each target a distinct name",
+            ))
+            .into());
+        }
     }
     let base = path.parent().unwrap_or(Path::new("."));
     let targets = resolve_targets(&s.targets, base)?;

@@ -549,6 +549,46 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), BenchError> {
     })
 }
 
+/// Writes the chart (`svg`) and the result (`output`, or standard output) together: both are
+/// staged first, so that neither is left when the other cannot be written.
+pub fn write_outputs(
+    svg: Option<(&Path, String)>,
+    output: Option<&Path>,
+    text: &str,
+) -> Result<(), BenchError> {
+    let mut set = hpcscope_core::fs::Outputs::new();
+    let err = |p: &Path| {
+        let path = p.display().to_string();
+        move |source| BenchError::Write { path, source }
+    };
+    if let Some((p, s)) = svg {
+        set.add(p, s.into_bytes()).map_err(err(p))?;
+    }
+    if let Some(p) = output {
+        set.add(p, text.as_bytes().to_vec()).map_err(err(p))?;
+    }
+    set.commit().map_err(|source| BenchError::Write {
+        path: output.map_or("the results".into(), |p| p.display().to_string()),
+        source,
+    })?;
+    if output.is_none() {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+/// Checks before measuring that the result files can be written when the measurement is
+/// done (a missing or read-only directory would otherwise lose it).
+pub fn preflight(paths: &[&Path]) -> Result<(), BenchError> {
+    for p in paths {
+        hpcscope_core::fs::preflight(p).map_err(|source| BenchError::Write {
+            path: p.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
 /// The bandwidth-vs-working-set chart (log-log): the sweep's median with its minimum and
 /// maximum, each level's chosen bandwidth (dashed), and the cache capacities and detected
 /// plateau transitions as vertical markers.

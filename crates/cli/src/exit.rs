@@ -12,6 +12,30 @@ pub fn kind_of(err: &anyhow::Error) -> ErrorKind {
     err.chain().find_map(classify).unwrap_or(ErrorKind::Input)
 }
 
+/// The longest error message printed, characters; the rest is counted.
+const MAX_MESSAGE: usize = 8000;
+
+/// The message of `err` as printed: its chain joined with `: `, each link once (a link
+/// whose text an outer link already says is left out), control characters escaped (a name
+/// read from a file cannot send escape sequences to the terminal), and at most
+/// [`MAX_MESSAGE`] characters.
+pub fn message(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for e in err.chain() {
+        let s = e.to_string();
+        let s = s.trim();
+        if s.is_empty() || out.contains(s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(s);
+    }
+    let out = hpcscope_core::error::escape_control(&out).into_owned();
+    hpcscope_core::error::shorten(&out, MAX_MESSAGE)
+}
+
 /// The exit code of `err`.
 pub fn code_of(err: &anyhow::Error) -> u8 {
     kind_of(err).exit_code()
@@ -45,6 +69,26 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<ErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_say_each_thing_once_and_escape_control_characters() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        );
+        let e = anyhow::Error::new(hpcscope_counters::Error::Io {
+            path: "f.csv".into(),
+            source: io,
+        });
+        assert_eq!(message(&e), "f.csv: stream did not contain valid UTF-8");
+        let e = anyhow::anyhow!("region 'a\x1b[31mb' is missing").context("reading p.json");
+        assert_eq!(
+            message(&e),
+            "reading p.json: region 'a\\x1b[31mb' is missing"
+        );
+        let e = anyhow::anyhow!("{}", "x".repeat(100_000));
+        assert!(message(&e).len() < 9000);
+    }
 
     #[test]
     fn the_outermost_typed_error_decides_through_context() {

@@ -98,7 +98,7 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", exit::message(&err));
             ExitCode::from(exit::code_of(&err))
         }
     };

@@ -31,17 +31,33 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("cannot write '{}'", path.display()))
 }
 
-/// Prints to stdout, or writes to `output` when given.
+/// Prints to stdout, or writes to `output` when given (`-` is stdout too).
 pub fn emit(text: &str, output: Option<&Path>) -> Result<()> {
-    match output {
-        Some(p) => write_atomic(p, text),
-        None => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error.
-            match out.write_all(text.as_bytes()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.context("writing to standard output"),
-            }
+    emit_with(text, output, &[])
+}
+
+/// Writes the side files `files` (charts: `--svg`, `--html`...) and the result `text`
+/// (to `output`, or stdout) together: every file is staged first, so when one cannot be
+/// written (a missing directory, a full disk) none is left behind.
+pub fn emit_with(text: &str, output: Option<&Path>, files: &[(&Path, &str)]) -> Result<()> {
+    let mut set = hpcscope_core::fs::Outputs::new();
+    for (p, t) in files {
+        set.add(p, t.as_bytes().to_vec())
+            .with_context(|| format!("cannot write '{}'", p.display()))?;
+    }
+    if let Some(p) = output {
+        set.add(p, text.as_bytes().to_vec())
+            .with_context(|| format!("cannot write '{}'", p.display()))?;
+    }
+    set.commit().context("cannot write the results")?;
+    if output.is_none() {
+        let mut out = std::io::stdout().lock();
+        // A closed pipe (`| head`) is not an error.
+        match out.write_all(text.as_bytes()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.context("writing to standard output"),
         }
+    } else {
+        Ok(())
     }
 }

@@ -66,7 +66,7 @@ pub enum Error {
     #[error("{0}")]
     Input(InputError),
     /// Several inputs are unusable; all are reported at once.
-    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    #[error("{}", list_inputs(.0))]
     Inputs(Vec<InputError>),
     /// Two inputs that must agree do not (machine and profile levels, thread counts...).
     #[error("{what}\n  fix: {fix}")]
@@ -76,6 +76,24 @@ pub enum Error {
         /// How to make them agree.
         fix: String,
     },
+}
+
+/// At most this many problems of one input are listed; the rest are counted.
+const MAX_LISTED: usize = 20;
+
+fn list_inputs(errs: &[InputError]) -> String {
+    let mut lines: Vec<String> = errs
+        .iter()
+        .take(MAX_LISTED)
+        .map(|e| e.to_string())
+        .collect();
+    if errs.len() > MAX_LISTED {
+        lines.push(format!(
+            "... and {} more problems of the same input (fix these first)",
+            errs.len() - MAX_LISTED
+        ));
+    }
+    lines.join("\n")
 }
 
 impl From<InputError> for Error {
@@ -112,15 +130,19 @@ pub fn from_toml(origin: &str, src: &str, e: &toml::de::Error, fix: &str) -> Inp
     }
 }
 
-/// Converts a JSON parse error into an [`InputError`] with its line.
+/// Converts a JSON parse error into an [`InputError`] with its line (and its column, for
+/// one-line JSON where the line says nothing).
 pub(crate) fn from_json(origin: &str, e: &serde_json::Error, fix: &str) -> InputError {
     let line = if e.line() > 0 { Some(e.line()) } else { None };
     // serde_json appends " at line L column C" to its message; keep only the message.
     let msg = e.to_string();
-    let message = match msg.rfind(" at line ") {
+    let mut message = match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),
         None => msg,
     };
+    if e.line() == 1 && e.column() > 1 {
+        message.push_str(&format!(" (column {})", e.column()));
+    }
     InputError {
         origin: origin.to_string(),
         field: String::new(),
@@ -130,6 +152,28 @@ pub(crate) fn from_json(origin: &str, e: &serde_json::Error, fix: &str) -> Input
     }
 }
 
+/// Parses JSON text into `T`, with errors that name the field path (`regions[2].threads`),
+/// the line and, on a one-line file, the column. A leading byte-order mark is ignored, as
+/// the TOML and CSV readers do.
+pub fn json_from_str<T: serde::de::DeserializeOwned>(
+    src: &str,
+    origin: &str,
+    fix: &str,
+) -> std::result::Result<T, InputError> {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let mut de = serde_json::Deserializer::from_str(src);
+    let v: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let mut ie = from_json(origin, e.inner(), fix);
+        if path != "." && !path.is_empty() {
+            ie.field = path;
+        }
+        ie
+    })?;
+    de.end().map_err(|e| from_json(origin, &e, fix))?;
+    Ok(v)
+}
+
 /// Checks that `v` is a finite, strictly positive number.
 pub(crate) fn check_positive(origin: &str, field: &str, v: f64, unit: &str) -> Option<InputError> {
     if v.is_nan() {
@@ -137,21 +181,21 @@ pub(crate) fn check_positive(origin: &str, field: &str, v: f64, unit: &str) -> O
             origin,
             field,
             "is NaN",
-            format!("give a positive number in {unit}"),
+            format!("give a positive number{}", in_unit(unit)),
         ))
     } else if !v.is_finite() {
         Some(InputError::new(
             origin,
             field,
-            format!("is infinite ({v})"),
-            format!("give a finite positive number in {unit}"),
+            format!("is infinite ({})", short_number(v)),
+            format!("give a finite positive number{}", in_unit(unit)),
         ))
     } else if v <= 0.0 {
         Some(InputError::new(
             origin,
             field,
-            format!("must be positive, found {v}"),
-            format!("give a positive number in {unit}"),
+            format!("must be positive, found {}", short_number(v)),
+            format!("give a positive number{}", in_unit(unit)),
         ))
     } else {
         None
@@ -169,10 +213,138 @@ pub(crate) fn check_non_negative(
         Some(InputError::new(
             origin,
             field,
-            format!("must be a finite number >= 0, found {v}"),
-            format!("give a count or amount >= 0 in {unit}"),
+            format!("must be a finite number >= 0, found {}", short_number(v)),
+            format!("give a count or amount >= 0{}", in_unit(unit)),
         ))
     } else {
         None
+    }
+}
+
+/// ` in UNIT`, or nothing for a number without a unit.
+pub(crate) fn in_unit(unit: &str) -> String {
+    if unit.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" in {unit}")
+    }
+}
+
+/// A number as an error message shows it: plain when short, in scientific notation when
+/// it would take more than about 15 digits (`1e300`, not three hundred digits).
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    if v != 0.0 && v.is_finite() && !(1e-6..1e15).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `s` cut to at most `max` characters for a message, saying how much was left out.
+pub fn shorten(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(max).collect();
+        format!("{head}... ({} more characters)", n - max)
+    }
+}
+
+/// A list of names for a message: at most `max` of them, then how many more there are.
+pub fn name_list<S: AsRef<str>>(names: &[S], max: usize) -> String {
+    let mut out: Vec<String> = names
+        .iter()
+        .take(max)
+        .map(|n| shorten(n.as_ref(), 60))
+        .collect();
+    if names.len() > max {
+        out.push(format!("... and {} more", names.len() - max));
+    }
+    out.join(", ")
+}
+
+/// `s` with its control characters escaped (`\x1b`, `\r`, `\t`...; newlines kept), so that
+/// text read from files (names, labels) printed to a terminal cannot move the cursor, change
+/// colours or hide what precedes it.
+pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
+    escape(s, true)
+}
+
+/// As [`escape_control`], newlines escaped too: for one cell or one line.
+pub fn escape_line(s: &str) -> std::borrow::Cow<'_, str> {
+    escape(s, false)
+}
+
+fn escape(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    if !s
+        .chars()
+        .any(|c| c.is_control() && !(keep_newlines && c == '\n'))
+    {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' if keep_newlines => out.push('\n'),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let v = c as u32;
+                if v < 0x100 {
+                    out.push_str(&format!("\\x{v:02x}"));
+                } else {
+                    out.push_str(&format!("\\u{{{v:x}}}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_lists_and_control_characters_are_kept_short_and_safe() {
+        assert_eq!(short_number(1e300), "1e300");
+        assert_eq!(short_number(2.5), "2.5");
+        assert_eq!(short_number(5e-324), "5e-324");
+        let names: Vec<String> = (0..100_000).map(|i| format!("r{i}")).collect();
+        let l = name_list(&names, 20);
+        assert!(l.len() < 300 && l.ends_with("and 99980 more"), "{l}");
+        assert_eq!(escape_control("a\x1b[31mb\n"), "a\\x1b[31mb\n");
+        assert_eq!(escape_control("plain"), "plain");
+        assert_eq!(escape_line("a\nb\x07"), "a\\nb\\x07");
+        assert_eq!(
+            shorten(&"x".repeat(100), 10),
+            "xxxxxxxxxx... (90 more characters)"
+        );
+    }
+
+    #[test]
+    fn json_errors_name_the_field_path_and_the_column() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Inner {
+            v: f64,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Outer {
+            items: Vec<Inner>,
+        }
+        let e = json_from_str::<Outer>(r#"{"items": [{"v": 1}, {"v": "x"}]}"#, "f.json", "fix it")
+            .unwrap_err();
+        assert_eq!(e.field, "items[1].v");
+        assert_eq!(e.line, Some(1));
+        assert!(e.message.contains("column"), "{}", e.message);
+        // A byte-order mark is ignored, as in TOML and CSV.
+        assert!(json_from_str::<Outer>("\u{feff}{\"items\": []}", "f.json", "").is_ok());
+        assert!(json_from_str::<Outer>("{\"items\": []} x", "f.json", "").is_err());
     }
 }

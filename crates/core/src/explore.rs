@@ -120,8 +120,8 @@ pub fn apply(
             .into()
         })
     };
-    let positive = |field: &str, v: f64| -> Result<()> {
-        match crate::error::check_positive(&origin, field, v, "") {
+    let in_range = |q: &crate::range::Quantity, field: &str, v: f64| -> Result<()> {
+        match crate::range::check(q, &origin, field, v) {
             Some(e) => Err(e.into()),
             None => Ok(()),
         }
@@ -182,7 +182,7 @@ pub fn apply(
             l.provenance = format!("main memory of '{}': {}", o.id, mem.provenance);
         }
         Transform::ScaleLevel { level, factor } => {
-            positive("factor", *factor)?;
+            in_range(&crate::range::FACTOR, "factor", *factor)?;
             let i = level_idx(level)?;
             let l = &mut out.levels[i];
             l.core_gbs = l.core_gbs.map(|x| x * factor);
@@ -204,8 +204,10 @@ pub fn apply(
                 )
                 .into());
             }
-            for v in [core_gbs, node_gbs].into_iter().flatten() {
-                positive("gbs", *v)?;
+            for (f, v) in [("core_gbs", core_gbs), ("node_gbs", node_gbs)] {
+                if let Some(v) = v {
+                    in_range(&crate::range::BANDWIDTH_GBS, f, *v)?;
+                }
             }
             let l = &mut out.levels[i];
             if core_gbs.is_some() {
@@ -254,8 +256,10 @@ pub fn apply(
             core_gflops,
             node_gflops,
         } => {
-            for v in [core_gflops, node_gflops].into_iter().flatten() {
-                positive("gflops", *v)?;
+            for (f, v) in [("core_gflops", core_gflops), ("node_gflops", node_gflops)] {
+                if let Some(v) = v {
+                    in_range(&crate::range::PEAK_GFLOPS, f, *v)?;
+                }
             }
             match out.peaks.iter_mut().find(|p| p.precision == *precision) {
                 Some(p) => {
@@ -374,6 +378,7 @@ pub struct TargetSpec {
 impl Scenario {
     /// Parses a scenario from TOML.
     pub fn from_toml_str(src: &str, origin: &str) -> Result<Scenario> {
+        let src = src.strip_prefix('\u{feff}').unwrap_or(src);
         let s: Scenario = toml::from_str(src).map_err(|e| {
             // A scenario written for `analyze --scenario` has targets only: say so.
             let targets_only = e.message().contains("missing field `source`")
@@ -411,7 +416,43 @@ impl Scenario {
             )
             .into());
         }
-        Ok(s)
+        let mut errs = Vec::new();
+        for (list, names) in [
+            (
+                "variants",
+                s.variants
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "targets",
+                s.targets
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>(),
+            ),
+        ] {
+            let mut seen = std::collections::HashMap::new();
+            for (i, n) in names.iter().enumerate() {
+                if let Some(first) = seen.insert(*n, i) {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{list}[{i}].name"),
+                        format!(
+                            "'{}' appears twice (also {list}[{first}]): the design points could not be told apart",
+                            crate::error::shorten(n, 80)
+                        ),
+                        format!("give each of the {list} a distinct name"),
+                    ));
+                }
+            }
+        }
+        match errs.len() {
+            0 => Ok(s),
+            1 => Err(errs.remove(0).into()),
+            _ => Err(Error::Inputs(errs)),
+        }
     }
 }
 
@@ -470,9 +511,101 @@ pub struct DesignPoint {
     pub projection: Projection,
 }
 
+/// The default limit on the design points of one sweep ([`Cost::check`]).
+pub const DEFAULT_MAX_POINTS: u64 = 100_000;
+
+/// The default limit on the memory one sweep may take, bytes (4 GiB).
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+
+/// What a sweep will cost, known before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cost {
+    /// Variants.
+    pub variants: u64,
+    /// Targets.
+    pub targets: u64,
+    /// Design points (variants x targets).
+    pub points: u64,
+    /// Roofline points projected in all (every design point projects each thread's
+    /// operational intensities on each roofline of the target).
+    pub projections: u64,
+    /// Memory the result takes, bytes (an estimate from the sizes of its parts).
+    pub bytes: u64,
+}
+
+impl Cost {
+    /// The cost of sweeping `r`.
+    pub fn of(r: &Resolved) -> Cost {
+        let variants = r.variants.len() as u64;
+        let targets = r.targets.len() as u64;
+        let points = variants.saturating_mul(targets);
+        let src_levels = r.source_machine.levels.len().max(1) as u64;
+        let src_threads = r.source_threads.len().max(1) as u64;
+        // Per design point: every thread of the variant, each of its OI levels on each roof
+        // of the target (at most the machines' level counts), plus the source side.
+        let mut per_point_sum: u64 = 0;
+        for (_, _, threads) in &r.variants {
+            for (_, tm) in &r.targets {
+                let l = tm.levels.len().max(1) as u64;
+                let t = threads.len().max(1) as u64;
+                per_point_sum = per_point_sum
+                    .saturating_add(t.saturating_mul(l).saturating_mul(l))
+                    .saturating_add(
+                        src_threads
+                            .saturating_mul(src_levels)
+                            .saturating_mul(src_levels),
+                    );
+            }
+        }
+        // About 200 bytes per projected point, 1 KiB per design point.
+        let bytes = per_point_sum
+            .saturating_mul(200)
+            .saturating_add(points.saturating_mul(1024));
+        Cost {
+            variants,
+            targets,
+            points,
+            projections: per_point_sum,
+            bytes,
+        }
+    }
+
+    /// Refuses a sweep past `max_points` design points or `max_bytes` of memory, saying what
+    /// it would cost and how to go past the limit.
+    pub fn check(
+        &self,
+        max_points: u64,
+        max_bytes: u64,
+    ) -> std::result::Result<(), crate::Failure> {
+        if self.points > max_points || self.bytes > max_bytes {
+            return Err(crate::Failure::input(format!(
+                "the sweep has {} design points ({} variants x {} targets), {} roofline projections, about {} MiB of results: past the limit of {max_points} points and {} MiB\n  fix: split the scenario (fewer variants or targets), run it as a job array (--slurm, one task per point), or raise the limit with --max-points N / --max-memory-mb M if the machine has the memory",
+                self.points,
+                self.variants,
+                self.targets,
+                self.projections,
+                self.bytes >> 20,
+                max_bytes >> 20
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Sweeps variants x targets.
 pub fn sweep(r: &Resolved, precision: Precision, opts: Options) -> Result<Vec<DesignPoint>> {
-    let mut out = Vec::with_capacity(r.variants.len() * r.targets.len());
+    let mut out: Vec<DesignPoint> = Vec::new();
+    out.try_reserve(r.variants.len().saturating_mul(r.targets.len()))
+        .map_err(|_| {
+            Error::mismatch(
+                format!(
+                    "{} x {} design points do not fit in memory",
+                    r.variants.len(),
+                    r.targets.len()
+                ),
+                "split the scenario into smaller sweeps",
+            )
+        })?;
     for (vname, vbits, vthreads) in &r.variants {
         for (tname, tm) in &r.targets {
             let tm = match vbits {

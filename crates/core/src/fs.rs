@@ -1,22 +1,242 @@
-//! Writing result files so that nothing is ever half-written.
+//! Writing result files so that nothing is ever half-written, and nothing is replaced that
+//! should be written through.
+//!
+//! Where a result goes is decided once, by [`Destination::of`]:
+//!
+//! * `-` is standard output;
+//! * a symbolic link is followed (through any number of links, even to a file that does not
+//!   exist yet), and the file it points to is replaced atomically: the link stays a link, as
+//!   with `cp` and editors;
+//! * a special file (a character or block device such as `/dev/null`, a FIFO, a socket) and a
+//!   descriptor path (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`) are written through,
+//!   never replaced;
+//! * a regular file (existing or new) is replaced atomically: a temporary file in the same
+//!   directory, flushed to disk, then renamed over it.
+//!
+//! A missing directory is an error that names the directory ([`MissingDirectory`]); it is an
+//! environment limit (exit 3), as a full disk or a read-only directory is.
 
+use std::fmt;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed to
-/// disk, then renamed over `path`. An interrupted or failed write leaves `path` as it was
-/// (absent, or its old contents) and no temporary file behind.
+/// The directory an output file would go into does not exist. Carried inside the
+/// [`std::io::Error`] (kind `NotFound`) that [`write_atomic`] returns, so that
+/// [`crate::kind::io_kind`] classifies it as an environment limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingDirectory {
+    /// The directory.
+    pub dir: PathBuf,
+}
+
+impl fmt::Display for MissingDirectory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the directory '{}' does not exist: create it first (mkdir -p '{}') or write elsewhere",
+            self.dir.display(),
+            self.dir.display()
+        )
+    }
+}
+
+impl std::error::Error for MissingDirectory {}
+
+/// Where bytes for a path go (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output (`-`).
+    Stdout,
+    /// An open descriptor of this process (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`):
+    /// written at its current offset, as a shell redirection left it.
+    Descriptor(i32),
+    /// A special file (device, FIFO): opened for writing and written through.
+    Special(PathBuf),
+    /// A regular file, existing or not (the final target of any symbolic links): replaced
+    /// atomically.
+    File(PathBuf),
+}
+
+/// Links followed at most before giving up (as the kernel's `ELOOP`).
+const MAX_LINKS: usize = 40;
+
+impl Destination {
+    /// Decides where `path` writes to. Fails on a link loop and on a directory.
+    pub fn of(path: &Path) -> std::io::Result<Destination> {
+        if path.as_os_str() == "-" {
+            return Ok(Destination::Stdout);
+        }
+        let mut p = path.to_path_buf();
+        for _ in 0..=MAX_LINKS {
+            if let Some(fd) = descriptor_of(&p) {
+                return Ok(Destination::Descriptor(fd));
+            }
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    let t = std::fs::read_link(&p)?;
+                    p = if t.is_absolute() {
+                        t
+                    } else {
+                        p.parent().unwrap_or(Path::new("")).join(t)
+                    };
+                }
+                Ok(m) if m.is_dir() => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::IsADirectory,
+                        format!(
+                            "'{}' is a directory: give a file name inside it",
+                            path.display()
+                        ),
+                    ));
+                }
+                Ok(m) if m.is_file() => return Ok(Destination::File(p)),
+                Ok(_) => return Ok(Destination::Special(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(Destination::File(p));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "'{}': more than {MAX_LINKS} symbolic links (a loop?)",
+                path.display()
+            ),
+        ))
+    }
+}
+
+/// The descriptor number a path names, when it names one of this process's descriptors
+/// (`/dev/stdin|stdout|stderr`, `/dev/fd/N`, `/proc/self/fd/N`, `/proc/PID/fd/N` of this
+/// process).
+fn descriptor_of(p: &Path) -> Option<i32> {
+    let s = p.to_str()?;
+    match s {
+        "/dev/stdin" => return Some(0),
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    let own = format!("/proc/{}/fd/", std::process::id());
+    let n = s
+        .strip_prefix("/dev/fd/")
+        .or_else(|| s.strip_prefix("/proc/self/fd/"))
+        .or_else(|| s.strip_prefix("/proc/thread-self/fd/"))
+        .or_else(|| s.strip_prefix(own.as_str()))?;
+    n.parse().ok()
+}
+
+/// Checks, before a long command runs, that `path` can be written when it is done: its
+/// directory exists and takes new files (a read-only or immutable directory, a read-only
+/// file system fail here), and it is not a directory. Special files and standard output are
+/// not checked (a FIFO is opened only when the result is ready).
+pub fn preflight(path: &Path) -> std::io::Result<()> {
+    match Destination::of(path)? {
+        Destination::File(target) => {
+            let dir = parent_dir(&target);
+            if !dir.is_dir() {
+                return Err(missing_dir(dir));
+            }
+            // A temporary file, created and removed: what the real write will need.
+            tempfile::Builder::new()
+                .prefix(&format!(
+                    "{TEMP_PREFIX}{}-{}.",
+                    host_tag(),
+                    std::process::id()
+                ))
+                .suffix(".tmp")
+                .tempfile_in(dir)
+                .map(drop)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `contents` to `path` (see the module documentation): standard output for `-`,
+/// through a special file or descriptor, else atomically: an interrupted or failed write
+/// leaves the file as it was (absent, or its old contents) and no temporary file behind.
 ///
-/// Permissions are those of an ordinary new file: `0666` less the process umask (usually
-/// `0644`), or, when `path` already exists, its current mode, so rewriting a file someone
-/// made group-writable or private keeps it that way.
+/// Permissions of a new file are those of an ordinary new file: `0666` less the process
+/// umask (usually `0644`), or, when the file already exists, its current mode, so rewriting a
+/// file someone made group-writable or private keeps it that way.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
+    let mut set = Outputs::new();
+    set.add(path, contents.to_vec())?;
+    set.commit()
+}
+
+/// Several output files written together: every regular file is first written to its
+/// temporary file (so a missing directory, a full disk or a permission problem with any of
+/// them fails before any is in place), then all are put in place. A failure before
+/// [`Outputs::commit`] leaves nothing behind.
+#[derive(Default)]
+pub struct Outputs {
+    staged: Vec<Staged>,
+}
+
+enum Staged {
+    Direct(Destination, Vec<u8>),
+    File(tempfile::NamedTempFile, PathBuf),
+}
+
+impl Outputs {
+    /// An empty set.
+    pub fn new() -> Outputs {
+        Outputs::default()
+    }
+
+    /// Stages `contents` for `path`: a regular file's temporary file is written and flushed
+    /// now; standard output, descriptors and special files are written at commit.
+    pub fn add(&mut self, path: &Path, contents: Vec<u8>) -> std::io::Result<()> {
+        match Destination::of(path)? {
+            Destination::File(target) => {
+                let tmp = stage_file(&target, &contents)?;
+                self.staged.push(Staged::File(tmp, target));
+            }
+            d => self.staged.push(Staged::Direct(d, contents)),
+        }
+        Ok(())
+    }
+
+    /// Puts every staged output in place, in the order added.
+    pub fn commit(self) -> std::io::Result<()> {
+        for s in self.staged {
+            match s {
+                Staged::File(tmp, target) => {
+                    tmp.persist(&target).map_err(|e| e.error)?;
+                }
+                Staged::Direct(d, bytes) => write_through(&d, &bytes)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
+    }
+}
+
+fn missing_dir(dir: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        MissingDirectory { dir: dir.into() },
+    )
+}
+
+/// The temporary file of `target`, written and flushed.
+fn stage_file(target: &Path, contents: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = parent_dir(target);
+    if !dir.is_dir() {
+        return Err(missing_dir(dir));
+    }
+    remove_stale_temporaries(dir);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".hpcscope-").suffix(".tmp");
+    let prefix = format!("{TEMP_PREFIX}{}-{}.", host_tag(), std::process::id());
+    builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -24,13 +244,108 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut tmp = builder.tempfile_in(dir)?;
-    if let Ok(meta) = std::fs::metadata(path) {
+    if let Ok(meta) = std::fs::metadata(target) {
         tmp.as_file().set_permissions(meta.permissions())?;
     }
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    Ok(tmp)
+}
+
+/// Temporary files of the atomic writer are `.hpcscope-HOST-PID.XXXXXX.tmp`.
+const TEMP_PREFIX: &str = ".hpcscope-";
+
+/// This host's name as it goes into a file name.
+fn host_tag() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into a buffer we own.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let name = if r == 0 {
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    } else {
+        String::new()
+    };
+    let tag: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if tag.is_empty() { "host".into() } else { tag }
+}
+
+/// Removes the temporary files of this writer that a killed process (of this host) left in
+/// `dir`: a `kill -9` between the write and the rename cannot be caught, but the next write
+/// into the directory cleans up after it.
+fn remove_stale_temporaries(dir: &Path) {
+    let mine = format!("{TEMP_PREFIX}{}-", host_tag());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        let Some(pid) = n
+            .strip_prefix(&mine)
+            .filter(|_| n.ends_with(".tmp"))
+            .and_then(|r| r.split('.').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let r = unsafe { libc::kill(pid, 0) };
+        if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+fn write_through(d: &Destination, bytes: &[u8]) -> std::io::Result<()> {
+    let r = match d {
+        Destination::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
+        Destination::Descriptor(fd) => {
+            if *fd == 1 {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            } else {
+                let mut f = descriptor_file(*fd)?;
+                f.write_all(bytes)
+            }
+        }
+        Destination::Special(p) => {
+            let mut f = std::fs::OpenOptions::new().write(true).open(p)?;
+            f.write_all(bytes)
+        }
+        Destination::File(p) => write_atomic(p, bytes),
+    };
+    match r {
+        // A closed pipe (`| head`) is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// A duplicate of this process's descriptor `fd`, as a file.
+#[cfg(unix)]
+fn descriptor_file(fd: i32) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{BorrowedFd, OwnedFd};
+    if !(0..=i32::MAX).contains(&fd) {
+        return Err(std::io::Error::from_raw_os_error(9));
+    }
+    // fcntl(F_GETFD) through a duplicate: borrowing a closed descriptor number is safe to
+    // try (the duplicate fails with EBADF), and the duplicate is ours to close.
+    // SAFETY: the borrow lasts only for the duplication; an invalid number makes
+    // `try_clone_to_owned` fail with EBADF rather than touch another file.
+    let owned: OwnedFd = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
+    Ok(std::fs::File::from(owned))
+}
+
+#[cfg(not(unix))]
+fn descriptor_file(_fd: i32) -> std::io::Result<std::fs::File> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
 /// Writes `contents` to a new file `path`, atomically, without ever replacing a file of that
@@ -38,10 +353,10 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// write can be told from other files), flushed to disk, then linked into place. Returns
 /// `false`, and leaves the existing file alone, when `path` already exists.
 pub fn write_new(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(missing_dir(dir));
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -68,7 +383,16 @@ pub fn write_new(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
 mod tests {
     use super::*;
     #[cfg(unix)]
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
 
     #[test]
     fn replaces_contents_and_leaves_no_temporary_file() {
@@ -77,11 +401,7 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(d.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("out.json")]);
+        assert_eq!(names(d.path()), vec!["out.json"]);
     }
 
     #[cfg(unix)]
@@ -117,10 +437,193 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_directory_is_an_error_and_creates_nothing() {
+    fn a_missing_directory_is_an_environment_error_that_names_it_and_creates_nothing() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("no/such/dir/out.json");
-        assert!(write_atomic(&p, b"x").is_err());
+        let e = write_atomic(&p, b"x").unwrap_err();
         assert!(!p.exists());
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("no/such/dir") && e.to_string().contains("mkdir -p"));
+        assert_eq!(crate::kind::io_kind(&e), crate::ErrorKind::Environment);
+        let e = write_new(&p, b"x").unwrap_err();
+        assert_eq!(crate::kind::io_kind(&e), crate::ErrorKind::Environment);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_stays_a_link_and_its_target_is_replaced() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("real.txt");
+        std::fs::write(&target, b"old").unwrap();
+        let link = d.path().join("link.txt");
+        std::os::unix::fs::symlink("real.txt", &link).unwrap();
+        // A chain of two links, the second relative to the first's directory.
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let link2 = sub.join("link2.txt");
+        std::os::unix::fs::symlink("../link.txt", &link2).unwrap();
+        write_atomic(&link2, b"new").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            std::fs::symlink_metadata(&link2)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        // A dangling link creates its target.
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink("created.txt", &dangling).unwrap();
+        write_atomic(&dangling, b"c").unwrap();
+        assert_eq!(std::fs::read(d.path().join("created.txt")).unwrap(), b"c");
+        // A loop is an error, not a hang.
+        let a = d.path().join("a");
+        let b = d.path().join("b");
+        std::os::unix::fs::symlink("b", &a).unwrap();
+        std::os::unix::fs::symlink("a", &b).unwrap();
+        assert!(write_atomic(&a, b"x").is_err());
+        assert_eq!(
+            names(d.path()),
+            vec![
+                "a",
+                "b",
+                "created.txt",
+                "dangling",
+                "link.txt",
+                "real.txt",
+                "sub"
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn special_files_are_written_through_never_replaced() {
+        // /dev/null stays a character device.
+        write_atomic(Path::new("/dev/null"), b"discarded").unwrap();
+        let m = std::fs::symlink_metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device());
+        // A FIFO stays a FIFO and its reader gets the bytes.
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { mkfifo(c.as_ptr(), 0o600) }, 0);
+        let f2 = fifo.clone();
+        let reader = std::thread::spawn(move || std::fs::read(&f2).unwrap());
+        write_atomic(&fifo, b"through the fifo").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the fifo");
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        assert_eq!(names(d.path()), vec!["fifo"]);
+        // A directory is refused with a clear message.
+        let e = write_atomic(d.path(), b"x").unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+    }
+
+    #[cfg(unix)]
+    unsafe extern "C" {
+        fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+    }
+
+    #[test]
+    fn descriptor_paths_and_dash_are_recognised() {
+        assert_eq!(
+            Destination::of(Path::new("-")).unwrap(),
+            Destination::Stdout
+        );
+        assert_eq!(
+            Destination::of(Path::new("/dev/stdout")).unwrap(),
+            Destination::Descriptor(1)
+        );
+        assert_eq!(
+            Destination::of(Path::new("/dev/fd/2")).unwrap(),
+            Destination::Descriptor(2)
+        );
+        assert_eq!(
+            Destination::of(Path::new("/proc/self/fd/7")).unwrap(),
+            Destination::Descriptor(7)
+        );
+        assert_eq!(
+            Destination::of(Path::new("out.json")).unwrap(),
+            Destination::File("out.json".into())
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_descriptor_is_written_at_its_offset() {
+        use std::os::fd::AsRawFd;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .unwrap();
+        std::fs::write(&p, b"first\n").unwrap();
+        let path = PathBuf::from(format!("/dev/fd/{}", f.as_raw_fd()));
+        write_atomic(&path, b"second\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"first\nsecond\n");
+        assert!(
+            write_atomic(Path::new("/dev/fd/987654"), b"x").is_err(),
+            "a closed descriptor is an error"
+        );
+    }
+
+    #[test]
+    fn temporaries_left_by_a_killed_writer_are_removed_by_the_next_write() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let left = d
+            .path()
+            .join(format!("{TEMP_PREFIX}{}-{dead}.Xy12Ab.tmp", host_tag()));
+        std::fs::write(&left, b"half of a res").unwrap();
+        // Another host's, or a live process's: kept.
+        let other = d.path().join(".hpcscope-otherhost-1.Ab12Cd.tmp");
+        std::fs::write(&other, b"x").unwrap();
+        write_atomic(&d.path().join("out.json"), b"{}").unwrap();
+        assert_eq!(
+            names(d.path()),
+            vec![".hpcscope-otherhost-1.Ab12Cd.tmp", "out.json"]
+        );
+    }
+
+    #[test]
+    fn preflight_finds_a_missing_directory_and_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(preflight(&d.path().join("nodir/x.toml")).is_err());
+        preflight(&d.path().join("x.toml")).unwrap();
+        preflight(Path::new("-")).unwrap();
+        assert!(preflight(d.path()).is_err());
+        assert!(names(d.path()).is_empty());
+    }
+
+    #[test]
+    fn a_set_of_outputs_fails_before_any_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let svg = d.path().join("chart.svg");
+        let mut set = Outputs::new();
+        set.add(&svg, b"<svg/>".to_vec()).unwrap();
+        let e = set.add(&d.path().join("missing/out.json"), b"{}".to_vec());
+        assert!(e.is_err());
+        drop(set);
+        assert!(names(d.path()).is_empty(), "{:?}", names(d.path()));
+        let mut set = Outputs::new();
+        set.add(&svg, b"<svg/>".to_vec()).unwrap();
+        set.add(&d.path().join("out.json"), b"{}".to_vec()).unwrap();
+        set.commit().unwrap();
+        assert_eq!(names(d.path()), vec!["chart.svg", "out.json"]);
     }
 }

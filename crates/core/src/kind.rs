@@ -112,11 +112,17 @@ impl Classify for crate::InputError {
     }
 }
 
-/// The kind of an I/O error: permissions, a read-only file system, a full disk and missing
-/// resources of the machine are environment limits; the rest (a missing file the user named,
-/// bad data) is input.
+/// The kind of an I/O error: permissions, a read-only file system, a full disk, a missing
+/// output directory and missing resources of the machine are environment limits; the rest
+/// (a missing file the user named, bad data) is input.
 pub fn io_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as K;
+    // A missing output directory is a limit of the environment the command runs in.
+    if e.get_ref()
+        .is_some_and(|i| i.is::<crate::fs::MissingDirectory>())
+    {
+        return ErrorKind::Environment;
+    }
     match e.kind() {
         K::PermissionDenied
         | K::ReadOnlyFilesystem
@@ -124,6 +130,7 @@ pub fn io_kind(e: &std::io::Error) -> ErrorKind {
         | K::QuotaExceeded
         | K::OutOfMemory
         | K::ResourceBusy
+        | K::FileTooLarge
         | K::Unsupported => ErrorKind::Environment,
         _ => ErrorKind::Input,
     }

@@ -16,6 +16,7 @@ pub mod load;
 pub mod machine;
 pub mod profile;
 pub mod project;
+pub mod range;
 pub mod roofline;
 pub mod stats;
 

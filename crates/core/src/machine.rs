@@ -11,7 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{InputError, Result, check_positive, from_toml};
+use crate::error::{InputError, Result, check_positive, from_toml, short_number};
+use crate::range;
 
 /// The machine format version this library reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -245,6 +246,12 @@ pub struct Machine {
 const MAX_GBS: f64 = 1.0e6;
 /// Largest peak accepted, GFLOP/s: above, the value is probably in FLOP/s.
 const MAX_GFLOPS: f64 = 1.0e7;
+/// Largest cache line, bytes.
+const MAX_LINE_BYTES: u32 = 1 << 16;
+/// Largest cache, bytes (1 TiB).
+const MAX_CACHE_BYTES: u64 = 1 << 40;
+/// Most ways of a cache.
+const MAX_WAYS: u32 = 1 << 20;
 
 impl Machine {
     /// Parses a machine from TOML text and validates it; `origin` names the source in errors.
@@ -268,7 +275,8 @@ impl Machine {
 
     /// Total number of cores of the node.
     pub fn cores(&self) -> u32 {
-        self.sockets * self.cores_per_socket
+        // Validated machines have at most 64 x 4096 cores; never wrap on others.
+        self.sockets.saturating_mul(self.cores_per_socket).max(1)
     }
 
     /// The peak entry for `precision`, if any.
@@ -346,10 +354,21 @@ impl Machine {
                 format!("must be a positive multiple of 32, found {}", self.vector_bits),
                 "give the vector register width in bits: 64 (scalar f64), 128 (SSE, NEON), 256 (AVX2), 512 (AVX-512, SVE-512)",
             ));
+        } else {
+            errs.extend(range::check(
+                &range::VECTOR_BITS,
+                origin,
+                "vector_bits",
+                f64::from(self.vector_bits),
+            ));
         }
-        for (field, v) in [
-            ("sockets", self.sockets),
-            ("cores_per_socket", self.cores_per_socket),
+        for (field, v, q) in [
+            ("sockets", self.sockets, &range::SOCKETS),
+            (
+                "cores_per_socket",
+                self.cores_per_socket,
+                &range::CORES_PER_SOCKET,
+            ),
         ] {
             if v == 0 {
                 errs.push(InputError::new(
@@ -358,18 +377,54 @@ impl Machine {
                     "must be at least 1",
                     "give a positive integer",
                 ));
+            } else {
+                errs.extend(range::check(q, origin, field, f64::from(v)));
             }
         }
         if let Some(f) = self.frequency_ghz {
-            errs.extend(check_positive(origin, "frequency_ghz", f, "GHz"));
-            if f.is_finite() && f > 100.0 {
+            errs.extend(range::check(
+                &range::FREQUENCY_GHZ,
+                origin,
+                "frequency_ghz",
+                f,
+            ));
+        }
+        for (field, n, max, what) in [
+            (
+                "peaks",
+                self.peaks.len(),
+                range::MAX_PEAKS,
+                "peaks (one per precision)",
+            ),
+            (
+                "levels",
+                self.levels.len(),
+                range::MAX_LEVELS,
+                "memory levels",
+            ),
+            (
+                "network",
+                self.network.len(),
+                range::MAX_LINKS,
+                "network links",
+            ),
+        ] {
+            if n > max {
                 errs.push(InputError::new(
                     origin,
-                    "frequency_ghz",
-                    format!("{f} GHz is implausible"),
-                    "the unit is GHz: write 2.5, not 2500 (MHz) or 2.5e9 (Hz)",
+                    field,
+                    format!("has {n} entries; a machine has at most {max} {what}"),
+                    format!("describe at most {max} {what}: the caches and memories a core sees, not every instance"),
                 ));
             }
+        }
+        if !errs.is_empty()
+            && (self.levels.len() > range::MAX_LEVELS
+                || self.peaks.len() > range::MAX_PEAKS
+                || self.network.len() > range::MAX_LINKS)
+        {
+            // Do not list thousands of per-entry problems after the count that explains them.
+            return Err(crate::Error::Inputs(errs));
         }
         if self.peaks.is_empty() {
             errs.push(InputError::new(
@@ -404,13 +459,29 @@ impl Machine {
                 ("node_gflops", p.node_gflops),
             ] {
                 if let Some(v) = v {
-                    errs.extend(check_positive(origin, &format!("{f}.{name}"), v, "GFLOP/s"));
                     if v.is_finite() && v > MAX_GFLOPS {
                         errs.push(InputError::new(
                             origin,
                             format!("{f}.{name}"),
-                            format!("{v} GFLOP/s is implausible: it looks like FLOP/s"),
-                            format!("the unit is GFLOP/s (1e9 FLOP/s): write {}", v / 1e9),
+                            format!(
+                                "{} GFLOP/s is implausible: it looks like FLOP/s",
+                                short_number(v)
+                            ),
+                            format!(
+                                "the unit is GFLOP/s (1e9 FLOP/s): write {}",
+                                short_number(v / 1e9)
+                            ),
+                        ));
+                    } else if let Some(e) =
+                        check_positive(origin, &format!("{f}.{name}"), v, "GFLOP/s")
+                    {
+                        errs.push(e);
+                    } else {
+                        errs.extend(range::check(
+                            &range::PEAK_GFLOPS,
+                            origin,
+                            &format!("{f}.{name}"),
+                            v,
                         ));
                     }
                 }
@@ -453,13 +524,26 @@ impl Machine {
             }
             for (name, v) in [("core_gbs", l.core_gbs), ("node_gbs", l.node_gbs)] {
                 if let Some(v) = v {
-                    errs.extend(check_positive(origin, &format!("{f}.{name}"), v, "GB/s"));
                     if v.is_finite() && v > MAX_GBS {
                         errs.push(InputError::new(
                             origin,
                             format!("{f}.{name}"),
-                            format!("{v} GB/s is implausible: it looks like B/s"),
-                            format!("the unit is GB/s (1e9 B/s): write {}", v / 1e9),
+                            format!("{} GB/s is implausible: it looks like B/s", short_number(v)),
+                            format!(
+                                "the unit is GB/s (1e9 B/s): write {}",
+                                short_number(v / 1e9)
+                            ),
+                        ));
+                    } else if let Some(e) =
+                        check_positive(origin, &format!("{f}.{name}"), v, "GB/s")
+                    {
+                        errs.push(e);
+                    } else {
+                        errs.extend(range::check(
+                            &range::BANDWIDTH_GBS,
+                            origin,
+                            &format!("{f}.{name}"),
+                            v,
                         ));
                     }
                 }
@@ -487,6 +571,39 @@ impl Machine {
                         format!("{f}.cache.line_bytes"),
                         format!("must be a power of two, found {}", c.line_bytes),
                         "typical values are 64 (x86, Neoverse) or 256 (A64FX)",
+                    ));
+                }
+                if c.line_bytes > MAX_LINE_BYTES {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.cache.line_bytes"),
+                        format!(
+                            "{} bytes is larger than the {MAX_LINE_BYTES}-byte limit",
+                            c.line_bytes
+                        ),
+                        "typical values are 64 (x86, Neoverse) or 256 (A64FX)",
+                    ));
+                }
+                if c.size_bytes > MAX_CACHE_BYTES {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.cache.size_bytes"),
+                        format!(
+                            "{} bytes is larger than the 1 TiB limit of a cache",
+                            c.size_bytes
+                        ),
+                        "give the capacity of one cache instance in bytes (32 KiB = 32768)",
+                    ));
+                }
+                if c.associativity > MAX_WAYS {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.cache.associativity"),
+                        format!(
+                            "{} ways is more than the {MAX_WAYS} a cache can have here",
+                            c.associativity
+                        ),
+                        "give the number of ways per set (a fully associative cache: size / line)",
                     ));
                 }
                 if c.associativity == 0 {

@@ -8,8 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{InputError, Result, check_non_negative, check_positive, from_json};
+use crate::error::{InputError, Result, check_non_negative, check_positive};
 use crate::machine::Precision;
+use crate::range;
 
 /// The profile format version this library reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -295,13 +296,11 @@ pub fn global_from_local(local: &[f64], n_levels: usize) -> Vec<f64> {
 impl Profile {
     /// Parses and validates a profile from JSON text; `origin` names the source in errors.
     pub fn from_json_str(src: &str, origin: &str) -> Result<Profile> {
-        let p: Profile = serde_json::from_str(src).map_err(|e| {
-            from_json(
-                origin,
-                &e,
-                "see docs/profile-format.md for the fields; `hpcscope mix` writes profiles",
-            )
-        })?;
+        let p: Profile = crate::error::json_from_str(
+            src,
+            origin,
+            "see docs/profile-format.md for the fields; `hpcscope mix` writes profiles",
+        )?;
         p.validate(origin)?;
         Ok(p)
     }
@@ -314,18 +313,15 @@ impl Profile {
     /// The region called `name`, or the only region when `name` is `None`.
     pub fn region(&self, name: Option<&str>, origin: &str) -> Result<&Region> {
         let names = || {
-            self.regions
-                .iter()
-                .map(|r| r.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            let all: Vec<&str> = self.regions.iter().map(|r| r.name.as_str()).collect();
+            crate::error::name_list(&all, 20)
         };
         match name {
             Some(n) => self.regions.iter().find(|r| r.name == n).ok_or_else(|| {
                 InputError::new(
                     origin,
                     "regions",
-                    format!("no region named '{n}'"),
+                    format!("no region named '{}'", crate::error::shorten(n, 80)),
                     format!("choose one of: {}", names()),
                 )
                 .into()
@@ -376,7 +372,47 @@ impl Profile {
                 "give at least one region with one thread",
             ));
         }
+        let mut names = std::collections::HashMap::new();
         for (r, region) in self.regions.iter().enumerate() {
+            if let Some(first) = names.insert(region.name.as_str(), r) {
+                errs.push(InputError::new(
+                    origin,
+                    format!("regions[{r}].name"),
+                    format!(
+                        "region '{}' appears twice (also regions[{first}])",
+                        crate::error::shorten(&region.name, 80)
+                    ),
+                    "give each region a distinct name, or merge the two into one",
+                ));
+            }
+            if region.threads.len() > crate::range::MAX_THREADS {
+                errs.push(InputError::new(
+                    origin,
+                    format!("regions[{r}].threads"),
+                    format!(
+                        "has {} threads, more than the {} hpcscope reads",
+                        region.threads.len(),
+                        crate::range::MAX_THREADS
+                    ),
+                    "give one entry per thread of the run",
+                ));
+                continue;
+            }
+            let mut ids = std::collections::HashMap::new();
+            for (t, th) in region.threads.iter().enumerate() {
+                if let Some(first) = ids.insert(th.thread, t) {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("regions[{r}].threads[{t}].thread"),
+                        format!(
+                            "thread id {} appears twice in region '{}' (also threads[{first}])",
+                            th.thread,
+                            crate::error::shorten(&region.name, 80)
+                        ),
+                        "give each thread of a region a distinct id; sum the metrics of one thread into one entry",
+                    ));
+                }
+            }
             if region.threads.is_empty() {
                 errs.push(InputError::new(
                     origin,
@@ -387,18 +423,27 @@ impl Profile {
             }
             for (t, th) in region.threads.iter().enumerate() {
                 let f = format!("regions[{r}].threads[{t}]");
-                errs.extend(check_non_negative(
-                    origin,
-                    &format!("{f}.flops"),
-                    th.flops,
-                    "FLOPs",
-                ));
-                errs.extend(check_non_negative(
-                    origin,
-                    &format!("{f}.fp_instructions"),
-                    th.fp_instructions,
-                    "instructions",
-                ));
+                errs.extend(
+                    check_non_negative(origin, &format!("{f}.flops"), th.flops, "FLOPs").or_else(
+                        || range::check(&range::COUNT, origin, &format!("{f}.flops"), th.flops),
+                    ),
+                );
+                errs.extend(
+                    check_non_negative(
+                        origin,
+                        &format!("{f}.fp_instructions"),
+                        th.fp_instructions,
+                        "instructions",
+                    )
+                    .or_else(|| {
+                        range::check(
+                            &range::COUNT,
+                            origin,
+                            &format!("{f}.fp_instructions"),
+                            th.fp_instructions,
+                        )
+                    }),
+                );
                 if th.fp_instructions == 0.0 && th.flops > 0.0 {
                     errs.push(InputError::new(
                         origin,
@@ -408,18 +453,21 @@ impl Profile {
                     ));
                 }
                 if let Some(ts) = th.time_s {
-                    errs.extend(check_positive(
-                        origin,
-                        &format!("{f}.time_s"),
-                        ts,
-                        "seconds",
-                    ));
-                    if ts.is_finite() && ts > 1.0e7 {
+                    if let Some(e) = check_positive(origin, &format!("{f}.time_s"), ts, "seconds") {
+                        errs.push(e);
+                    } else if ts > 1.0e7 {
                         errs.push(InputError::new(
                             origin,
                             format!("{f}.time_s"),
-                            format!("{ts} s is more than 100 days"),
+                            format!("{} s is more than 100 days", crate::error::short_number(ts)),
                             "the unit is seconds: convert from ns/us/ms",
+                        ));
+                    } else {
+                        errs.extend(range::check(
+                            &range::TIME_S,
+                            origin,
+                            &format!("{f}.time_s"),
+                            ts,
                         ));
                     }
                 }
@@ -429,12 +477,11 @@ impl Profile {
                     ("instructions", th.instructions),
                 ] {
                     if let Some(v) = v {
-                        errs.extend(check_non_negative(
-                            origin,
-                            &format!("{f}.{name}"),
-                            v,
-                            "count",
-                        ));
+                        errs.extend(
+                            check_non_negative(origin, &format!("{f}.{name}"), v, "").or_else(
+                                || range::check(&range::COUNT, origin, &format!("{f}.{name}"), v),
+                            ),
+                        );
                     }
                 }
                 errs.extend(th.memory.check(origin, &format!("{f}.memory")));
@@ -457,17 +504,19 @@ impl Memory {
                     errs.push(InputError::new(origin, format!("{f}.bytes_per_level"), "is empty", "give the bytes served by each level, L1 to main memory"));
                 }
                 for (i, lb) in levels.iter().enumerate() {
-                    errs.extend(check_non_negative(origin, &format!("{f}.bytes_per_level[{i}].bytes"), lb.bytes, "bytes"));
+                    let field = format!("{f}.bytes_per_level[{i}].bytes");
+                    errs.extend(check_non_negative(origin, &field, lb.bytes, "bytes").or_else(|| range::check(&range::COUNT, origin, &field, lb.bytes)));
                     if levels[..i].iter().any(|o| o.level == lb.level) {
                         errs.push(InputError::new(origin, format!("{f}.bytes_per_level[{i}].level"), format!("level '{}' appears twice", lb.level), "give each level once"));
                     }
                 }
             }
             (None, Some(total), Some(hr)) => {
-                errs.extend(check_non_negative(origin, &format!("{f}.bytes_total"), total, "bytes"));
+                let field = format!("{f}.bytes_total");
+                errs.extend(check_non_negative(origin, &field, total, "bytes").or_else(|| range::check(&range::COUNT, origin, &field, total)));
                 for (i, lr) in hr.levels.iter().enumerate() {
                     if !(0.0..=1.0).contains(&lr.ratio) {
-                        errs.push(InputError::new(origin, format!("{f}.hit_ratios.levels[{i}].ratio"), format!("{} is not in [0, 1]", lr.ratio), "give a ratio between 0 and 1 (not a percentage)"));
+                        errs.push(InputError::new(origin, format!("{f}.hit_ratios.levels[{i}].ratio"), format!("{} is not in [0, 1]", crate::error::short_number(lr.ratio)), "give a ratio between 0 and 1 (not a percentage)"));
                     }
                 }
                 if hr.kind == RatioKind::Global && !hr.levels.is_empty() {

@@ -341,6 +341,23 @@ pub(crate) fn de_f64_inf<'de, D: serde::Deserializer<'de>>(
     Ok(v.unwrap_or(f64::INFINITY))
 }
 
+/// A note when a region's thread count does not fit the ceilings' scope: several threads
+/// summed against one core's ceilings (an efficiency above 100 % that means nothing), or
+/// more threads than the machine has cores.
+pub fn scope_note(threads: usize, cores: u32, scope: Scope) -> Option<String> {
+    match scope {
+        Scope::Core if threads > 1 => Some(format!(
+            "the region has {threads} threads, summed and compared with the ceilings of one core: \
+             use the node scope (--scope node) for a multithreaded region"
+        )),
+        Scope::Node if threads > cores as usize => Some(format!(
+            "the region has {threads} threads, more than the {cores} cores of the machine: \
+             the node ceilings assume one thread per core"
+        )),
+        _ => None,
+    }
+}
+
 /// Places an application on a machine's cache-aware rooflines.
 pub fn analyze(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<RooflineAnalysis> {
     let idx = match_levels(c, app, app_origin)?;
@@ -386,6 +403,12 @@ pub fn analyze(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<Roofl
         .min_by(|a, b| a.attainable_gflops.total_cmp(&b.attainable_gflops))
         .expect("a validated machine has a memory level with a bandwidth");
     let achieved = app.gflops();
+    if app.flops == 0.0 {
+        notes.push(
+            "no FLOPs: the operational intensities are 0 and there is no roofline efficiency"
+                .into(),
+        );
+    }
     Ok(RooflineAnalysis {
         flops_per_instruction: app.flops_per_instruction(),
         max_flops_per_instruction: max_fpi,

@@ -294,6 +294,11 @@ impl Evaluator<'_> {
             path.push(name.to_string());
             return Err(EvalError::Cycle { path });
         }
+        if self.stack.len() >= crate::expr::MAX_REFERENCES {
+            return Err(EvalError::TooDeep {
+                path: self.stack.clone(),
+            });
+        }
         let outer = std::mem::replace(&mut self.scaled, false);
         self.stack.push(name.to_string());
         let r = e.eval(self);

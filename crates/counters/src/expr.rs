@@ -99,7 +99,15 @@ pub enum EvalError {
         /// The metrics in the circle, the first repeated at the end.
         path: Vec<String>,
     },
+    /// Metrics that refer to metrics more than [`MAX_REFERENCES`] deep.
+    TooDeep {
+        /// The chain of metrics, outermost first.
+        path: Vec<String>,
+    },
 }
+
+/// How deep metrics may refer to other metrics (each reference is a recursive evaluation).
+pub const MAX_REFERENCES: usize = 32;
 
 impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -119,6 +127,17 @@ impl fmt::Display for EvalError {
                     f,
                     "metrics refer to each other in a cycle: {}",
                     path.join(" -> ")
+                )
+            }
+            EvalError::TooDeep { path } => {
+                write!(
+                    f,
+                    "metrics refer to metrics more than {MAX_REFERENCES} deep: {} -> ...",
+                    path.iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" -> ")
                 )
             }
         }
@@ -413,7 +432,20 @@ struct Parser<'a> {
     lex: Lexer<'a>,
     tok: Tok,
     span: Span,
+    /// Nesting of `expr` calls now.
+    nest: usize,
+    /// Depth of the tree the last `expr` or `prefix` built.
+    depth: usize,
 }
+
+/// The deepest expression tree accepted: evaluation and dropping walk the tree recursively,
+/// so a hostile `1+1+...+1` must not reach the stack's end. Real metric formulas are a few
+/// dozen operations deep at most.
+pub const MAX_DEPTH: usize = 200;
+
+/// The deepest nesting of parentheses, function calls, signs and conditionals accepted (the
+/// parser recurses at each; Linux's pmu-events formulas nest 3 deep).
+pub const MAX_NESTING: usize = 48;
 
 fn binop(op: &str) -> Option<(BinOp, u8)> {
     Some(match op {
@@ -464,7 +496,32 @@ impl<'a> Parser<'a> {
     }
 
     fn expr(&mut self, min_bp: u8) -> Result<Node, ParseError> {
+        self.nest += 1;
+        if self.nest > MAX_NESTING {
+            self.nest -= 1;
+            return Err(self.err_here(format!(
+                "the expression nests more than {MAX_NESTING} levels deep"
+            )));
+        }
+        let r = self.expr_inner(min_bp);
+        self.nest -= 1;
+        r
+    }
+
+    /// Records that a node of depth `d` was built.
+    fn built(&mut self, d: usize) -> Result<(), ParseError> {
+        self.depth = d;
+        if d > MAX_DEPTH {
+            return Err(self.err_here(format!(
+                "the expression is more than {MAX_DEPTH} operations deep: split it into named metrics"
+            )));
+        }
+        Ok(())
+    }
+
+    fn expr_inner(&mut self, min_bp: u8) -> Result<Node, ParseError> {
         let mut lhs = self.prefix()?;
+        let mut d = self.depth;
         loop {
             match &self.tok {
                 Tok::Ident(k) if k == "if" => {
@@ -473,6 +530,7 @@ impl<'a> Parser<'a> {
                     }
                     self.bump()?;
                     let cond = self.expr(2)?;
+                    let dc = self.depth;
                     match &self.tok {
                         Tok::Ident(k) if k == "else" => self.bump()?,
                         _ => {
@@ -483,6 +541,8 @@ impl<'a> Parser<'a> {
                         }
                     }
                     let els = self.expr(1)?;
+                    d = 1 + d.max(dc).max(self.depth);
+                    self.built(d)?;
                     lhs = Node::If(Box::new(lhs), Box::new(cond), Box::new(els));
                 }
                 Tok::Op(o) => {
@@ -495,6 +555,8 @@ impl<'a> Parser<'a> {
                     let span = self.span;
                     self.bump()?;
                     let rhs = self.expr(bp + 1)?;
+                    d = 1 + d.max(self.depth);
+                    self.built(d)?;
                     lhs = Node::Bin(op, Box::new(lhs), Box::new(rhs), span);
                 }
                 Tok::End | Tok::RParen | Tok::Comma => break,
@@ -506,6 +568,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        self.depth = d;
         Ok(lhs)
     }
 
@@ -514,10 +577,12 @@ impl<'a> Parser<'a> {
         match self.tok.clone() {
             Tok::Num(v) => {
                 self.bump()?;
+                self.depth = 1;
                 Ok(Node::Num(v, span))
             }
             Tok::Hash(n) => {
                 self.bump()?;
+                self.depth = 1;
                 Ok(Node::Const(n, span))
             }
             Tok::Ident(n) if n == "if" || n == "else" => Err(self.err_here(format!(
@@ -535,9 +600,11 @@ impl<'a> Parser<'a> {
                     };
                     self.bump()?;
                     let mut args = Vec::new();
+                    let mut da = 0;
                     if self.tok != Tok::RParen {
                         loop {
                             args.push(self.expr(0)?);
+                            da = da.max(self.depth);
                             match self.tok {
                                 Tok::Comma => self.bump()?,
                                 Tok::RParen => break,
@@ -574,8 +641,10 @@ impl<'a> Parser<'a> {
                             .lex
                             .err(span.start, format!("{n}() takes an event name")));
                     }
+                    self.built(da + 1)?;
                     Ok(Node::Call(f, args, span))
                 } else {
+                    self.depth = 1;
                     Ok(Node::Ident(n, span))
                 }
             }
@@ -594,7 +663,9 @@ impl<'a> Parser<'a> {
             }
             Tok::Op("-") => {
                 self.bump()?;
-                Ok(Node::Neg(Box::new(self.expr(UNARY_BP)?)))
+                let x = self.expr(UNARY_BP)?;
+                self.built(self.depth + 1)?;
+                Ok(Node::Neg(Box::new(x)))
             }
             Tok::Op("+") => {
                 self.bump()?;
@@ -602,7 +673,9 @@ impl<'a> Parser<'a> {
             }
             Tok::Op("!") => {
                 self.bump()?;
-                Ok(Node::Not(Box::new(self.expr(UNARY_BP)?)))
+                let x = self.expr(UNARY_BP)?;
+                self.built(self.depth + 1)?;
+                Ok(Node::Not(Box::new(x)))
             }
             Tok::End => Err(self.err_here("expression ends where a value was expected")),
             _ => Err(self.err_here(format!(
@@ -628,6 +701,8 @@ impl Expr {
             lex: Lexer { src, pos: 0 },
             tok: Tok::End,
             span: Span { start: 0, end: 0 },
+            nest: 0,
+            depth: 0,
         };
         p.bump()?;
         if p.tok == Tok::End {
@@ -906,6 +981,32 @@ mod tests {
 
     fn perr(src: &str) -> ParseError {
         Expr::parse(src).expect_err(src)
+    }
+
+    #[test]
+    fn hostile_nesting_is_an_error_not_a_stack_overflow() {
+        // On the stack of an ordinary thread (2 MiB): each of these overflowed it before.
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                for src in [
+                    format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000)),
+                    format!("1{}", "+1".repeat(100_000)),
+                    format!("{}1", "-".repeat(100_000)),
+                    format!("{}1", "!".repeat(100_000)),
+                    format!("1{}", " if 1 else 1".repeat(100_000)),
+                    format!("{}1{}", "max(".repeat(100_000), ")".repeat(100_000)),
+                ] {
+                    let e = Expr::parse(&src).expect_err("too deep");
+                    assert!(e.to_string().contains("deep"), "{e}");
+                }
+                // Real formulas are far from the limit.
+                let ok = format!("1{}", "+1".repeat(150));
+                assert_eq!(val(&ok), 151.0);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 
     #[test]

@@ -368,14 +368,18 @@ pub fn run_once(
     if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(sys_err("pipe2"));
     }
-    // SAFETY: after fork the child only calls async-signal-safe functions (read, execvpe,
-    // _exit) on data prepared before the fork.
+    // SAFETY: getpid before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: after fork the child only calls async-signal-safe functions (prctl, getppid,
+    // read, execvpe, _exit) on data prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(sys_err("fork"));
     }
     if pid == 0 {
         unsafe {
+            // The measured program dies with hpcscope.
+            hpcscope_host::child::in_child_after_fork(parent);
             libc::close(go[1]);
             let mut b = 0u8;
             libc::read(go[0], (&mut b as *mut u8).cast(), 1);
@@ -656,14 +660,15 @@ pub fn collect_markers(
     let n = runs.len();
     for (i, ev) in runs.iter().enumerate() {
         let out = dir.join(format!("markers-{i}.json"));
-        let status = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .envs(opts.env.iter().cloned())
-            .env(hpcscope_markers::ENV_ACTIVE, "1")
-            .env(hpcscope_markers::ENV_OUT, &out)
-            .env(hpcscope_markers::ENV_EVENTS, ev.join(","))
-            .status()
-            .map_err(|e| Error::Input(format!("cannot run '{}': {e}", argv[0])))?;
+        let status =
+            hpcscope_host::child::die_with_parent(&mut std::process::Command::new(&argv[0]))
+                .args(&argv[1..])
+                .envs(opts.env.iter().cloned())
+                .env(hpcscope_markers::ENV_ACTIVE, "1")
+                .env(hpcscope_markers::ENV_OUT, &out)
+                .env(hpcscope_markers::ENV_EVENTS, ev.join(","))
+                .status()
+                .map_err(|e| Error::Input(format!("cannot run '{}': {e}", argv[0])))?;
         if !out.exists() {
             return Err(Error::Input(format!(
                 "'{}' wrote no marker results (exit status {status}): is it linked with libhpcscope_markers and does it call hpcscope_region_start/stop?",

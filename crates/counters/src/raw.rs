@@ -111,7 +111,7 @@ impl RegionData {
                 (a, b) => a.or(b),
             };
             if let Some(c) = t.calls {
-                out.calls = Some(out.calls.unwrap_or(0) + c);
+                out.calls = Some(out.calls.unwrap_or(0).saturating_add(c));
             }
             for (k, v) in &t.counters {
                 let e = out.counters.entry(k.clone()).or_insert(Count::of(0.0));

@@ -94,10 +94,14 @@ pub fn collect_functions(
     if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(Error::Input("pipe2 failed".into()));
     }
+    // SAFETY: getpid before the fork.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: the child only calls async-signal-safe functions on prepared data.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         unsafe {
+            // The measured program dies with hpcscope.
+            hpcscope_host::child::in_child_after_fork(parent);
             libc::close(go[1]);
             let mut b = 0u8;
             libc::read(go[0], (&mut b as *mut u8).cast(), 1);

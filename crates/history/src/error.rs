@@ -29,6 +29,35 @@ pub enum HistoryError {
         /// SQLite's diagnosis.
         detail: String,
     },
+    /// The store cannot be written (read-only file, immutable file or directory, read-only
+    /// file system): an environment limit, found before anything runs.
+    #[error(
+        "{path}: the history store cannot be written: {detail}. Nothing was run or recorded. \
+         Make it writable (its file and its directory: SQLite keeps its journal beside it), \
+         or choose another store with --db or $HPCSCOPE_DB"
+    )]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+        /// What refused.
+        detail: String,
+    },
+    /// A transaction a killed process left unfinished cannot be rolled back (the journal
+    /// needs write access).
+    #[error(
+        "{path}: a process was killed in the middle of a transaction and its journal ({journal}) \
+         could not be rolled back ({source}); the store was left as it is. Give write access to \
+         the store and its directory, then run any hpcscope command on it (or `sqlite3 {path} \
+         'PRAGMA quick_check'`), which rolls it back"
+    )]
+    Unfinished {
+        /// The file.
+        path: PathBuf,
+        /// The hot journal.
+        journal: PathBuf,
+        /// SQLite's answer.
+        source: rusqlite::Error,
+    },
     /// The store was written by a newer hpcscope.
     #[error(
         "{path}: schema version {found} is newer than this hpcscope understands ({supported}); \
@@ -106,7 +135,9 @@ impl hpcscope_core::Classify for HistoryError {
     fn kind(&self) -> hpcscope_core::ErrorKind {
         use hpcscope_core::ErrorKind;
         match self {
-            HistoryError::NoDefaultPath => ErrorKind::Environment,
+            HistoryError::NoDefaultPath
+            | HistoryError::ReadOnly { .. }
+            | HistoryError::Unfinished { .. } => ErrorKind::Environment,
             HistoryError::Io { source, .. } => hpcscope_core::kind::io_kind(source),
             HistoryError::Sqlite {
                 source: rusqlite::Error::SqliteFailure(f, _),
@@ -117,6 +148,9 @@ impl hpcscope_core::Classify for HistoryError {
                     | rusqlite::ErrorCode::PermissionDenied
                     | rusqlite::ErrorCode::DiskFull
                     | rusqlite::ErrorCode::CannotOpen
+                    | rusqlite::ErrorCode::SystemIoFailure
+                    | rusqlite::ErrorCode::OutOfMemory
+                    | rusqlite::ErrorCode::FileLockingProtocolFailed
             ) =>
             {
                 ErrorKind::Environment

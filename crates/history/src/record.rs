@@ -277,7 +277,10 @@ pub fn measure_command(argv: &[String]) -> std::io::Result<Measured> {
     let (u0, s0) = children_cpu_s();
     let started_at = now_unix();
     let t0 = Instant::now();
-    let status = Command::new(prog).args(args).status()?;
+    // The measured command dies with hpcscope (a killed `record` leaves nothing running).
+    let status = hpcscope_host::child::die_with_parent(&mut Command::new(prog))
+        .args(args)
+        .status()?;
     let wall_s = t0.elapsed().as_secs_f64();
     let (u1, s1) = children_cpu_s();
     Ok(Measured {

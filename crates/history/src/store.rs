@@ -2,15 +2,23 @@
 //! and metrics.
 //!
 //! Safety rules, in the order [`Store::open`] applies them:
-//! 1. an existing file is checked *before* anything writes to it: SQLite header magic, page
-//!    size against the file length, then a read-only connection runs `PRAGMA quick_check`
-//!    and reads `application_id` and `user_version`. A damaged or foreign file is an error
-//!    and is never modified;
-//! 2. then the file is opened read-write in WAL mode with a busy timeout, so that several
-//!    processes can record at once;
-//! 3. schema migrations run in one `BEGIN IMMEDIATE` transaction, keyed by
+//! 1. a new store is built in a temporary file beside it (schema, WAL mode) and linked into
+//!    place complete: a process killed while creating it leaves no store, never half of one
+//!    (and a temporary file that a later creation removes);
+//! 2. an existing file is checked *before* anything writes to it: SQLite header magic, page
+//!    size against the file length (again a moment later when they disagree: a writer's
+//!    checkpoint grows the file in steps), then a read-only connection runs
+//!    `PRAGMA quick_check` and reads `application_id` and `user_version`. A damaged or
+//!    foreign file is an error and is never modified. A transaction a killed process left
+//!    unfinished (a hot rollback journal) is rolled back first, as SQLite itself does for
+//!    any writer;
+//! 3. then the file is opened read-write in WAL mode with a busy timeout, so that several
+//!    processes can record at once; a store that cannot be written (read-only file or file
+//!    system, a directory that does not accept SQLite's journal) is refused here, before a
+//!    command runs, not after;
+//! 4. schema migrations run in one `BEGIN IMMEDIATE` transaction, keyed by
 //!    `PRAGMA user_version`;
-//! 4. every run is written in one transaction: a process that dies mid-record leaves
+//! 5. every run is written in one transaction: a process that dies mid-record leaves
 //!    either the whole run or nothing.
 
 use std::collections::BTreeMap;
@@ -257,6 +265,130 @@ fn classify(path: &Path, e: rusqlite::Error) -> HistoryError {
 
 /// Checks an existing file without writing to it (see the module documentation).
 fn check_existing(path: &Path) -> Result<()> {
+    recover_hot_journal(path)?;
+    // The header and the file length are read a moment apart; a writer's checkpoint in
+    // between (it writes page 1, which announces the new size, before the pages that grow
+    // the file) makes them disagree for a few milliseconds. Damage stays: look again.
+    let mut pause = Duration::from_millis(5);
+    let start = std::time::Instant::now();
+    loop {
+        match check_header(path) {
+            Err(HistoryError::Corrupt { .. }) if start.elapsed() < Duration::from_millis(600) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            r => {
+                r?;
+                break;
+            }
+        }
+    }
+    let ro = open_reader(path)?;
+    inspect(&ro, path)
+}
+
+/// A read-only connection. A store in WAL mode is read through its shared-memory file,
+/// which SQLite must create when no process has the store open; where nobody can create
+/// files beside the store (a read-only file system, an immutable directory) nobody can
+/// write to it either, and it is read as an immutable file instead.
+fn open_reader(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let plain = Connection::open_with_flags(path, flags).and_then(|c| {
+        // Opening is lazy: the first read is where the shared memory is needed.
+        c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(c)
+    });
+    let c = match plain {
+        Ok(c) => c,
+        Err(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(
+                f.code,
+                rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly
+            ) && !dir_writable(path) =>
+        {
+            let uri = format!("file:{}?immutable=1", uri_path(path));
+            Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                .map_err(sql_err(path))?
+        }
+        Err(e) => return Err(classify(path, e)),
+    };
+    c.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
+    Ok(c)
+}
+
+/// Whether files can be created beside `path`.
+fn dir_writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::ffi::CString::new(dir.as_os_str().as_bytes()).is_ok_and(|c| {
+        // SAFETY: a valid NUL-terminated path; access(2) only reads it.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    })
+}
+
+/// `path` for an SQLite URI: absolute, with `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A rollback journal beside the store is hot when the process that wrote it died in a
+/// transaction (a kill while the store was created or migrated): the file must be rolled
+/// back before it can be read, which a read-only connection cannot do. SQLite rolls it back
+/// when a read-write connection first reads; do that here (it restores the last committed
+/// state, it changes nothing that was committed).
+fn recover_hot_journal(path: &Path) -> Result<()> {
+    let mut journal = path.as_os_str().to_owned();
+    journal.push("-journal");
+    let journal = PathBuf::from(journal);
+    match std::fs::metadata(&journal) {
+        Ok(m) if m.len() > 0 => {}
+        _ => return Ok(()),
+    }
+    let rw = match Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) {
+        Ok(c) => c,
+        Err(e) => return Err(unfinished(path, &journal, e)),
+    };
+    rw.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
+    // Reading the schema makes SQLite look at the journal and roll it back if it is hot (a
+    // journal of a live transaction in another process is left alone).
+    rw.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_err(|e| unfinished(path, &journal, e))?;
+    Ok(())
+}
+
+fn unfinished(path: &Path, journal: &Path, e: rusqlite::Error) -> HistoryError {
+    match classify(path, e) {
+        HistoryError::Sqlite { source, .. } => HistoryError::Unfinished {
+            path: path.into(),
+            journal: journal.into(),
+            source,
+        },
+        other => other,
+    }
+}
+
+/// The header and file-length checks of [`check_existing`].
+fn check_header(path: &Path) -> Result<()> {
     let io = |e| HistoryError::Io {
         path: path.into(),
         source: e,
@@ -322,13 +454,7 @@ fn check_existing(path: &Path) -> Result<()> {
             ),
         });
     }
-    let ro = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql_err(path))?;
-    ro.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
-    inspect(&ro, path)
+    Ok(())
 }
 
 /// Integrity, application id and schema version of an open connection; writes nothing.
@@ -391,28 +517,175 @@ fn inspect(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Temporary files of a store being created are named `.NAME.HOST-PID.*.creating`.
+const CREATING: &str = ".creating";
+
+/// This host's name as it goes into a file name.
+fn host_tag() -> String {
+    hpcscope_host::facts::hostname()
+        .unwrap_or_else(|| "host".into())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// Builds a new, empty store (schema and WAL mode) in a temporary file beside `path`, then
+/// links it into place unless another process made one first (theirs is kept). Temporary
+/// files of creations killed more than an hour ago are removed on the way.
+fn create(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".into());
+    let io = |p: &Path, e| HistoryError::Io {
+        path: p.into(),
+        source: e,
+    };
+    remove_stale_creations(&dir, &name);
+    let prefix = format!(".{name}.{}-{}.", host_tag(), std::process::id());
+    let tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(CREATING)
+        .tempfile_in(&dir)
+        .map_err(|e| io(&dir, e))?;
+    {
+        let conn = Connection::open_with_flags(
+            tmp.path(),
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql_err(path))?;
+        let mut s = Store {
+            conn,
+            path: tmp.path().to_path_buf(),
+        };
+        s.configure()
+            .and_then(|()| s.migrate())
+            .map_err(|e| match e {
+                HistoryError::Sqlite { source, .. } => HistoryError::Sqlite {
+                    path: path.into(),
+                    source,
+                },
+                other => other,
+            })?;
+        // Closing checkpoints the write-ahead log into the file and removes it.
+        s.conn.close().map_err(|(_, e)| classify(path, e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| io(path, e))?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(()),
+        // Another process created the store first: use theirs.
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(path, e.error)),
+    }
+}
+
+/// Removes the temporary files (and their journals) of creations that were killed: those of
+/// this host whose process is gone, and any older than an hour (another host's).
+fn remove_stale_creations(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let host = format!("{}-", host_tag());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = f.strip_prefix(&prefix) else {
+            continue;
+        };
+        if ![
+            CREATING,
+            ".creating-journal",
+            ".creating-wal",
+            ".creating-shm",
+        ]
+        .iter()
+        .any(|s| f.ends_with(s))
+        {
+            continue;
+        }
+        let dead_here = rest
+            .split('.')
+            .next()
+            .and_then(|t| t.strip_prefix(&host))
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+            .is_some_and(|pid| {
+                // SAFETY: signal 0 only asks whether the process exists.
+                let r = unsafe { libc::kill(pid, 0) };
+                r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            });
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(3600));
+        if dead_here || old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Refuses a store that cannot be written, before anything runs: the file (a read-only
+/// file, an immutable file, a read-only file system) and its directory (SQLite creates its
+/// journal and write-ahead log beside the file).
+fn check_writable(path: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    for (p, what) in [(path, "the store file"), (dir.as_path(), "its directory")] {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+            continue;
+        };
+        // SAFETY: a valid NUL-terminated path; access(2) only reads it.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(HistoryError::ReadOnly {
+                path: path.into(),
+                detail: format!("{what} is not writable ({e})"),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens the store at `path`, creating it (and its directory) if missing, and migrates
     /// an older schema. An existing file that is not a healthy hpcscope store is an error and
     /// is left untouched.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
-        if path.exists() {
-            check_existing(&path)?;
-        } else if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| HistoryError::Io {
-                path: dir.into(),
-                source: e,
-            })?;
+        if !path.exists() {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| HistoryError::Io {
+                    path: dir.into(),
+                    source: e,
+                })?;
+            }
+            create(&path)?;
         }
+        check_existing(&path)?;
+        check_writable(&path)?;
         let conn = Connection::open_with_flags(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sql_err(&path))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(&path))?;
+        if conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(sql_err(&path))?
+        {
+            return Err(HistoryError::ReadOnly {
+                path: path.clone(),
+                detail: "SQLite could open it for reading only".into(),
+            });
+        }
         let mut store = Store { conn, path };
         // Two processes creating the same store race through the switch to WAL and the
         // first migration; SQLite answers some of those steps SQLITE_BUSY at once, without
@@ -439,12 +712,7 @@ impl Store {
             return Err(HistoryError::Missing { path });
         }
         check_existing(&path)?;
-        let conn = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql_err(&path))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(&path))?;
+        let conn = open_reader(&path)?;
         let store = Store { conn, path };
         let v = store.schema_version()?;
         if v < SCHEMA_VERSION {

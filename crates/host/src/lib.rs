@@ -8,11 +8,13 @@
 //! * [`perf`]: the `perf_event_open(2)` system call, event groups and the one reader of
 //!   the kernel's sample ring buffer;
 //! * [`hash`]: SHA-256 of bytes and files;
-//! * [`dirs`]: where hpcscope keeps its cache.
+//! * [`dirs`]: where hpcscope keeps its cache;
+//! * [`child`]: programs hpcscope starts die with it.
 //!
 //! The bottom of the crate graph: it depends on no other hpcscope crate.
 #![deny(missing_docs)]
 
+pub mod child;
 pub mod dirs;
 pub mod facts;
 pub mod fingerprint;

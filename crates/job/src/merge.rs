@@ -314,6 +314,9 @@ pub struct JobDir {
     pub size: Option<u32>,
 }
 
+/// The most ranks one merge lists (2^21: more than the largest MPI jobs run).
+pub const MAX_RANKS: u32 = 1 << 21;
+
 fn is_rank_file(name: &str) -> bool {
     name.starts_with("rank-") && name.ends_with(".json")
 }
@@ -596,12 +599,40 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
             ),
         });
     }
-    let size = sizes
+    let mut size = sizes
         .iter()
         .copied()
         .max()
-        .or_else(|| s.unreadable.iter().filter_map(|u| u.1).max().map(|r| r + 1))
+        .or_else(|| {
+            s.unreadable
+                .iter()
+                .filter_map(|u| u.1)
+                .max()
+                .map(|r| r.saturating_add(1))
+        })
         .unwrap_or(0);
+    // The size comes from the files: a damaged or forged one must not make the merge list
+    // (and hold in memory) billions of missing ranks.
+    if size > MAX_RANKS {
+        let seen = s
+            .results
+            .keys()
+            .chain(s.starts.keys())
+            .copied()
+            .chain(s.unreadable.iter().filter_map(|u| u.1))
+            .max()
+            .map_or(0, |r| r.saturating_add(1))
+            .min(MAX_RANKS);
+        problems.push(Problem {
+            rank: None,
+            file: None,
+            what: format!(
+                "the ranks say the job has {size} ranks, more than the {MAX_RANKS} a merge lists: a damaged file? ranks 0 to {} are listed",
+                seen.saturating_sub(1)
+            ),
+        });
+        size = seen;
+    }
     let commands: BTreeSet<&str> = all_results
         .iter()
         .map(|r| r.head.command.as_str())

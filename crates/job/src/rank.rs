@@ -559,7 +559,8 @@ pub fn run_command(argv: &[String]) -> Result<Ran> {
         bail!("no command given after `--`");
     };
     let t0 = Instant::now();
-    let child = std::process::Command::new(prog)
+    // The program dies with hpcscope (a killed rank leaves nothing running).
+    let child = hpcscope_host::child::die_with_parent(&mut std::process::Command::new(prog))
         .args(args)
         .spawn()
         .with_context(|| {

@@ -80,6 +80,6 @@ pub fn scaling_runs(paths: &[PathBuf]) -> Result<Vec<hpcscope_models::laws::Run>
 }
 
 fn read(p: &Path) -> Result<String> {
-    std::fs::read_to_string(p)
-        .with_context(|| format!("cannot read '{}'; check the path", p.display()))
+    // Bounded, with a byte-order mark dropped, as every input hpcscope reads.
+    Ok(hpcscope_core::load::read(p, "the file", "check the path")?)
 }

@@ -130,6 +130,25 @@ pub fn fit_cpis(model: &PortModel, variants: &[Variant], opts: &FitOptions) -> R
         .filter(|&i| rows.iter().any(|r| r[i] != 0.0))
         .collect();
     let needed = variants_needed(present.len());
+    // Two variants with the same mix add no information: count the distinct mixes.
+    let mut distinct: Vec<&Vec<f64>> = Vec::new();
+    for r in &rows {
+        if !distinct.contains(&r) {
+            distinct.push(r);
+        }
+    }
+    if distinct.len() < needed && variants.len() >= needed {
+        return Err(ModelError::TooFew {
+            what: "variants with distinct instruction mixes",
+            got: distinct.len(),
+            needed,
+            why: format!(
+                "{} of the {} variants repeat another's counts (a duplicated row?): a repeated mix does not tell the CPIs apart",
+                variants.len() - distinct.len(),
+                variants.len()
+            ),
+        });
+    }
     if variants.len() < needed {
         return Err(ModelError::TooFew {
             what: "variants",
@@ -436,7 +455,19 @@ pub fn rows_from_csv(text: &str, origin: &str, model: &PortModel) -> Result<Vec<
         ));
     }
     let mut out = Vec::new();
+    let mut names: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for r in 0..c.rows.len() {
+        let name = c.text(r, name_col).to_string();
+        if let Some(first) = names.insert(name.clone(), r) {
+            return Err(c.error_at(
+                r,
+                name_col,
+                format!(
+                    "variant '{name}' appears twice (also on line {}): a duplicated row would count as another variant",
+                    first + 2
+                ),
+            ));
+        }
         let mut counts = ClassCounts::new();
         for (j, class) in &class_cols {
             let v = if c.text(r, *j).is_empty() {

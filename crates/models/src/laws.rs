@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{ModelError, Result};
-use crate::optim::{Bounds, least_squares, nelder_mead};
+use crate::optim::{Bounds, nelder_mead};
 
 /// A scaling law.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
@@ -180,25 +180,53 @@ fn pmnf_term(p: f64, i: f64, j: f64) -> f64 {
     p.powf(i) * p.log2().max(0.0).powf(j)
 }
 
+/// Up to this many runs, the cross-validation leaves out one run at a time; beyond, the runs
+/// are split into this many folds (every `FOLDS`-th run of the sorted runs in one fold), so
+/// that a fit costs time linear in the number of runs.
+pub const FOLDS: usize = 24;
+
+/// The held-out groups of the cross-validation: single runs up to [`FOLDS`] runs, else
+/// [`FOLDS`] interleaved folds.
+fn folds(n: usize) -> Vec<Vec<usize>> {
+    if n <= FOLDS {
+        (0..n).map(|k| vec![k]).collect()
+    } else {
+        (0..FOLDS)
+            .map(|f| (f..n).step_by(FOLDS).collect())
+            .collect()
+    }
+}
+
 /// Fits one law to runs.
 pub fn fit_law(law: Law, runs: &[Run], mode: Mode) -> Result<LawFit> {
     check_runs(runs, law.n_params().min(3))?;
-    let (params, pred) = fit_params(law, runs, mode)?;
+    let (params, pred, theta) = fit_params(law, runs, mode, None)?;
     let rms_log_error = rms(runs.iter().map(|r| (pred(r.p) / r.time_s).ln()));
-    // Leave-one-out: predict each run from the others.
+    // Cross-validation: predict held-out runs from the others (leave-one-out up to FOLDS
+    // runs; beyond, FOLDS folds, each refit started from the whole fit).
     let mut errs = Vec::new();
     if runs.len() > law.n_params().min(3) {
-        for k in 0..runs.len() {
+        let many = runs.len() > FOLDS;
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        if many {
+            order.sort_by(|&a, &b| runs[a].p.total_cmp(&runs[b].p));
+        }
+        for fold in folds(runs.len()) {
+            let held: Vec<usize> = fold.iter().map(|&i| order[i]).collect();
             let rest: Vec<Run> = runs
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| *i != k)
+                .filter(|(i, _)| !held.contains(i))
                 .map(|(_, r)| *r)
                 .collect();
-            if let Ok((_, pr)) = fit_params(law, &rest, mode) {
-                errs.push(pr(runs[k].p) / runs[k].time_s - 1.0);
-            } else {
-                errs.push(f64::INFINITY);
+            let start = if many { Some(theta.as_slice()) } else { None };
+            match fit_params(law, &rest, mode, start) {
+                Ok((_, pr, _)) => {
+                    for &k in &held {
+                        errs.push(pr(runs[k].p) / runs[k].time_s - 1.0);
+                    }
+                }
+                Err(_) => errs.extend(held.iter().map(|_| f64::INFINITY)),
             }
         }
     }
@@ -220,7 +248,15 @@ pub fn fit_law(law: Law, runs: &[Run], mode: Mode) -> Result<LawFit> {
 
 type Predictor = Box<dyn Fn(f64) -> f64>;
 
-fn fit_params(law: Law, runs: &[Run], mode: Mode) -> Result<(BTreeMap<String, f64>, Predictor)> {
+/// Fits `law`; `start` (the parameters of a fit on more runs) replaces the grid of starting
+/// points with one refinement from there. Returns the parameters, the predictor and the
+/// law's own parameters (theta).
+fn fit_params(
+    law: Law,
+    runs: &[Run],
+    mode: Mode,
+    start: Option<&[f64]>,
+) -> Result<(BTreeMap<String, f64>, Predictor, Vec<f64>)> {
     let mut params = BTreeMap::new();
     if law == Law::Pmnf {
         let (c0, c1, i, j) = fit_pmnf(runs)?;
@@ -228,7 +264,11 @@ fn fit_params(law: Law, runs: &[Run], mode: Mode) -> Result<(BTreeMap<String, f6
         params.insert("c1".into(), c1);
         params.insert("i".into(), i);
         params.insert("j".into(), j);
-        return Ok((params, Box::new(move |p| c0 + c1 * pmnf_term(p, i, j))));
+        return Ok((
+            params,
+            Box::new(move |p| c0 + c1 * pmnf_term(p, i, j)),
+            vec![c0, c1, i, j],
+        ));
     }
     let (lo, hi, names): (Vec<f64>, Vec<f64>, Vec<&str>) = match law {
         Law::Amdahl | Law::Gustafson => (vec![0.0], vec![1.0], vec!["f"]),
@@ -262,12 +302,14 @@ fn fit_params(law: Law, runs: &[Run], mode: Mode) -> Result<(BTreeMap<String, f6
         0.0, 1e-4, 1e-3, 0.01, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0,
     ];
     let mut starts: Vec<Vec<f64>> = Vec::new();
-    if names.len() == 1 {
-        starts.extend(grid.iter().map(|&g| vec![g]));
-    } else {
-        for &a in &grid {
-            for &b in &grid[..8] {
-                starts.push(vec![a, b]);
+    match start {
+        Some(th) if th.len() == names.len() => starts.push(th.to_vec()),
+        _ if names.len() == 1 => starts.extend(grid.iter().map(|&g| vec![g])),
+        _ => {
+            for &a in &grid {
+                for &b in &grid[..8] {
+                    starts.push(vec![a, b]);
+                }
             }
         }
     }
@@ -287,7 +329,12 @@ fn fit_params(law: Law, runs: &[Run], mode: Mode) -> Result<(BTreeMap<String, f6
     for (n, v) in names.iter().zip(&th) {
         params.insert((*n).into(), *v);
     }
-    Ok((params, Box::new(move |p| t1 * g_of(law, mode, p, &th))))
+    let theta = th.clone();
+    Ok((
+        params,
+        Box::new(move |p| t1 * g_of(law, mode, p, &th)),
+        theta,
+    ))
 }
 
 fn fit_pmnf(runs: &[Run]) -> Result<(f64, f64, f64, f64)> {
@@ -297,26 +344,40 @@ fn fit_pmnf(runs: &[Run]) -> Result<(f64, f64, f64, f64)> {
             if i == 0.0 && j == 0.0 {
                 continue;
             }
-            let fit_on = |rs: &[&Run]| -> Option<(f64, f64)> {
-                let x: Vec<Vec<f64>> = rs
-                    .iter()
-                    .map(|r| vec![1.0 / r.time_s, pmnf_term(r.p, i, j) / r.time_s])
-                    .collect();
-                let y = vec![1.0; rs.len()];
-                least_squares(&x, &y).map(|b| (b[0], b[1]))
+            // Rows of the weighted problem: (1/t, term/t) . (c0, c1) = 1.
+            let rows: Vec<[f64; 2]> = runs
+                .iter()
+                .map(|r| [1.0 / r.time_s, pmnf_term(r.p, i, j) / r.time_s])
+                .collect();
+            // Normal equations of all runs; leaving run k out subtracts its own terms, so
+            // the leave-one-out SMAPE costs time linear in the runs (it was quadratic, and
+            // cubic inside the outer cross-validation).
+            let mut a = [[0.0f64; 2]; 2];
+            let mut b = [0.0f64; 2];
+            for x in &rows {
+                for u in 0..2 {
+                    b[u] += x[u];
+                    for v in 0..2 {
+                        a[u][v] += x[u] * x[v];
+                    }
+                }
+            }
+            let solve2 = |a: [[f64; 2]; 2], b: [f64; 2]| -> Option<(f64, f64)> {
+                crate::optim::solve(vec![a[0].to_vec(), a[1].to_vec()], b.to_vec())
+                    .map(|s| (s[0], s[1]))
             };
-            // Leave-one-out SMAPE of this hypothesis.
-            let all: Vec<&Run> = runs.iter().collect();
             let mut smape = 0.0;
             let mut ok = true;
-            for (k, held) in runs.iter().enumerate() {
-                let rest: Vec<&Run> = all
-                    .iter()
-                    .enumerate()
-                    .filter(|(q, _)| *q != k)
-                    .map(|(_, r)| *r)
-                    .collect();
-                match fit_on(&rest) {
+            for (held, x) in runs.iter().zip(&rows) {
+                let mut ak = a;
+                let mut bk = b;
+                for u in 0..2 {
+                    bk[u] -= x[u];
+                    for v in 0..2 {
+                        ak[u][v] -= x[u] * x[v];
+                    }
+                }
+                match solve2(ak, bk) {
                     Some((c0, c1)) => {
                         let pr = c0 + c1 * pmnf_term(held.p, i, j);
                         smape += 2.0 * (pr - held.time_s).abs() / (pr.abs() + held.time_s);
@@ -324,10 +385,10 @@ fn fit_pmnf(runs: &[Run]) -> Result<(f64, f64, f64, f64)> {
                     None => ok = false,
                 }
             }
-            if !ok {
+            if !ok || !smape.is_finite() {
                 continue;
             }
-            let Some((c0, c1)) = fit_on(&all) else {
+            let Some((c0, c1)) = solve2(a, b) else {
                 continue;
             };
             if best.as_ref().is_none_or(|b| smape < b.0 - 1e-12) {

@@ -129,3 +129,33 @@ fn unknown_port_model_lists_the_known_ones() {
     let e = PortModel::builtin("zen9").unwrap_err().to_string();
     assert!(e.contains("skylake") && e.contains("zen9"), "{e}");
 }
+
+#[test]
+fn duplicated_variant_rows_are_refused_not_counted() {
+    let model = PortModel::builtin("skylake").unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/variants_native.csv"),
+    )
+    .unwrap();
+    let mut data = text.lines().filter(|l| !l.starts_with('#'));
+    let _header = data.next().unwrap();
+    let first = data.next().unwrap();
+    // The same row twice: before, it counted as one more variant (R2 NaN, exit 0).
+    let dup = format!("{}{first}\n", text);
+    let e = rows_from_csv(&dup, "v.csv", &model)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("appears twice"), "{e}");
+    // The same mix under another name adds no information either.
+    let rows = rows_from_csv(&text, "v.csv", &model).unwrap();
+    let mut v = measured(&rows);
+    let n = v.len();
+    for i in 1..n {
+        v[i].counts = v[0].counts.clone();
+        v[i].name = format!("copy{i}");
+    }
+    let e = fit_cpis(&model, &v, &FitOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("distinct instruction mixes"), "{e}");
+}

@@ -87,3 +87,26 @@ fn too_few_runs_and_bad_csv() {
         2
     );
 }
+
+#[test]
+fn many_runs_are_cross_validated_in_folds_and_still_recover_the_law() {
+    // 400 runs: leave-one-out refits grew cubically (64 runs 1 s, 256 runs > 40 s); beyond
+    // 24 runs the cross-validation uses 24 folds.
+    let mut rng = Rng::new(7);
+    let r: Vec<Run> = (0..400)
+        .map(|i| {
+            let p = f64::from(1 + i % 64);
+            Run {
+                p,
+                time_s: 100.0 * (0.05 + 0.95 / p) * (1.0 + 0.01 * rng.normal()),
+            }
+        })
+        .collect();
+    let s = select(&r, &Law::ALL, Mode::Strong).unwrap();
+    for f in &s.fits {
+        assert!(f.cv_rms_rel_error.is_finite(), "{:?}", f);
+    }
+    let a = fit_law(Law::Amdahl, &r, Mode::Strong).unwrap();
+    assert!((a.params["f"] - 0.95).abs() < 0.01, "{:?}", a.params);
+    assert!(a.cv_rms_rel_error < 0.05, "{}", a.cv_rms_rel_error);
+}

@@ -80,6 +80,15 @@ impl Table {
 
     /// Appends a row.
     pub fn row(&mut self, cells: Vec<String>) {
+        // Cells often hold names read from files: a control character (an escape sequence,
+        // a carriage return, a newline) must not reach the terminal or break the layout.
+        let cells = cells
+            .into_iter()
+            .map(|c| match hpcscope_core::error::escape_line(&c) {
+                std::borrow::Cow::Borrowed(_) => c,
+                std::borrow::Cow::Owned(e) => e,
+            })
+            .collect();
         self.rows.push(cells);
     }
 
@@ -244,7 +253,7 @@ pub fn render<T: Serialize>(
         Format::Table => {
             let mut s = String::new();
             for l in preamble {
-                s.push_str(l);
+                s.push_str(&hpcscope_core::error::escape_control(l));
                 s.push('\n');
             }
             if !preamble.is_empty() {
@@ -255,7 +264,7 @@ pub fn render<T: Serialize>(
                 s.push('\n');
             }
             for l in epilogue {
-                s.push_str(l);
+                s.push_str(&hpcscope_core::error::escape_control(l));
                 s.push('\n');
             }
             s
@@ -263,7 +272,7 @@ pub fn render<T: Serialize>(
         Format::Md => {
             let mut s = String::new();
             for l in preamble {
-                s.push_str(l);
+                s.push_str(&hpcscope_core::error::escape_control(l));
                 s.push_str("  \n");
             }
             if !preamble.is_empty() {
@@ -272,7 +281,7 @@ pub fn render<T: Serialize>(
             s.push_str(&table.md());
             for l in epilogue {
                 s.push('\n');
-                s.push_str(l);
+                s.push_str(&hpcscope_core::error::escape_control(l));
                 s.push('\n');
             }
             s
@@ -318,5 +327,24 @@ mod tests {
             "{}",
             t.md()
         );
+    }
+
+    #[test]
+    fn control_characters_from_names_never_reach_the_terminal() {
+        let mut t = Table::new(&["region"]);
+        t.row(vec!["evil\x1b[2J\rname\nnext".into()]);
+        let out = render(
+            Format::Table,
+            &serde_json::json!({}),
+            &["region \x1b]0;title\x07".into()],
+            &t,
+            &["note \x1b[31mred".into()],
+        )
+        .unwrap();
+        assert!(
+            !out.contains('\x1b') && !out.contains('\r') && !out.contains('\x07'),
+            "{out:?}"
+        );
+        assert!(out.contains("evil\\x1b[2J\\rname\\nnext"), "{out}");
     }
 }

@@ -346,6 +346,8 @@ pub fn run_with_timeout(argv: &[String], timeout: Duration) -> Result<Finished, 
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
+    // The launcher (and the group it leads) dies with hpcscope.
+    hpcscope_host::child::die_with_parent(&mut cmd);
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| BenchError::Environment {
         what: format!("cannot start '{}': {e}", argv[0]),

@@ -14,7 +14,7 @@ use hpcscope_analysis::{
 };
 use hpcscope_core::{Machine, library, load};
 
-use crate::output::{emit, write_atomic};
+use crate::output::emit;
 
 /// Arguments of `analyze`.
 #[derive(Args, Debug)]
@@ -157,6 +157,13 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
 fn write_report(a: &AnalyzeArgs, json: &str, page: &str) -> Result<()> {
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("cannot create {}", a.output.display()))?;
-    write_atomic(&a.output.join("result.json"), json)?;
-    write_atomic(&a.output.join("report.html"), page)
+    // Both staged first: a failure (a full disk) leaves neither half of the pair.
+    let mut set = hpcscope_core::fs::Outputs::new();
+    for (name, text) in [("result.json", json), ("report.html", page)] {
+        let p = a.output.join(name);
+        set.add(&p, text.as_bytes().to_vec())
+            .with_context(|| format!("cannot write '{}'", p.display()))?;
+    }
+    set.commit()
+        .with_context(|| format!("cannot write the report into {}", a.output.display()))
 }

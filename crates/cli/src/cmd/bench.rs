@@ -171,6 +171,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
 
 fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
     let cfg = config(args)?;
+    // A measurement takes minutes: find out now whether its result can be written.
+    let outs: Vec<&std::path::Path> = args
+        .svg
+        .iter()
+        .chain(args.output.iter())
+        .map(|p| p.as_path())
+        .collect();
+    hpcscope_bench::report::preflight(&outs)?;
     let report = hpcscope_bench::run(&cfg)?;
     let text = match args.format {
         BenchFormat::Toml => report.machine.to_toml_string(),
@@ -181,16 +189,13 @@ fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
             s
         }
     };
-    if let Some(svg) = &args.svg {
-        hpcscope_bench::report::write_atomic(
-            svg,
-            hpcscope_bench::report::sweep_svg(&report).as_bytes(),
-        )?;
-    }
-    match &args.output {
-        Some(path) => hpcscope_bench::report::write_atomic(path, text.as_bytes())?,
-        None => print!("{text}"),
-    }
+    hpcscope_bench::report::write_outputs(
+        args.svg
+            .as_deref()
+            .map(|p| (p, hpcscope_bench::report::sweep_svg(&report))),
+        args.output.as_deref(),
+        &text,
+    )?;
     eprint!("{}", hpcscope_bench::report::summary(&report));
     let m = &report.machine;
     let mut numbers = serde_json::Map::new();

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_analysis::scenario::resolve;
+use hpcscope_analysis::scenario::{Limits, resolve_within};
 use hpcscope_core::explore::{ExploreResult, sweep};
 use hpcscope_core::project::Options;
 use hpcscope_report::points_table;
 
-use crate::output::{emit, num, render, write_atomic};
+use crate::output::{emit_with, num, render};
 
 /// Arguments of `explore`.
 #[derive(Args, Debug)]
@@ -36,6 +36,12 @@ pub struct ExploreArgs {
     /// Write a Slurm job-array script instead: one task per design point, then the merge.
     #[command(flatten)]
     pub slurm: crate::args::SlurmFlags,
+    /// Refuse a sweep of more design points than this (variants x targets).
+    #[arg(long, value_name = "N", default_value_t = hpcscope_core::explore::DEFAULT_MAX_POINTS)]
+    pub max_points: u64,
+    /// Refuse a sweep whose results would take more memory than this, MiB.
+    #[arg(long, value_name = "M", default_value_t = hpcscope_core::explore::DEFAULT_MAX_BYTES >> 20)]
+    pub max_memory_mb: u64,
 }
 
 /// `--slurm`: the job-array script, one task per design point.
@@ -67,8 +73,32 @@ fn write_slurm(a: &ExploreArgs, name: &str, n: usize) -> Result<ExitCode> {
 
 /// Runs `explore`.
 pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
-    let (s, mut r) = resolve(&a.scenario)?;
+    let limits = Limits {
+        max_points: a.max_points,
+        max_bytes: a.max_memory_mb.saturating_mul(1 << 20),
+    };
+    // A job array runs one point per task: the whole sweep is never held at once.
+    let limits = if a.slurm.slurm.is_some() || a.point.is_some() {
+        Limits {
+            max_points: u64::MAX,
+            max_bytes: u64::MAX,
+        }
+    } else {
+        limits
+    };
+    let (s, mut r) = resolve_within(&a.scenario, limits)?;
     let n = r.variants.len() * r.targets.len();
+    let cost = hpcscope_core::explore::Cost::of(&r);
+    if cost.points >= 1000 {
+        eprintln!(
+            "explore: {} design points ({} variants x {} targets), {} roofline projections, about {} MiB of results",
+            cost.points,
+            cost.variants,
+            cost.targets,
+            cost.projections,
+            (cost.bytes >> 20).max(1)
+        );
+    }
     if a.slurm.slurm.is_some() {
         return write_slurm(a, &s.name, n);
     }
@@ -135,13 +165,14 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         ),
     ];
     let text = render(a.out.format, &result, &pre, &t, &[])?;
-    if let Some(svg) = &a.svg {
-        write_atomic(
-            svg,
-            &hpcscope_report::explore_svg(&result.points, &s.name, r.source_gflops),
-        )?;
-    }
-    emit(&text, a.out.output.as_deref())?;
+    let svg = a.svg.as_ref().map(|p| {
+        (
+            p.as_path(),
+            hpcscope_report::explore_svg(&result.points, &s.name, r.source_gflops),
+        )
+    });
+    let files: Vec<(&std::path::Path, &str)> = svg.iter().map(|(p, s)| (*p, s.as_str())).collect();
+    emit_with(&text, a.out.output.as_deref(), &files)?;
     let mut numbers = serde_json::Map::new();
     numbers.insert("source_gflops".into(), result.source_gflops.into());
     for p in &result.points {

@@ -13,7 +13,7 @@ use hpcscope_job::merge::{
 use hpcscope_job::render::{html_sections, job_svg, jobs_table, record_numbers, render_job};
 use hpcscope_report::html_page;
 
-use crate::output::{Format, emit, num, render, write_atomic};
+use crate::output::{Format, emit_with, num, render};
 
 /// Arguments of `merge`.
 #[derive(Args, Debug)]
@@ -140,9 +140,10 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
     } else {
         render_job(&merged[0], a.format)?
     };
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
     if let Some(svg) = &a.svg {
         match job_svg(&merged[0]) {
-            Some(s) => write_atomic(svg, &s)?,
+            Some(s) => files.push((svg.clone(), s)),
             None => eprintln!("note: no rank has data; {} not written", svg.display()),
         }
     }
@@ -153,7 +154,7 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
             let svg = p
                 .flamegraph_svg(&title)
                 .map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
-            write_atomic(f, &svg)?;
+            files.push((f.clone(), svg));
         }
         p.flamegraph_svg_static(&title).ok()
     } else {
@@ -170,15 +171,19 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
         for (i, m) in merged.iter().enumerate() {
             sections.extend(html_sections(m, if i == 0 { flame.clone() } else { None }));
         }
-        write_atomic(
-            h,
-            &html_page(
+        files.push((
+            h.clone(),
+            html_page(
                 &format!("hpcscope merge: {}", a.run_dir.display()),
                 &sections,
             ),
-        )?;
+        ));
     }
-    emit(&text, a.output.as_deref())?;
+    let files: Vec<(&std::path::Path, &str)> = files
+        .iter()
+        .map(|(p, s)| (p.as_path(), s.as_str()))
+        .collect();
+    emit_with(&text, a.output.as_deref(), &files)?;
     for m in &merged {
         if let Some(line) = a.record.store(
             "merge",

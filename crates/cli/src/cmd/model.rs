@@ -752,8 +752,8 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
 }
 
 fn read(p: &Path) -> Result<String> {
-    std::fs::read_to_string(p)
-        .with_context(|| format!("cannot read '{}'; check the path", p.display()))
+    // Bounded, with a byte-order mark dropped, as every input hpcscope reads.
+    Ok(hpcscope_core::load::read(p, "the file", "check the path")?)
 }
 
 fn port_model(arg: &str) -> Result<PortModel> {

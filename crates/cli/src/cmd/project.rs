@@ -10,7 +10,7 @@ use hpcscope_core::roofline::{Ceilings, Scope};
 use hpcscope_core::{AppMetrics, InputError, Machine};
 use serde::Serialize;
 
-use crate::output::{Table, emit, num, render, write_atomic};
+use crate::output::{Table, emit_with, num, render};
 use hpcscope_core::load;
 
 /// Pair rule choices.
@@ -138,16 +138,9 @@ pub fn load_side(machine: &str, profile: &std::path::Path, region: Option<&str>)
 }
 
 fn positive(v: f64, flag: &str) -> Result<f64> {
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(InputError::new(
-            flag,
-            "",
-            format!("must be a positive number of GFLOP/s, found {v}"),
-            "give the measured performance in GFLOP/s (1e9 FLOP/s)",
-        )
-        .into())
+    match hpcscope_core::range::check(&hpcscope_core::range::MEASURED_GFLOPS, flag, "", v) {
+        None => Ok(v),
+        Some(e) => Err(e.into()),
     }
 }
 
@@ -244,16 +237,18 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         &points_table(&result.projection),
         &epilogue(&result),
     )?;
-    if let Some(svg) = &a.svg {
+    let mut svg = None;
+    if let Some(p) = &a.svg {
         let sc = Ceilings::of(&src.machine, src.precision, opts.scope)?;
         let tc = Ceilings::of(&tgt.machine, tgt.precision, opts.scope)?;
         let title = format!("{} -> {}", src.machine.name, tgt.machine.name);
-        write_atomic(
-            svg,
-            &hpcscope_report::projection_svg(&result.projection, &sc, &tc, &title),
-        )?;
+        svg = Some((
+            p.as_path(),
+            hpcscope_report::projection_svg(&result.projection, &sc, &tc, &title),
+        ));
     }
-    emit(&text, a.out.output.as_deref())?;
+    let files: Vec<(&std::path::Path, &str)> = svg.iter().map(|(p, s)| (*p, s.as_str())).collect();
+    emit_with(&text, a.out.output.as_deref(), &files)?;
     let p = &result.projection;
     let numbers = serde_json::json!({
         "source_gflops": p.source_gflops,

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze};
 
-use crate::output::{Table, emit, num, render, write_atomic};
+use crate::output::{Table, emit_with, num, render};
 use hpcscope_core::load;
 
 /// Which ceilings to use.
@@ -71,7 +71,16 @@ pub fn compute(
             c.notes.retain(|s| !s.contains("divided by the core count"));
         }
     }
-    let a = analyze(&c, &app, &format!("profile {origin}"))?;
+    let mut a = analyze(&c, &app, &format!("profile {origin}"))?;
+    let sc = match scope {
+        RoofScope::Core => Scope::Core,
+        RoofScope::Node => Scope::Node,
+    };
+    a.notes.extend(hpcscope_core::roofline::scope_note(
+        r.threads.len(),
+        m.cores(),
+        sc,
+    ));
     Ok((a, format!("{} on {}", p.application, m.name)))
 }
 
@@ -124,10 +133,12 @@ pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
     )];
     epi.extend(an.notes.iter().map(|n| format!("note: {n}")));
     let text = render(a.out.format, &an, &pre, &t, &epi)?;
-    if let Some(svg) = &a.svg {
-        write_atomic(svg, &hpcscope_report::roofline_svg(&an, &title))?;
-    }
-    emit(&text, a.out.output.as_deref())?;
+    let svg = a
+        .svg
+        .as_ref()
+        .map(|p| (p.as_path(), hpcscope_report::roofline_svg(&an, &title)));
+    let files: Vec<(&std::path::Path, &str)> = svg.iter().map(|(p, s)| (*p, s.as_str())).collect();
+    emit_with(&text, a.out.output.as_deref(), &files)?;
     let mut numbers = serde_json::json!({
         "achieved_gflops": an.achieved_gflops,
         "weighted_peak_gflops": an.weighted_peak_gflops,

@@ -28,6 +28,18 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                             "STRUCT line without a line count",
                         )
                     })?;
+                // n comes from the file: never trust it for arithmetic.
+                if n > lines.len() - i - 1 {
+                    return Err(Error::import(
+                        origin,
+                        i + 1,
+                        1,
+                        format!(
+                            "STRUCT announces {n} lines but the file has {} after it: truncated?",
+                            lines.len() - i - 1
+                        ),
+                    ));
+                }
                 for l in lines.iter().skip(i + 1).take(n) {
                     if let Some(cpu) = l.strip_prefix("CPU name:,") {
                         raw.cpu = Some(cpu.trim_end_matches(',').to_string());
@@ -42,9 +54,19 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                     .unwrap_or("all")
                     .to_string();
                 let is_raw = f.iter().any(|x| x.contains("Raw") && !x.contains("Stat"));
-                let n: usize = f.last().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+                // The row count is the last non-empty field (likwid pads lines with commas).
+                let n: usize = f
+                    .iter()
+                    .rev()
+                    .find(|s| !s.trim().is_empty())
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(0);
                 if !is_raw {
-                    i += 1 + n.max(1);
+                    // Skip the header and the announced rows, never past the end.
+                    i = i
+                        .saturating_add(1)
+                        .saturating_add(n.max(1))
+                        .min(lines.len());
                     continue;
                 }
                 tables += 1;
@@ -61,7 +83,13 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                         "expected 'Event,Counter,HWThread 0,...' after a Raw TABLE line",
                     ));
                 }
-                let threads: Vec<u64> = header[2..]
+                // likwid pads lines with empty fields: the thread columns are the non-empty ones.
+                let cols = header
+                    .iter()
+                    .rposition(|h| !h.trim().is_empty())
+                    .unwrap_or(0)
+                    + 1;
+                let threads: Vec<u64> = header[2..cols.max(2)]
                     .iter()
                     .enumerate()
                     .map(|(k, h)| {
@@ -71,6 +99,26 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                             .unwrap_or(k as u64)
                     })
                     .collect();
+                let mut seen = std::collections::HashMap::new();
+                for (k, t) in threads.iter().enumerate() {
+                    if let Some(first) = seen.insert(*t, k) {
+                        let col = header[..k + 2]
+                            .iter()
+                            .map(|c| c.chars().count() + 1)
+                            .sum::<usize>()
+                            + 1;
+                        return Err(Error::import(
+                            origin,
+                            header_ln + 1,
+                            col,
+                            format!(
+                                "hardware thread {t} appears twice in the header (columns {} and {}): its counts would be summed",
+                                first + 3,
+                                k + 3
+                            ),
+                        ));
+                    }
+                }
                 let mut j = header_ln + 1;
                 while j < lines.len()
                     && !lines[j].starts_with("TABLE,")
@@ -79,6 +127,19 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                 {
                     let row: Vec<&str> = lines[j].split(',').collect();
                     let name = row[0];
+                    if row.len() < threads.len() + 2 {
+                        return Err(Error::import(
+                            origin,
+                            j + 1,
+                            lines[j].chars().count() + 1,
+                            format!(
+                                "the row of '{}' has {} fields, the header {}: the file is cut short (truncated?)",
+                                name,
+                                row.len(),
+                                threads.len() + 2
+                            ),
+                        ));
+                    }
                     for (k, tid) in threads.iter().enumerate() {
                         let cell = row.get(k + 2).copied().unwrap_or("").trim();
                         if cell.is_empty() || cell == "-" || cell.eq_ignore_ascii_case("nan") {
@@ -92,6 +153,21 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                                 + 1;
                             Error::import(origin, j + 1, col, format!("'{cell}' is not a number"))
                         })?;
+                        if !v.is_finite() || v < 0.0 {
+                            let col = row[..k + 2]
+                                .iter()
+                                .map(|c| c.chars().count() + 1)
+                                .sum::<usize>()
+                                + 1;
+                            return Err(Error::import(
+                                origin,
+                                j + 1,
+                                col,
+                                format!(
+                                    "'{cell}' is not a count: counts and times are finite and not negative"
+                                ),
+                            ));
+                        }
                         let t = raw.thread_mut(&region, *tid);
                         if name.starts_with("RDTSC Runtime") || name.starts_with("Runtime (RDTSC)")
                         {
@@ -106,6 +182,17 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                         }
                     }
                     j += 1;
+                }
+                let rows = j - header_ln - 1;
+                if rows < n {
+                    return Err(Error::import(
+                        origin,
+                        j.min(lines.len()).max(1),
+                        1,
+                        format!(
+                            "the table announces {n} rows but has {rows}: the file is cut short (truncated?)"
+                        ),
+                    ));
                 }
                 i = j;
             }
@@ -169,6 +256,47 @@ Runtime (RDTSC) [s],0.5,0.51
         assert_eq!(a.calls, Some(20));
         assert!(!a.counters.contains_key("INSTR_RETIRED_ANY STAT"));
         assert_eq!(a.counters["CAS_COUNT_RD"].value, Some(150.0));
+    }
+
+    #[test]
+    fn counts_read_from_the_file_never_wrap_or_loop() {
+        // A 28-byte file made the parser loop forever (the skip wrapped around).
+        for text in [
+            "STRUCT,,18446744073709551615",
+            "TABLE,Group 1 Metric,X,18446744073709551615",
+            "TABLE,Group 1 Metric,X,18446744073709551615\nTABLE,Group 1 Raw,X,1\n",
+        ] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let t = text.to_string();
+            std::thread::spawn(move || {
+                let _ = tx.send(parse(&t, "f.csv", "l").is_err());
+            });
+            let failed = rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the parser returns");
+            assert!(failed, "{text}");
+        }
+    }
+
+    #[test]
+    fn truncated_tables_duplicate_threads_and_negative_counts_are_refused() {
+        // Cut in the middle of the last row.
+        let cut = &MARKER[..MARKER.find("CAS_COUNT_RD,MBOX1C0").unwrap() + 22];
+        let e = parse(cut, "l.csv", "l").unwrap_err().to_string();
+        assert!(e.contains("truncated"), "{e}");
+        // Cut after a whole row: fewer rows than announced.
+        let cut = &MARKER[..MARKER.find("CAS_COUNT_RD,MBOX1C0").unwrap()];
+        let e = parse(cut, "l.csv", "l").unwrap_err().to_string();
+        assert!(e.contains("announces 10 rows but has 9"), "{e}");
+        let dup = MARKER.replace("HWThread 0,HWThread 1", "HWThread 1,HWThread 1");
+        let e = parse(&dup, "l.csv", "l").unwrap_err().to_string();
+        assert!(e.contains("thread 1 appears twice"), "{e}");
+        let neg = MARKER.replace("FIXC0,1000000,1100000", "FIXC0,-1000000,1100000");
+        let e = parse(&neg, "l.csv", "l").unwrap_err().to_string();
+        assert!(
+            e.starts_with("l.csv:9:") && e.contains("not a count"),
+            "{e}"
+        );
     }
 
     #[test]

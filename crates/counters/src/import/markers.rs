@@ -4,13 +4,12 @@
 
 use hpcscope_markers::format::MarkerOutput;
 
-use super::json_err;
 use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData, Status};
 
 /// Parses a markers file.
 pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
-    let o: MarkerOutput = serde_json::from_str(text).map_err(|e| json_err(origin, &e))?;
+    let o: MarkerOutput = super::typed_json(text, origin)?;
     from_output(&o, origin, label)
 }
 
@@ -32,11 +31,36 @@ pub fn from_output(o: &MarkerOutput, origin: &str, label: &str) -> Result<RawDat
                 .push(format!("event {} not counted: {}", e.event, e.error));
         }
     }
-    for t in &o.threads {
+    let mut ids = std::collections::HashMap::new();
+    for (i, t) in o.threads.iter().enumerate() {
+        if let Some(first) = ids.insert(t.thread, i) {
+            return Err(Error::import(
+                origin,
+                1,
+                1,
+                format!(
+                    "threads[{i}]: thread {} appears twice (also threads[{first}]): its counts would be mixed",
+                    t.thread
+                ),
+            ));
+        }
         for w in &t.warnings {
             raw.warnings.push(w.clone());
         }
-        for r in &t.regions {
+        let mut names = std::collections::HashMap::new();
+        for (k, r) in t.regions.iter().enumerate() {
+            if let Some(j) = names.insert(r.name.as_str(), k) {
+                return Err(Error::import(
+                    origin,
+                    1,
+                    1,
+                    format!(
+                        "thread {}: region '{}' appears twice (regions[{j}] and regions[{k}])",
+                        t.thread,
+                        hpcscope_core::error::shorten(&r.name, 80)
+                    ),
+                ));
+            }
             if r.counts.len() != o.events.len() {
                 return Err(Error::import(
                     origin,

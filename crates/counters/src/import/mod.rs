@@ -69,11 +69,15 @@ impl Format {
 
 /// Imports a file; `format` `None` guesses from the content. `label` names the configuration.
 pub fn import_file(path: &Path, format: Option<Format>, label: &str) -> Result<RawData> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
     let origin = path.display().to_string();
+    let bytes = hpcscope_core::load::read_bytes(path).map_err(|e| match e {
+        hpcscope_core::load::ReadError::Io(source) => Error::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => Error::import(&origin, 1, 1, other.to_string()),
+    })?;
+    let text = hpcscope_core::load::text(bytes).map_err(|m| Error::import(&origin, 1, 1, m))?;
     let f = match format.or_else(|| Format::detect(&text)) {
         Some(f) => f,
         None => {
@@ -88,8 +92,53 @@ pub fn import_file(path: &Path, format: Option<Format>, label: &str) -> Result<R
     import_str(&text, f, &origin, label)
 }
 
-/// Imports text in a known format.
+/// Imports text in a known format. Every count and time read must be finite and not
+/// negative, whatever the format.
 pub fn import_str(text: &str, format: Format, origin: &str, label: &str) -> Result<RawData> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let raw = import_unchecked(text, format, origin, label)?;
+    check_values(&raw, origin)?;
+    Ok(raw)
+}
+
+/// Refuses negative and non-finite counts and times, naming region, thread and event.
+fn check_values(raw: &RawData, origin: &str) -> Result<()> {
+    for r in &raw.regions {
+        for t in &r.threads {
+            let bad = |what: String, v: f64| {
+                Err(Error::import(
+                    origin,
+                    1,
+                    1,
+                    format!(
+                        "region '{}', thread {}: {what} is {}: counts and times are finite and not negative",
+                        hpcscope_core::error::shorten(&r.name, 80),
+                        t.thread,
+                        hpcscope_core::error::short_number(v)
+                    ),
+                ))
+            };
+            if let Some(v) = t.time_s
+                && (!v.is_finite() || v < 0.0)
+            {
+                return bad("the time".into(), v);
+            }
+            for (name, c) in &t.counters {
+                if let Some(v) = c.value
+                    && (!v.is_finite() || v < 0.0)
+                {
+                    return bad(
+                        format!("event '{}'", hpcscope_core::error::shorten(name, 80)),
+                        v,
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn import_unchecked(text: &str, format: Format, origin: &str, label: &str) -> Result<RawData> {
     match format {
         Format::PerfCsv => perf_csv::parse(text, origin, label),
         Format::PapiJson => papi::parse(text, origin, label),
@@ -97,14 +146,33 @@ pub fn import_str(text: &str, format: Format, origin: &str, label: &str) -> Resu
         Format::LikwidCsv => likwid::parse(text, origin, label),
         Format::Markers => markers::parse(text, origin, label),
         Format::Raw => {
-            let mut r: RawData = serde_json::from_str(text).map_err(|e| json_err(origin, &e))?;
+            let mut r: RawData = typed_json(text, origin)?;
             r.label = label.to_string();
             Ok(r)
         }
     }
 }
 
-/// A serde_json error as an import error with line and column.
+/// JSON read into `T`, with errors that name the field path (`regions[0].threads[2].time_s`)
+/// and the line.
+pub(crate) fn typed_json<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    hpcscope_core::error::json_from_str(text, origin, "").map_err(|e| {
+        let msg = if e.field.is_empty() {
+            e.message
+        } else {
+            format!("field `{}`: {}", e.field, e.message)
+        };
+        Error::import(origin, e.line.unwrap_or(1), 1, msg)
+    })
+}
+
+/// A serde_json error as an import error with line and column (said once: serde_json's
+/// own " at line L column C" suffix is dropped).
 pub(crate) fn json_err(origin: &str, e: &serde_json::Error) -> Error {
-    Error::import(origin, e.line().max(1), e.column().max(1), e.to_string())
+    let msg = e.to_string();
+    let msg = match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    };
+    Error::import(origin, e.line().max(1), e.column().max(1), msg)
 }

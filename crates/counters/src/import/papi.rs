@@ -34,7 +34,7 @@ fn region(raw: &mut RawData, name: &str, thread: u64, fields: &serde_json::Map<S
         t.time_s = Some(t.time_s.unwrap_or(0.0) + ns * 1e-9);
     }
     if let Some(c) = fields.get("region_count").and_then(num) {
-        t.calls = Some(t.calls.unwrap_or(0) + c as u64);
+        t.calls = Some(t.calls.unwrap_or(0).saturating_add(c as u64));
     }
     for (k, v) in fields {
         if META.contains(&k.as_str()) {
@@ -73,8 +73,14 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
             }
         }
         Value::Array(ts) => {
+            let mut ids = std::collections::HashMap::new();
             for (idx, t) in ts.iter().enumerate() {
                 let thread = t.get("id").and_then(num).map_or(idx as u64, |x| x as u64);
+                if let Some(first) = ids.insert(thread, idx) {
+                    return Err(bad(&format!(
+                        "threads[{idx}]: thread id {thread} appears twice (also threads[{first}]): its counts would be summed"
+                    )));
+                }
                 let regions = t
                     .get("regions")
                     .and_then(Value::as_array)
@@ -121,6 +127,9 @@ mod tests {
             r.regions[0].threads[0].counters["PAPI_FP_OPS"].value,
             Some(10.0)
         );
+        let dup = r#"{"threads":[{"id":"7","regions":[]},{"id":"7","regions":[]}]}"#;
+        let e = parse(dup, "r.json", "p").unwrap_err().to_string();
+        assert!(e.contains("thread id 7 appears twice"), "{e}");
         let e = parse("{\"threads\": {\n  \"1\": [}", "bad.json", "p")
             .unwrap_err()
             .to_string();

@@ -35,6 +35,11 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
     let mut intervals = std::collections::BTreeSet::new();
     let mut lines_used = 0usize;
     let mut keys: Vec<String> = Vec::new();
+    // (thread, event) -> the line it was first seen on, without an interval prefix.
+    let mut seen: std::collections::HashMap<(u64, String), usize> =
+        std::collections::HashMap::new();
+    let n_lines = text.lines().count();
+    let ends_cut = !text.is_empty() && !text.ends_with('\n');
     for (ln, line) in text.lines().enumerate() {
         let lineno = ln + 1;
         let l = line.trim_end();
@@ -95,6 +100,16 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                 ),
             ));
         };
+        // perf ends every line with a newline and gives the run time and percentage: a last
+        // line without them was cut short.
+        if ends_cut && lineno == n_lines && fields.len() < i + 5 {
+            return Err(Error::import(
+                origin,
+                lineno,
+                l.chars().count() + 1,
+                "the last line ends early (no run time and percentage, no newline): the file is cut short (truncated?)",
+            ));
+        }
         lines_used += 1;
         let prefix = &fields[..i];
         let value = fields[i].trim();
@@ -146,6 +161,14 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
             let v: f64 = value.parse().map_err(|_| {
                 Error::import(origin, lineno, col(i), format!("bad number '{value}'"))
             })?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(Error::import(
+                    origin,
+                    lineno,
+                    col(i),
+                    format!("'{value}' is not a count: counts are finite and not negative"),
+                ));
+            }
             let bytes = match unit {
                 "B" => Some(1.0),
                 "KiB" => Some(1024.0),
@@ -192,6 +215,17 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
             && let Some(v) = count.value
         {
             duration_ns = Some(duration_ns.unwrap_or(0.0) + v);
+        }
+        let interval = rest.len() < prefix.len();
+        if !interval && let Some(first) = seen.insert((thread, event.clone()), lineno) {
+            return Err(Error::import(
+                origin,
+                lineno,
+                col(i + 2),
+                format!(
+                    "event '{event}' of the same thread appears again (first on line {first}): two runs in one file? its counts would be summed"
+                ),
+            ));
         }
         let t = raw.thread_mut("all", thread);
         match t.counters.get_mut(&event) {
@@ -317,6 +351,24 @@ mod tests {
         assert_eq!(
             r.regions[0].aggregate().counters["page-faults"].value,
             Some(30.0)
+        );
+    }
+
+    #[test]
+    fn truncated_files_duplicate_events_and_negative_counts_are_refused() {
+        let cut = &VM[..VM.find("ns,duration_time").unwrap() + 8];
+        let e = parse(cut, "vm.csv", "vm").unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.starts_with("vm.csv:7:"), "{e}");
+        // A complete last line without its newline is fine.
+        assert!(parse(VM.trim_end(), "vm.csv", "vm").is_ok());
+        let twice = format!("{VM}{}", VM.lines().nth(1).unwrap());
+        let e = parse(&twice, "vm.csv", "vm").unwrap_err().to_string();
+        assert!(e.contains("first on line 2"), "{e}");
+        let neg = VM.replace("73,,page-faults", "-73,,page-faults");
+        let e = parse(&neg, "vm.csv", "vm").unwrap_err().to_string();
+        assert!(
+            e.starts_with("vm.csv:2:1:") && e.contains("not a count"),
+            "{e}"
         );
     }
 

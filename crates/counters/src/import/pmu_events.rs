@@ -207,6 +207,11 @@ impl PmuEnv<'_> {
             path.push(m.name.clone());
             return Err(EvalError::Cycle { path });
         }
+        if self.stack.len() >= crate::expr::MAX_REFERENCES {
+            return Err(EvalError::TooDeep {
+                path: self.stack.clone(),
+            });
+        }
         self.stack.push(m.name.clone());
         let r = m.expr.eval(self);
         self.stack.pop();

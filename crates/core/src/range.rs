@@ -1,0 +1,205 @@
+//! Plausible ranges of every number hpcscope reads, in one table that every command shares.
+//!
+//! A value outside its range is refused with the range, the unit and a fix, whatever
+//! command reads it (`roofline`, `project`, `explore`, `analyze`...), so no command can turn a
+//! value another refuses into an infinite or undefined result. The ranges are wide: they
+//! stop units mixed up (FLOP/s for GFLOP/s, ns for s), subnormal numbers and sizes that
+//! overflow the arithmetic, not unusual machines.
+
+use crate::error::InputError;
+
+/// A kind of number, with its unit and plausible range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quantity {
+    /// What it is, for the message (`bandwidth`, `time`).
+    pub what: &'static str,
+    /// Unit, for the message.
+    pub unit: &'static str,
+    /// Smallest plausible value (inclusive).
+    pub min: f64,
+    /// Largest plausible value (inclusive).
+    pub max: f64,
+    /// Whether 0 is allowed besides `min..=max` (counts: 0 FLOPs is a real measurement).
+    pub zero_ok: bool,
+    /// The hint for a value out of range.
+    pub hint: &'static str,
+}
+
+/// A bandwidth, GB/s: 1 MB/s to 1 PB/s.
+pub const BANDWIDTH_GBS: Quantity = Quantity {
+    what: "bandwidth",
+    unit: "GB/s",
+    min: 1e-3,
+    max: 1e6,
+    zero_ok: false,
+    hint: "the unit is GB/s (1e9 B/s): write 25.6 for 25.6 GB/s",
+};
+
+/// A peak, GFLOP/s: 1 MFLOP/s to 10 PFLOP/s.
+pub const PEAK_GFLOPS: Quantity = Quantity {
+    what: "peak",
+    unit: "GFLOP/s",
+    min: 1e-3,
+    max: 1e7,
+    zero_ok: false,
+    hint: "the unit is GFLOP/s (1e9 FLOP/s): write 32 for 32 GFLOP/s",
+};
+
+/// A measured performance, GFLOP/s: 1 kFLOP/s to 10 PFLOP/s.
+pub const MEASURED_GFLOPS: Quantity = Quantity {
+    what: "performance",
+    unit: "GFLOP/s",
+    min: 1e-6,
+    max: 1e7,
+    zero_ok: false,
+    hint: "give the measured performance in GFLOP/s (1e9 FLOP/s)",
+};
+
+/// A clock frequency, GHz.
+pub const FREQUENCY_GHZ: Quantity = Quantity {
+    what: "frequency",
+    unit: "GHz",
+    min: 1e-3,
+    max: 100.0,
+    zero_ok: false,
+    hint: "the unit is GHz: write 2.5, not 2500 (MHz) or 2.5e9 (Hz)",
+};
+
+/// A measured time, s: 1 ns to about 100 days.
+pub const TIME_S: Quantity = Quantity {
+    what: "time",
+    unit: "s",
+    min: 1e-9,
+    max: 1e7,
+    zero_ok: false,
+    hint: "the unit is seconds: convert from ns, us or ms (a time below 1 ns is not a measurement)",
+};
+
+/// A count of operations, instructions or bytes: up to 1e24 (a zettascale-hour).
+pub const COUNT: Quantity = Quantity {
+    what: "count",
+    unit: "",
+    min: 0.0,
+    max: 1e24,
+    zero_ok: true,
+    hint: "give the count itself (a whole number of operations, instructions or bytes)",
+};
+
+/// Sockets of a node.
+pub const SOCKETS: Quantity = Quantity {
+    what: "socket count",
+    unit: "",
+    min: 1.0,
+    max: 64.0,
+    zero_ok: false,
+    hint: "give the sockets of one node (1 to 64)",
+};
+
+/// Cores of a socket.
+pub const CORES_PER_SOCKET: Quantity = Quantity {
+    what: "core count",
+    unit: "",
+    min: 1.0,
+    max: 4096.0,
+    zero_ok: false,
+    hint: "give the cores of one socket (1 to 4096)",
+};
+
+/// Vector register width, bits.
+pub const VECTOR_BITS: Quantity = Quantity {
+    what: "vector width",
+    unit: "bits",
+    min: 32.0,
+    max: 8192.0,
+    zero_ok: false,
+    hint: "give the vector register width in bits: 64 (scalar f64), 128 (SSE, NEON), 256 (AVX2), 512 (AVX-512, SVE-512), up to 2048 (SVE)",
+};
+
+/// A scale factor of a design-space transform.
+pub const FACTOR: Quantity = Quantity {
+    what: "factor",
+    unit: "",
+    min: 1e-6,
+    max: 1e6,
+    zero_ok: false,
+    hint: "give a factor between 1e-6 and 1e6 (2 doubles the bandwidth)",
+};
+
+/// Memory levels of a machine, at most.
+pub const MAX_LEVELS: usize = 16;
+/// Peaks of a machine, at most (one per precision).
+pub const MAX_PEAKS: usize = 8;
+/// Network links of a machine, at most.
+pub const MAX_LINKS: usize = 64;
+/// Threads of one profile region, at most.
+pub const MAX_THREADS: usize = 1 << 20;
+
+/// Checks `v` against `q`; `None` when plausible.
+pub fn check(q: &Quantity, origin: &str, field: &str, v: f64) -> Option<InputError> {
+    let unit = if q.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", q.unit)
+    };
+    let shown = crate::error::short_number(v);
+    if v.is_nan() {
+        return Some(InputError::new(
+            origin,
+            field,
+            "is NaN",
+            format!("give a number{}", crate::error::in_unit(q.unit)),
+        ));
+    }
+    if q.zero_ok && v == 0.0 {
+        return None;
+    }
+    if !(q.min..=q.max).contains(&v) {
+        let range = if q.zero_ok {
+            format!("0 or {} to {}", g(q.min), g(q.max))
+        } else {
+            format!("{} to {}", g(q.min), g(q.max))
+        };
+        return Some(InputError::new(
+            origin,
+            field,
+            format!(
+                "{shown}{unit} is outside the plausible {} range ({range}{unit})",
+                q.what
+            ),
+            q.hint,
+        ));
+    }
+    None
+}
+
+fn g(v: f64) -> String {
+    if v != 0.0 && (v.abs() >= 1e5 || v.abs() < 1e-2) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_refuse_subnormal_huge_and_nan_with_unit_and_hint() {
+        assert!(check(&BANDWIDTH_GBS, "m", "f", 25.6).is_none());
+        let e = check(&BANDWIDTH_GBS, "m.toml", "levels[0].core_gbs", 1e-310)
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("GB/s") && e.contains("plausible bandwidth"),
+            "{e}"
+        );
+        assert!(check(&TIME_S, "p", "t", 5e-324).is_some());
+        assert!(check(&TIME_S, "p", "t", f64::INFINITY).is_some());
+        assert!(check(&COUNT, "p", "f", 0.0).is_none());
+        assert!(check(&COUNT, "p", "f", -1.0).is_some());
+        let e = check(&COUNT, "p", "f", f64::NAN).unwrap();
+        assert_eq!(e.fix, "give a number");
+        assert!(check(&SOCKETS, "m", "sockets", 65536.0).is_some());
+    }
+}
