@@ -134,6 +134,9 @@ pub struct Probes {
     /// Series over time, one bucket per interval: system calls, page faults, bytes read and
     /// written, context switches (each when its probe runs). `None`: no series.
     pub rate_interval: Option<Duration>,
+    /// Count the instructions and cycles of a launched command with the hardware PMU (for
+    /// eq. 3.12's factors); where the machine cannot, a note says why.
+    pub counters: bool,
     /// Kernel functions to time with kprobes (only the first is used); where the kernel has
     /// no kprobes the report says so and the syscall tracepoints stand in.
     pub kfuncs: Vec<String>,
@@ -183,6 +186,7 @@ impl Probes {
             (self.openmp, "openmp"),
             (!self.usdt.is_empty(), "usdt"),
             (self.rate_interval.is_some(), "rates"),
+            (self.counters, "counters"),
             (!self.kfuncs.is_empty(), "kfuncs"),
             (self.profile_hz.is_some(), "profile"),
             (self.timeline, "timeline"),

@@ -42,6 +42,21 @@ pub struct TraceReport {
     /// `--openmp`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub openmp: Vec<crate::openmp::OpenMpProcess>,
+    /// Instructions and cycles of the launched command (with `counters`, where the machine
+    /// has a hardware PMU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<HwCounts>,
+}
+
+/// Hardware counts of a launched command and what it forked, user and kernel mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct HwCounts {
+    /// Instructions retired.
+    pub instructions: f64,
+    /// Cycles.
+    pub cycles: f64,
+    /// Whether the counts were scaled up because the PMU was shared during the run.
+    pub scaled: bool,
 }
 
 /// Series over time: the counts of each interval, for every traced process together. The

@@ -3,6 +3,7 @@
 //! aggregates into a [`TraceReport`] and a [`Profile`].
 
 pub mod abi;
+mod hwcount;
 mod pmu;
 mod target;
 
@@ -767,6 +768,20 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         Target::Command(cmd) => Some(Launched::fork_stopped(cmd)?),
         _ => None,
     };
+    let hw = match (&launched, probes.counters) {
+        (Some(l), true) => match hwcount::HwCounters::open(l.pid) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                notes.push(format!("instructions and cycles not counted: {why}"));
+                None
+            }
+        },
+        (None, true) => {
+            notes.push("instructions and cycles are counted for a launched command only".into());
+            None
+        }
+        _ => None,
+    };
     let cap = Capacity::for_target(opts);
     let result = (|| -> Result<(Ebpf, Vec<std::os::fd::OwnedFd>, Instant, u64), TraceError> {
         let mut bpf = load_object(opts, cgroup_id, &msg_args, cap)?;
@@ -1136,6 +1151,12 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
             "on-CPU times include the probes' own run time in the traced threads (a probe runs at every system call, context switch and, with `faults`, page fault)"
                 .into(),
         );
+    }
+    if let Some(c) = &hw {
+        match c.read() {
+            Ok(x) => report.counters = Some(x),
+            Err(why) => notes.push(format!("instructions and cycles not counted: {why}")),
+        }
     }
     report.duration_s = duration_s;
     report.partial = partial || !report.lost.is_empty();

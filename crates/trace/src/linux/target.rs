@@ -569,11 +569,12 @@ pub const OPENMP_FUNCTIONS: &[(&str, &str)] = &[
 /// static build): the first entries of [`OPENMP_FUNCTIONS`].
 const OPENMP_DEFAULT: usize = 8;
 
+/// The traced program's file, as an absolute path (a uprobe's target must be one).
 pub(crate) fn main_binary(opts: &TraceOptions) -> Result<PathBuf, TraceError> {
     match &opts.target {
         Target::Command(c) => {
             let p = c.first().ok_or_else(|| TraceError::Invalid("no command given".into()))?;
-            resolve_program(p)
+            resolve_program(p).map(|p| std::fs::canonicalize(&p).unwrap_or(p))
         }
         Target::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|_| TraceError::NoSuchProcess(*pid)),
         _ => Err(TraceError::Invalid(
@@ -705,13 +706,17 @@ pub fn resolve_functions(
     Ok(out)
 }
 
-/// The file a USDT probe or listing names: a path (with a `/`), a library name (`libstdc++`,
-/// `python3.11` in the library path), or a program on PATH.
+/// The file a USDT probe or listing names: a path (with a `/`), a library name
+/// (`libstdc++`: a name starting with `lib`, in the library path), or a program on PATH
+/// (`python3.11`), each tried after the other when not found.
 pub fn usdt_file(name: &str) -> Result<PathBuf, TraceError> {
+    let program = || resolve_program(name).ok().filter(|p| p.is_file());
     let found = if name.contains('/') {
         Some(PathBuf::from(name)).filter(|p| p.is_file())
+    } else if name.starts_with("lib") {
+        find_library(name).or_else(program)
     } else {
-        find_library(name).or_else(|| resolve_program(name).ok().filter(|p| p.is_file()))
+        program().or_else(|| find_library(name))
     };
     found.ok_or_else(|| TraceError::BinaryNotFound(name.to_string()))
 }
