@@ -73,9 +73,10 @@ struct {
 } threads SEC(".maps");
 
 /*
- * Clock (bpf_ktime_get_ns) set by the loader: [0] when the window opens, before the probes
- * are attached; [1] when they all are and the target starts (the origin of the rate
- * series: a launched command is released then).
+ * Clock (bpf_ktime_get_ns): [0] when the window opens, before the probes are attached (set
+ * by the loader); [1] the origin of the rate series: set by the loader once every probe is
+ * attached for a running target, by the first exec of a traced process (hs_exec) for a
+ * launched command, so that the intervals start with the program.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -422,9 +423,16 @@ SEC("raw_tracepoint/sched_process_exec")
 int hs_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
+	u64 now = bpf_ktime_get_ns();
 	if (!tracked_current())
 		return 0;
-	emit(EV_EXEC, id >> 32, (u32)id, bpf_ktime_get_ns(), 0, 0, 0, true);
+	if (cfg_rate_ns) {
+		u32 one = 1;
+		u64 *origin = bpf_map_lookup_elem(&trace_start, &one);
+		if (origin && *origin == 0)
+			*origin = now;
+	}
+	emit(EV_EXEC, id >> 32, (u32)id, now, 0, 0, 0, true);
 	return 0;
 }
 

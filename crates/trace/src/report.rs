@@ -60,9 +60,9 @@ pub struct HwCounts {
 }
 
 /// Series over time: the counts of each interval, for every traced process together. The
-/// first interval starts once every probe is attached (when a launched command starts);
-/// the last one ends with the trace (it may be shorter). A count is taken when the event
-/// happens (a system call at its return).
+/// first interval starts when a launched command executes its program (for a running
+/// target, once every probe is attached); the last one ends with the trace (it may be
+/// shorter). A count is taken when the event happens (a system call at its return).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RateSeries {
     /// Length of an interval, s.

@@ -7,6 +7,7 @@ mod hwcount;
 mod pmu;
 mod target;
 
+pub use pmu::ref_ctr_shift as uprobe_ref_ctr_shift;
 pub use target::{
     MPI_FUNCTIONS, OPENMP_FUNCTIONS, cgroup2_root, find_library, linked_library, usdt_file,
 };
@@ -50,6 +51,8 @@ struct RateReader {
     counts: Vec<[u64; 5]>,
     /// Per-CPU copies of an interval found already reused for a later one.
     overwritten: u64,
+    /// The series' origin (clock ns), once set.
+    origin_ns: Option<u64>,
 }
 
 impl RateReader {
@@ -59,7 +62,20 @@ impl RateReader {
             next: 0,
             counts: Vec::new(),
             overwritten: 0,
+            origin_ns: None,
         }
+    }
+
+    /// The origin of the series, once the loader or the command's exec has set it.
+    fn origin(&mut self, bpf: &Ebpf) -> Option<u64> {
+        if self.origin_ns.is_none() {
+            self.origin_ns = bpf
+                .map("trace_start")
+                .and_then(|m| aya::maps::Array::<&MapData, u64>::try_from(m).ok())
+                .and_then(|a| a.get(&1, 0).ok())
+                .filter(|v| *v != 0);
+        }
+        self.origin_ns
     }
 
     /// Reads the intervals before `upto`: each CPU's copy of the slot counts when it holds
@@ -934,14 +950,15 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     } else {
         Symbolizer::default()
     };
-    // The origin of the rate series: everything is attached, the command starts now.
-    let rate_t0_ns = monotonic_ns();
+    // The origin of the rate series: for a running target, now that everything is
+    // attached; a launched command's exec sets it in the kernel (the program starts then).
     if probes.rate_interval.is_some()
+        && launched.is_none()
         && let Some(m) = bpf.map_mut("trace_start")
     {
         let mut a: aya::maps::Array<_, u64> =
             aya::maps::Array::try_from(m).map_err(|e| bpf_err("trace_start", &e))?;
-        a.set(1, rate_t0_ns, 0)
+        a.set(1, monotonic_ns(), 0)
             .map_err(|e| bpf_err("trace_start", &e))?;
     }
     if let Some(l) = launched.as_mut() {
@@ -996,8 +1013,10 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         }
         if let Some(r) = rates.as_mut() {
             // Intervals over for at least one interval more: no probe writes to them now.
-            let done = monotonic_ns().saturating_sub(rate_t0_ns) / r.interval_ns;
-            r.drain(&bpf, done.saturating_sub(1));
+            if let Some(o) = r.origin(&bpf) {
+                let done = monotonic_ns().saturating_sub(o) / r.interval_ns;
+                r.drain(&bpf, done.saturating_sub(1));
+            }
         }
         if want_exes {
             for p in &fresh {
@@ -1126,9 +1145,13 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         report.openmp = openmp_processes(&bpf, &resolved, &report, &lives, (t0_ns, end_ns))?;
     }
     if let Some(mut r) = rates {
-        let last = end_ns.saturating_sub(rate_t0_ns) / r.interval_ns;
-        r.drain(&bpf, last + 1);
-        report.rates = Some(r.series(probes, end_ns.saturating_sub(rate_t0_ns)));
+        // No origin: the command never started (nothing to count).
+        let o = r.origin(&bpf).unwrap_or(end_ns);
+        let window = end_ns.saturating_sub(o);
+        if window > 0 {
+            r.drain(&bpf, window / r.interval_ns + 1);
+        }
+        report.rates = Some(r.series(probes, window));
         if r.overwritten > 0 {
             report.lost.push(crate::report::LostCount {
                 what: "per-CPU rate intervals overwritten before they were read".into(),
