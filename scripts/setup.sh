@@ -19,6 +19,7 @@ packages=(
   strace                    # strace -f -c: reference for the syscall counts (bench/trace, tests)
   linux-perf                # perf stat / perf record: reference for on-CPU time and profile shares
   libc6-dbg                 # libc's separate debug file: the profile symbol test names its static functions
+  systemtap-sdt-dev         # <sys/sdt.h>: the USDT test program (trace --usdt)
   openmpi-bin libopenmpi-dev  # mpirun/mpicc: multi-rank tests, `hpcscope bench mpi`
   slurm-wlm                 # slurmctld/slurmd: the single-node job-array test
 )

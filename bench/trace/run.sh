@@ -11,6 +11,8 @@
 #             hpcscope syscall probe, hpcscope all probes, and bpftrace's
 #             'tracepoint:raw_syscalls:sys_enter { @[pid] = count(); }'
 #                                                              target <= bpftrace's ratio
+#             (hpcscope keeps its default 1 s rate series; hpcscope_syscalls_norates is the
+#             syscall probe without it, to show what the series costs)
 #
 # Needs root, cc, and bpftrace for the comparison (tracefs is mounted for it if missing,
 # and unmounted again). Usage: bench/trace/run.sh [REPS] [OUTDIR]
@@ -46,6 +48,7 @@ while [ "$rep" -le "$reps" ]; do
     run compute hpcscope_all_99hz "$tracer" --all --profile 99 -- "$out/compute"
     run syscalls untraced "$out/syscalls"
     run syscalls hpcscope_syscalls "$tracer" --probes syscalls -- "$out/syscalls"
+    run syscalls hpcscope_syscalls_norates "$tracer" --probes syscalls --interval 0 -- "$out/syscalls"
     run syscalls hpcscope_all_99hz "$tracer" --all --profile 99 -- "$out/syscalls"
     if command -v bpftrace >/dev/null 2>&1; then
         run syscalls bpftrace_count bpftrace -e 'tracepoint:raw_syscalls:sys_enter { @[pid] = count(); }' -c "$out/syscalls"

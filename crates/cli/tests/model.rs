@@ -133,3 +133,99 @@ fn strong_takes_the_stalled_cycle_correction_of_eq_5_12() {
     let e = run_json(&["strong", csv.to_str().unwrap(), "--cycles", "100"]).unwrap_err();
     assert!(e.contains("single-thread"), "{e}");
 }
+
+#[test]
+fn compose_eq_3_3_with_the_hockney_fit_of_table_4_6() {
+    // Research note section 6.9: 10 SCF steps of 5e10 FLOP at 25 GFLOP/s, 1e9 B at the
+    // Triad rate of Fig. 4.13 (7763.7 MB/s), 100 Sendrecv messages of 4 MiB timed by
+    // Hockney's model fitted to the thesis's Table 4.6 (rows of 1024 B and more), 5 s else.
+    let v = run_json(&[
+        "compose",
+        "--sigma",
+        "10",
+        "--flops",
+        "5e10",
+        "--gflops",
+        "25",
+        "--bytes",
+        "1e9",
+        "--bandwidth-gbs",
+        "7.7637",
+        "--messages",
+        "100",
+        "--message-bytes",
+        "4194304",
+        "--mpi-table",
+        &data("wang_table_4_6_sendrecv.csv"),
+        "--other-s",
+        "5",
+    ])
+    .unwrap();
+    let c = &v["composition"];
+    let f = |x: &serde_json::Value| x.as_f64().unwrap();
+    let h = &v["hockney_us"];
+    assert!((f(&h["t0"]) - 0.5896).abs() < 0.01, "{h}");
+    assert!((f(&h["per_byte"]) - 0.0051889).abs() < 2e-7, "{h}");
+    assert!((f(&c["compute_s"]) - 2.0).abs() < 1e-12);
+    assert!((f(&c["memory_s"]) - 0.1288).abs() < 5e-5);
+    assert!((f(&c["mpi_s"]) - 2.1765).abs() < 5e-4);
+    assert!((f(&c["kernel_s"]) - 4.3053).abs() < 5e-4);
+    assert!((f(&c["total_s"]) - 48.05).abs() < 0.01);
+    // Terms given in seconds compose the same way; nothing given is zero.
+    let g = run_json(&[
+        "compose",
+        "--sigma",
+        "2",
+        "--compute-s",
+        "1.5",
+        "--other-s",
+        "1",
+    ])
+    .unwrap();
+    assert_eq!(g["composition"]["total_s"], 4.0);
+    // Bad input: a negative term, a table without the columns.
+    let e = run_json(&["compose", "--compute-s=-1"]).unwrap_err();
+    assert!(e.contains("--compute-s -1"), "{e}");
+    let e = run_json(&[
+        "compose",
+        "--messages",
+        "1",
+        "--message-bytes",
+        "8",
+        "--mpi-table",
+        &data("pop_4ranks.csv"),
+    ])
+    .unwrap_err();
+    assert!(e.contains("bytes"), "{e}");
+}
+
+#[test]
+fn pop_eq_3_12_factors_from_instructions_and_cycles() {
+    let v = run_json(&[
+        "pop",
+        &data("pop_4ranks_counters.csv"),
+        "--reference",
+        &data("pop_ref_2ranks_counters.csv"),
+    ])
+    .unwrap();
+    let f = |x: &serde_json::Value| x.as_f64().unwrap();
+    let k = &v["factors"];
+    assert!((f(&k["instruction"]) - 1.0 / 1.02).abs() < 1e-12, "{k}");
+    // Table 4.1's clocks: 2797 MHz against 3312 MHz.
+    assert!((f(&k["frequency"]) - 2797.0 / 3312.0).abs() < 1e-12, "{k}");
+    // Eq. 3.12 = eq. 3.10 (28 / 30), and eq. 3.13 = 0.70 as in section 6.7.
+    let p = &v["pop"];
+    assert!((f(&p["computation_scaling"]) - 28.0 / 30.0).abs() < 1e-12);
+    assert!((f(&p["global_efficiency"]) - 0.70).abs() < 1e-12);
+    // Without the reference's counters the factors are left out, and the note says why.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["model", "pop"])
+        .arg(data("pop_4ranks_counters.csv"))
+        .arg("--reference")
+        .arg(data("pop_ref_2ranks.csv"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(text.contains("gives no instructions and cycles"), "{text}");
+}

@@ -873,3 +873,46 @@ fn counters_and_profile_ranks_merge() {
         assert_eq!(r["status"], "ok", "{r}");
     }
 }
+
+/// 2 ranks x 2 OpenMP threads (`tests/data/hybrid.c`, built with -fopenmp) traced with
+/// `--openmp`: the merge splits the parallel efficiency into MPI and OpenMP efficiency
+/// (eqs. 3.14-3.16) as the program is built: 7/8, 9/16 and 9/14.
+#[test]
+fn hybrid_ranks_split_mpi_and_openmp_efficiency() {
+    let Some(t) = setup(true) else {
+        return;
+    };
+    let prog = t.dir.path().join("hybrid");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hybrid.c");
+    let built = Command::new("mpicc")
+        .args(["-O2", "-fopenmp", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        assert!(!ci(), "mpicc -fopenmp failed");
+        println!("skipping: mpicc -fopenmp cannot build an MPI + OpenMP program");
+        return;
+    }
+    let o = ranked(2, &["trace", "--openmp"], &t.runs, &prog, &["150"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (code, m) = merge_json(&[s(&t.runs)]);
+    assert_eq!(code, 0, "{m:#}");
+    let h = &m["hybrid"];
+    assert_eq!(h["threads"], 4, "{m:#}");
+    let e = &h["efficiency"];
+    let close = |v: &serde_json::Value, want: f64| {
+        assert!((f(v) - want).abs() < 0.03, "{v} against {want}: {m:#}")
+    };
+    close(&e["mpi_efficiency"], 7.0 / 8.0);
+    close(&e["hybrid_parallel_efficiency"], 9.0 / 16.0);
+    close(&e["openmp_efficiency"], 9.0 / 14.0);
+    // Eq. 3.14 holds exactly.
+    assert!(
+        (f(&e["mpi_efficiency"]) * f(&e["openmp_efficiency"])
+            - f(&e["hybrid_parallel_efficiency"]))
+        .abs()
+            < 1e-12
+    );
+    assert_eq!(m["ranks"][0]["threads"], 2);
+}

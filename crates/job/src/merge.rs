@@ -10,7 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use hpcscope_models::pop::{PopMetrics, pop_metrics};
+use hpcscope_models::pop::{
+    ComputationFactors, CounterSums, HybridEfficiency, PopMetrics, computation_factors,
+    hybrid_efficiency, pop_metrics,
+};
 use hpcscope_trace::report::MessageTotals;
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +98,18 @@ pub struct RankRow {
     pub region_s: Option<f64>,
     /// Useful computation: the region minus the time in MPI, s.
     pub comp_s: Option<f64>,
+    /// OpenMP threads of its program (traced with `--openmp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// Their useful computation, s, per thread (the main thread first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_comp_s: Option<Vec<f64>>,
+    /// Instructions its command retired (hardware counters, when the node has them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<f64>,
+    /// Cycles its command ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<f64>,
     /// The file it came from.
     pub file: Option<String>,
 }
@@ -187,6 +202,19 @@ pub struct ReferenceInfo {
     pub ranks: usize,
     /// Their computation times, s.
     pub comp_s: Vec<f64>,
+    /// Their computation, instructions and cycles summed, when every rank counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<CounterSums>,
+}
+
+/// The MPI + OpenMP split of a job's parallel efficiency (eqs. 3.14 to 3.16), over every
+/// thread of every rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HybridSplit {
+    /// Threads in all.
+    pub threads: usize,
+    /// Eq. 3.7 over the threads, eq. 3.15 and eq. 3.16.
+    pub efficiency: HybridEfficiency,
 }
 
 /// One job, merged.
@@ -222,6 +250,13 @@ pub struct MergedJob {
     pub pop_ranks: Vec<u32>,
     /// The reference run, with `--reference`.
     pub reference: Option<ReferenceInfo>,
+    /// The MPI / OpenMP split, when every rank was traced with `--openmp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<HybridSplit>,
+    /// Eq. 3.12's factors against the reference, when every rank and the reference counted
+    /// instructions and cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factors: Option<ComputationFactors>,
     /// Per rank, every rank of the job.
     pub ranks: Vec<RankRow>,
     /// Per node.
@@ -691,6 +726,10 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
             outside_s: None,
             region_s: None,
             comp_s: None,
+            threads: None,
+            thread_comp_s: None,
+            instructions: None,
+            cycles: None,
             file,
         };
         match s.results.get(&rank).map(Vec::as_slice) {
@@ -746,6 +785,15 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                     x.region_s = Some(region);
                     x.comp_s = Some((region - m.time_s).max(0.0));
                 }
+                if let Some(c) = x.comp_s
+                    && let Some(t) = openmp_threads(&r.data, c)
+                {
+                    x.threads = Some(t.len() as u32);
+                    x.thread_comp_s = Some(t);
+                }
+                let counter = |k: &str| r.data["counters"][k].as_f64().filter(|v| *v > 0.0);
+                x.instructions = counter("instructions");
+                x.cycles = counter("cycles");
                 rows.push(x);
                 used.push(r);
             }
@@ -918,6 +966,8 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         (None, "no rank has data".to_string())
     };
     let mut pop = None;
+    let mut hybrid = None;
+    let mut factors = None;
     let mut pop_ranks: Vec<u32> = Vec::new();
     if region_rows.is_empty() {
         if with_data > 0 {
@@ -965,14 +1015,68 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
                 .filter_map(|r| r.region_s)
                 .collect::<Vec<_>>(),
         );
+        // Eq. 3.12: instructions and cycles in every rank and in the reference.
+        let counted: Vec<(f64, f64, f64)> = pop_rows
+            .iter()
+            .filter_map(|r| Some((r.comp_s?, r.instructions?, r.cycles?)))
+            .collect();
+        let sums = (counted.len() == pop_rows.len()).then(|| CounterSums {
+            comp_s: counted.iter().map(|c| c.0).sum(),
+            instructions: counted.iter().map(|c| c.1).sum(),
+            cycles: counted.iter().map(|c| c.2).sum(),
+        });
+        match (&sums, reference.as_ref().map(|r| &r.counters)) {
+            (Some(a), Some(Some(b))) => match computation_factors(a, b) {
+                Ok(f) => factors = Some(f),
+                Err(e) => notes.push(format!("no eq. 3.12 factors: {e}")),
+            },
+            (Some(_), Some(None)) => notes.push(
+                "no eq. 3.12 factors: the reference's ranks did not count instructions and cycles; computation scaling is eq. 3.10's".into(),
+            ),
+            (Some(_), None) => notes.push(
+                "the ranks counted instructions and cycles: give a --reference run that did too for eq. 3.12's factors (instruction, IPC and frequency scaling)".into(),
+            ),
+            (None, _) if !counted.is_empty() => notes.push(format!(
+                "no eq. 3.12 factors: {} of {} ranks counted instructions and cycles",
+                counted.len(),
+                pop_rows.len()
+            )),
+            _ => {}
+        }
         match pop_metrics(
             &comp,
             runtime,
             reference.as_ref().map(|r| r.comp_s.as_slice()),
-            None,
+            factors.map(|f| (f.instruction, f.ipc, f.frequency)),
         ) {
             Ok(p) => pop = Some(p),
             Err(e) => notes.push(format!("no POP efficiencies: {e}")),
+        }
+        // Eqs. 3.14 to 3.16 when every rank's threads were traced.
+        let with_threads: Vec<&&RankRow> = pop_rows
+            .iter()
+            .filter(|r| r.thread_comp_s.is_some())
+            .collect();
+        if with_threads.len() == pop_rows.len() {
+            let threads: Vec<f64> = with_threads
+                .iter()
+                .flat_map(|r| r.thread_comp_s.clone().unwrap_or_default())
+                .collect();
+            match hybrid_efficiency(&threads, &comp, runtime) {
+                Ok(e) => {
+                    hybrid = Some(HybridSplit {
+                        threads: threads.len(),
+                        efficiency: e,
+                    })
+                }
+                Err(e) => notes.push(format!("no MPI/OpenMP split: {e}")),
+            }
+        } else if !with_threads.is_empty() {
+            notes.push(format!(
+                "no MPI/OpenMP split (eqs. 3.14-3.16): {} of {} ranks were traced with --openmp and ran a parallel region",
+                with_threads.len(),
+                pop_rows.len()
+            ));
         }
     }
 
@@ -1132,6 +1236,8 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         pop,
         pop_ranks,
         reference,
+        hybrid,
+        factors,
         ranks: rows,
         nodes,
         mpi_functions,
@@ -1142,6 +1248,35 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
         problems,
         notes,
     })
+}
+
+/// The useful computation of each OpenMP thread of a rank traced with `--openmp` (the main
+/// thread first), from the threads its trace found (`data.openmp`: the process with the
+/// most threads) and the rank's time outside MPI, `out_mpi_s`: the main thread computes
+/// that time less its time forking teams, plus its own share of the regions; a worker its
+/// time in regions; less their waits in the runtime's synchronization. None when the rank
+/// forked no team.
+fn openmp_threads(data: &serde_json::Value, out_mpi_s: f64) -> Option<Vec<f64>> {
+    let procs: Vec<hpcscope_trace::openmp::OpenMpProcess> =
+        serde_json::from_value(data.get("openmp")?.clone()).ok()?;
+    let p = procs.into_iter().max_by_key(|p| p.threads.len())?;
+    if p.forks == 0 {
+        return None;
+    }
+    let mut v: Vec<(bool, f64)> = p
+        .threads
+        .iter()
+        .map(|t| {
+            let c = if t.master {
+                out_mpi_s - t.fork_s + t.region_s - t.sync_s
+            } else {
+                t.region_s - t.sync_s
+            };
+            (t.master, c.clamp(0.0, out_mpi_s.max(0.0)))
+        })
+        .collect();
+    v.sort_by_key(|t| !t.0);
+    Some(v.into_iter().map(|t| t.1).collect())
 }
 
 /// The sum of the messages that are there (None when none is).
@@ -1230,11 +1365,25 @@ pub fn load_reference(p: &Path) -> Result<ReferenceInfo> {
             p.display()
         );
     }
+    let with_data: Vec<&RankRow> = merged
+        .ranks
+        .iter()
+        .filter(|r| r.status.has_data() && r.comp_s.is_some())
+        .collect();
+    let counted: Vec<(f64, f64, f64)> = with_data
+        .iter()
+        .filter_map(|r| Some((r.comp_s?, r.instructions?, r.cycles?)))
+        .collect();
     Ok(ReferenceInfo {
         source: p.display().to_string(),
         job_id: merged.job_id,
         ranks: comp.len(),
         comp_s: comp,
+        counters: (counted.len() == with_data.len()).then(|| CounterSums {
+            comp_s: counted.iter().map(|c| c.0).sum(),
+            instructions: counted.iter().map(|c| c.1).sum(),
+            cycles: counted.iter().map(|c| c.2).sum(),
+        }),
     })
 }
 
@@ -1260,6 +1409,91 @@ mod tests {
         assert_eq!(rank_of_name("rank-000012.cn1.json"), Some(12));
         assert_eq!(rank_of_name(".rank-000003.cn1.json.77.tmp"), Some(3));
         assert_eq!(rank_of_name("merged.json"), None);
+    }
+
+    /// A rank's result as `trace --run-dir --openmp` writes it, with the MPI times given,
+    /// the main thread's and one worker's OpenMP times (fork, region, sync) and counters.
+    fn rank_file(dir: &Path, rank: u32, mpi_s: f64, omp: [f64; 5], counters: (f64, f64)) {
+        let [fork, region0, sync0, region1, sync1] = omp;
+        let v = serde_json::json!({
+            "format": RESULT_FORMAT, "version": VERSION,
+            "context": {"job_id": "j", "launcher": "open-mpi", "rank": rank, "size": 2,
+                        "local_rank": rank, "node": "n0", "evidence": []},
+            "command": "trace", "argv": ["./app"], "pid": 1, "started_unix": 0.0,
+            "started_at": "1970-01-01T00:00:00Z", "wall_s": 10.0, "user_s": null, "sys_s": null,
+            "exit": {"code": 0, "signal": null}, "interrupted": null,
+            "mpi": {"library": "libmpi", "time_s": mpi_s, "calls": 10, "init_s": 0.5,
+                    "finalize_s": 0.5, "initialized": true, "finalized": true,
+                    "region_s": 9.0, "functions": []},
+            "notes": [],
+            "data": {
+                "openmp": [{"pid": 100, "comm": "app", "runtime_s": 10.0, "mpi_s": mpi_s + 1.0,
+                    "forks": 1, "efficiency": null, "threads": [
+                    {"tid": 100, "master": true, "regions": 1, "region_s": region0,
+                     "sync_s": sync0, "fork_s": fork, "comp_s": 0.0},
+                    {"tid": 101, "master": false, "regions": 1, "region_s": region1,
+                     "sync_s": sync1, "fork_s": 0.0, "comp_s": 0.0}]}],
+                "counters": {"instructions": counters.0, "cycles": counters.1, "scaled": false}
+            }
+        });
+        std::fs::write(
+            dir.join(format!("rank-{rank:06}.n0.json")),
+            serde_json::to_string(&v).unwrap(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn hybrid_split_eqs_3_14_to_3_16_and_factors_eq_3_12() {
+        let d = tempfile::tempdir().unwrap();
+        // comp (region 9 s minus MPI): 8 s and 7 s; runtime 9 s.
+        rank_file(d.path(), 0, 1.0, [4.0, 3.0, 0.5, 3.5, 0.2], (2e10, 2.4e10));
+        rank_file(d.path(), 1, 2.0, [3.0, 2.5, 0.0, 2.0, 0.5], (2e10, 2.1e10));
+        let reference = ReferenceInfo {
+            source: "ref".into(),
+            job_id: "r".into(),
+            ranks: 1,
+            comp_s: vec![14.0],
+            counters: Some(CounterSums {
+                comp_s: 14.0,
+                instructions: 3.8e10,
+                cycles: 4.2e10,
+            }),
+        };
+        let m = merge_job(d.path(), Some(reference)).unwrap();
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} != {b}");
+        let p = m.pop.as_ref().unwrap();
+        close(p.parallel_efficiency, 15.0 / 18.0); // eq. 3.7 over the ranks
+        // Threads: rank 0 main 8 - 4 + 3 - 0.5 = 6.5, worker 3.3; rank 1 6.5 and 1.5.
+        assert_eq!(m.ranks[0].thread_comp_s.as_deref(), Some(&[6.5, 3.3][..]));
+        let h = &m.hybrid.as_ref().unwrap().efficiency;
+        close(h.hybrid_parallel_efficiency, 17.8 / 36.0); // eq. 3.7 over the threads
+        close(h.mpi_efficiency, 7.5 / 9.0); // eq. 3.15
+        close(h.openmp_efficiency, (17.8 / 36.0) / (7.5 / 9.0)); // eq. 3.16
+        close(
+            h.mpi_efficiency * h.openmp_efficiency,
+            h.hybrid_parallel_efficiency,
+        ); // 3.14
+        // Eq. 3.12: instructions 3.8e10 / 4e10, IPC (4 / 4.5) / (3.8 / 4.2), clock 3 GHz
+        // both; the product is eq. 3.10's 14 / 15.
+        let f = m.factors.as_ref().unwrap();
+        close(f.instruction, 0.95);
+        close(f.ipc, (4.0 / 4.5) / (3.8 / 4.2));
+        close(f.frequency, 1.0);
+        close(f.product(), 14.0 / 15.0);
+        close(p.computation_scaling.unwrap(), 14.0 / 15.0);
+        // Without the reference's counters: no factors, and a note says why.
+        let mut bare = m.reference.clone().unwrap();
+        bare.counters = None;
+        let m2 = merge_job(d.path(), Some(bare)).unwrap();
+        assert!(m2.factors.is_none());
+        assert!(
+            m2.notes
+                .iter()
+                .any(|n| n.contains("did not count instructions")),
+            "{:?}",
+            m2.notes
+        );
     }
 
     #[test]

@@ -15,11 +15,15 @@ use hpcscope_report::fmt::opt;
 pub fn rank_table(m: &MergedJob) -> Table {
     let mpi = m.ranks.iter().any(|r| r.mpi_s.is_some());
     let bytes = m.ranks.iter().any(|r| r.mpi_messages.is_some());
+    let threads = m.ranks.iter().any(|r| r.threads.is_some());
     let mut h = vec!["rank", "node", "status", "wall_s"];
     if mpi {
         h.extend(["comp_s", "mpi_s", "mpi_calls", "outside_s"]);
         if bytes {
             h.push("mpi_bytes");
+        }
+        if threads {
+            h.extend(["threads", "thread_comp_mean_s"]);
         }
     } else {
         h.extend(["user_s", "sys_s"]);
@@ -42,6 +46,16 @@ pub fn rank_table(m: &MergedJob) -> Table {
             ]);
             if bytes {
                 row.push(bytes_cell(r.mpi_messages.as_ref()));
+            }
+            if threads {
+                row.push(r.threads.map_or("-".into(), |t| t.to_string()));
+                row.push(opt(
+                    r.thread_comp_s
+                        .as_ref()
+                        .filter(|v| !v.is_empty())
+                        .map(|v| mean(v)),
+                    4,
+                ));
             }
         } else {
             row.extend([opt(r.user_s, 4), opt(r.sys_s, 4)]);
@@ -152,13 +166,36 @@ fn headline(m: &MergedJob) -> Vec<String> {
             (p.computation_scaling, p.global_efficiency, &m.reference)
         {
             v.push(format!(
-                "against {} ({} ranks): computation scaling {} (eq. 3.10), global efficiency {} (eq. 3.13)",
+                "against {} ({} ranks): computation scaling {} (eq. {}), global efficiency {} (eq. 3.13)",
                 r.job_id,
                 r.ranks,
                 num(c, 3),
+                if m.factors.is_some() { "3.12" } else { "3.10" },
                 num(g, 3)
             ));
         }
+        if let Some(f) = &m.factors {
+            v.push(format!(
+                "eq. 3.12: computation scaling {} = instruction scaling {} x IPC scaling {} x frequency scaling {} (IPC {} against {}, {} GHz against {} GHz)",
+                num(f.product(), 3),
+                num(f.instruction, 3),
+                num(f.ipc, 3),
+                num(f.frequency, 3),
+                num(f.ipc_run, 3),
+                num(f.ipc_reference, 3),
+                num(f.frequency_ghz, 4),
+                num(f.frequency_reference_ghz, 4)
+            ));
+        }
+    }
+    if let Some(h) = &m.hybrid {
+        v.push(format!(
+            "MPI + OpenMP ({} threads): hybrid parallel efficiency {} = MPI efficiency {} (eq. 3.15) x OpenMP efficiency {} (eq. 3.16)",
+            h.threads,
+            num(h.efficiency.hybrid_parallel_efficiency, 3),
+            num(h.efficiency.mpi_efficiency, 3),
+            num(h.efficiency.openmp_efficiency, 3)
+        ));
     }
     v
 }
@@ -378,11 +415,33 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
                 "eq. 3.9: max(comp) / runtime".into(),
             ],
         ];
+        if let Some(f) = &m.factors {
+            for (name, v, eq) in [
+                (
+                    "instruction scaling",
+                    f.instruction,
+                    "eq. 3.12: sum(instructions_ref) / sum(instructions)",
+                ),
+                ("IPC scaling", f.ipc, "eq. 3.12: IPC / IPC_ref"),
+                (
+                    "frequency scaling",
+                    f.frequency,
+                    "eq. 3.12: clock / clock_ref over the computation",
+                ),
+            ] {
+                rows.push(vec![name.into(), num(v, 4), eq.into()]);
+            }
+        }
         if let Some(c) = p.computation_scaling {
             rows.push(vec![
                 "computation scaling".into(),
                 num(c, 4),
-                "eq. 3.10: sum(comp_ref) / sum(comp)".into(),
+                if m.factors.is_some() {
+                    "eq. 3.12: the product of the three factors (= eq. 3.10)"
+                } else {
+                    "eq. 3.10: sum(comp_ref) / sum(comp)"
+                }
+                .into(),
             ]);
         }
         if let Some(g) = p.global_efficiency {
@@ -390,6 +449,23 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
                 "global efficiency".into(),
                 num(g, 4),
                 "eq. 3.13: computation scaling × parallel efficiency".into(),
+            ]);
+        }
+        if let Some(h) = &m.hybrid {
+            rows.push(vec![
+                format!("hybrid parallel efficiency ({} threads)", h.threads),
+                num(h.efficiency.hybrid_parallel_efficiency, 4),
+                "eq. 3.7 over every thread of every rank".into(),
+            ]);
+            rows.push(vec![
+                "MPI efficiency".into(),
+                num(h.efficiency.mpi_efficiency, 4),
+                "eq. 3.15: average(out_MPI) / runtime".into(),
+            ]);
+            rows.push(vec![
+                "OpenMP efficiency".into(),
+                num(h.efficiency.openmp_efficiency, 4),
+                "eq. 3.16: hybrid / MPI efficiency".into(),
             ]);
         }
         body.push_str(&html_table(&["metric", "value", "equation"], &rows));
@@ -580,6 +656,12 @@ pub fn record_numbers(m: &MergedJob) -> serde_json::Value {
     });
     if let Some(p) = &m.pop {
         v["pop"] = serde_json::to_value(p).unwrap_or_default();
+    }
+    if let Some(h) = &m.hybrid {
+        v["hybrid"] = serde_json::to_value(h).unwrap_or_default();
+    }
+    if let Some(f) = &m.factors {
+        v["factors"] = serde_json::to_value(f).unwrap_or_default();
     }
     v
 }

@@ -101,8 +101,80 @@ pub fn pop_metrics(
     })
 }
 
+/// What eq. 3.12's factors are computed from, for one run: the summed useful computation
+/// time and the instructions and cycles counted over it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CounterSums {
+    /// Sum over processes of the computation time, s.
+    pub comp_s: f64,
+    /// Sum over processes of the instructions.
+    pub instructions: f64,
+    /// Sum over processes of the cycles.
+    pub cycles: f64,
+}
+
+/// Eq. 3.12's factors of computation scaling against a reference run (the POP definitions;
+/// the thesis describes them in words only): instruction scaling `sum(I_ref) / sum(I)`, IPC
+/// scaling `IPC / IPC_ref` with `IPC = sum(I) / sum(C)`, frequency scaling `f / f_ref` with
+/// `f = sum(C) / sum(comp)`. Their product is eq. 3.10's `sum(comp_ref) / sum(comp)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ComputationFactors {
+    /// Instruction scaling: fewer instructions in all than the reference is above 1.
+    pub instruction: f64,
+    /// IPC scaling.
+    pub ipc: f64,
+    /// Frequency scaling.
+    pub frequency: f64,
+    /// The run's instructions per cycle.
+    pub ipc_run: f64,
+    /// The reference's instructions per cycle.
+    pub ipc_reference: f64,
+    /// The run's mean clock over its computation, GHz.
+    pub frequency_ghz: f64,
+    /// The reference's, GHz.
+    pub frequency_reference_ghz: f64,
+}
+
+impl ComputationFactors {
+    /// The product: computation scaling (eq. 3.12).
+    pub fn product(&self) -> f64 {
+        self.instruction * self.ipc * self.frequency
+    }
+}
+
+/// Eq. 3.12's factors of `run` against `reference`.
+pub fn computation_factors(
+    run: &CounterSums,
+    reference: &CounterSums,
+) -> Result<ComputationFactors> {
+    for (what, c) in [("run", run), ("reference", reference)] {
+        for (name, v) in [
+            ("computation time", c.comp_s),
+            ("instructions", c.instructions),
+            ("cycles", c.cycles),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(ModelError::Invalid(format!(
+                    "eq. 3.12 needs a positive {name} for the {what}, got {v}; count instructions and cycles over the computation of every process"
+                )));
+            }
+        }
+    }
+    let ipc = |c: &CounterSums| c.instructions / c.cycles;
+    let freq = |c: &CounterSums| c.cycles / c.comp_s;
+    Ok(ComputationFactors {
+        instruction: reference.instructions / run.instructions,
+        ipc: ipc(run) / ipc(reference),
+        frequency: freq(run) / freq(reference),
+        ipc_run: ipc(run),
+        ipc_reference: ipc(reference),
+        frequency_ghz: freq(run) * 1e-9,
+        frequency_reference_ghz: freq(reference) * 1e-9,
+    })
+}
+
 /// The hybrid MPI + OpenMP split of parallel efficiency (eqs. 3.14 to 3.16).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HybridEfficiency {
     /// Eq. 3.7 over all threads of all ranks.
     pub hybrid_parallel_efficiency: f64,
@@ -277,10 +349,15 @@ pub struct PopRun {
     pub comp_s: Vec<f64>,
     /// Time outside MPI of each rank (first row of each rank), s, when given.
     pub out_mpi_s: Option<Vec<f64>>,
+    /// Instructions and cycles over the computation, summed over the rows, when every row
+    /// gives them (`instructions` and `cycles`, or `frequency_ghz` for the cycles).
+    pub counters: Option<CounterSums>,
 }
 
 /// Reads a POP CSV: `comp_s` per process (or thread) and `runtime_s` (the same on every row),
-/// optionally `rank` and `out_mpi_s` (time outside MPI, per rank) for the hybrid split.
+/// optionally `rank` and `out_mpi_s` (time outside MPI, per rank) for the hybrid split, and
+/// `instructions` with `cycles` or `frequency_ghz` (the mean clock over the computation) for
+/// eq. 3.12's factors.
 pub fn pop_run_from_csv(text: &str, origin: &str) -> Result<PopRun> {
     let c = crate::csv::Csv::parse(text, origin)?;
     let comp = c.require(
@@ -290,6 +367,28 @@ pub fn pop_run_from_csv(text: &str, origin: &str) -> Result<PopRun> {
     let rt = c.require("runtime_s", "give the run's elapsed time on every row")?;
     let rank = c.column("rank");
     let out = c.column("out_mpi_s");
+    let instr = c.column("instructions");
+    let cycles = c.column("cycles");
+    let freq = c.column("frequency_ghz");
+    if cycles.is_some() && freq.is_some() {
+        return Err(c.error_at(
+            0,
+            freq.unwrap_or(0),
+            "give cycles or frequency_ghz, not both".into(),
+        ));
+    }
+    if instr.is_some() != (cycles.is_some() || freq.is_some()) {
+        return Err(c.error_at(
+            0,
+            instr.or(cycles).or(freq).unwrap_or(0),
+            "eq. 3.12 needs instructions and cycles (or frequency_ghz) together".into(),
+        ));
+    }
+    let mut sums = CounterSums {
+        comp_s: 0.0,
+        instructions: 0.0,
+        cycles: 0.0,
+    };
     if c.rows.is_empty() {
         return Err(c.error_at(0, 0, "no data rows".into()));
     }
@@ -305,7 +404,17 @@ pub fn pop_run_from_csv(text: &str, origin: &str) -> Result<PopRun> {
                 format!("runtime_s is {t} here but {runtime} on the first row; one run per file"),
             ));
         }
-        comp_s.push(c.number(r, comp)?);
+        let cr = c.number(r, comp)?;
+        comp_s.push(cr);
+        if let Some(i) = instr {
+            sums.comp_s += cr;
+            sums.instructions += c.number(r, i)?;
+            sums.cycles += match (cycles, freq) {
+                (Some(k), _) => c.number(r, k)?,
+                (None, Some(f)) => c.number(r, f)? * 1e9 * cr,
+                _ => 0.0,
+            };
+        }
         if let Some(o) = out {
             let key = rank
                 .map(|k| c.text(r, k).to_string())
@@ -319,6 +428,7 @@ pub fn pop_run_from_csv(text: &str, origin: &str) -> Result<PopRun> {
         runtime_s: runtime,
         comp_s,
         out_mpi_s: out.map(|_| per_rank.into_iter().map(|x| x.1).collect()),
+        counters: instr.map(|_| sums),
     })
 }
 

@@ -118,3 +118,62 @@ fn composition_eq_3_3_section_6_9() {
     close(c.kernel_s, 4.3053, 5e-4);
     close(c.total_s, 48.05, 0.01);
 }
+
+use hpcscope_models::pop::{CounterSums, computation_factors};
+
+#[test]
+fn eq_3_12_factors_multiply_to_eq_3_10_section_6_7_and_table_4_1_clocks() {
+    // The section 6.7 runs: sum(comp) 30 s against a reference of 28 s (eq. 3.10 = 0.9333).
+    // The reference computes on the EPYC 7H12 clock of Table 4.1 (3312 MHz) at the IPC of
+    // section 6.11 (2.0e9 instructions in 1.6e9 cycles = 1.25); the run on the Xeon Gold
+    // 5320 clock (2797 MHz) with 2 % more instructions.
+    let reference = CounterSums {
+        comp_s: 28.0,
+        cycles: 28.0 * 3.312e9,
+        instructions: 1.25 * 28.0 * 3.312e9,
+    };
+    let run = CounterSums {
+        comp_s: 30.0,
+        cycles: 30.0 * 2.797e9,
+        instructions: 1.02 * reference.instructions,
+    };
+    let f = computation_factors(&run, &reference).unwrap();
+    close(f.instruction, 1.0 / 1.02, 1e-12);
+    close(f.frequency, 2797.0 / 3312.0, 1e-12); // 0.8445: Table 4.1's clocks
+    close(f.frequency_ghz, 2.797, 1e-9);
+    close(f.frequency_reference_ghz, 3.312, 1e-9);
+    close(f.ipc_reference, 1.25, 1e-12); // section 6.11: IPC = 2.0e9 / 1.6e9
+    // Eq. 3.12 = eq. 3.10 whatever the split.
+    close(f.product(), 28.0 / 30.0, 1e-12);
+    let m = pop_metrics(
+        &[8.0, 7.0, 6.0, 9.0],
+        10.0,
+        Some(&[14.0, 14.0]),
+        Some((f.instruction, f.ipc, f.frequency)),
+    )
+    .unwrap();
+    close(
+        m.computation_scaling.unwrap(),
+        m.strong_scaling.unwrap(),
+        1e-12,
+    );
+    close(m.global_efficiency.unwrap(), 0.70, 1e-12); // eq. 3.13, section 6.7
+}
+
+#[test]
+fn eq_3_12_against_itself_and_section_6_11_cpu_time() {
+    // Section 6.11: 1.6e9 cycles at 3.312 GHz are 0.48309 s of CPU time (eq. 3.4, divided).
+    let comp = 1.6e9 / 3.312e9;
+    close(comp, 0.48309, 5e-6);
+    let c = CounterSums {
+        comp_s: comp,
+        instructions: 2.0e9,
+        cycles: 1.6e9,
+    };
+    let f = computation_factors(&c, &c).unwrap();
+    close(f.product(), 1.0, 1e-12);
+    close(f.frequency_ghz, 3.312, 1e-9);
+    let bad = CounterSums { cycles: 0.0, ..c };
+    let e = computation_factors(&bad, &c).unwrap_err().to_string();
+    assert!(e.contains("cycles"), "{e}");
+}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * hpcscope probes: syscalls, scheduler, page faults, block and file I/O, user-function
- * latency (uprobe slots, with the message sizes of MPI calls) and cpu-clock stack samples.
+ * latency (uprobe slots, with the message sizes of MPI calls), USDT probe hits, rates over
+ * time (a ring of per-CPU interval buckets) and cpu-clock stack samples.
  *
  * Everything is aggregated here, in per-CPU, per-thread or per-process maps (the tables
  * that grow with the target are allocated at run time, up to a size the loader sets from
@@ -28,6 +29,10 @@ const volatile u64 cfg_cgroup = 0;
 const volatile u8 cfg_all = 0;
 const volatile u8 cfg_timeline = 0;
 const volatile u8 cfg_fileio = 0;
+/* Size histograms of the read/write family (with the file probe). */
+const volatile u8 cfg_iosizes = 0;
+/* Length of one interval of the rate series, ns (0: no series). */
+const volatile u64 cfg_rate_ns = 0;
 /* Per uprobe slot: the arguments that give a message's size (all zero: none). */
 const volatile struct msg_args cfg_msg_args[UPROBE_SLOTS] = {};
 
@@ -67,10 +72,15 @@ struct {
 	__type(value, struct thread_stats);
 } threads SEC(".maps");
 
-/* Clock (bpf_ktime_get_ns) when the probes were attached; set by the loader. */
+/*
+ * Clock (bpf_ktime_get_ns): [0] when the window opens, before the probes are attached (set
+ * by the loader); [1] the origin of the rate series: set by the loader once every probe is
+ * attached for a running target, by the first exec of a traced process (hs_exec) for a
+ * launched command, so that the intervals start with the program.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, u32);
 	__type(value, u64);
 } trace_start SEC(".maps");
@@ -188,6 +198,29 @@ struct {
 } msg_stats SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct usdt_key);
+	__type(value, u64);
+} usdt_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct io_size_key);
+	__type(value, struct io_size_stats);
+} io_sizes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RATE_SLOTS);
+	__type(key, u32);
+	__type(value, struct rate_bucket);
+} rates SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
@@ -302,6 +335,39 @@ static __always_inline void hist_add(void *map, u64 v)
 		(*c)++;
 }
 
+/*
+ * The bucket of the rate series for time `now` on this CPU (NULL without a series or before
+ * the start). Interval k lives in slot k % RATE_SLOTS; a slot still holding an older
+ * interval (already read by user space, which reads each interval once it is over) starts
+ * over.
+ */
+static __always_inline struct rate_bucket *rate_get(u64 now)
+{
+	u32 one = 1, slot;
+	u64 *startp, k;
+	struct rate_bucket *b;
+
+	if (!cfg_rate_ns)
+		return NULL;
+	startp = bpf_map_lookup_elem(&trace_start, &one);
+	if (!startp || !*startp || now < *startp)
+		return NULL;
+	k = (now - *startp) / cfg_rate_ns;
+	slot = (u32)k & (RATE_SLOTS - 1);
+	b = bpf_map_lookup_elem(&rates, &slot);
+	if (!b)
+		return NULL;
+	if (b->epoch != k + 1) {
+		b->epoch = k + 1;
+		b->syscalls = 0;
+		b->faults = 0;
+		b->read_bytes = 0;
+		b->write_bytes = 0;
+		b->switches = 0;
+	}
+	return b;
+}
+
 /* ------------------------------------------------------------------ processes */
 
 static __always_inline void emit(u32 kind, u32 tgid, u32 tid, u64 ts, u64 dur, u64 arg,
@@ -357,9 +423,16 @@ SEC("raw_tracepoint/sched_process_exec")
 int hs_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
+	u64 now = bpf_ktime_get_ns();
 	if (!tracked_current())
 		return 0;
-	emit(EV_EXEC, id >> 32, (u32)id, bpf_ktime_get_ns(), 0, 0, 0, true);
+	if (cfg_rate_ns) {
+		u32 one = 1;
+		u64 *origin = bpf_map_lookup_elem(&trace_start, &one);
+		if (origin && *origin == 0)
+			*origin = now;
+	}
+	emit(EV_EXEC, id >> 32, (u32)id, now, 0, 0, 0, true);
 	return 0;
 }
 
@@ -511,6 +584,44 @@ static __always_inline void inherit_path(u32 tgid, s32 fd)
 		map_insert(&fd_paths, &k, p, BPF_NOEXIST, LOST_FILES);
 }
 
+/* 1 for the read family, 2 for the write family (the calls the file probe follows), else 0. */
+static __always_inline u32 rw_dir(u32 nr)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+		return 1;
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+		return 2;
+	}
+	return 0;
+}
+
+/* A successful read or write of `ret` bytes, in the thread's size histogram. */
+static __always_inline void io_size_add(u32 tgid, u32 tid, u32 dir, u64 ret)
+{
+	struct io_size_key k = { .tgid = tgid, .tid = tid, .dir = dir };
+	struct io_size_stats *st = bpf_map_lookup_elem(&io_sizes, &k);
+	if (!st) {
+		void *zero = zero_value();
+		if (!zero)
+			return;
+		map_insert(&io_sizes, &k, zero, BPF_NOEXIST, LOST_IOSIZE);
+		st = bpf_map_lookup_elem(&io_sizes, &k);
+		if (!st)
+			return;
+	}
+	/* Per thread: only this thread updates the entry. */
+	st->calls++;
+	st->bytes += ret;
+	st->hist[log2_slot(ret) % HIST_SLOTS]++;
+}
+
 static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
 {
 	struct fd_key k = { .tgid = tgid };
@@ -615,7 +726,7 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct sc_start start;
 	struct sc_key k = {};
 	struct sc_stats *st;
-	u64 lat;
+	u64 lat, now;
 
 	{
 		struct sc_start *s = bpf_map_lookup_elem(&sc_starts, &tid);
@@ -627,7 +738,8 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		start.nr = s->nr;
 		s->ts = 0;
 	}
-	lat = bpf_ktime_get_ns() - start.ts;
+	now = bpf_ktime_get_ns();
+	lat = now - start.ts;
 	k.tgid = id >> 32;
 	k.tid = tid;
 	k.nr = start.nr;
@@ -650,6 +762,19 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (lat > st->max_ns)
 		st->max_ns = lat;
 	st->hist[log2_slot(lat) % HIST_SLOTS]++;
+	if (cfg_rate_ns || cfg_iosizes) {
+		u32 dir = rw_dir(start.nr);
+		struct rate_bucket *b = rate_get(now);
+		if (b) {
+			b->syscalls++;
+			if (dir == 1 && ret > 0)
+				b->read_bytes += ret;
+			else if (dir == 2 && ret > 0)
+				b->write_bytes += ret;
+		}
+		if (cfg_iosizes && dir && ret >= 0)
+			io_size_add(k.tgid, tid, dir, ret);
+	}
 	if (cfg_fileio)
 		fileio_exit(k.tgid, &start, ret);
 	return 0;
@@ -738,6 +863,11 @@ int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 			t->last_runtime = runtime ? runtime : 1;
 			t->last_on_ts = 0;
 			t->last_off_ts = now;
+			if (cfg_rate_ns) {
+				struct rate_bucket *b = rate_get(now);
+				if (b)
+					b->switches++;
+			}
 			if (preempt || prev_state == 0) {
 				t->invol_switches++;
 				t->wake_ts = now; /* still runnable: waits in the run queue */
@@ -830,6 +960,11 @@ static __always_inline int on_fault(bool major)
 		t->major_faults++;
 	else
 		t->minor_faults++;
+	if (cfg_rate_ns) {
+		struct rate_bucket *b = rate_get(bpf_ktime_get_ns());
+		if (b)
+			b->faults++;
+	}
 	return 0;
 }
 
@@ -1081,6 +1216,44 @@ SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7)
 SLOT(8) SLOT(9) SLOT(10) SLOT(11) SLOT(12) SLOT(13) SLOT(14) SLOT(15)
 SLOT(16) SLOT(17) SLOT(18) SLOT(19) SLOT(20) SLOT(21) SLOT(22) SLOT(23)
 SLOT(24) SLOT(25) SLOT(26) SLOT(27) SLOT(28) SLOT(29) SLOT(30) SLOT(31)
+
+/* ------------------------------------------------------------------ USDT probes */
+
+/*
+ * A USDT probe site (a nop the compiler left where the program's DTRACE_PROBE/STAP_PROBE
+ * macro stood) reached: one hit per thread and slot; with a timeline, an instant event.
+ * The loader attaches every site of one PROVIDER:NAME to one slot, with the kernel raising
+ * the probe's semaphore (uprobe ref_ctr_offset) when it has one. The probe's arguments
+ * are not read.
+ */
+static __always_inline int usdt_hit(u32 slot)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	struct usdt_key k = {};
+	u64 *c;
+
+	if (!tracked_current())
+		return 0;
+	k.tgid = id >> 32;
+	k.tid = (u32)id;
+	k.slot = slot;
+	c = bpf_map_lookup_elem(&usdt_stats, &k);
+	if (c) {
+		(*c)++; /* per thread: only this thread updates it */
+	} else {
+		u64 one = 1;
+		map_insert(&usdt_stats, &k, &one, BPF_NOEXIST, LOST_USDT);
+	}
+	if (cfg_timeline)
+		emit(EV_USDT, k.tgid, k.tid, bpf_ktime_get_ns(), 0, slot, 0, true);
+	return 0;
+}
+
+#define USDT(n) \
+	SEC("uprobe") int hs_usdt_##n(struct pt_regs *ctx) { return usdt_hit(n); }
+
+USDT(0) USDT(1) USDT(2) USDT(3) USDT(4) USDT(5) USDT(6) USDT(7)
+USDT(8) USDT(9) USDT(10) USDT(11) USDT(12) USDT(13) USDT(14) USDT(15)
 
 /* ------------------------------------------------------------------ kernel functions */
 

@@ -9,6 +9,9 @@
 #define HIST_SLOTS 48
 #define USTACK_DEPTH 8
 #define UPROBE_SLOTS 32
+#define USDT_SLOTS 16
+/* Buckets of the rate series: a ring (power of two) that user space drains as it goes. */
+#define RATE_SLOTS 1024
 #define PATH_LEN 256
 #define COMM_LEN 16
 
@@ -18,6 +21,7 @@
 #define EV_FORK 3
 #define EV_ONCPU 4
 #define EV_FUNC 5
+#define EV_USDT 6
 
 /*
  * Indexes of the per-CPU `drops` counters: what the probes could not record. Every failed
@@ -36,7 +40,9 @@
 #define LOST_STACKS 9     /* stacks not stored: stack map full or bucket taken */
 #define LOST_FUNCS 10     /* probed calls: fn_frames or fn_stats full */
 #define LOST_MSGS 11      /* MPI message counts: msg_stats full */
-#define LOST_SLOTS 12
+#define LOST_USDT 12      /* USDT probe hits: usdt_stats full */
+#define LOST_IOSIZE 13    /* read/write sizes: io_sizes full */
+#define LOST_SLOTS 14
 
 /*
  * Statistics are kept per thread (tid), so that only the thread itself ever updates an
@@ -201,6 +207,43 @@ struct msg_stats {
 	u64 elements;
 	u64 entry_ip;
 	u64 exe_code;
+};
+
+/* Hits of one USDT probe (a slot: every site of one PROVIDER:NAME) in one thread. */
+struct usdt_key {
+	u32 tgid;
+	u32 tid;
+	u32 slot;
+	u32 pad;
+};
+
+/*
+ * One interval of the rate series, on one CPU (per-CPU array, so no atomics). epoch is the
+ * interval's number plus one: a program finding an older epoch in its slot starts the slot
+ * over; user space keeps a CPU's copy only when its epoch is the interval it reads.
+ */
+struct rate_bucket {
+	u64 epoch;
+	u64 syscalls;
+	u64 faults;
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 switches;
+};
+
+/* dir: 1 read, 2 write (the read/write family of system calls). */
+struct io_size_key {
+	u32 tgid;
+	u32 tid;
+	u32 dir;
+	u32 pad;
+};
+
+/* Successful calls (return value >= 0), their bytes, and a log2 histogram of the sizes. */
+struct io_size_stats {
+	u64 calls;
+	u64 bytes;
+	u64 hist[HIST_SLOTS];
 };
 
 struct fn_frames {

@@ -1,5 +1,7 @@
 //! Minimal driver for the tracer, for trying probes by hand before the CLI wires it:
-//! `cargo run -p hpcscope-trace --example trace -- [--profile HZ] [--fn SYM] [--json] -- CMD ARGS`.
+//! `cargo run -p hpcscope-trace --example trace -- [--profile HZ] [--fn SYM] [--usdt P:N]
+//! [--interval SECONDS] [--json] -- CMD ARGS`. As `hpcscope trace`, it keeps a rate series
+//! of 1 s intervals unless `--interval 0`.
 
 use hpcscope_core::Classify;
 use hpcscope_trace::{Probes, Target, TraceOptions, install_signal_handlers, trace};
@@ -18,6 +20,7 @@ fn main() {
     let mut it = flags.iter();
     let mut quiet = false;
     let mut json = false;
+    let mut interval = Some(std::time::Duration::from_secs(1));
     while let Some(f) = it.next() {
         match f.as_str() {
             "--profile" => probes.profile_hz = it.next().and_then(|v| v.parse().ok()),
@@ -25,6 +28,15 @@ fn main() {
                 .functions
                 .extend(it.next().and_then(|v| v.parse().ok())),
             "--timeline" => probes.timeline = true,
+            "--openmp" => probes.openmp = true,
+            "--usdt" => probes.usdt.extend(it.next().and_then(|v| v.parse().ok())),
+            "--interval" => {
+                interval = it
+                    .next()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| *v > 0.0)
+                    .map(std::time::Duration::from_secs_f64)
+            }
             "--all" => {
                 let hz = probes.profile_hz;
                 probes = Probes {
@@ -46,6 +58,7 @@ fn main() {
                         "faults" => probes.faults = true,
                         "block" => probes.block = true,
                         "files" => probes.files = true,
+                        "" => {}
                         _ => eprintln!("unknown probe {p}"),
                     }
                 }
@@ -56,6 +69,7 @@ fn main() {
         }
     }
     probes.kernel_stacks = true;
+    probes.rate_interval = interval;
     install_signal_handlers();
     let opts = TraceOptions {
         target: Target::Command(cmd.to_vec()),

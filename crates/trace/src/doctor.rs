@@ -200,7 +200,19 @@ pub fn run() -> Doctor {
         } else {
             "no uprobe PMU".to_string()
         },
-        "user function latency (--function, --mpi, --openmp)",
+        "user function latency (--function, --mpi, --openmp) and USDT probes (--usdt)",
+    ));
+    let refctr = crate::linux::uprobe_ref_ctr_shift();
+    checks.push(check(
+        "uprobe reference counters",
+        refctr.is_some(),
+        match refctr {
+            Some(s) => {
+                format!("ref_ctr_offset at config bit {s}: the kernel raises USDT semaphores")
+            }
+            None => "no ref_ctr_offset in the uprobe PMU's format (before Linux 4.20)".into(),
+        },
+        "USDT probes guarded by a semaphore (--usdt refuses them; unguarded ones still work)",
     ));
     let sw = perf_event_opens(1, 0); // PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK
     checks.push(check(
@@ -216,7 +228,7 @@ pub fn run() -> Doctor {
         hw.err()
             .map(|e| format!("cycles: {e} (no PMU, e.g. a VM)"))
             .unwrap_or_else(|| "cycles opens".into()),
-        "hardware counters (`hpcscope counters`); profiling falls back to cpu-clock",
+        "hardware counters (`hpcscope counters`; eq. 3.12's factors in `merge`); profiling falls back to cpu-clock",
     ));
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())

@@ -38,10 +38,12 @@ pub mod hist;
 pub mod linux;
 pub mod mpi;
 pub mod mpitime;
+pub mod openmp;
 pub mod profile;
 pub mod report;
 pub mod symbolize;
 pub mod syscalls;
+pub mod usdt;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +55,7 @@ pub use error::TraceError;
 pub use linux::hand_over_detach;
 pub use profile::{HotFunction, Profile, StackSample};
 pub use report::{LevelTable, TraceReport};
+pub use usdt::UsdtSpec;
 
 /// What to watch.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,8 +125,18 @@ pub struct Probes {
     pub functions: Vec<FunctionSpec>,
     /// Time the MPI calls of libmpi.
     pub mpi: bool,
-    /// Time the OpenMP runtime's barriers and parallel regions (libgomp, libomp).
+    /// Time the OpenMP runtime's barriers and parallel regions (libgomp, libomp), and the
+    /// program's outlined parallel-region functions, for the OpenMP thread efficiency.
     pub openmp: bool,
+    /// USDT probes to count (hits per process and thread, instants on the timeline); at
+    /// most 16.
+    pub usdt: Vec<UsdtSpec>,
+    /// Series over time, one bucket per interval: system calls, page faults, bytes read and
+    /// written, context switches (each when its probe runs). `None`: no series.
+    pub rate_interval: Option<Duration>,
+    /// Count the instructions and cycles of a launched command with the hardware PMU (for
+    /// eq. 3.12's factors); where the machine cannot, a note says why.
+    pub counters: bool,
     /// Kernel functions to time with kprobes (only the first is used); where the kernel has
     /// no kprobes the report says so and the syscall tracepoints stand in.
     pub kfuncs: Vec<String>,
@@ -171,6 +184,9 @@ impl Probes {
             (!self.functions.is_empty(), "functions"),
             (self.mpi, "mpi"),
             (self.openmp, "openmp"),
+            (!self.usdt.is_empty(), "usdt"),
+            (self.rate_interval.is_some(), "rates"),
+            (self.counters, "counters"),
             (!self.kfuncs.is_empty(), "kfuncs"),
             (self.profile_hz.is_some(), "profile"),
             (self.timeline, "timeline"),

@@ -35,6 +35,182 @@ pub struct TraceReport {
     /// Timeline events (only with `--timeline`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineEvent>,
+    /// Counts per interval of the traced processes together (with a rate interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rates: Option<RateSeries>,
+    /// The OpenMP threads and thread efficiency of each process that forked a team (with
+    /// `--openmp`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub openmp: Vec<crate::openmp::OpenMpProcess>,
+    /// Instructions and cycles of the launched command (with `counters`, where the machine
+    /// has a hardware PMU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<HwCounts>,
+}
+
+/// Hardware counts of a launched command and what it forked, user and kernel mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct HwCounts {
+    /// Instructions retired.
+    pub instructions: f64,
+    /// Cycles.
+    pub cycles: f64,
+    /// Whether the counts were scaled up because the PMU was shared during the run.
+    pub scaled: bool,
+}
+
+/// Series over time: the counts of each interval, for every traced process together. The
+/// first interval starts when a launched command executes its program (for a running
+/// target, once every probe is attached); the last one ends with the trace (it may be
+/// shorter). A count is taken when the event happens (a system call at its return).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RateSeries {
+    /// Length of an interval, s.
+    pub interval_s: f64,
+    /// Start of each interval, s since the first one's.
+    pub start_s: Vec<f64>,
+    /// Length of each interval, s (the interval, or less for the last one).
+    pub span_s: Vec<f64>,
+    /// One column per measured series (those whose probe ran).
+    pub series: Vec<RateColumn>,
+}
+
+/// One series of a [`RateSeries`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RateColumn {
+    /// `syscalls`, `page_faults`, `read_bytes`, `write_bytes` or `context_switches`.
+    pub name: String,
+    /// What is counted: `calls`, `faults`, `bytes`, `switches`.
+    pub unit: String,
+    /// The count of each interval.
+    pub counts: Vec<u64>,
+}
+
+impl RateSeries {
+    /// One row per interval: its start and length, then each series per second.
+    pub fn table(&self) -> LevelTable {
+        let mut headers = vec!["start_s".to_string(), "span_s".to_string()];
+        headers.extend(self.series.iter().map(|c| format!("{}_per_s", c.name)));
+        let per: Vec<Vec<f64>> = self.series.iter().map(|c| self.per_second(c)).collect();
+        let rows = (0..self.start_s.len())
+            .map(|i| {
+                let mut r = vec![
+                    format!("{:.3}", self.start_s[i]),
+                    format!("{:.3}", self.span_s[i]),
+                ];
+                r.extend(per.iter().map(|v| format!("{:.1}", v[i])));
+                r
+            })
+            .collect();
+        LevelTable {
+            title: "rate".into(),
+            headers,
+            rows,
+        }
+    }
+
+    /// Per series: the total, the mean rate over the trace, the highest interval rate and
+    /// the interval it was in (for a long trace, where the table is long).
+    pub fn summary(&self) -> LevelTable {
+        let total: f64 = self.span_s.iter().sum();
+        let rows = self
+            .series
+            .iter()
+            .map(|c| {
+                let per = self.per_second(c);
+                let (at, peak) =
+                    per.iter()
+                        .enumerate()
+                        .fold(
+                            (0, f64::NEG_INFINITY),
+                            |a, (i, v)| if *v > a.1 { (i, *v) } else { a },
+                        );
+                let sum: u64 = c.counts.iter().sum();
+                vec![
+                    c.name.clone(),
+                    sum.to_string(),
+                    if total > 0.0 {
+                        format!("{:.1}", sum as f64 / total)
+                    } else {
+                        UNMEASURED.into()
+                    },
+                    if per.is_empty() {
+                        UNMEASURED.into()
+                    } else {
+                        format!("{peak:.1}")
+                    },
+                    self.start_s
+                        .get(at)
+                        .map(|s| format!("{s:.3}"))
+                        .unwrap_or_else(|| UNMEASURED.into()),
+                ]
+            })
+            .collect();
+        LevelTable {
+            title: "rate summary".into(),
+            headers: ["series", "total", "mean_per_s", "peak_per_s", "peak_at_s"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        }
+    }
+
+    /// Per-second rate of `column` in each interval.
+    pub fn per_second(&self, column: &RateColumn) -> Vec<f64> {
+        column
+            .counts
+            .iter()
+            .zip(&self.span_s)
+            .map(|(c, s)| if *s > 0.0 { *c as f64 / s } else { 0.0 })
+            .collect()
+    }
+
+    /// The column named `name`.
+    pub fn column(&self, name: &str) -> Option<&RateColumn> {
+        self.series.iter().find(|c| c.name == name)
+    }
+}
+
+/// Hits of one USDT probe in one process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UsdtStat {
+    /// `provider:name`.
+    pub probe: String,
+    /// The file holding it.
+    pub binary: String,
+    /// Its sites in that file (each got a uprobe).
+    pub sites: usize,
+    /// Whether it is guarded by a semaphore (raised by the kernel while traced).
+    pub semaphore: bool,
+    /// Argument specification of its first site (the values are not read).
+    pub arguments: String,
+    /// Hits in the process.
+    pub hits: u64,
+    /// Hits per thread.
+    pub threads: Vec<UsdtThreadHits>,
+}
+
+/// Hits of a USDT probe in one thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct UsdtThreadHits {
+    /// Thread id.
+    pub tid: u32,
+    /// Hits.
+    pub hits: u64,
+}
+
+/// Sizes of the successful reads or writes (the read/write family of system calls) of one
+/// process: what they returned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IoSizes {
+    /// `read` or `write`.
+    pub op: String,
+    /// Calls that returned 0 or more.
+    pub calls: u64,
+    /// Bytes they transferred.
+    pub bytes: u64,
+    /// Histogram of the returned sizes, bytes (a read at the end of a file returns 0).
+    pub size_bytes: Log2Hist,
 }
 
 /// Events of one kind the probes could not record (a full in-kernel table, a full ring
@@ -132,6 +308,12 @@ pub struct ProcessLevel {
     pub functions: Vec<FunctionStat>,
     /// Threads.
     pub threads: Vec<ThreadLevel>,
+    /// USDT probes hit (with `usdt`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub usdt: Vec<UsdtStat>,
+    /// Read and write sizes (with `files`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub io_sizes: Vec<IoSizes>,
 }
 
 /// One system call of one process.
@@ -576,6 +758,147 @@ impl TraceReport {
         if !msg.rows.is_empty() {
             out.push(msg);
         }
+
+        let mut usdt = t(
+            "usdt",
+            &[
+                "pid",
+                "probe",
+                "binary",
+                "sites",
+                "semaphore",
+                "hits",
+                "threads",
+            ],
+        );
+        let mut usdt_th = t("usdt thread", &["pid", "tid", "probe", "hits"]);
+        for pr in &self.processes {
+            for u in &pr.usdt {
+                usdt.rows.push(vec![
+                    pr.pid.to_string(),
+                    u.probe.clone(),
+                    u.binary.clone(),
+                    u.sites.to_string(),
+                    if u.semaphore { "raised" } else { "-" }.into(),
+                    u.hits.to_string(),
+                    u.threads.len().to_string(),
+                ]);
+                for th in &u.threads {
+                    usdt_th.rows.push(vec![
+                        pr.pid.to_string(),
+                        th.tid.to_string(),
+                        u.probe.clone(),
+                        th.hits.to_string(),
+                    ]);
+                }
+            }
+        }
+        if !usdt.rows.is_empty() {
+            out.push(usdt);
+            out.push(usdt_th);
+        }
+
+        let mut io = t("io", &["pid", "comm", "op", "calls", "bytes", "mean_bytes"]);
+        let mut io_hist = t(
+            "io size",
+            &["pid", "op", "from_bytes", "to_bytes", "calls", "pct"],
+        );
+        for pr in &self.processes {
+            for x in &pr.io_sizes {
+                io.rows.push(vec![
+                    pr.pid.to_string(),
+                    pr.comm.clone(),
+                    x.op.clone(),
+                    x.calls.to_string(),
+                    x.bytes.to_string(),
+                    if x.calls > 0 {
+                        format!("{:.1}", x.bytes as f64 / x.calls as f64)
+                    } else {
+                        UNMEASURED.into()
+                    },
+                ]);
+                let n = x.size_bytes.total().max(1) as f64;
+                for b in &x.size_bytes.buckets {
+                    io_hist.rows.push(vec![
+                        pr.pid.to_string(),
+                        x.op.clone(),
+                        b.lo.to_string(),
+                        b.hi.to_string(),
+                        b.count.to_string(),
+                        format!("{:.1}", 100.0 * b.count as f64 / n),
+                    ]);
+                }
+            }
+        }
+        if !io.rows.is_empty() {
+            out.push(io);
+            out.push(io_hist);
+        }
+
+        if !self.openmp.is_empty() {
+            let mut eff = t(
+                "openmp efficiency",
+                &[
+                    "pid",
+                    "comm",
+                    "threads",
+                    "forks",
+                    "runtime_s",
+                    "parallel_eff (3.7)",
+                    "load_balance (3.8)",
+                    "busiest/runtime (3.9)",
+                    "mpi_eff (3.15)",
+                    "openmp_eff (3.16)",
+                ],
+            );
+            let mut th = t(
+                "openmp thread",
+                &[
+                    "pid",
+                    "tid",
+                    "role",
+                    "regions",
+                    "region_ms",
+                    "sync_ms",
+                    "fork_ms",
+                    "comp_ms",
+                ],
+            );
+            let f =
+                |v: Option<f64>| v.map_or_else(|| UNMEASURED.to_string(), |x| format!("{x:.4}"));
+            for o in &self.openmp {
+                let e = o.efficiency.as_ref();
+                eff.rows.push(vec![
+                    o.pid.to_string(),
+                    o.comm.clone(),
+                    o.threads.len().to_string(),
+                    o.forks.to_string(),
+                    format!("{:.4}", o.runtime_s),
+                    f(e.map(|e| e.parallel_efficiency)),
+                    f(e.map(|e| e.load_balance)),
+                    f(e.map(|e| e.communication_efficiency)),
+                    f(e.map(|e| e.mpi_efficiency)),
+                    f(e.map(|e| e.openmp_efficiency)),
+                ]);
+                for x in &o.threads {
+                    th.rows.push(vec![
+                        o.pid.to_string(),
+                        x.tid.to_string(),
+                        if x.master { "main" } else { "worker" }.into(),
+                        x.regions.to_string(),
+                        format!("{:.3}", x.region_s * 1e3),
+                        format!("{:.3}", x.sync_s * 1e3),
+                        format!("{:.3}", x.fork_s * 1e3),
+                        format!("{:.3}", x.comp_s * 1e3),
+                    ]);
+                }
+            }
+            out.push(eff);
+            out.push(th);
+        }
+        if let Some(r) = &self.rates {
+            out.push(r.table());
+        }
         out
     }
 
@@ -616,6 +939,59 @@ impl TraceReport {
     }
 }
 
+/// Line charts of a rate series: events per second (system calls, page faults, context
+/// switches) and bytes per second (read, written), one point per interval at its middle.
+pub fn rate_charts(r: &RateSeries) -> Vec<String> {
+    use hpcscope_report::{ChartOptions, Series, line_chart_svg};
+    let mid: Vec<f64> = r
+        .start_s
+        .iter()
+        .zip(&r.span_s)
+        .map(|(a, s)| a + s / 2.0)
+        .collect();
+    let series = |unit_is_bytes: bool| -> Vec<Series> {
+        r.series
+            .iter()
+            .filter(|c| (c.unit == "bytes") == unit_is_bytes)
+            .map(|c| Series {
+                name: if unit_is_bytes {
+                    format!("{} (MB/s)", c.name.replace('_', " "))
+                } else {
+                    c.name.replace('_', " ")
+                },
+                points: mid
+                    .iter()
+                    .zip(r.per_second(c))
+                    .map(|(x, y)| (*x, if unit_is_bytes { y / 1e6 } else { y }))
+                    .collect(),
+                dashed: false,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (bytes, title, y) in [
+        (false, "events per second", "events / s"),
+        (true, "bytes per second", "MB / s"),
+    ] {
+        let s = series(bytes);
+        if s.is_empty() {
+            continue;
+        }
+        out.push(line_chart_svg(
+            &s,
+            &ChartOptions {
+                title: format!("{title}, every {} s", hpcscope_report::fmt::plain(r.interval_s)),
+                x_label: "time since the start of the trace (s)".into(),
+                y_label: y.into(),
+                caption: "Each point is one interval's count divided by its length, at the interval's middle; the traced processes together."
+                    .into(),
+                ..Default::default()
+            },
+        ));
+    }
+    out
+}
+
 /// Sections for the HTML report (`hpcscope_report::html_page`): one table per level, and,
 /// with a profile, the hot functions and a static flame graph.
 pub fn html_sections(
@@ -638,7 +1014,10 @@ pub fn html_sections(
                 }
             ),
             body_html: hpcscope_report::html_table(&headers, &t.rows),
-            svgs: Vec::new(),
+            svgs: match (&report.rates, t.title.as_str()) {
+                (Some(r), "rate") => rate_charts(r),
+                _ => Vec::new(),
+            },
         });
     }
     if let Some(p) = profile {

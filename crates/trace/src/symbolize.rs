@@ -133,6 +133,11 @@ impl ElfSymbols {
         }
     }
 
+    /// Every defined function name (aliases included), sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.keys().map(String::as_str)
+    }
+
     /// Whether a function named `name` is defined.
     pub fn contains(&self, name: &str) -> bool {
         self.names.contains_key(name)

@@ -18,7 +18,8 @@ use hpcscope_models::kernel::{Selector, extract};
 use hpcscope_models::laws::{Law, Mode, select};
 use hpcscope_models::peak::{Dag, DagConfig, loop_peak};
 use hpcscope_models::pop::{
-    decomposition_from_csv, fit_decomposition, hybrid_efficiency, pop_metrics, pop_run_from_csv,
+    compose, computation_factors, decomposition_from_csv, fit_decomposition, fit_hockney,
+    hybrid_efficiency, pop_metrics, pop_run_from_csv,
 };
 use hpcscope_models::ports::{Cpis, PortModel, Scheduler};
 use hpcscope_models::strong::{ScalingInput, strong_scaling};
@@ -170,13 +171,67 @@ pub enum ModelCmd {
         #[arg(long, value_delimiter = ',')]
         predict: Vec<f64>,
     },
-    /// POP efficiencies of a run (CSV comp_s,runtime_s[,rank,out_mpi_s]), optionally against a reference run.
+    /// POP efficiencies of a run (CSV comp_s,runtime_s[,rank,out_mpi_s][,instructions,cycles
+    /// or frequency_ghz]), optionally against a reference run (eq. 3.12's factors when both
+    /// give instructions and cycles).
     Pop {
         /// Run CSV.
         run: PathBuf,
         /// Reference run CSV (for computation scaling and global efficiency).
         #[arg(long)]
         reference: Option<PathBuf>,
+    },
+    /// The kernel-composition model of eq. 3.3: T = sigma (T_c + T_mem + T_MPI + T_IO) +
+    /// T_other, each term given in seconds or from what it is made of.
+    Compose {
+        /// Kernel invocations (sigma: time steps, SCF iterations).
+        #[arg(long, default_value_t = 1.0)]
+        sigma: f64,
+        /// Compute time of one invocation, s.
+        #[arg(long, conflicts_with_all = ["flops", "gflops"])]
+        compute_s: Option<f64>,
+        /// FLOPs of one invocation (with --gflops: T_c = flops / rate).
+        #[arg(long, requires = "gflops")]
+        flops: Option<f64>,
+        /// Sustained compute rate, GFLOP/s (a kernel benchmark's, or `model peak`).
+        #[arg(long, requires = "flops")]
+        gflops: Option<f64>,
+        /// Memory time of one invocation, s.
+        #[arg(long, conflicts_with_all = ["bytes", "bandwidth_gbs"])]
+        memory_s: Option<f64>,
+        /// Bytes one invocation moves to and from memory (with --bandwidth-gbs).
+        #[arg(long, requires = "bandwidth_gbs")]
+        bytes: Option<f64>,
+        /// Memory bandwidth, GB/s (STREAM triad, `hpcscope bench`).
+        #[arg(long, requires = "bytes")]
+        bandwidth_gbs: Option<f64>,
+        /// MPI time of one invocation, s.
+        #[arg(long, conflicts_with_all = ["messages", "message_bytes", "mpi_table"])]
+        mpi_s: Option<f64>,
+        /// Messages one invocation sends (with --message-bytes and --mpi-table: Hockney's
+        /// t0 + n / bandwidth for each).
+        #[arg(long, requires_all = ["message_bytes", "mpi_table"])]
+        messages: Option<f64>,
+        /// Bytes of each message.
+        #[arg(long, requires = "messages")]
+        message_bytes: Option<f64>,
+        /// Point-to-point times to fit Hockney's model to: CSV with `bytes` and `t_avg_us`
+        /// (`hpcscope bench mpi --format csv`, or an IMB table).
+        #[arg(long, value_name = "CSV", requires = "messages")]
+        mpi_table: Option<PathBuf>,
+        /// Benchmark rows of --mpi-table to fit (its `benchmark` column), e.g. sendrecv.
+        #[arg(long, requires = "mpi_table")]
+        benchmark: Option<String>,
+        /// Smallest message of --mpi-table in the fit, bytes (small messages follow the
+        /// latency, not the bandwidth).
+        #[arg(long, default_value_t = 1024.0)]
+        min_bytes: f64,
+        /// I/O time of one invocation, s.
+        #[arg(long, default_value_t = 0.0)]
+        io_s: f64,
+        /// Time of the rest of the program, s.
+        #[arg(long, default_value_t = 0.0)]
+        other_s: f64,
     },
     /// Fit the weights of the time decomposition (eq. 3.2) and project (CSV ratio + one column per resource).
     Decompose {
@@ -531,11 +586,28 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 Some(p) => Some(pop_run_from_csv(&read(p)?, &p.display().to_string())?),
                 None => None,
             };
+            // Eq. 3.12's factors when the run and the reference both count instructions and
+            // cycles.
+            let factors = match (&r.counters, refr.as_ref().map(|x| &x.counters)) {
+                (Some(a), Some(Some(b))) => Some(computation_factors(a, b)?),
+                _ => None,
+            };
+            let mut post = Vec::new();
+            match (&r.counters, &refr) {
+                (Some(_), None) => post.push(
+                    "eq. 3.12's factors need a reference run with instructions and cycles too (--reference)".to_string(),
+                ),
+                (Some(_), Some(x)) if x.counters.is_none() => post.push(format!(
+                    "eq. 3.12's factors: the reference {} gives no instructions and cycles; computation scaling is eq. 3.10's",
+                    reference.as_ref().map_or(String::new(), |p| p.display().to_string())
+                )),
+                _ => {}
+            }
             let m = pop_metrics(
                 &r.comp_s,
                 r.runtime_s,
                 refr.as_ref().map(|x| x.comp_s.as_slice()),
-                None,
+                factors.map(|f| (f.instruction, f.ipc, f.frequency)),
             )?;
             let h = match &r.out_mpi_s {
                 Some(o) => Some(hybrid_efficiency(&r.comp_s, o, r.runtime_s)?),
@@ -571,6 +643,32 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 opt(m.weak_scaling),
                 "3.11".into(),
             ]);
+            if let Some(f) = &factors {
+                for (name, v) in [
+                    ("instruction scaling", f.instruction),
+                    ("IPC scaling", f.ipc),
+                    ("frequency scaling", f.frequency),
+                ] {
+                    t.row(vec![name.into(), num(v, 4), "3.12".into()]);
+                }
+                post.push(format!(
+                    "IPC {} against {}, clock {} GHz against {} GHz over the computation",
+                    num(f.ipc_run, 4),
+                    num(f.ipc_reference, 4),
+                    num(f.frequency_ghz, 4),
+                    num(f.frequency_reference_ghz, 4)
+                ));
+            }
+            t.row(vec![
+                if factors.is_some() {
+                    "computation scaling (product)"
+                } else {
+                    "computation scaling"
+                }
+                .into(),
+                opt(m.computation_scaling),
+                "3.12".into(),
+            ]);
             t.row(vec![
                 "global efficiency".into(),
                 opt(m.global_efficiency),
@@ -588,7 +686,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     "3.16".into(),
                 ]);
             }
-            let json = serde_json::json!({"pop": m, "hybrid": h});
+            let json = serde_json::json!({"pop": m, "hybrid": h, "factors": factors});
             (
                 render(
                     args.format,
@@ -598,6 +696,130 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                         m.n,
                         num(m.runtime_s, 5)
                     )],
+                    &t,
+                    &post,
+                )?,
+                (),
+            )
+        }
+        ModelCmd::Compose {
+            sigma,
+            compute_s,
+            flops,
+            gflops,
+            memory_s,
+            bytes,
+            bandwidth_gbs,
+            mpi_s,
+            messages,
+            message_bytes,
+            mpi_table,
+            benchmark,
+            min_bytes,
+            io_s,
+            other_s,
+        } => {
+            let mut how = Vec::new();
+            let positive = |name: &str, v: f64| -> Result<f64> {
+                if v.is_finite() && v > 0.0 {
+                    Ok(v)
+                } else {
+                    bail!("--{name} {v}: give a positive number")
+                }
+            };
+            let nonneg = |name: &str, v: f64| -> Result<f64> {
+                if v.is_finite() && v >= 0.0 {
+                    Ok(v)
+                } else {
+                    bail!("--{name} {v}: give a number >= 0")
+                }
+            };
+            let t_c = match (compute_s, flops, gflops) {
+                (Some(t), _, _) => nonneg("compute-s", *t)?,
+                (None, Some(f), Some(g)) => {
+                    let v = nonneg("flops", *f)? / (positive("gflops", *g)? * 1e9);
+                    how.push(("compute", format!("{f} FLOP / {g} GFLOP/s")));
+                    v
+                }
+                _ => 0.0,
+            };
+            let t_mem = match (memory_s, bytes, bandwidth_gbs) {
+                (Some(t), _, _) => nonneg("memory-s", *t)?,
+                (None, Some(b), Some(bw)) => {
+                    let v = nonneg("bytes", *b)? / (positive("bandwidth-gbs", *bw)? * 1e9);
+                    how.push(("memory", format!("{b} B / {bw} GB/s")));
+                    v
+                }
+                _ => 0.0,
+            };
+            let mut hockney = None;
+            let t_mpi = match (mpi_s, messages, message_bytes, mpi_table) {
+                (Some(t), ..) => nonneg("mpi-s", *t)?,
+                (None, Some(n), Some(b), Some(table)) => {
+                    let (h, used) = hockney_from_table(table, benchmark.as_deref(), *min_bytes)?;
+                    let per = (h.t0 + nonneg("message-bytes", *b)? * h.per_byte) * 1e-6;
+                    how.push((
+                        "MPI",
+                        format!(
+                            "{n} messages x (t0 {} us + {b} B x {} us/B) = {n} x {} us; Hockney fit to {used} rows of {}",
+                            num(h.t0, 4),
+                            num(h.per_byte, 5),
+                            num(per * 1e6, 6),
+                            table.display()
+                        ),
+                    ));
+                    hockney = Some(h);
+                    nonneg("messages", *n)? * per
+                }
+                _ => 0.0,
+            };
+            let c = compose(
+                nonneg("sigma", *sigma)?,
+                t_c,
+                t_mem,
+                t_mpi,
+                nonneg("io-s", *io_s)?,
+                nonneg("other-s", *other_s)?,
+            );
+            let mut t = Table::new(&["term", "seconds", "from"]);
+            let from = |k: &str| {
+                how.iter()
+                    .find(|(n, _)| *n == k)
+                    .map_or("given".to_string(), |(_, v)| v.clone())
+            };
+            t.row(vec![
+                "T_c (compute)".into(),
+                num(c.compute_s, 5),
+                from("compute"),
+            ]);
+            t.row(vec![
+                "T_mem (memory)".into(),
+                num(c.memory_s, 5),
+                from("memory"),
+            ]);
+            t.row(vec![
+                "T_MPI (communication)".into(),
+                num(c.mpi_s, 5),
+                from("MPI"),
+            ]);
+            t.row(vec!["T_IO".into(), num(c.io_s, 5), "given".into()]);
+            t.row(vec![
+                "T_kernel".into(),
+                num(c.kernel_s, 5),
+                "the sum of the four".into(),
+            ]);
+            t.row(vec!["T_other".into(), num(c.other_s, 5), "given".into()]);
+            t.row(vec![
+                "T".into(),
+                num(c.total_s, 5),
+                format!("sigma {} x T_kernel + T_other", num(c.sigma, 6)),
+            ]);
+            let json = serde_json::json!({"composition": c, "hockney_us": hockney});
+            (
+                render(
+                    args.format,
+                    &json,
+                    &["eq. 3.3: T = sigma T_kernel + T_other, T_kernel = T_c + T_mem + T_MPI + T_IO".to_string()],
                     &t,
                     &[],
                 )?,
@@ -749,6 +971,53 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
     };
     emit(&text, args.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Hockney's model fitted to the `bytes` and `t_avg_us` columns of a CSV (rows of
+/// `benchmark` when given, messages of `min_bytes` and more), and the rows used.
+fn hockney_from_table(
+    table: &Path,
+    benchmark: Option<&str>,
+    min_bytes: f64,
+) -> Result<(hpcscope_models::pop::Hockney, usize)> {
+    let origin = table.display().to_string();
+    let c = hpcscope_models::csv::Csv::parse(&read(table)?, &origin)?;
+    let b = c.require("bytes", "the message size of each row, bytes")?;
+    let t = c.require("t_avg_us", "the mean time of each row, microseconds")?;
+    let bench = c.column("benchmark");
+    if benchmark.is_some() && bench.is_none() {
+        bail!("{origin}: no `benchmark` column to pick --benchmark's rows from");
+    }
+    let mut kinds = std::collections::BTreeSet::new();
+    let mut points = Vec::new();
+    for r in 0..c.rows.len() {
+        if let Some(k) = bench {
+            let name = c.text(r, k).to_string();
+            kinds.insert(name.clone());
+            if benchmark.is_some_and(|w| !w.eq_ignore_ascii_case(&name)) {
+                continue;
+            }
+        }
+        let n = c.number(r, b)?;
+        if n >= min_bytes {
+            points.push((n, c.number(r, t)?));
+        }
+    }
+    if benchmark.is_none() && kinds.len() > 1 {
+        bail!(
+            "{origin} holds several benchmarks ({}); pick one with --benchmark",
+            kinds.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    if points.len() < 2 {
+        bail!(
+            "{origin}: {} row(s) of {} bytes or more; the fit needs two message sizes at least (lower --min-bytes?)",
+            points.len(),
+            min_bytes
+        );
+    }
+    let n = points.len();
+    Ok((fit_hockney(&points)?, n))
 }
 
 fn read(p: &Path) -> Result<String> {

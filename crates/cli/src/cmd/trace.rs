@@ -1,5 +1,6 @@
 //! `hpcscope trace`: watch a command, a PID or a cgroup with eBPF probes (syscalls,
-//! scheduler, page faults, block and file I/O, user functions) and print a summary per level.
+//! scheduler, page faults, block and file I/O, user functions, USDT probes, rates over time)
+//! and print a summary per level.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,9 +30,25 @@ pub struct TraceArgs {
     /// Time the MPI calls of libmpi (MPI_Barrier, MPI_Allreduce, MPI_Send...).
     #[arg(long)]
     pub mpi: bool,
-    /// Time the OpenMP runtime (GOMP_barrier, GOMP_parallel, __kmpc_barrier...).
+    /// Time the OpenMP runtime (GOMP_barrier, GOMP_parallel, __kmpc_barrier...) and the
+    /// program's parallel regions, and give the OpenMP thread efficiency (eqs. 3.14-3.16).
     #[arg(long)]
     pub openmp: bool,
+    /// Count the hits of a USDT probe per process and thread: PROVIDER:NAME in the program
+    /// or a library it loads, or BINARY:PROVIDER:NAME (a path, a library name, a program on
+    /// PATH). Probes guarded by a semaphore get it raised by the kernel. Repeatable (16).
+    #[arg(long = "usdt", value_name = "[BINARY:]PROVIDER:NAME")]
+    pub usdt: Vec<String>,
+    /// List the USDT probes of a program or library (its `.note.stapsdt` notes) and exit.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["usdt", "command"])]
+    pub list_usdt: Option<String>,
+    /// Length of one interval of the rate series (system calls, page faults, bytes read and
+    /// written, context switches over time), seconds; 0 for none.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Also write an HTML report: the tables, the rate series charted, the flame graph.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Time a kernel function with kprobes; where the kernel has none, the syscall
     /// tracepoints stand in and the report says so.
     #[arg(long, value_name = "NAME")]
@@ -89,6 +106,19 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
     }
     p.mpi = a.mpi;
     p.openmp = a.openmp;
+    for u in &a.usdt {
+        p.usdt.push(
+            u.parse::<hpcscope_trace::UsdtSpec>()
+                .map_err(|e| anyhow::anyhow!("--usdt {e}"))?,
+        );
+    }
+    p.rate_interval = match a.interval {
+        0.0 => None,
+        v if v.is_finite() && v > 0.0 => Some(std::time::Duration::from_secs_f64(v)),
+        v => anyhow::bail!(
+            "--interval {v}: give a positive number of seconds, or 0 for no rate series"
+        ),
+    };
     p.kfuncs = a.kfunc.iter().cloned().collect();
     if !p.kfuncs.is_empty() {
         // The stand-in when kprobes are missing.
@@ -105,6 +135,9 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
     })
 }
 
+/// Intervals of the rate series shown one per row in the text view; more are summarized.
+const MAX_RATE_ROWS: usize = 30;
+
 /// Text rendering: one table per level, then the notes.
 pub fn text(out: &TraceOutcome) -> String {
     let r = &out.report;
@@ -119,7 +152,16 @@ pub fn text(out: &TraceOutcome) -> String {
             _ => String::new(),
         }
     );
-    for t in r.tables() {
+    for mut t in r.tables() {
+        if t.title == "rate" && t.rows.len() > MAX_RATE_ROWS {
+            // A long trace: the summary here, every interval in the JSON and the HTML.
+            let n = t.rows.len();
+            t = r.rates.as_ref().map(|x| x.summary()).unwrap_or(t);
+            t.title = format!(
+                "rate summary ({n} intervals of {} s: each one in --format json and --html)",
+                r.rates.as_ref().map_or(0.0, |x| x.interval_s)
+            );
+        }
         let mut table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
         for row in t.rows {
             table.row(row);
@@ -143,6 +185,9 @@ pub fn text(out: &TraceOutcome) -> String {
 
 /// Runs `trace`.
 pub fn run(a: &TraceArgs) -> Result<ExitCode> {
+    if let Some(f) = &a.list_usdt {
+        return list_usdt(a, f);
+    }
     if a.rank.run_dir.is_some() {
         return run_rank(a);
     }
@@ -174,6 +219,15 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
             render(f, &out, &[], &table, &out.report.notes)?
         }
     };
+    if let Some(path) = &a.html {
+        let sections = hpcscope_trace::report::html_sections(&out.report, out.profile.as_ref());
+        let page = hpcscope_report::html_page(
+            &format!("hpcscope trace: {}", out.report.target),
+            &sections,
+        );
+        write_atomic(path, &page)
+            .with_context(|| format!("writing the HTML report {}", path.display()))?;
+    }
     emit(&text, a.output.as_deref())?;
     if let Some(line) = a
         .record
@@ -182,6 +236,42 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
         eprintln!("{line}");
     }
     Ok(crate::args::command_status(&out.report))
+}
+
+/// `trace --list-usdt FILE`: the probes of a file (a path, a library name, a program on
+/// PATH), one row per probe with its sites, semaphore and arguments.
+fn list_usdt(a: &TraceArgs, file: &str) -> Result<ExitCode> {
+    let path = hpcscope_trace::linux::usdt_file(file)?;
+    let probes = hpcscope_trace::usdt::probes_in(&path)?;
+    let mut t = Table::new(&["probe", "sites", "semaphore", "arguments"]);
+    for p in &probes {
+        t.row(vec![
+            p.id(),
+            p.sites.len().to_string(),
+            p.sites
+                .iter()
+                .find(|s| s.semaphore != 0)
+                .map(|s| format!("{:#x}", s.semaphore))
+                .unwrap_or_else(|| "-".into()),
+            p.sites
+                .first()
+                .map(|s| s.arguments.clone())
+                .unwrap_or_default(),
+        ]);
+    }
+    let pre = vec![format!(
+        "{}: {} USDT probe(s){}",
+        path.display(),
+        probes.len(),
+        if probes.is_empty() {
+            " (no .note.stapsdt notes)"
+        } else {
+            ""
+        }
+    )];
+    let text = render(a.format, &probes, &pre, &t, &[])?;
+    emit(&text, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `trace --run-dir`: this rank traces its own command (with the MPI probes) and writes the
@@ -196,6 +286,7 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
     }
     let mut opts = options(a)?;
     opts.probes.mpi = true;
+    opts.probes.counters = true;
     opts.probes.timeline = true;
     opts.probes.timeline_keep = MpiTime::timeline_events();
     let Some(session) = a.rank.begin("trace", &a.command)? else {
@@ -288,7 +379,7 @@ pub fn summary(out: &TraceOutcome) -> serde_json::Value {
             (k.to_string(), v)
         })
         .collect();
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "time_s": r.duration_s,
         "on_cpu_s": on as f64 * 1e-9,
         "off_cpu_s": off as f64 * 1e-9,
@@ -297,5 +388,13 @@ pub fn summary(out: &TraceOutcome) -> serde_json::Value {
         "context_switches": cs,
         "syscalls": syscalls,
         "functions": functions,
-    })
+    });
+    // What `merge` needs for eqs. 3.12 and 3.14-3.16: the OpenMP threads, the counters.
+    if !r.openmp.is_empty() {
+        v["openmp"] = serde_json::to_value(&r.openmp).unwrap_or_default();
+    }
+    if let Some(c) = &r.counters {
+        v["counters"] = serde_json::to_value(c).unwrap_or_default();
+    }
+    v
 }

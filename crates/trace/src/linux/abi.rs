@@ -9,6 +9,10 @@ pub const HIST_SLOTS: usize = 48;
 pub const USTACK_DEPTH: usize = 8;
 /// Number of uprobe/uretprobe program pairs in the object (`hs_fn_enter_N`/`hs_fn_exit_N`).
 pub const UPROBE_SLOTS: usize = 32;
+/// Number of USDT programs in the object (`hs_usdt_N`): one per PROVIDER:NAME probed.
+pub const USDT_SLOTS: usize = 16;
+/// Buckets in the ring of the rate series (`rates`).
+pub const RATE_SLOTS: u32 = 1024;
 pub const PATH_LEN: usize = 256;
 pub const COMM_LEN: usize = 16;
 
@@ -17,6 +21,7 @@ pub const EV_EXIT: u32 = 2;
 pub const EV_FORK: u32 = 3;
 pub const EV_ONCPU: u32 = 4;
 pub const EV_FUNC: u32 = 5;
+pub const EV_USDT: u32 = 6;
 
 /// Indexes of the `drops` counters (`LOST_*` in `bpf/hpcscope.h`).
 pub const LOST_RINGBUF: u32 = 0;
@@ -31,7 +36,9 @@ pub const LOST_SAMPLES: u32 = 8;
 pub const LOST_STACKS: u32 = 9;
 pub const LOST_FUNCS: u32 = 10;
 pub const LOST_MSGS: u32 = 11;
-pub const LOST_SLOTS: u32 = 12;
+pub const LOST_USDT: u32 = 12;
+pub const LOST_IOSIZE: u32 = 13;
+pub const LOST_SLOTS: u32 = 14;
 
 macro_rules! pod {
     ($($t:ty),*) => {$(
@@ -179,6 +186,43 @@ pub struct MsgStats {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct UsdtKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub slot: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateBucket {
+    pub epoch: u64,
+    pub syscalls: u64,
+    pub faults: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub switches: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct IoSizeKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub dir: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IoSizeStats {
+    pub calls: u64,
+    pub bytes: u64,
+    pub hist: [u64; HIST_SLOTS],
+}
+
+#[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
     pub kind: u32,
@@ -204,7 +248,11 @@ pod!(
     FnStats,
     MsgArgs,
     MsgKey,
-    MsgStats
+    MsgStats,
+    UsdtKey,
+    RateBucket,
+    IoSizeKey,
+    IoSizeStats
 );
 
 /// A NUL-terminated C string in a fixed buffer, as text.
@@ -242,6 +290,10 @@ mod tests {
         assert_eq!(size_of::<MsgStats>(), 32);
         assert_eq!(size_of::<ScKey>(), 16);
         assert_eq!(size_of::<FnKey>(), 16);
+        assert_eq!(size_of::<UsdtKey>(), 16);
+        assert_eq!(size_of::<RateBucket>(), 48);
+        assert_eq!(size_of::<IoSizeKey>(), 16);
+        assert_eq!(size_of::<IoSizeStats>(), 8 * (2 + HIST_SLOTS));
     }
 
     #[test]

@@ -538,7 +538,9 @@ pub const MPI_FUNCTIONS: &[&str] = &[
     "MPI_Reduce_scatter",
 ];
 
-/// OpenMP runtime entry points probed by `--openmp` (GNU libgomp, then LLVM libomp).
+/// OpenMP runtime entry points probed by `--openmp` (GNU libgomp, then LLVM libomp): the
+/// calls that fork a team and those that wait. Of these, only those the program imports are
+/// probed when that can be told (else the first eight).
 pub const OPENMP_FUNCTIONS: &[(&str, &str)] = &[
     ("libgomp", "GOMP_barrier"),
     ("libgomp", "GOMP_parallel"),
@@ -548,13 +550,31 @@ pub const OPENMP_FUNCTIONS: &[(&str, &str)] = &[
     ("libgomp", "GOMP_loop_end"),
     ("libomp", "__kmpc_barrier"),
     ("libomp", "__kmpc_fork_call"),
+    ("libgomp", "GOMP_parallel_loop_static"),
+    ("libgomp", "GOMP_parallel_loop_dynamic"),
+    ("libgomp", "GOMP_parallel_loop_guided"),
+    ("libgomp", "GOMP_parallel_loop_runtime"),
+    ("libgomp", "GOMP_parallel_loop_nonmonotonic_dynamic"),
+    ("libgomp", "GOMP_parallel_loop_nonmonotonic_guided"),
+    ("libgomp", "GOMP_parallel_loop_maybe_nonmonotonic_runtime"),
+    ("libgomp", "GOMP_parallel_sections"),
+    ("libgomp", "GOMP_sections_end"),
+    ("libgomp", "GOMP_critical_name_start"),
+    ("libgomp", "GOMP_taskgroup_end"),
+    ("libomp", "__kmpc_critical"),
+    ("libomp", "__kmpc_omp_taskwait"),
 ];
 
+/// Functions probed by `--openmp` when the program's imports cannot be read (a script, a
+/// static build): the first entries of [`OPENMP_FUNCTIONS`].
+const OPENMP_DEFAULT: usize = 8;
+
+/// The traced program's file, as an absolute path (a uprobe's target must be one).
 pub(crate) fn main_binary(opts: &TraceOptions) -> Result<PathBuf, TraceError> {
     match &opts.target {
         Target::Command(c) => {
             let p = c.first().ok_or_else(|| TraceError::Invalid("no command given".into()))?;
-            resolve_program(p)
+            resolve_program(p).map(|p| std::fs::canonicalize(&p).unwrap_or(p))
         }
         Target::Pid(pid) => std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|_| TraceError::NoSuchProcess(*pid)),
         _ => Err(TraceError::Invalid(
@@ -671,31 +691,7 @@ pub fn resolve_functions(
         }
     }
     if opts.probes.openmp {
-        let mut found = false;
-        for lib in ["libgomp", "libomp"] {
-            if let Some(path) = find_library(lib) {
-                let syms = ElfSymbols::load(&path);
-                for (l, s) in OPENMP_FUNCTIONS {
-                    if *l != lib {
-                        continue;
-                    }
-                    if let Some(offset) = syms.offset(s) {
-                        found = true;
-                        out.push(ResolvedFn {
-                            symbol: s.to_string(),
-                            path: path.clone(),
-                            offset,
-                            message: None,
-                        });
-                    }
-                }
-            }
-        }
-        if !found {
-            notes.push(
-                "--openmp: neither libgomp nor libomp found; OpenMP runtime not probed".into(),
-            );
-        }
+        openmp_functions(opts, &mut out, notes);
     }
     let mut seen = std::collections::HashSet::new();
     out.retain(|f| seen.insert((f.symbol.clone(), f.path.clone())));
@@ -708,6 +704,159 @@ pub fn resolve_functions(
         )));
     }
     Ok(out)
+}
+
+/// The file a USDT probe or listing names: a path (with a `/`), a library name
+/// (`libstdc++`: a name starting with `lib`, in the library path), or a program on PATH
+/// (`python3.11`), each tried after the other when not found.
+pub fn usdt_file(name: &str) -> Result<PathBuf, TraceError> {
+    let program = || resolve_program(name).ok().filter(|p| p.is_file());
+    let found = if name.contains('/') {
+        Some(PathBuf::from(name)).filter(|p| p.is_file())
+    } else if name.starts_with("lib") {
+        find_library(name).or_else(program)
+    } else {
+        program().or_else(|| find_library(name))
+    };
+    found.ok_or_else(|| TraceError::BinaryNotFound(name.to_string()))
+}
+
+/// Resolves `--usdt`: each PROVIDER:NAME to the file holding it (the named binary, else the
+/// traced program, then the libraries it loads), with its sites. A probe that is not found
+/// is bad input, listing what the files hold.
+pub fn resolve_usdt(opts: &TraceOptions) -> Result<Vec<crate::usdt::ResolvedUsdt>, TraceError> {
+    let specs = &opts.probes.usdt;
+    if specs.len() > crate::linux::abi::USDT_SLOTS {
+        return Err(TraceError::Invalid(format!(
+            "{} USDT probes asked for; at most {} at once",
+            specs.len(),
+            crate::linux::abi::USDT_SLOTS
+        )));
+    }
+    let mut out = Vec::new();
+    for spec in specs {
+        let candidates: Vec<PathBuf> = match &spec.binary {
+            // A library the program loads first, else as `usdt_file` finds it.
+            Some(b) if !b.contains('/') => vec![
+                main_binary(opts)
+                    .ok()
+                    .and_then(|bin| linked_library(&bin, &lib_base(b)))
+                    .map_or_else(|| usdt_file(b), Ok)?,
+            ],
+            Some(b) => vec![usdt_file(b)?],
+            None => {
+                let bin = main_binary(opts).map_err(|_| {
+                    TraceError::Invalid(format!(
+                        "--usdt {spec}: with a cgroup or system-wide target, name the file that holds the probe: --usdt BINARY:{spec}"
+                    ))
+                })?;
+                let mut c = vec![bin.clone()];
+                c.extend(linked_libraries(&bin).into_iter().map(|(_, p)| p));
+                c
+            }
+        };
+        let r = crate::usdt::find(spec, &candidates)?;
+        if let Some(site) = r
+            .probe
+            .sites
+            .iter()
+            .find(|s| s.semaphore != 0 && s.semaphore_offset.is_none())
+        {
+            return Err(TraceError::Invalid(format!(
+                "USDT probe {} in {}: its semaphore at {:#x} is not in a loadable data segment of the file, so it cannot be raised; the note is corrupt or the file was rewritten",
+                r.probe.id(),
+                r.probe.binary.display(),
+                site.semaphore
+            )));
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The probes of `--openmp`: the runtime's fork and wait calls the program imports (from
+/// the libgomp or libomp it loads), and the program's outlined parallel regions (its
+/// `._omp_fn.` or `omp_outlined` functions), within the probe slots left.
+fn openmp_functions(opts: &TraceOptions, out: &mut Vec<ResolvedFn>, notes: &mut Vec<String>) {
+    let bin = main_binary(opts).ok();
+    let libs = bin.as_deref().map(linked_libraries).unwrap_or_default();
+    let mut imported: std::collections::BTreeSet<String> = Default::default();
+    if let Some(b) = &bin {
+        imported.extend(imports(b));
+    }
+    for (_, p) in &libs {
+        let base = p.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        if !base.starts_with("libgomp") && !base.starts_with("libomp") {
+            imported.extend(imports(p));
+        }
+    }
+    let calls_any = OPENMP_FUNCTIONS.iter().any(|(_, s)| imported.contains(*s));
+    let mut found = false;
+    for lib in ["libgomp", "libomp"] {
+        let Some(path) = pick(&libs, lib).or_else(|| find_library(lib)) else {
+            continue;
+        };
+        let syms = ElfSymbols::load(&path);
+        for (i, (l, s)) in OPENMP_FUNCTIONS.iter().enumerate() {
+            let wanted = if calls_any {
+                imported.contains(*s)
+            } else {
+                i < OPENMP_DEFAULT
+            };
+            if *l != lib || !wanted {
+                continue;
+            }
+            if let Some(offset) = syms.offset(s) {
+                found = true;
+                out.push(ResolvedFn {
+                    symbol: s.to_string(),
+                    path: path.clone(),
+                    offset,
+                    message: None,
+                });
+            }
+        }
+    }
+    if !found {
+        notes.push("--openmp: neither libgomp nor libomp found; OpenMP runtime not probed".into());
+        return;
+    }
+    let Some(bin) = bin else {
+        notes.push("--openmp: no program to look for parallel regions in (a cgroup or the whole machine): the runtime calls are timed, the thread efficiency is not computed".into());
+        return;
+    };
+    let syms = ElfSymbols::load(&bin);
+    let mut regions: Vec<String> = syms
+        .names()
+        .filter(|n| crate::openmp::is_outlined(n))
+        .map(str::to_string)
+        .collect();
+    regions.sort();
+    let room = crate::linux::abi::UPROBE_SLOTS.saturating_sub(out.len());
+    if regions.is_empty() {
+        notes.push(format!(
+            "--openmp: no outlined parallel region (GCC's `._omp_fn.`, Clang's `omp_outlined` functions) in {}: it is stripped, not an OpenMP program, or a launcher of one (trace the program itself, with OMP_NUM_THREADS in hpcscope's environment); the thread efficiency is not computed",
+            bin.display()
+        ));
+    } else if regions.len() > room {
+        notes.push(format!(
+            "--openmp: {} outlined parallel regions in {} but room for {room} probes: the thread efficiency counts the regions probed ({}) and misses the others",
+            regions.len(),
+            bin.display(),
+            regions[..room].join(", ")
+        ));
+        regions.truncate(room);
+    }
+    for r in regions {
+        if let Some(offset) = syms.offset(&r) {
+            out.push(ResolvedFn {
+                symbol: r,
+                path: bin.clone(),
+                offset,
+                message: None,
+            });
+        }
+    }
 }
 
 /// Marks the MPI functions whose arguments give a message (see [`crate::mpi::MESSAGE_ARGS`])
