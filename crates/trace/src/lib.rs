@@ -34,12 +34,16 @@
 
 pub mod doctor;
 pub mod error;
+pub mod hatchet;
 pub mod hist;
 pub mod linux;
 pub mod mpi;
 pub mod mpitime;
+pub mod perf_script;
+pub mod pprof;
 pub mod profile;
 pub mod report;
+pub mod speedscope;
 pub mod symbolize;
 pub mod syscalls;
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 /// One distinct stack and how often it was sampled.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StackSample {
     /// Process id.
     pub pid: u32,
@@ -22,7 +22,7 @@ pub struct StackSample {
 }
 
 /// A CPU profile.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Profile {
     /// Sampling frequency, Hz.
     pub hz: u64,
