@@ -488,3 +488,113 @@ print("ok", orig.split("/")[-1], "kerncraft", version("kerncraft"))
     );
     assert!(out.contains("A64FX"), "{out}");
 }
+
+/// A history whose `time_s` steps up by 20% at the 17th run (seed 004 Table 3.2's noise
+/// before and after).
+fn history_with_a_step(db: &Path) {
+    use hpcscope_history::record::{Fingerprint, GitInfo, Metric, RunRecord};
+    const NOISE: [f64; 16] = [
+        1.006, 1.003, 0.998, 1.011, 1.009, 0.994, 1.005, 1.009, 0.998, 1.015, 0.999, 1.009, 1.006,
+        1.013, 1.009, 1.009,
+    ];
+    let mut s = hpcscope_history::store::Store::open(db).unwrap();
+    // Recent runs: Otava analyzes a recent window by default.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for i in 0..32 {
+        let mut r = RunRecord::new("./app", "record");
+        r.started_at = now - 7200.0 + 60.0 * i as f64;
+        r.fingerprint = Fingerprint {
+            cpu_model: "Test CPU".into(),
+            cpu_count: 4,
+            kernel: "6.1".into(),
+            ..Fingerprint::default()
+        };
+        r.git = Some(GitInfo {
+            commit: format!("{i:040x}"),
+            dirty: false,
+            branch: None,
+        });
+        let step = if i >= 16 { 1.2 } else { 1.0 };
+        r.metrics = vec![Metric::new("time_s", 10.0 * step * NOISE[i % 16], "s")];
+        s.record(&r).unwrap();
+    }
+}
+
+#[test]
+fn otava_reads_the_history_export_and_finds_the_step() {
+    let Some(python) = python() else {
+        return;
+    };
+    let otava = python.with_file_name("otava");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    history_with_a_step(&db);
+    let csv = dir.path().join("h.csv");
+    let cfg = dir.path().join("otava.yaml");
+    run(hpcscope()
+        .args(["history", "export", "--format", "otava", "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&csv)
+        .arg("--otava-config")
+        .arg(&cfg));
+    let o = run(Command::new(&otava)
+        .args(["analyze", "--config-file"])
+        .arg(&cfg)
+        .args(["hpcscope", "--output", "json"])
+        .env("HOME", dir.path()));
+    let text = stdout(&o);
+    println!("{text}");
+    let start = text.find('{').expect("Otava printed JSON");
+    let v: Value = serde_json::from_str(&text[start..]).unwrap();
+    let cps = v["hpcscope"].as_array().expect("a result for the test");
+    assert_eq!(cps.len(), 1, "{v}");
+    // The change is at the 17th run: its commit is attribute `commit`.
+    let cp = &cps[0];
+    assert_eq!(cp["attributes"]["commit"], format!("{:040x}", 16), "{cp}");
+    assert_eq!(cp["changes"][0]["metric"], "time_s");
+    // Otava prints its numbers as strings.
+    let pct = &cp["changes"][0]["forward_change_percent"];
+    let change: f64 = pct
+        .as_f64()
+        .or_else(|| pct.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("{pct}"));
+    assert!((change - 20.0).abs() < 2.0, "{change}");
+}
+
+#[test]
+fn regress_check_github_annotates_the_regression_and_writes_the_step_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    history_with_a_step(&db);
+    let summary = dir.path().join("summary.md");
+    let o = hpcscope()
+        .args(["regress", "check", "--github", "--candidates", "4", "--db"])
+        .arg(&db)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("::error title="))
+        .unwrap_or_else(|| panic!("no error annotation:\n{out}"));
+    assert!(
+        line.contains("time_s regression") && line.contains("::time_s"),
+        "{line}"
+    );
+    // GitHub's workflow commands: no raw newline or unescaped ':' in a property.
+    let title = &line["::error title=".len()..line.rfind("::").unwrap()];
+    assert!(!title.contains(':') && !title.contains(','), "{title}");
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains("## hpcscope regress check: REGRESSION"), "{md}");
+}

@@ -67,7 +67,7 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
             },
             match &a.otava_config {
                 Some(c) => format!(
-                    "; Otava: otava --config-file {} analyze {}",
+                    "; Otava: otava analyze --config-file {} {}",
                     c.display(),
                     a.test
                 ),
