@@ -8,19 +8,22 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::profile::Profile;
+use crate::profile::{Profile, ThreadMetrics};
+
+/// A metric a thread may give, and how to read it.
+type Optional = (&'static str, fn(&ThreadMetrics) -> Option<f64>);
 
 /// The literal of `p` (a JSON array of root nodes) and the metrics left out (a metric some
 /// thread does not give).
 pub fn from_profile(p: &Profile, origin: &str) -> crate::Result<(Value, Vec<String>)> {
     let mut notes = Vec::new();
-    let all = |f: &dyn Fn(&crate::profile::ThreadMetrics) -> Option<f64>| {
+    let all = |f: &dyn Fn(&ThreadMetrics) -> Option<f64>| {
         p.regions
             .iter()
             .flat_map(|r| &r.threads)
             .all(|t| f(t).is_some())
     };
-    let optional: Vec<(&str, fn(&crate::profile::ThreadMetrics) -> Option<f64>)> = vec![
+    let optional: Vec<Optional> = vec![
         ("time", |t| t.time_s),
         ("loads", |t| t.loads),
         ("stores", |t| t.stores),

@@ -50,10 +50,10 @@ pub fn utc_now() -> String {
 /// says what is accepted.
 pub fn parse_time(s: &str) -> Result<f64, String> {
     let s = s.trim();
-    if let Ok(x) = s.parse::<f64>() {
-        if x.is_finite() {
-            return Ok(x);
-        }
+    if let Ok(x) = s.parse::<f64>()
+        && x.is_finite()
+    {
+        return Ok(x);
     }
     let bad = |why: String| {
         format!(

@@ -46,7 +46,9 @@ impl Frames {
 pub fn from_profile(profile: &Profile, weight: &Weight, name: &str) -> Value {
     let mut frames = Frames::default();
     let ns = weight.nanoseconds_per_unit();
-    let mut groups: BTreeMap<(u32, u32, String), (Vec<Value>, Vec<f64>)> = BTreeMap::new();
+    // (pid, tid, comm) -> (stacks, weights)
+    type Groups = BTreeMap<(u32, u32, String), (Vec<Value>, Vec<f64>)>;
+    let mut groups = Groups::new();
     for s in &profile.samples {
         let stack: Vec<usize> = s.frames.iter().map(|f| frames.get(f)).collect();
         let w = match ns {
