@@ -598,3 +598,151 @@ fn regress_check_github_annotates_the_regression_and_writes_the_step_summary() {
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(md.contains("## hpcscope regress check: REGRESSION"), "{md}");
 }
+
+/// Validates each `(schema, file)` pair with PyPI jsonschema (TOML files in their JSON form)
+/// and checks every schema against the draft it names; returns the validator's report.
+fn validate(python: &Path, schemas: &Path, pairs: &[(&str, PathBuf)]) -> String {
+    let code = r#"
+import json, sys, tomllib
+from importlib.metadata import version
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+sdir = sys.argv[1]
+cache = {}
+bad = []
+n = 0
+for arg in sys.argv[2:]:
+    name, path = arg.split("=", 1)
+    if name not in cache:
+        s = json.load(open(f"{sdir}/{name}.json"))
+        Draft202012Validator.check_schema(s)
+        cache[name] = Draft202012Validator(s)
+    with open(path, "rb") as f:
+        doc = tomllib.load(f) if path.endswith(".toml") else json.load(f)
+    docs = doc if isinstance(doc, list) else [doc]
+    for d in docs:
+        err = best_match(cache[name].iter_errors(d))
+        n += 1
+        if err is not None:
+            bad.append(f"{path} ({name}): {err.message} at {list(err.absolute_path)}")
+print("jsonschema", version("jsonschema"), "checked", n, "documents against", len(cache), "schemas")
+for b in bad:
+    print("INVALID", b)
+"#;
+    let mut c = Command::new(python);
+    c.arg("-c").arg(code).arg(schemas);
+    for (name, path) in pairs {
+        c.arg(format!("{name}={}", path.display()));
+    }
+    stdout(&run(&mut c))
+}
+
+#[test]
+fn every_bundled_file_and_command_output_matches_its_schema() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let schemas = d.join("schemas");
+    std::fs::create_dir_all(&schemas).unwrap();
+    let names = stdout(&run(hpcscope().arg("schema")));
+    let names: Vec<&str> = names
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["machine", "profile", "scenario", "sweep", "result"]);
+    for n in &names {
+        run(hpcscope()
+            .args(["schema", n, "-o"])
+            .arg(schemas.join(format!("{n}.json"))));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pairs: Vec<(&str, PathBuf)> = Vec::new();
+    // Bundled files.
+    for e in std::fs::read_dir(root.join("data/machines")).unwrap() {
+        pairs.push(("machine", e.unwrap().path()));
+    }
+    for e in std::fs::read_dir(root.join("examples/scenarios")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let kind = match p.extension().and_then(|x| x.to_str()) {
+            Some("json") => "profile",
+            _ if text.contains("[source]") => "scenario",
+            _ => "sweep",
+        };
+        pairs.push((kind, p));
+    }
+    // Command outputs: every built-in machine, as `machine list` and `machine show` print it.
+    let list = d.join("list.json");
+    std::fs::write(
+        &list,
+        run(hpcscope().args(["machine", "list", "--format", "json"])).stdout,
+    )
+    .unwrap();
+    pairs.push(("machine", list));
+    let show = d.join("show.json");
+    std::fs::write(
+        &show,
+        run(hpcscope().args(["machine", "show", "a64fx", "--format", "json"])).stdout,
+    )
+    .unwrap();
+    pairs.push(("machine", show));
+    // `analyze` (QEMU and the plugin): result.json and the profiles it writes, and the
+    // partial result.json of a program it cannot characterize.
+    match (
+        common::which("qemu-x86_64"),
+        common::which("cc"),
+        common::plugin(),
+    ) {
+        (Some(_), Some(cc), Some(plugin)) => {
+            let bin = d.join("two_hot");
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/two_hot.c");
+            run(Command::new(cc).args(["-O1", "-o"]).arg(&bin).arg(&src));
+            let analyze = |out: &Path, prog: &Path| {
+                hpcscope()
+                    .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+                    .args(["analyze", "-m", "cascadelake-8260", "-t", "a64fx", "-o"])
+                    .arg(out)
+                    .arg("--")
+                    .arg(prog)
+                    .arg("4000000")
+                    .output()
+                    .unwrap()
+            };
+            let out = d.join("a");
+            let o = analyze(&out, &bin);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            for e in std::fs::read_dir(&out).unwrap() {
+                let p = e.unwrap().path();
+                match p.file_name().and_then(|f| f.to_str()) {
+                    Some("result.json") => pairs.push(("result", p)),
+                    Some(f) if f.ends_with(".json") => pairs.push(("profile", p)),
+                    _ => {}
+                }
+            }
+            let script = d.join("job.sh");
+            std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            let out = d.join("p");
+            assert_eq!(analyze(&out, &script).status.code(), Some(2));
+            pairs.push(("result", out.join("result.json")));
+        }
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("qemu-x86_64, cc and the release QEMU plugin are there under CI")
+        }
+        _ => {
+            println!("skipping the analyze outputs: qemu-x86_64, cc or the QEMU plugin is missing")
+        }
+    }
+    let report = validate(&python, &schemas, &pairs);
+    println!("{report}");
+    assert!(report.starts_with("jsonschema "), "{report}");
+    assert!(!report.contains("INVALID"), "{report}");
+    // And a document that breaks the schema is caught.
+    let broken = d.join("broken.json");
+    std::fs::write(&broken, r#"{"format_version": 1, "id": "x"}"#).unwrap();
+    let report = validate(&python, &schemas, &[("machine", broken)]);
+    assert!(report.contains("INVALID"), "{report}");
+}

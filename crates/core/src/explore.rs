@@ -15,6 +15,7 @@ use crate::project::{Interval, Options, PairRule, Projection, Side, project};
 use crate::roofline::{Bound, Scope};
 
 /// A change applied to a machine to make a hypothetical one.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Transform {
@@ -297,6 +298,7 @@ pub fn apply(
 }
 
 /// A scenario file (TOML).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -327,6 +329,7 @@ fn default_precision() -> Precision {
 }
 
 /// The source of a scenario.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceSpec {
@@ -343,6 +346,7 @@ pub struct SourceSpec {
 }
 
 /// A target binary.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VariantSpec {
@@ -359,6 +363,7 @@ pub struct VariantSpec {
 }
 
 /// A target machine.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
@@ -446,6 +451,7 @@ pub struct ExploreResult {
 }
 
 /// One design point of a sweep.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesignPoint {
     /// Variant label.

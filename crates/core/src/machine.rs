@@ -17,6 +17,7 @@ use crate::error::{InputError, Result, check_positive, from_toml};
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Floating-point precision of a peak or of an application.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -46,6 +47,7 @@ impl std::fmt::Display for Precision {
 }
 
 /// Sustained compute peak for one precision.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Peak {
@@ -62,6 +64,7 @@ pub struct Peak {
 }
 
 /// What a memory level is.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LevelKind {
@@ -72,6 +75,7 @@ pub enum LevelKind {
 }
 
 /// Geometry of a cache level, used by the cache simulator.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheGeometry {
@@ -93,6 +97,7 @@ pub struct CacheGeometry {
 }
 
 /// One level of the memory hierarchy, ordered from the core outwards.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Level {
@@ -118,6 +123,7 @@ pub struct Level {
 }
 
 /// Where the two communicating ranks of a network measurement ran.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
@@ -137,6 +143,7 @@ impl std::fmt::Display for Placement {
 }
 
 /// How a network link's latency and bandwidth were obtained from measured times.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkFit {
@@ -156,6 +163,7 @@ pub struct NetworkFit {
 
 /// A communication link between two ranks (MPI ping-pong), Hockney's model
 /// t(n) = latency + n / bandwidth for an n-byte message.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkLink {
@@ -193,6 +201,7 @@ pub struct NetworkLink {
 const MAX_LATENCY_US: f64 = 1.0e6;
 
 /// A machine, real (measured or published) or hypothetical (derived by transforms).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {

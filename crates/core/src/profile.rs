@@ -15,6 +15,7 @@ use crate::machine::Precision;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Identity of the analysed binary.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BinaryIdentity {
@@ -32,6 +33,7 @@ pub struct BinaryIdentity {
 }
 
 /// Bytes served by one memory level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LevelBytes {
@@ -43,6 +45,7 @@ pub struct LevelBytes {
 
 /// Whether hit ratios are local (hits / accesses reaching the level) or global (fraction of
 /// all accesses served by the level).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RatioKind {
@@ -53,6 +56,7 @@ pub enum RatioKind {
 }
 
 /// A hit ratio of one level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LevelRatio {
@@ -63,6 +67,7 @@ pub struct LevelRatio {
 }
 
 /// Hit ratios per level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HitRatios {
@@ -95,6 +100,7 @@ impl HitRatios {
 }
 
 /// Where the data of the loads and stores came from.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
@@ -110,6 +116,7 @@ pub struct Memory {
 }
 
 /// Metrics of one thread in one region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadMetrics {
@@ -137,6 +144,7 @@ pub struct ThreadMetrics {
 }
 
 /// One region of interest (whole program, a function, between two markers).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
@@ -147,6 +155,7 @@ pub struct Region {
 }
 
 /// An application profile.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {

@@ -199,6 +199,7 @@ pub struct TraceOptions {
 }
 
 /// What a trace returns.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceOutcome {
     /// Counts, times and histograms by level.

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 /// One distinct stack and how often it was sampled.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StackSample {
     /// Process id.
@@ -22,6 +23,7 @@ pub struct StackSample {
 }
 
 /// A CPU profile.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Profile {
     /// Sampling frequency, Hz.

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::hist::Log2Hist;
 
 /// The result of `hpcscope trace`. The JSON shape is this struct; it only grows.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TraceReport {
     /// What was traced, e.g. `command ./app 1 2`, `pid 1234`, `cgroup /sys/fs/cgroup/job`.
@@ -39,6 +40,7 @@ pub struct TraceReport {
 
 /// Events of one kind the probes could not record (a full in-kernel table, a full ring
 /// buffer, probe runs the kernel skipped).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LostCount {
     /// What was lost, e.g. `system calls not counted`.
@@ -67,6 +69,7 @@ impl TraceReport {
 }
 
 /// Whole-target figures.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SystemLevel {
     /// Online CPUs.
@@ -83,6 +86,7 @@ pub struct SystemLevel {
 }
 
 /// Block I/O on one device.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BlockDevice {
     /// `major:minor`.
@@ -108,6 +112,7 @@ pub struct BlockDevice {
 }
 
 /// One process (a tgid).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProcessLevel {
     /// Process id.
@@ -135,6 +140,7 @@ pub struct ProcessLevel {
 }
 
 /// One system call of one process.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SyscallStat {
     /// Name (x86-64 numbering).
@@ -156,6 +162,7 @@ pub struct SyscallStat {
 }
 
 /// Bytes read and written through one file descriptor.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FileStat {
     /// File descriptor.
@@ -173,6 +180,7 @@ pub struct FileStat {
 }
 
 /// Latency of one user function.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FunctionStat {
     /// Symbol.
@@ -218,6 +226,7 @@ impl FunctionStat {
 }
 
 /// The messages of one function with one datatype.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MessageStat {
     /// The MPI name of a predefined datatype, else its handle in hexadecimal (a derived
@@ -266,6 +275,7 @@ impl MessageTotals {
 }
 
 /// One thread.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ThreadLevel {
     /// Thread id.
@@ -297,6 +307,7 @@ pub struct ThreadLevel {
 }
 
 /// A timeline slice (Chrome trace-event "complete" event).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineEvent {
     /// Slice name: `on-cpu`, a function symbol, `exec`, `exit`, `fork`.
