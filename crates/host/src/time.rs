@@ -98,7 +98,11 @@ mod tests {
         assert_eq!(format_utc(1_700_000_000), "2023-11-14T22:13:20Z");
         // Out of range or not a number: clamped, never a panic.
         assert!(format_rfc3339(f64::NAN).starts_with("1970-01-01"));
-        assert!(format_rfc3339(1e300).starts_with("9999-12-3"), "{}", format_rfc3339(1e300));
+        assert!(
+            format_rfc3339(1e300).starts_with("9999-12-3"),
+            "{}",
+            format_rfc3339(1e300)
+        );
     }
 
     #[test]
