@@ -355,6 +355,53 @@ print("llnl-hatchet", version("llnl-hatchet"))
     assert!(out.contains("main inc 1000.0"), "{out}");
     assert!(out.contains("nodes 6"), "{out}");
     assert!(out.contains("region "), "{out}");
+    // The counter metrics of a run, per region.
+    let counters = dir.path().join("counters.json");
+    let o = hpcscope()
+        .args(["counters", "run", "--format", "json", "-o"])
+        .arg(&counters)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+        ])
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        println!(
+            "skipping the counters part: counters run failed here: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+        return;
+    }
+    let cl = dir.path().join("counters.hatchet.json");
+    let o = run(hpcscope()
+        .args(["profile", "export", "--to", "hatchet", "-o"])
+        .arg(&cl)
+        .arg(&counters));
+    println!("{}", stdout(&o));
+    let code = r#"
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import hatchet as ht
+gf = ht.GraphFrame.from_literal(json.load(open(sys.argv[1])))
+reports = json.load(open(sys.argv[2]))
+df = gf.dataframe
+checked = 0
+for g in reports[0]["regions"]:
+    for m in g["total"]:
+        col = m["id"] + " (inc)"
+        if m.get("value") is not None and col in df.columns:
+            got = float(df[df["name"] == g["name"]][col].iloc[0])
+            assert abs(got - m["value"]) <= 1e-9 * max(1.0, abs(m["value"])), (g["name"], col, got)
+            checked += 1
+print("counters metrics checked", checked, "inc metrics", len(gf.inc_metrics))
+"#;
+    let out = py(&python, code, &[&cl, &counters]);
+    println!("{out}");
+    assert!(out.contains("counters metrics checked"), "{out}");
+    assert!(!out.contains("checked 0 "), "{out}");
 }
 
 /// What the machine files of Kerncraft leave as INFORMATION_REQUIRED or unnamed, given as

@@ -84,7 +84,8 @@ pub enum ExportFormat {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     /// The input: any profile `profile import` reads; for speedscope also a Chrome trace
-    /// (`trace --timeline`); for Hatchet also a `mix` profile (per region).
+    /// (`trace --timeline`); for Hatchet also a `mix` profile or the JSON of `counters run`
+    /// (per region).
     pub file: PathBuf,
     /// The format to write.
     #[arg(long, value_enum)]
@@ -184,6 +185,15 @@ fn diff(a: &DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The JSON of `counters run --format json` (a list of reports, or one).
+fn is_counters(v: &serde_json::Value) -> bool {
+    let one = |r: &serde_json::Value| r.get("recipe").is_some() && r.get("regions").is_some();
+    match v {
+        serde_json::Value::Array(a) => !a.is_empty() && a.iter().all(one),
+        v => one(v),
+    }
+}
+
 fn export(a: &ExportArgs) -> Result<ExitCode> {
     let json: Option<serde_json::Value> = std::fs::read(&a.file)
         .ok()
@@ -198,6 +208,15 @@ fn export(a: &ExportArgs) -> Result<ExitCode> {
             let (out, n) = hpcscope_trace::speedscope::from_chrome_trace(v, &name)?;
             notes = n;
             (serde_json::to_string(&out)? + "\n").into_bytes()
+        }
+        (ExportFormat::Hatchet, Some(v)) if is_counters(v) => {
+            let reports: Vec<hpcscope_counters::compute::Report> = match v {
+                serde_json::Value::Array(_) => serde_json::from_value(v.clone())?,
+                _ => vec![serde_json::from_value(v.clone())?],
+            };
+            let (out, n) = hpcscope_counters::hatchet::from_reports(&reports);
+            notes = n;
+            (serde_json::to_string_pretty(&out)? + "\n").into_bytes()
         }
         (ExportFormat::Hatchet, Some(v))
             if v.get("regions").is_some() && v.get("format_version").is_some() =>
