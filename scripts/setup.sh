@@ -23,7 +23,11 @@ packages=(
   slurm-wlm                 # slurmctld/slurmd: the single-node job-array test
   golang-go                 # go tool pprof: reads the pprof files `profile export` writes
   python3-venv              # the virtual environment of the Python peer tools below
+  python3-dev               # Python.h: Kerncraft's pycachesim has no wheel and is compiled
 )
+# npm fetches speedscope's package (its file-format schema); Debian's npm when no Node.js
+# with npm is on the PATH already.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -62,7 +66,6 @@ if [ "$(cat "$marker" 2>/dev/null)" != "$want" ]; then
   "$target/peer-venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: \
     -d "$target/peer-src" kerncraft==0.8.18
   tar -xzf "$target/peer-src"/kerncraft-0.8.18.tar.gz -C "$target/peer-src"
-  command -v npm >/dev/null || { echo "setup: npm is missing: install Node.js and npm" >&2; exit 3; }
   npm install -s --no-audit --no-fund --prefix "$target/peer-npm" "${peer_npm[@]}" >/dev/null
   echo "$want" > "$marker"
   echo "setup: peer tools installed in $((SECONDS - start)) s" >&2
