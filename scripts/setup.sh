@@ -22,7 +22,13 @@ packages=(
   systemtap-sdt-dev         # <sys/sdt.h>: the USDT test program (trace --usdt)
   openmpi-bin libopenmpi-dev  # mpirun/mpicc: multi-rank tests, `hpcscope bench mpi`
   slurm-wlm                 # slurmctld/slurmd: the single-node job-array test
+  golang-go                 # go tool pprof: reads the pprof files `profile export` writes
+  python3-venv              # the virtual environment of the Python peer tools below
+  python3-dev               # Python.h: Kerncraft's pycachesim has no wheel and is compiled
 )
+# npm fetches speedscope's package (its file-format schema); Debian's npm when no Node.js
+# with npm is on the PATH already.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -41,4 +47,33 @@ command -v cargo >/dev/null || { echo "setup: cargo is missing: install Rust (ht
 if ! command -v cargo-fuzz >/dev/null; then
   echo "setup: installing cargo-fuzz" >&2
   cargo install cargo-fuzz --version 0.13.2 --locked --quiet
+fi
+
+# The peer tools of the format tests, each reading what hpcscope writes or writing what it
+# reads: one Python virtual environment (jsonschema: `hpcscope schema`; Apache Otava:
+# `history export --format otava`; Kerncraft: `machine import/export`; Hatchet: `profile
+# export --to hatchet`), Kerncraft's source distribution for the machine files it ships, and
+# speedscope's npm package for its file-format schema. All under target/, reused by the
+# tests; a marker file skips the work when the pinned versions are already there.
+peer_py=(jsonschema==4.26.0 apache-otava==0.8.0 kerncraft==0.8.18 llnl-hatchet==2026.2.0)
+peer_npm=(speedscope@1.25.0)
+root="$(cd "$(dirname "$0")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+mkdir -p "$target"
+marker="$target/peer-tools.installed"
+want="${peer_py[*]} ${peer_npm[*]}"
+if [ "$(cat "$marker" 2>/dev/null)" != "$want" ]; then
+  py=python3
+  [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+  start=$SECONDS
+  echo "setup: installing the peer tools of the format tests into $target (a few minutes, once)" >&2
+  "$py" -m venv "$target/peer-venv"
+  "$target/peer-venv/bin/pip" install -q --disable-pip-version-check "${peer_py[@]}"
+  rm -rf "$target/peer-src" && mkdir -p "$target/peer-src"
+  "$target/peer-venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: \
+    -d "$target/peer-src" kerncraft==0.8.18
+  tar -xzf "$target/peer-src"/kerncraft-0.8.18.tar.gz -C "$target/peer-src"
+  npm install -s --no-audit --no-fund --prefix "$target/peer-npm" "${peer_npm[@]}" >/dev/null
+  echo "$want" > "$marker"
+  echo "setup: peer tools installed in $((SECONDS - start)) s" >&2
 fi

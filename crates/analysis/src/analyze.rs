@@ -60,6 +60,7 @@ pub struct AnalyzeOptions {
 }
 
 /// One target's projection.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Serialize)]
 pub struct TargetResult {
     /// Target machine id.
@@ -79,6 +80,7 @@ pub struct TargetResult {
 }
 
 /// The result of `analyze`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Serialize)]
 pub struct AnalyzeResult {
     /// Application name.
@@ -111,6 +113,7 @@ pub struct AnalyzeResult {
 }
 
 /// The design-space sweep of `analyze --scenario`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Serialize)]
 pub struct Sweep {
     /// Scenario title.
@@ -391,6 +394,7 @@ fn counters_run(
 }
 
 /// What `analyze` still measured of a program it could not characterize.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Serialize)]
 pub struct PartialAnalysis {
     /// The command.
@@ -412,6 +416,7 @@ pub struct PartialAnalysis {
 }
 
 /// One native run of [`PartialAnalysis`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Serialize)]
 pub struct NativeRun {
     /// Wall time, s.

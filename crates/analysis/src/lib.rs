@@ -21,6 +21,8 @@ pub mod demo;
 pub mod host_machine;
 pub mod render;
 pub mod scenario;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod validate;
 pub mod verdict;
 pub mod workloads;

@@ -171,9 +171,10 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
 
 /// The scenario `analyze --scenario` reads: the targets of an `explore` scenario; the
 /// source and the variant are the analyzed program.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SweepScenario {
+pub(crate) struct SweepScenario {
     name: String,
     #[serde(default)]
     description: String,

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Counters of one cache level (or of main memory, named `"MM"`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LevelStats {
     /// Level name (`"MM"` for main memory).
@@ -77,6 +78,7 @@ impl LevelStats {
 }
 
 /// Counters of one hierarchy.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct HierarchyStats {
     /// Hierarchy name.

@@ -62,6 +62,8 @@ enum Command {
     Profile(cmd::profile::ProfileArgs),
     /// What this machine allows (BPF, BTF, kprobes, uprobes, perf events, QEMU, cross compilers).
     Doctor(cmd::doctor::DoctorArgs),
+    /// The JSON Schema of a file format or result (machine, profile, scenario, sweep, result).
+    Schema(cmd::schema::SchemaArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -84,6 +86,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trace(a) => cmd::trace::run(&a),
         Command::Profile(a) => cmd::profile::run(&a),
         Command::Doctor(a) => cmd::doctor::run(&a),
+        Command::Schema(a) => cmd::schema::run(&a),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::project::{Interval, Options, PairRule, Projection, Side, project};
 use crate::roofline::{Bound, Scope};
 
 /// A change applied to a machine to make a hypothetical one.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Transform {
@@ -301,6 +302,7 @@ pub fn apply(
 }
 
 /// A scenario file (TOML).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -331,6 +333,7 @@ fn default_precision() -> Precision {
 }
 
 /// The source of a scenario.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceSpec {
@@ -347,6 +350,7 @@ pub struct SourceSpec {
 }
 
 /// A target binary.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VariantSpec {
@@ -363,6 +367,7 @@ pub struct VariantSpec {
 }
 
 /// A target machine.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
@@ -487,6 +492,7 @@ pub struct ExploreResult {
 }
 
 /// One design point of a sweep.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesignPoint {
     /// Variant label.

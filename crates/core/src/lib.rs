@@ -10,6 +10,8 @@
 pub mod error;
 pub mod explore;
 pub mod fs;
+pub mod hatchet;
+pub mod kerncraft;
 pub mod kind;
 pub mod library;
 pub mod load;

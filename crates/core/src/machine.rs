@@ -18,6 +18,7 @@ use crate::range;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Floating-point precision of a peak or of an application.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -47,6 +48,7 @@ impl std::fmt::Display for Precision {
 }
 
 /// Sustained compute peak for one precision.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Peak {
@@ -63,6 +65,7 @@ pub struct Peak {
 }
 
 /// What a memory level is.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LevelKind {
@@ -73,6 +76,7 @@ pub enum LevelKind {
 }
 
 /// Geometry of a cache level, used by the cache simulator.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheGeometry {
@@ -94,6 +98,7 @@ pub struct CacheGeometry {
 }
 
 /// One level of the memory hierarchy, ordered from the core outwards.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Level {
@@ -119,6 +124,7 @@ pub struct Level {
 }
 
 /// Where the two communicating ranks of a network measurement ran.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
@@ -138,6 +144,7 @@ impl std::fmt::Display for Placement {
 }
 
 /// How a network link's latency and bandwidth were obtained from measured times.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkFit {
@@ -157,6 +164,7 @@ pub struct NetworkFit {
 
 /// A communication link between two ranks (MPI ping-pong), Hockney's model
 /// t(n) = latency + n / bandwidth for an n-byte message.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkLink {
@@ -194,6 +202,7 @@ pub struct NetworkLink {
 const MAX_LATENCY_US: f64 = 1.0e6;
 
 /// A machine, real (measured or published) or hypothetical (derived by transforms).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {

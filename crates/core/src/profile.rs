@@ -16,6 +16,7 @@ use crate::range;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Identity of the analysed binary.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BinaryIdentity {
@@ -33,6 +34,7 @@ pub struct BinaryIdentity {
 }
 
 /// Bytes served by one memory level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LevelBytes {
@@ -44,6 +46,7 @@ pub struct LevelBytes {
 
 /// Whether hit ratios are local (hits / accesses reaching the level) or global (fraction of
 /// all accesses served by the level).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RatioKind {
@@ -54,6 +57,7 @@ pub enum RatioKind {
 }
 
 /// A hit ratio of one level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LevelRatio {
@@ -64,6 +68,7 @@ pub struct LevelRatio {
 }
 
 /// Hit ratios per level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HitRatios {
@@ -96,6 +101,7 @@ impl HitRatios {
 }
 
 /// Where the data of the loads and stores came from.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
@@ -111,6 +117,7 @@ pub struct Memory {
 }
 
 /// Metrics of one thread in one region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadMetrics {
@@ -138,6 +145,7 @@ pub struct ThreadMetrics {
 }
 
 /// One region of interest (whole program, a function, between two markers).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
@@ -148,6 +156,7 @@ pub struct Region {
 }
 
 /// An application profile.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {

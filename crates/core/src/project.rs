@@ -28,6 +28,7 @@ use crate::roofline::{
 };
 
 /// Which (OI level k, roofline level j) pairs give points in the single-core projection.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum PairRule {
@@ -42,6 +43,7 @@ pub enum PairRule {
 }
 
 /// Which ceilings the projection uses.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
@@ -53,6 +55,7 @@ pub enum Method {
 }
 
 /// Projection options.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Options {
     /// Pair rule (single-core scope).
@@ -75,6 +78,7 @@ pub struct Side<'a> {
 }
 
 /// A closed interval of GFLOP/s (or seconds).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
     /// Lower bound.
@@ -106,6 +110,7 @@ impl Interval {
 }
 
 /// One projected point.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Level of the OI (k).
@@ -117,12 +122,14 @@ pub struct Point {
         serialize_with = "crate::roofline::ser_f64_inf",
         deserialize_with = "crate::roofline::de_f64_inf"
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub oi_source: f64,
     /// OI_k of the target binary, FLOP/byte (`null` when infinite).
     #[serde(
         serialize_with = "crate::roofline::ser_f64_inf",
         deserialize_with = "crate::roofline::de_f64_inf"
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub oi_target: f64,
     /// Bandwidth of roofline j on the source, GB/s.
     pub bandwidth_source_gbs: f64,
@@ -143,6 +150,7 @@ pub struct Point {
 }
 
 /// The projection of one thread (node scope).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadProjection {
     /// Thread index.
@@ -156,6 +164,7 @@ pub struct ThreadProjection {
 }
 
 /// A projection from a source to a target.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Projection {
     /// Source machine id.

@@ -27,6 +27,7 @@ pub fn attainable(bandwidth_gbs: f64, peak_gflops: f64, oi: f64) -> f64 {
 }
 
 /// What bounds a point of a roofline.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
@@ -115,6 +116,7 @@ pub fn weighted_bandwidth(fractions: &[f64], bandwidth_gbs: &[f64]) -> Vec<f64> 
 }
 
 /// Whose bandwidths and peak a roofline uses.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -127,6 +129,7 @@ pub enum Scope {
 
 /// A machine's rooflines restricted to the levels that have a bandwidth, for one precision
 /// and scope.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ceilings {
     /// Machine id.
@@ -275,6 +278,7 @@ pub fn match_levels(c: &Ceilings, app: &AppMetrics, app_origin: &str) -> Result<
 }
 
 /// One row of a roofline analysis: one memory level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LevelRow {
     /// Level name.
@@ -285,6 +289,7 @@ pub struct LevelRow {
     pub bytes: f64,
     /// Cumulative OI of this level (eq. 6.3), FLOP/byte (`null` in JSON when infinite).
     #[serde(serialize_with = "ser_f64_inf")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<f64>"))]
     pub oi: f64,
     /// Ridge OI of this level against the weighted peak.
     pub ridge_oi: f64,
@@ -295,6 +300,7 @@ pub struct LevelRow {
 }
 
 /// A roofline analysis of one application on one machine.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RooflineAnalysis {
     /// The machine's ceilings.

@@ -47,6 +47,7 @@ pub const RUN_CONSTANTS: &[&str] = &[
 ];
 
 /// Which of the seed's conflicting formulas to use where a recipe has two.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]

@@ -12,6 +12,7 @@ use crate::expr::{Env, EvalError};
 use crate::raw::{Collector, Count, RawData, Status, ThreadData};
 
 /// Precision of the floating-point work (selects `#sp`, `#element_bytes`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
@@ -33,6 +34,7 @@ impl std::fmt::Display for Precision {
 }
 
 /// One metric's value, or why it has none.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricValue {
     /// Metric id.
@@ -51,6 +53,7 @@ pub struct MetricValue {
 }
 
 /// Metrics of one thread in one region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadMetrics {
     /// Thread index or id.
@@ -60,6 +63,7 @@ pub struct ThreadMetrics {
 }
 
 /// Metrics of one region: summed over threads, and per thread.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegionMetrics {
     /// Region name.
@@ -75,6 +79,7 @@ pub struct RegionMetrics {
 }
 
 /// The metrics of one run (a configuration column).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Configuration label.

@@ -45,6 +45,7 @@ pub mod compute;
 pub mod cpu;
 pub mod error;
 pub mod expr;
+pub mod hatchet;
 pub mod import;
 pub mod measure;
 pub mod output;

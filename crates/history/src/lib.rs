@@ -42,7 +42,9 @@
 pub mod changepoint;
 pub mod check;
 pub mod error;
+pub mod export;
 pub mod gate;
+pub mod github;
 pub mod record;
 pub mod robust;
 pub mod sha256;

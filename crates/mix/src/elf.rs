@@ -8,6 +8,7 @@ use object::{Object, ObjectSection, ObjectSymbol};
 use crate::error::MixError;
 
 /// Instruction-set architecture of a program.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Arch {

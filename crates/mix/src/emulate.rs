@@ -18,6 +18,7 @@ use crate::elf::Arch;
 use crate::error::MixError;
 
 /// What the plugin writes at exit (`out=`), the fields mix reads.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PluginOutput {
     /// `hpcscope-qemu-plugin/1`.
@@ -57,6 +58,7 @@ pub struct PluginOutput {
 }
 
 /// Counts of one guest thread.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ThreadCounts {
     /// Thread number in start order (0: the main thread).
@@ -68,6 +70,7 @@ pub struct ThreadCounts {
 }
 
 /// Counts of one region (`region=` range of the plugin).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RegionCounts {
     /// Run-time start address.
@@ -83,6 +86,7 @@ pub struct RegionCounts {
 }
 
 /// Totals of the counted region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Totals {
     /// Instructions.
@@ -122,6 +126,7 @@ pub struct Totals {
 }
 
 /// FP instructions and FLOPs of one precision and width.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct WidthCounts {
     /// Instructions.
@@ -131,6 +136,7 @@ pub struct WidthCounts {
 }
 
 /// Stream statistics.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StreamStats {
     /// Records written.
@@ -140,6 +146,7 @@ pub struct StreamStats {
 }
 
 /// Counts of one translation block.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TbCounts {
     /// Start address (run time).
@@ -190,6 +197,7 @@ pub struct Request {
 }
 
 /// How the program ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ending {

@@ -56,6 +56,7 @@ pub struct MixOptions {
 }
 
 /// Counts of one function (per-function breakdown).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FunctionCounts {
     /// Function name (`?` outside any symbol).
@@ -71,6 +72,7 @@ pub struct FunctionCounts {
 }
 
 /// The analysis at one vector length.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantReport {
     /// SVE vector length, bits (None: not SVE).
@@ -108,6 +110,7 @@ impl VariantReport {
 }
 
 /// The whole result of `mix`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct MixReport {
     /// Application name.

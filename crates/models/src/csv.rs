@@ -1,7 +1,8 @@
 //! A small CSV reader for the models' inputs: a header row, numeric and text columns, `#`
 //! comments, and errors that give the file, line and column and say how to fix the input.
 //!
-//! Quoting is supported for text fields (`"a,b"`); numbers are plain decimal or scientific.
+//! The records come from the csv crate (quoting as RFC 4180: `"a,b"`, `"say ""hi"""`, line
+//! breaks inside quotes); numbers are plain decimal or scientific.
 
 use crate::error::{ModelError, Result};
 
@@ -16,38 +17,45 @@ pub struct Csv {
     pub rows: Vec<(usize, Vec<String>)>,
 }
 
-fn split(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur.trim().to_string());
-    out
-}
-
 impl Csv {
-    /// Parses CSV text; every row must have as many fields as the header.
+    /// Parses CSV text (the csv crate's reader: quoted fields may hold commas, quotes and
+    /// line breaks); every row must have as many fields as the header. Blank lines and lines
+    /// starting with `#` are skipped; fields are trimmed.
     pub fn parse(text: &str, origin: &str) -> Result<Csv> {
+        let mut reader = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .trim(::csv::Trim::All)
+            .comment(Some(b'#'))
+            .from_reader(text.as_bytes());
+        // Lines from byte offsets (the reader's own line count skips blank lines).
+        let line_at = |p: Option<&::csv::Position>| {
+            p.map_or(1, |p| {
+                // A record's position is where the reader started, before any empty lines
+                // it skipped: step over those.
+                let b = text.as_bytes();
+                let mut end = (p.byte() as usize).min(b.len());
+                while end < b.len() && matches!(b[end], b'\n' | b'\r') {
+                    end += 1;
+                }
+                b[..end].iter().filter(|&&b| b == b'\n').count() + 1
+            })
+        };
         let mut headers: Option<Vec<String>> = None;
         let mut rows = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let ln = i + 1;
-            let t = line.trim();
-            if t.is_empty() || t.starts_with('#') {
+        for rec in reader.records() {
+            let rec = rec.map_err(|e| ModelError::Csv {
+                origin: origin.into(),
+                line: line_at(e.position()),
+                column: 1,
+                message: format!("{e}; give plain CSV text (UTF-8, comma-separated)"),
+            })?;
+            let ln = line_at(rec.position());
+            let fields: Vec<String> = rec.iter().map(str::to_string).collect();
+            // A line of blanks, or a comment after leading blanks.
+            if fields.iter().all(String::is_empty) || fields[0].starts_with('#') {
                 continue;
             }
-            let fields = split(t);
             match &headers {
                 None => {
                     for (j, h) in fields.iter().enumerate() {
@@ -177,7 +185,12 @@ mod tests {
 
     #[test]
     fn quoted_fields() {
-        let c = Csv::parse("name,x\n\"a,b\",1\n", "q").unwrap();
+        let text = "name,x\n\"a,b\",1\n\"two\nlines\",2\n  # note\n\n3,4\n";
+        let c = Csv::parse(text, "q").unwrap();
         assert_eq!(c.text(0, 0), "a,b");
+        assert_eq!(c.text(1, 0), "two\nlines");
+        assert_eq!(c.rows.len(), 3);
+        // The row after the two-line field is located on its own line.
+        assert_eq!(c.rows[2].0, 7, "{:?}", c.rows);
     }
 }

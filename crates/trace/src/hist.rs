@@ -26,6 +26,7 @@ pub fn bounds(k: usize) -> (u64, u64) {
 }
 
 /// One non-empty bucket.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bucket {
     /// Smallest value in the bucket.
@@ -37,6 +38,7 @@ pub struct Bucket {
 }
 
 /// A log2 histogram: only non-empty buckets, in increasing order.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Log2Hist {
     /// Non-empty buckets.

@@ -34,13 +34,17 @@
 
 pub mod doctor;
 pub mod error;
+pub mod hatchet;
 pub mod hist;
 pub mod linux;
 pub mod mpi;
 pub mod mpitime;
 pub mod openmp;
+pub mod perf_script;
+pub mod pprof;
 pub mod profile;
 pub mod report;
+pub mod speedscope;
 pub mod symbolize;
 pub mod syscalls;
 pub mod usdt;
@@ -211,6 +215,7 @@ pub struct TraceOptions {
 }
 
 /// What a trace returns.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceOutcome {
     /// Counts, times and histograms by level.

@@ -69,6 +69,7 @@ pub fn is_outlined(symbol: &str) -> bool {
 
 /// One thread of an OpenMP process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OpenMpThread {
     /// Thread id.
     pub tid: u32,
@@ -88,6 +89,7 @@ pub struct OpenMpThread {
 
 /// The thread efficiency of one process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ThreadEfficiency {
     /// Eq. 3.7 over the threads: the hybrid parallel efficiency.
     pub parallel_efficiency: f64,
@@ -104,6 +106,7 @@ pub struct ThreadEfficiency {
 
 /// The OpenMP threads of one traced process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OpenMpProcess {
     /// Process id.
     pub pid: u32,

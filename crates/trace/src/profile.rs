@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 /// One distinct stack and how often it was sampled.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StackSample {
     /// Process id.
     pub pid: u32,
@@ -22,7 +23,8 @@ pub struct StackSample {
 }
 
 /// A CPU profile.
-#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Profile {
     /// Sampling frequency, Hz.
     pub hz: u64,

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::hist::Log2Hist;
 
 /// The result of `hpcscope trace`. The JSON shape is this struct; it only grows.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TraceReport {
     /// What was traced, e.g. `command ./app 1 2`, `pid 1234`, `cgroup /sys/fs/cgroup/job`.
@@ -50,6 +51,7 @@ pub struct TraceReport {
 
 /// Hardware counts of a launched command and what it forked, user and kernel mode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HwCounts {
     /// Instructions retired.
     pub instructions: f64,
@@ -64,6 +66,7 @@ pub struct HwCounts {
 /// target, once every probe is attached); the last one ends with the trace (it may be
 /// shorter). A count is taken when the event happens (a system call at its return).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RateSeries {
     /// Length of an interval, s.
     pub interval_s: f64,
@@ -77,6 +80,7 @@ pub struct RateSeries {
 
 /// One series of a [`RateSeries`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RateColumn {
     /// `syscalls`, `page_faults`, `read_bytes`, `write_bytes` or `context_switches`.
     pub name: String,
@@ -173,6 +177,7 @@ impl RateSeries {
 
 /// Hits of one USDT probe in one process.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UsdtStat {
     /// `provider:name`.
     pub probe: String,
@@ -192,6 +197,7 @@ pub struct UsdtStat {
 
 /// Hits of a USDT probe in one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct UsdtThreadHits {
     /// Thread id.
     pub tid: u32,
@@ -202,6 +208,7 @@ pub struct UsdtThreadHits {
 /// Sizes of the successful reads or writes (the read/write family of system calls) of one
 /// process: what they returned.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IoSizes {
     /// `read` or `write`.
     pub op: String,
@@ -215,6 +222,7 @@ pub struct IoSizes {
 
 /// Events of one kind the probes could not record (a full in-kernel table, a full ring
 /// buffer, probe runs the kernel skipped).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LostCount {
     /// What was lost, e.g. `system calls not counted`.
@@ -243,6 +251,7 @@ impl TraceReport {
 }
 
 /// Whole-target figures.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SystemLevel {
     /// Online CPUs.
@@ -259,6 +268,7 @@ pub struct SystemLevel {
 }
 
 /// Block I/O on one device.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BlockDevice {
     /// `major:minor`.
@@ -284,6 +294,7 @@ pub struct BlockDevice {
 }
 
 /// One process (a tgid).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProcessLevel {
     /// Process id.
@@ -317,6 +328,7 @@ pub struct ProcessLevel {
 }
 
 /// One system call of one process.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SyscallStat {
     /// Name (x86-64 numbering).
@@ -338,6 +350,7 @@ pub struct SyscallStat {
 }
 
 /// Bytes read and written through one file descriptor.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FileStat {
     /// File descriptor.
@@ -355,6 +368,7 @@ pub struct FileStat {
 }
 
 /// Latency of one user function.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FunctionStat {
     /// Symbol.
@@ -400,6 +414,7 @@ impl FunctionStat {
 }
 
 /// The messages of one function with one datatype.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MessageStat {
     /// The MPI name of a predefined datatype, else its handle in hexadecimal (a derived
@@ -448,6 +463,7 @@ impl MessageTotals {
 }
 
 /// One thread.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ThreadLevel {
     /// Thread id.
@@ -479,6 +495,7 @@ pub struct ThreadLevel {
 }
 
 /// A timeline slice (Chrome trace-event "complete" event).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineEvent {
     /// Slice name: `on-cpu`, a function symbol, `exec`, `exit`, `fork`.

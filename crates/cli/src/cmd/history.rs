@@ -11,6 +11,8 @@ use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
 use hpcscope_report::{ChartOptions, Series, line_chart_svg};
 
+mod export;
+
 /// List, export and plot the run history.
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
@@ -31,6 +33,9 @@ enum HistoryCmd {
     /// Print the change points of a metric's history, with what explains each (segment
     /// means, step against the noise, trend).
     Changes(ChangesArgs),
+    /// Export the history for another tool: `--format otava` writes the CSV Apache Otava
+    /// reads (and, with --otava-config, its configuration).
+    Export(export::ExportArgs),
 }
 
 /// The store to use.
@@ -253,6 +258,7 @@ pub fn run(args: &HistoryArgs) -> Result<ExitCode> {
         }
         HistoryCmd::Plot(a) => plot(a),
         HistoryCmd::Changes(a) => changes(a),
+        HistoryCmd::Export(a) => export::run(a),
     }
 }
 

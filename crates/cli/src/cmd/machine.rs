@@ -11,6 +11,8 @@ use hpcscope_core::{Precision, library};
 use crate::output::{Format, Table, emit, num, render};
 use hpcscope_core::load;
 
+mod kerncraft;
+
 /// Machine subcommands.
 #[derive(Subcommand, Debug)]
 pub enum MachineCmd {
@@ -22,6 +24,12 @@ pub enum MachineCmd {
     Validate(ValidateArgs),
     /// Compare two machines field by field.
     Diff(DiffArgs),
+    /// Turn a Kerncraft/OSACA machine file (YAML) into a machine TOML, with provenance;
+    /// what does not map is listed.
+    Import(kerncraft::ImportArgs),
+    /// Write a machine in another tool's format (`--format kerncraft`); what does not map is
+    /// listed.
+    Export(kerncraft::ExportArgs),
 }
 
 /// Arguments of `machine list`.
@@ -85,6 +93,8 @@ pub fn run(c: MachineCmd) -> Result<ExitCode> {
         MachineCmd::Show(a) => show(&a),
         MachineCmd::Validate(a) => validate(&a),
         MachineCmd::Diff(a) => diff_cmd(&a),
+        MachineCmd::Import(a) => kerncraft::import(&a),
+        MachineCmd::Export(a) => kerncraft::export(&a),
     }
 }
 

@@ -16,4 +16,5 @@ pub mod project;
 pub mod record;
 pub mod regress;
 pub mod roofline;
+pub mod schema;
 pub mod trace;

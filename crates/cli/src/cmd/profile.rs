@@ -11,9 +11,15 @@ use hpcscope_trace::{Probes, TraceOptions};
 use crate::output::{Format, emit, render, write_atomic};
 use hpcscope_core::{Classify, ErrorKind};
 
+mod formats;
+
 /// Arguments of `profile`.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ProfileArgs {
+    /// Import, compare or export profiles instead of sampling one.
+    #[command(subcommand)]
+    pub sub: Option<formats::ProfileCmd>,
     /// Sampling frequency, Hz (99 avoids lockstep with 100 Hz timers).
     #[arg(long, default_value_t = 99)]
     pub hz: u64,
@@ -98,6 +104,9 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
 
 /// Runs `profile`.
 pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
+    if let Some(sub) = &a.sub {
+        return formats::run(sub);
+    }
     if a.hz == 0 || a.hz > 10_000 {
         anyhow::bail!("--hz {}: give 1 to 10000", a.hz);
     }

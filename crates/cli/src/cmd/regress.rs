@@ -79,6 +79,11 @@ struct CheckArgs {
     /// Write the Markdown report to FILE as well as to standard output.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// GitHub Actions: print workflow commands (an annotation per regressed, improved or
+    /// undecided metric and per worsening change point) and append the Markdown report to
+    /// the step summary ($GITHUB_STEP_SUMMARY).
+    #[arg(long)]
+    github: bool,
 }
 
 /// Runs `hpcscope regress`.
@@ -124,6 +129,7 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     let report = check(&store, &opts)?;
     let md = report.to_markdown();
     print!("{md}");
+    let md_for_summary = md.clone();
     let write = |p: &PathBuf, s: String, flag: &str| {
         crate::output::write_atomic(p, &s).with_context(|| format!("writing {flag}"))
     };
@@ -135,6 +141,24 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     }
     if let Some(p) = &a.junit {
         write(p, report.to_junit_xml(), "--junit")?;
+    }
+    if a.github {
+        print!("{}", hpcscope_history::github::annotations(&report));
+        match std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+            Some(p) => {
+                use std::io::Write as _;
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&p)
+                    .with_context(|| format!("opening the step summary {}", p.display()))?;
+                f.write_all(md_for_summary.as_bytes())
+                    .with_context(|| format!("appending to the step summary {}", p.display()))?;
+            }
+            None => eprintln!(
+                "--github: GITHUB_STEP_SUMMARY is not set (not in a GitHub Actions step): no step summary written"
+            ),
+        }
     }
     Ok(if report.regression {
         ExitCode::from(1)

@@ -1,0 +1,260 @@
+//! `profile import`, `profile diff`, `profile export`: profiles other tools wrote (perf),
+//! differential flame graphs, and the formats other tools read (pprof, speedscope, Hatchet).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use hpcscope_trace::perf_script::{self, Imported};
+
+use crate::output::{Format, emit, render, write_atomic};
+
+/// The subcommands of `profile`.
+#[derive(Subcommand, Debug)]
+pub enum ProfileCmd {
+    /// Read a profile another tool wrote (`perf script` output, a perf.data file through
+    /// `perf script`, folded stacks, hpcscope profile JSON): folded stacks, flame graph and
+    /// hot functions, as for a profile hpcscope sampled.
+    Import(ImportArgs),
+    /// Compare two profiles: a differential flame graph (red: grew, blue: shrank) and the
+    /// functions whose share moved most.
+    Diff(DiffArgs),
+    /// Write a profile for another tool: pprof (`go tool pprof`, Parca, Pyroscope),
+    /// speedscope (also from a `trace --timeline` file), Hatchet (`GraphFrame.from_literal`;
+    /// also from a `mix` profile, per region).
+    Export(ExportArgs),
+}
+
+/// Arguments of `profile import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The file: perf script text, perf.data, folded stacks or hpcscope profile JSON.
+    pub file: PathBuf,
+    /// Write PREFIX.folded and PREFIX.svg.
+    #[arg(long, value_name = "PREFIX")]
+    pub out_prefix: Option<String>,
+    /// Rows of the hot-function table.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Write the table here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Output format of the table (`json` adds every stack).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Arguments of `profile diff`.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The profile before (any format `profile import` reads).
+    pub before: PathBuf,
+    /// The profile after.
+    pub after: PathBuf,
+    /// Write the differential flame graph here.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Compare raw counts instead of scaling the first profile to the second's total.
+    #[arg(long)]
+    pub no_normalize: bool,
+    /// Rows of the table.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Write the table here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Output format of the table.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// What `profile export` writes.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Gzipped pprof protocol buffer.
+    Pprof,
+    /// speedscope JSON.
+    Speedscope,
+    /// Hatchet literal JSON.
+    Hatchet,
+}
+
+/// Arguments of `profile export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The input: any profile `profile import` reads; for speedscope also a Chrome trace
+    /// (`trace --timeline`); for Hatchet also a `mix` profile or the JSON of `counters run`
+    /// (per region).
+    pub file: PathBuf,
+    /// The format to write.
+    #[arg(long, value_enum)]
+    pub to: ExportFormat,
+    /// The file to write.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// Runs a `profile` subcommand.
+pub fn run(cmd: &ProfileCmd) -> Result<ExitCode> {
+    match cmd {
+        ProfileCmd::Import(a) => import(a),
+        ProfileCmd::Diff(a) => diff(a),
+        ProfileCmd::Export(a) => export(a),
+    }
+}
+
+fn read(path: &Path) -> Result<Imported> {
+    Ok(perf_script::import(path)?)
+}
+
+fn summary(imp: &Imported) -> String {
+    let p = &imp.profile;
+    let stacks = p.samples.len();
+    format!(
+        "{} ({:?}): {} stacks, total weight {} {}",
+        imp.origin,
+        imp.format,
+        stacks,
+        p.total(),
+        imp.weight.unit()
+    )
+}
+
+fn import(a: &ImportArgs) -> Result<ExitCode> {
+    let imp = read(&a.file)?;
+    let mut pre = vec![summary(&imp)];
+    if let Some(prefix) = &a.out_prefix {
+        let folded = format!("{prefix}.folded");
+        let svg = format!("{prefix}.svg");
+        write_atomic(folded.as_ref(), &imp.profile.folded())?;
+        let graph = imp
+            .profile
+            .flamegraph_svg(&format!("{} ({})", imp.origin, imp.weight.unit()))
+            .map_err(|e| anyhow::anyhow!("drawing the flame graph: {e}"))?;
+        write_atomic(svg.as_ref(), &graph)?;
+        pre.push(format!("wrote {folded} and {svg}"));
+    }
+    let table = imp.profile.hot_table(a.top);
+    let text = match a.format {
+        Format::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "import": &imp,
+                "hot_functions": imp.profile.hot_functions(a.top),
+            }))? + "\n"
+        }
+        f => render(f, &imp, &pre, &table, &imp.notes)?,
+    };
+    emit(&text, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diff(a: &DiffArgs) -> Result<ExitCode> {
+    let before = read(&a.before)?;
+    let after = read(&a.after)?;
+    if before.weight.unit() != after.weight.unit() {
+        anyhow::bail!(
+            "{} counts {} and {} counts {}: compare profiles of the same kind (both perf, or \
+             both sampled by hpcscope)",
+            before.origin,
+            before.weight.unit(),
+            after.origin,
+            after.weight.unit()
+        );
+    }
+    let rows = perf_script::diff_functions(&before.profile, &after.profile, a.top);
+    let mut pre = vec![summary(&before), summary(&after)];
+    if let Some(svg) = &a.svg {
+        let graph = perf_script::diff_flamegraph_svg(
+            &before.profile,
+            &after.profile,
+            &format!("{} -> {}", before.origin, after.origin),
+            !a.no_normalize,
+        )?;
+        write_atomic(svg, &graph)?;
+        pre.push(format!(
+            "wrote {} (frames of the second profile; red: share grew, blue: shrank)",
+            svg.display()
+        ));
+    }
+    let table = perf_script::diff_table(&rows);
+    let mut notes = before.notes.clone();
+    notes.extend(after.notes.iter().cloned());
+    let text = render(a.format, &rows, &pre, &table, &notes)?;
+    emit(&text, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON of `counters run --format json` (a list of reports, or one).
+fn is_counters(v: &serde_json::Value) -> bool {
+    let one = |r: &serde_json::Value| r.get("recipe").is_some() && r.get("regions").is_some();
+    match v {
+        serde_json::Value::Array(a) => !a.is_empty() && a.iter().all(one),
+        v => one(v),
+    }
+}
+
+fn export(a: &ExportArgs) -> Result<ExitCode> {
+    let json: Option<serde_json::Value> = std::fs::read(&a.file)
+        .ok()
+        .filter(|b| {
+            b.trim_ascii_start().starts_with(b"{") || b.trim_ascii_start().starts_with(b"[")
+        })
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let name = a.file.display().to_string();
+    let mut notes: Vec<String> = Vec::new();
+    let bytes: Vec<u8> = match (a.to, &json) {
+        (ExportFormat::Speedscope, Some(v)) if v.get("traceEvents").is_some() || v.is_array() => {
+            let (out, n) = hpcscope_trace::speedscope::from_chrome_trace(v, &name)?;
+            notes = n;
+            (serde_json::to_string(&out)? + "\n").into_bytes()
+        }
+        (ExportFormat::Hatchet, Some(v)) if is_counters(v) => {
+            let reports: Vec<hpcscope_counters::compute::Report> = match v {
+                serde_json::Value::Array(_) => serde_json::from_value(v.clone())?,
+                _ => vec![serde_json::from_value(v.clone())?],
+            };
+            let (out, n) = hpcscope_counters::hatchet::from_reports(&reports);
+            notes = n;
+            (serde_json::to_string_pretty(&out)? + "\n").into_bytes()
+        }
+        (ExportFormat::Hatchet, Some(v))
+            if v.get("regions").is_some() && v.get("format_version").is_some() =>
+        {
+            let text = std::fs::read_to_string(&a.file)?;
+            let p = hpcscope_core::Profile::from_json_str(&text, &name)?;
+            let (out, n) = hpcscope_core::hatchet::from_profile(&p, &name)?;
+            notes = n;
+            (serde_json::to_string_pretty(&out)? + "\n").into_bytes()
+        }
+        _ => {
+            let imp = read(&a.file)?;
+            notes.extend(imp.notes.iter().cloned());
+            match a.to {
+                ExportFormat::Pprof => {
+                    hpcscope_trace::pprof::to_pprof_gz(&imp.profile, &imp.weight, 0)
+                }
+                ExportFormat::Speedscope => {
+                    let v = hpcscope_trace::speedscope::from_profile(
+                        &imp.profile,
+                        &imp.weight,
+                        &imp.origin,
+                    );
+                    (serde_json::to_string(&v)? + "\n").into_bytes()
+                }
+                ExportFormat::Hatchet => {
+                    let v = hpcscope_trace::hatchet::from_profile(&imp.profile, &imp.weight);
+                    (serde_json::to_string_pretty(&v)? + "\n").into_bytes()
+                }
+            }
+        }
+    };
+    hpcscope_core::fs::write_atomic(&a.output, &bytes)
+        .with_context(|| format!("cannot write '{}'", a.output.display()))?;
+    let mut text = format!("wrote {} ({} bytes)\n", a.output.display(), bytes.len());
+    for n in notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    emit(&text, None)?;
+    Ok(ExitCode::SUCCESS)
+}

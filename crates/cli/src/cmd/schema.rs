@@ -1,0 +1,44 @@
+//! `hpcscope schema [NAME]`: the JSON Schema of a file format or result (see
+//! `hpcscope_analysis::schema`); without a name, the list.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use hpcscope_analysis::schema::{NAMES, schema};
+
+use crate::output::emit;
+
+/// Arguments of `schema`.
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// The schema: machine, profile, scenario, sweep, result (none: list them).
+    pub name: Option<String>,
+    /// Write it here instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `schema`.
+pub fn run(a: &SchemaArgs) -> Result<ExitCode> {
+    let Some(name) = &a.name else {
+        let mut s = String::new();
+        for (n, about) in NAMES {
+            s.push_str(&format!("{n:<9} {about}\n"));
+        }
+        emit(&s, a.output.as_deref())?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    match schema(name) {
+        Some(s) => emit(&s, a.output.as_deref())?,
+        None => {
+            return Err(hpcscope_core::Failure::input(format!(
+                "no schema called `{name}`: use one of {}",
+                NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ))
+            .into());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
