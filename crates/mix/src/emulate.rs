@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use hpcscope_cachesim::{Hierarchy, HierarchyConfig, HierarchyStats, MultiSim, PackedAccess};
+use hpcscope_cachesim::{
+    HierarchyStats, NodeConfig, NodeSim, PackedAccess, Placement, ThreadStats,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::elf::Arch;
@@ -181,8 +183,12 @@ pub struct Request {
     pub regions: Vec<(u64, u64)>,
     /// Start/stop scopes, callees included (link-time ranges).
     pub scopes: Vec<(u64, u64)>,
-    /// Hierarchies to simulate (empty: no memory stream).
-    pub hierarchies: Vec<HierarchyConfig>,
+    /// Nodes whose caches to simulate (empty: no memory stream).
+    pub nodes: Vec<NodeConfig>,
+    /// How the guest's threads are placed on each node's cores.
+    pub placement: Placement,
+    /// Variables set in the program's environment (QEMU passes its own to the guest).
+    pub env: Vec<(String, String)>,
     /// Per-TB breakdown.
     pub tbs: bool,
     /// Time limit.
@@ -208,8 +214,10 @@ pub enum Ending {
 pub struct Outcome {
     /// Plugin counts (None when the plugin wrote nothing: QEMU could not start).
     pub counts: Option<PluginOutput>,
-    /// Cache statistics per hierarchy (same order as the request).
+    /// Cache statistics of each node, all threads (same order as the request).
     pub caches: Vec<HierarchyStats>,
+    /// Cache statistics of each node, per thread (same order).
+    pub thread_caches: Vec<Vec<ThreadStats>>,
     /// Memory records read from the stream.
     pub records: u64,
     /// How the program ended.
@@ -245,7 +253,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         plugin_args.push_str(",tbs=on");
     }
     let mut pipe_fds = [-1i32; 2];
-    let simulate = !req.hierarchies.is_empty();
+    let simulate = !req.nodes.is_empty();
     if simulate {
         // A plain pipe: the write end is inherited by QEMU (no close-on-exec), the read end
         // is ours alone.
@@ -261,9 +269,9 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         }
         // Repeated accesses inside the smallest simulated line share a record.
         let line = req
-            .hierarchies
+            .nodes
             .iter()
-            .filter_map(|h| h.levels.first().map(|l| l.line_bytes))
+            .filter_map(|h| h.levels.first().map(|l| l.cache.line_bytes))
             .min()
             .unwrap_or(64);
         plugin_args.push_str(&format!(",mem=on,memfd={},coalesce={line}", pipe_fds[1]));
@@ -291,6 +299,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         });
     }
     let mut child = cmd
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
         .arg("-cpu")
         .arg(&cpu)
         .arg("-plugin")
@@ -310,21 +319,27 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         unsafe { libc::close(pipe_fds[1]) };
         // SAFETY: the read end is a valid descriptor we own from here on.
         let file = unsafe { File::from_raw_fd(pipe_fds[0]) };
-        let sim =
-            MultiSim::new(req.hierarchies.clone()).map_err(|e| MixError::Run(e.to_string()))?;
+        let sims = req
+            .nodes
+            .iter()
+            .map(|n| NodeSim::new(n.clone(), req.placement.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| MixError::Run(e.to_string()))?;
         // QEMU's vCPU thread keeps one CPU busy: leave it one.
-        Some(std::thread::spawn(move || read_stream(file, sim, 1)))
+        Some(std::thread::spawn(move || read_stream(file, sims, 1)))
     } else {
         None
     };
     let ending = wait(&mut child, req.timeout)?;
     let wall_s = start.elapsed().as_secs_f64();
-    let (caches, records) = match reader {
+    let (nodes, records) = match reader {
         Some(h) => h
             .join()
             .map_err(|_| MixError::Run("the stream reader panicked".into()))??,
         None => (Vec::new(), 0),
     };
+    let caches = nodes.iter().map(NodeSim::stats).collect();
+    let thread_caches = nodes.iter().map(NodeSim::thread_stats).collect();
     // The final counts, or else the plugin's last snapshot (written every 250 ms): QEMU 7.2
     // skips the plugins' exit callbacks when the guest dies of a signal.
     let partial_json = dir.join("counts.json.partial");
@@ -345,6 +360,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
     Ok(Outcome {
         counts,
         caches,
+        thread_caches,
         records,
         ending,
         wall_s,
@@ -411,55 +427,108 @@ fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<En
 }
 
 /// Stream magic (see the plugin's README).
-const MAGIC: &[u8; 8] = b"HPCSMT02";
+const MAGIC: &[u8; 8] = b"HPCSMT03";
+
+/// Top byte of a thread marker record (see the plugin's README).
+const MARKER_TOP: u64 = 0x7f;
 
 /// Records per stream buffer (1 MiB).
 const STREAM_BUF: usize = 1 << 17;
 
-/// Reads the plugin's stream and simulates it in every hierarchy of `sim`.
+/// A run of one thread's records in a buffer: (thread, start, end).
+type Run = (u32, usize, usize);
+
+/// Cuts the records of a buffer into runs of one thread each, at the thread markers; the
+/// thread of the last marker carries over to the next buffer. Returns the access records
+/// (markers left out).
+#[derive(Debug, Default)]
+pub(crate) struct Demux {
+    thread: u32,
+}
+
+impl Demux {
+    pub(crate) fn split(&mut self, recs: &[PackedAccess], runs: &mut Vec<Run>) -> u64 {
+        runs.clear();
+        let mut start = 0;
+        let mut markers = 0u64;
+        for (i, r) in recs.iter().enumerate() {
+            if r.0 >> 56 == MARKER_TOP {
+                if i > start {
+                    runs.push((self.thread, start, i));
+                }
+                self.thread = r.0 as u32;
+                start = i + 1;
+                markers += 1;
+            }
+        }
+        if recs.len() > start {
+            runs.push((self.thread, start, recs.len()));
+        }
+        recs.len() as u64 - markers
+    }
+}
+
+/// Reads the plugin's stream and simulates each thread's accesses on every node of `sims`.
 ///
-/// With several hierarchies and host CPUs to spare beyond the `reserved` ones (the
-/// producer's: QEMU keeps one busy), the hierarchies are spread over worker threads (one
-/// per spare CPU, at most one per hierarchy) that each simulate every buffer: the
-/// hierarchies are independent, so the stream is read once and shared. A bounded queue per
-/// worker keeps memory bounded when a worker falls behind. Otherwise the reading thread
-/// simulates every hierarchy itself: on a 2-CPU machine that beats worker threads that
-/// share QEMU's CPU (they copy every buffer and compete for the host's caches).
+/// With several nodes and host CPUs to spare beyond the `reserved` ones (the producer's:
+/// QEMU keeps one busy), the nodes are spread over worker threads (one per spare CPU, at
+/// most one per node) that each simulate every buffer: the nodes are independent, so the
+/// stream is read once and shared. A bounded queue per worker keeps memory bounded when a
+/// worker falls behind. Otherwise the reading thread simulates every node itself: on a
+/// 2-CPU machine that beats worker threads that share QEMU's CPU (they copy every buffer
+/// and compete for the host's caches).
 pub(crate) fn read_stream(
     f: impl Read,
-    sim: MultiSim,
+    sims: Vec<NodeSim>,
     reserved: usize,
-) -> Result<(Vec<HierarchyStats>, u64), MixError> {
+) -> Result<(Vec<NodeSim>, u64), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = cpus.saturating_sub(reserved).min(sim.len());
+    let workers = cpus.saturating_sub(reserved).min(sims.len());
+    let mut demux = Demux::default();
+    let mut runs: Vec<Run> = Vec::new();
     if workers <= 1 {
-        let mut sim = sim;
-        let records = for_each_batch(f, |b| sim.access_batch(b))?;
-        return Ok((sim.stats(), records));
+        let mut sims = sims;
+        let mut records = 0;
+        for_each_batch(f, |b| {
+            records += demux.split(b, &mut runs);
+            for sim in &mut sims {
+                for &(t, a, e) in &runs {
+                    sim.access_batch(t, &b[a..e]);
+                }
+            }
+        })?;
+        return Ok((sims, records));
     }
-    // Hierarchy i goes to worker i % workers; stats come back in the original order.
-    let n = sim.len();
-    let mut groups: Vec<Vec<Hierarchy>> = (0..workers).map(|_| Vec::new()).collect();
-    for (i, h) in sim.into_hierarchies().into_iter().enumerate() {
+    // Node i goes to worker i % workers; they come back in the original order.
+    let n = sims.len();
+    let mut groups: Vec<Vec<NodeSim>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, h) in sims.into_iter().enumerate() {
         groups[i % workers].push(h);
     }
+    type Shared = (Arc<Vec<PackedAccess>>, Arc<Vec<Run>>);
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for g in groups {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Vec<PackedAccess>>>(4);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Shared>(4);
             senders.push(tx);
             handles.push(scope.spawn(move || {
-                let mut sim = MultiSim::from_hierarchies(g);
-                for b in rx {
-                    sim.access_batch(&b);
+                let mut g = g;
+                for (b, runs) in rx {
+                    for sim in &mut g {
+                        for &(t, a, e) in runs.iter() {
+                            sim.access_batch(t, &b[a..e]);
+                        }
+                    }
                 }
-                sim.stats()
+                g
             }));
         }
         // Buffers come back for reuse once every worker has dropped its reference.
         let mut pool: Vec<Arc<Vec<PackedAccess>>> = Vec::new();
+        let mut records = 0;
         let read = for_each_batch(f, |b| {
+            records += demux.split(b, &mut runs);
             let mut buf = pool
                 .iter()
                 .position(|a| Arc::strong_count(a) == 1)
@@ -468,35 +537,33 @@ pub(crate) fn read_stream(
             let v = Arc::get_mut(&mut buf).expect("no other reference");
             v.clear();
             v.extend_from_slice(b);
+            let shared_runs = Arc::new(runs.clone());
             for tx in &senders {
                 // A worker that stopped has panicked: its join below reports it.
-                let _ = tx.send(Arc::clone(&buf));
+                let _ = tx.send((Arc::clone(&buf), Arc::clone(&shared_runs)));
             }
             pool.push(buf);
         });
         drop(senders);
-        let mut stats: Vec<Option<HierarchyStats>> = vec![None; n];
+        let mut out: Vec<Option<NodeSim>> = (0..n).map(|_| None).collect();
         for (w, h) in handles.into_iter().enumerate() {
-            let s = h
+            let g = h
                 .join()
                 .map_err(|_| MixError::Run("a cache-simulation thread panicked".into()))?;
-            for (k, st) in s.into_iter().enumerate() {
-                stats[w + k * workers] = Some(st);
+            for (k, sim) in g.into_iter().enumerate() {
+                out[w + k * workers] = Some(sim);
             }
         }
-        let records = read?;
+        read?;
         Ok((
-            stats
-                .into_iter()
-                .map(|s| s.expect("every hierarchy"))
-                .collect(),
+            out.into_iter().map(|s| s.expect("every node")).collect(),
             records,
         ))
     })
 }
 
 /// Reads the plugin's stream (header, then 8-byte records) and hands the records to `f` in
-/// batches, in order; returns the number of records.
+/// batches, in order (thread markers included); returns the number of records read.
 fn for_each_batch(
     mut f: impl Read,
     mut each: impl FnMut(&[PackedAccess]),
@@ -550,4 +617,27 @@ fn for_each_batch(
         filled = rest;
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_cut_the_stream_into_thread_runs() {
+        let m = |t: u64| PackedAccess(MARKER_TOP << 56 | t);
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
+        let mut d = Demux::default();
+        let mut runs = Vec::new();
+        // A buffer: thread 0's records, then thread 3's, cut in the middle of thread 3's batch.
+        let b1 = [m(0), a(1), a(2), m(3), a(4)];
+        assert_eq!(d.split(&b1, &mut runs), 3);
+        assert_eq!(runs, [(0, 1, 3), (3, 4, 5)]);
+        // The next buffer goes on with thread 3 until a marker.
+        let b2 = [a(5), a(6), m(1), m(2), a(7)];
+        assert_eq!(d.split(&b2, &mut runs), 3);
+        assert_eq!(runs, [(3, 0, 2), (2, 4, 5)]);
+        assert_eq!(d.split(&[], &mut runs), 0);
+        assert!(runs.is_empty());
+    }
 }
