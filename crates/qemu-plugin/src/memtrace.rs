@@ -20,9 +20,10 @@
 //! ([`thread_marker`]): top byte `0x7f` (a load of 2^15 bytes repeated 7 times, which no
 //! access can be: repeats stay inside one line) and the guest thread's number (start order,
 //! 0 the main thread) in the low 32 bits; the records up to the next marker are that
-//! thread's. Records of one thread keep their order; batches of different threads
-//! interleave whole, in the order their buffers filled. At exit, pending records of every
-//! vCPU are written.
+//! thread's. A thread also writes its marker alone when it starts, and a marker with top
+//! byte `0x7e` when it exits. Records of one thread keep their order; batches of different
+//! threads interleave whole, in the order their buffers filled. At exit, pending records of
+//! every vCPU are written.
 //!
 //! With `coalesce=B`, an access of the same size and direction as the vCPU's previous
 //! record, inside the same aligned `B`-byte block, and with neither crossing the block's end,
@@ -59,6 +60,9 @@ const THREADED_BATCH: usize = 1 << 12;
 static LIMIT: AtomicUsize = AtomicUsize::new(BATCH);
 /// Top byte of a thread marker.
 pub const MARKER_TOP: u64 = 0x7f;
+/// Top byte of the marker of a thread that exited (a load of 2^14 bytes repeated 7 times:
+/// no access either).
+pub const END_TOP: u64 = 0x7e;
 
 /// The record that starts a batch of guest thread `thread`'s records.
 #[inline]
@@ -70,6 +74,37 @@ pub fn thread_marker(thread: u32) -> u64 {
 #[inline]
 pub fn marker_thread(rec: u64) -> Option<u32> {
     (rec >> 56 == MARKER_TOP).then_some(rec as u32)
+}
+
+/// A guest thread started on `vcpu` (called on its own thread): its marker, with no
+/// records, tells the reader that one more thread runs.
+pub fn thread_started(vcpu: u32) {
+    if streaming() {
+        write_marker(thread_marker(vcpu::get(vcpu).thread));
+    }
+}
+
+/// The guest thread on `vcpu` exits (called on its own thread, after [`flush_vcpu`]): the
+/// reader need not wait for its accesses any more.
+pub fn thread_ended(vcpu: u32) {
+    if streaming() {
+        write_marker(END_TOP << 56 | u64::from(vcpu::get(vcpu).thread));
+    }
+}
+
+fn write_marker(m: u64) {
+    if BROKEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let ok = match SINK.lock() {
+        Ok(mut sink) => sink
+            .as_mut()
+            .is_some_and(|f| f.write_all(&m.to_le_bytes()).is_ok()),
+        Err(_) => false,
+    };
+    if !ok {
+        BROKEN.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The guest has a second thread: batches get shorter from now on (each vCPU's current

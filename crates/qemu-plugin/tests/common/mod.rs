@@ -199,8 +199,8 @@ pub fn run(
         let (mut ld, mut st) = (0u64, 0u64);
         for rec in b[8..].chunks_exact(8) {
             let r = u64::from_le_bytes(rec.try_into().expect("8 bytes"));
-            // A thread marker (top byte 0x7f) starts each batch: no access.
-            if r >> 56 == 0x7f {
+            // A thread marker (top byte 0x7f, or 0x7e when a thread exits): no access.
+            if r >> 57 == 0x3f {
                 continue;
             }
             let bytes = (1 + ((r >> 60) & 7)) << ((r >> 56) & 0xf);
