@@ -12,7 +12,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::machine::{Machine, Precision};
 use crate::profile::AppMetrics;
-use crate::roofline::{Ceilings, RooflineAnalysis, Scope, analyze, match_levels};
+use crate::roofline::{
+    Ceilings, RooflineAnalysis, Scope, analyze, attainable, match_levels, weighted_bandwidth,
+};
 
 /// One thread on the per-core share of the node's rooflines.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,8 +31,10 @@ pub struct ThreadRoofline {
     pub achieved_gflops: Option<f64>,
     /// Its rooflines on the per-core share (eq. 7.1): OIs, attainable per level, binding.
     pub analysis: RooflineAnalysis,
-    /// Eq. 7.2's roof of the first level: the weighted peak, or the FLOPs over the time to
-    /// move each level's bytes at that level's per-core share, whichever is lower.
+    /// Eq. 7.2's roof of the first level with a bandwidth: its hit-ratio-weighted bandwidth
+    /// times its OI, or the weighted peak, whichever is lower (the lowest point of the
+    /// thread's node projection: the FLOPs over the time to move each level's bytes at that
+    /// level's per-core share).
     pub weighted_gflops: f64,
 }
 
@@ -107,21 +111,12 @@ pub fn node_roofline(
         );
         let a = analyze(&c, t, &o)?;
         let idx = match_levels(&c, t, &o)?;
-        // Eq. 7.2 with the thread's own fractions: FLOPs over the serialised time to move
-        // every level's bytes at its bandwidth (the identity of the thesis' notes).
-        let secs: f64 = idx
-            .iter()
-            .zip(&c.bandwidth_gbs)
-            .map(|(&k, bw)| t.bytes[k] / bw)
-            .sum();
-        // Bytes of levels without a bandwidth are served at the next level's speed with one.
-        let unmatched: f64 = t.bytes_total() - idx.iter().map(|&k| t.bytes[k]).sum::<f64>();
-        let secs = secs + unmatched / c.bandwidth_gbs[0];
-        let weighted = if secs > 0.0 {
-            (t.flops / secs).min(a.weighted_peak_gflops)
-        } else {
-            a.weighted_peak_gflops
-        };
+        // Eq. 7.2 with the thread's own fractions, as the node projection uses it: the
+        // hit-ratio-weighted bandwidth of the first level with a bandwidth (levels without
+        // one are left out of the weighting) times that level's cumulative OI.
+        let fractions: Vec<f64> = idx.iter().map(|&k| t.bytes[k]).collect();
+        let bw = weighted_bandwidth(&fractions, &c.bandwidth_gbs)[0];
+        let weighted = attainable(bw, a.weighted_peak_gflops, a.levels[0].oi);
         rows.push(ThreadRoofline {
             thread: ids.get(i).copied().unwrap_or(i as u32),
             flops: t.flops,

@@ -18,8 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hpcscope_cachesim::{
-    CacheConfig, HierarchyConfig, HierarchyStats, Inclusion, NodeConfig, NodeLevel, Placement,
-    ThreadStats,
+    CacheConfig, HierarchyConfig, HierarchyStats, Inclusion, NodeConfig, NodeLevel, ThreadStats,
 };
 use hpcscope_core::machine::LevelKind;
 use hpcscope_core::profile::{BinaryIdentity, LevelBytes, Memory, Region, ThreadMetrics};
@@ -29,6 +28,8 @@ use serde::Serialize;
 pub use elf::{Arch, ElfInfo};
 pub use emulate::{Ending, PluginOutput, RegionCounts, ThreadCounts, Totals};
 pub use error::MixError;
+/// How threads are placed on the simulated nodes' cores.
+pub use hpcscope_cachesim::Placement;
 
 /// What to analyse and how.
 #[derive(Debug, Clone, Default)]
