@@ -284,9 +284,9 @@ fn l3_ratios(r: &MixReport) -> Vec<f64> {
 /// threads on cores sharing it sweep 6 MiB between two uses of a line: it misses (each
 /// repetition ends at a barrier, and the reader paces the threads to equal rates). In
 /// practice about 1e-5; a host that stalls one of QEMU's threads for more than a second
-/// lets the other run a repetition alone, and some of its lines hit (0.07 was seen once in
-/// ten runs on a loaded 2-CPU machine): the bound is 0.1. Scattered on cores that do not
-/// share an L3, each thread fits again.
+/// lets the other run a repetition alone, and some of its lines hit (about 0.07 for such a
+/// run before the pacing knew when threads start): the bound is 0.1. Scattered on cores
+/// that do not share an L3, each thread fits again.
 #[test]
 fn a_working_set_that_fits_the_shared_l3_alone_misses_with_two_threads() {
     if !ready(&["qemu-x86_64", "gcc"]) {
