@@ -322,6 +322,30 @@ mod tests {
             "the loaded node's shares are lower: {:?}",
             p.interval
         );
+        // An imbalanced target (a quarter and three quarters of the work): the light thread
+        // waits for the heavy one, so the node gets 4/3 of one thread's rate, not twice.
+        let part = |f: f64| AppMetrics {
+            flops: app.flops * f,
+            fp_instructions: app.fp_instructions * f,
+            bytes: app.bytes.iter().map(|b| b * f).collect(),
+            ..app.clone()
+        };
+        let uneven = [part(0.25), part(0.75)];
+        let p = project(
+            side(&alone, &one[..]),
+            2.0,
+            side(&alone, &uneven[..]),
+            Precision::F64,
+            opts,
+        )
+        .unwrap();
+        assert!(
+            (p.interval.lo - 2.0 * 4.0 / 3.0).abs() < 1e-9,
+            "{:?}",
+            p.interval
+        );
+        assert!((p.threads[0].interval.lo - 2.0 / 3.0).abs() < 1e-9);
+        assert!((p.threads[1].interval.lo - 2.0).abs() < 1e-9);
         // Two source threads onto three target threads: refused.
         let three = [app.clone(), app.clone(), app];
         assert!(

@@ -145,6 +145,10 @@ pub struct Point {
 }
 
 /// The projection of one thread (node scope).
+///
+/// With one source thread and several target threads, the points give each target
+/// thread's rate as if it ran alone, and the interval its part of the node's rate: its
+/// FLOPs over the slowest thread's projected time (the threads of a region finish together).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadProjection {
     /// Thread index.
@@ -344,6 +348,7 @@ pub fn project(
 
     let mut points = Vec::new();
     let mut threads = Vec::new();
+    let mut scaling = false;
     let src_ceiling0;
     let tgt_ceiling0;
     match opts.scope {
@@ -388,7 +393,7 @@ pub fn project(
         Scope::Node => {
             // One source thread projects onto any number of target threads: each target
             // thread keeps the source's efficiency per level (a change of thread count).
-            let scaling = source.threads.len() == 1 && target.threads.len() > 1;
+            scaling = source.threads.len() == 1 && target.threads.len() > 1;
             if source.threads.len() != target.threads.len() && !scaling {
                 return Err(Error::mismatch(
                     format!(
@@ -444,6 +449,32 @@ pub fn project(
             src_ceiling0 = s0.unwrap_or(0.0);
             tgt_ceiling0 = t0.unwrap_or(0.0);
         }
+    }
+    if scaling {
+        // Each target thread's projected rate is its own, as if it ran alone; the threads
+        // of a region finish together, so each one's part of the node's rate is its FLOPs
+        // over the slowest thread's time (thesis A10), and eq. 7.5 sums those.
+        let slowest = |rate: &dyn Fn(&ThreadProjection) -> f64| -> f64 {
+            threads
+                .iter()
+                .zip(target.threads)
+                .filter(|(t, m)| m.flops > 0.0 && rate(t) > 0.0)
+                .map(|(t, m)| m.flops / rate(t))
+                .fold(0.0, f64::max)
+        };
+        let (slow_lo, slow_hi) = (slowest(&|t| t.interval.lo), slowest(&|t| t.interval.hi));
+        for (t, m) in threads.iter_mut().zip(target.threads) {
+            if slow_lo > 0.0 && slow_hi > 0.0 {
+                t.interval = Interval {
+                    lo: m.flops / slow_lo,
+                    hi: m.flops / slow_hi,
+                };
+            }
+        }
+        notes.push(format!(
+            "one source thread onto {} target threads: each target thread keeps the source's efficiency per level; the node's rate is all FLOPs over the slowest thread's projected time",
+            target.threads.len()
+        ));
     }
     let interval = match opts.scope {
         Scope::Core => Interval::of(points.iter().map(|p| p.gflops)),
