@@ -6,6 +6,7 @@
 
 use anyhow::Result;
 use hpcscope_core::explore::{Transform, apply};
+use hpcscope_core::machine::LevelKind;
 use hpcscope_core::node::{NodeRoofline, node_roofline};
 use hpcscope_core::project::{Options, Projection, Side, project};
 use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze as roofline};
@@ -83,6 +84,7 @@ pub fn node_targets(
                         // The transform counts cores per socket; say the node's.
                         d.id = format!("{}+{threads}-cores", m.id);
                         d.name = format!("{} [{threads} cores]", m.name);
+                        cap_shared_bandwidths(&mut d, threads, notes);
                         out.push((d, Some(m.id.clone())));
                     }
                     Err(e) => notes.push(format!("{}: no {threads}-core variant: {e}", m.id)),
@@ -102,6 +104,41 @@ pub fn node_targets(
         ));
     }
     out
+}
+
+/// The shared levels (shared caches, memory) of a node reduced to `threads` cores keep the
+/// node's bandwidth under the `cores` transform, but `threads` cores, the others idle, draw
+/// at most `threads` times what one core draws alone: where the level gives that one-core
+/// value (`core_gbs`), its node bandwidth is capped there. Where it does not, the level
+/// keeps the whole node's bandwidth and a note says the projection onto these cores is an
+/// upper bound for it.
+fn cap_shared_bandwidths(d: &mut Machine, threads: u32, notes: &mut Vec<String>) {
+    let mut uncapped = Vec::new();
+    for l in &mut d.levels {
+        let private = l.kind == LevelKind::Cache
+            && l.cache
+                .as_ref()
+                .and_then(|g| g.shared_by_cores)
+                .unwrap_or(1)
+                <= 1;
+        if private {
+            continue;
+        }
+        match (l.core_gbs, l.node_gbs) {
+            (Some(c), Some(n)) if c * f64::from(threads) < n => {
+                l.node_gbs = Some(c * f64::from(threads));
+            }
+            (None, Some(_)) => uncapped.push(l.name.clone()),
+            _ => {}
+        }
+    }
+    if !uncapped.is_empty() {
+        notes.push(format!(
+            "{}: {} keep(s) the whole node's bandwidth (the machine file gives no one-core value to bound what {threads} cores draw), so projections bound there are upper bounds",
+            d.id,
+            uncapped.join(", ")
+        ));
+    }
 }
 
 /// The whole program's rooflines on `threads` cores' shares of the node (eq. 7.1 times the
@@ -470,6 +507,31 @@ mod tests {
                 .any(|n| n.contains("a64fx describe(s) one core")),
             "{notes:?}"
         );
+        // Graviton 3's memory gives no one-core bandwidth: kept, with a note (its L3 gives
+        // no bandwidth at all).
+        let g3 = &t[2].0;
+        assert_eq!(g3.level("MM").unwrap().node_gbs, Some(313.0));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("graviton3+2-cores: MM keep(s)")),
+            "{notes:?}"
+        );
+        // With one core's memory bandwidth given (30 GB/s), two cores draw at most 60 of
+        // the node's 313 (and no note); a private level is not capped.
+        let mut g = library::builtin("graviton3").unwrap();
+        let mm = g.levels.iter_mut().find(|l| l.name == "MM").unwrap();
+        mm.core_gbs = Some(30.0);
+        let l1_node = g.level("L1").unwrap().node_gbs;
+        let mut notes = Vec::new();
+        let t = node_targets(&[g], 2, &mut notes);
+        let d = &t[1].0;
+        assert_eq!(d.level("MM").unwrap().node_gbs, Some(60.0));
+        assert_eq!(
+            d.level("L1").unwrap().node_gbs,
+            l1_node.map(|x| x * 2.0 / 64.0)
+        );
+        assert!(!notes.iter().any(|n| n.contains("keep(s)")), "{notes:?}");
     }
 
     #[test]
