@@ -17,7 +17,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-"$here/build"}
 [ $# -gt 0 ] && shift
-kernels=${*:-"triad daxpy dot stencil gemm spmv edge cg montecarlo nbody triad_stencil"}
+kernels=${*:-"triad daxpy dot stencil gemm spmv edge cg montecarlo nbody triad_stencil triad_omp stencil_omp cg_omp trmv_omp"}
 cc_x86=${CC_X86:-gcc}
 cc_a64=${CC_AARCH64:-aarch64-linux-gnu-gcc}
 common="-O3 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -fno-omit-frame-pointer ${EXTRA_CFLAGS:-}"
@@ -31,8 +31,11 @@ build() { # variant compiler flags...
   fi
   mkdir -p "$out/$variant"
   for k in $kernels; do
+    # The OpenMP kernels (*_omp) need -fopenmp; threads come from OMP_NUM_THREADS.
+    omp=
+    case $k in *_omp) omp=-fopenmp ;; esac
     # shellcheck disable=SC2086
-    "$cc" $common "$@" -o "$out/$variant/$k" "$here/src/$k.c" -lm
+    "$cc" $common $omp "$@" -o "$out/$variant/$k" "$here/src/$k.c" -lm
   done
   echo "built $variant: $kernels -> $out/$variant"
 }

@@ -57,6 +57,11 @@ pub struct AnalyzeOptions {
     pub application: Option<String>,
     /// Also trace, profile and count one native run.
     pub with_trace: bool,
+    /// Threads to run the program with (`OMP_NUM_THREADS`, natively and under emulation);
+    /// `None`: the environment's.
+    pub threads: Option<u32>,
+    /// How the threads are placed on each simulated node's cores.
+    pub placement: hpcscope_mix::Placement,
 }
 
 /// One target's projection.
@@ -106,6 +111,9 @@ pub struct AnalyzeResult {
     pub counters: Option<hpcscope_counters::compute::Report>,
     /// The design-space sweep of a scenario, when one was given.
     pub sweep: Option<Sweep>,
+    /// The node scope, when the program ran with several threads: per-thread rooflines,
+    /// imbalance, node projections (then also the projections of `targets`).
+    pub node: Option<crate::node::NodeAnalysis>,
     /// One sentence on the source.
     pub verdict: String,
     /// Remarks.
@@ -149,6 +157,10 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     if o.target_binary.is_none() {
         machines.extend(targets.iter().filter(|m| simulable(m)).cloned());
     }
+    let env: Vec<(String, String)> = o
+        .threads
+        .map(|t| vec![("OMP_NUM_THREADS".to_string(), t.to_string())])
+        .unwrap_or_default();
     let opts = MixOptions {
         program: program.to_path_buf(),
         args: args.to_vec(),
@@ -158,6 +170,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         timeout: o.timeout,
         application: o.application.clone(),
         per_function: true,
+        placement: o.placement.clone(),
+        env: env.clone(),
         ..Default::default()
     };
     let mix = hpcscope_mix::analyze(&opts).context(Uncharacterized)?;
@@ -173,8 +187,13 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let origin = format!("the profile of {}", program.display());
     let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
     let agg = source_profile.regions[0].aggregate(&origin)?;
-    let ceilings = Ceilings::of(source, source_profile.precision, Scope::Core)?;
-    let roof = roofline(&ceilings, &agg, &origin)?;
+    let n_threads = src_metrics.len();
+    let roof = if n_threads > 1 {
+        crate::node::aggregate_roofline(source, &source_profile, &agg, n_threads, &origin)?
+    } else {
+        let ceilings = Ceilings::of(source, source_profile.precision, Scope::Core)?;
+        roofline(&ceilings, &agg, &origin)?
+    };
     let source_gflops = agg.gflops();
     // A program that does no floating point gets an answer in its own terms.
     let no_fp = agg.flops <= 0.0;
@@ -213,6 +232,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 native_runs: 0,
                 timeout: o.timeout,
                 application: o.application.clone(),
+                placement: o.placement.clone(),
+                env: env.clone(),
                 ..Default::default()
             })?;
             for p in &r.variants[0].profiles {
@@ -238,7 +259,39 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         }
     }
     let mut results = Vec::new();
-    if let Some(g) = source_gflops.filter(|_| !no_fp) {
+    let mut node = None;
+    if n_threads > 1 && !no_fp {
+        // Several threads: every projection is at node scope, thread by thread.
+        let nt = crate::node::node_targets(targets, n_threads as u32, &mut notes);
+        let lookup = |id: &str| {
+            target_profiles
+                .iter()
+                .find(|(m, _, _)| m == id)
+                .map(|(_, p, h)| (p.clone(), h.clone()))
+        };
+        let na = crate::node::analyze_node(
+            source,
+            &source_profile,
+            source_gflops,
+            &nt,
+            &lookup,
+            &o.placement.label(),
+        )?;
+        for t in &na.targets {
+            results.push(TargetResult {
+                machine: t.machine.clone(),
+                name: t.name.clone(),
+                caches_from: t.caches_from.clone(),
+                projection: t.projection.clone(),
+                verdict: t.verdict.clone(),
+                target: t.target.clone(),
+            });
+        }
+        notes.push(format!(
+            "{n_threads} threads: the rooflines are those of {n_threads} cores of this machine's loaded node, and every projection is at node scope (per thread, eqs. 7.1-7.5)"
+        ));
+        node = Some(na);
+    } else if let Some(g) = source_gflops.filter(|_| !no_fp) {
         for t in targets {
             let (prof, how) = match target_profiles.iter().find(|(id, _, _)| id == &t.id) {
                 Some((_, p, h)) => (p.clone(), h.clone()),
@@ -293,7 +346,11 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         no_fp_verdict(
             source,
             &agg,
-            source_profile.regions[0].threads[0].instructions,
+            source_profile.regions[0]
+                .threads
+                .iter()
+                .map(|t| t.instructions)
+                .sum::<Option<f64>>(),
         )
     } else {
         source_verdict(source, &roof)
@@ -310,6 +367,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         trace,
         counters,
         sweep: None,
+        node,
         verdict,
         notes,
     })
@@ -498,16 +556,29 @@ pub fn partial(
 /// The numbers of an analysis worth keeping in the history: time, rate, work, bytes per
 /// level and each target's projected interval.
 pub fn summary_metrics(r: &AnalyzeResult) -> serde_json::Value {
-    let th = &r.source_profile.regions[0].threads[0];
+    let ths = &r.source_profile.regions[0].threads;
+    let sum = |f: &dyn Fn(&hpcscope_core::profile::ThreadMetrics) -> Option<f64>| {
+        ths.iter().map(f).sum::<Option<f64>>()
+    };
+    let time = ths
+        .iter()
+        .filter_map(|t| t.time_s)
+        .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))));
     let mut m = serde_json::Map::new();
-    m.insert("time_s".into(), serde_json::json!(th.time_s));
+    m.insert("time_s".into(), serde_json::json!(time));
     m.insert("gflops".into(), serde_json::json!(r.source_gflops));
-    m.insert("flops".into(), serde_json::json!(th.flops));
+    m.insert("flops".into(), serde_json::json!(sum(&|t| Some(t.flops))));
     m.insert(
         "fp_instructions".into(),
-        serde_json::json!(th.fp_instructions),
+        serde_json::json!(sum(&|t| Some(t.fp_instructions))),
     );
-    m.insert("instructions".into(), serde_json::json!(th.instructions));
+    m.insert(
+        "instructions".into(),
+        serde_json::json!(sum(&|t| t.instructions)),
+    );
+    if ths.len() > 1 {
+        m.insert("threads".into(), serde_json::json!(ths.len()));
+    }
     for l in &r.roofline.levels {
         m.insert(format!("bytes_{}", l.level), serde_json::json!(l.bytes));
     }

@@ -1,5 +1,7 @@
 //! `demo`: the bundled workloads built here, analysed, projected onto published machines,
-//! swept over the SVE vector length, and validated (SSE2 <-> AVX2 builds), in one report.
+//! swept over the SVE vector length, and validated (SSE2 <-> AVX2 builds), in one report;
+//! and a node section: the OpenMP workloads with several threads, per thread, projected
+//! onto node machines, and validated from one thread to several.
 
 use std::path::PathBuf;
 
@@ -12,6 +14,9 @@ use hpcscope_report::fmt::num;
 use hpcscope_report::{Section, escape, html_page, html_table};
 
 use crate::analyze::{AnalyzeOptions, AnalyzeResult, analyze};
+use crate::node_validate::{
+    NodePair, NodeSummary, node_validation_section, summarize_node, validate_node,
+};
 use crate::render::{machine_section, sections};
 use crate::validate::{
     ValidationResult, ValidationSummary, summarize, validate_all, validation_section,
@@ -31,6 +36,10 @@ pub struct DemoOptions {
     pub no_sve: bool,
     /// Native runs per binary (median).
     pub native_runs: u32,
+    /// The OpenMP workloads of the node section.
+    pub node_workloads: Vec<&'static Workload>,
+    /// Threads of the node section (and of its validation, from one thread).
+    pub threads: u32,
 }
 
 /// What the demo found.
@@ -42,6 +51,12 @@ pub struct Demo {
     pub validation: Vec<ValidationResult>,
     /// Their summary.
     pub summary: ValidationSummary,
+    /// One analysis per OpenMP workload, with its node scope.
+    pub node_analyses: Vec<AnalyzeResult>,
+    /// The node validation pairs.
+    pub node_validation: Vec<NodePair>,
+    /// Their summary.
+    pub node_summary: NodeSummary,
     /// What this machine could not do.
     pub notes: Vec<String>,
     /// The report page.
@@ -54,6 +69,8 @@ impl Demo {
         serde_json::json!({
             "analyses": self.analyses,
             "validation": {"results": self.validation, "summary": self.summary},
+            "node_analyses": self.node_analyses,
+            "node_validation": {"results": self.node_validation, "summary": self.node_summary},
             "notes": self.notes,
         })
     }
@@ -72,6 +89,24 @@ impl Demo {
             s.median_error * 100.0,
             s.max_error * 100.0
         ));
+        for r in &self.node_analyses {
+            if let Some(n) = &r.node {
+                text.push_str(&format!(
+                    "{} ({} threads): {}\n",
+                    r.application, n.threads, n.imbalance_verdict
+                ));
+            }
+        }
+        let ns = &self.node_summary;
+        if ns.pairs > 0 {
+            text.push_str(&format!(
+                "node validation: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %\n",
+                ns.pairs,
+                ns.inside_fraction * 100.0,
+                ns.median_width * 100.0,
+                ns.median_midpoint_error * 100.0
+            ));
+        }
         for n in &self.notes {
             text.push_str(&format!("note: {n}\n"));
         }
@@ -110,6 +145,8 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             timeout: None,
             application: Some(w.name.to_string()),
             with_trace: true,
+            threads: None,
+            placement: Default::default(),
         })?;
         overview.push(vec![
             w.name.to_string(),
@@ -168,6 +205,71 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
     }
     progress("validation: SSE2 <-> AVX2 builds on this machine");
     let validation = validate_all(source, ws, &builds, o.native_runs, progress)?;
+    // The node section: the OpenMP workloads with several threads.
+    let mut node_analyses = Vec::new();
+    let mut node_sections = Vec::new();
+    let mut node_validation = Vec::new();
+    if !o.node_workloads.is_empty() {
+        progress("building the OpenMP workloads");
+        let nb = build(
+            &o.build_dir,
+            &o.node_workloads.iter().map(|w| w.name).collect::<Vec<_>>(),
+            &mut notes,
+        )?;
+        let node_targets: Vec<Machine> = [
+            "a64fx-node",
+            "graviton2",
+            "graviton3",
+            "epi-like",
+            "cascadelake-8260",
+            "knl-flat-mcdram",
+        ]
+        .iter()
+        .map(|t| library::builtin(t))
+        .collect::<Result<_, _>>()?;
+        for (w, b) in o.node_workloads.iter().zip(&nb) {
+            let Some(sse2) = &b.sse2 else { continue };
+            progress(&format!(
+                "analyze {} with {} threads ({})",
+                w.name, o.threads, w.what
+            ));
+            let r = analyze(&AnalyzeOptions {
+                source: source.clone(),
+                targets: node_targets.clone(),
+                program: sse2.clone(),
+                args: w.args.iter().map(|s| s.to_string()).collect(),
+                functions: vec![w.region()],
+                target_binary: None,
+                native_runs: o.native_runs,
+                timeout: None,
+                application: Some(w.name.to_string()),
+                with_trace: false,
+                threads: Some(o.threads),
+                placement: Default::default(),
+            })?;
+            if let Some(n) = &r.node {
+                node_sections.push(crate::node::node_section(
+                    n,
+                    source,
+                    &format!("{}: ", w.name),
+                ));
+            }
+            node_analyses.push(r);
+        }
+        notes.extend(crate::node_validate::node_values_check(source));
+        progress(&format!(
+            "validation at node scope: 1 -> {} threads, SSE2 <-> AVX2",
+            o.threads
+        ));
+        node_validation = validate_node(
+            source,
+            &o.node_workloads,
+            &nb,
+            o.threads,
+            o.native_runs,
+            progress,
+        )?;
+    }
     let mut page_sections = vec![Section {
         title: "Overview".into(),
         summary: format!(
@@ -207,7 +309,11 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
     }];
     page_sections.push(machine_section(source, ""));
     page_sections.push(validation_section(&validation, source));
+    if !node_validation.is_empty() {
+        page_sections.push(node_validation_section(&node_validation, source));
+    }
     page_sections.extend(sections_all);
+    page_sections.extend(node_sections);
     if !notes.is_empty() {
         page_sections.push(Section {
             title: "Notes".into(),
@@ -224,10 +330,14 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
     }
     let page = html_page("hpcscope demo: reference workloads", &page_sections);
     let summary = summarize(&validation);
+    let node_summary = summarize_node(&node_validation);
     Ok(Demo {
         analyses: results,
         validation,
         summary,
+        node_analyses,
+        node_validation,
+        node_summary,
         notes,
         page,
     })

@@ -4,11 +4,14 @@
 //! * [`analyze`]: a program characterized under emulation, timed natively, placed on this
 //!   machine's rooflines and projected onto others; or, when it cannot be characterized,
 //!   what can still be measured natively ([`analyze::partial`]);
+//! * [`node`]: the node scope of a run with several threads (per-thread rooflines, load
+//!   imbalance, node projections);
 //! * [`verdict`]: the sentences that say what bounds a run;
 //! * [`render`]: an analysis as text and HTML report sections;
 //! * [`scenario`]: scenario files resolved into machines and profiles (shared by `explore`
 //!   and `analyze --scenario`);
 //! * [`validate`]: the seeds' validation protocol on builds measurable here;
+//!   [`node_validate`]: the same at node scope (thread counts, vector widths);
 //! * [`workloads`], [`demo`]: the bundled reference workloads and the demo over them;
 //! * [`host_machine`]: this machine's description, measured once and cached.
 //!
@@ -19,6 +22,8 @@
 pub mod analyze;
 pub mod demo;
 pub mod host_machine;
+pub mod node;
+pub mod node_validate;
 pub mod render;
 pub mod scenario;
 #[cfg(feature = "schema")]

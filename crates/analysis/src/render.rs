@@ -5,7 +5,7 @@ use std::path::Path;
 
 use hpcscope_core::Machine;
 use hpcscope_core::explore::DesignPoint;
-use hpcscope_core::roofline::{Ceilings, Scope};
+use hpcscope_core::roofline::Ceilings;
 use hpcscope_report::fmt::num;
 use hpcscope_report::{Section, escape, html_page, html_table};
 
@@ -80,8 +80,9 @@ pub fn best_projection_svg(source: &Machine, targets: &[TargetResult]) -> Option
             .hi
             .total_cmp(&b.projection.interval.hi)
     })?;
-    let sc = Ceilings::of(source, b.projection.precision, Scope::Core).ok()?;
-    let tc = Ceilings::of(&b.target, b.projection.precision, Scope::Core).ok()?;
+    let scope = b.projection.options.scope;
+    let sc = Ceilings::of(source, b.projection.precision, scope).ok()?;
+    let tc = Ceilings::of(&b.target, b.projection.precision, scope).ok()?;
     Some(hpcscope_report::projection_svg(
         &b.projection,
         &sc,
@@ -176,12 +177,22 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
     if with_machine {
         out.push(machine_section(m, title_prefix));
     }
-    let th = &r.source_profile.regions[0].threads[0];
+    let ths = &r.source_profile.regions[0].threads;
+    let time_s = ths
+        .iter()
+        .filter_map(|t| t.time_s)
+        .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))));
     let mut rows = vec![
         vec!["program".into(), r.mix.program.clone()],
         vec!["region".into(), r.source_profile.regions[0].name.clone()],
-        vec!["FLOPs".into(), num(th.flops, 4)],
-        vec!["FP instructions".into(), num(th.fp_instructions, 4)],
+        vec![
+            "FLOPs".into(),
+            num(ths.iter().map(|t| t.flops).sum::<f64>(), 4),
+        ],
+        vec![
+            "FP instructions".into(),
+            num(ths.iter().map(|t| t.fp_instructions).sum::<f64>(), 4),
+        ],
         vec![
             "FLOPs per FP instruction".into(),
             r.roofline
@@ -190,10 +201,12 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
                 .unwrap_or("-".into()),
         ],
         vec![
-            "time (s)".into(),
-            th.time_s
-                .map(|t| num(t, 4))
-                .unwrap_or("not measured".into()),
+            if ths.len() > 1 {
+                format!("time (s), slowest of {} threads", ths.len())
+            } else {
+                "time (s)".into()
+            },
+            time_s.map(|t| num(t, 4)).unwrap_or("not measured".into()),
         ],
         vec![
             "GFLOP/s".into(),
@@ -236,6 +249,9 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
             &format!("{} on {}", r.application, m.name),
         )],
     });
+    if let Some(n) = &r.node {
+        out.push(crate::node::node_section(n, m, title_prefix));
+    }
     if !r.targets.is_empty() {
         out.push(projection_section(r, title_prefix));
     }
@@ -324,8 +340,13 @@ pub fn page(r: &AnalyzeResult) -> String {
 /// What `analyze` prints: the verdicts, the sweep, the notes.
 pub fn text(r: &AnalyzeResult) -> String {
     let mut text = format!("{}\n", r.verdict);
-    for t in &r.targets {
-        text.push_str(&format!("  {}\n", t.verdict));
+    if let Some(n) = &r.node {
+        // The node text lists the node projections.
+        text.push_str(&crate::node::node_text(n));
+    } else {
+        for t in &r.targets {
+            text.push_str(&format!("  {}\n", t.verdict));
+        }
     }
     if let Some(sw) = &r.sweep {
         text.push_str(&format!("sweep: {}\n", sw.name));

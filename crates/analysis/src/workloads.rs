@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 /// Every source file of `workloads/src`.
 pub const SOURCES: &[(&str, &str)] = &[
     ("cg.c", include_str!("../../../workloads/src/cg.c")),
+    ("cg_omp.c", include_str!("../../../workloads/src/cg_omp.c")),
     ("common.h", include_str!("../../../workloads/src/common.h")),
     ("daxpy.c", include_str!("../../../workloads/src/daxpy.c")),
     ("dot.c", include_str!("../../../workloads/src/dot.c")),
@@ -25,7 +26,19 @@ pub const SOURCES: &[(&str, &str)] = &[
         "stencil.c",
         include_str!("../../../workloads/src/stencil.c"),
     ),
+    (
+        "stencil_omp.c",
+        include_str!("../../../workloads/src/stencil_omp.c"),
+    ),
     ("triad.c", include_str!("../../../workloads/src/triad.c")),
+    (
+        "triad_omp.c",
+        include_str!("../../../workloads/src/triad_omp.c"),
+    ),
+    (
+        "trmv_omp.c",
+        include_str!("../../../workloads/src/trmv_omp.c"),
+    ),
     (
         "triad_stencil.c",
         include_str!("../../../workloads/src/triad_stencil.c"),
@@ -82,6 +95,76 @@ pub const WORKLOADS: &[Workload] = &[
     },
 ];
 
+/// The OpenMP workloads of the node scope: each runs its kernel's parallel region, which
+/// GCC outlines into `kernel_<name>._omp_fn.0` (the region they are characterized and timed
+/// in); threads from `OMP_NUM_THREADS`.
+pub const NODE_WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "triad_omp",
+        args: &["2000000", "10"],
+        what: "OpenMP STREAM triad (bandwidth-bound, balanced)",
+    },
+    Workload {
+        name: "stencil_omp",
+        args: &["1000", "25"],
+        what: "OpenMP 2D 5-point stencil (balanced)",
+    },
+    Workload {
+        name: "cg_omp",
+        args: &["100000", "20"],
+        what: "OpenMP conjugate gradient, one parallel region (balanced, barriers)",
+    },
+    Workload {
+        name: "trmv_omp",
+        args: &["2000", "10"],
+        what: "OpenMP triangular matrix-vector product (imbalanced: 1/4 and 3/4 of the work with two threads)",
+    },
+];
+
+impl Workload {
+    /// Whether this is an OpenMP workload (built with `-fopenmp`).
+    pub fn is_openmp(&self) -> bool {
+        self.name.ends_with("_omp")
+    }
+
+    /// The function its work is counted and timed in: `kernel_<name>`, or for an OpenMP
+    /// workload the parallel region GCC outlines from it.
+    pub fn region(&self) -> String {
+        if self.is_openmp() {
+            format!("kernel_{}._omp_fn.0", self.name)
+        } else {
+            format!("kernel_{}", self.name)
+        }
+    }
+}
+
+/// The workloads named, from the demo's and the node scope's (all of both when none): an
+/// unknown name is an error that lists the known ones.
+pub fn selected_all(names: &[String]) -> Result<(Vec<&'static Workload>, Vec<&'static Workload>)> {
+    if names.is_empty() {
+        return Ok((WORKLOADS.iter().collect(), NODE_WORKLOADS.iter().collect()));
+    }
+    let (mut single, mut node) = (Vec::new(), Vec::new());
+    for n in names {
+        if let Some(w) = WORKLOADS.iter().find(|w| w.name == n) {
+            single.push(w);
+        } else if let Some(w) = NODE_WORKLOADS.iter().find(|w| w.name == n) {
+            node.push(w);
+        } else {
+            anyhow::bail!(
+                "--workloads: no workload named '{n}'\n  fix: choose among {}",
+                WORKLOADS
+                    .iter()
+                    .chain(NODE_WORKLOADS)
+                    .map(|w| w.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok((single, node))
+}
+
 /// Builds of one workload.
 #[derive(Debug, Clone, Default)]
 pub struct Builds {
@@ -125,12 +208,18 @@ pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<
     for n in names {
         let mut b = Builds::default();
         let c = src.join(format!("{n}.c"));
+        let omp: &[&str] = if n.ends_with("_omp") {
+            &["-fopenmp"]
+        } else {
+            &[]
+        };
         let cc = |variant: &str, compiler: &str, flags: &[&str]| -> Result<PathBuf> {
             let d = dir.join(variant);
             std::fs::create_dir_all(&d)?;
             let exe = d.join(n);
             let o = Command::new(compiler)
                 .args(common)
+                .args(omp)
                 .args(flags)
                 .arg("-o")
                 .arg(&exe)

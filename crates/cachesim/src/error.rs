@@ -106,6 +106,22 @@ pub enum ConfigError {
         /// The first level's line size.
         first_line_bytes: u64,
     },
+    /// The cores sharing a level of a node do not nest with the level above.
+    #[error(
+        "node '{hierarchy}', level '{level}': `shared_by_cores` = {shared_by_cores} must be a \
+         positive multiple of the level above's {previous} (cores sharing a level form groups \
+         of the groups sharing the levels above it); fix the machine file's shared_by_cores"
+    )]
+    Sharing {
+        /// Node name.
+        hierarchy: String,
+        /// Level name.
+        level: String,
+        /// This level's sharing.
+        shared_by_cores: u32,
+        /// The level above's.
+        previous: u32,
+    },
 }
 
 /// The background simulator's worker stopped.

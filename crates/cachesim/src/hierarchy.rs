@@ -115,6 +115,56 @@ pub struct Hierarchy {
     mem_writebacks: u64,
     split_accesses: u64,
     extra_pieces: u64,
+    /// With the inclusive policy, when a node simulator asks for it: every victim of every
+    /// level (level, line, dirty), so that copies in other cores' caches, kept outside
+    /// this hierarchy, can be back-invalidated too.
+    evict_log: Option<Vec<(usize, u64, bool)>>,
+}
+
+/// Builds level `i` of `cfg` (validated) as [`Hierarchy::new`] does: L1 keeps LRU stamps,
+/// levels below L1 may keep narrow tags, and levels above the last keep hints to the next.
+pub(crate) fn build_level(cfg: &HierarchyConfig, i: usize) -> Level {
+    let n = cfg.levels.len();
+    let mut level = Level::build(&cfg.levels[i], i == 0, i > 0);
+    // Hints index the next level's tag store with a u32.
+    if cfg.inclusion != Inclusion::Exclusive
+        && i + 1 < n
+        && cfg.levels[i + 1].size_bytes / cfg.levels[i + 1].line_bytes < u64::from(NO_HINT)
+    {
+        level.enable_hints();
+    }
+    level
+}
+
+/// What a hierarchy keeps about its L1 beyond the level itself (the memo and the last-line
+/// filter), so that a node simulator can swap one core's L1 for another's.
+#[derive(Clone, Debug)]
+pub(crate) struct L1State {
+    memo: Box<[Memo; MEMO_LEN]>,
+    mru_line: u64,
+    mru_index: usize,
+}
+
+impl L1State {
+    /// The state of an empty L1.
+    pub(crate) fn cold() -> Self {
+        Self {
+            memo: Box::new([NO_MEMO; MEMO_LEN]),
+            mru_line: NO_LINE,
+            mru_index: 0,
+        }
+    }
+
+    /// L1 (whose state this is) no longer holds `line`.
+    pub(crate) fn dropped(&mut self, line: u64) {
+        let m = &mut self.memo[memo_index(line)];
+        if m.line == line {
+            m.line = NO_LINE;
+        }
+        if self.mru_line == line {
+            self.mru_line = NO_LINE;
+        }
+    }
 }
 
 impl Hierarchy {
@@ -123,24 +173,7 @@ impl Hierarchy {
         cfg.validate()?;
         let line_bytes = cfg.levels[0].line_bytes;
         let n = cfg.levels.len();
-        let hints = cfg.inclusion != Inclusion::Exclusive;
-        let levels = cfg
-            .levels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let mut level = Level::build(l, i == 0, i > 0);
-                // Hints index the next level's tag store with a u32.
-                if hints
-                    && i + 1 < n
-                    && cfg.levels[i + 1].size_bytes / cfg.levels[i + 1].line_bytes
-                        < u64::from(NO_HINT)
-                {
-                    level.enable_hints();
-                }
-                level
-            })
-            .collect();
+        let levels = (0..n).map(|i| build_level(&cfg, i)).collect();
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
             line_mask: line_bytes - 1,
@@ -157,6 +190,7 @@ impl Hierarchy {
             mem_writebacks: 0,
             split_accesses: 0,
             extra_pieces: 0,
+            evict_log: None,
         })
     }
 
@@ -598,6 +632,9 @@ impl Hierarchy {
                 }
             }
         }
+        if let Some(log) = &mut self.evict_log {
+            log.push((j, vline, vdirty));
+        }
         if vdirty {
             self.levels[j].writebacks += 1;
             self.write_back(j + 1, vline, below);
@@ -646,6 +683,52 @@ impl Hierarchy {
             victim = next;
         }
         slot.index
+    }
+
+    /// Swaps level `k` with `other` (the same level of another core or group of cores, in
+    /// a node simulator); level 0 goes with `l1`, its memo and last-line filter.
+    pub(crate) fn swap_level(&mut self, k: usize, other: &mut Level, l1: Option<&mut L1State>) {
+        if k == 0 {
+            // The pending store of the fast path belongs to the L1 leaving.
+            self.flush_mru();
+            if let Some(st) = l1 {
+                std::mem::swap(&mut self.memo, &mut st.memo);
+                std::mem::swap(&mut self.mru_line, &mut st.mru_line);
+                std::mem::swap(&mut self.mru_index, &mut st.mru_index);
+            } else {
+                self.memo.fill(NO_MEMO);
+                self.mru_line = NO_LINE;
+            }
+        }
+        std::mem::swap(&mut self.levels[k], other);
+    }
+
+    /// Logs every victim of the inclusive policy (see [`Hierarchy::take_evictions`]).
+    pub(crate) fn log_evictions(&mut self) {
+        if self.cfg.inclusion == Inclusion::Inclusive {
+            self.evict_log = Some(Vec::new());
+        }
+    }
+
+    /// The victims logged since the last call: (level, line, whether it left dirty).
+    pub(crate) fn take_evictions(&mut self) -> Vec<(usize, u64, bool)> {
+        self.evict_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// A dirty copy of `line`, found outside this hierarchy above level `j`, left with
+    /// the clean victim `line` of level `j`: one write-back from level `j`, as when the
+    /// copy is found in this hierarchy.
+    pub(crate) fn write_back_from(&mut self, j: usize, line: u64) {
+        self.levels[j].writebacks += 1;
+        self.write_back(j + 1, line, NO_HINT);
+    }
+
+    /// The line number of `addr`.
+    pub(crate) fn line_of(&self, addr: u64) -> u64 {
+        addr >> self.line_shift
     }
 
     /// Counters since construction or the last [`Hierarchy::flush_stats`] / reset.

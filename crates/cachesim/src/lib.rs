@@ -16,6 +16,8 @@
 //!
 //! - [`Hierarchy`]: one hierarchy, fed access by access or in batches.
 //! - [`MultiSim`]: several hierarchies fed from one stream.
+//! - [`NodeSim`]: a node's caches fed with several threads' accesses: private levels per
+//!   core, shared levels per group of cores, threads placed on cores.
 //! - [`BackgroundSim`]: a [`MultiSim`] on a worker thread behind a bounded buffer queue.
 //! - [`lackey`]: reads valgrind lackey traces (used to validate against cachegrind).
 //!
@@ -49,6 +51,7 @@ mod hierarchy;
 pub mod lackey;
 mod level;
 mod multi;
+mod node;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
@@ -58,6 +61,7 @@ pub use config::{CacheConfig, HierarchyConfig, Inclusion, Replacement};
 pub use error::{BackgroundError, ConfigError, TraceError};
 pub use hierarchy::Hierarchy;
 pub use multi::MultiSim;
+pub use node::{NodeConfig, NodeLevel, NodeSim, Placement, ThreadStats};
 pub use stats::{HierarchyStats, LevelStats};
 
 /// What a batch may hold: [`Access`] or [`PackedAccess`].

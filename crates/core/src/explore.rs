@@ -245,10 +245,14 @@ pub fn apply(
                 if private {
                     l.node_gbs = l.node_gbs.map(|x| x * r);
                 }
-                if let Some(g) = &mut l.cache
-                    && g.shared_by_cores == Some(m.cores())
-                {
-                    g.shared_by_cores = Some(new_cores);
+                if let Some(g) = &mut l.cache {
+                    // A cache of the whole node stays the node's; one of each socket, the
+                    // socket's.
+                    if g.shared_by_cores == Some(m.cores()) {
+                        g.shared_by_cores = Some(new_cores);
+                    } else if m.sockets > 1 && g.shared_by_cores == Some(m.cores_per_socket) {
+                        g.shared_by_cores = Some(*c);
+                    }
                 }
             }
         }

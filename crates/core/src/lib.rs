@@ -2,7 +2,8 @@
 //!
 //! Machine descriptions ([`machine`]), application profiles ([`profile`]), cache-aware
 //! rooflines ([`roofline`]), relative performance projection ([`project`]) after Gavoille
-//! (2024 thesis, chapters 6 and 7) and design-space exploration ([`explore`]). Pure
+//! (2024 thesis, chapters 6 and 7), node rooflines from per-thread profiles ([`node`]) and
+//! design-space exploration ([`explore`]). Pure
 //! functions and types: no I/O besides (de)serialization and one atomic file writer
 //! ([`fs::write_atomic`]) that every command's output goes through.
 #![deny(missing_docs)]
@@ -16,6 +17,7 @@ pub mod kind;
 pub mod library;
 pub mod load;
 pub mod machine;
+pub mod node;
 pub mod profile;
 pub mod project;
 pub mod range;

@@ -10,7 +10,9 @@
 //! * Node (chapter 7, scope [`Scope::Node`]): per-core share of the node ceilings (eq. 7.1),
 //!   hit-ratio weighted harmonic bandwidth per level (eq. 7.2), per-thread OIs (eq. 7.3), one
 //!   point per level and thread (eq. 7.4), node interval = [sum of the per-thread minima,
-//!   sum of the per-thread maxima] (eq. 7.5). Source and target need the same thread count.
+//!   sum of the per-thread maxima] (eq. 7.5). Source and target need the same thread count,
+//!   or one source thread: then every target thread keeps the source's efficiency per level
+//!   (projecting a change of thread count, e.g. 1 to 2 threads of the same binary).
 //! * [`Method::Kwack`]: the baseline of Kwack et al.: unweighted peak, main-memory OI and
 //!   main-memory roofline only, one point.
 //!
@@ -150,6 +152,10 @@ pub struct Point {
 }
 
 /// The projection of one thread (node scope).
+///
+/// With one source thread and several target threads, the points give each target
+/// thread's rate as if it ran alone, and the interval its part of the node's rate: its
+/// FLOPs over the slowest thread's projected time (the threads of a region finish together).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadProjection {
@@ -351,6 +357,7 @@ pub fn project(
 
     let mut points = Vec::new();
     let mut threads = Vec::new();
+    let mut scaling = false;
     let src_ceiling0;
     let tgt_ceiling0;
     match opts.scope {
@@ -393,19 +400,24 @@ pub fn project(
             }
         }
         Scope::Node => {
-            if source.threads.len() != target.threads.len() {
+            // One source thread projects onto any number of target threads: each target
+            // thread keeps the source's efficiency per level (a change of thread count).
+            scaling = source.threads.len() == 1 && target.threads.len() > 1;
+            if source.threads.len() != target.threads.len() && !scaling {
                 return Err(Error::mismatch(
                     format!(
                         "the source has {} threads and the target {}",
                         source.threads.len(),
                         target.threads.len()
                     ),
-                    "the node projection (eqs. 7.1-7.5) needs the same thread count on both sides: profile both binaries with the same number of threads",
+                    "the node projection (eqs. 7.1-7.5) needs the same thread count on both sides, or one source thread: profile both binaries with the same number of threads",
                 ));
             }
             let mut s0 = None;
             let mut t0 = None;
-            for (th, (sm, tm)) in source.threads.iter().zip(target.threads).enumerate() {
+            for (th, tm) in target.threads.iter().enumerate() {
+                let sth = if scaling { 0 } else { th };
+                let sm = &source.threads[sth];
                 let perf = source_gflops * sm.flops / src_flops;
                 let sp = ceiling(&s.c, sm, &mut notes);
                 let tp = ceiling(&t.c, tm, &mut notes);
@@ -413,14 +425,14 @@ pub fn project(
                 t0.get_or_insert(tp);
                 let so = cumulative_oi(sm.flops, &sm.bytes);
                 let to = cumulative_oi(tm.flops, &tm.bytes);
-                let sbw = node_bandwidths(&s, sm, &s_idx[th]);
+                let sbw = node_bandwidths(&s, sm, &s_idx[sth]);
                 let tbw = node_bandwidths(&t, tm, &t_idx[th]);
                 let pts: Vec<Point> = (0..common.len())
                     .map(|k| {
                         point(
                             &common[k],
                             &common[k],
-                            so[s_idx[th][k]],
+                            so[s_idx[sth][k]],
                             to[t_idx[th][k]],
                             sbw[k],
                             tbw[k],
@@ -446,6 +458,32 @@ pub fn project(
             src_ceiling0 = s0.unwrap_or(0.0);
             tgt_ceiling0 = t0.unwrap_or(0.0);
         }
+    }
+    if scaling {
+        // Each target thread's projected rate is its own, as if it ran alone; the threads
+        // of a region finish together, so each one's part of the node's rate is its FLOPs
+        // over the slowest thread's time (thesis A10), and eq. 7.5 sums those.
+        let slowest = |rate: &dyn Fn(&ThreadProjection) -> f64| -> f64 {
+            threads
+                .iter()
+                .zip(target.threads)
+                .filter(|(t, m)| m.flops > 0.0 && rate(t) > 0.0)
+                .map(|(t, m)| m.flops / rate(t))
+                .fold(0.0, f64::max)
+        };
+        let (slow_lo, slow_hi) = (slowest(&|t| t.interval.lo), slowest(&|t| t.interval.hi));
+        for (t, m) in threads.iter_mut().zip(target.threads) {
+            if slow_lo > 0.0 && slow_hi > 0.0 {
+                t.interval = Interval {
+                    lo: m.flops / slow_lo,
+                    hi: m.flops / slow_hi,
+                };
+            }
+        }
+        notes.push(format!(
+            "one source thread onto {} target threads: each target thread keeps the source's efficiency per level; the node's rate is all FLOPs over the slowest thread's projected time",
+            target.threads.len()
+        ));
     }
     let interval = match opts.scope {
         Scope::Core => Interval::of(points.iter().map(|p| p.gflops)),

@@ -1,6 +1,7 @@
 //! Replays a recorded memory-access stream of the hpcscope plugin through the cache
-//! simulator the way `hpcscope mix` does, and reports the time of each stage: the simulator's
-//! speed on a real program's stream, without QEMU in the measurement.
+//! simulator the way `hpcscope mix` does (each thread on its core of each machine's node,
+//! placed compactly), and reports the time of each stage: the simulator's speed on a real
+//! program's stream, without QEMU in the measurement.
 //!
 //! Record a stream (the plugin writes it to file descriptor 3 here):
 //!
@@ -21,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|id| {
             let m = hpcscope_core::library::builtin(id)?;
-            Ok(hpcscope_mix::hierarchy(&m)?)
+            Ok(hpcscope_mix::node(&m)?)
         })
         .collect::<Result<Vec<_>, Box<dyn std::error::Error>>>()?;
     let t0 = Instant::now();
@@ -29,23 +30,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::File::open(path)?.read_to_end(&mut bytes)?;
     let read_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let (stats, records) = hpcscope_mix::replay_stream(&bytes[..], configs)?;
+    let r =
+        hpcscope_mix::replay_stream(&bytes[..], configs, &hpcscope_cachesim::Placement::Compact)?;
+    let (stats, records) = (r.caches, r.records);
     let sim_s = t1.elapsed().as_secs_f64();
     println!(
         "{records} records; read {read_s:.3} s; decode + simulate {sim_s:.3} s ({:.1} M records/s, {:.2} ns per record and hierarchy)",
         records as f64 / sim_s / 1e6,
         sim_s * 1e9 / records as f64 / stats.len().max(1) as f64
     );
-    for s in &stats {
+    for (i, s) in stats.iter().enumerate() {
         let levels: Vec<String> = s
             .levels
             .iter()
             .map(|l| format!("{} {} hits / {} misses", l.name, l.hits, l.misses))
             .collect();
         println!(
-            "{}: {} accesses; {}; MM {} reads, {} write-backs",
+            "{}: {} accesses ({} threads); {}; MM {} reads, {} write-backs",
             s.name,
             s.accesses,
+            r.thread_caches[i].len(),
             levels.join(", "),
             s.memory.accesses,
             s.memory.writebacks

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use hpcscope_cachesim::{Hierarchy, HierarchyConfig, HierarchyStats, MultiSim, PackedAccess};
+use hpcscope_cachesim::{
+    HierarchyStats, NodeConfig, NodeSim, PackedAccess, Placement, ThreadStats,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::elf::Arch;
@@ -188,8 +190,12 @@ pub struct Request {
     pub regions: Vec<(u64, u64)>,
     /// Start/stop scopes, callees included (link-time ranges).
     pub scopes: Vec<(u64, u64)>,
-    /// Hierarchies to simulate (empty: no memory stream).
-    pub hierarchies: Vec<HierarchyConfig>,
+    /// Nodes whose caches to simulate (empty: no memory stream).
+    pub nodes: Vec<NodeConfig>,
+    /// How the guest's threads are placed on each node's cores.
+    pub placement: Placement,
+    /// Variables set in the program's environment (QEMU passes its own to the guest).
+    pub env: Vec<(String, String)>,
     /// Per-TB breakdown.
     pub tbs: bool,
     /// Time limit.
@@ -216,8 +222,10 @@ pub enum Ending {
 pub struct Outcome {
     /// Plugin counts (None when the plugin wrote nothing: QEMU could not start).
     pub counts: Option<PluginOutput>,
-    /// Cache statistics per hierarchy (same order as the request).
+    /// Cache statistics of each node, all threads (same order as the request).
     pub caches: Vec<HierarchyStats>,
+    /// Cache statistics of each node, per thread (same order).
+    pub thread_caches: Vec<Vec<ThreadStats>>,
     /// Memory records read from the stream.
     pub records: u64,
     /// How the program ended.
@@ -253,7 +261,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         plugin_args.push_str(",tbs=on");
     }
     let mut pipe_fds = [-1i32; 2];
-    let simulate = !req.hierarchies.is_empty();
+    let simulate = !req.nodes.is_empty();
     if simulate {
         // A plain pipe: the write end is inherited by QEMU (no close-on-exec), the read end
         // is ours alone.
@@ -269,9 +277,9 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         }
         // Repeated accesses inside the smallest simulated line share a record.
         let line = req
-            .hierarchies
+            .nodes
             .iter()
-            .filter_map(|h| h.levels.first().map(|l| l.line_bytes))
+            .filter_map(|h| h.levels.first().map(|l| l.cache.line_bytes))
             .min()
             .unwrap_or(64);
         plugin_args.push_str(&format!(",mem=on,memfd={},coalesce={line}", pipe_fds[1]));
@@ -299,6 +307,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         });
     }
     let mut child = cmd
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
         .arg("-cpu")
         .arg(&cpu)
         .arg("-plugin")
@@ -318,21 +327,27 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         unsafe { libc::close(pipe_fds[1]) };
         // SAFETY: the read end is a valid descriptor we own from here on.
         let file = unsafe { File::from_raw_fd(pipe_fds[0]) };
-        let sim =
-            MultiSim::new(req.hierarchies.clone()).map_err(|e| MixError::Run(e.to_string()))?;
+        let sims = req
+            .nodes
+            .iter()
+            .map(|n| NodeSim::new(n.clone(), req.placement.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| MixError::Run(e.to_string()))?;
         // QEMU's vCPU thread keeps one CPU busy: leave it one.
-        Some(std::thread::spawn(move || read_stream(file, sim, 1)))
+        Some(std::thread::spawn(move || read_stream(file, sims, 1)))
     } else {
         None
     };
     let ending = wait(&mut child, req.timeout)?;
     let wall_s = start.elapsed().as_secs_f64();
-    let (caches, records) = match reader {
+    let (nodes, records) = match reader {
         Some(h) => h
             .join()
             .map_err(|_| MixError::Run("the stream reader panicked".into()))??,
         None => (Vec::new(), 0),
     };
+    let caches = nodes.iter().map(NodeSim::stats).collect();
+    let thread_caches = nodes.iter().map(NodeSim::thread_stats).collect();
     // The final counts, or else the plugin's last snapshot (written every 250 ms): QEMU 7.2
     // skips the plugins' exit callbacks when the guest dies of a signal.
     let partial_json = dir.join("counts.json.partial");
@@ -353,6 +368,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
     Ok(Outcome {
         counts,
         caches,
+        thread_caches,
         records,
         ending,
         wall_s,
@@ -419,55 +435,287 @@ fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<En
 }
 
 /// Stream magic (see the plugin's README).
-const MAGIC: &[u8; 8] = b"HPCSMT02";
+const MAGIC: &[u8; 8] = b"HPCSMT03";
+
+/// Top byte of a thread marker record (see the plugin's README).
+const MARKER_TOP: u64 = 0x7f;
 
 /// Records per stream buffer (1 MiB).
 const STREAM_BUF: usize = 1 << 17;
 
-/// Reads the plugin's stream and simulates it in every hierarchy of `sim`.
+/// Top byte of the marker of a thread that exited.
+const END_TOP: u64 = 0x7e;
+
+/// A run of one thread's records in a buffer: (thread, start, end).
+type Run = (u32, usize, usize);
+
+/// What a buffer of the stream holds, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Records of a thread (possibly none: a thread's marker alone, when it starts).
+    Run(u32, usize, usize),
+    /// A thread exited.
+    Ended(u32),
+}
+
+/// Cuts the records of a buffer into runs of one thread each, at the thread markers; the
+/// thread of the last marker carries over to the next buffer. Returns the access records
+/// (markers left out).
+#[derive(Debug, Default)]
+pub(crate) struct Demux {
+    thread: u32,
+}
+
+impl Demux {
+    pub(crate) fn split(&mut self, recs: &[PackedAccess], events: &mut Vec<Event>) -> u64 {
+        events.clear();
+        let mut start = 0;
+        let mut markers = 0u64;
+        // A marker opens a run even if no record follows it (a thread that starts).
+        let mut open = false;
+        for (i, r) in recs.iter().enumerate() {
+            let top = r.0 >> 56;
+            if top == MARKER_TOP || top == END_TOP {
+                if i > start || open {
+                    events.push(Event::Run(self.thread, start, i));
+                }
+                markers += 1;
+                start = i + 1;
+                if top == MARKER_TOP {
+                    self.thread = r.0 as u32;
+                    open = true;
+                } else {
+                    events.push(Event::Ended(r.0 as u32));
+                    open = false;
+                }
+            }
+        }
+        if recs.len() > start || open {
+            events.push(Event::Run(self.thread, start, recs.len()));
+        }
+        recs.len() as u64 - markers
+    }
+}
+
+/// Records of one thread that may wait for a thread behind it (2 MiB).
+const PACE_BOUND: usize = 1 << 18;
+/// A thread that sent nothing for this long is idle: nobody waits for it.
+const PACE_IDLE: Duration = Duration::from_secs(1);
+
+/// One thread of a [`Pacer`].
+#[derive(Debug)]
+struct Paced {
+    /// Records of this thread fed to the simulator, from where it joined the others.
+    clock: u64,
+    /// Runs waiting for a thread behind this one.
+    queue: std::collections::VecDeque<Vec<PackedAccess>>,
+    queued: usize,
+    last: Instant,
+}
+
+/// Feeds the threads' runs to the simulator at equal rates: threads as if they ran
+/// simultaneously, each at the same number of accesses per unit of time.
 ///
-/// With several hierarchies and host CPUs to spare beyond the `reserved` ones (the
-/// producer's: QEMU keeps one busy), the hierarchies are spread over worker threads (one
-/// per spare CPU, at most one per hierarchy) that each simulate every buffer: the
-/// hierarchies are independent, so the stream is read once and shared. A bounded queue per
-/// worker keeps memory bounded when a worker falls behind. Otherwise the reading thread
-/// simulates every hierarchy itself: on a 2-CPU machine that beats worker threads that
-/// share QEMU's CPU (they copy every buffer and compete for the host's caches).
+/// The stream interleaves the threads in the order their batches were written, which
+/// follows how the host scheduled QEMU's threads: a thread may run ahead of another by
+/// many batches (a thread woken late at the start of a parallel region, a host CPU taken
+/// by another process). Each thread's clock counts the records fed so far; a thread's
+/// runs wait while another thread that sent records in the last [`PACE_IDLE`] is behind
+/// it and has none waiting, up to [`PACE_BOUND`] records, after which they go anyway. A
+/// thread that is new or was idle (nothing for [`PACE_IDLE`]) resumes at the most advanced
+/// clock of the others, so that it does not race ahead of them to make up for a time it did
+/// not run.
+#[derive(Debug, Default)]
+pub(crate) struct Pacer {
+    threads: std::collections::BTreeMap<u32, Paced>,
+}
+
+impl Pacer {
+    /// The most advanced clock of the threads other than `except`: where the others are.
+    fn present(&self, except: u32) -> u64 {
+        self.threads
+            .iter()
+            .filter(|(t, _)| **t != except)
+            .map(|(_, p)| p.clock)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether thread `c` must wait: an active thread behind it has nothing waiting.
+    fn blocked(&self, c: u32, now: Instant) -> bool {
+        let clock = self.threads[&c].clock;
+        self.threads.iter().any(|(t, p)| {
+            *t != c && p.queued == 0 && p.clock < clock && now.duration_since(p.last) < PACE_IDLE
+        })
+    }
+
+    /// Thread `t`'s next run `recs`, arrived at `now`; `feed` simulates what may go.
+    pub(crate) fn push(
+        &mut self,
+        t: u32,
+        recs: &[PackedAccess],
+        now: Instant,
+        feed: &mut impl FnMut(u32, &[PackedAccess]),
+    ) {
+        let present = self.present(t);
+        let p = self.threads.entry(t).or_insert(Paced {
+            clock: present,
+            queue: Default::default(),
+            queued: 0,
+            last: now,
+        });
+        if p.queued == 0 && now.duration_since(p.last) >= PACE_IDLE {
+            p.clock = p.clock.max(present);
+        }
+        p.last = now;
+        if recs.is_empty() {
+            // A thread that starts: the others may have to wait for it from now on.
+            return;
+        }
+        if p.queued == 0 && !self.blocked(t, now) {
+            feed(t, recs);
+            self.threads.get_mut(&t).expect("just inserted").clock += recs.len() as u64;
+        } else {
+            let p = self.threads.get_mut(&t).expect("just inserted");
+            p.queue.push_back(recs.to_vec());
+            p.queued += recs.len();
+        }
+        self.drain(now, false, feed);
+    }
+
+    /// Thread `t` exited: nobody waits for it any more.
+    pub(crate) fn ended(
+        &mut self,
+        t: u32,
+        now: Instant,
+        feed: &mut impl FnMut(u32, &[PackedAccess]),
+    ) {
+        if let Some(p) = self.threads.get_mut(&t) {
+            p.last = now.checked_sub(PACE_IDLE * 2).unwrap_or(p.last);
+        }
+        self.drain(now, false, feed);
+    }
+
+    /// What a buffer of the stream holds, in order.
+    pub(crate) fn events(
+        &mut self,
+        b: &[PackedAccess],
+        events: &[Event],
+        now: Instant,
+        feed: &mut impl FnMut(u32, &[PackedAccess]),
+    ) {
+        for e in events {
+            match *e {
+                Event::Run(t, a, z) => self.push(t, &b[a..z], now, feed),
+                Event::Ended(t) => self.ended(t, now, feed),
+            }
+        }
+    }
+
+    /// Feeds waiting runs, the thread furthest behind first, while they may go (all of
+    /// them with `all`).
+    fn drain(&mut self, now: Instant, all: bool, feed: &mut impl FnMut(u32, &[PackedAccess])) {
+        loop {
+            let Some(c) = self
+                .threads
+                .iter()
+                .filter(|(_, p)| p.queued > 0)
+                .min_by_key(|(_, p)| p.clock)
+                .map(|(t, _)| *t)
+            else {
+                return;
+            };
+            if !all && self.threads[&c].queued < PACE_BOUND && self.blocked(c, now) {
+                return;
+            }
+            let p = self.threads.get_mut(&c).expect("a waiting thread");
+            let run = p.queue.pop_front().expect("queued > 0");
+            p.queued -= run.len();
+            p.clock += run.len() as u64;
+            feed(c, &run);
+        }
+    }
+
+    /// The stream ended: everything waiting goes.
+    pub(crate) fn finish(&mut self, feed: &mut impl FnMut(u32, &[PackedAccess])) {
+        self.drain(Instant::now(), true, feed);
+    }
+}
+
+/// Reads the plugin's stream and simulates each thread's accesses on every node of `sims`,
+/// paced by a [`Pacer`].
+///
+/// With several nodes and host CPUs to spare beyond the `reserved` ones (the producer's:
+/// QEMU keeps one busy), the nodes are spread over worker threads (one per spare CPU, at
+/// most one per node) that each simulate every buffer: the nodes are independent, so the
+/// stream is read once and shared. A bounded queue per worker keeps memory bounded when a
+/// worker falls behind. Otherwise the reading thread simulates every node itself: on a
+/// 2-CPU machine that beats worker threads that share QEMU's CPU (they copy every buffer
+/// and compete for the host's caches).
 pub(crate) fn read_stream(
     f: impl Read,
-    sim: MultiSim,
+    sims: Vec<NodeSim>,
     reserved: usize,
-) -> Result<(Vec<HierarchyStats>, u64), MixError> {
+) -> Result<(Vec<NodeSim>, u64), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = cpus.saturating_sub(reserved).min(sim.len());
+    let workers = cpus.saturating_sub(reserved).min(sims.len());
+    let mut demux = Demux::default();
+    let mut pacer = Pacer::default();
+    let mut runs: Vec<Event> = Vec::new();
     if workers <= 1 {
-        let mut sim = sim;
-        let records = for_each_batch(f, |b| sim.access_batch(b))?;
-        return Ok((sim.stats(), records));
+        let mut sims = sims;
+        let mut records = 0;
+        let mut feed = |t: u32, r: &[PackedAccess]| {
+            for sim in sims.iter_mut() {
+                sim.access_batch(t, r);
+            }
+        };
+        for_each_batch(f, |b| {
+            records += demux.split(b, &mut runs);
+            pacer.events(b, &runs, Instant::now(), &mut feed);
+        })?;
+        pacer.finish(&mut feed);
+        return Ok((sims, records));
     }
-    // Hierarchy i goes to worker i % workers; stats come back in the original order.
-    let n = sim.len();
-    let mut groups: Vec<Vec<Hierarchy>> = (0..workers).map(|_| Vec::new()).collect();
-    for (i, h) in sim.into_hierarchies().into_iter().enumerate() {
+    // Node i goes to worker i % workers; they come back in the original order.
+    let n = sims.len();
+    let mut groups: Vec<Vec<NodeSim>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, h) in sims.into_iter().enumerate() {
         groups[i % workers].push(h);
     }
+    type Shared = (Arc<Vec<PackedAccess>>, Arc<Vec<Run>>);
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for g in groups {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Vec<PackedAccess>>>(4);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Shared>(4);
             senders.push(tx);
             handles.push(scope.spawn(move || {
-                let mut sim = MultiSim::from_hierarchies(g);
-                for b in rx {
-                    sim.access_batch(&b);
+                let mut g = g;
+                for (b, runs) in rx {
+                    for sim in &mut g {
+                        for &(t, a, e) in runs.iter() {
+                            sim.access_batch(t, &b[a..e]);
+                        }
+                    }
                 }
-                sim.stats()
+                g
             }));
         }
-        // Buffers come back for reuse once every worker has dropped its reference.
+        // What the pacer lets go, gathered into buffers that every worker simulates; the
+        // buffers come back for reuse once every worker has dropped its reference.
         let mut pool: Vec<Arc<Vec<PackedAccess>>> = Vec::new();
-        let read = for_each_batch(f, |b| {
+        let out: std::cell::RefCell<(Vec<PackedAccess>, Vec<Run>)> = Default::default();
+        let mut feed = |t: u32, r: &[PackedAccess]| {
+            let mut o = out.borrow_mut();
+            let start = o.0.len();
+            o.1.push((t, start, start + r.len()));
+            o.0.extend_from_slice(r);
+        };
+        let mut send = |out: &mut (Vec<PackedAccess>, Vec<Run>)| {
+            if out.0.is_empty() {
+                return;
+            }
             let mut buf = pool
                 .iter()
                 .position(|a| Arc::strong_count(a) == 1)
@@ -475,36 +723,43 @@ pub(crate) fn read_stream(
                 .unwrap_or_default();
             let v = Arc::get_mut(&mut buf).expect("no other reference");
             v.clear();
-            v.extend_from_slice(b);
+            v.extend_from_slice(&out.0);
+            let shared_runs = Arc::new(std::mem::take(&mut out.1));
+            out.0.clear();
             for tx in &senders {
                 // A worker that stopped has panicked: its join below reports it.
-                let _ = tx.send(Arc::clone(&buf));
+                let _ = tx.send((Arc::clone(&buf), Arc::clone(&shared_runs)));
             }
             pool.push(buf);
+        };
+        let mut records = 0;
+        let read = for_each_batch(f, |b| {
+            records += demux.split(b, &mut runs);
+            pacer.events(b, &runs, Instant::now(), &mut feed);
+            send(&mut out.borrow_mut());
         });
+        pacer.finish(&mut feed);
+        send(&mut out.borrow_mut());
         drop(senders);
-        let mut stats: Vec<Option<HierarchyStats>> = vec![None; n];
+        let mut done: Vec<Option<NodeSim>> = (0..n).map(|_| None).collect();
         for (w, h) in handles.into_iter().enumerate() {
-            let s = h
+            let g = h
                 .join()
                 .map_err(|_| MixError::Run("a cache-simulation thread panicked".into()))?;
-            for (k, st) in s.into_iter().enumerate() {
-                stats[w + k * workers] = Some(st);
+            for (k, sim) in g.into_iter().enumerate() {
+                done[w + k * workers] = Some(sim);
             }
         }
-        let records = read?;
+        read?;
         Ok((
-            stats
-                .into_iter()
-                .map(|s| s.expect("every hierarchy"))
-                .collect(),
+            done.into_iter().map(|s| s.expect("every node")).collect(),
             records,
         ))
     })
 }
 
 /// Reads the plugin's stream (header, then 8-byte records) and hands the records to `f` in
-/// batches, in order; returns the number of records.
+/// batches, in order (thread markers included); returns the number of records read.
 fn for_each_batch(
     mut f: impl Read,
     mut each: impl FnMut(&[PackedAccess]),
@@ -558,4 +813,80 @@ fn for_each_batch(
         filled = rest;
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pacer_lets_threads_advance_at_equal_rates() {
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
+        let run = |base: u64, n: u64| (0..n).map(|i| a(base + i * 8)).collect::<Vec<_>>();
+        let mut p = Pacer::default();
+        let fed: std::cell::RefCell<Vec<(u32, usize)>> = Default::default();
+        let mut feed = |t: u32, r: &[PackedAccess]| fed.borrow_mut().push((t, r.len()));
+        let take = || std::mem::take(&mut *fed.borrow_mut());
+        let t0 = Instant::now();
+        // Thread 1 joins after thread 0's first run (at its clock, 10); thread 0 then sends
+        // three runs at once: the first goes (both at 20), the others wait for thread 1,
+        // which has just been running, and go in turn with its runs once they come.
+        p.push(0, &run(0, 10), t0, &mut feed);
+        p.push(1, &run(1000, 10), t0, &mut feed);
+        for _ in 0..3 {
+            p.push(0, &run(0, 10), t0, &mut feed);
+        }
+        for _ in 0..3 {
+            p.push(1, &run(1000, 10), t0, &mut feed);
+        }
+        assert_eq!(
+            take(),
+            [
+                (0, 10),
+                (1, 10),
+                (0, 10),
+                (0, 10),
+                (1, 10),
+                (0, 10),
+                (1, 10),
+                (1, 10)
+            ]
+        );
+        // Thread 1 falls silent: after PACE_IDLE nobody waits for it.
+        let later = t0 + PACE_IDLE * 2;
+        p.push(0, &run(0, 10), later, &mut feed);
+        p.push(0, &run(0, 10), later, &mut feed);
+        assert_eq!(take(), [(0, 10), (0, 10)]);
+        // It resumes at thread 0's clock, not 20 records behind: no catching up alone.
+        let resume = later + PACE_IDLE * 2;
+        p.push(1, &run(1000, 10), resume, &mut feed);
+        p.push(0, &run(0, 10), resume, &mut feed);
+        assert_eq!(take(), [(1, 10), (0, 10)]);
+        // A thread far ahead goes on once it holds PACE_BOUND records.
+        let big = run(0, PACE_BOUND as u64);
+        p.push(0, &big, resume, &mut feed);
+        assert_eq!(take(), [(0, PACE_BOUND)]);
+        p.finish(&mut feed);
+    }
+
+    #[test]
+    fn markers_cut_the_stream_into_thread_runs() {
+        let m = |t: u64| PackedAccess(MARKER_TOP << 56 | t);
+        let end = |t: u64| PackedAccess(END_TOP << 56 | t);
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
+        let mut d = Demux::default();
+        let mut ev = Vec::new();
+        use Event::{Ended, Run};
+        // Thread 0's records, then thread 3's, cut in the middle of thread 3's batch.
+        let b1 = [m(0), a(1), a(2), m(3), a(4)];
+        assert_eq!(d.split(&b1, &mut ev), 3);
+        assert_eq!(ev, [Run(0, 1, 3), Run(3, 4, 5)]);
+        // The next buffer goes on with thread 3; thread 1 starts (its marker alone), thread
+        // 3 ends, thread 2 sends a record.
+        let b2 = [a(5), a(6), m(1), end(3), m(2), a(7)];
+        assert_eq!(d.split(&b2, &mut ev), 3);
+        assert_eq!(ev, [Run(3, 0, 2), Run(1, 3, 3), Ended(3), Run(2, 5, 6)]);
+        assert_eq!(d.split(&[], &mut ev), 0);
+        assert!(ev.is_empty());
+    }
 }

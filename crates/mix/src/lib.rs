@@ -17,7 +17,9 @@ pub mod tools;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hpcscope_cachesim::{CacheConfig, HierarchyConfig, HierarchyStats, Inclusion};
+use hpcscope_cachesim::{
+    CacheConfig, HierarchyConfig, HierarchyStats, Inclusion, NodeConfig, NodeLevel, ThreadStats,
+};
 use hpcscope_core::machine::LevelKind;
 use hpcscope_core::profile::{BinaryIdentity, LevelBytes, Memory, Region, ThreadMetrics};
 use hpcscope_core::{Machine, Precision, Profile};
@@ -26,6 +28,8 @@ use serde::Serialize;
 pub use elf::{Arch, ElfInfo};
 pub use emulate::{Ending, PluginOutput, RegionCounts, ThreadCounts, Totals};
 pub use error::MixError;
+/// How threads are placed on the simulated nodes' cores.
+pub use hpcscope_cachesim::Placement;
 
 /// What to analyse and how.
 #[derive(Debug, Clone, Default)]
@@ -53,6 +57,11 @@ pub struct MixOptions {
     pub application: Option<String>,
     /// Per-function breakdown.
     pub per_function: bool,
+    /// How the program's threads are placed on each simulated node's cores.
+    pub placement: Placement,
+    /// Variables added to the program's environment, natively and under emulation
+    /// (`OMP_NUM_THREADS`...).
+    pub env: Vec<(String, String)>,
 }
 
 /// Counts of one function (per-function breakdown).
@@ -87,8 +96,13 @@ pub struct VariantReport {
     pub emulation_s: f64,
     /// Memory records simulated.
     pub records: u64,
-    /// Cache statistics per machine.
+    /// Cache statistics per machine (all threads).
     pub caches: Vec<HierarchyStats>,
+    /// Cache statistics per machine and thread (same order as `caches`), with the core
+    /// each thread was placed on.
+    pub thread_caches: Vec<Vec<ThreadStats>>,
+    /// How the threads were placed on the simulated nodes' cores.
+    pub placement: String,
     /// One profile per machine (same order as the options' machines).
     pub profiles: Vec<Profile>,
     /// Per-function breakdown, largest FLOPs first.
@@ -131,17 +145,72 @@ pub struct MixReport {
     pub notes: Vec<String>,
 }
 
-/// Simulates a recorded memory-access stream of the plugin (`mem=on`: the `HPCSMT02` header,
-/// then 8-byte records) through `configs`, as `hpcscope mix` does while QEMU runs; returns
-/// each hierarchy's counters and the number of records.
+/// What [`replay_stream`] found.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// Each node's counters, all threads.
+    pub caches: Vec<HierarchyStats>,
+    /// Each node's counters per thread.
+    pub thread_caches: Vec<Vec<ThreadStats>>,
+    /// Access records simulated (thread markers left out).
+    pub records: u64,
+}
+
+/// Simulates a recorded memory-access stream of the plugin (`mem=on`: the `HPCSMT03` header,
+/// then batches of 8-byte records, each after its thread's marker) on the caches of
+/// `nodes`, each thread on its core per `placement`, as `hpcscope mix` does while QEMU runs.
 pub fn replay_stream(
     stream: impl std::io::Read,
-    configs: Vec<HierarchyConfig>,
-) -> Result<(Vec<HierarchyStats>, u64), MixError> {
-    let sim =
-        hpcscope_cachesim::MultiSim::new(configs).map_err(|e| MixError::Run(e.to_string()))?;
+    nodes: Vec<NodeConfig>,
+    placement: &Placement,
+) -> Result<Replay, MixError> {
+    let sims = nodes
+        .into_iter()
+        .map(|n| hpcscope_cachesim::NodeSim::new(n, placement.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| MixError::Run(e.to_string()))?;
     // No producer to leave a CPU to.
-    emulate::read_stream(stream, sim, 0)
+    let (sims, records) = emulate::read_stream(stream, sims, 0)?;
+    Ok(Replay {
+        caches: sims.iter().map(|s| s.stats()).collect(),
+        thread_caches: sims.iter().map(|s| s.thread_stats()).collect(),
+        records,
+    })
+}
+
+/// The caches of a machine's node, for the simulator: its cache levels (see [`hierarchy`])
+/// with how many cores share each (`shared_by_cores`, private when not given), and its
+/// cores.
+pub fn node(m: &Machine) -> Result<NodeConfig, MixError> {
+    let h = hierarchy(m)?;
+    let levels = h
+        .levels
+        .into_iter()
+        .map(|cache| {
+            let shared_by_cores = m
+                .level(&cache.name)
+                .and_then(|l| l.cache.as_ref())
+                .and_then(|g| g.shared_by_cores)
+                .unwrap_or(1)
+                .max(1);
+            NodeLevel {
+                cache,
+                shared_by_cores,
+            }
+        })
+        .collect();
+    let cfg = NodeConfig {
+        name: h.name,
+        levels,
+        cores: m.cores(),
+        inclusion: h.inclusion,
+    };
+    cfg.validate().map_err(|e| MixError::Machine {
+        machine: m.id.clone(),
+        message: e.to_string(),
+        fix: "fix shared_by_cores in the machine file: each level's must be a multiple of the level above's".into(),
+    })?;
+    Ok(cfg)
 }
 
 /// The cache hierarchy of a machine, for the simulator: every cache level must have a
@@ -221,11 +290,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     }
     let qemu = tools::qemu(info.arch)?;
     let plugin = tools::plugin()?;
-    let hierarchies: Vec<HierarchyConfig> = opts
-        .machines
-        .iter()
-        .map(hierarchy)
-        .collect::<Result<_, _>>()?;
+    let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
     let resolve = |names: &[String],
                    info: &ElfInfo,
                    path: &std::path::Path|
@@ -253,6 +318,8 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     // CPU-clock sampling so that a region's own time is measured.
     let mut native_times_s = Vec::new();
     let mut region_times_s = Vec::new();
+    // Per sampled run, the in-region samples of each thread (by thread id).
+    let mut thread_samples: Vec<Vec<u64>> = Vec::new();
     // Samples over every sampled run: (runs, samples, in the region).
     let mut pooled = (0u64, 0u64, 0u64);
     let native_ok = Arch::host() == Some(info.arch) && opts.sve_bits.is_empty();
@@ -270,9 +337,10 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     && started.elapsed() < EXTRA_RUNS_BUDGET)
             {
                 runs += 1;
-                let s = sample::run(
+                let s = sample::run_env(
                     &opts.program,
                     &opts.args,
+                    &opts.env,
                     &regions,
                     info.lowest_vaddr,
                     info.pie,
@@ -295,6 +363,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     ));
                     native_times_s.clear();
                     region_times_s.clear();
+                    thread_samples.clear();
                     pooled = (0, 0, 0);
                     break;
                 }
@@ -309,6 +378,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     pooled.0 += 1;
                     pooled.1 += s.samples;
                     pooled.2 += s.in_region;
+                    thread_samples.push(s.threads.iter().map(|t| t.in_region).collect());
                 }
             }
         } else {
@@ -326,47 +396,57 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         opts.sve_bits.iter().map(|b| Some(*b)).collect()
     };
     // The cache stream of a separate binary does not depend on the vector length: simulate it once.
-    let mut shared_caches: Option<(Vec<HierarchyStats>, u64)> = None;
+    let mut shared_caches: Option<(Vec<HierarchyStats>, Vec<Vec<ThreadStats>>, u64)> = None;
     if let (Some(cb), Some(ci)) = (&opts.cache_binary, &cache_info) {
-        let o = emulate::run(&emulate::Request {
-            qemu: tools::qemu(ci.arch)?,
-            plugin: plugin.clone(),
-            program: cb.clone(),
-            args: opts.args.clone(),
-            arch: ci.arch,
-            sve_bits: None,
-            regions: resolve(&opts.functions, ci, cb)?,
-            scopes: resolve(&opts.scope, ci, cb)?,
-            hierarchies: hierarchies.clone(),
-            tbs: false,
-            timeout: opts.timeout,
-        })?;
+        let o = run_emulation(
+            &mut notes,
+            &emulate::Request {
+                qemu: tools::qemu(ci.arch)?,
+                plugin: plugin.clone(),
+                program: cb.clone(),
+                args: opts.args.clone(),
+                arch: ci.arch,
+                sve_bits: None,
+                regions: resolve(&opts.functions, ci, cb)?,
+                scopes: resolve(&opts.scope, ci, cb)?,
+                nodes: nodes.clone(),
+                placement: opts.placement.clone(),
+                env: opts.env.clone(),
+                tbs: false,
+                timeout: opts.timeout,
+            },
+        )?;
         notes.push(format!(
             "cache behaviour simulated on {} ({} accesses)",
             cb.display(),
             o.records
         ));
-        shared_caches = Some((o.caches, o.records));
+        shared_caches = Some((o.caches, o.thread_caches, o.records));
     }
     let mut variants = Vec::new();
     for sve in lengths {
-        let o = emulate::run(&emulate::Request {
-            qemu: qemu.clone(),
-            plugin: plugin.clone(),
-            program: opts.program.clone(),
-            args: opts.args.clone(),
-            arch: info.arch,
-            sve_bits: sve,
-            regions: regions.clone(),
-            scopes: scopes.clone(),
-            hierarchies: if shared_caches.is_some() {
-                Vec::new()
-            } else {
-                hierarchies.clone()
+        let o = run_emulation(
+            &mut notes,
+            &emulate::Request {
+                qemu: qemu.clone(),
+                plugin: plugin.clone(),
+                program: opts.program.clone(),
+                args: opts.args.clone(),
+                arch: info.arch,
+                sve_bits: sve,
+                regions: regions.clone(),
+                scopes: scopes.clone(),
+                nodes: if shared_caches.is_some() {
+                    Vec::new()
+                } else {
+                    nodes.clone()
+                },
+                placement: opts.placement.clone(),
+                env: opts.env.clone(),
+                tbs: opts.per_function,
+                timeout: opts.timeout,
             },
-            tbs: opts.per_function,
-            timeout: opts.timeout,
-        })?;
+        )?;
         let Some(counts) = o.counts.clone() else {
             let how = match &o.ending {
                 Ending::Signal(s) => format!("was killed by signal {s}{}", signal_name(*s)),
@@ -385,9 +465,9 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         };
         let partial = o.ending != Ending::Success;
-        let (caches, records) = match &shared_caches {
-            Some((c, r)) => (c.clone(), *r),
-            None => (o.caches.clone(), o.records),
+        let (caches, thread_caches, records) = match &shared_caches {
+            Some((c, t, r)) => (c.clone(), t.clone(), *r),
+            None => (o.caches.clone(), o.thread_caches.clone(), o.records),
         };
         let mut vnotes = Vec::new();
         match &o.ending {
@@ -403,6 +483,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 vnotes.push("the emulation reached the time limit: counts are partial".to_string())
             }
         }
+        let n_threads = thread_list(&counts).len();
         let time_s = if regions.is_empty() && scopes.is_empty() {
             median(&native_times_s)
         } else if !scopes.is_empty() {
@@ -424,21 +505,37 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             }
             None
         };
+        // The region of a program with threads: each thread's CPU time in it.
+        let thread_times = if n_threads > 1 && !regions.is_empty() && scopes.is_empty() {
+            per_thread_times(&thread_samples, pooled, n_threads, &mut vnotes)
+        } else {
+            None
+        };
         let mut profiles = Vec::new();
-        for (m, st) in opts.machines.iter().zip(&caches) {
-            profiles.push(profile(
+        for (i, (m, st)) in opts.machines.iter().zip(&caches).enumerate() {
+            let empty = Vec::new();
+            let per_thread = thread_caches.get(i).unwrap_or(&empty);
+            let mut p = profile(
                 &application,
                 opts,
                 &info,
                 &counts,
                 m,
                 st,
+                per_thread,
                 records,
                 sve,
                 time_s,
+                thread_times.as_deref(),
                 partial,
                 &vnotes,
-            )?);
+            )?;
+            if n_threads > 1
+                && let Ok(n) = &node(m)
+            {
+                p.notes.push(node_note(n, per_thread, &opts.placement));
+            }
+            profiles.push(p);
         }
         let functions = if opts.per_function {
             per_function(&counts, &info)
@@ -453,6 +550,8 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             emulation_s: o.wall_s,
             records,
             caches,
+            thread_caches,
+            placement: opts.placement.label(),
             profiles,
             functions,
         });
@@ -467,6 +566,25 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         variants,
         notes,
     })
+}
+
+/// Runs one emulation, and once more when QEMU killed the program with SIGTRAP: QEMU 7.2
+/// does that now and then to x86-64 builds that run fine natively (bare `qemu-x86_64`
+/// too, without the plugin: 3 and 8 of 10 runs of two AVX2 OpenMP kernels on a loaded
+/// host, none of 40 later). A second trap is reported as it is.
+fn run_emulation(
+    notes: &mut Vec<String>,
+    req: &emulate::Request,
+) -> Result<emulate::Outcome, MixError> {
+    let o = emulate::run(req)?;
+    if o.ending != Ending::Signal(5) {
+        return Ok(o);
+    }
+    notes.push(format!(
+        "QEMU killed {} with SIGTRAP (an intermittent fault of QEMU 7.2's user mode, which bare qemu-x86_64 shows too): the emulation was run again",
+        req.program.display()
+    ));
+    emulate::run(req)
 }
 
 /// Sampling frequency of native runs, Hz.
@@ -528,9 +646,11 @@ fn profile(
     c: &PluginOutput,
     m: &Machine,
     st: &HierarchyStats,
+    per_thread: &[ThreadStats],
     records: u64,
     sve: Option<u32>,
     time_s: Option<f64>,
+    thread_times: Option<&[f64]>,
     partial: bool,
     notes_in: &[String],
 ) -> Result<Profile, MixError> {
@@ -612,19 +732,78 @@ fn profile(
         .find(|l| l.kind == LevelKind::Memory)
         .map(|l| l.name.clone())
         .unwrap_or_else(|| "MM".into());
-    let mut levels: Vec<LevelBytes> = st
+    // Bytes per level: the simulated bytes each level served, scaled to the counted bytes
+    // (`scale`, the whole node's; per thread, each thread's own when its accesses were
+    // simulated).
+    let served = |s: &HierarchyStats| -> Vec<f64> {
+        s.all_levels().map(|l| l.bytes_served as f64).collect()
+    };
+    let names: Vec<String> = st
         .levels
         .iter()
-        .map(|l| LevelBytes {
-            level: l.name.clone(),
-            bytes: l.bytes_served as f64 * scale,
-        })
+        .map(|l| l.name.clone())
+        .chain(std::iter::once(mem_name))
         .collect();
-    levels.push(LevelBytes {
-        level: mem_name,
-        bytes: st.memory.bytes_served as f64 * scale,
-    });
-    let t = &c.totals;
+    let node_fractions: Vec<f64> = {
+        let b = served(st);
+        let t: f64 = b.iter().sum();
+        b.iter()
+            .map(|x| if t > 0.0 { x / t } else { 0.0 })
+            .collect()
+    };
+    let threads = thread_list(c);
+    let mut metrics = Vec::new();
+    let mut borrowed = 0usize;
+    for (i, (n, t)) in threads.iter().enumerate() {
+        let counted_t = (t.bytes_loaded + t.bytes_stored) as f64;
+        let sim = per_thread
+            .iter()
+            .find(|x| x.thread == *n)
+            .map(|x| served(&x.stats));
+        let sim_total: f64 = sim.as_ref().map_or(0.0, |b| b.iter().sum());
+        let bytes: Vec<f64> = match sim {
+            // One thread: the node's scale, as the notes above describe.
+            Some(b) if threads.len() == 1 => b.iter().map(|x| x * scale).collect(),
+            Some(b) if sim_total > 0.0 => b.iter().map(|x| x * counted_t / sim_total).collect(),
+            _ => {
+                if counted_t > 0.0 {
+                    borrowed += 1;
+                }
+                node_fractions.iter().map(|f| f * counted_t).collect()
+            }
+        };
+        let levels: Vec<LevelBytes> = names
+            .iter()
+            .zip(bytes)
+            .map(|(level, bytes)| LevelBytes {
+                level: level.clone(),
+                bytes,
+            })
+            .collect();
+        metrics.push(ThreadMetrics {
+            thread: *n,
+            time_s: match thread_times {
+                Some(v) => v.get(i).copied().filter(|x| *x > 0.0),
+                None => time_s,
+            },
+            flops: t.flops as f64,
+            fp_instructions: t.fp_instructions as f64,
+            memory: Memory {
+                bytes_per_level: Some(levels),
+                bytes_total: None,
+                hit_ratios: None,
+            },
+            loads: Some(t.loads as f64),
+            stores: Some(t.stores as f64),
+            instructions: Some(t.instructions as f64),
+        });
+    }
+    if borrowed > 0 && threads.len() > 1 {
+        notes.push(format!(
+            "{borrowed} of {} threads moved bytes that the simulation did not see (their stream came from another build or QEMU does not report them): the node's fractions per level are applied to their counted bytes",
+            threads.len()
+        ));
+    }
     Ok(Profile {
         format_version: hpcscope_core::profile::FORMAT_VERSION,
         application: application.to_string(),
@@ -642,23 +821,112 @@ fn profile(
         partial,
         regions: vec![Region {
             name: region_name(opts),
-            threads: vec![ThreadMetrics {
-                thread: 0,
-                time_s,
-                flops: t.flops as f64,
-                fp_instructions: t.fp_instructions as f64,
-                memory: Memory {
-                    bytes_per_level: Some(levels),
-                    bytes_total: None,
-                    hit_ratios: None,
-                },
-                loads: Some(t.loads as f64),
-                stores: Some(t.stores as f64),
-                instructions: Some(t.instructions as f64),
-            }],
+            threads: metrics,
         }],
         notes,
     })
+}
+
+/// The counted threads (number, counts), in start order; the totals as thread 0 when the
+/// plugin gave no per-thread counts.
+fn thread_list(c: &PluginOutput) -> Vec<(u32, Totals)> {
+    if c.threads.is_empty() {
+        return vec![(0, c.totals.clone())];
+    }
+    let mut v: Vec<(u32, Totals)> = c
+        .threads
+        .iter()
+        .map(|t| (t.thread, t.totals.clone()))
+        .collect();
+    v.sort_by_key(|(n, _)| *n);
+    v
+}
+
+/// Each thread's CPU time in the region, seconds: per native run, the samples of each
+/// thread (threads in the order of their ids, which is their start order) in the region;
+/// the median over runs, or pooled over runs too short for `MIN_SAMPLES` samples each.
+/// When the runs did not sample as many threads as the emulation counted, every thread
+/// gets the longest per-thread time (the region's wall time), and a note says so.
+fn per_thread_times(
+    runs: &[Vec<u64>],
+    pooled: (u64, u64, u64),
+    n_threads: usize,
+    notes: &mut Vec<String>,
+) -> Option<Vec<f64>> {
+    if runs.is_empty() {
+        return None;
+    }
+    let hz = SAMPLE_HZ as f64;
+    let matching = runs.iter().all(|r| r.len() == n_threads);
+    let per_run_ok = pooled.1 >= MIN_SAMPLES * pooled.0;
+    let time_of = |k: usize| -> f64 {
+        let v: Vec<f64> = runs
+            .iter()
+            .map(|r| r.get(k).copied().unwrap_or(0) as f64 / hz)
+            .collect();
+        if per_run_ok {
+            median(&v).unwrap_or(0.0)
+        } else {
+            v.iter().sum::<f64>() / runs.len() as f64
+        }
+    };
+    if pooled.1 < MIN_SAMPLES {
+        return None;
+    }
+    if matching {
+        notes.push(format!(
+            "per-thread region time: each thread's CPU time in the region, by CPU-clock sampling of its thread id at {SAMPLE_HZ} Hz ({} over {} native runs)",
+            if per_run_ok { "median" } else { "pooled" },
+            runs.len()
+        ));
+        return Some((0..n_threads).map(time_of).collect());
+    }
+    let widest = runs.iter().map(Vec::len).max().unwrap_or(0);
+    let longest = (0..widest).map(time_of).fold(0.0, f64::max);
+    notes.push(format!(
+        "the native runs sampled {} threads where the emulation counted {n_threads}: each thread is given the longest per-thread CPU time in the region ({longest:.6} s), which stands for the region's wall time",
+        runs.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join("/")
+    ));
+    (longest > 0.0).then(|| vec![longest; n_threads])
+}
+
+/// How the threads were placed on the node of `cfg`.
+fn node_note(cfg: &NodeConfig, per_thread: &[ThreadStats], placement: &Placement) -> String {
+    let cores: Vec<String> = per_thread
+        .iter()
+        .map(|t| format!("{}->{}", t.thread, t.core))
+        .collect();
+    let shared: Vec<String> = cfg
+        .levels
+        .iter()
+        .map(|l| {
+            if l.shared_by_cores > 1 {
+                format!("{} shared by {} cores", l.cache.name, l.shared_by_cores)
+            } else {
+                format!("{} private", l.cache.name)
+            }
+        })
+        .collect();
+    let beyond = per_thread.iter().filter(|t| t.core >= cfg.cores).count();
+    format!(
+        "caches simulated as a node of {} cores ({}): threads on cores {} ({} placement){}",
+        cfg.cores,
+        shared.join(", "),
+        if cores.is_empty() {
+            "-".to_string()
+        } else {
+            cores.join(", ")
+        },
+        placement.label(),
+        if beyond > 0 {
+            format!(
+                "; {beyond} thread(s) beyond the machine's {} cores ran on more cores of the same kind",
+                cfg.cores
+            )
+        } else {
+            String::new()
+        }
+    )
 }
 
 fn region_name(opts: &MixOptions) -> String {

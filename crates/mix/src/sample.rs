@@ -20,8 +20,19 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use hpcscope_host::perf::{self, RingBuffer};
 
+/// Samples of one thread of a sampled run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSamples {
+    /// The thread's id (the kernel's TID; the main thread's is the process id).
+    pub tid: u32,
+    /// Its samples.
+    pub samples: u64,
+    /// Its samples in the region.
+    pub in_region: u64,
+}
+
 /// Result of one sampled native run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sampled {
     /// Wall time of the run, seconds.
     pub wall_s: f64,
@@ -41,6 +52,9 @@ pub struct Sampled {
     pub sampled: bool,
     /// Sampling frequency, Hz.
     pub freq_hz: u64,
+    /// Samples per thread that took any, by thread id (ascending: the kernel hands out ids
+    /// in increasing order, so this is the order the threads started in).
+    pub threads: Vec<ThreadSamples>,
 }
 
 impl Sampled {
@@ -50,6 +64,17 @@ impl Sampled {
     pub fn region_s(&self, min_samples: u64) -> Option<f64> {
         (self.sampled && self.samples >= min_samples)
             .then(|| self.in_region as f64 / self.freq_hz as f64)
+    }
+
+    /// CPU time of each thread in the region, seconds (threads by id), under the same
+    /// condition as [`Sampled::region_s`].
+    pub fn thread_region_s(&self, min_samples: u64) -> Option<Vec<f64>> {
+        (self.sampled && self.samples >= min_samples).then(|| {
+            self.threads
+                .iter()
+                .map(|t| t.in_region as f64 / self.freq_hz as f64)
+                .collect()
+        })
     }
 }
 
@@ -69,7 +94,7 @@ impl Ring {
             type_: perf::TYPE_SOFTWARE,
             config: perf::SW_CPU_CLOCK,
             sample_period: period_ns,
-            sample_type: perf::SAMPLE_IP,
+            sample_type: perf::SAMPLE_IP | perf::SAMPLE_TID,
             flags: perf::FLAG_INHERIT
                 | perf::FLAG_DISABLED
                 | perf::FLAG_ENABLE_ON_EXEC
@@ -95,17 +120,18 @@ impl Ring {
         Some(Ring { ring, _fd: fd })
     }
 
-    /// Reads every complete record: sample IPs into `ips`, lost samples into `lost`, and
-    /// executable mappings `(addr, pgoff, path)` of process `pid` into `maps`.
+    /// Reads every complete record: sample (IP, TID)s into `ips`, lost samples into
+    /// `lost`, and executable mappings `(addr, pgoff, path)` of process `pid` into `maps`.
     fn drain(
         &mut self,
         pid: u32,
-        ips: &mut HashMap<u64, u64>,
+        ips: &mut HashMap<(u64, u32), u64>,
         lost: &mut u64,
         maps: &mut Vec<(u64, u64, String)>,
     ) {
         self.ring.drain(|r| match r.kind {
-            perf::RECORD_SAMPLE => *ips.entry(r.u64_at(8)).or_insert(0) += 1,
+            // IP (u64), then pid and tid (u32 each).
+            perf::RECORD_SAMPLE => *ips.entry((r.u64_at(8), r.u32_at(20))).or_insert(0) += 1,
             perf::RECORD_LOST => *lost += r.u64_at(16),
             // pid, tid (u32 each), addr, len, pgoff (u64 each), file name (NUL-padded).
             perf::RECORD_MMAP if r.u32_at(8) == pid => {
@@ -167,7 +193,39 @@ pub fn run(
     pie: bool,
     freq_hz: u64,
 ) -> std::io::Result<Sampled> {
-    run_with(program, args, regions, lowest_vaddr, pie, freq_hz, None)
+    run_with(
+        program,
+        args,
+        &[],
+        regions,
+        lowest_vaddr,
+        pie,
+        freq_hz,
+        None,
+    )
+}
+
+/// [`run`] with variables `env` added to the program's environment (`OMP_NUM_THREADS`...).
+#[allow(clippy::too_many_arguments)]
+pub fn run_env(
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    regions: &[(u64, u64)],
+    lowest_vaddr: u64,
+    pie: bool,
+    freq_hz: u64,
+) -> std::io::Result<Sampled> {
+    run_with(
+        program,
+        args,
+        env,
+        regions,
+        lowest_vaddr,
+        pie,
+        freq_hz,
+        None,
+    )
 }
 
 /// Runs `program` natively once, sampling its CPU clock at `freq_hz`, and returns the
@@ -186,6 +244,7 @@ pub fn ip_histogram(
         program,
         args,
         &[],
+        &[],
         lowest_vaddr,
         pie,
         freq_hz,
@@ -194,9 +253,11 @@ pub fn ip_histogram(
     Ok((s, hist))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_with(
     program: &Path,
     args: &[String],
+    env: &[(String, String)],
     regions: &[(u64, u64)],
     lowest_vaddr: u64,
     pie: bool,
@@ -218,12 +279,13 @@ fn run_with(
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
     let pid = child.id() as i32;
-    let mut ips: HashMap<u64, u64> = HashMap::new();
+    let mut ips: HashMap<(u64, u32), u64> = HashMap::new();
     let mut lost = 0u64;
     let mut maps = Vec::new();
     let mut proc_bias = None;
@@ -259,10 +321,18 @@ fn run_with(
         None => Vec::new(),
     };
     let mut hist = hist;
-    for (&ip, &n) in &ips {
+    let mut threads: std::collections::BTreeMap<u32, ThreadSamples> = Default::default();
+    for (&(ip, tid), &n) in &ips {
         samples += n;
+        let th = threads.entry(tid).or_insert(ThreadSamples {
+            tid,
+            samples: 0,
+            in_region: 0,
+        });
+        th.samples += n;
         if ranges.iter().any(|(a, e)| ip >= *a && ip < *e) {
             in_region += n;
+            th.in_region += n;
         }
         if let (Some(h), Some(b)) = (hist.as_deref_mut(), bias) {
             *h.entry(ip.wrapping_sub(b)).or_insert(0) += n;
@@ -278,6 +348,7 @@ fn run_with(
         signal: std::os::unix::process::ExitStatusExt::signal(&status),
         sampled: !rings.is_empty() && bias.is_some(),
         freq_hz: freq_hz.max(1),
+        threads: threads.into_values().collect(),
     })
 }
 

@@ -163,14 +163,40 @@ fn threads_are_reported_one_by_one() {
     assert_eq!(v.regions().len(), 1);
     assert_eq!(v.regions()[0].totals.flops, v.counts.totals.flops);
     assert_eq!(v.regions()[0].threads.len(), 5);
-    // The profile keeps the totals as one thread, as before.
-    assert_eq!(v.profiles[0].regions[0].threads.len(), 1);
-    assert_eq!(
-        v.profiles[0].regions[0].threads[0].flops,
-        (2 * n * 2) as f64
-    );
+    // The profile has one entry per thread: the counts and each thread's own bytes.
+    let th = &v.profiles[0].regions[0].threads;
+    assert_eq!(th.len(), 5);
+    for (i, t) in th.iter().enumerate() {
+        assert_eq!(t.thread, i as u32);
+        let want_flops = if i == 0 { 0 } else { 2 * (n / 4) * 2 };
+        assert_eq!(t.flops, want_flops as f64);
+        let bytes: f64 = t
+            .memory
+            .bytes_per_level
+            .iter()
+            .flatten()
+            .map(|b| b.bytes)
+            .sum();
+        let counted = &v.threads()[i].totals;
+        assert_eq!(bytes, (counted.bytes_loaded + counted.bytes_stored) as f64);
+        // 24 bytes per element as written (and a few bytes of stack per call).
+        if i > 0 {
+            let want = 24.0 * (n / 4) as f64 * 2.0;
+            assert!((bytes - want).abs() <= 1e-3 * want, "thread {i}: {bytes}");
+        }
+    }
     assert_eq!(
         simulated(&r),
         v.counts.totals.bytes_loaded + v.counts.totals.bytes_stored
     );
+    // The simulation saw each thread's accesses on a core of its own.
+    let tc = &v.thread_caches[0];
+    assert_eq!(
+        tc.iter().map(|t| (t.thread, t.core)).collect::<Vec<_>>(),
+        (1..5).map(|t| (t, t)).collect::<Vec<_>>()
+    );
+    for t in tc {
+        let c = &v.threads()[t.thread as usize].totals;
+        assert_eq!(t.stats.bytes, c.bytes_loaded + c.bytes_stored);
+    }
 }

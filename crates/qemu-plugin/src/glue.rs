@@ -229,6 +229,11 @@ fn register_callbacks(id: qemu_plugin_id_t) {
 extern "C" fn on_vcpu_init(id: qemu_plugin_id_t, vcpu: c_uint) {
     // A new guest thread: its slot (and thread number) starts here.
     let _ = vcpu::get(vcpu);
+    memtrace::thread_started(vcpu);
+    if vcpu != 0 {
+        // Several threads: their batches of the memory stream interleave more finely.
+        memtrace::set_threaded();
+    }
     if vcpu != 0 && !PER_VCPU.swap(true, Ordering::AcqRel) {
         // A second guest thread: from now on count per vCPU. The reset flushes the code
         // cache (so no block with an inline counter runs again) and unregisters our
@@ -245,6 +250,7 @@ extern "C" fn on_reset(id: qemu_plugin_id_t) {
 extern "C" fn on_vcpu_exit(_id: qemu_plugin_id_t, vcpu: c_uint) {
     memtrace::flush_vcpu(vcpu);
     if !EXITED.load(Ordering::Acquire) {
+        memtrace::thread_ended(vcpu);
         vcpu::retire(vcpu);
     }
 }

@@ -9,15 +9,21 @@
 //! bytes of each execution, which an execution callback ([`on_insn_clip`]) opens.
 //!
 //! The per-access callback only packs the record and appends it to its vCPU's buffer;
-//! full buffers (64 Ki records, 512 KiB) are written with one `write` to the sink (a file,
-//! a FIFO or an inherited file descriptor), where the reader (the `mix` driver's cache
-//! simulator, on another core) decodes them.
+//! full buffers (64 Ki records, 512 KiB, while the guest has one thread; 4 Ki records,
+//! 32 KiB, once it has several, so that the threads' batches interleave finely) are written
+//! with one `write` to the sink (a file, a FIFO or an inherited file descriptor), where the
+//! reader (the `mix` driver's cache simulator, on another core) decodes them.
 //!
-//! Stream format: the 8 magic bytes `HPCSMT02`, then records, each a little-endian `u64`:
+//! Stream format: the 8 magic bytes `HPCSMT03`, then records, each a little-endian `u64`:
 //! bits 0..=55 virtual address, bits 56..=59 log2 of the access size in bytes,
-//! bits 60..=62 repeats, bit 63 set for a store. Records of one thread keep their order;
-//! batches of different threads interleave whole. At exit, pending records of every vCPU
-//! are written.
+//! bits 60..=62 repeats, bit 63 set for a store. Every batch starts with a thread marker
+//! ([`thread_marker`]): top byte `0x7f` (a load of 2^15 bytes repeated 7 times, which no
+//! access can be: repeats stay inside one line) and the guest thread's number (start order,
+//! 0 the main thread) in the low 32 bits; the records up to the next marker are that
+//! thread's. A thread also writes its marker alone when it starts, and a marker with top
+//! byte `0x7e` when it exits. Records of one thread keep their order; batches of different
+//! threads interleave whole, in the order their buffers filled. At exit, pending records of
+//! every vCPU are written.
 //!
 //! With `coalesce=B`, an access of the same size and direction as the vCPU's previous
 //! record, inside the same aligned `B`-byte block, and with neither crossing the block's end,
@@ -32,7 +38,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use qemu_plugin::sys::{
     qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
@@ -42,11 +48,70 @@ use crate::isa::MemKind;
 use crate::vcpu;
 
 /// First bytes of the stream.
-pub const MAGIC: &[u8; 8] = b"HPCSMT02";
+pub const MAGIC: &[u8; 8] = b"HPCSMT03";
 /// Address bits kept in a record.
 pub const ADDR_MASK: u64 = (1 << 56) - 1;
-/// Records per batch.
+/// Records per batch while the guest has one thread.
 const BATCH: usize = 1 << 16;
+/// Records per batch once the guest has several threads: the threads' batches interleave
+/// in the stream at this granularity.
+const THREADED_BATCH: usize = 1 << 12;
+/// Records a vCPU's buffer takes before it is written (`BATCH`, then `THREADED_BATCH`).
+static LIMIT: AtomicUsize = AtomicUsize::new(BATCH);
+/// Top byte of a thread marker.
+pub const MARKER_TOP: u64 = 0x7f;
+/// Top byte of the marker of a thread that exited (a load of 2^14 bytes repeated 7 times:
+/// no access either).
+pub const END_TOP: u64 = 0x7e;
+
+/// The record that starts a batch of guest thread `thread`'s records.
+#[inline]
+pub fn thread_marker(thread: u32) -> u64 {
+    MARKER_TOP << 56 | u64::from(thread)
+}
+
+/// The thread a record names, when it is a thread marker.
+#[inline]
+pub fn marker_thread(rec: u64) -> Option<u32> {
+    (rec >> 56 == MARKER_TOP).then_some(rec as u32)
+}
+
+/// A guest thread started on `vcpu` (called on its own thread): its marker, with no
+/// records, tells the reader that one more thread runs.
+pub fn thread_started(vcpu: u32) {
+    if streaming() {
+        write_marker(thread_marker(vcpu::get(vcpu).thread));
+    }
+}
+
+/// The guest thread on `vcpu` exits (called on its own thread, after [`flush_vcpu`]): the
+/// reader need not wait for its accesses any more.
+pub fn thread_ended(vcpu: u32) {
+    if streaming() {
+        write_marker(END_TOP << 56 | u64::from(vcpu::get(vcpu).thread));
+    }
+}
+
+fn write_marker(m: u64) {
+    if BROKEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let ok = match SINK.lock() {
+        Ok(mut sink) => sink
+            .as_mut()
+            .is_some_and(|f| f.write_all(&m.to_le_bytes()).is_ok()),
+        Err(_) => false,
+    };
+    if !ok {
+        BROKEN.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The guest has a second thread: batches get shorter from now on (each vCPU's current
+/// batch keeps its size).
+pub fn set_threaded() {
+    LIMIT.store(THREADED_BATCH, Ordering::Relaxed);
+}
 
 static SINK: Mutex<Option<File>> = Mutex::new(None);
 /// The stream is on (`mem=on`).
@@ -61,16 +126,22 @@ const REPEAT_ONE: u64 = 1 << 60;
 /// The repeats field.
 const REPEATS: u64 = 7 << 60;
 
-/// vCPUs with a buffer of their own; higher indices share one behind a lock.
-const MAX_VCPUS: usize = 256;
+/// vCPUs with a buffer of their own (as many as have counters of their own); higher
+/// indices share one behind a lock.
+const MAX_VCPUS: usize = vcpu::MAX_VCPUS;
 
 /// One vCPU's batch. In user mode a vCPU is one guest thread, so only that thread touches
 /// its slot (no lock, no thread-local lookup on the hot path).
 struct Slot {
     buf: *mut u64,
     len: usize,
-    /// 0 until the buffer is allocated, then `BATCH`.
+    /// Records the batch takes before it is written ([`LIMIT`] when the batch started; at
+    /// most `BATCH`, the buffer's size); 0 until the buffer is allocated and after the
+    /// thread exits, so that the next record goes through [`push_slow`], which (re)reads
+    /// the thread number.
     cap: usize,
+    /// Number of the guest thread the batch belongs to.
+    thread: u32,
 }
 
 struct Slots([UnsafeCell<Slot>; MAX_VCPUS]);
@@ -85,9 +156,12 @@ static SLOTS: Slots = Slots(
             buf: std::ptr::null_mut(),
             len: 0,
             cap: 0,
+            thread: 0,
         })
     }; MAX_VCPUS],
 );
+/// The batch of the vCPUs beyond `MAX_VCPUS`, which share one counting slot (and thread
+/// number) too.
 static SHARED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 unsafe extern "C" {
@@ -207,15 +281,17 @@ pub fn coalesces(last: u64, rec: u64, mask: u64) -> bool {
         && !crosses(last)
 }
 
-/// A vCPU without a buffer yet, with a full buffer, or beyond `MAX_VCPUS`.
+/// A vCPU without a buffer yet, with a full buffer, starting after its thread exited, or
+/// beyond `MAX_VCPUS`.
 #[cold]
 #[inline(never)]
 fn push_slow(vcpu: c_uint, rec: u64) {
     let Some(slot) = SLOTS.0.get(vcpu as usize) else {
+        let thread = vcpu::get(vcpu).thread;
         if let Ok(mut v) = SHARED.lock() {
             v.push(rec);
             if v.len() >= BATCH {
-                write_batch(&v);
+                write_batch(thread, &v);
                 v.clear();
             }
         }
@@ -225,12 +301,16 @@ fn push_slow(vcpu: c_uint, rec: u64) {
     let s = unsafe { &mut *slot.get() };
     if s.buf.is_null() {
         s.buf = Box::into_raw(vec![0u64; BATCH].into_boxed_slice()) as *mut u64;
-        s.cap = BATCH;
-    } else {
+    } else if s.len > 0 {
         // SAFETY: the first `len` elements are initialized records.
-        write_batch(unsafe { std::slice::from_raw_parts(s.buf, s.len) });
-        s.len = 0;
+        write_batch(s.thread, unsafe {
+            std::slice::from_raw_parts(s.buf, s.len)
+        });
     }
+    s.len = 0;
+    // The guest thread running on this vCPU now (an index is reused after a thread exits).
+    s.thread = vcpu::get(vcpu).thread;
+    s.cap = LIMIT.load(Ordering::Relaxed).min(BATCH);
     // SAFETY: `len` is 0 and `buf` has BATCH elements.
     unsafe { *s.buf.add(s.len) = rec };
     s.len += 1;
@@ -371,25 +451,35 @@ pub extern "C" fn on_insn_clip(vcpu: c_uint, ud: *mut c_void) {
 pub extern "C" fn on_mem_drop(_: c_uint, _: qemu_plugin_meminfo_t, _: u64, _: *mut c_void) {}
 
 /// Write the pending records of vCPU `vcpu` (its own thread, or anyone once the guest
-/// stopped).
+/// stopped). The thread leaves the vCPU: the next one to run on it starts a new batch under
+/// its own number.
 pub fn flush_vcpu(vcpu: u32) {
     if let Some(slot) = SLOTS.0.get(vcpu as usize) {
         // SAFETY: called by the vCPU's own thread, or at exit.
         let s = unsafe { &mut *slot.get() };
         if !s.buf.is_null() && s.len > 0 {
             // SAFETY: as in `on_mem`.
-            write_batch(unsafe { std::slice::from_raw_parts(s.buf, s.len) });
+            write_batch(s.thread, unsafe {
+                std::slice::from_raw_parts(s.buf, s.len)
+            });
             s.len = 0;
         }
+        s.cap = 0;
     }
 }
 
-fn write_batch(v: &[u64]) {
+/// Writes thread `thread`'s marker and its records `v` in one piece (the sink's lock keeps
+/// other threads' batches out of it).
+fn write_batch(thread: u32, v: &[u64]) {
+    if v.is_empty() {
+        return;
+    }
     let n = v.len() as u64;
     if BROKEN.load(Ordering::Relaxed) {
         DROPPED.fetch_add(n, Ordering::Relaxed);
         return;
     }
+    let marker = thread_marker(thread).to_le_bytes();
     #[cfg(target_endian = "little")]
     // SAFETY: reinterpreting initialized u64s as bytes; records are little-endian already.
     let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8) };
@@ -398,7 +488,9 @@ fn write_batch(v: &[u64]) {
     #[cfg(target_endian = "big")]
     let bytes = &owned[..];
     let ok = match SINK.lock() {
-        Ok(mut sink) => sink.as_mut().is_some_and(|f| f.write_all(bytes).is_ok()),
+        Ok(mut sink) => sink
+            .as_mut()
+            .is_some_and(|f| f.write_all(&marker).is_ok() && f.write_all(bytes).is_ok()),
         Err(_) => false,
     };
     if ok {
@@ -415,8 +507,11 @@ pub fn finish() -> (u64, u64) {
     for vcpu in 0..MAX_VCPUS as u32 {
         flush_vcpu(vcpu);
     }
-    if let Ok(mut v) = SHARED.lock() {
-        write_batch(&v);
+    if let Ok(mut v) = SHARED.lock()
+        && !v.is_empty()
+    {
+        // The guest has stopped: the shared counting slot exists since records were pushed.
+        write_batch(vcpu::get(MAX_VCPUS as u32).thread, &v);
         v.clear();
     }
     if let Ok(mut sink) = SINK.lock()
@@ -440,6 +535,29 @@ mod tests {
         assert_eq!(decode(7, |_| (3, true)), record(0, 3, true));
         assert_eq!(decode(7, |_| unreachable!()), record(0, 3, true));
         assert_eq!(decode(9, |_| (2, false)), record(0, 2, false));
+    }
+
+    #[test]
+    fn a_thread_marker_is_no_access() {
+        for t in [0u32, 1, 7, 1023, u32::MAX] {
+            let m = thread_marker(t);
+            assert_eq!(marker_thread(m), Some(t));
+            // A load of 2^15 bytes repeated 7 times: no record coalesces into that (a
+            // 32 KiB access crosses every block), and no access record has that top byte.
+            assert!(!coalesces(m, m, 63));
+            assert_eq!(m >> 56, 0x7f);
+        }
+        for shift in 0..16 {
+            for store in [false, true] {
+                let r = record(ADDR_MASK, shift, store);
+                assert_eq!(marker_thread(r), None, "shift {shift} store {store}");
+                // With the most repeats coalescing can give (coalesced records are at
+                // most 2^6 bytes on 64-byte blocks, far from 2^15).
+                if shift < 15 {
+                    assert_eq!(marker_thread(r | REPEATS), None);
+                }
+            }
+        }
     }
 
     #[test]

@@ -57,6 +57,16 @@ pub struct AnalyzeArgs {
     /// Skip the extra native runs: the eBPF trace and CPU profile, and the counters.
     #[arg(long)]
     pub no_trace: bool,
+    /// Run the program with this many threads (sets OMP_NUM_THREADS, natively and under
+    /// emulation; default: the environment's). With several threads the analysis is at
+    /// node scope: per-thread rooflines, load imbalance, node projections.
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// How the threads sit on each simulated node's cores: compact (thread t on core t),
+    /// scatter (spread over the groups of cores sharing the last cache level) or a list of
+    /// cores (0,12,24,36).
+    #[arg(long, default_value = "compact", value_parser = parse_placement)]
+    pub placement: hpcscope_mix::Placement,
     /// Keep the analysis in the run history.
     #[command(flatten)]
     pub record: crate::args::RecordFlags,
@@ -104,7 +114,17 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         timeout,
         application: None,
         with_trace: !a.no_trace,
+        threads: a.threads,
+        placement: a.placement.clone(),
     };
+    if a.threads == Some(0) {
+        anyhow::bail!(hpcscope_core::InputError::new(
+            "--threads",
+            "",
+            "is 0",
+            "give the number of threads to run the program with (1 or more)"
+        ));
+    }
     let mut r = match analyze(&opts) {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<Uncharacterized>().is_some() => {
@@ -166,4 +186,9 @@ fn write_report(a: &AnalyzeArgs, json: &str, page: &str) -> Result<()> {
     }
     set.commit()
         .with_context(|| format!("cannot write the report into {}", a.output.display()))
+}
+
+/// Parses `--placement` (shared by `mix` and `analyze`).
+pub fn parse_placement(s: &str) -> Result<hpcscope_mix::Placement, String> {
+    hpcscope_mix::Placement::parse(s)
 }

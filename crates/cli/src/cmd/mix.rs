@@ -43,6 +43,15 @@ pub struct MixArgs {
     /// Application name in the profiles (default: the program's file name).
     #[arg(long)]
     pub application: Option<String>,
+    /// Run the program with this many threads (sets OMP_NUM_THREADS, natively and under
+    /// emulation; default: the environment's).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// How the threads sit on each simulated node's cores: compact (thread t on core t),
+    /// scatter (spread over the groups of cores sharing the last cache level) or a list of
+    /// cores (0,12,24,36).
+    #[arg(long, default_value = "compact", value_parser = crate::cmd::analyze::parse_placement)]
+    pub placement: hpcscope_mix::Placement,
     /// Where to write: a `.json` file when there is one profile, else a directory that
     /// receives one profile per machine and vector length plus `mix-report.json`.
     #[arg(long, short)]
@@ -82,6 +91,12 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
         native_runs: a.native_runs,
         application: a.application.clone(),
         per_function: a.per_function,
+        placement: a.placement.clone(),
+        env: match a.threads {
+            Some(0) => anyhow::bail!("--threads 0: give the number of threads (1 or more)"),
+            Some(t) => vec![("OMP_NUM_THREADS".into(), t.to_string())],
+            None => Vec::new(),
+        },
     })
 }
 
@@ -153,7 +168,8 @@ pub fn summary(r: &MixReport) -> Table {
     ]);
     for v in &r.variants {
         for p in &v.profiles {
-            let th = &p.regions[0].threads[0];
+            // All threads: mix writes bytes per level for each.
+            let th = all_threads(p);
             let bpl = th.memory.bytes_per_level.as_ref().map(|l| {
                 let total: f64 = l.iter().map(|x| x.bytes).sum();
                 l.iter()
@@ -202,6 +218,87 @@ pub fn summary(r: &MixReport) -> Table {
     t
 }
 
+/// The threads of a profile's first region summed into one (bytes per level added level
+/// by level, the longest time).
+fn all_threads(p: &hpcscope_core::Profile) -> hpcscope_core::profile::ThreadMetrics {
+    let ths = &p.regions[0].threads;
+    let mut out = ths[0].clone();
+    for t in &ths[1..] {
+        out.flops += t.flops;
+        out.fp_instructions += t.fp_instructions;
+        for (o, x) in [
+            (&mut out.loads, t.loads),
+            (&mut out.stores, t.stores),
+            (&mut out.instructions, t.instructions),
+        ] {
+            *o = o.zip(x).map(|(a, b)| a + b);
+        }
+        out.time_s = match (out.time_s, t.time_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if let (Some(a), Some(b)) = (
+            out.memory.bytes_per_level.as_mut(),
+            t.memory.bytes_per_level.as_ref(),
+        ) {
+            for (x, y) in a.iter_mut().zip(b) {
+                x.bytes += y.bytes;
+            }
+        }
+    }
+    out
+}
+
+/// One row per thread of the first machine's profile: counts and bytes per level.
+fn thread_table(r: &MixReport) -> Option<Table> {
+    let v = r.variants.first()?;
+    let p = v.profiles.first()?;
+    let ths = &p.regions[0].threads;
+    if ths.len() < 2 {
+        return None;
+    }
+    let levels: Vec<String> = ths[0]
+        .memory
+        .bytes_per_level
+        .iter()
+        .flatten()
+        .map(|l| format!("bytes {}", l.level))
+        .collect();
+    let mut head = vec![
+        "thread".to_string(),
+        "core".into(),
+        "FLOPs".into(),
+        "FP instr".into(),
+        "time (s)".into(),
+    ];
+    head.extend(levels);
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut t = Table::new(&head);
+    for th in ths {
+        let core = v
+            .thread_caches
+            .first()
+            .and_then(|c| c.iter().find(|x| x.thread == th.thread))
+            .map_or("-".to_string(), |x| x.core.to_string());
+        let mut row = vec![
+            th.thread.to_string(),
+            core,
+            num(th.flops, 4),
+            num(th.fp_instructions, 4),
+            th.time_s.map_or("-".into(), |x| num(x, 4)),
+        ];
+        row.extend(
+            th.memory
+                .bytes_per_level
+                .iter()
+                .flatten()
+                .map(|l| num(l.bytes, 4)),
+        );
+        t.row(row);
+    }
+    Some(t)
+}
+
 /// Runs `mix`.
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
@@ -223,7 +320,21 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
             r.native_times_s.len()
         ));
     }
-    let mut epi: Vec<String> = r.notes.iter().map(|n| format!("note: {n}")).collect();
+    let mut epi: Vec<String> = Vec::new();
+    if let Some(t) = thread_table(&r)
+        && matches!(a.format, Format::Table)
+    {
+        epi.push(format!(
+            "per thread ({} placement, on the caches of {}):",
+            r.variants[0].placement,
+            r.variants[0].profiles[0]
+                .machine
+                .as_deref()
+                .unwrap_or("the first machine")
+        ));
+        epi.extend(t.text().lines().map(str::to_string));
+    }
+    epi.extend(r.notes.iter().map(|n| format!("note: {n}")));
     let mut partial = false;
     for v in &r.variants {
         partial |= v.partial;
@@ -325,7 +436,7 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
             (t.bytes_loaded + t.bytes_stored).into(),
         );
         for p in &v.profiles {
-            let th = &p.regions[0].threads[0];
+            let th = all_threads(p);
             for lb in th.memory.bytes_per_level.iter().flatten() {
                 numbers.insert(
                     format!(

@@ -79,6 +79,10 @@ pub struct ProjectArgs {
     /// Single core or whole node.
     #[arg(long, value_enum, default_value_t)]
     pub scope: ScopeArg,
+    /// Node scope: the source ran alone on the source machine (one thread), so its per-core
+    /// share is the single-core values (e.g. projecting 1 thread to N on the same machine).
+    #[arg(long)]
+    pub source_alone: bool,
     /// Validation: the GFLOP/s measured on the target; exit 1 if outside the interval.
     #[arg(long, conflicts_with = "measured_profile")]
     pub measured: Option<f64>,
@@ -146,11 +150,14 @@ fn positive(v: f64, flag: &str) -> Result<f64> {
 
 /// Runs `project`.
 pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
-    let src = load_side(
+    let mut src = load_side(
         &a.source_machine,
         &a.source_profile,
         a.source_region.as_deref(),
     )?;
+    if a.source_alone {
+        src.machine = hpcscope_core::node::cores_alone(&src.machine);
+    }
     let tprof = a
         .target_profile
         .clone()
@@ -306,9 +313,16 @@ fn preamble(r: &ProjectResult) -> Vec<String> {
         ),
     ];
     if !p.threads.is_empty() {
+        let scaling =
+            p.threads.len() > 1 && p.threads.iter().all(|t| t.source_gflops == p.source_gflops);
         v.push(format!(
-            "{} threads; per-thread intervals summed (eq. 7.5)",
-            p.threads.len()
+            "{} threads; per-thread intervals summed (eq. 7.5){}",
+            p.threads.len(),
+            if scaling {
+                "; one source thread: each target thread keeps its efficiency per level"
+            } else {
+                ""
+            }
         ));
     }
     v

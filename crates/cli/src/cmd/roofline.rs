@@ -16,7 +16,9 @@ pub enum RoofScope {
     /// One core running alone (single-core peak and bandwidths).
     #[default]
     Core,
-    /// The whole node (node peak and bandwidths), for a profile summing all threads.
+    /// The whole node (node peak and bandwidths). A profile with one entry per thread is
+    /// placed thread by thread on the per-core shares (eq. 7.1), with the node's sum and
+    /// the load imbalance; a profile of one entry (all threads summed) on the whole node.
     Node,
 }
 
@@ -86,6 +88,13 @@ pub fn compute(
 
 /// Runs `roofline`.
 pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
+    if a.scope == RoofScope::Node {
+        let p = load::profile(&a.profile)?;
+        let origin = a.profile.display().to_string();
+        if p.region(a.region.as_deref(), &origin)?.threads.len() > 1 {
+            return run_node(a, &p, &origin);
+        }
+    }
     let (an, title) = compute(&a.machine, &a.profile, a.region.as_deref(), a.scope)?;
     let mut t = Table::new(&[
         "level",
@@ -148,6 +157,131 @@ pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
     for l in &an.levels {
         numbers[format!("oi_{}", l.level)] = serde_json::json!(l.oi.is_finite().then_some(l.oi));
     }
+    if let Some(line) = a
+        .record
+        .store("roofline", &a.profile.display().to_string(), &numbers)?
+    {
+        eprintln!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `roofline --scope node` of a profile with one entry per thread.
+fn run_node(a: &RooflineArgs, p: &hpcscope_core::Profile, origin: &str) -> Result<ExitCode> {
+    let m = load::machine(&a.machine)?;
+    let r = p.region(a.region.as_deref(), origin)?;
+    let threads = r.thread_metrics(origin)?;
+    let ids: Vec<u32> = r.threads.iter().map(|t| t.thread).collect();
+    let n = hpcscope_core::node::node_roofline(
+        &m,
+        p.precision,
+        &threads,
+        &ids,
+        &format!("profile {origin}"),
+    )?;
+    let levels: Vec<String> = n.ceilings.levels.clone();
+    let mut head = vec![
+        "thread".to_string(),
+        "FLOPs".into(),
+        "bytes".into(),
+        "time (s)".into(),
+        "GF/s".into(),
+    ];
+    head.extend(levels.iter().map(|l| format!("OI {l}")));
+    head.extend([
+        "binding".into(),
+        "attainable GF/s".into(),
+        "eq. 7.2 roof GF/s".into(),
+    ]);
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut t = Table::new(&head);
+    for th in &n.threads {
+        let mut row = vec![
+            th.thread.to_string(),
+            num(th.flops, 4),
+            num(th.bytes, 4),
+            th.time_s.map_or("-".into(), |x| num(x, 4)),
+            th.achieved_gflops.map_or("-".into(), |x| num(x, 4)),
+        ];
+        row.extend(th.analysis.levels.iter().map(|l| num(l.oi, 4)));
+        row.extend([
+            format!(
+                "{} ({})",
+                th.analysis.binding_level, th.analysis.binding_bound
+            ),
+            num(th.analysis.binding_gflops, 4),
+            num(th.weighted_gflops, 4),
+        ]);
+        t.row(row);
+    }
+    let c = &n.ceilings;
+    let pre = vec![
+        format!(
+            "{} on {} ({} threads, node scope)",
+            p.application,
+            m.name,
+            n.threads.len()
+        ),
+        format!(
+            "per-core share of the node (eq. 7.1, {} cores): peak {} GFLOP/s; {}",
+            n.cores,
+            num(c.peak_gflops, 4),
+            c.levels
+                .iter()
+                .zip(&c.bandwidth_gbs)
+                .map(|(l, b)| format!("{l} {} GB/s", num(*b, 4)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ];
+    let im = &n.imbalance;
+    let mut epi = vec![
+        format!(
+            "node: attainable {} GFLOP/s (sum of the threads' binding ceilings), {} by eq. 7.2's weighted roofs{}",
+            num(n.attainable_gflops, 4),
+            num(n.weighted_gflops, 4),
+            n.achieved_gflops
+                .map(|g| format!(
+                    "; achieved {} GFLOP/s{}",
+                    num(g, 4),
+                    n.efficiency
+                        .map(|e| format!(" ({:.1} % of attainable)", e * 100.0))
+                        .unwrap_or_default()
+                ))
+                .unwrap_or_default()
+        ),
+        format!(
+            "load balance (mean / max over {} working threads{}): FLOPs {:.1} %, bytes {:.1} %{}; heaviest thread {}",
+            im.working_threads,
+            if im.idle_threads > 0 {
+                format!(", {} idle", im.idle_threads)
+            } else {
+                String::new()
+            },
+            im.flops_balance * 100.0,
+            im.bytes_balance * 100.0,
+            im.time_balance
+                .map(|b| format!(", time {:.1} %", b * 100.0))
+                .unwrap_or_default(),
+            im.heaviest_thread
+        ),
+    ];
+    epi.extend(n.notes.iter().map(|x| format!("note: {x}")));
+    let text = render(a.out.format, &n, &pre, &t, &epi)?;
+    if a.svg.is_some() {
+        eprintln!(
+            "note: --svg is not drawn for a per-thread profile at node scope yet: no chart written"
+        );
+    }
+    emit_with(&text, a.out.output.as_deref(), &[])?;
+    let numbers = serde_json::json!({
+        "threads": n.threads.len(),
+        "achieved_gflops": n.achieved_gflops,
+        "attainable_gflops": n.attainable_gflops,
+        "efficiency": n.efficiency,
+        "flops_balance": im.flops_balance,
+        "time_balance": im.time_balance,
+    });
     if let Some(line) = a
         .record
         .store("roofline", &a.profile.display().to_string(), &numbers)?

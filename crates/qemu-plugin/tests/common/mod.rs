@@ -195,10 +195,14 @@ pub fn run(
         serde_json::from_str(&std::fs::read_to_string(&out).expect("plugin output")).expect("JSON");
     let stream = stream.then(|| {
         let b = std::fs::read(&mem).expect("stream file");
-        assert_eq!(&b[..8], b"HPCSMT02");
+        assert_eq!(&b[..8], b"HPCSMT03");
         let (mut ld, mut st) = (0u64, 0u64);
         for rec in b[8..].chunks_exact(8) {
             let r = u64::from_le_bytes(rec.try_into().expect("8 bytes"));
+            // A thread marker (top byte 0x7f, or 0x7e when a thread exits): no access.
+            if r >> 57 == 0x3f {
+                continue;
+            }
             let bytes = (1 + ((r >> 60) & 7)) << ((r >> 56) & 0xf);
             if r >> 63 == 1 {
                 st += bytes;

@@ -1,0 +1,362 @@
+//! The node projection checked on this machine: the OpenMP workloads projected from one
+//! thread to several (the same binary; the source is one core alone, the target the
+//! threads on the per-core shares of the loaded node, eq. 7.1) and from the SSE2 to the
+//! AVX2 build (and back) at that thread count, each against the measured run.
+//!
+//! Measured performance is the region's FLOPs over its time: the longest per-thread CPU
+//! time in the parallel region (CPU-clock sampling per thread id), which a loaded host
+//! does not stretch the way it stretches wall time.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use hpcscope_core::node::cores_alone;
+use hpcscope_core::project::{Check, Interval, Options, Side, check, project};
+use hpcscope_core::roofline::Scope;
+use hpcscope_core::{Machine, Profile};
+use hpcscope_mix::MixOptions;
+use hpcscope_report::fmt::num;
+use hpcscope_report::{Section, ValidationRow, html_table};
+use serde::Serialize;
+
+use crate::workloads::{Builds, Workload};
+
+/// One node validation pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodePair {
+    /// Workload.
+    pub workload: String,
+    /// `1 -> 2 threads (SSE2)`, `SSE2 -> AVX2 (2 threads)`...
+    pub pair: String,
+    /// Threads of the source and target runs.
+    pub source_threads: usize,
+    /// Threads of the target run.
+    pub target_threads: usize,
+    /// Measured GFLOP/s of the source run.
+    pub source_gflops: f64,
+    /// Projected interval, GFLOP/s.
+    pub interval: Interval,
+    /// Measured GFLOP/s of the target run and how it compares.
+    pub check: Check,
+    /// Interval width over the measurement: (hi - lo) / measured.
+    pub width: f64,
+    /// Distance of the interval's midpoint from the measurement: |(lo + hi)/2 - m| / m.
+    pub midpoint_error: f64,
+}
+
+/// The node validation summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeSummary {
+    /// Pairs evaluated.
+    pub pairs: usize,
+    /// Fraction of measurements inside their interval.
+    pub inside_fraction: f64,
+    /// Median of (hi - lo) / measured.
+    pub median_width: f64,
+    /// Median of |midpoint - measured| / measured.
+    pub median_midpoint_error: f64,
+    /// Median error of the nearest bound (0 inside).
+    pub median_error: f64,
+    /// Largest error of the nearest bound.
+    pub max_error: f64,
+}
+
+/// Characterizes `bin`'s parallel region on `m` with `threads` threads.
+pub fn profile_threads(
+    m: &Machine,
+    w: &Workload,
+    bin: &Path,
+    threads: u32,
+    native_runs: u32,
+) -> Result<Profile> {
+    let r = hpcscope_mix::analyze(&MixOptions {
+        program: bin.to_path_buf(),
+        args: w.args.iter().map(|s| s.to_string()).collect(),
+        machines: vec![m.clone()],
+        functions: vec![w.region()],
+        native_runs,
+        application: Some(w.name.to_string()),
+        env: vec![("OMP_NUM_THREADS".into(), threads.to_string())],
+        ..Default::default()
+    })
+    .with_context(|| format!("characterizing {} with {threads} threads", w.name))?;
+    Ok(r.variants[0].profiles[0].clone())
+}
+
+/// Projects `from` (on `src_machine`) to `to` (on `m`) at node scope and checks against
+/// `to`'s measured performance; `None` when a side has no time.
+pub fn node_pair(
+    src_machine: &Machine,
+    m: &Machine,
+    w: &str,
+    pair: &str,
+    from: &Profile,
+    to: &Profile,
+) -> Result<Option<NodePair>> {
+    let fo = format!("{w} ({pair}, source)");
+    let to_o = format!("{w} ({pair}, target)");
+    let fa = from.regions[0].aggregate(&fo)?;
+    let ta = to.regions[0].aggregate(&to_o)?;
+    let (Some(fg), Some(tg)) = (fa.gflops(), ta.gflops()) else {
+        return Ok(None);
+    };
+    let ft = from.regions[0].thread_metrics(&fo)?;
+    let tt = to.regions[0].thread_metrics(&to_o)?;
+    let p = project(
+        Side {
+            machine: src_machine,
+            threads: &ft,
+            origin: &fo,
+        },
+        fg,
+        Side {
+            machine: m,
+            threads: &tt,
+            origin: &to_o,
+        },
+        from.precision,
+        Options {
+            scope: Scope::Node,
+            ..Options::default()
+        },
+    )?;
+    let i = p.interval;
+    Ok(Some(NodePair {
+        workload: w.to_string(),
+        pair: pair.to_string(),
+        source_threads: ft.len(),
+        target_threads: tt.len(),
+        source_gflops: fg,
+        interval: i,
+        check: check(i, tg),
+        width: (i.hi - i.lo) / tg,
+        midpoint_error: ((i.lo + i.hi) / 2.0 - tg).abs() / tg,
+    }))
+}
+
+/// Warnings about node values that cannot be what the machine's cores sustain together: a
+/// node peak, or a private cache's node bandwidth, below one core's (measured while the
+/// machine was busy with other work?). The per-core shares (eq. 7.1) are then too low, and
+/// so is every node projection onto or from this machine.
+pub fn node_values_check(m: &Machine) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &m.peaks {
+        if let (Some(c), Some(n)) = (p.core_gflops, p.node_gflops)
+            && m.cores() > 1
+            && n < c
+        {
+            out.push(format!(
+                "{}: the {} node peak ({n} GFLOP/s on {} cores) is below one core's ({c}): it was probably measured while the machine was busy; the per-core share (eq. 7.1) is {:.3} of a core alone, and node projections from and onto it are that much too low (measure again on a quiet machine: hpcscope bench --quick)",
+                m.id,
+                p.precision,
+                m.cores(),
+                n / f64::from(m.cores()) / c
+            ));
+        }
+    }
+    for l in &m.levels {
+        let private = l
+            .cache
+            .as_ref()
+            .is_some_and(|g| g.shared_by_cores.unwrap_or(1) <= 1);
+        if let (true, Some(c), Some(n)) = (private, l.core_gbs, l.node_gbs)
+            && m.cores() > 1
+            && n < c
+        {
+            out.push(format!(
+                "{}: the node bandwidth of the private {} ({n} GB/s) is below one core's ({c}): probably measured while the machine was busy",
+                m.id, l.name
+            ));
+        }
+    }
+    out
+}
+
+/// Runs the node validation over the OpenMP workloads `ws` with `threads` threads.
+pub fn validate_node(
+    m: &Machine,
+    ws: &[&Workload],
+    builds: &[Builds],
+    threads: u32,
+    native_runs: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<NodePair>> {
+    let alone = cores_alone(m);
+    let mut out = Vec::new();
+    for (w, b) in ws.iter().zip(builds) {
+        let (Some(s), Some(a)) = (&b.sse2, &b.avx2) else {
+            continue;
+        };
+        progress(&format!(
+            "validate {} at node scope: 1 and {threads} threads, SSE2 and AVX2 builds",
+            w.name
+        ));
+        let s1 = profile_threads(m, w, s, 1, native_runs)?;
+        let sn = profile_threads(m, w, s, threads, native_runs)?;
+        let a1 = profile_threads(m, w, a, 1, native_runs)?;
+        let an = profile_threads(m, w, a, threads, native_runs)?;
+        let t = threads;
+        out.extend(node_pair(
+            &alone,
+            m,
+            w.name,
+            &format!("1 -> {t} threads (SSE2)"),
+            &s1,
+            &sn,
+        )?);
+        out.extend(node_pair(
+            &alone,
+            m,
+            w.name,
+            &format!("1 -> {t} threads (AVX2)"),
+            &a1,
+            &an,
+        )?);
+        out.extend(node_pair(
+            m,
+            m,
+            w.name,
+            &format!("SSE2 -> AVX2 ({t} threads)"),
+            &sn,
+            &an,
+        )?);
+        out.extend(node_pair(
+            m,
+            m,
+            w.name,
+            &format!("AVX2 -> SSE2 ({t} threads)"),
+            &an,
+            &sn,
+        )?);
+    }
+    Ok(out)
+}
+
+/// Summarizes node validation pairs.
+pub fn summarize_node(v: &[NodePair]) -> NodeSummary {
+    let med = |mut x: Vec<f64>| {
+        x.sort_by(f64::total_cmp);
+        hpcscope_core::stats::median(&x).unwrap_or(0.0)
+    };
+    let errs: Vec<f64> = v.iter().map(|r| r.check.nearest_bound_error).collect();
+    NodeSummary {
+        pairs: v.len(),
+        inside_fraction: if v.is_empty() {
+            0.0
+        } else {
+            v.iter().filter(|r| r.check.inside).count() as f64 / v.len() as f64
+        },
+        median_width: med(v.iter().map(|r| r.width).collect()),
+        median_midpoint_error: med(v.iter().map(|r| r.midpoint_error).collect()),
+        median_error: med(errs.clone()),
+        max_error: errs.iter().copied().fold(0.0, f64::max),
+    }
+}
+
+/// What `validate` prints of the node pairs.
+pub fn node_validation_text(v: &[NodePair], s: &NodeSummary) -> String {
+    let mut text = String::new();
+    for r in v {
+        text.push_str(&format!(
+            "{:<11} {:<24} projected [{}, {}] GFLOP/s, measured {} -> {}\n",
+            r.workload,
+            r.pair,
+            num(r.interval.lo, 4),
+            num(r.interval.hi, 4),
+            num(r.check.measured_gflops, 4),
+            if r.check.inside {
+                "inside".to_string()
+            } else {
+                format!("outside, nearest bound {:+.1} %", r.check.error * 100.0)
+            }
+        ));
+    }
+    text.push_str(&format!(
+        "node summary: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %, median error {:.1} %, max error {:.1} %\n",
+        s.pairs,
+        s.inside_fraction * 100.0,
+        s.median_width * 100.0,
+        s.median_midpoint_error * 100.0,
+        s.median_error * 100.0,
+        s.max_error * 100.0
+    ));
+    text
+}
+
+/// The node validation as a report section.
+pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
+    let s = summarize_node(v);
+    let rows: Vec<Vec<String>> = v
+        .iter()
+        .map(|r| {
+            vec![
+                r.workload.clone(),
+                r.pair.clone(),
+                num(r.source_gflops, 4),
+                format!("[{}, {}]", num(r.interval.lo, 4), num(r.interval.hi, 4)),
+                num(r.check.measured_gflops, 4),
+                if r.check.inside {
+                    "inside".into()
+                } else {
+                    format!("{:+.1} %", r.check.error * 100.0)
+                },
+            ]
+        })
+        .collect();
+    let chart_rows: Vec<ValidationRow> = v
+        .iter()
+        .map(|r| ValidationRow {
+            label: format!("{} {}", r.workload, r.pair),
+            lo: r.interval.lo,
+            hi: r.interval.hi,
+            measured: r.check.measured_gflops,
+        })
+        .collect();
+    Section {
+        title: "Validation at node scope: thread counts and vector widths, measured here".into(),
+        summary: format!(
+            "On {}, the node projection (per thread, eqs. 7.1-7.5) fell inside the interval for {:.0} % of {} pairs; median width {:.1} % and median midpoint error {:.1} % of the measurement; the nearest bound was off by {:.1} % at the median and {:.1} % at most.",
+            machine.name,
+            s.inside_fraction * 100.0,
+            s.pairs,
+            s.median_width * 100.0,
+            s.median_midpoint_error * 100.0,
+            s.median_error * 100.0,
+            s.max_error * 100.0
+        ),
+        body_html: html_table(
+            &[
+                "workload",
+                "pair",
+                "source GFLOP/s",
+                "projected GFLOP/s",
+                "measured GFLOP/s",
+                "result",
+            ],
+            &rows,
+        ),
+        svgs: vec![hpcscope_report::validation_svg(
+            &chart_rows,
+            "Projected interval and measured performance at node scope",
+        )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_values_below_one_core_are_flagged() {
+        let mut m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        assert!(node_values_check(&m).is_empty());
+        m.peaks[0].core_gflops = Some(4000.0);
+        m.levels[0].core_gbs = Some(20000.0);
+        let w = node_values_check(&m);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("node peak") && w[1].contains("private L1"),
+            "{w:?}"
+        );
+    }
+}
