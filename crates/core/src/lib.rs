@@ -14,6 +14,7 @@ pub mod kind;
 pub mod library;
 pub mod load;
 pub mod machine;
+pub mod point;
 pub mod profile;
 pub mod project;
 pub mod roofline;
