@@ -14,9 +14,10 @@ use hpcscope_report::{Section, escape, html_page, html_table};
 use crate::analyze::{AnalyzeOptions, AnalyzeResult, analyze};
 use crate::render::{machine_section, sections};
 use crate::validate::{
-    ValidationResult, ValidationSummary, summarize, validate_all, validation_section,
+    Build, Group, PairResult, PairSpec, ProtocolOptions, Timer, ValidationSummary, summarize,
+    validation_section,
 };
-use crate::workloads::{Builds, Workload, build};
+use crate::workloads::{Builds, Change, Workload, build};
 
 /// What the demo runs.
 #[derive(Debug, Clone)]
@@ -39,7 +40,7 @@ pub struct Demo {
     /// One analysis per workload.
     pub analyses: Vec<AnalyzeResult>,
     /// The validation pairs.
-    pub validation: Vec<ValidationResult>,
+    pub validation: Vec<PairResult>,
     /// Their summary.
     pub summary: ValidationSummary,
     /// What this machine could not do.
@@ -64,13 +65,15 @@ impl Demo {
         for r in &self.analyses {
             text.push_str(&format!("{}: {}\n", r.application, r.verdict));
         }
-        let s = &self.summary;
+        let s = &self.summary.all;
         text.push_str(&format!(
-            "validation: {} pairs, {:.0} % inside the projected interval, median error {:.1} %, max {:.1} %\n",
-            s.pairs,
-            s.inside_fraction * 100.0,
-            s.median_error * 100.0,
-            s.max_error * 100.0
+            "validation: {} pairs, {:.0} % inside the projected interval (with the runs' spread), median width x{}, point estimate off by {:.1} % at the median ({:.1} % at most; Kwack baseline {:.1} %)\n",
+            s.weighted.pairs,
+            s.weighted.inside_fraction * 100.0,
+            num(s.weighted.median_width, 3),
+            s.weighted.median_point_error * 100.0,
+            s.weighted.max_point_error * 100.0,
+            s.kwack.median_point_error * 100.0,
         ));
         for n in &self.notes {
             text.push_str(&format!("note: {n}\n"));
@@ -110,6 +113,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             timeout: None,
             application: Some(w.name.to_string()),
             with_trace: true,
+            calibration: None,
         })?;
         overview.push(vec![
             w.name.to_string(),
@@ -167,7 +171,49 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         results.push(r);
     }
     progress("validation: SSE2 <-> AVX2 builds on this machine");
-    let validation = validate_all(source, ws, &builds, o.native_runs, progress)?;
+    let groups: Vec<Group> = ws
+        .iter()
+        .zip(&builds)
+        .filter_map(|(w, b)| {
+            let (s, a) = (b.sse2.clone()?, b.avx2.clone()?);
+            Some(Group {
+                name: w.name.to_string(),
+                args: w.args.iter().map(|s| s.to_string()).collect(),
+                function: Some(format!("kernel_{}", w.name)),
+                timer: Timer::KernelLine,
+                builds: vec![
+                    Build {
+                        label: "gcc -O3 SSE2".into(),
+                        path: s,
+                    },
+                    Build {
+                        label: "gcc -O3 AVX2".into(),
+                        path: a,
+                    },
+                ],
+                pairs: [(0, 1), (1, 0)]
+                    .into_iter()
+                    .map(|(source, target)| PairSpec {
+                        source,
+                        target,
+                        change: Change::VectorWidth,
+                        calibration: true,
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let protocol = crate::validate::run(
+        source,
+        &groups,
+        &ProtocolOptions {
+            runs: o.native_runs.max(3),
+            calibration: Some(hpcscope_core::point::Calibration::bundled()),
+        },
+        progress,
+    )?;
+    notes.extend(protocol.notes);
+    let validation = protocol.pairs;
     let mut page_sections = vec![Section {
         title: "Overview".into(),
         summary: format!(
@@ -180,7 +226,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 "what",
                 "GFLOP/s here",
                 "binding ceiling here",
-                "projected on A64FX (GFLOP/s)",
+                "projected on A64FX (GFLOP/s; the x86 build stands for an Arm one)",
             ],
             &overview,
         ),
@@ -195,12 +241,13 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                             target: t.name.clone(),
                             lo: s.lo,
                             hi: s.hi,
+                            point: t.projection.point.as_ref().map(|p| p.speedup),
                         }
                     })
                 })
                 .collect::<Vec<_>>(),
             &format!(
-                "Projected speed-up over {} on published machines",
+                "Projected speed-up over {} on published machines (their ISA: the x86 build stands for theirs)",
                 source.name
             ),
         )],
@@ -276,15 +323,42 @@ fn sve_study(
             apply(&a64, &Transform::ReplaceMemory(tx2.id.clone()), &lookup)?,
         ),
     ];
+    let variant_widths = variants
+        .iter()
+        .map(|(_, bits, _)| {
+            bits.map(|b| {
+                hpcscope_core::roofline::AccessWidths::single(b, "the SVE vector length emulated")
+            })
+        })
+        .collect();
     let res = Resolved {
         source_machine: source.clone(),
         source_threads: src.source_profile.regions[0].thread_metrics(origin)?,
         source_gflops: g,
         variants,
         targets,
+        source_widths: Some(crate::validate::access_widths(&src.mix, 0)),
+        variant_widths,
+        source_spread: hpcscope_core::project::Spread::from_times(&src.mix.native_times_s),
+        source_instructions: src.source_profile.regions[0].instructions(),
+        variant_instructions: r
+            .variants
+            .iter()
+            .map(|v| v.profiles[0].regions[0].instructions())
+            .collect(),
     };
+    let model = hpcscope_core::point::Calibration::bundled();
     Ok(Some((
-        sweep(&res, src.source_profile.precision, Options::default())?,
+        sweep(
+            &res,
+            src.source_profile.precision,
+            Options::default(),
+            &hpcscope_core::project::Inputs {
+                calibration: Some(&model),
+                carried_time: true,
+                ..Default::default()
+            },
+        )?,
         g,
     )))
 }

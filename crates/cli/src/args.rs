@@ -228,3 +228,14 @@ impl TargetArgs {
 pub fn absolute(p: &Path) -> Result<PathBuf> {
     hpcscope_job::slurm::absolute(p)
 }
+
+/// Which bandwidths and peaks the rooflines use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum BandwidthsArg {
+    /// At each binary's vector width (`[[levels.widths]]`, `[[peaks.widths]]` of the
+    /// machine file), where the machine gives them; else each level's own value.
+    #[default]
+    BinaryWidth,
+    /// Each level's own bandwidth and the machine's peak (the seeds' form).
+    Level,
+}

@@ -101,6 +101,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         timeout,
         application: None,
         with_trace: !a.no_trace,
+        calibration: None,
     };
     let mut r = match analyze(&opts) {
         Ok(r) => r,
