@@ -394,7 +394,7 @@ fn cross_isa_assumption(binary_isa: &str, t: &Machine, target_binary_given: bool
         format!("no {} build was given", t.isa)
     };
     format!(
-        "{what}: the {binary_isa} binary's instruction mix (FLOPs per FP instruction, access widths) and its bytes per level stand for a {} build, as if its compiler made the same choices for {} {}-bit vectors. To do better, build the program for {} with {} and pass it with --target-binary: it is characterized under QEMU for the target's caches.",
+        "{what}: the {binary_isa} binary's instruction mix (FLOPs per FP instruction, access widths) and its bytes per level stand for the {} build, as if its compiler made the same choices for {} {}-bit vectors. To do better, build the program for {} with {} and pass it with --target-binary: it is characterized under QEMU for the target's caches.",
         t.isa,
         t.simd,
         t.vector_bits,

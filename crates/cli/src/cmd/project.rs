@@ -310,7 +310,7 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
     )?;
     if !isa_matches(&tgt.isa, &tgt.machine.isa) {
         p.notes.push(format!(
-            "the target profile is of a {} binary while {} is {}: its instruction mix and bytes stand for a {} build (an assumption). To do better, build for {} with {} and characterize that build (hpcscope mix --machine {}) for --target-profile",
+            "the target profile is of an {} binary while {} is {}: its instruction mix and bytes stand for the {} build (an assumption). To do better, build for {} with {} and characterize that build (hpcscope mix --machine {}) for --target-profile",
             tgt.isa,
             tgt.machine.id,
             tgt.machine.isa,
