@@ -57,12 +57,12 @@ int main(int argc, char **argv) {
     }
   row_ptr[n] = nnz;
   for (long i = 0; i < n; i++) x[i] = 0.0, r[i] = 1.0 + i % 3, p[i] = r[i], q[i] = 0.0;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   double rr = kernel_cg(n, reps, row_ptr, col, val, x, r, p, q);
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   /* The initial r . r: 2 FLOPs and 8 bytes per row, once. */
   double flops = (2.0 * nnz + 10.0 * n + 2.0) * reps + 2.0 * n;
   double bytes = (20.0 * nnz + 24.0 * n + 96.0 * n) * reps + 8.0 * n;
-  report("cg", n, reps, flops, bytes, t, rr);
+  report_cpu("cg", n, reps, flops, bytes, t, cpu, rr);
   return 0;
 }

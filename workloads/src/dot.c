@@ -14,9 +14,9 @@ int main(int argc, char **argv) {
   double *x = xalloc(n * sizeof *x), *y = xalloc(n * sizeof *y);
   for (long i = 0; i < n; i++) x[i] = 1.0 + i % 3, y[i] = 0.5 - i % 2;
   double check = 0;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) check += kernel_dot(n, x, y);
-  t = now_s() - t;
-  report("dot", n, reps, 2.0 * n * reps, 16.0 * n * reps, t, check);
+  t = now_s() - t, cpu = cpu_s() - cpu;
+  report_cpu("dot", n, reps, 2.0 * n * reps, 16.0 * n * reps, t, cpu, check);
   return 0;
 }

@@ -40,11 +40,11 @@ int main(int argc, char **argv) {
   }
   for (long k = 0; k < ne; k++) w[k] = 0.1 + k % 3;
   for (long k = 0; k < n; k++) q[k] = 1.0 + k % 17, res[k] = 0.0;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) kernel_edge(ne, ea, eb, w, q, res);
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long k = 0; k < n; k++) check += res[k] * (k % 7);
-  report("edge", ne, reps, 4.0 * ne * reps, 64.0 * ne * reps, t, check);
+  report_cpu("edge", ne, reps, 4.0 * ne * reps, 64.0 * ne * reps, t, cpu, check);
   return 0;
 }

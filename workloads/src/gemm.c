@@ -17,12 +17,12 @@ int main(int argc, char **argv) {
   double *a = xalloc(n * n * sizeof *a), *b = xalloc(n * n * sizeof *b),
          *c = xalloc(n * n * sizeof *c);
   for (long i = 0; i < n * n; i++) a[i] = 1.0 + i % 5, b[i] = 0.5 - i % 3, c[i] = 0.0;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) kernel_gemm(n, c, a, b);
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long i = 0; i < n * n; i++) check += c[i];
   double n3 = (double)n * n * n * reps;
-  report("gemm", n, reps, 2.0 * n3, 24.0 * n3, t, check);
+  report_cpu("gemm", n, reps, 2.0 * n3, 24.0 * n3, t, cpu, check);
   return 0;
 }

@@ -71,17 +71,17 @@ int main(int argc, char **argv) {
   double *sigma = xalloc(ncells * sizeof *sigma), *tally = xalloc(ncells * sizeof *tally);
   for (long c = 0; c < ncells; c++) sigma[c] = 0.5 + 0.05 * (double)(c % 9), tally[c] = 0.0;
   long ev[6], tot[6] = {0, 0, 0, 0, 0, 0};
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) {
     kernel_montecarlo(n, ncells, sigma, tally, 0.3, 12345UL + (unsigned long)r, ev);
     for (int k = 0; k < 6; k++) tot[k] += ev[k];
   }
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long c = 0; c < ncells; c++) check += tally[c];
   double flops = 2.0 * tot[0] + (2.0 * TERMS + 4.0) * tot[1] + 3.0 * tot[2] + 3.0 * tot[3] +
                  2.0 * tot[4] + 1.0 * tot[5];
   double bytes = 8.0 * TERMS * tot[1] + 8.0 * tot[2] + 16.0 * (tot[3] + tot[5]);
-  report("montecarlo", n, reps, flops, bytes, t, check);
+  report_cpu("montecarlo", n, reps, flops, bytes, t, cpu, check);
   return 0;
 }

@@ -37,13 +37,13 @@ int main(int argc, char **argv) {
     x[i] = (double)(i % 17), y[i] = (double)(i % 13) * 0.5, z[i] = (double)(i % 7) * 0.25;
     vx[i] = vy[i] = vz[i] = 0.0, m[i] = 1.0 + i % 3;
   }
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) kernel_nbody(n, x, y, z, vx, vy, vz, m, 1e-3);
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long i = 0; i < n; i++) check += x[i] + y[i] + z[i];
   double pairs = (double)n * n * reps;
-  report("nbody", n, reps, 20.0 * pairs + 12.0 * n * reps, 32.0 * pairs + 120.0 * n * reps, t,
+  report_cpu("nbody", n, reps, 20.0 * pairs + 12.0 * n * reps, 32.0 * pairs + 120.0 * n * reps, t, cpu,
          check);
   return 0;
 }

@@ -37,11 +37,11 @@ int main(int argc, char **argv) {
     }
   row_ptr[n] = nnz;
   for (long i = 0; i < n; i++) x[i] = 1.0 + i % 13;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) kernel_spmv(n, row_ptr, col, val, x, y);
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long i = 0; i < n; i++) check += y[i];
-  report("spmv", n, reps, 2.0 * nnz * reps, (20.0 * nnz + 24.0 * n) * reps, t, check);
+  report_cpu("spmv", n, reps, 2.0 * nnz * reps, (20.0 * nnz + 24.0 * n) * reps, t, cpu, check);
   return 0;
 }

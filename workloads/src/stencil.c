@@ -17,16 +17,16 @@ int main(int argc, char **argv) {
   long n = arg_long(argc, argv, 1, 1000), reps = arg_long(argc, argv, 2, 10);
   double *a = xalloc(n * n * sizeof *a), *b = xalloc(n * n * sizeof *b);
   for (long i = 0; i < n * n; i++) a[i] = 1.0 + i % 11, b[i] = 0.0;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) {
     kernel_stencil(n, b, a, 0.2, 0.2);
     double *tmp = a;
     a = b, b = tmp;
   }
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long i = 0; i < n * n; i++) check += a[i];
   double pts = (double)(n - 2) * (n - 2) * reps;
-  report("stencil", n, reps, 6.0 * pts, 48.0 * pts, t, check);
+  report_cpu("stencil", n, reps, 6.0 * pts, 48.0 * pts, t, cpu, check);
   return 0;
 }

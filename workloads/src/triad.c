@@ -10,11 +10,11 @@ int main(int argc, char **argv) {
   long n = arg_long(argc, argv, 1, 1000000), reps = arg_long(argc, argv, 2, 10);
   double *a = xalloc(n * sizeof *a), *b = xalloc(n * sizeof *b), *c = xalloc(n * sizeof *c);
   for (long i = 0; i < n; i++) a[i] = 0.0, b[i] = 1.0 + i % 7, c[i] = 2.0 - i % 5;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) kernel_triad(n, a, b, c, 3.0 + r);
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long i = 0; i < n; i++) check += a[i];
-  report("triad", n, reps, 2.0 * n * reps, 24.0 * n * reps, t, check);
+  report_cpu("triad", n, reps, 2.0 * n * reps, 24.0 * n * reps, t, cpu, check);
   return 0;
 }

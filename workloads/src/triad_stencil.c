@@ -21,18 +21,18 @@ int main(int argc, char **argv) {
   long m = n * n;
   double *a = xalloc(m * sizeof *a), *b = xalloc(m * sizeof *b), *c = xalloc(m * sizeof *c);
   for (long i = 0; i < m; i++) a[i] = 0.0, b[i] = 1.0 + i % 7, c[i] = 2.0 - i % 5;
-  double t = now_s();
+  double t = now_s(), cpu = cpu_s();
   for (long r = 0; r < reps; r++) kernel_triad(m, a, b, c, 3.0 + r);
   for (long r = 0; r < reps; r++) {
     kernel_stencil(n, b, a, 0.2, 0.2);
     double *tmp = a;
     a = b, b = tmp;
   }
-  t = now_s() - t;
+  t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long i = 0; i < m; i++) check += a[i];
   double pts = (double)(n - 2) * (n - 2) * reps;
-  report("triad_stencil", n, reps, 2.0 * m * reps + 6.0 * pts, 24.0 * m * reps + 48.0 * pts, t,
+  report_cpu("triad_stencil", n, reps, 2.0 * m * reps + 6.0 * pts, 24.0 * m * reps + 48.0 * pts, t, cpu,
          check);
   return 0;
 }

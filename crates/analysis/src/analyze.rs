@@ -11,13 +11,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hpcscope_core::explore::DesignPoint;
-use hpcscope_core::project::{Options, Projection, Side, project};
+use hpcscope_core::point::Calibration;
+use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
+use hpcscope_core::roofline::AccessWidths;
 use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze as roofline};
 use hpcscope_core::{AppMetrics, Machine, Profile};
 use hpcscope_mix::{MixOptions, MixReport};
 use serde::Serialize;
 
 use crate::scenario::SweepTargets;
+use crate::validate::access_widths;
 use crate::verdict::{no_fp_verdict, source_verdict, target_verdict};
 
 /// The binary built for the targets (e.g. an SVE build), characterized for each target's
@@ -62,6 +65,8 @@ pub struct AnalyzeOptions {
     pub threads: Option<u32>,
     /// How the threads are placed on each simulated node's cores.
     pub placement: hpcscope_mix::Placement,
+    /// The rule that places the point estimate (default: the bundled model).
+    pub calibration: Option<Calibration>,
 }
 
 /// One target's projection.
@@ -74,6 +79,12 @@ pub struct TargetResult {
     pub name: String,
     /// Where the target binary's bytes per level come from.
     pub caches_from: String,
+    /// Whether the target has the ISA of the binary projected onto it (the analyzed one, or
+    /// the target binary given).
+    pub same_isa: bool,
+    /// What was assumed when it has not: a binary of another ISA standing for a native
+    /// build, and how to do better.
+    pub assumption: Option<String>,
     /// The projection.
     pub projection: Projection,
     /// One sentence.
@@ -177,6 +188,9 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let mix = hpcscope_mix::analyze(&opts).context(Uncharacterized)?;
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
+    let source_widths = crate::validate::access_widths(&mix, 0);
+    let source_spread = Spread::from_times(&mix.native_times_s);
+    let calibration = o.calibration.clone().unwrap_or_else(Calibration::bundled);
     // The characterization's own remarks (a crash, a partial count, how the region was
     // timed) come first: they qualify everything below.
     for n in mix.notes.iter().chain(&source_profile.notes) {
@@ -204,7 +218,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     }
     // The binary for the targets: characterized for each target's caches.
     let mut target_mix = None;
-    let mut target_profiles: Vec<(String, Profile, String)> = Vec::new();
+    let mut target_profiles: Vec<(String, Profile, String, AccessWidths)> = Vec::new();
     if let Some(tb) = &o.target_binary {
         let sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
         let arch = hpcscope_mix::ElfInfo::read(&tb.path)?.arch;
@@ -236,6 +250,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 env: env.clone(),
                 ..Default::default()
             })?;
+            let widths = access_widths(&r, 0);
             for p in &r.variants[0].profiles {
                 let how = match len {
                     Some(b) => format!(
@@ -244,7 +259,12 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                     ),
                     None => format!("{}, simulated on its caches", tb.path.display()),
                 };
-                target_profiles.push((p.machine.clone().unwrap_or_default(), p.clone(), how));
+                target_profiles.push((
+                    p.machine.clone().unwrap_or_default(),
+                    p.clone(),
+                    how,
+                    widths.clone(),
+                ));
             }
             reports.push(r);
         }
@@ -255,6 +275,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 p.machine.clone().unwrap_or_default(),
                 p.clone(),
                 "the same binary, simulated on its caches".into(),
+                source_widths.clone(),
             ));
         }
     }
@@ -266,8 +287,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         let lookup = |id: &str| {
             target_profiles
                 .iter()
-                .find(|(m, _, _)| m == id)
-                .map(|(_, p, h)| (p.clone(), h.clone()))
+                .find(|(m, _, _, _)| m == id)
+                .map(|(_, p, h, _)| (p.clone(), h.clone()))
         };
         let na = crate::node::analyze_node(
             source,
@@ -278,10 +299,16 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             &o.placement.label(),
         )?;
         for t in &na.targets {
+            let same_isa = isa_matches(&source_profile.isa, &t.target.isa);
+            let assumption = (!same_isa).then(|| {
+                cross_isa_assumption(&source_profile.isa, &t.target, o.target_binary.is_some())
+            });
             results.push(TargetResult {
                 machine: t.machine.clone(),
                 name: t.name.clone(),
                 caches_from: t.caches_from.clone(),
+                same_isa,
+                assumption,
                 projection: t.projection.clone(),
                 verdict: t.verdict.clone(),
                 target: t.target.clone(),
@@ -292,17 +319,35 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         ));
         node = Some(na);
     } else if let Some(g) = source_gflops.filter(|_| !no_fp) {
+        if let Some(sp) = source_spread
+            && sp.relative() > 0.10
+        {
+            notes.push(format!(
+                "the {} native runs spread {:.0} % (fastest - slowest over the median): the machine was probably busy; the projected intervals carry that spread",
+                sp.runs,
+                sp.relative() * 100.0
+            ));
+        }
+        if source_spread.is_some() && !o.functions.is_empty() {
+            notes.push("the spread that widens the intervals is the one of the whole program's native runs (mix gives the function's median time only)".into());
+        }
         for t in targets {
-            let (prof, how) = match target_profiles.iter().find(|(id, _, _)| id == &t.id) {
-                Some((_, p, h)) => (p.clone(), h.clone()),
-                None => (
-                    source_profile.clone(),
-                    format!("the source's caches ({} has no cache geometry)", t.id),
-                ),
-            };
+            let (prof, how, twidths) =
+                match target_profiles.iter().find(|(id, _, _, _)| id == &t.id) {
+                    Some((_, p, h, w)) => (p.clone(), h.clone(), w.clone()),
+                    None => (
+                        source_profile.clone(),
+                        format!("the source's caches ({} has no cache geometry)", t.id),
+                        source_widths.clone(),
+                    ),
+                };
+            let binary_isa = prof.isa.clone();
+            let same_isa = isa_matches(&binary_isa, &t.isa);
+            let assumption = (!same_isa)
+                .then(|| cross_isa_assumption(&binary_isa, t, o.target_binary.is_some()));
             let to = format!("the target profile for {}", t.id);
             let tm: Vec<AppMetrics> = prof.regions[0].thread_metrics(&to)?;
-            let p = match project(
+            let p = match project_with(
                 Side {
                     machine: source,
                     threads: &src_metrics,
@@ -316,6 +361,17 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 },
                 source_profile.precision,
                 Options::default(),
+                &Inputs {
+                    source_widths: Some(source_widths.clone()),
+                    target_widths: Some(twidths),
+                    source_spread,
+                    calibration: Some(&calibration),
+                    carried_time: true,
+                    instructions: source_profile.regions[0]
+                        .instructions()
+                        .zip(prof.regions[0].instructions()),
+                    drop_contradicted: false,
+                },
             ) {
                 Ok(p) => p,
                 Err(e) => {
@@ -328,6 +384,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 machine: t.id.clone(),
                 name: t.name.clone(),
                 caches_from: how,
+                same_isa,
+                assumption,
                 projection: p,
                 verdict,
                 target: t.clone(),
@@ -373,6 +431,60 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     })
 }
 
+/// Whether a binary of ISA `binary` runs natively on a machine of ISA `machine`
+/// (`x86_64`/`x86-64`/`amd64`, `aarch64`/`arm64` name the same ISA).
+pub fn isa_matches(binary: &str, machine: &str) -> bool {
+    let norm = |s: &str| match s.to_ascii_lowercase().as_str() {
+        "x86-64" | "amd64" | "x86_64" => "x86_64".to_string(),
+        "arm64" | "aarch64" => "aarch64".to_string(),
+        o => o.to_string(),
+    };
+    norm(binary) == norm(machine)
+}
+
+/// The compilers that build for `isa` on a Debian x86-64 machine, and the flags of the
+/// machine's vector extension.
+pub fn cross_compilers(isa: &str, simd: &str, vector_bits: u32) -> String {
+    match isa {
+        "aarch64" | "arm64" => {
+            let march = match simd {
+                "sve" | "sve2" => format!(
+                    "-march=armv8.2-a+sve (any SVE length; --sve-bits {vector_bits} emulates this machine's)"
+                ),
+                _ => "-march=armv8-a (NEON)".to_string(),
+            };
+            format!(
+                "aarch64-linux-gnu-gcc {march} (Debian package gcc-aarch64-linux-gnu), or clang --target=aarch64-linux-gnu with the same -march; link with -static, or let QEMU find the aarch64 libraries (QEMU_LD_PREFIX=/usr/aarch64-linux-gnu)"
+            )
+        }
+        "x86_64" | "x86-64" => format!(
+            "gcc or clang with -march matching its {simd} ({vector_bits}-bit) vectors (x86-64-v3 for AVX2, x86-64-v4 for AVX-512); from another architecture, x86_64-linux-gnu-gcc (Debian package gcc-x86-64-linux-gnu)"
+        ),
+        "riscv64" => "riscv64-linux-gnu-gcc (Debian package gcc-riscv64-linux-gnu) or clang --target=riscv64-linux-gnu".to_string(),
+        other => format!("a compiler that targets {other}"),
+    }
+}
+
+/// What a projection onto `t` assumes when the binary projected has ISA `binary_isa`.
+fn cross_isa_assumption(binary_isa: &str, t: &Machine, target_binary_given: bool) -> String {
+    let what = if target_binary_given {
+        format!(
+            "the target binary is {binary_isa} while {} is {}",
+            t.name, t.isa
+        )
+    } else {
+        format!("no {} build was given", t.isa)
+    };
+    format!(
+        "{what}: the {binary_isa} binary's instruction mix (FLOPs per FP instruction, access widths) and its bytes per level stand for the {} build, as if its compiler made the same choices for {} {}-bit vectors. To do better, build the program for {} with {} and pass it with --target-binary: it is characterized under QEMU for the target's caches.",
+        t.isa,
+        t.simd,
+        t.vector_bits,
+        t.isa,
+        cross_compilers(&t.isa, &t.simd, t.vector_bits)
+    )
+}
+
 /// Sweeps a scenario's targets with the analyzed program as source and variant.
 pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
     let Some(g) = r.source_gflops else {
@@ -382,9 +494,16 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
         );
     };
     let origin_p = "the analyzed profile";
-    let variant = match &r.target_mix {
-        Some(tm) => tm.variants[0].profiles[0].regions[0].thread_metrics(origin_p)?,
-        None => r.source_profile.regions[0].thread_metrics(origin_p)?,
+    let source_widths = access_widths(&r.mix, 0);
+    let (variant, variant_widths) = match &r.target_mix {
+        Some(tm) => (
+            tm.variants[0].profiles[0].regions[0].thread_metrics(origin_p)?,
+            access_widths(tm, 0),
+        ),
+        None => (
+            r.source_profile.regions[0].thread_metrics(origin_p)?,
+            source_widths.clone(),
+        ),
     };
     let res = hpcscope_core::explore::Resolved {
         source_machine: r.source_machine.clone(),
@@ -392,9 +511,26 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
         source_gflops: g,
         variants: vec![(r.application.clone(), None, variant)],
         targets: sc.targets,
+        source_widths: Some(source_widths),
+        variant_widths: vec![Some(variant_widths)],
+        source_spread: Spread::from_times(&r.mix.native_times_s),
+        source_instructions: r.source_profile.regions[0].instructions(),
+        variant_instructions: vec![match &r.target_mix {
+            Some(tm) => tm.variants[0].profiles[0].regions[0].instructions(),
+            None => r.source_profile.regions[0].instructions(),
+        }],
     };
-    let points =
-        hpcscope_core::explore::sweep(&res, r.source_profile.precision, Options::default())?;
+    let model = Calibration::bundled();
+    let points = hpcscope_core::explore::sweep(
+        &res,
+        r.source_profile.precision,
+        Options::default(),
+        &Inputs {
+            calibration: Some(&model),
+            carried_time: true,
+            ..Inputs::default()
+        },
+    )?;
     Ok(Sweep {
         name: sc.name,
         description: sc.description,

@@ -19,9 +19,10 @@ use crate::node_validate::{
 };
 use crate::render::{machine_section, sections};
 use crate::validate::{
-    ValidationResult, ValidationSummary, summarize, validate_all, validation_section,
+    Build, Group, PairResult, PairSpec, ProtocolOptions, Timer, ValidationSummary, summarize,
+    validation_section,
 };
-use crate::workloads::{Builds, Workload, build};
+use crate::workloads::{Builds, Change, Workload, build};
 
 /// What the demo runs.
 #[derive(Debug, Clone)]
@@ -48,7 +49,7 @@ pub struct Demo {
     /// One analysis per workload.
     pub analyses: Vec<AnalyzeResult>,
     /// The validation pairs.
-    pub validation: Vec<ValidationResult>,
+    pub validation: Vec<PairResult>,
     /// Their summary.
     pub summary: ValidationSummary,
     /// One analysis per OpenMP workload, with its node scope.
@@ -81,13 +82,15 @@ impl Demo {
         for r in &self.analyses {
             text.push_str(&format!("{}: {}\n", r.application, r.verdict));
         }
-        let s = &self.summary;
+        let s = &self.summary.all;
         text.push_str(&format!(
-            "validation: {} pairs, {:.0} % inside the projected interval, median error {:.1} %, max {:.1} %\n",
-            s.pairs,
-            s.inside_fraction * 100.0,
-            s.median_error * 100.0,
-            s.max_error * 100.0
+            "validation: {} pairs, {:.0} % inside the projected interval (with the runs' spread), median width x{}, point estimate off by {:.1} % at the median ({:.1} % at most; Kwack baseline {:.1} %)\n",
+            s.weighted.pairs,
+            s.weighted.inside_fraction * 100.0,
+            num(s.weighted.median_width, 3),
+            s.weighted.median_point_error * 100.0,
+            s.weighted.max_point_error * 100.0,
+            s.kwack.median_point_error * 100.0,
         ));
         for r in &self.node_analyses {
             if let Some(n) = &r.node {
@@ -147,6 +150,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             with_trace: true,
             threads: None,
             placement: Default::default(),
+            calibration: None,
         })?;
         overview.push(vec![
             w.name.to_string(),
@@ -204,7 +208,49 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         results.push(r);
     }
     progress("validation: SSE2 <-> AVX2 builds on this machine");
-    let validation = validate_all(source, ws, &builds, o.native_runs, progress)?;
+    let groups: Vec<Group> = ws
+        .iter()
+        .zip(&builds)
+        .filter_map(|(w, b)| {
+            let (s, a) = (b.sse2.clone()?, b.avx2.clone()?);
+            Some(Group {
+                name: w.name.to_string(),
+                args: w.args.iter().map(|s| s.to_string()).collect(),
+                function: Some(format!("kernel_{}", w.name)),
+                timer: Timer::KernelLine,
+                builds: vec![
+                    Build {
+                        label: "gcc -O3 SSE2".into(),
+                        path: s,
+                    },
+                    Build {
+                        label: "gcc -O3 AVX2".into(),
+                        path: a,
+                    },
+                ],
+                pairs: [(0, 1), (1, 0)]
+                    .into_iter()
+                    .map(|(source, target)| PairSpec {
+                        source,
+                        target,
+                        change: Change::VectorWidth,
+                        calibration: true,
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let protocol = crate::validate::run(
+        source,
+        &groups,
+        &ProtocolOptions {
+            runs: o.native_runs.max(3),
+            calibration: Some(hpcscope_core::point::Calibration::bundled()),
+        },
+        progress,
+    )?;
+    notes.extend(protocol.notes);
+    let validation = protocol.pairs;
     // The node section: the OpenMP workloads with several threads.
     let mut node_analyses = Vec::new();
     let mut node_sections = Vec::new();
@@ -246,6 +292,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 with_trace: false,
                 threads: Some(o.threads),
                 placement: Default::default(),
+                calibration: None,
             })?;
             if let Some(n) = &r.node {
                 node_sections.push(crate::node::node_section(
@@ -282,7 +329,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 "what",
                 "GFLOP/s here",
                 "binding ceiling here",
-                "projected on A64FX (GFLOP/s)",
+                "projected on A64FX (GFLOP/s; the x86 build stands for an Arm one)",
             ],
             &overview,
         ),
@@ -297,12 +344,13 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                             target: t.name.clone(),
                             lo: s.lo,
                             hi: s.hi,
+                            point: t.projection.point.as_ref().map(|p| p.speedup),
                         }
                     })
                 })
                 .collect::<Vec<_>>(),
             &format!(
-                "Projected speed-up over {} on published machines",
+                "Projected speed-up over {} on published machines (their ISA: the x86 build stands for theirs)",
                 source.name
             ),
         )],
@@ -386,15 +434,42 @@ fn sve_study(
             apply(&a64, &Transform::ReplaceMemory(tx2.id.clone()), &lookup)?,
         ),
     ];
+    let variant_widths = variants
+        .iter()
+        .map(|(_, bits, _)| {
+            bits.map(|b| {
+                hpcscope_core::roofline::AccessWidths::single(b, "the SVE vector length emulated")
+            })
+        })
+        .collect();
     let res = Resolved {
         source_machine: source.clone(),
         source_threads: src.source_profile.regions[0].thread_metrics(origin)?,
         source_gflops: g,
         variants,
         targets,
+        source_widths: Some(crate::validate::access_widths(&src.mix, 0)),
+        variant_widths,
+        source_spread: hpcscope_core::project::Spread::from_times(&src.mix.native_times_s),
+        source_instructions: src.source_profile.regions[0].instructions(),
+        variant_instructions: r
+            .variants
+            .iter()
+            .map(|v| v.profiles[0].regions[0].instructions())
+            .collect(),
     };
+    let model = hpcscope_core::point::Calibration::bundled();
     Ok(Some((
-        sweep(&res, src.source_profile.precision, Options::default())?,
+        sweep(
+            &res,
+            src.source_profile.precision,
+            Options::default(),
+            &hpcscope_core::project::Inputs {
+                calibration: Some(&model),
+                carried_time: true,
+                ..Default::default()
+            },
+        )?,
         g,
     )))
 }

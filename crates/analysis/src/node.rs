@@ -379,6 +379,7 @@ pub fn node_section(n: &NodeAnalysis, source: &Machine, title_prefix: &str) -> S
             target: "FLOPs / mean".into(),
             lo: t.flops / mean,
             hi: t.flops / mean,
+            point: None,
         })
         .collect();
     Section {

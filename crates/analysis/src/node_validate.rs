@@ -310,6 +310,8 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
             lo: r.interval.lo,
             hi: r.interval.hi,
             measured: r.check.measured_gflops,
+            // No calibrated point estimate at node scope yet.
+            point: None,
         })
         .collect();
     Section {

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use hpcscope_core::Machine;
 use hpcscope_core::explore::DesignPoint;
-use hpcscope_core::roofline::Ceilings;
 use hpcscope_report::fmt::num;
 use hpcscope_report::{Section, escape, html_page, html_table};
 
@@ -80,9 +79,7 @@ pub fn best_projection_svg(source: &Machine, targets: &[TargetResult]) -> Option
             .hi
             .total_cmp(&b.projection.interval.hi)
     })?;
-    let scope = b.projection.options.scope;
-    let sc = Ceilings::of(source, b.projection.precision, scope).ok()?;
-    let tc = Ceilings::of(&b.target, b.projection.precision, scope).ok()?;
+    let (sc, tc) = b.projection.ceilings(source, &b.target).ok()?;
     Some(hpcscope_report::projection_svg(
         &b.projection,
         &sc,
@@ -91,23 +88,63 @@ pub fn best_projection_svg(source: &Machine, targets: &[TargetResult]) -> Option
     ))
 }
 
-/// The section of the projections to other machines.
-pub fn projection_section(r: &AnalyzeResult, title_prefix: &str) -> Section {
-    let rows: Vec<Vec<String>> = r
-        .targets
-        .iter()
+/// The point estimate of a projection as a table cell: `3.1 (±4 %)`.
+pub fn point_cell(p: &hpcscope_core::project::Projection) -> String {
+    p.point.as_ref().map_or("-".into(), |e| {
+        format!("{} (±{:.0} %)", num(e.gflops, 4), e.error_median * 100.0)
+    })
+}
+
+/// How a projection's width splits (model, calibrated margin, noise), as a table cell.
+pub fn noise_cell(p: &hpcscope_core::project::Projection) -> String {
+    p.widening.map_or("model only".into(), |w| {
+        format!(
+            "{:.0} / {:.0} / {}",
+            w.model_share * 100.0,
+            w.margin_share * 100.0,
+            if w.source.is_some() {
+                format!("{:.0} %", w.noise_share * 100.0)
+            } else {
+                "not measured".into()
+            }
+        )
+    })
+}
+
+fn projection_rows(ts: &[&TargetResult]) -> Vec<Vec<String>> {
+    ts.iter()
         .map(|t| {
             let s = t.projection.speedup();
             vec![
                 t.name.clone(),
                 num(t.projection.interval.lo, 4),
                 num(t.projection.interval.hi, 4),
+                point_cell(&t.projection),
                 format!("x{} - x{}", num(s.lo, 3), num(s.hi, 3)),
+                noise_cell(&t.projection),
                 lower_bound_by(&t.projection),
                 t.caches_from.clone(),
             ]
         })
-        .collect();
+        .collect()
+}
+
+const PROJECTION_HEADERS: [&str; 8] = [
+    "target",
+    "lo GFLOP/s",
+    "hi GFLOP/s",
+    "point GFLOP/s (typical error)",
+    "speed-up",
+    "width: model / margin / noise",
+    "lower bound set by",
+    "target bytes from",
+];
+
+/// The section of the projections to other machines: those onto machines of the binary's
+/// ISA, then, apart, those that assume the binary stands for a build of another ISA.
+pub fn projection_section(r: &AnalyzeResult, title_prefix: &str) -> Section {
+    let same: Vec<&TargetResult> = r.targets.iter().filter(|t| t.same_isa).collect();
+    let other: Vec<&TargetResult> = r.targets.iter().filter(|t| !t.same_isa).collect();
     let dps: Vec<DesignPoint> = r
         .targets
         .iter()
@@ -129,22 +166,37 @@ pub fn projection_section(r: &AnalyzeResult, title_prefix: &str) -> Section {
         r.source_gflops.unwrap_or(0.0),
     )];
     svgs.extend(best_projection_svg(&r.source_machine, &r.targets));
-    let mut body = html_table(
-        &[
-            "target",
-            "lo GFLOP/s",
-            "hi GFLOP/s",
-            "speed-up",
-            "lower bound set by",
-            "target bytes from",
-        ],
-        &rows,
-    );
-    body.push_str("<ul>");
-    for t in &r.targets {
-        body.push_str(&format!("<li>{}</li>", escape(&t.verdict)));
+    let mut body = String::new();
+    if !same.is_empty() {
+        body.push_str(&format!(
+            "<h3>Machines of the binary's ISA ({})</h3>",
+            escape(&r.source_profile.isa)
+        ));
+        body.push_str(&html_table(&PROJECTION_HEADERS, &projection_rows(&same)));
+        body.push_str("<ul>");
+        for t in &same {
+            body.push_str(&format!("<li>{}</li>", escape(&t.verdict)));
+        }
+        body.push_str("</ul>");
     }
-    body.push_str("</ul>");
+    if !other.is_empty() {
+        body.push_str(&format!(
+            "<h3>Machines of another ISA: the {} binary stands for their build (an assumption)</h3>",
+            escape(&r.source_profile.isa)
+        ));
+        if let Some(a) = other.iter().find_map(|t| t.assumption.as_ref()) {
+            body.push_str(&format!("<p>{}</p>", escape(a)));
+        }
+        body.push_str(&html_table(&PROJECTION_HEADERS, &projection_rows(&other)));
+        body.push_str("<ul>");
+        for t in &other {
+            body.push_str(&format!("<li>{}</li>", escape(&t.verdict)));
+        }
+        body.push_str("</ul>");
+    }
+    if r.targets.iter().any(|t| t.projection.point.is_some()) {
+        body.push_str("<p>The point estimate's typical error is its median error on the build changes it was calibrated on (same machine, this project's workloads); across machines, and for another ISA, it is untested.</p>");
+    }
     Section {
         title: format!("{title_prefix}Projection to other machines"),
         summary,
@@ -207,6 +259,21 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
                 "time (s)".into()
             },
             time_s.map(|t| num(t, 4)).unwrap_or("not measured".into()),
+        ],
+        vec![
+            "native runs".into(),
+            match hpcscope_core::project::Spread::from_times(&r.mix.native_times_s) {
+                Some(sp) => format!(
+                    "{}, spread {:.1} % (fastest - slowest over the median)",
+                    sp.runs,
+                    sp.relative() * 100.0
+                ),
+                None => format!("{}", r.mix.native_times_s.len()),
+            },
+        ],
+        vec![
+            "FP instructions by width".into(),
+            crate::validate::access_widths(&r.mix, 0).describe(),
         ],
         vec![
             "GFLOP/s".into(),
@@ -285,6 +352,7 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
                 p.target.clone(),
                 num(p.interval.lo, 4),
                 num(p.interval.hi, 4),
+                point_cell(&p.projection),
                 format!("x{} - x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
                 format!("{} of {}", p.memory_bound_points, p.points),
                 p.lower_bound_by.clone(),
@@ -311,6 +379,7 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
             "target",
             "lo GFLOP/s",
             "hi GFLOP/s",
+            "point GFLOP/s (typical error)",
             "speed-up",
             "memory-bound points",
             "lower bound set by",
@@ -337,14 +406,42 @@ pub fn page(r: &AnalyzeResult) -> String {
     )
 }
 
-/// What `analyze` prints: the verdicts, the sweep, the notes.
+/// What `analyze` prints: the verdicts (projections onto machines of another ISA apart,
+/// with what they assume), the sweep, the notes.
 pub fn text(r: &AnalyzeResult) -> String {
     let mut text = format!("{}\n", r.verdict);
     if let Some(n) = &r.node {
         // The node text lists the node projections.
         text.push_str(&crate::node::node_text(n));
-    } else {
-        for t in &r.targets {
+    }
+    let same: Vec<&TargetResult> = r
+        .targets
+        .iter()
+        .filter(|t| t.same_isa && r.node.is_none())
+        .collect();
+    let other: Vec<&TargetResult> = r
+        .targets
+        .iter()
+        .filter(|t| !t.same_isa && r.node.is_none())
+        .collect();
+    if !same.is_empty() && !other.is_empty() {
+        text.push_str(&format!(
+            "machines of the binary's ISA ({}):\n",
+            r.source_profile.isa
+        ));
+    }
+    for t in &same {
+        text.push_str(&format!("  {}\n", t.verdict));
+    }
+    if !other.is_empty() {
+        text.push_str(&format!(
+            "machines of another ISA, ASSUMING the {} binary stands for their build:\n",
+            r.source_profile.isa
+        ));
+        if let Some(a) = other.iter().find_map(|t| t.assumption.as_ref()) {
+            text.push_str(&format!("  ({a})\n"));
+        }
+        for t in &other {
             text.push_str(&format!("  {}\n", t.verdict));
         }
     }
@@ -352,10 +449,11 @@ pub fn text(r: &AnalyzeResult) -> String {
         text.push_str(&format!("sweep: {}\n", sw.name));
         for p in &sw.points {
             text.push_str(&format!(
-                "  {}: {} to {} GFLOP/s (lower bound set by {})\n",
+                "  {}: {} to {} GFLOP/s, point {} (lower bound set by {})\n",
                 p.target,
                 num(p.interval.lo, 4),
                 num(p.interval.hi, 4),
+                point_cell(&p.projection),
                 p.lower_bound_by
             ));
         }
@@ -476,6 +574,8 @@ mod tests {
             machine: target.id.clone(),
             name: target.name.clone(),
             caches_from: "the same binary".into(),
+            same_isa: true,
+            assumption: None,
             verdict: String::new(),
             projection: p,
             target,

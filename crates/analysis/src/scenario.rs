@@ -6,6 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 use hpcscope_core::explore::{Resolved, Scenario, TargetSpec, apply};
+use hpcscope_core::project::Spread;
+use hpcscope_core::roofline::AccessWidths;
 use hpcscope_core::{InputError, Machine, load};
 
 /// Each target's machine, with its transforms applied; machine files are found relative to
@@ -122,6 +124,8 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
     // Many variants name the same profile: read each file once.
     let mut loaded: std::collections::HashMap<std::path::PathBuf, hpcscope_core::Profile> =
         std::collections::HashMap::new();
+    let mut variant_widths = Vec::new();
+    let mut variant_instructions = Vec::new();
     for (i, v) in s.variants.iter().enumerate() {
         let vp = load::rel(base, &v.profile);
         let p = match loaded.get(&vp) {
@@ -144,17 +148,36 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
             )
             .into());
         }
-        let threads = p
-            .region(
-                v.region
-                    .as_deref()
-                    .or(s.source.region.as_deref())
-                    .filter(|r| p.regions.iter().any(|x| &x.name == r)),
-                &vo,
-            )?
-            .thread_metrics(&vo)?;
+        let region = p.region(
+            v.region
+                .as_deref()
+                .or(s.source.region.as_deref())
+                .filter(|r| p.regions.iter().any(|x| &x.name == r)),
+            &vo,
+        )?;
+        variant_instructions.push(region.instructions());
+        let threads = region.thread_metrics(&vo)?;
         variants.push((v.name.clone(), v.vector_bits, threads));
+        variant_widths.push(Some(AccessWidths::single(
+            v.vector_bits.unwrap_or(p.vector_bits),
+            "the profile's vector width",
+        )));
     }
+    let source_spread = if s.source.times_s.is_empty() {
+        None
+    } else {
+        let sp = Spread::from_times(&s.source.times_s);
+        if sp.is_none() {
+            return Err(InputError::new(
+                &origin,
+                "source.times_s",
+                "needs at least two positive times",
+                "give the times of the source's timed runs, in seconds: times_s = [1.02, 0.98, 1.01]",
+            )
+            .into());
+        }
+        sp
+    };
     let targets = resolve_targets(&s.targets, base)?;
     let r = Resolved {
         source_machine: sm,
@@ -162,6 +185,14 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
         source_gflops,
         variants,
         targets,
+        source_widths: Some(AccessWidths::single(
+            sp.vector_bits,
+            "the profile's vector width",
+        )),
+        variant_widths,
+        source_spread,
+        source_instructions: sr.instructions(),
+        variant_instructions,
     };
     hpcscope_core::explore::Cost::of(&r)
         .check(limits.max_points, limits.max_bytes)

@@ -1,220 +1,1027 @@
-//! The seeds' validation protocol on a change that can be measured here: project from the
-//! build for one vector width (SSE2) to the build for another (AVX2) on this machine, run
-//! the latter, and check whether its measured performance falls inside the interval.
+//! The seeds' validation protocol on changes measurable on one machine: characterize each
+//! build of a program, project every build of a pair onto the other on this machine, run
+//! the other, and compare its measured performance with the projection (interval, point
+//! estimate, and the Kwack baseline beside them).
+//!
+//! * The bundled protocol ([`bundled_groups`]): the reference workloads built six ways
+//!   (gcc -O3 scalar, SSE2 and AVX2; clang -O3 SSE2 and AVX2; gcc -O2 AVX2), 12 pairs per
+//!   workload: vector width, compiler, optimization level, each in both directions.
+//! * A user's builds ([`user_group`]): `validate --build A --build B -- ARGS`, every ordered
+//!   pair.
+//!
+//! Each build is timed by native runs interleaved with the other builds of its program (a
+//! change of load on the machine then touches all of them), by CPU time: the bundled
+//! workloads' own kernel-loop CPU time, or the whole program's user + system time, or a
+//! function's time sampled by `mix`. The spread of the runs widens the projected interval
+//! (source) and the measured value (target): see [`hpcscope_core::project::Spread`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-use anyhow::Result;
-use hpcscope_core::project::{Check, Interval, Options, Side, check, project};
+use anyhow::{Context, Result, bail};
+use hpcscope_core::point::{Calibration, PointEstimate, Sample, fit};
+use hpcscope_core::project::{
+    Inputs, Interval, Options, Projection, Side, Spread, Validation, project_with,
+};
+use hpcscope_core::roofline::AccessWidths;
 use hpcscope_core::{Machine, Profile};
-use hpcscope_mix::MixOptions;
+use hpcscope_mix::{MixOptions, MixReport};
 use hpcscope_report::fmt::num;
 use hpcscope_report::{Section, ValidationRow, html_table};
 use serde::Serialize;
 
-use crate::workloads::{Builds, Workload};
+use crate::workloads::{Change, PROTOCOL_BUILDS, PROTOCOL_PAIRS, Workload};
 
-/// One validation pair: projected from one build to another on the same machine, then measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct ValidationResult {
-    /// Workload.
-    pub workload: String,
-    /// `SSE2 -> AVX2` or the reverse.
-    pub pair: String,
-    /// Projected interval, GFLOP/s.
-    pub interval: Interval,
-    /// Measured GFLOP/s of the target build and how it compares.
-    pub check: Check,
-    /// Measured GFLOP/s of the source build.
-    pub source_gflops: f64,
+/// How the native runs of a build are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timer {
+    /// The bundled workloads' own result line: the CPU time of their kernel loop (`cpu_s=`).
+    KernelLine,
+    /// The whole program's user + system CPU time.
+    Process,
+    /// The function's CPU time sampled by `mix` (median of its native runs; the spread is
+    /// the one of those runs' wall times).
+    Region,
 }
 
-/// Characterizes `bin`'s kernel on `m` (counts, caches, native time).
-fn profile_of(m: &Machine, w: &Workload, bin: &Path, native_runs: u32) -> Result<Profile> {
-    let r = hpcscope_mix::analyze(&MixOptions {
-        program: bin.to_path_buf(),
-        args: w.args.iter().map(|s| s.to_string()).collect(),
-        machines: vec![m.clone()],
-        functions: vec![format!("kernel_{}", w.name)],
-        native_runs,
-        application: Some(w.name.to_string()),
-        ..Default::default()
-    })?;
-    Ok(r.variants[0].profiles[0].clone())
-}
-
-/// Projects `from` to `to` on machine `m` and checks against `to`'s measured performance.
-pub fn validate_pair(
-    m: &Machine,
-    w: &str,
-    pair: &str,
-    from: &Profile,
-    to: &Profile,
-) -> Result<Option<ValidationResult>> {
-    let fo = format!("{w} ({})", pair.split(' ').next().unwrap_or(""));
-    let to_o = format!("{w} ({})", pair.rsplit(' ').next().unwrap_or(""));
-    let fa = from.regions[0].aggregate(&fo)?;
-    let ta = to.regions[0].aggregate(&to_o)?;
-    let (Some(fg), Some(tg)) = (fa.gflops(), ta.gflops()) else {
-        return Ok(None);
-    };
-    let p = project(
-        Side {
-            machine: m,
-            threads: &from.regions[0].thread_metrics(&fo)?,
-            origin: &fo,
-        },
-        fg,
-        Side {
-            machine: m,
-            threads: &to.regions[0].thread_metrics(&to_o)?,
-            origin: &to_o,
-        },
-        from.precision,
-        Options::default(),
-    )?;
-    Ok(Some(ValidationResult {
-        workload: w.to_string(),
-        pair: pair.to_string(),
-        interval: p.interval,
-        check: check(p.interval, tg),
-        source_gflops: fg,
-    }))
-}
-
-/// The validation summary: fraction inside, median and max error of the nearest bound.
-#[derive(Debug, Clone, Serialize)]
-pub struct ValidationSummary {
-    /// Pairs evaluated.
-    pub pairs: usize,
-    /// Fraction of measurements inside the interval.
-    pub inside_fraction: f64,
-    /// Median |error| of the nearest bound (0 inside).
-    pub median_error: f64,
-    /// Largest |error|.
-    pub max_error: f64,
-}
-
-/// Summarizes validation results.
-pub fn summarize(v: &[ValidationResult]) -> ValidationSummary {
-    let mut e: Vec<f64> = v.iter().map(|r| r.check.nearest_bound_error).collect();
-    e.sort_by(f64::total_cmp);
-    ValidationSummary {
-        pairs: v.len(),
-        inside_fraction: if v.is_empty() {
-            0.0
-        } else {
-            v.iter().filter(|r| r.check.inside).count() as f64 / v.len() as f64
-        },
-        median_error: hpcscope_core::stats::median(&e).unwrap_or(0.0),
-        max_error: e.last().copied().unwrap_or(0.0),
+impl std::fmt::Display for Timer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Timer::KernelLine => "CPU time of the kernel loop, from the program's own line",
+            Timer::Process => "user + system CPU time of the whole program",
+            Timer::Region => "CPU time in the function, sampled by mix",
+        })
     }
 }
 
-/// The validation as a report section: the table of pairs and the chart of intervals
-/// against measurements.
-pub fn validation_section(v: &[ValidationResult], machine: &Machine) -> Section {
+/// One build to characterize and time.
+#[derive(Debug, Clone)]
+pub struct Build {
+    /// Label (`gcc -O3 AVX2`, or the user's).
+    pub label: String,
+    /// The executable.
+    pub path: PathBuf,
+}
+
+/// Builds of one program and the pairs to project between them.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The program (workload name).
+    pub name: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Count (and time) only this function.
+    pub function: Option<String>,
+    /// How its runs are timed.
+    pub timer: Timer,
+    /// The builds.
+    pub builds: Vec<Build>,
+    /// The pairs.
+    pub pairs: Vec<PairSpec>,
+}
+
+/// One ordered pair: project `source` onto `target`.
+#[derive(Debug, Clone, Copy)]
+pub struct PairSpec {
+    /// Index of the source build.
+    pub source: usize,
+    /// Index of the target build.
+    pub target: usize,
+    /// What the pair changes.
+    pub change: Change,
+    /// Whether the point estimate is fitted on this pair.
+    pub calibration: bool,
+}
+
+/// A characterized and timed build.
+#[derive(Debug, Clone, Serialize)]
+pub struct Characterized {
+    /// Program.
+    pub group: String,
+    /// Build label.
+    pub label: String,
+    /// Executable.
+    pub path: String,
+    /// Its profile on this machine's caches.
+    pub profile: Profile,
+    /// Its FP instructions and bytes by vector width.
+    pub widths: AccessWidths,
+    /// GFLOP/s of each timed run.
+    pub runs_gflops: Vec<f64>,
+    /// Median GFLOP/s.
+    pub gflops: f64,
+    /// Run-to-run spread.
+    pub spread: Option<Spread>,
+    /// How it was timed.
+    pub timer: Timer,
+}
+
+/// One validated pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairResult {
+    /// Program.
+    pub group: String,
+    /// Source build.
+    pub source: String,
+    /// Target build.
+    pub target: String,
+    /// What changes.
+    pub change: Change,
+    /// Whether the point estimate was fitted on this pair's kind.
+    pub calibration: bool,
+    /// Measured GFLOP/s of the source (median).
+    pub source_gflops: f64,
+    /// Measured GFLOP/s of the target (median).
+    pub measured_gflops: f64,
+    /// The projected interval with the source's noise, GFLOP/s.
+    pub interval: Interval,
+    /// The model's interval, without noise.
+    pub model_interval: Interval,
+    /// The point estimate.
+    pub point: Option<PointEstimate>,
+    /// The Kwack baseline's value.
+    pub kwack_gflops: Option<f64>,
+    /// How the measurement compares.
+    pub validation: Validation,
+    /// Whether the Kwack value, widened by the source's noise, meets the measured range.
+    pub kwack_inside_within_noise: Option<bool>,
+    /// The full projection.
+    pub projection: Projection,
+}
+
+impl PairResult {
+    /// `gcc -O3 SSE2 -> gcc -O3 AVX2`.
+    pub fn pair(&self) -> String {
+        format!("{} -> {}", self.source, self.target)
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ProtocolOptions {
+    /// Timed native runs per build.
+    pub runs: u32,
+    /// The point-estimate rule.
+    pub calibration: Option<Calibration>,
+}
+
+/// Everything the protocol measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Protocol {
+    /// Every build.
+    pub builds: Vec<Characterized>,
+    /// Every pair.
+    pub pairs: Vec<PairResult>,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// The groups of the bundled protocol for workloads `ws`, from their builds
+/// (`(recipe index, path)` per workload, as [`crate::workloads::build_protocol`] makes them).
+pub fn bundled_groups(ws: &[&Workload], builds: &[Vec<(usize, PathBuf)>]) -> Vec<Group> {
+    ws.iter()
+        .zip(builds)
+        .map(|(w, b)| {
+            let idx = |recipe: usize| b.iter().position(|(r, _)| *r == recipe);
+            let mut pairs = Vec::new();
+            for &(x, y, change) in PROTOCOL_PAIRS {
+                let (Some(i), Some(j)) = (idx(x), idx(y)) else {
+                    continue;
+                };
+                for (s, t) in [(i, j), (j, i)] {
+                    pairs.push(PairSpec {
+                        source: s,
+                        target: t,
+                        change,
+                        calibration: change == Change::VectorWidth,
+                    });
+                }
+            }
+            Group {
+                name: w.name.to_string(),
+                args: w.args.iter().map(|s| s.to_string()).collect(),
+                function: Some(format!("kernel_{}", w.name)),
+                timer: Timer::KernelLine,
+                builds: b
+                    .iter()
+                    .map(|(r, p)| Build {
+                        label: PROTOCOL_BUILDS[*r].label.to_string(),
+                        path: p.clone(),
+                    })
+                    .collect(),
+                pairs,
+            }
+        })
+        .collect()
+}
+
+/// The protocol over a user's builds: every ordered pair.
+pub fn user_group(builds: Vec<Build>, args: Vec<String>, function: Option<String>) -> Group {
+    let n = builds.len();
+    let pairs = (0..n)
+        .flat_map(|s| (0..n).filter(move |t| *t != s).map(move |t| (s, t)))
+        .map(|(source, target)| PairSpec {
+            source,
+            target,
+            change: Change::Builds,
+            calibration: false,
+        })
+        .collect();
+    let name = builds
+        .first()
+        .and_then(|b| b.path.file_name())
+        .map_or("program".into(), |f| f.to_string_lossy().into_owned());
+    Group {
+        name,
+        args,
+        timer: if function.is_some() {
+            Timer::Region
+        } else {
+            Timer::Process
+        },
+        function,
+        builds,
+        pairs,
+    }
+}
+
+/// `label=PATH` or `PATH` (labelled by its path) of `--build`.
+pub fn parse_build(arg: &str) -> Result<Build> {
+    let (label, path) = match arg.split_once('=') {
+        Some((l, p)) if !l.is_empty() && !p.is_empty() => (l.to_string(), PathBuf::from(p)),
+        _ => (arg.to_string(), PathBuf::from(arg)),
+    };
+    if !path.is_file() {
+        bail!(
+            "--build {arg}: {} is not a file\n  fix: give the path of an executable, optionally labelled: --build avx2=./app-avx2",
+            path.display()
+        );
+    }
+    Ok(Build { label, path })
+}
+
+/// The FP instructions by width of variant `variant` of a characterization, as the bytes'
+/// and instructions' split by width (mix counts FP instructions by width; it does not count
+/// loads and stores by width yet, so a loop's accesses are taken at its arithmetic's
+/// width). Falls back to the profile's widest vector width.
+pub fn access_widths(mix: &MixReport, variant: usize) -> AccessWidths {
+    let v = &mix.variants[variant];
+    let mut counts = Vec::new();
+    for (k, w) in &v.counts.totals.fp_by_width {
+        let (p, wd) = k.split_once('_').unwrap_or((k.as_str(), "scalar"));
+        let elem = match p {
+            "f32" => 32,
+            _ => 64,
+        };
+        let bits = if wd == "scalar" {
+            elem
+        } else {
+            wd.parse::<u32>().unwrap_or(elem)
+        };
+        counts.push((bits, w.instructions as f64));
+    }
+    AccessWidths::from_instructions(&counts, "FP instructions by width, counted by mix")
+        .unwrap_or_else(|| {
+            let bits = v.profiles.first().map_or(64, |p| p.vector_bits);
+            AccessWidths::single(
+                bits,
+                "the profile's vector width (no FP instruction counted)",
+            )
+        })
+}
+
+/// Characterizes and times every build of `g` on `m`.
+pub fn characterize(
+    m: &Machine,
+    g: &Group,
+    runs: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Characterized>> {
+    let mut mixes = Vec::new();
+    for b in &g.builds {
+        progress(&format!("{}: characterize {}", g.name, b.label));
+        let r = hpcscope_mix::analyze(&MixOptions {
+            program: b.path.clone(),
+            args: g.args.clone(),
+            machines: vec![m.clone()],
+            functions: g.function.iter().cloned().collect(),
+            native_runs: if g.timer == Timer::Region { runs } else { 0 },
+            application: Some(g.name.clone()),
+            ..Default::default()
+        })
+        .with_context(|| format!("characterizing {} ({})", b.label, b.path.display()))?;
+        mixes.push(r);
+    }
+    let flops: Vec<f64> = mixes
+        .iter()
+        .map(|r| {
+            r.variants[0].profiles[0].regions[0]
+                .threads
+                .iter()
+                .map(|t| t.flops)
+                .sum()
+        })
+        .collect();
+    // Native runs, interleaved over the builds.
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); g.builds.len()];
+    if g.timer != Timer::Region {
+        progress(&format!(
+            "{}: {runs} timed runs of each of {} builds",
+            g.name,
+            g.builds.len()
+        ));
+        for _ in 0..runs {
+            for (i, b) in g.builds.iter().enumerate() {
+                times[i].push(timed_run(&b.path, &g.args, g.timer)?);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, (b, r)) in g.builds.iter().zip(mixes).enumerate() {
+        let mut profile = r.variants[0].profiles[0].clone();
+        let (runs_gflops, gflops, spread) = if g.timer == Timer::Region {
+            let t = profile.regions[0].threads[0].time_s;
+            let Some(t) = t else {
+                bail!(
+                    "{} ({}): the function {} has no measured time (see the profile's notes: {})\n  fix: validate the whole program (leave out --function), or lengthen its run",
+                    b.label,
+                    b.path.display(),
+                    g.function.as_deref().unwrap_or("?"),
+                    profile.notes.join("; ")
+                );
+            };
+            (
+                Vec::new(),
+                flops[i] / t / 1e9,
+                Spread::from_times(&r.native_times_s),
+            )
+        } else {
+            let rates: Vec<f64> = times[i].iter().map(|t| flops[i] / t / 1e9).collect();
+            let med = hpcscope_core::stats::median(&rates).unwrap_or(0.0);
+            // The profile carries the time its rate comes from.
+            for th in &mut profile.regions[0].threads {
+                th.time_s = (med > 0.0).then(|| flops[i] / med / 1e9);
+            }
+            let sp = Spread::from_rates(&rates);
+            (rates, med, sp)
+        };
+        if !(gflops.is_finite() && gflops > 0.0) {
+            bail!(
+                "{} ({}): no FLOP counted{}, so its GFLOP/s is unknown\n  fix: validate builds that do floating-point work",
+                b.label,
+                b.path.display(),
+                g.function
+                    .as_deref()
+                    .map(|f| format!(" in {f}"))
+                    .unwrap_or_default()
+            );
+        }
+        out.push(Characterized {
+            group: g.name.clone(),
+            label: b.label.clone(),
+            path: b.path.display().to_string(),
+            widths: access_widths(&r, 0),
+            profile,
+            runs_gflops,
+            gflops,
+            spread,
+            timer: g.timer,
+        });
+    }
+    Ok(out)
+}
+
+/// One native run of `program`, its time by `timer`, seconds.
+fn timed_run(program: &Path, args: &[String], timer: Timer) -> Result<f64> {
+    let (u0, s0) = children_cpu_s();
+    let o = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .output()
+        .with_context(|| format!("cannot run {}", program.display()))?;
+    let (u1, s1) = children_cpu_s();
+    if !o.status.success() {
+        bail!(
+            "{} {} failed natively ({}):\n{}",
+            program.display(),
+            args.join(" "),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let t = match timer {
+        Timer::KernelLine => {
+            let out = String::from_utf8_lossy(&o.stdout);
+            out.split_whitespace()
+                .find_map(|kv| kv.strip_prefix("cpu_s="))
+                .and_then(|v| v.parse::<f64>().ok())
+                .with_context(|| {
+                    format!(
+                        "{}: no cpu_s= in its output ({})",
+                        program.display(),
+                        out.trim()
+                    )
+                })?
+        }
+        _ => (u1 - u0) + (s1 - s0),
+    };
+    if !(t.is_finite() && t > 0.0) {
+        bail!(
+            "{}: a run took {t} s of CPU time, too short to time\n  fix: give arguments that make it run for at least a few milliseconds",
+            program.display()
+        );
+    }
+    Ok(t)
+}
+
+fn children_cpu_s() -> (f64, f64) {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Projects and checks the pairs of `g` from its characterized builds.
+pub fn validate_pairs(
+    m: &Machine,
+    g: &Group,
+    c: &[Characterized],
+    model: Option<&Calibration>,
+) -> Result<Vec<PairResult>> {
+    let mut out = Vec::new();
+    for ps in &g.pairs {
+        let (s, t) = (&c[ps.source], &c[ps.target]);
+        let so = format!("{} ({})", g.name, s.label);
+        let to = format!("{} ({})", g.name, t.label);
+        if s.profile.precision != t.profile.precision {
+            bail!(
+                "{so} is {} while {to} is {}: the projection compares builds of the same precision",
+                s.profile.precision,
+                t.profile.precision
+            );
+        }
+        let p = project_with(
+            Side {
+                machine: m,
+                threads: &s.profile.regions[0].thread_metrics(&so)?,
+                origin: &so,
+            },
+            s.gflops,
+            Side {
+                machine: m,
+                threads: &t.profile.regions[0].thread_metrics(&to)?,
+                origin: &to,
+            },
+            s.profile.precision,
+            Options::default(),
+            &Inputs {
+                source_widths: Some(s.widths.clone()),
+                target_widths: Some(t.widths.clone()),
+                source_spread: s.spread,
+                calibration: model,
+                carried_time: true,
+                instructions: s.profile.regions[0]
+                    .instructions()
+                    .zip(t.profile.regions[0].instructions()),
+                drop_contradicted: false,
+            },
+        )?;
+        let v = p.validate(t.gflops, t.spread);
+        let kwack_inside_within_noise = p.kwack_gflops.map(|k| {
+            let (sl, sh) = s.spread.map_or((1.0, 1.0), |x| (x.low, x.high));
+            let (tl, th) = t.spread.map_or((1.0, 1.0), |x| (x.low, x.high));
+            k * sl <= t.gflops * th * (1.0 + 1e-9) && t.gflops * tl <= k * sh * (1.0 + 1e-9)
+        });
+        out.push(PairResult {
+            group: g.name.clone(),
+            source: s.label.clone(),
+            target: t.label.clone(),
+            change: ps.change,
+            calibration: ps.calibration,
+            source_gflops: s.gflops,
+            measured_gflops: t.gflops,
+            interval: p.interval,
+            model_interval: p.widening.map_or(p.interval, |w| w.model_interval),
+            point: p.point.clone(),
+            kwack_gflops: p.kwack_gflops,
+            validation: v,
+            kwack_inside_within_noise,
+            projection: p,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs the protocol over `groups`.
+pub fn run(
+    m: &Machine,
+    groups: &[Group],
+    o: &ProtocolOptions,
+    progress: &dyn Fn(&str),
+) -> Result<Protocol> {
+    let mut builds = Vec::new();
+    let mut pairs = Vec::new();
+    let mut notes = Vec::new();
+    for g in groups {
+        let c = characterize(m, g, o.runs, progress)?;
+        pairs.extend(validate_pairs(m, g, &c, o.calibration.as_ref())?);
+        for b in &c {
+            if let Some(sp) = b.spread
+                && sp.relative() > 0.10
+            {
+                notes.push(format!(
+                    "{} ({}): its {} runs spread {:.0} % (fastest - slowest over the median): the machine was probably busy",
+                    b.group,
+                    b.label,
+                    sp.runs,
+                    sp.relative() * 100.0
+                ));
+            }
+        }
+        builds.extend(c);
+    }
+    Ok(Protocol {
+        builds,
+        pairs,
+        notes,
+    })
+}
+
+/// The figures of one method over a set of pairs.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct MethodSummary {
+    /// Pairs evaluated.
+    pub pairs: usize,
+    /// Fraction whose measurement (with the target's spread) meets the projection (with the
+    /// source's spread).
+    pub inside_fraction: f64,
+    /// Fraction whose median measurement is inside the model's interval, without any noise.
+    pub inside_fraction_without_noise: f64,
+    /// Median width hi / lo of the projection as reported (noise included).
+    pub median_width: f64,
+    /// Median width hi / lo of the model's interval alone.
+    pub median_model_width: f64,
+    /// Median |geometric midpoint of the model's interval / measured - 1|.
+    pub median_midpoint_error: f64,
+    /// Median |point estimate / measured - 1|.
+    pub median_point_error: f64,
+    /// Largest distance between the projection and the measured range, relative to the
+    /// measurement (0 when they meet).
+    pub max_error: f64,
+    /// Largest |point estimate / measured - 1|.
+    pub max_point_error: f64,
+}
+
+/// The weighted method (interval and point estimate) beside the Kwack baseline.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Summary {
+    /// The mix-weighted projection: its interval and its point estimate.
+    pub weighted: MethodSummary,
+    /// The Kwack et al. baseline: one value (width 1 before noise).
+    pub kwack: MethodSummary,
+}
+
+/// The summary over all pairs and over the fitted and held-out subsets.
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidationSummary {
+    /// Every pair.
+    pub all: Summary,
+    /// The pairs of the kind the point estimate was fitted on (bundled protocol).
+    pub calibration: Option<Summary>,
+    /// The other pairs: builds the point estimate was not fitted on.
+    pub held_out: Option<Summary>,
+}
+
+fn median(v: Vec<f64>) -> f64 {
+    hpcscope_core::stats::median(&v).unwrap_or(0.0)
+}
+
+fn max(v: impl Iterator<Item = f64>) -> f64 {
+    v.filter(|x| x.is_finite()).fold(0.0, f64::max)
+}
+
+/// The figures of `v`.
+pub fn summary_of(v: &[&PairResult]) -> Summary {
+    let n = v.len();
+    let frac = |k: usize| if n == 0 { 0.0 } else { k as f64 / n as f64 };
+    let rel = |a: f64, m: f64| (a / m - 1.0).abs();
+    let weighted = MethodSummary {
+        pairs: n,
+        inside_fraction: frac(
+            v.iter()
+                .filter(|r| r.validation.inside_within_noise)
+                .count(),
+        ),
+        inside_fraction_without_noise: frac(
+            v.iter()
+                .filter(|r| r.model_interval.contains(r.measured_gflops))
+                .count(),
+        ),
+        median_width: median(v.iter().map(|r| r.interval.hi / r.interval.lo).collect()),
+        median_model_width: median(
+            v.iter()
+                .map(|r| r.model_interval.hi / r.model_interval.lo)
+                .collect(),
+        ),
+        median_midpoint_error: median(
+            v.iter()
+                .map(|r| {
+                    rel(
+                        (r.model_interval.lo * r.model_interval.hi).sqrt(),
+                        r.measured_gflops,
+                    )
+                })
+                .collect(),
+        ),
+        median_point_error: median(
+            v.iter()
+                .filter_map(|r| r.point.as_ref().map(|p| rel(p.gflops, r.measured_gflops)))
+                .collect(),
+        ),
+        max_error: max(v.iter().map(|r| r.validation.error_within_noise.abs())),
+        max_point_error: max(v
+            .iter()
+            .filter_map(|r| r.point.as_ref().map(|p| rel(p.gflops, r.measured_gflops)))),
+    };
+    let kw: Vec<(&PairResult, f64)> = v
+        .iter()
+        .filter_map(|r| r.kwack_gflops.map(|k| (*r, k)))
+        .collect();
+    let kn = kw.len();
+    let kfrac = |k: usize| if kn == 0 { 0.0 } else { k as f64 / kn as f64 };
+    let band = |r: &PairResult| {
+        r.projection
+            .widening
+            .and_then(|w| w.source)
+            .map_or(1.0, |s| s.high / s.low)
+    };
+    let kwack = MethodSummary {
+        pairs: kn,
+        inside_fraction: kfrac(
+            kw.iter()
+                .filter(|(r, _)| r.kwack_inside_within_noise == Some(true))
+                .count(),
+        ),
+        inside_fraction_without_noise: kfrac(
+            kw.iter()
+                .filter(|(r, k)| rel(*k, r.measured_gflops) <= 1e-9)
+                .count(),
+        ),
+        median_width: median(kw.iter().map(|(r, _)| band(r)).collect()),
+        median_model_width: 1.0,
+        median_midpoint_error: median(kw.iter().map(|(r, k)| rel(*k, r.measured_gflops)).collect()),
+        median_point_error: median(kw.iter().map(|(r, k)| rel(*k, r.measured_gflops)).collect()),
+        max_error: max(kw.iter().map(|(r, k)| rel(*k, r.measured_gflops))),
+        max_point_error: max(kw.iter().map(|(r, k)| rel(*k, r.measured_gflops))),
+    };
+    Summary { weighted, kwack }
+}
+
+/// Summarizes the pairs: all, and the fitted and held-out subsets when both exist.
+pub fn summarize(v: &[PairResult]) -> ValidationSummary {
+    let all: Vec<&PairResult> = v.iter().collect();
+    let cal: Vec<&PairResult> = v.iter().filter(|r| r.calibration).collect();
+    let held: Vec<&PairResult> = v.iter().filter(|r| !r.calibration).collect();
+    let both = !cal.is_empty() && !held.is_empty();
+    ValidationSummary {
+        all: summary_of(&all),
+        calibration: both.then(|| summary_of(&cal)),
+        held_out: both.then(|| summary_of(&held)),
+    }
+}
+
+/// The coverage the calibrated margin is fitted for.
+pub const COVERAGE: f64 = 0.9;
+
+/// Fits the calibration (point rule and interval margin) on the calibration pairs of `v`
+/// (the vector-width pairs of the bundled protocol). `None` without such a pair.
+pub fn calibrate(v: &[PairResult], provenance: &str) -> Option<Calibration> {
+    let cal: Vec<&PairResult> = v.iter().filter(|r| r.calibration).collect();
+    let samples: Vec<Sample<'_>> = cal
+        .iter()
+        .map(|r| Sample {
+            projection: &r.projection,
+            source_spread: r.projection.widening.and_then(|w| w.source),
+            measured_gflops: r.measured_gflops,
+            measured_spread: r.validation.spread,
+        })
+        .collect();
+    let labels: Vec<String> = cal
+        .iter()
+        .map(|r| format!("{}: {}", r.group, r.pair()))
+        .collect();
+    fit(&samples, COVERAGE, &labels, provenance)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// One line per method of a summary.
+fn summary_lines(title: &str, s: &Summary) -> String {
+    let w = &s.weighted;
+    let k = &s.kwack;
+    format!(
+        "{title}: {} pairs\n  weighted: {} inside (model alone {}), median width x{} (model x{}), midpoint error {}, point error {} (max {}), max distance {}\n  Kwack:    {} inside, median point error {} (max {})\n",
+        w.pairs,
+        pct(w.inside_fraction),
+        pct(w.inside_fraction_without_noise),
+        num(w.median_width, 3),
+        num(w.median_model_width, 3),
+        pct(w.median_midpoint_error),
+        pct(w.median_point_error),
+        pct(w.max_point_error),
+        pct(w.max_error),
+        pct(k.inside_fraction),
+        pct(k.median_point_error),
+        pct(k.max_point_error),
+    )
+}
+
+/// What `validate` prints: one line per pair, then the summaries.
+pub fn validation_text(v: &[PairResult], s: &ValidationSummary) -> String {
+    let mut text = String::new();
+    let gw = v.iter().map(|r| r.group.len()).max().unwrap_or(0);
+    let pw = v.iter().map(|r| r.pair().len()).max().unwrap_or(0);
+    for r in v {
+        let spread = |sp: Option<Spread>| {
+            sp.map(|s| {
+                format!(
+                    " (band {:+.1}/{:+.1} %)",
+                    (s.low - 1.0) * 100.0,
+                    (s.high - 1.0) * 100.0
+                )
+            })
+            .unwrap_or_default()
+        };
+        text.push_str(&format!(
+            "{:<gw$}  {:<pw$}  projected [{}, {}]{} point {} Kwack {}, measured {}{} -> {}\n",
+            r.group,
+            r.pair(),
+            num(r.interval.lo, 4),
+            num(r.interval.hi, 4),
+            spread(r.projection.widening.and_then(|w| w.source)),
+            r.point.as_ref().map_or("-".into(), |p| num(p.gflops, 4)),
+            r.kwack_gflops.map_or("-".into(), |k| num(k, 4)),
+            num(r.measured_gflops, 4),
+            spread(r.validation.spread),
+            if r.validation.inside_within_noise {
+                "inside".to_string()
+            } else {
+                format!(
+                    "outside by {:+.1} %",
+                    r.validation.error_within_noise * 100.0
+                )
+            }
+        ));
+    }
+    text.push_str(&summary_lines("all pairs", &s.all));
+    if let Some(c) = &s.calibration {
+        text.push_str(&summary_lines(
+            "pairs of the kind the point estimate was fitted on (vector width)",
+            c,
+        ));
+    }
+    if let Some(h) = &s.held_out {
+        text.push_str(&summary_lines(
+            "held-out pairs (compiler, optimization level: builds the fit never saw)",
+            h,
+        ));
+    }
+    text
+}
+
+/// The validation as a report section: the table of pairs and the chart of intervals,
+/// point estimates and measurements.
+pub fn validation_section(v: &[PairResult], machine: &Machine) -> Section {
     let s = summarize(v);
     let rows: Vec<Vec<String>> = v
         .iter()
         .map(|r| {
             vec![
-                r.workload.clone(),
-                r.pair.clone(),
+                r.group.clone(),
+                r.pair(),
                 num(r.source_gflops, 4),
                 format!("[{}, {}]", num(r.interval.lo, 4), num(r.interval.hi, 4)),
-                num(r.check.measured_gflops, 4),
-                if r.check.inside {
+                r.point.as_ref().map_or("-".into(), |p| num(p.gflops, 4)),
+                r.kwack_gflops.map_or("-".into(), |k| num(k, 4)),
+                num(r.measured_gflops, 4),
+                if r.validation.inside_within_noise {
                     "inside".into()
                 } else {
-                    format!("{:+.1} %", r.check.error * 100.0)
+                    format!("{:+.1} %", r.validation.error_within_noise * 100.0)
                 },
             ]
         })
         .collect();
-    let chart_rows: Vec<ValidationRow> = v
+    let mut groups: Vec<&str> = Vec::new();
+    for r in v {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    let svgs = groups
         .iter()
-        .map(|r| ValidationRow {
-            label: format!("{} {}", r.workload, r.pair),
-            lo: r.interval.lo,
-            hi: r.interval.hi,
-            measured: r.check.measured_gflops,
+        .map(|g| {
+            let rows: Vec<ValidationRow> = v
+                .iter()
+                .filter(|r| r.group == *g)
+                .map(|r| ValidationRow {
+                    label: r.pair(),
+                    lo: r.interval.lo,
+                    hi: r.interval.hi,
+                    measured: r.measured_gflops,
+                    point: r.point.as_ref().map(|p| p.gflops),
+                })
+                .collect();
+            hpcscope_report::validation_svg(
+                &rows,
+                &format!("{g}: projected interval, point estimate and measured performance"),
+            )
         })
         .collect();
+    let w = &s.all.weighted;
     Section {
-        title: "Validation: projection across vector widths, measured here".into(),
+        title: "Validation: projection between builds, measured here".into(),
         summary: format!(
-            "On {}, the projection from one build to the other fell inside the interval for {:.0} % of {} pairs; the nearest bound was off by {:.1} % at the median and {:.1} % at most. (Error: 0 inside; otherwise (bound - measured) / measured.)",
+            "On {}, {} pairs: the measurement met the projected interval (both with their run-to-run spread) for {:.0} % of them; median width x{}; the point estimate was off by {:.1} % at the median ({:.1} % at most), the Kwack baseline by {:.1} % ({:.1} % at most).",
             machine.name,
-            s.inside_fraction * 100.0,
-            s.pairs,
-            s.median_error * 100.0,
-            s.max_error * 100.0
+            w.pairs,
+            w.inside_fraction * 100.0,
+            num(w.median_width, 3),
+            w.median_point_error * 100.0,
+            w.max_point_error * 100.0,
+            s.all.kwack.median_point_error * 100.0,
+            s.all.kwack.max_point_error * 100.0,
         ),
         body_html: html_table(
             &[
-                "workload",
+                "program",
                 "pair",
                 "source GFLOP/s",
                 "projected GFLOP/s",
+                "point GFLOP/s",
+                "Kwack GFLOP/s",
                 "measured GFLOP/s",
                 "result",
             ],
             &rows,
         ),
-        svgs: vec![hpcscope_report::validation_svg(
-            &chart_rows,
-            "Projected interval and measured performance, SSE2 <-> AVX2 builds",
-        )],
+        svgs,
     }
 }
 
-/// Runs the validation protocol over `ws`.
-pub fn validate_all(
-    m: &Machine,
-    ws: &[&Workload],
-    builds: &[Builds],
-    native_runs: u32,
-    progress: &dyn Fn(&str),
-) -> Result<Vec<ValidationResult>> {
-    let mut out = Vec::new();
-    for (w, b) in ws.iter().zip(builds) {
-        let (Some(s), Some(a)) = (&b.sse2, &b.avx2) else {
-            continue;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads::WORKLOADS;
+    use hpcscope_core::AppMetrics;
+
+    #[test]
+    fn the_bundled_protocol_has_twelve_pairs_per_workload() {
+        let ws: Vec<&Workload> = WORKLOADS.iter().take(2).collect();
+        let all: Vec<(usize, PathBuf)> = (0..PROTOCOL_BUILDS.len())
+            .map(|i| (i, PathBuf::from(format!("b{i}"))))
+            .collect();
+        let groups = bundled_groups(&ws, &[all.clone(), all]);
+        assert_eq!(groups.len(), 2);
+        for g in &groups {
+            assert_eq!(g.pairs.len(), 12);
+            assert_eq!(g.pairs.iter().filter(|p| p.calibration).count(), 6);
+            assert!(
+                g.pairs
+                    .iter()
+                    .all(|p| p.calibration == (p.change == Change::VectorWidth))
+            );
+            assert_eq!(g.timer, Timer::KernelLine);
+            assert_eq!(g.function.as_deref(), Some(&*format!("kernel_{}", g.name)));
+        }
+        assert_eq!(7 * 12, 84);
+        // Without clang: its builds and their pairs are left out.
+        let gcc: Vec<(usize, PathBuf)> = [0, 1, 2, 5]
+            .iter()
+            .map(|&i| (i, PathBuf::from(format!("b{i}"))))
+            .collect();
+        let g = &bundled_groups(&ws[..1], &[gcc])[0];
+        assert_eq!(g.pairs.len(), 8);
+        assert!(g.pairs.iter().all(|p| p.change != Change::Compiler));
+    }
+
+    #[test]
+    fn your_builds_give_every_ordered_pair() {
+        let b = |l: &str| Build {
+            label: l.into(),
+            path: PathBuf::from(format!("/bin/{l}")),
         };
-        progress(&format!("validate {}: SSE2 and AVX2 builds", w.name));
-        let ps = profile_of(m, w, s, native_runs)?;
-        let pa = profile_of(m, w, a, native_runs)?;
-        out.extend(validate_pair(m, w.name, "SSE2 -> AVX2", &ps, &pa)?);
-        out.extend(validate_pair(m, w.name, "AVX2 -> SSE2", &pa, &ps)?);
+        let g = user_group(vec![b("a"), b("b"), b("c")], vec!["1".into()], None);
+        assert_eq!(g.pairs.len(), 6);
+        assert!(
+            g.pairs
+                .iter()
+                .all(|p| p.source != p.target && !p.calibration)
+        );
+        assert_eq!(g.timer, Timer::Process);
+        let g = user_group(vec![b("a"), b("b")], vec![], Some("kernel".into()));
+        assert_eq!(g.timer, Timer::Region);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("app");
+        std::fs::write(&f, "").unwrap();
+        let p = parse_build(&format!("avx2={}", f.display())).unwrap();
+        assert_eq!((p.label.as_str(), p.path.as_path()), ("avx2", f.as_path()));
+        let p = parse_build(&f.display().to_string()).unwrap();
+        assert_eq!(p.label, f.display().to_string());
+        let e = parse_build("x=/nonexistent/app").unwrap_err().to_string();
+        assert!(
+            e.contains("/nonexistent/app is not a file") && e.contains("fix:"),
+            "{e}"
+        );
     }
-    Ok(out)
-}
 
-/// What `validate` prints: one line per pair, then the summary.
-pub fn validation_text(v: &[ValidationResult], s: &ValidationSummary) -> String {
-    let mut text = String::new();
-    for r in v {
-        text.push_str(&format!(
-            "{:<11} {:<13} projected [{}, {}] GFLOP/s, measured {} -> {}\n",
-            r.workload,
-            r.pair,
-            num(r.interval.lo, 4),
-            num(r.interval.hi, 4),
-            num(r.check.measured_gflops, 4),
-            if r.check.inside {
-                "inside".to_string()
-            } else {
-                format!("outside, nearest bound {:+.1} %", r.check.error * 100.0)
-            }
-        ));
+    /// A pair projected on ThunderX2 with the source measured at `source` GFLOP/s and the
+    /// target at `measured`.
+    fn pair(source: f64, measured: f64, calibration: bool) -> PairResult {
+        let m = hpcscope_core::library::builtin("thunderx2").unwrap();
+        let app = |fpi: f64| AppMetrics {
+            flops: 1e10,
+            fp_instructions: 1e10 / fpi,
+            levels: vec!["L1".into(), "L2".into(), "L3".into(), "MM".into()],
+            bytes: vec![1e10, 1e9, 0.0, 1e9],
+            time_s: Some(1e10 / (source * 1e9)),
+        };
+        let (s, t) = ([app(2.0)], [app(4.0)]);
+        let cal = Calibration::bundled();
+        let p = project_with(
+            Side {
+                machine: &m,
+                threads: &s,
+                origin: "s",
+            },
+            source,
+            Side {
+                machine: &m,
+                threads: &t,
+                origin: "t",
+            },
+            hpcscope_core::Precision::F64,
+            Options::default(),
+            &Inputs {
+                calibration: Some(&cal),
+                carried_time: true,
+                ..Inputs::default()
+            },
+        )
+        .unwrap();
+        let validation = p.validate(measured, None);
+        PairResult {
+            group: "w".into(),
+            source: "a".into(),
+            target: "b".into(),
+            change: Change::VectorWidth,
+            calibration,
+            source_gflops: source,
+            measured_gflops: measured,
+            interval: p.interval,
+            model_interval: p.widening.map_or(p.interval, |w| w.model_interval),
+            point: p.point.clone(),
+            kwack_gflops: p.kwack_gflops,
+            kwack_inside_within_noise: p.kwack_gflops.map(|k| (k - measured).abs() < 1e-9),
+            validation,
+            projection: p,
+        }
     }
-    text.push_str(&format!(
-        "summary: {} pairs, {:.0} % inside, median error {:.1} %, max error {:.1} %\n",
-        s.pairs,
-        s.inside_fraction * 100.0,
-        s.median_error * 100.0,
-        s.max_error * 100.0
-    ));
-    text
+
+    #[test]
+    fn the_summary_puts_the_point_estimate_beside_the_kwack_baseline() {
+        let inside = pair(1.0, 1.5, true);
+        let (lo, hi) = (inside.interval.lo, inside.interval.hi);
+        assert!(inside.validation.inside_within_noise, "[{lo}, {hi}]");
+        let outside = pair(1.0, hi * 1.2, false);
+        let v = vec![inside.clone(), outside.clone()];
+        let s = summarize(&v);
+        let w = &s.all.weighted;
+        assert_eq!(w.pairs, 2);
+        assert_eq!(w.inside_fraction, 0.5);
+        assert!((w.max_error - 0.2 / 1.2).abs() < 1e-9, "{w:?}");
+        let perr =
+            |r: &PairResult| (r.point.as_ref().unwrap().gflops / r.measured_gflops - 1.0).abs();
+        assert!((w.median_point_error - (perr(&inside) + perr(&outside)) / 2.0).abs() < 1e-12);
+        let k = &s.all.kwack;
+        let kerr = |r: &PairResult| (r.kwack_gflops.unwrap() / r.measured_gflops - 1.0).abs();
+        assert!((k.median_point_error - (kerr(&inside) + kerr(&outside)) / 2.0).abs() < 1e-12);
+        assert_eq!(k.median_model_width, 1.0);
+        // Both kinds present: the fitted and held-out subsets are summarized apart.
+        assert_eq!(s.calibration.unwrap().weighted.pairs, 1);
+        assert_eq!(s.held_out.unwrap().weighted.inside_fraction, 0.0);
+        // The fit sees the calibration pairs only.
+        let c = calibrate(&v, "test").unwrap();
+        assert_eq!(c.fitted_on, vec!["w: a -> b".to_string()]);
+        assert_eq!(c.point.error.pairs, 1);
+    }
 }

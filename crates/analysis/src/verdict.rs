@@ -99,8 +99,35 @@ pub fn target_verdict(t: &Machine, p: &Projection) -> String {
         None => String::new(),
     };
     let s = p.speedup();
+    let point = p
+        .point
+        .as_ref()
+        .map(|e| {
+            format!(
+                ", point estimate {} GFLOP/s (x{}, typically within {:.0} %)",
+                num(e.gflops, 3),
+                num(e.speedup, 3),
+                e.error_median * 100.0
+            )
+        })
+        .unwrap_or_default();
+    let noise = p
+        .widening
+        .map(|w| {
+            format!(
+                "; of the interval's width, {:.0} % is the model's, {:.0} % its calibrated margin, {}",
+                w.model_share * 100.0,
+                w.margin_share * 100.0,
+                if w.source.is_some() {
+                    format!("{:.0} % the source's run-to-run noise", w.noise_share * 100.0)
+                } else {
+                    "the source's noise not measured".to_string()
+                }
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "On {} projected {} to {} GFLOP/s (x{} to x{} the source); {what}.",
+        "On {} projected {} to {} GFLOP/s (x{} to x{} the source){point}; {what}{noise}.",
         t.name,
         num(p.interval.lo, 3),
         num(p.interval.hi, 3),

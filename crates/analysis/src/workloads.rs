@@ -184,12 +184,7 @@ fn have(tool: &str) -> bool {
 
 /// Writes the embedded sources and builds every variant this machine's compilers allow.
 pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<Builds>> {
-    let src = dir.join("src");
-    std::fs::create_dir_all(&src).with_context(|| format!("cannot create {}", src.display()))?;
-    for (f, text) in SOURCES {
-        std::fs::write(src.join(f), text)
-            .with_context(|| format!("cannot write {}", src.join(f).display()))?;
-    }
+    let src = write_sources(dir)?;
     let x86 = std::env::consts::ARCH == "x86_64" && have("gcc");
     let a64 = have("aarch64-linux-gnu-gcc");
     if !x86 {
@@ -198,61 +193,237 @@ pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<
     if !a64 {
         notes.push("aarch64-linux-gnu-gcc is missing (apt-get install gcc-aarch64-linux-gnu): no NEON or SVE builds, no vector-length study".into());
     }
-    let common = [
-        "-O3",
-        "-std=c11",
-        "-D_POSIX_C_SOURCE=200809L",
-        "-fno-omit-frame-pointer",
-    ];
     let mut out = Vec::new();
     for n in names {
-        let mut b = Builds::default();
-        let c = src.join(format!("{n}.c"));
-        let omp: &[&str] = if n.ends_with("_omp") {
-            &["-fopenmp"]
-        } else {
-            &[]
+        let b = Builds {
+            sse2: Some(compile(
+                dir,
+                &src,
+                n,
+                "x86-64",
+                "gcc",
+                &["-O3", "-march=x86-64"],
+            )?),
+            avx2: Some(compile(
+                dir,
+                &src,
+                n,
+                "x86-64-v3",
+                "gcc",
+                &["-O3", "-march=x86-64-v3"],
+            )?),
+            neon: if a64 {
+                Some(compile(
+                    dir,
+                    &src,
+                    n,
+                    "aarch64-neon",
+                    "aarch64-linux-gnu-gcc",
+                    &["-O3", "-march=armv8-a", "-static"],
+                )?)
+            } else {
+                None
+            },
+            sve: if a64 {
+                Some(compile(
+                    dir,
+                    &src,
+                    n,
+                    "aarch64-sve",
+                    "aarch64-linux-gnu-gcc",
+                    &["-O3", "-march=armv8.2-a+sve", "-static"],
+                )?)
+            } else {
+                None
+            },
         };
-        let cc = |variant: &str, compiler: &str, flags: &[&str]| -> Result<PathBuf> {
-            let d = dir.join(variant);
-            std::fs::create_dir_all(&d)?;
-            let exe = d.join(n);
-            let o = Command::new(compiler)
-                .args(common)
-                .args(omp)
-                .args(flags)
-                .arg("-o")
-                .arg(&exe)
-                .arg(&c)
-                .arg("-lm")
-                .output()
-                .with_context(|| format!("cannot run {compiler}"))?;
-            if !o.status.success() {
-                bail!(
-                    "{compiler} failed on {}:\n{}",
-                    c.display(),
-                    String::from_utf8_lossy(&o.stderr)
-                );
-            }
-            Ok(exe)
-        };
-        b.sse2 = Some(cc("x86-64", "gcc", &["-march=x86-64"])?);
-        b.avx2 = Some(cc("x86-64-v3", "gcc", &["-march=x86-64-v3"])?);
-        if a64 {
-            b.neon = Some(cc(
-                "aarch64-neon",
-                "aarch64-linux-gnu-gcc",
-                &["-march=armv8-a", "-static"],
-            )?);
-            b.sve = Some(cc(
-                "aarch64-sve",
-                "aarch64-linux-gnu-gcc",
-                &["-march=armv8.2-a+sve", "-static"],
-            )?);
-        }
         out.push(b);
     }
     Ok(out)
+}
+
+/// One build of the bundled validation protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe {
+    /// Label (`gcc -O3 AVX2`).
+    pub label: &'static str,
+    /// Directory of the build under the build directory.
+    pub dir: &'static str,
+    /// Compiler.
+    pub compiler: &'static str,
+    /// Flags besides the common ones.
+    pub flags: &'static [&'static str],
+}
+
+/// The builds of the bundled protocol: three vector widths with gcc -O3, the two vector
+/// widths with clang -O3, and gcc -O2.
+pub const PROTOCOL_BUILDS: &[Recipe] = &[
+    Recipe {
+        label: "gcc -O3 scalar",
+        dir: "gcc-O3-scalar",
+        compiler: "gcc",
+        flags: &[
+            "-O3",
+            "-march=x86-64",
+            "-fno-tree-vectorize",
+            "-fno-tree-slp-vectorize",
+        ],
+    },
+    Recipe {
+        label: "gcc -O3 SSE2",
+        dir: "gcc-O3-sse2",
+        compiler: "gcc",
+        flags: &["-O3", "-march=x86-64"],
+    },
+    Recipe {
+        label: "gcc -O3 AVX2",
+        dir: "gcc-O3-avx2",
+        compiler: "gcc",
+        flags: &["-O3", "-march=x86-64-v3"],
+    },
+    Recipe {
+        label: "clang -O3 SSE2",
+        dir: "clang-O3-sse2",
+        compiler: "clang",
+        flags: &["-O3", "-march=x86-64"],
+    },
+    Recipe {
+        label: "clang -O3 AVX2",
+        dir: "clang-O3-avx2",
+        compiler: "clang",
+        flags: &["-O3", "-march=x86-64-v3"],
+    },
+    Recipe {
+        label: "gcc -O2 AVX2",
+        dir: "gcc-O2-avx2",
+        compiler: "gcc",
+        flags: &["-O2", "-march=x86-64-v3"],
+    },
+];
+
+/// What a pair of builds changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Change {
+    /// The vector width (gcc -O3: scalar, SSE2, AVX2).
+    VectorWidth,
+    /// The compiler (gcc or clang, same width).
+    Compiler,
+    /// The optimization level (-O2 or -O3).
+    OptimizationLevel,
+    /// Two builds a user gave.
+    Builds,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Change::VectorWidth => "vector width",
+            Change::Compiler => "compiler",
+            Change::OptimizationLevel => "optimization level",
+            Change::Builds => "builds",
+        })
+    }
+}
+
+/// The pairs of the bundled protocol (indices into [`PROTOCOL_BUILDS`]), each in both
+/// directions: 12 per workload. The point estimate is fitted on the vector-width pairs
+/// only ([`Change::VectorWidth`]); the compiler and optimization-level pairs, whose clang
+/// and -O2 builds it never saw, check it.
+pub const PROTOCOL_PAIRS: &[(usize, usize, Change)] = &[
+    (0, 1, Change::VectorWidth),
+    (1, 2, Change::VectorWidth),
+    (0, 2, Change::VectorWidth),
+    (1, 3, Change::Compiler),
+    (2, 4, Change::Compiler),
+    (5, 2, Change::OptimizationLevel),
+];
+
+/// Builds every recipe of [`PROTOCOL_BUILDS`] of each workload `names` into
+/// `DIR/<recipe dir>/<name>`; a compiler that is missing skips its builds with a note.
+/// Returns, per workload, `(recipe index, path)` of the builds made.
+pub fn build_protocol(
+    dir: &Path,
+    names: &[&str],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Vec<(usize, PathBuf)>>> {
+    let src = write_sources(dir)?;
+    if std::env::consts::ARCH != "x86_64" || !have("gcc") {
+        return Err(hpcscope_core::Failure::environment("the validation protocol builds the workloads with gcc for x86-64: install gcc (apt-get install gcc) on an x86-64 machine").into());
+    }
+    let mut missing: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for n in names {
+        let mut v = Vec::new();
+        for (i, r) in PROTOCOL_BUILDS.iter().enumerate() {
+            if !have(r.compiler) {
+                if !missing.contains(&r.compiler) {
+                    missing.push(r.compiler);
+                }
+                continue;
+            }
+            v.push((i, compile(dir, &src, n, r.dir, r.compiler, r.flags)?));
+        }
+        out.push(v);
+    }
+    for c in missing {
+        notes.push(format!(
+            "{c} is missing (apt-get install {c}): its builds and their pairs are left out"
+        ));
+    }
+    Ok(out)
+}
+
+fn write_sources(dir: &Path) -> Result<PathBuf> {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).with_context(|| format!("cannot create {}", src.display()))?;
+    for (f, text) in SOURCES {
+        std::fs::write(src.join(f), text)
+            .with_context(|| format!("cannot write {}", src.join(f).display()))?;
+    }
+    Ok(src)
+}
+
+/// Compiles workload `name` from `src` into `dir/variant/name`.
+fn compile(
+    dir: &Path,
+    src: &Path,
+    name: &str,
+    variant: &str,
+    compiler: &str,
+    flags: &[&str],
+) -> Result<PathBuf> {
+    let c = src.join(format!("{name}.c"));
+    let d = dir.join(variant);
+    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    let exe = d.join(name);
+    let o = Command::new(compiler)
+        .args([
+            "-std=c11",
+            "-D_POSIX_C_SOURCE=200809L",
+            "-fno-omit-frame-pointer",
+        ])
+        // The OpenMP workloads (`*_omp`) need the OpenMP runtime.
+        .args(if name.ends_with("_omp") {
+            &["-fopenmp"][..]
+        } else {
+            &[]
+        })
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&c)
+        .arg("-lm")
+        .output()
+        .with_context(|| format!("cannot run {compiler}"))?;
+    if !o.status.success() {
+        bail!(
+            "{compiler} failed on {}:\n{}",
+            c.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    Ok(exe)
 }
 
 /// The workloads named (all when none): an unknown name is an error that lists the known

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use hpcscope_core::machine::{CacheGeometry, Level, LevelKind, Peak};
+use hpcscope_core::machine::{CacheGeometry, Level, LevelKind, Peak, WidthBandwidth, WidthPeak};
 use hpcscope_core::{Machine, Precision};
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ use crate::error::BenchError;
 use crate::flops::FlopOp;
 use crate::kernels::{Kernel, Width};
 use crate::plateau::{LevelEstimate, Plateau};
-use crate::stats::Summary;
+use crate::stats::{Statistic, Summary};
 use crate::topology::{Isa, Topology};
 use crate::units::format_bytes;
 
@@ -42,6 +42,13 @@ pub struct RunInfo {
     /// Wall-clock seconds per stage (frequency, peaks, sweep, kernel table, latency,
     /// scaling).
     pub stage_seconds: Vec<(String, f64)>,
+    /// Which repetition the machine file keeps.
+    #[serde(default)]
+    pub statistic: Statistic,
+    /// Whether the single-core kernels were timed by the thread's CPU time (else the wall
+    /// clock).
+    #[serde(default)]
+    pub cpu_clock: bool,
 }
 
 /// Core frequency measured while vector FMAs of one width run.
@@ -238,10 +245,18 @@ pub fn sanitize_id(s: &str) -> String {
 pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchError> {
     let ri = &r.run;
     let settings = format!(
-        "{} repetitions of ~{} ms, median",
+        "{} repetitions of ~{} ms, {}",
         ri.repetitions,
-        (ri.sample_seconds * 1000.0).round()
-    );
+        (ri.sample_seconds * 1000.0).round(),
+        match ri.statistic {
+            Statistic::Median => "median",
+            Statistic::Best => "best repetition",
+        },
+    ) + if ri.cpu_clock {
+        ", timed by the thread's CPU time"
+    } else {
+        ""
+    };
     let stamp = format!(
         "{} on host {}, {}, {}",
         ri.tool, ri.host, ri.date, ri.kernel
@@ -255,12 +270,13 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
         .unwrap_or(Width::Scalar);
     let mut peaks = Vec::new();
     for prec in [Precision::F64, Precision::F32] {
-        // Best median over widths and operations (FMA when the CPU has it).
+        // Best over widths and operations (FMA when the CPU has it).
+        let stat = ri.statistic;
         let best = r
             .peaks
             .iter()
             .filter(|p| p.precision == prec && (p.op == FlopOp::Fma || !r.isa.fma))
-            .max_by(|a, b| a.gflops.median.total_cmp(&b.gflops.median));
+            .max_by(|a, b| a.gflops.pick(stat).total_cmp(&b.gflops.pick(stat)));
         let Some(best) = best else { continue };
         let node = r
             .scaling
@@ -286,11 +302,39 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
                 crate::topology::format_cpu_list(&ri.cpus)
             ));
         }
+        // The same kernel at every width: eq. 6.2 at a binary's own width.
+        let mut widths: Vec<WidthPeak> = Vec::new();
+        for p in r
+            .peaks
+            .iter()
+            .filter(|p| p.precision == prec && p.op == best.op)
+        {
+            let bits = p.width.bits(prec.bits());
+            if widths.iter().any(|w| w.vector_bits == bits) {
+                continue;
+            }
+            widths.push(WidthPeak {
+                vector_bits: bits,
+                core_gflops: Some(round(p.gflops.pick(stat), 4)),
+                node_gflops: None,
+                provenance: format!(
+                    "{stamp}: kernel {}-{}-{} ({} independent accumulator chains, inline asm), 1 thread pinned to CPU {}, {settings} (spread {:.1}%)",
+                    p.op,
+                    prec,
+                    p.width,
+                    crate::flops::CHAINS,
+                    ri.cpus.first().copied().unwrap_or(0),
+                    100.0 * p.gflops.spread()
+                ),
+            });
+        }
+        widths.sort_by_key(|w| w.vector_bits);
         peaks.push(Peak {
             precision: prec,
-            core_gflops: Some(round(best.gflops.median, 4)),
+            core_gflops: Some(round(best.gflops.pick(stat), 4)),
             node_gflops: node.map(|v| round(v, 4)),
             provenance: prov,
+            widths,
         });
     }
     if peaks.is_empty() {
@@ -356,7 +400,39 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
                 crate::units::format_bytes(sz)
             ));
         }
+        // The sweep's kernel at every width, at this level's working set.
+        let mut widths: Vec<WidthBandwidth> = Vec::new();
+        if let Some(size) = est.at_size.filter(|_| est.gbs.is_some()) {
+            for k in r.kernels.iter().filter(|k| {
+                k.kernel == Kernel::Triad
+                    && !k.nt
+                    && (k.size_bytes as f64 - size as f64).abs() <= 0.05 * size as f64
+            }) {
+                let bits = k.width.bits(64);
+                if widths.iter().any(|w| w.vector_bits == bits) {
+                    continue;
+                }
+                widths.push(WidthBandwidth {
+                    vector_bits: bits,
+                    core_gbs: Some(round(k.gbs.pick(ri.statistic), 4)),
+                    node_gbs: None,
+                    provenance: format!(
+                        "{stamp}: triad with {} loads and stores (normal stores), working set {}, 1 thread pinned to CPU {}, {settings} (spread {:.1}%)",
+                        if k.width == Width::Scalar {
+                            "scalar 64-bit".to_string()
+                        } else {
+                            format!("{bits}-bit")
+                        },
+                        crate::units::format_bytes(k.size_bytes),
+                        ri.cpus.first().copied().unwrap_or(0),
+                        100.0 * k.gbs.spread()
+                    ),
+                });
+            }
+            widths.sort_by_key(|w| w.vector_bits);
+        }
         levels.push(Level {
+            widths,
             name: est.name.clone(),
             kind: if est.memory {
                 LevelKind::Memory

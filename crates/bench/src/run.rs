@@ -21,7 +21,7 @@ use crate::report::{
     self, Frequency, KernelResult, LatencyPoint, MachineNames, PeakResult, Report, RunInfo,
     ScalingPoint, SweepPoint,
 };
-use crate::stats::Summary;
+use crate::stats::{Statistic, Summary};
 use crate::topology::{self, Isa, Topology};
 use crate::units::format_bytes;
 
@@ -136,6 +136,10 @@ pub struct BenchConfig {
     pub isa: Option<Isa>,
     /// Relative spread above which a measurement is flagged.
     pub spread_warning: f64,
+    /// Which repetition the machine file keeps: the median, or the best.
+    pub statistic: Statistic,
+    /// Time the single-core kernels by the thread's CPU time instead of the wall clock.
+    pub cpu_clock: bool,
 }
 
 impl Default for BenchConfig {
@@ -153,6 +157,8 @@ impl Default for BenchConfig {
             sysfs_root: PathBuf::from("/sys"),
             isa: None,
             spread_warning: 0.10,
+            statistic: Statistic::Median,
+            cpu_clock: false,
         }
     }
 }
@@ -441,6 +447,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     let timing = Timing {
         target_s: if cfg.quick { 0.004 } else { 0.015 },
         reps,
+        cpu_clock: cfg.cpu_clock,
     };
     let mut widths: Vec<Width> = cfg.widths.clone().unwrap_or_else(|| Width::ALL.to_vec());
     widths.sort();
@@ -541,6 +548,8 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         cpus: cpus.clone(),
         spread_warning: cfg.spread_warning,
         stage_seconds: notes.stages,
+        statistic: cfg.statistic,
+        cpu_clock: cfg.cpu_clock,
     };
     let mut report = Report {
         run,
@@ -751,7 +760,10 @@ fn single_core(
             });
         }
     }
-    let pts: Vec<(u64, f64)> = sweep.iter().map(|p| (p.size_bytes, p.gbs.median)).collect();
+    let pts: Vec<(u64, f64)> = sweep
+        .iter()
+        .map(|p| (p.size_bytes, p.gbs.pick(cfg.statistic)))
+        .collect();
     let plateaus = plateau::detect_plateaus(&pts, &PlateauParams::default());
     let transitions = plateau::transition_sizes(&plateaus);
     let levels = plateau::assign_levels(&pts, &capacities(topo), &plateaus);
@@ -772,6 +784,7 @@ fn single_core(
     } else {
         widths.to_vec()
     };
+    let all_level_sizes = table_sizes.clone();
     let mut table_sizes = table_sizes;
     if cfg.quick && cfg.sizes.is_none() {
         // Quick mode: caches only; a pass over main memory costs 0.1 s per kernel.
@@ -784,25 +797,44 @@ fn single_core(
             .into_iter()
             .filter(|s| !s.contains("-bit vector kernels")),
     );
-    let mut kernels = Vec::new();
-    progress.add((kspecs.len() * table_sizes.len()) as u64);
+    // The sweep's kernel (normal stores) at every width and every level, main memory
+    // included even in quick mode: the machine file keeps each level's bandwidth per width,
+    // so that a binary's roofline can use the bandwidth of its own access width.
+    let per_width: Vec<KernelSpec> = widths
+        .iter()
+        .map(|&width| KernelSpec {
+            kernel: Kernel::Triad,
+            width,
+            nt: false,
+        })
+        .filter(|s| s.unsupported_reason(isa).is_none())
+        .collect();
+    let mut plan: Vec<(KernelSpec, u64)> = Vec::new();
     for k in &sel.bandwidth {
-        let specs: Vec<KernelSpec> = kspecs.iter().copied().filter(|s| s.kernel == *k).collect();
-        if specs.is_empty() {
-            continue;
-        }
         for &size in &table_sizes {
-            for spec in &specs {
-                progress.step(format!("{} {}", spec.label(), format_bytes(size)));
-                let r = bandwidth(&mut ws, *spec, size, timing, isa)?;
-                notes.check(
-                    &format!("{} at {}", spec.label(), format_bytes(r.size_bytes)),
-                    &r.gbs,
-                    limit,
-                );
-                kernels.push(r);
+            for spec in kspecs.iter().filter(|s| s.kernel == *k) {
+                plan.push((*spec, size));
             }
         }
+    }
+    for &size in &all_level_sizes {
+        for spec in &per_width {
+            if !plan.contains(&(*spec, size)) {
+                plan.push((*spec, size));
+            }
+        }
+    }
+    let mut kernels = Vec::new();
+    progress.add(plan.len() as u64);
+    for &(spec, size) in &plan {
+        progress.step(format!("{} {}", spec.label(), format_bytes(size)));
+        let r = bandwidth(&mut ws, spec, size, timing, isa)?;
+        notes.check(
+            &format!("{} at {}", spec.label(), format_bytes(r.size_bytes)),
+            &r.gbs,
+            limit,
+        );
+        kernels.push(r);
     }
 
     drop(ws);
@@ -831,6 +863,7 @@ fn single_core(
             let ltiming = Timing {
                 target_s: if cfg.quick { 0.01 } else { 0.03 },
                 reps: timing.reps.min(5),
+                cpu_clock: timing.cpu_clock,
             };
             let (s, _) = calls_per_second(ltiming, || {
                 std::hint::black_box(chase.run(loads));

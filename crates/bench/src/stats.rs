@@ -19,7 +19,38 @@ pub struct Summary {
     pub n: usize,
 }
 
+/// Which statistic of the repetitions a machine file keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Statistic {
+    /// The median repetition.
+    #[default]
+    Median,
+    /// The best (fastest) repetition, as STREAM reports its best rate: another program on
+    /// the machine only slows a kernel down, so on a busy machine the best repetition is the
+    /// nearest to what the hardware sustains.
+    Best,
+}
+
+impl Statistic {
+    /// `median` or `best`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statistic::Median => "median",
+            Statistic::Best => "best",
+        }
+    }
+}
+
 impl Summary {
+    /// The median, or the largest value (the best rate) for [`Statistic::Best`].
+    pub fn pick(&self, s: Statistic) -> f64 {
+        match s {
+            Statistic::Median => self.median,
+            Statistic::Best => self.max,
+        }
+    }
+
     /// Summarizes `xs` (non-finite values are dropped); `None` when nothing is left.
     pub fn of(xs: &[f64]) -> Option<Summary> {
         let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();

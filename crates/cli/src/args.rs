@@ -239,3 +239,14 @@ pub fn absolute(p: &Path) -> Result<PathBuf> {
 pub fn command_status(r: &hpcscope_trace::TraceReport) -> std::process::ExitCode {
     std::process::ExitCode::from(r.command_status().unwrap_or(0))
 }
+
+/// Which bandwidths and peaks the rooflines use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum BandwidthsArg {
+    /// At each binary's vector width (`[[levels.widths]]`, `[[peaks.widths]]` of the
+    /// machine file), where the machine gives them; else each level's own value.
+    #[default]
+    BinaryWidth,
+    /// Each level's own bandwidth and the machine's peak (the seeds' form).
+    Level,
+}

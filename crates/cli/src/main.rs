@@ -41,7 +41,8 @@ enum Command {
     Analyze(cmd::analyze::AnalyzeArgs),
     /// Build, analyse and project the bundled reference workloads into one HTML report.
     Demo(cmd::demo::DemoArgs),
-    /// Check projections against measurements: SSE2 <-> AVX2 builds on this machine.
+    /// Check projections against measurements: builds of the bundled workloads (vector
+    /// width, compiler, optimization level) or your own (--build), on this machine.
     Validate(cmd::demo::ValidateArgs),
     /// Portable hardware-counter metrics: collect, import, compare, validate.
     Counters(cmd::counters::CountersArgs),

@@ -167,6 +167,11 @@ fn project_worked_example_text_json_csv_md() {
             tgt.to_str().unwrap(),
             "--format",
             fmt,
+            // The seeds' form: no carried-time points, no calibration, level bandwidths.
+            "--no-carried-time",
+            "--no-calibration",
+            "--bandwidths",
+            "level",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -184,6 +189,55 @@ fn project_worked_example_text_json_csv_md() {
     assert_eq!(stdout(&o).lines().count(), 7);
     let o = bin().args(args("md")).output().unwrap();
     assert!(stdout(&o).contains("| thread | OI level |"));
+    // By default: the carried-time points join the interval, the calibrated margin widens
+    // it, and a point estimate and the Kwack baseline are printed beside it.
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        src.to_str().unwrap(),
+        "--target-machine",
+        "neoverse-n1",
+        "--target-profile",
+        tgt.to_str().unwrap(),
+        "--source-times",
+        "1.0,1.02,0.99,1.01,1.0",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lo = v["interval"]["lo"].as_f64().unwrap();
+    let hi = v["interval"]["hi"].as_f64().unwrap();
+    let model = &v["widening"]["model_interval"];
+    assert!(lo <= model["lo"].as_f64().unwrap() && hi >= model["hi"].as_f64().unwrap());
+    assert!(model["lo"].as_f64().unwrap() <= 0.691643 + 1e-6, "{v}");
+    let point = v["point"]["gflops"].as_f64().unwrap();
+    assert!(point >= lo && point <= hi, "{v}");
+    assert!(v["kwack_gflops"].as_f64().is_some());
+    let shares = ["model_share", "margin_share", "noise_share"]
+        .iter()
+        .map(|k| v["widening"][k].as_f64().unwrap())
+        .sum::<f64>();
+    assert!((shares - 1.0).abs() < 1e-9, "{v}");
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        src.to_str().unwrap(),
+        "--target-machine",
+        "neoverse-n1",
+        "--target-profile",
+        tgt.to_str().unwrap(),
+    ]);
+    let s = stdout(&o);
+    assert!(
+        s.contains("point estimate:") && s.contains("Kwack baseline"),
+        "{s}"
+    );
+    assert!(s.contains("give --source-times"), "{s}");
 }
 
 #[test]
@@ -200,6 +254,10 @@ fn project_validation_mode_exit_codes() {
         "neoverse-n1",
         "--target-profile",
         tgt.to_str().unwrap(),
+        "--no-carried-time",
+        "--no-calibration",
+        "--bandwidths",
+        "level",
     ];
     let o = bin()
         .args(base)
@@ -223,6 +281,19 @@ fn project_validation_mode_exit_codes() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    // Several runs: their median is compared, and their band meets the interval although
+    // the median is just above it (runs 1.37 to 1.47, median 1.42).
+    let o = bin()
+        .args(base)
+        .args(["--measured", "1.37,1.38,1.42,1.46,1.47"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("inside the interval within the measurement's own spread"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -343,6 +414,8 @@ fn explore_example_scenario() {
         "json",
         "--svg",
         svg.to_str().unwrap(),
+        "--no-carried-time",
+        "--no-calibration",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -524,6 +524,110 @@ fn analyze_sweeps_a_scenario_of_targets() {
     assert!(hi("N1 + HBM2") >= hi("N1"), "{r}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Design-space sweep"));
+    // Every sweep point has a point estimate inside its interval.
+    for p in points {
+        let e = p["projection"]["point"]["gflops"].as_f64().unwrap();
+        assert!(
+            e >= p["interval"]["lo"].as_f64().unwrap()
+                && e <= p["interval"]["hi"].as_f64().unwrap(),
+            "{p}"
+        );
+    }
+    // An x86 binary projected onto an Arm core without an Arm build: said plainly, apart.
+    let t = &r["targets"][0];
+    assert_eq!(t["same_isa"], false, "{t}");
+    let a = t["assumption"].as_str().unwrap();
+    assert!(
+        a.contains("no aarch64 build was given")
+            && a.contains("--target-binary")
+            && a.contains("aarch64-linux-gnu-gcc"),
+        "{a}"
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("machines of another ISA, ASSUMING the x86_64 binary stands for their build"),
+        "{text}"
+    );
+    assert!(html.contains("Machines of another ISA"));
+}
+
+/// `validate --build A --build B -- ARGS`: the protocol on a user's own builds, every
+/// ordered pair, with the weighted method's figures and the Kwack baseline's side by side.
+#[test]
+fn validate_runs_the_protocol_on_your_own_builds() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scalar = cc(d, "scalar", TRIAD, &[]);
+    let vector = cc(d, "vector", TRIAD, &["-O3", "-ftree-vectorize"]);
+    let out = d.join("v");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["validate", "-m", "cascadelake-8260", "--native-runs", "3"])
+        .arg("--build")
+        .arg(format!("scalar={}", scalar.display()))
+        .arg("--build")
+        .arg(format!("vector={}", vector.display()))
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "200000", "20"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("scalar -> vector") && text.contains("vector -> scalar"),
+        "{text}"
+    );
+    let v = json(&out.join("validation.json"));
+    let pairs = v["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{v}");
+    for k in ["weighted", "kwack"] {
+        let s = &v["summary"]["all"][k];
+        assert_eq!(s["pairs"], 2, "{s}");
+        for f in [
+            "inside_fraction",
+            "median_width",
+            "median_midpoint_error",
+            "median_point_error",
+            "max_error",
+        ] {
+            assert!(s[f].as_f64().is_some(), "{k}.{f}: {s}");
+        }
+    }
+    for p in pairs {
+        assert!(p["point"]["gflops"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["kwack_gflops"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(p["change"], "builds");
+    }
+    let builds = v["builds"].as_array().unwrap();
+    assert!(
+        builds
+            .iter()
+            .all(|b| b["runs_gflops"].as_array().unwrap().len() == 3)
+    );
+    assert!(v["load_average_before"].as_array().is_some());
+    assert!(out.join("validation.svg").is_file());
+    // One build is not enough; a missing file is named.
+    let o = bin()
+        .args(["validate", "--build"])
+        .arg(&scalar)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = bin()
+        .args(["validate", "--build", "a=/nonexistent/app", "--build"])
+        .arg(&scalar)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/app is not a file"), "{err}");
 }
 
 const SPIN: &str = include_str!("../../mix/tests/data/spin.c");

@@ -118,12 +118,25 @@ fn bench(c: &mut Criterion) {
         source_gflops: 1.04,
         variants,
         targets,
+        source_widths: None,
+        variant_widths: Vec::new(),
+        source_spread: None,
+        source_instructions: None,
+        variant_instructions: Vec::new(),
     };
     let n = (r.variants.len() * r.targets.len()) as u64;
     let mut g = c.benchmark_group("explore");
     g.throughput(Throughput::Elements(n));
     g.bench_function("sweep_40_design_points", |b| {
-        b.iter(|| sweep(black_box(&r), Precision::F64, Options::default()).unwrap())
+        b.iter(|| {
+            sweep(
+                black_box(&r),
+                Precision::F64,
+                Options::default(),
+                &Default::default(),
+            )
+            .unwrap()
+        })
     });
     g.finish();
 }

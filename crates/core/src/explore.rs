@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, InputError, Result};
 use crate::machine::{LevelKind, Machine, Precision};
 use crate::profile::AppMetrics;
-use crate::project::{Interval, Options, PairRule, Projection, Side, project};
-use crate::roofline::{Bound, Scope};
+use crate::project::{Inputs, Interval, Options, PairRule, Projection, Side, Spread, project_with};
+use crate::roofline::{AccessWidths, Bound, Scope};
 
 /// A change applied to a machine to make a hypothetical one.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -146,6 +146,8 @@ pub fn apply(
                     "{} x {v}/{} (vector length extrapolated linearly)",
                     p.provenance, m.vector_bits
                 );
+                // Measured per-width peaks describe the real core, not the extrapolated one.
+                p.widths.clear();
             }
             out.vector_bits = *v;
         }
@@ -173,6 +175,7 @@ pub fn apply(
             // its node bandwidth; a missing one stays missing.
             l.core_gbs = mem.core_gbs;
             l.node_gbs = mem.node_gbs;
+            l.widths = mem.widths.clone();
             if l.core_gbs.is_none() && l.node_gbs.is_none() {
                 return Err(Error::mismatch(
                     format!("machine '{other}' gives no bandwidth for its memory"),
@@ -189,6 +192,11 @@ pub fn apply(
             l.core_gbs = l.core_gbs.map(|x| x * factor);
             l.node_gbs = l.node_gbs.map(|x| x * factor);
             l.provenance = format!("{} x {factor} (hypothetical)", l.provenance);
+            for w in &mut l.widths {
+                w.core_gbs = w.core_gbs.map(|x| x * factor);
+                w.node_gbs = w.node_gbs.map(|x| x * factor);
+                w.provenance = format!("{} x {factor} (hypothetical)", w.provenance);
+            }
         }
         Transform::SetLevel {
             level,
@@ -218,6 +226,8 @@ pub fn apply(
                 l.node_gbs = *node_gbs;
             }
             l.provenance = "set by a scenario transform (hypothetical)".into();
+            // The measured per-width bandwidths no longer describe the level.
+            l.widths.clear();
         }
         Transform::Cores(c) => {
             if *c == 0 {
@@ -233,6 +243,9 @@ pub fn apply(
             out.cores_per_socket = *c;
             for p in &mut out.peaks {
                 p.node_gflops = p.node_gflops.map(|x| x * r);
+                for w in &mut p.widths {
+                    w.node_gflops = w.node_gflops.map(|x| x * r);
+                }
             }
             let new_cores = out.cores();
             for l in &mut out.levels {
@@ -244,6 +257,9 @@ pub fn apply(
                         <= 1;
                 if private {
                     l.node_gbs = l.node_gbs.map(|x| x * r);
+                    for w in &mut l.widths {
+                        w.node_gbs = w.node_gbs.map(|x| x * r);
+                    }
                 }
                 if let Some(g) = &mut l.cache {
                     // A cache of the whole node stays the node's; one of each socket, the
@@ -275,12 +291,14 @@ pub fn apply(
                         p.node_gflops = *node_gflops;
                     }
                     p.provenance = "set by a scenario transform (hypothetical)".into();
+                    p.widths.clear();
                 }
                 None => out.peaks.push(crate::machine::Peak {
                     precision: *precision,
                     core_gflops: *core_gflops,
                     node_gflops: *node_gflops,
                     provenance: "set by a scenario transform (hypothetical)".into(),
+                    widths: Vec::new(),
                 }),
             }
         }
@@ -299,7 +317,10 @@ pub fn apply(
         }
     }
     let labels: Vec<String> = std::iter::once(t.label()).collect();
-    out.id = format!("{}+{}", out.id, labels.join("+"));
+    // An id has no space or '/' (a transform's label may: `L2=50GB/s`, `mem=dir/m.toml`).
+    out.id = format!("{}+{}", out.id, labels.join("+"))
+        .replace('/', "_")
+        .replace(char::is_whitespace, "_");
     out.name = format!("{} [{}]", out.name, t.label());
     out.validate(&origin)?;
     Ok(out)
@@ -351,6 +372,10 @@ pub struct SourceSpec {
     /// Measured GFLOP/s, overriding FLOPs / time of the profile.
     #[serde(default)]
     pub gflops: Option<f64>,
+    /// Times of the source's timed runs, seconds (any unit-consistent times of the same
+    /// work): their spread widens every interval.
+    #[serde(default)]
+    pub times_s: Vec<f64>,
 }
 
 /// A target binary.
@@ -478,6 +503,17 @@ pub struct Resolved {
     pub variants: Vec<(String, Option<u32>, Vec<AppMetrics>)>,
     /// Targets: (label, machine with the scenario's transforms applied).
     pub targets: Vec<(String, Machine)>,
+    /// The source binary's FP instructions and bytes by width: its ceilings are taken at
+    /// these widths where the machine gives per-width values (`None`: the seeds' form).
+    pub source_widths: Option<AccessWidths>,
+    /// Each variant's widths, in the order of `variants` (missing entries: the seeds' form).
+    pub variant_widths: Vec<Option<AccessWidths>>,
+    /// The source's run-to-run spread, which widens every interval.
+    pub source_spread: Option<Spread>,
+    /// All instructions of the source binary (for the carried-rate points).
+    pub source_instructions: Option<f64>,
+    /// All instructions of each variant, in the order of `variants`.
+    pub variant_instructions: Vec<Option<f64>>,
 }
 
 /// The result of an exploration: the scenario and one design point per (variant, target).
@@ -602,8 +638,15 @@ impl Cost {
     }
 }
 
-/// Sweeps variants x targets.
-pub fn sweep(r: &Resolved, precision: Precision, opts: Options) -> Result<Vec<DesignPoint>> {
+/// Sweeps variants x targets. `extra` gives the calibration, the carried-time points and
+/// whether pairs above their roofline are left out (its widths and spread are ignored: the
+/// sweep takes them from `r`).
+pub fn sweep(
+    r: &Resolved,
+    precision: Precision,
+    opts: Options,
+    extra: &Inputs<'_>,
+) -> Result<Vec<DesignPoint>> {
     let mut out: Vec<DesignPoint> = Vec::new();
     out.try_reserve(r.variants.len().saturating_mul(r.targets.len()))
         .map_err(|_| {
@@ -616,7 +659,18 @@ pub fn sweep(r: &Resolved, precision: Precision, opts: Options) -> Result<Vec<De
                 "split the scenario into smaller sweeps",
             )
         })?;
-    for (vname, vbits, vthreads) in &r.variants {
+    for (vi, (vname, vbits, vthreads)) in r.variants.iter().enumerate() {
+        let inputs = Inputs {
+            source_widths: r.source_widths.clone(),
+            target_widths: r.variant_widths.get(vi).cloned().flatten(),
+            source_spread: r.source_spread,
+            calibration: extra.calibration,
+            carried_time: extra.carried_time,
+            instructions: r
+                .source_instructions
+                .zip(r.variant_instructions.get(vi).copied().flatten()),
+            drop_contradicted: extra.drop_contradicted,
+        };
         for (tname, tm) in &r.targets {
             let tm = match vbits {
                 Some(b) if *b != tm.vector_bits => apply(tm, &Transform::VectorBits(*b), &|_| {
@@ -625,13 +679,14 @@ pub fn sweep(r: &Resolved, precision: Precision, opts: Options) -> Result<Vec<De
                 _ => tm.clone(),
             };
             out.push(design_point(
-                r, vname, tname, &tm, vthreads, precision, opts,
+                r, vname, tname, &tm, vthreads, precision, opts, &inputs,
             )?);
         }
     }
     Ok(out)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn design_point(
     r: &Resolved,
     vname: &str,
@@ -640,9 +695,10 @@ fn design_point(
     vthreads: &[AppMetrics],
     precision: Precision,
     opts: Options,
+    inputs: &Inputs<'_>,
 ) -> Result<DesignPoint> {
     let origin = format!("variant '{vname}'");
-    let p = project(
+    let p = project_with(
         Side {
             machine: &r.source_machine,
             threads: &r.source_threads,
@@ -656,6 +712,7 @@ fn design_point(
         },
         precision,
         opts,
+        inputs,
     )?;
     Ok(DesignPoint::from_projection(vname, tname, p))
 }

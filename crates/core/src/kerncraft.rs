@@ -255,6 +255,7 @@ pub fn import(
                     ""
                 }
             ),
+            widths: Vec::new(),
         }),
         (None, _) => missing.push(
             "`FLOPs per cycle` `DP` `total` (INFORMATION_REQUIRED in the file: give \
@@ -269,6 +270,7 @@ pub fn import(
             core_gflops: Some(f * g),
             node_gflops: Some(f * g * f64::from(cores)),
             provenance: format!("theoretical: {f} SP FLOPs per cycle x {g} GHz; {src_note}"),
+            widths: Vec::new(),
         });
     }
     // Bandwidths: the triad measurements, one thread per core.
@@ -390,6 +392,7 @@ pub fn import(
             technology: None,
             cache: geometry,
             provenance: prov,
+            widths: Vec::new(),
         });
     }
     for k in [

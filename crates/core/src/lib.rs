@@ -18,6 +18,7 @@ pub mod library;
 pub mod load;
 pub mod machine;
 pub mod node;
+pub mod point;
 pub mod profile;
 pub mod project;
 pub mod range;

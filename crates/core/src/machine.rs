@@ -62,6 +62,28 @@ pub struct Peak {
     pub node_gflops: Option<f64>,
     /// Where these numbers come from (a table of a document, a vendor page, a measurement).
     pub provenance: String,
+    /// The same peak with every FP instruction of one width (scalar, 128-bit...): a
+    /// binary's compute ceiling can use the ones of its own width (eq. 6.2 at the binary's
+    /// width) instead of `core_gflops`, which is the best kernel's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub widths: Vec<WidthPeak>,
+}
+
+/// The sustained peak of one precision when every FP instruction has one width.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WidthPeak {
+    /// Width, bits: the element size for scalar code (64 for f64), 128, 256, 512...
+    pub vector_bits: u32,
+    /// Sustained peak of one core at this width, GFLOP/s (FMA when the machine has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_gflops: Option<f64>,
+    /// Sustained peak of the node at this width, GFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_gflops: Option<f64>,
+    /// Where the numbers come from.
+    pub provenance: String,
 }
 
 /// What a memory level is.
@@ -120,6 +142,29 @@ pub struct Level {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheGeometry>,
     /// Where the bandwidths come from.
+    pub provenance: String,
+    /// The same level's bandwidth when the loads and stores have a given width (scalar,
+    /// 128-bit, 256-bit vectors...): a binary's roofline can use the ones of its own width
+    /// instead of `core_gbs`, which is the best kernel's (usually the widest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub widths: Vec<WidthBandwidth>,
+}
+
+/// The bandwidth of one memory level when every load and store has one width.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WidthBandwidth {
+    /// Width of each load and store, bits: the element size for scalar code (64 for f64),
+    /// 128 (SSE, NEON), 256 (AVX2), 512 (AVX-512), or an SVE vector length.
+    pub vector_bits: u32,
+    /// Sustained bandwidth of one core running alone at this width, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_gbs: Option<f64>,
+    /// Sustained bandwidth of the whole node at this width, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_gbs: Option<f64>,
+    /// Where the numbers come from (kernel, working set, repetitions, spread, date).
     pub provenance: String,
 }
 
@@ -498,6 +543,32 @@ impl Machine {
             if p.provenance.trim().is_empty() {
                 errs.push(InputError::new(origin, format!("{f}.provenance"), "is empty", "say where the peak comes from (benchmark and date, table of a document, vendor page)"));
             }
+            for (w, wp) in p.widths.iter().enumerate() {
+                let g = format!("{f}.widths[{w}]");
+                errs.extend(check_width_entry(
+                    origin,
+                    &g,
+                    wp.vector_bits,
+                    [
+                        ("core_gflops", wp.core_gflops),
+                        ("node_gflops", wp.node_gflops),
+                    ],
+                    "GFLOP/s",
+                    MAX_GFLOPS,
+                    &wp.provenance,
+                ));
+                if p.widths[..w]
+                    .iter()
+                    .any(|o| o.vector_bits == wp.vector_bits)
+                {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{g}.vector_bits"),
+                        format!("width {} appears twice", wp.vector_bits),
+                        "give one [[peaks.widths]] entry per width",
+                    ));
+                }
+            }
         }
         if self.levels.is_empty() {
             errs.push(InputError::new(
@@ -564,6 +635,20 @@ impl Machine {
                     "is empty",
                     "say where the bandwidth comes from",
                 ));
+            }
+            for (w, wb) in l.widths.iter().enumerate() {
+                errs.extend(wb.check(origin, &format!("{f}.widths[{w}]")));
+                if l.widths[..w]
+                    .iter()
+                    .any(|o| o.vector_bits == wb.vector_bits)
+                {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{f}.widths[{w}].vector_bits"),
+                        format!("width {} appears twice", wb.vector_bits),
+                        "give one [[levels.widths]] entry per width",
+                    ));
+                }
             }
             if let Some(c) = &l.cache {
                 if l.kind == LevelKind::Memory {
@@ -707,6 +792,44 @@ impl Machine {
         }
     }
 
+    /// Bandwidth of `level` when its loads and stores are `bits` wide, from the level's
+    /// `[[levels.widths]]`: the entry of that width; else the widest narrower one; else the
+    /// narrowest. One core alone (`node_share` false) or its share of the node (true), each
+    /// falling back to the other as [`Machine::core_bandwidth_gbs`] does. Returns the
+    /// bandwidth, its derivation and the width of the entry used; `None` when the level has
+    /// no per-width bandwidth.
+    pub fn width_bandwidth_gbs(
+        &self,
+        level: &Level,
+        bits: u32,
+        node_share: bool,
+    ) -> Option<(f64, Derivation, u32)> {
+        let entries: Vec<(u32, Option<f64>, Option<f64>)> = level
+            .widths
+            .iter()
+            .map(|w| (w.vector_bits, w.core_gbs, w.node_gbs))
+            .collect();
+        pick_width(&entries, bits, node_share, f64::from(self.cores()))
+    }
+
+    /// Peak of `precision` when every FP instruction is `bits` wide, from the peak's
+    /// `[[peaks.widths]]`, chosen as [`Machine::width_bandwidth_gbs`] chooses. `None`
+    /// without per-width peaks.
+    pub fn width_peak_gflops(
+        &self,
+        precision: Precision,
+        bits: u32,
+        node_share: bool,
+    ) -> Option<(f64, Derivation, u32)> {
+        let p = self.peak(precision)?;
+        let entries: Vec<(u32, Option<f64>, Option<f64>)> = p
+            .widths
+            .iter()
+            .map(|w| (w.vector_bits, w.core_gflops, w.node_gflops))
+            .collect();
+        pick_width(&entries, bits, node_share, f64::from(self.cores()))
+    }
+
     /// Per-core share of the node bandwidth of `level` (eq. 7.1), GB/s; `None` for a
     /// level given only by its cache geometry.
     pub fn node_share_bandwidth_gbs(&self, level: &Level) -> Option<(f64, Derivation)> {
@@ -723,6 +846,72 @@ impl Machine {
             .iter()
             .filter(|l| l.core_gbs.is_some() || l.node_gbs.is_some())
     }
+}
+
+impl WidthBandwidth {
+    /// Problems of this entry, reported under field path `f`.
+    fn check(&self, origin: &str, f: &str) -> Vec<InputError> {
+        check_width_entry(
+            origin,
+            f,
+            self.vector_bits,
+            [("core_gbs", self.core_gbs), ("node_gbs", self.node_gbs)],
+            "GB/s",
+            MAX_GBS,
+            &self.provenance,
+        )
+    }
+}
+
+/// Problems of a per-width entry (bandwidth or peak) at field path `f`.
+fn check_width_entry(
+    origin: &str,
+    f: &str,
+    vector_bits: u32,
+    values: [(&str, Option<f64>); 2],
+    unit: &str,
+    max: f64,
+    provenance: &str,
+) -> Vec<InputError> {
+    let mut errs = Vec::new();
+    if vector_bits == 0 || !vector_bits.is_multiple_of(32) {
+        errs.push(InputError::new(
+            origin,
+            format!("{f}.vector_bits"),
+            format!("must be a positive multiple of 32, found {vector_bits}"),
+            "give the width in bits: 64 (scalar f64), 32 (scalar f32), 128, 256, 512",
+        ));
+    }
+    if values.iter().all(|(_, v)| v.is_none()) {
+        errs.push(InputError::new(
+            origin,
+            f,
+            format!("has neither {} nor {}", values[0].0, values[1].0),
+            format!("give at least one value at this width, in {unit}"),
+        ));
+    }
+    for (name, v) in values {
+        if let Some(v) = v {
+            errs.extend(check_positive(origin, &format!("{f}.{name}"), v, unit));
+            if v.is_finite() && v > max {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{f}.{name}"),
+                    format!("{v} {unit} is implausible: the unit looks off by 1e9"),
+                    format!("the unit is {unit}: write {}", v / 1e9),
+                ));
+            }
+        }
+    }
+    if provenance.trim().is_empty() {
+        errs.push(InputError::new(
+            origin,
+            format!("{f}.provenance"),
+            "is empty",
+            "say where the value at this width comes from (kernel, working set, date)",
+        ));
+    }
+    errs
 }
 
 impl NetworkLink {
@@ -810,6 +999,37 @@ impl NetworkLink {
         }
         errs
     }
+}
+
+/// The per-width entry `(vector_bits, core, node)` for `bits`: that width; else the widest
+/// narrower one; else the narrowest. One core alone (`node_share` false) or its share of the
+/// node, each falling back to the other.
+fn pick_width(
+    entries: &[(u32, Option<f64>, Option<f64>)],
+    bits: u32,
+    node_share: bool,
+    cores: f64,
+) -> Option<(f64, Derivation, u32)> {
+    let mut usable: Vec<(u32, f64, Derivation)> = entries
+        .iter()
+        .filter_map(|&(w, core, node)| {
+            let v = match (node_share, core, node) {
+                (false, Some(c), _) => (c, Derivation::Given),
+                (false, None, Some(n)) => (n / cores, Derivation::NodeShare),
+                (true, _, Some(n)) => (n / cores, Derivation::NodeShare),
+                (true, Some(c), None) => (c, Derivation::CoreAsShare),
+                _ => return None,
+            };
+            Some((w, v.0, v.1))
+        })
+        .collect();
+    usable.sort_by_key(|e| e.0);
+    let pick = usable
+        .iter()
+        .rev()
+        .find(|e| e.0 <= bits)
+        .or_else(|| usable.first())?;
+    Some((pick.1, pick.2, pick.0))
 }
 
 /// How a per-core value was obtained from a machine file.

@@ -630,6 +630,11 @@ impl ThreadMetrics {
 }
 
 impl Region {
+    /// All instructions of every thread, when each thread counts them.
+    pub fn instructions(&self) -> Option<f64> {
+        self.threads.iter().map(|t| t.instructions).sum()
+    }
+
     /// Per-thread metrics, resolved.
     pub fn thread_metrics(&self, origin: &str) -> Result<Vec<AppMetrics>> {
         self.threads

@@ -24,9 +24,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::machine::{Machine, Precision};
+use crate::point::{Calibration, PointEstimate};
 use crate::profile::AppMetrics;
 use crate::roofline::{
-    Bound, Ceilings, Scope, attainable, cumulative_oi, match_levels, weighted_bandwidth,
+    AccessWidths, Bound, Ceilings, Scope, attainable, cumulative_oi, match_levels,
+    weighted_bandwidth,
 };
 
 /// Which (OI level k, roofline level j) pairs give points in the single-core projection.
@@ -149,6 +151,22 @@ pub struct Point {
     pub efficiency: f64,
     /// Projected GFLOP/s.
     pub gflops: f64,
+    /// Left out of the interval: the measured source runs above this roofline (efficiency
+    /// above 1 beyond its noise), so this roofline does not limit it
+    /// ([`Inputs::drop_contradicted`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub excluded: bool,
+    /// The projection if what carries over is the source's time this roofline does not
+    /// explain, `(1 - efficiency) x t_s`, unchanged, rather than its efficiency: `F_t /
+    /// (F_t / roof_target + (1 - efficiency) x t_s)`, GFLOP/s ([`Inputs::carried_time`];
+    /// only for an efficiency of at most 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_time_gflops: Option<f64>,
+    /// The same with that time scaled by the binaries' instruction counts (the part the
+    /// roofline does not explain runs at the source's instruction rate): `F_t / (F_t /
+    /// roof_target + (1 - efficiency) x t_s x I_t / I_s)`, GFLOP/s ([`Inputs::instructions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_rate_gflops: Option<f64>,
 }
 
 /// The projection of one thread (node scope).
@@ -207,6 +225,161 @@ pub struct Projection {
     pub target_time_s: Option<Interval>,
     /// Remarks: derived values, dropped levels, clamping.
     pub notes: Vec<String>,
+    /// The binding ceiling of each side (the lowest roofline of a level at its own OI), per
+    /// thread with FP work (one entry in single-core scope): what the point estimate scales.
+    #[serde(default)]
+    pub binding: Vec<Binding>,
+    /// At which access widths the bandwidths were taken (none: each level's own value).
+    #[serde(default)]
+    pub bandwidths: Bandwidths,
+    /// How the model's interval was widened (calibrated margin, the source's noise) and
+    /// how much of the width each part is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widening: Option<Widening>,
+    /// The point estimate inside the interval, with its stated error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<PointEstimate>,
+    /// The Kwack et al. baseline's single value (raw peak, main memory only), GFLOP/s, for
+    /// comparison with the point estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kwack_gflops: Option<f64>,
+}
+
+/// The binding ceilings of one thread's source and target: the lowest of the rooflines of
+/// each level at that level's own OI (single-core: the source's and target's binding
+/// ceilings of the roofline analysis).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Binding {
+    /// The thread's FLOPs on the source.
+    #[serde(default)]
+    pub source_flops: f64,
+    /// The thread's FLOPs on the target.
+    #[serde(default)]
+    pub target_flops: f64,
+    /// The thread's measured GFLOP/s on the source.
+    pub source_gflops: f64,
+    /// The source's binding ceiling, GFLOP/s.
+    pub source_ceiling_gflops: f64,
+    /// The target's binding ceiling, GFLOP/s.
+    pub target_ceiling_gflops: f64,
+}
+
+/// Access widths the bandwidths of each side were taken at.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Bandwidths {
+    /// Source side (none: each level's own bandwidth, the seeds' form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AccessWidths>,
+    /// Target side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<AccessWidths>,
+}
+
+/// The run-to-run spread of a measured rate (relative to the median of its runs), and the
+/// band it gives the median.
+///
+/// The band is the median's uncertainty: `median +- K x IQR / sqrt(runs)`, where the
+/// interquartile range of the rates estimates their standard deviation robustly (IQR /
+/// 1.349; a run slowed by another program moves it little), `1.2533 sigma / sqrt(n)` is the
+/// standard error of a median, and `K = 1.163 x 1.2533 / 1.349 = 1.0805` makes a check of
+/// two medians, each with its band, pass 90 % of the time when nothing but noise separates
+/// them (|d| <= 2 x 1.163 SE for d with standard deviation sqrt(2) SE). The band never
+/// reaches beyond the slowest and fastest runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Spread {
+    /// Timed runs.
+    pub runs: usize,
+    /// Slowest run's rate / the median rate (at most 1).
+    pub min: f64,
+    /// Fastest run's rate / the median rate (at least 1).
+    pub max: f64,
+    /// Lower end of the median's band, relative to the median (at most 1).
+    pub low: f64,
+    /// Upper end of the median's band, relative to the median (at least 1).
+    pub high: f64,
+}
+
+/// `K` of [`Spread`]: band half-width = K x IQR / sqrt(runs).
+pub const SPREAD_BAND_K: f64 = 1.0805;
+
+impl Spread {
+    /// The spread of the rates of runs that took `times` (seconds) each for the same work.
+    /// `None` with fewer than two positive, finite times.
+    pub fn from_times(times: &[f64]) -> Option<Spread> {
+        let rates: Vec<f64> = times
+            .iter()
+            .copied()
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(|t| 1.0 / t)
+            .collect();
+        Spread::from_rates(&rates)
+    }
+
+    /// The spread of `rates` (one per run). `None` with fewer than two positive, finite
+    /// rates.
+    pub fn from_rates(rates: &[f64]) -> Option<Spread> {
+        let mut r: Vec<f64> = rates
+            .iter()
+            .copied()
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .collect();
+        if r.len() < 2 {
+            return None;
+        }
+        r.sort_by(f64::total_cmp);
+        let med = crate::stats::median_sorted(&r);
+        let (min, max) = (r[0] / med, r[r.len() - 1] / med);
+        let iqr = (quantile(&r, 0.75) - quantile(&r, 0.25)) / med;
+        let h = SPREAD_BAND_K * iqr / (r.len() as f64).sqrt();
+        Some(Spread {
+            runs: r.len(),
+            min,
+            max,
+            low: (1.0 - h).max(min),
+            high: (1.0 + h).min(max),
+        })
+    }
+
+    /// `(fastest - slowest) / median`, the spread `bench` warns about above 10 %.
+    pub fn relative(&self) -> f64 {
+        self.max - self.min
+    }
+}
+
+/// Quantile `q` of sorted `v` by linear interpolation.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let x = q * (v.len() - 1) as f64;
+    let i = x.floor() as usize;
+    let f = x - i as f64;
+    let j = (i + 1).min(v.len() - 1);
+    v[i] + (v[j] - v[i]) * f
+}
+
+/// How the model's interval was widened, and how its width splits between the model, the
+/// calibrated margin and the source's noise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Widening {
+    /// The model's interval, before any widening, GFLOP/s.
+    pub model_interval: Interval,
+    /// The calibrated margin: the interval is widened by `1 + margin` on each side (the
+    /// model's error on the calibration pairs, [`crate::point::Calibration`]).
+    pub margin: f64,
+    /// The source's run-to-run spread; its band widens the interval.
+    pub source: Option<Spread>,
+    /// Width of the model's interval, hi / lo.
+    pub model_width: f64,
+    /// Width of the widened interval, hi / lo.
+    pub total_width: f64,
+    /// Share of the width (on a log scale) of the model's interval, in [0, 1].
+    pub model_share: f64,
+    /// Share of the calibrated margin.
+    pub margin_share: f64,
+    /// Share of the source's noise.
+    pub noise_share: f64,
 }
 
 impl Projection {
@@ -225,6 +398,19 @@ impl Projection {
         } else {
             self.points.iter().collect()
         }
+    }
+
+    /// The ceilings the projection used on each side (at the binaries' widths when it took
+    /// them there), for the charts: `source` and `target` are its machines.
+    pub fn ceilings(&self, source: &Machine, target: &Machine) -> Result<(Ceilings, Ceilings)> {
+        let c = |m: &Machine, w: &Option<AccessWidths>| match w {
+            Some(w) => Ceilings::at_widths(m, self.precision, self.options.scope, w),
+            None => Ceilings::of(m, self.precision, self.options.scope),
+        };
+        Ok((
+            c(source, &self.bandwidths.source)?,
+            c(target, &self.bandwidths.target)?,
+        ))
     }
 
     /// The point that sets the lower bound (the lowest projected GFLOP/s).
@@ -252,6 +438,257 @@ pub fn project(
     precision: Precision,
     opts: Options,
 ) -> Result<Projection> {
+    project_inner(source, source_gflops, target, precision, opts, None, None)
+}
+
+/// What a projection can use beyond the seeds' inputs.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs<'a> {
+    /// The source binary's access widths: its bandwidths are taken at these widths on a
+    /// machine that gives per-width bandwidths (`None`: each level's own bandwidth, the
+    /// seeds' form).
+    pub source_widths: Option<AccessWidths>,
+    /// The target binary's access widths.
+    pub target_widths: Option<AccessWidths>,
+    /// The source's run-to-run spread: it widens the interval.
+    pub source_spread: Option<Spread>,
+    /// The calibration: the rule that places a point estimate in the interval, and the
+    /// margin that widens it.
+    pub calibration: Option<&'a Calibration>,
+    /// Add to the interval, for every pair, the projections that carry over the source's
+    /// time its roofline does not explain instead of its efficiency: unchanged
+    /// ([`Point::carried_time_gflops`]) and, with `instructions`, at the source's
+    /// instruction rate ([`Point::carried_rate_gflops`]).
+    pub carried_time: bool,
+    /// All instructions of the source's and the target's binary (every thread), for the
+    /// carried-rate points.
+    pub instructions: Option<(f64, f64)>,
+    /// Leave out of the interval the pairs whose roofline the measured source exceeds
+    /// (efficiency above 1, beyond the upper end of the source's band): the measurement
+    /// shows that roofline does not limit the source at that OI, so carrying an efficiency
+    /// above 1 to the target has no ground. When every pair is above its roofline, all are
+    /// kept, with a note.
+    pub drop_contradicted: bool,
+}
+
+/// [`project`] with what the seeds do not use: ceilings at each binary's vector widths, the
+/// carried-time points, a point estimate and a calibrated margin ([`Calibration`]), the
+/// source's run-to-run spread (the interval becomes `[lo x low / (1 + margin), hi x high x
+/// (1 + margin)]`, and [`Projection::widening`] says how much of its width each part is),
+/// and (weighted method) the Kwack baseline's value beside them.
+pub fn project_with(
+    source: Side<'_>,
+    source_gflops: f64,
+    target: Side<'_>,
+    precision: Precision,
+    opts: Options,
+    inputs: &Inputs<'_>,
+) -> Result<Projection> {
+    let mut p = project_inner(
+        source,
+        source_gflops,
+        target,
+        precision,
+        opts,
+        inputs.source_widths.as_ref(),
+        inputs.target_widths.as_ref(),
+    )?;
+    if inputs.carried_time {
+        let ratio = inputs
+            .instructions
+            .filter(|(s, t)| s.is_finite() && t.is_finite() && *s > 0.0 && *t > 0.0)
+            .map(|(s, t)| t / s);
+        add_carried_time(&mut p, ratio);
+    }
+    if inputs.drop_contradicted {
+        drop_contradicted(
+            &mut p,
+            inputs.source_spread.map_or(1.0, |s| s.high.max(1.0)),
+        );
+    }
+    if opts.method == Method::Weighted {
+        let k = project_inner(
+            source,
+            source_gflops,
+            target,
+            precision,
+            Options {
+                method: Method::Kwack,
+                ..opts
+            },
+            None,
+            None,
+        )?;
+        p.kwack_gflops = Some(k.interval.lo);
+    }
+    if let Some(c) = inputs.calibration {
+        p.point = c.estimate(&p);
+    }
+    let margin = inputs
+        .calibration
+        .map_or(0.0, |c| c.interval.margin.max(0.0));
+    if margin > 0.0 || inputs.source_spread.is_some() {
+        let model = p.interval;
+        let (low, high) = inputs
+            .source_spread
+            .map_or((1.0, 1.0), |s| (s.low.min(1.0), s.high.max(1.0)));
+        p.interval = Interval {
+            lo: model.lo * low / (1.0 + margin),
+            hi: model.hi * high * (1.0 + margin),
+        };
+        let model_width = model.hi / model.lo;
+        let total_width = p.interval.hi / p.interval.lo;
+        let (model_share, margin_share, noise_share) = if total_width > 1.0 {
+            let t = total_width.ln();
+            (
+                model_width.ln() / t,
+                2.0 * (1.0 + margin).ln() / t,
+                (high / low).ln() / t,
+            )
+        } else {
+            (1.0, 0.0, 0.0)
+        };
+        p.widening = Some(Widening {
+            model_interval: model,
+            margin,
+            source: inputs.source_spread,
+            model_width,
+            total_width,
+            model_share,
+            margin_share,
+            noise_share,
+        });
+    }
+    let tgt_flops: f64 = target.threads.iter().map(|t| t.flops).sum();
+    p.target_time_s = (tgt_flops > 0.0 && p.interval.lo > 0.0).then(|| Interval {
+        lo: tgt_flops / (p.interval.hi * 1e9),
+        hi: tgt_flops / (p.interval.lo * 1e9),
+    });
+    Ok(p)
+}
+
+/// Adds every point's carried-time values (efficiency of at most 1) to the interval; with
+/// `rate_ratio` (target / source instructions), the carried-rate values too.
+fn add_carried_time(p: &mut Projection, rate_ratio: Option<f64>) {
+    let add = |pts: &mut [Point], b: &Binding| -> Option<Interval> {
+        let mut out: Option<Interval> = None;
+        for pt in pts.iter_mut() {
+            if pt.efficiency <= 1.0
+                && pt.efficiency.is_finite()
+                && b.source_gflops > 0.0
+                && b.target_flops > 0.0
+            {
+                // Times in ns (FLOPs over GFLOP/s); only their ratio matters.
+                let t_s = b.source_flops / b.source_gflops;
+                let (roof, efficiency) = (pt.roof_target_gflops, pt.efficiency);
+                let carried = |r: f64| {
+                    let t_t = b.target_flops / roof + (1.0 - efficiency) * t_s * r;
+                    Some(b.target_flops / t_t).filter(|v| v.is_finite() && *v > 0.0)
+                };
+                pt.carried_time_gflops = Some(1.0).and_then(carried);
+                pt.carried_rate_gflops = rate_ratio.and_then(carried);
+            }
+            for v in std::iter::once(pt.gflops)
+                .chain(pt.carried_time_gflops)
+                .chain(pt.carried_rate_gflops)
+            {
+                out = Some(match out {
+                    None => Interval { lo: v, hi: v },
+                    Some(i) => Interval {
+                        lo: i.lo.min(v),
+                        hi: i.hi.max(v),
+                    },
+                });
+            }
+        }
+        out
+    };
+    if p.threads.is_empty() {
+        if let Some(b) = p.binding.first().copied()
+            && let Some(i) = add(&mut p.points, &b)
+        {
+            p.interval = i;
+        }
+    } else {
+        let mut bi = p.binding.iter();
+        for t in &mut p.threads {
+            if t.source_gflops <= 0.0 {
+                continue;
+            }
+            if let Some(b) = bi.next().copied()
+                && let Some(i) = add(&mut t.points, &b)
+            {
+                t.interval = i;
+            }
+        }
+        p.interval = Interval {
+            lo: p.threads.iter().map(|t| t.interval.lo).sum(),
+            hi: p.threads.iter().map(|t| t.interval.hi).sum(),
+        };
+    }
+}
+
+/// Marks the points whose efficiency exceeds `tolerance` as excluded and recomputes the
+/// interval from the others (per thread in node scope).
+fn drop_contradicted(p: &mut Projection, tolerance: f64) {
+    let limit = tolerance * (1.0 + 1e-9);
+    let mark = |pts: &mut [Point]| -> Option<Interval> {
+        if !pts.iter().any(|pt| pt.efficiency <= limit) {
+            return None;
+        }
+        for pt in pts.iter_mut() {
+            pt.excluded = pt.efficiency > limit;
+        }
+        Some(Interval::of(pts.iter().filter(|pt| !pt.excluded).flat_map(
+            |pt| {
+                std::iter::once(pt.gflops)
+                    .chain(pt.carried_time_gflops)
+                    .chain(pt.carried_rate_gflops)
+            },
+        )))
+    };
+    let mut kept_all = false;
+    if p.threads.is_empty() {
+        match mark(&mut p.points) {
+            Some(i) => p.interval = i,
+            None => kept_all = true,
+        }
+    } else {
+        for t in &mut p.threads {
+            if t.source_gflops <= 0.0 {
+                continue;
+            }
+            match mark(&mut t.points) {
+                Some(i) => t.interval = i,
+                None => kept_all = true,
+            }
+        }
+        p.interval = Interval {
+            lo: p.threads.iter().map(|t| t.interval.lo).sum(),
+            hi: p.threads.iter().map(|t| t.interval.hi).sum(),
+        };
+    }
+    let excluded = p.all_points().iter().filter(|pt| pt.excluded).count();
+    if excluded > 0 {
+        p.notes.push(format!(
+            "{excluded} of {} pairs left out of the interval: the measured source runs above their roofline (efficiency above 1), so they do not limit it",
+            p.all_points().len()
+        ));
+    }
+    if kept_all {
+        p.notes.push("the measured source runs above every roofline (efficiency above 1 for every pair): the machine's ceilings are below what it sustained; every pair is kept".into());
+    }
+}
+
+fn project_inner(
+    source: Side<'_>,
+    source_gflops: f64,
+    target: Side<'_>,
+    precision: Precision,
+    opts: Options,
+    source_widths: Option<&AccessWidths>,
+    target_widths: Option<&AccessWidths>,
+) -> Result<Projection> {
     if !(source_gflops.is_finite() && source_gflops > 0.0) {
         return Err(Error::mismatch(
             format!("the source performance is {source_gflops} GFLOP/s"),
@@ -274,8 +711,12 @@ pub fn project(
         ));
     }
     let mut notes = Vec::new();
-    let src_c = Ceilings::of(source.machine, precision, opts.scope)?;
-    let tgt_c = Ceilings::of(target.machine, precision, opts.scope)?;
+    let ceilings = |m: &Machine, w: Option<&AccessWidths>| match w {
+        Some(w) => Ceilings::at_widths(m, precision, opts.scope, w),
+        None => Ceilings::of(m, precision, opts.scope),
+    };
+    let src_c = ceilings(source.machine, source_widths)?;
+    let tgt_c = ceilings(target.machine, target_widths)?;
     notes.extend(src_c.notes.iter().cloned());
     notes.extend(tgt_c.notes.iter().cloned());
     let mut common: Vec<String> = src_c
@@ -358,6 +799,7 @@ pub fn project(
     let mut points = Vec::new();
     let mut threads = Vec::new();
     let mut scaling = false;
+    let mut binding = Vec::new();
     let src_ceiling0;
     let tgt_ceiling0;
     match opts.scope {
@@ -373,6 +815,17 @@ pub fn project(
             let so = cumulative_oi(sm.flops, &sm.bytes);
             let to = cumulative_oi(tm.flops, &tm.bytes);
             let n = common.len();
+            binding.push(Binding {
+                source_flops: sm.flops,
+                target_flops: tm.flops,
+                source_gflops,
+                source_ceiling_gflops: (0..n)
+                    .map(|k| attainable(s.c.bandwidth_gbs[s.ci[k]], sp, so[si[k]]))
+                    .fold(f64::INFINITY, f64::min),
+                target_ceiling_gflops: (0..n)
+                    .map(|k| attainable(t.c.bandwidth_gbs[t.ci[k]], tp, to[ti[k]]))
+                    .fold(f64::INFINITY, f64::min),
+            });
             for k in 0..n {
                 for j in 0..n {
                     let keep = match opts.pair_rule {
@@ -442,6 +895,21 @@ pub fn project(
                         )
                     })
                     .collect();
+                if perf > 0.0 {
+                    binding.push(Binding {
+                        source_flops: sm.flops,
+                        target_flops: tm.flops,
+                        source_gflops: perf,
+                        source_ceiling_gflops: pts
+                            .iter()
+                            .map(|p| p.roof_source_gflops)
+                            .fold(f64::INFINITY, f64::min),
+                        target_ceiling_gflops: pts
+                            .iter()
+                            .map(|p| p.roof_target_gflops)
+                            .fold(f64::INFINITY, f64::min),
+                    });
+                }
                 // A thread that does no FP work contributes nothing.
                 let interval = if perf > 0.0 {
                     Interval::of(pts.iter().map(|p| p.gflops))
@@ -515,6 +983,14 @@ pub fn project(
         interval,
         target_time_s,
         notes: dedup(notes),
+        binding,
+        bandwidths: Bandwidths {
+            source: src_c.access_widths.clone(),
+            target: tgt_c.access_widths.clone(),
+        },
+        widening: None,
+        point: None,
+        kwack_gflops: None,
     })
 }
 
@@ -564,6 +1040,9 @@ fn point(
         bound_target: Bound::at(bw_t, peak_t, oi_t),
         efficiency: eff,
         gflops: eff * rt,
+        excluded: false,
+        carried_time_gflops: None,
+        carried_rate_gflops: None,
     }
 }
 
@@ -604,6 +1083,53 @@ pub struct Check {
     pub error: f64,
     /// Relative error of the interval's nearest bound, as a magnitude (0 inside).
     pub nearest_bound_error: f64,
+}
+
+/// How a measurement with its own run-to-run spread compares with a projection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Validation {
+    /// The median measurement against the interval.
+    pub check: Check,
+    /// The measurement's run-to-run spread, when it was timed more than once.
+    pub spread: Option<Spread>,
+    /// Whether the measured range (slowest to fastest run) meets the interval; with no
+    /// spread, whether the median is inside.
+    pub inside_within_noise: bool,
+    /// Distance from the interval to the measured range relative to the median measurement:
+    /// 0 when they meet; > 0 when the interval is above it, < 0 below.
+    pub error_within_noise: f64,
+    /// The point estimate's signed error, (point - measured) / measured.
+    pub point_error: Option<f64>,
+    /// The Kwack baseline's signed error.
+    pub kwack_error: Option<f64>,
+}
+
+impl Projection {
+    /// Compares the measured GFLOP/s of the target (its median, with the spread of its
+    /// runs when known) with this projection: interval, point estimate and Kwack value.
+    pub fn validate(&self, measured_gflops: f64, spread: Option<Spread>) -> Validation {
+        let c = check(self.interval, measured_gflops);
+        let m = measured_gflops;
+        let (lo_m, hi_m) = match spread {
+            Some(s) => (m * s.low.min(1.0), m * s.high.max(1.0)),
+            None => (m, m),
+        };
+        let error_within_noise = if self.interval.lo > hi_m * (1.0 + 1e-9) {
+            (self.interval.lo - hi_m) / m
+        } else if self.interval.hi < lo_m * (1.0 - 1e-9) {
+            (self.interval.hi - lo_m) / m
+        } else {
+            0.0
+        };
+        Validation {
+            check: c,
+            spread,
+            inside_within_noise: error_within_noise == 0.0,
+            error_within_noise,
+            point_error: self.point.as_ref().map(|p| (p.gflops - m) / m),
+            kwack_error: self.kwack_gflops.map(|k| (k - m) / m),
+        }
+    }
 }
 
 /// Compares a measurement with an interval.

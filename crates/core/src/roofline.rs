@@ -148,6 +148,98 @@ pub struct Ceilings {
     pub bandwidth_gbs: Vec<f64>,
     /// How values were derived from the file (one per level, then the peak).
     pub notes: Vec<String>,
+    /// The access widths the bandwidths are taken at, when they are the machine's
+    /// per-width bandwidths ([`Ceilings::at_widths`]) rather than each level's best kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_widths: Option<AccessWidths>,
+    /// FP instructions per second at the binary's widths, G/s (the per-width peaks over
+    /// their FLOPs per instruction, `peak_w / (2 x lanes_w)`), when the machine gives
+    /// per-width peaks: eq. 6.2 then reads `min(rate x FLOPs / FP instruction, peak)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp_instruction_rate: Option<f64>,
+}
+
+/// How a binary's FP instructions and bytes split by vector width.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AccessWidths {
+    /// One entry per width, narrowest first; each column of fractions sums to 1.
+    pub parts: Vec<WidthShare>,
+    /// Where the split comes from, in words.
+    pub from: String,
+}
+
+/// One vector width and its shares.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct WidthShare {
+    /// Width, bits (the element size for scalar code).
+    pub vector_bits: u32,
+    /// Fraction of the bytes moved at this width, in [0, 1].
+    pub fraction: f64,
+    /// Fraction of the FP instructions of this width, in [0, 1].
+    pub instructions: f64,
+}
+
+impl AccessWidths {
+    /// Every instruction and byte at one width.
+    pub fn single(vector_bits: u32, from: impl Into<String>) -> AccessWidths {
+        AccessWidths {
+            parts: vec![WidthShare {
+                vector_bits,
+                fraction: 1.0,
+                instructions: 1.0,
+            }],
+            from: from.into(),
+        }
+    }
+
+    /// The split implied by instruction counts per width: an instruction of width `w`
+    /// moves `w` bits, so width `w` gets `n_w x w / sum(n x w)` of the bytes (the loads and
+    /// stores of a loop have the width of its arithmetic). `None` when no count is positive.
+    pub fn from_instructions(
+        counts: &[(u32, f64)],
+        from: impl Into<String>,
+    ) -> Option<AccessWidths> {
+        let mut merged: Vec<(u32, f64)> = Vec::new();
+        for &(w, n) in counts {
+            if w == 0 || !(n.is_finite() && n > 0.0) {
+                continue;
+            }
+            match merged.iter_mut().find(|(x, _)| *x == w) {
+                Some((_, m)) => *m += n,
+                None => merged.push((w, n)),
+            }
+        }
+        let bits: f64 = merged.iter().map(|(w, n)| f64::from(*w) * n).sum();
+        let count: f64 = merged.iter().map(|(_, n)| n).sum();
+        if bits <= 0.0 || count <= 0.0 {
+            return None;
+        }
+        merged.sort_by_key(|(w, _)| *w);
+        Some(AccessWidths {
+            parts: merged
+                .into_iter()
+                .map(|(w, n)| WidthShare {
+                    vector_bits: w,
+                    fraction: f64::from(w) * n / bits,
+                    instructions: n / count,
+                })
+                .collect(),
+            from: from.into(),
+        })
+    }
+
+    /// `128-bit 93 %, 64-bit 7 %`.
+    pub fn describe(&self) -> String {
+        let mut parts = self.parts.clone();
+        parts.sort_by(|a, b| b.fraction.total_cmp(&a.fraction));
+        parts
+            .iter()
+            .map(|p| format!("{}-bit {:.0} %", p.vector_bits, p.fraction * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl Ceilings {
@@ -189,7 +281,86 @@ impl Ceilings {
             levels,
             bandwidth_gbs,
             notes,
+            access_widths: None,
+            fp_instruction_rate: None,
         })
+    }
+
+    /// The ceilings of `m` with each level's bandwidth taken at the binary's own access
+    /// widths: for a split over several widths, the harmonic mean of the per-width
+    /// bandwidths weighted by the bytes of each width (time per byte adds up, as in eq.
+    /// 7.2). A level without per-width bandwidths keeps its own value, with a note.
+    pub fn at_widths(
+        m: &Machine,
+        precision: Precision,
+        scope: Scope,
+        widths: &AccessWidths,
+    ) -> Result<Ceilings> {
+        let mut c = Ceilings::of(m, precision, scope)?;
+        let mut without = Vec::new();
+        for (i, name) in c.levels.clone().iter().enumerate() {
+            let level = m
+                .level(name)
+                .expect("the ceilings' levels come from the machine");
+            let mut per_byte = 0.0;
+            let mut used = Vec::new();
+            let mut complete = true;
+            for part in widths.parts.iter().filter(|p| p.fraction > 0.0) {
+                match m.width_bandwidth_gbs(level, part.vector_bits, scope == Scope::Node) {
+                    Some((bw, _, w)) => {
+                        per_byte += part.fraction / bw;
+                        if w != part.vector_bits {
+                            used.push(format!("{}-bit for {}-bit", w, part.vector_bits));
+                        }
+                    }
+                    None => complete = false,
+                }
+            }
+            if !complete || per_byte <= 0.0 {
+                without.push(name.clone());
+                continue;
+            }
+            let bw = 1.0 / per_byte;
+            if !used.is_empty() {
+                c.notes.push(format!(
+                    "{}: {name} has no bandwidth at every width of the binary; used {}",
+                    m.id,
+                    used.join(", ")
+                ));
+            }
+            c.bandwidth_gbs[i] = bw;
+        }
+        if !without.is_empty() {
+            c.notes.push(format!(
+                "{}: no per-width bandwidth for {}: the level's own (best kernel's) bandwidth is used",
+                m.id,
+                without.join(", ")
+            ));
+        }
+        // The compute ceiling: time per FP instruction adds up over the widths.
+        let mut per_instruction = 0.0;
+        let mut complete = true;
+        for part in widths.parts.iter().filter(|p| p.instructions > 0.0) {
+            match m.width_peak_gflops(precision, part.vector_bits, scope == Scope::Node) {
+                Some((peak, _, w)) => {
+                    let rate = peak / max_flops_per_instruction(w, precision.bits());
+                    per_instruction += part.instructions / rate;
+                }
+                None => complete = false,
+            }
+        }
+        if complete && per_instruction > 0.0 {
+            c.fp_instruction_rate = Some(1.0 / per_instruction);
+        } else if m.peak(precision).is_some_and(|p| p.widths.is_empty()) {
+            c.notes.push(format!(
+                "{}: no per-width peak: eq. 6.2 weighs the machine's peak at its {}-bit vectors",
+                m.id, m.vector_bits
+            ));
+        }
+        if without.len() < c.levels.len() || c.fp_instruction_rate.is_some() {
+            c.access_widths = Some(widths.clone());
+        }
+        Ok(c)
     }
 
     /// Bandwidth of level `name`, if it has one.
@@ -202,6 +373,13 @@ impl Ceilings {
 
     /// Eq. 6.2 for this machine and an application's mix: (weighted peak, clamped).
     pub fn weighted_peak(&self, app: &AppMetrics) -> (f64, bool) {
+        if let (Some(rate), Some(fpi)) = (self.fp_instruction_rate, app.flops_per_instruction()) {
+            let w = rate * fpi;
+            return (
+                w.min(self.peak_gflops),
+                w > self.peak_gflops * (1.0 + 1e-12),
+            );
+        }
         match app.flops_per_instruction() {
             Some(fpi) => weighted_peak(
                 self.peak_gflops,

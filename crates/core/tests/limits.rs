@@ -170,6 +170,11 @@ fn a_sweep_says_its_cost_and_refuses_past_the_limit() {
             .map(|i| (format!("v{i}"), None, threads.clone()))
             .collect(),
         targets: (0..1000).map(|i| (format!("t{i}"), m.clone())).collect(),
+        source_widths: None,
+        variant_widths: vec![None; 1000],
+        source_spread: None,
+        source_instructions: None,
+        variant_instructions: vec![None; 1000],
     };
     let cost = Cost::of(&r);
     assert_eq!(cost.points, 1_000_000);

@@ -100,6 +100,19 @@ pub fn meminfo_field(text: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// The load averages over 1, 5 and 15 minutes (`/proc/loadavg`): runnable and
+/// uninterruptible tasks, the figure to note beside a timing.
+pub fn loadavg() -> Option<[f64; 3]> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    parse_loadavg(&text)
+}
+
+/// The first three fields of a `/proc/loadavg` text.
+pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
+    let mut it = text.split_whitespace().map(|f| f.parse::<f64>().ok());
+    Some([it.next()??, it.next()??, it.next()??])
+}
+
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -132,6 +145,16 @@ pub fn has_bpf_caps() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loadavg_text() {
+        assert_eq!(
+            parse_loadavg("6.41 5.93 6.34 3/512 12345\n"),
+            Some([6.41, 5.93, 6.34])
+        );
+        assert_eq!(parse_loadavg("6.41 5.93"), None);
+        assert_eq!(parse_loadavg("x 1 2"), None);
+    }
 
     #[test]
     fn cpuinfo_and_meminfo_text() {

@@ -219,6 +219,22 @@ fn range_bar(svg: &mut Svg, x: f64, ys: &Scale, lo: f64, hi: f64, color: &str, h
     }
 }
 
+/// The point estimate on a range bar: a hollow circle.
+fn point_mark(svg: &mut Svg, x: f64, ys: &Scale, v: Option<f64>, color: &str) -> Option<Rect> {
+    let v = v.filter(|v| v.is_finite() && ys.contains(*v))?;
+    let y = ys.px(v);
+    svg.marker(
+        Shape::Circle,
+        x,
+        y,
+        4.0,
+        color,
+        false,
+        Some("point-estimate"),
+    );
+    Some(Rect::around(x, y, 5.0))
+}
+
 /// Projected intervals across a design-space sweep.
 ///
 /// One group per variant (target binary) on the x axis, in the order of first appearance,
@@ -438,6 +454,13 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
             half,
         );
         taken.push(r);
+        taken.extend(point_mark(
+            &mut svg,
+            xpos(vi, ti),
+            &ys,
+            p.projection.point.as_ref().map(|e| e.gflops),
+            INK,
+        ));
     }
     svg.close_group();
     if let Some(s) = src {
@@ -494,6 +517,14 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
             label: "Interval across the sweep".into(),
         });
     }
+    if points.iter().any(|p| p.projection.point.is_some()) {
+        legend.push(LegendEntry::marker(
+            Shape::Circle,
+            INK,
+            false,
+            "Point estimate",
+        ));
+    }
     if src.is_some() {
         legend.push(LegendEntry::line(INK, 1.5, Some("6 4"), "Source, measured"));
     }
@@ -511,6 +542,9 @@ pub struct ValidationRow {
     pub hi: f64,
     /// Measured GFLOP/s on the target.
     pub measured: f64,
+    /// The point estimate, GFLOP/s.
+    #[serde(default)]
+    pub point: Option<f64>,
 }
 
 /// Projected intervals against measurements, one group per workload (thesis figure 7.1).
@@ -520,7 +554,11 @@ pub struct ValidationRow {
 /// it does not (positive: the projection over-predicts).
 pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
     let f = Frame::standard();
-    let mut values: Vec<f64> = rows.iter().flat_map(|r| [r.lo, r.hi, r.measured]).collect();
+    let mut values: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| [r.lo, r.hi, r.measured])
+        .chain(rows.iter().filter_map(|r| r.point))
+        .collect();
     values.retain(|v| v.is_finite());
     let (ys, yticks) = value_axis(&values, &f);
     let inside =
@@ -562,6 +600,7 @@ pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
                 PALETTE[0],
                 7.0,
             ));
+            taken.extend(point_mark(&mut svg, x - 6.0, &ys, r.point, INK));
         }
         if r.measured.is_finite() && ys.contains(r.measured) {
             let ok = inside(r);
@@ -601,13 +640,21 @@ pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
             },
         );
     }
-    let legend = vec![
-        LegendEntry {
-            swatch: Swatch::Range {
-                color: PALETTE[0].into(),
-            },
-            label: "Projected interval".into(),
+    let mut legend = vec![LegendEntry {
+        swatch: Swatch::Range {
+            color: PALETTE[0].into(),
         },
+        label: "Projected interval".into(),
+    }];
+    if rows.iter().any(|r| r.point.is_some()) {
+        legend.push(LegendEntry::marker(
+            Shape::Circle,
+            INK,
+            false,
+            "Point estimate",
+        ));
+    }
+    legend.extend([
         LegendEntry::marker(Shape::Diamond, PALETTE[2], true, "Measured, inside"),
         LegendEntry::marker(
             Shape::Diamond,
@@ -615,7 +662,7 @@ pub fn validation_svg(rows: &[ValidationRow], title: &str) -> String {
             true,
             "Measured, outside (error of the nearest bound)",
         ),
-    ];
+    ]);
     legend_and_caption(
         svg,
         LEFT + PLOT_W + 26.0,
@@ -636,6 +683,9 @@ pub struct SpeedupRow {
     pub lo: f64,
     /// Upper bound (×).
     pub hi: f64,
+    /// The point estimate (×).
+    #[serde(default)]
+    pub point: Option<f64>,
 }
 
 /// Projected speed-ups of several workloads on several targets, relative to each workload's
@@ -725,6 +775,7 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
             color(ti),
             dodge.half,
         );
+        point_mark(&mut svg, dodge.x(wi, ti), &ys, r.point, INK);
     }
     svg.close_group();
     let mut legend: Vec<LegendEntry> = targets
@@ -737,6 +788,14 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
             label: t.clone(),
         })
         .collect();
+    if rows.iter().any(|r| r.point.is_some()) {
+        legend.push(LegendEntry::marker(
+            Shape::Circle,
+            INK,
+            false,
+            "Point estimate",
+        ));
+    }
     legend.push(LegendEntry::line(
         INK,
         1.5,
@@ -761,6 +820,7 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
         "target",
         "lo GF/s",
         "hi GF/s",
+        "point GF/s",
         "speed-up",
         "memory-bound points",
         "lower bound set by",
@@ -771,6 +831,9 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
             p.target.clone(),
             num(p.interval.lo, 4),
             num(p.interval.hi, 4),
+            p.projection.point.as_ref().map_or("-".into(), |e| {
+                format!("{} ±{:.0} %", num(e.gflops, 4), e.error_median * 100.0)
+            }),
             format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
             format!("{}/{}", p.memory_bound_points, p.points),
             p.lower_bound_by.clone(),

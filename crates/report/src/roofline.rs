@@ -534,6 +534,22 @@ pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, titl
             ..TextStyle::default()
         };
         let (hi_t, lo_t) = (fmt_value(band_hi), fmt_value(band_lo));
+        if let Some(pe) = p
+            .point
+            .as_ref()
+            .map(|e| if node { e.gflops / nthreads } else { e.gflops })
+            .filter(|v| v.is_finite() && *v > 0.0)
+        {
+            svg.marker(
+                Shape::Circle,
+                x,
+                ys.px(pe),
+                4.0,
+                REDS[0],
+                false,
+                Some("point-estimate"),
+            );
+        }
         if hi_t == lo_t {
             svg.text(x + 9.0, (y0 + y1) / 2.0 + 4.0, &hi_t, &style);
         } else {
@@ -698,6 +714,14 @@ pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, titl
             "Projected interval (bar: [lo, hi])".into()
         },
     });
+    if p.point.is_some() {
+        legend.push(LegendEntry::marker(
+            Shape::Circle,
+            REDS[0],
+            false,
+            "Point estimate (hollow circle on the bar)",
+        ));
+    }
     let lx = f.right + 80.0;
     let mut y = draw_legend(&mut svg, lx, TOP, WIDTH - lx - 10.0, &legend) + 8.0;
     // Table of points.
@@ -732,6 +756,12 @@ pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, titl
         rows.push((
             "interval".into(),
             format!("{}-{}", fmt_value(p.interval.lo), fmt_value(p.interval.hi)),
+        ));
+    }
+    if let Some(e) = &p.point {
+        rows.push((
+            "point estimate".into(),
+            format!("{} ±{:.0} %", fmt_value(e.gflops), e.error_median * 100.0),
         ));
     }
     svg.open_group("points-table");

@@ -226,18 +226,21 @@ fn charts() -> Vec<(&'static str, String)> {
                         lo: 0.69,
                         hi: 1.40,
                         measured: 1.1,
+                        point: Some(1.0),
                     },
                     ValidationRow {
                         label: "MiniFE".into(),
                         lo: 2.1,
                         hi: 3.0,
                         measured: 3.6,
+                        point: Some(2.6),
                     },
                     ValidationRow {
                         label: "Quicksilver <ref>".into(),
                         lo: 0.4,
                         hi: 0.5,
                         measured: 0.45,
+                        point: None,
                     },
                 ],
                 "Projected intervals vs measured performance",
@@ -261,6 +264,7 @@ fn charts() -> Vec<(&'static str, String)> {
                             target: t.to_string(),
                             lo: *lo,
                             hi: *hi,
+                            point: None,
                         })
                 })
                 .collect::<Vec<_>>(),
@@ -282,12 +286,14 @@ fn charts() -> Vec<(&'static str, String)> {
                                 lo: v,
                                 hi: 2.0 * v,
                                 measured: 1.5 * v,
+                                point: None,
                             },
                             ValidationRow {
                                 label: format!("{w} AVX2 -> SSE2"),
                                 lo: v / 2.0,
                                 hi: v,
                                 measured: 1.1 * v,
+                                point: None,
                             },
                         ]
                     })

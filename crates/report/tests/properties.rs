@@ -74,7 +74,7 @@ proptest! {
     ) {
         let rows: Vec<ValidationRow> = rows
             .into_iter()
-            .map(|(label, lo, hi, measured)| ValidationRow { label, lo: lo.min(hi), hi: hi.max(lo), measured })
+            .map(|(label, lo, hi, measured)| ValidationRow { label, lo: lo.min(hi), hi: hi.max(lo), measured, point: None })
             .collect();
         well_formed(&validation_svg(&rows, "v"))?;
     }
@@ -85,7 +85,7 @@ proptest! {
     ) {
         let rows: Vec<SpeedupRow> = rows
             .into_iter()
-            .map(|(workload, target, lo, hi)| SpeedupRow { workload, target, lo: lo.min(hi), hi: hi.max(lo) })
+            .map(|(workload, target, lo, hi)| SpeedupRow { workload, target, lo: lo.min(hi), hi: hi.max(lo), point: None })
             .collect();
         well_formed(&speedup_svg(&rows, "s"))?;
     }

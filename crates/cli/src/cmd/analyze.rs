@@ -116,6 +116,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         with_trace: !a.no_trace,
         threads: a.threads,
         placement: a.placement.clone(),
+        calibration: None,
     };
     if a.threads == Some(0) {
         anyhow::bail!(hpcscope_core::InputError::new(

@@ -80,6 +80,14 @@ pub struct BenchArgs {
     /// Timed repetitions per measurement (default 3 with --quick, 7 otherwise).
     #[arg(long, value_name = "N")]
     pub repeat: Option<usize>,
+    /// Which repetition the machine file keeps: the median, or the best (STREAM's
+    /// convention; nearer to what the machine sustains when other programs share it).
+    #[arg(long, value_enum, default_value_t)]
+    pub statistic: StatisticArg,
+    /// Time the single-core kernels by the thread's CPU time instead of the wall clock
+    /// (the time other programs hold the core does not count; for a shared machine).
+    #[arg(long)]
+    pub cpu_clock: bool,
     /// Vector widths to measure, comma-separated: scalar, 128, 256, 512 (default: all the
     /// CPU has).
     #[arg(long, value_name = "LIST")]
@@ -150,6 +158,11 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
         sizes,
         cpus,
         repeat: args.repeat,
+        statistic: match args.statistic {
+            StatisticArg::Median => hpcscope_bench::stats::Statistic::Median,
+            StatisticArg::Best => hpcscope_bench::stats::Statistic::Best,
+        },
+        cpu_clock: args.cpu_clock,
         widths,
         precisions,
         names: MachineNames {
@@ -158,6 +171,16 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
         },
         ..BenchConfig::default()
     })
+}
+
+/// Which repetition a machine file keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum StatisticArg {
+    /// The median repetition.
+    #[default]
+    Median,
+    /// The best repetition.
+    Best,
 }
 
 /// Runs `bench`.

@@ -7,6 +7,8 @@ use anyhow::Result;
 use clap::Args;
 use hpcscope_analysis::scenario::{Limits, resolve_within};
 use hpcscope_core::explore::{ExploreResult, sweep};
+use hpcscope_core::point::Calibration;
+use hpcscope_core::project::Inputs;
 use hpcscope_core::project::Options;
 use hpcscope_report::points_table;
 
@@ -23,6 +25,24 @@ pub struct ExploreArgs {
     /// Also draw the intervals across the sweep to this SVG file.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Leave out of the intervals the pairs whose roofline the measured source exceeds
+    /// (efficiency above 1); the seeds keep them, and so does the default.
+    #[arg(long)]
+    pub drop_contradicted: bool,
+    /// Leave out the carried-time points (the projection if the source's time a roofline
+    /// does not explain carries over, rather than its efficiency).
+    #[arg(long)]
+    pub no_carried_time: bool,
+    /// No calibration: no point estimates and no calibrated margin.
+    #[arg(long, conflicts_with = "calibration")]
+    pub no_calibration: bool,
+    /// Bandwidths and peaks at each binary's vector width, or each level's own (the seeds').
+    #[arg(long, value_enum, default_value_t)]
+    pub bandwidths: crate::args::BandwidthsArg,
+    /// The calibration (point-estimate rule and interval margin: a file `validate
+    /// --calibrate` wrote); default: the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
     /// Keep every design point's interval in the run history.
     #[command(flatten)]
     pub record: crate::args::RecordFlags,
@@ -132,7 +152,32 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         method: Default::default(),
         scope: s.scope,
     };
-    let points = sweep(&r, s.precision, opts)?;
+    if a.bandwidths == crate::args::BandwidthsArg::Level {
+        r.source_widths = None;
+        r.variant_widths.clear();
+    }
+    let model = match &a.calibration {
+        Some(p) => {
+            let text = hpcscope_core::load::read(
+                p,
+                "calibration",
+                "give a file written by hpcscope validate --calibrate",
+            )?;
+            Calibration::from_toml_str(&text, &p.display().to_string())?
+        }
+        None => Calibration::bundled(),
+    };
+    let points = sweep(
+        &r,
+        s.precision,
+        opts,
+        &Inputs {
+            calibration: (!a.no_calibration).then_some(&model),
+            drop_contradicted: a.drop_contradicted,
+            carried_time: !a.no_carried_time,
+            ..Inputs::default()
+        },
+    )?;
     let result = ExploreResult {
         scenario: s.name.clone(),
         description: s.description.clone(),
@@ -179,6 +224,9 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         let key = format!("{} @ {}", p.variant, p.target);
         numbers.insert(format!("{key}.lo_gflops"), p.interval.lo.into());
         numbers.insert(format!("{key}.hi_gflops"), p.interval.hi.into());
+        if let Some(e) = &p.projection.point {
+            numbers.insert(format!("{key}.point_gflops"), e.gflops.into());
+        }
     }
     if let Some(line) = a.record.store(
         "explore",

@@ -5,8 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use hpcscope_core::project::{Check, Method, Options, PairRule, Projection, Side, check, project};
-use hpcscope_core::roofline::{Ceilings, Scope};
+use hpcscope_analysis::analyze::{cross_compilers, isa_matches};
+use hpcscope_core::point::Calibration;
+use hpcscope_core::project::{
+    Inputs, Method, Options, PairRule, Projection, Side, Spread, Validation, project_with,
+};
+use hpcscope_core::roofline::{AccessWidths, Scope};
 use hpcscope_core::{AppMetrics, InputError, Machine};
 use serde::Serialize;
 
@@ -83,9 +87,38 @@ pub struct ProjectArgs {
     /// share is the single-core values (e.g. projecting 1 thread to N on the same machine).
     #[arg(long)]
     pub source_alone: bool,
-    /// Validation: the GFLOP/s measured on the target; exit 1 if outside the interval.
-    #[arg(long, conflicts_with = "measured_profile")]
-    pub measured: Option<f64>,
+    /// Leave out of the interval the pairs whose roofline the measured source exceeds
+    /// (efficiency above 1); the seeds keep them, and so does the default.
+    #[arg(long)]
+    pub drop_contradicted: bool,
+    /// Leave out the carried-time points (the projection if the source's time a roofline
+    /// does not explain carries over, rather than its efficiency).
+    #[arg(long)]
+    pub no_carried_time: bool,
+    /// No calibration: no point estimate and no calibrated margin (the model's interval,
+    /// widened by the source's noise only).
+    #[arg(long, conflicts_with = "calibration")]
+    pub no_calibration: bool,
+    /// Bandwidths and peaks at each binary's vector width, or each level's own (the seeds').
+    #[arg(long, value_enum, default_value_t)]
+    pub bandwidths: crate::args::BandwidthsArg,
+    /// Times of the source's timed runs, seconds (comma-separated): their spread widens the
+    /// interval (only their spread is used; the rate comes from the profile).
+    #[arg(long, value_delimiter = ',', value_name = "S,S,...")]
+    pub source_times: Vec<f64>,
+    /// The calibration (point-estimate rule and interval margin: a file `validate
+    /// --calibrate` wrote); default: the bundled one.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+    /// Validation: the GFLOP/s measured on the target, one per run (comma-separated); the
+    /// median is compared, their spread is the target's own; exit 1 if outside.
+    #[arg(
+        long,
+        conflicts_with = "measured_profile",
+        value_delimiter = ',',
+        value_name = "G,G,..."
+    )]
+    pub measured: Vec<f64>,
     /// Validation: a profile measured on the target (FLOPs and time); exit 1 if outside.
     #[arg(long)]
     pub measured_profile: Option<PathBuf>,
@@ -107,7 +140,7 @@ pub struct ProjectResult {
     #[serde(flatten)]
     pub projection: Projection,
     /// The validation, when a measurement was given.
-    pub validation: Option<Check>,
+    pub validation: Option<Validation>,
 }
 
 /// A loaded side: machine, metrics per thread, origin and measured GFLOP/s.
@@ -122,6 +155,12 @@ pub struct Loaded {
     pub gflops: Option<f64>,
     /// Precision.
     pub precision: hpcscope_core::Precision,
+    /// Vector width the binary was analysed at, bits.
+    pub vector_bits: u32,
+    /// ISA of the binary.
+    pub isa: String,
+    /// All instructions of the region's threads, when counted.
+    pub instructions: Option<f64>,
 }
 
 /// Loads a machine and a region of a profile.
@@ -138,6 +177,9 @@ pub fn load_side(machine: &str, profile: &std::path::Path, region: Option<&str>)
         origin,
         gflops: agg.gflops(),
         precision: p.precision,
+        vector_bits: p.vector_bits,
+        isa: p.isa.clone(),
+        instructions: r.instructions(),
     })
 }
 
@@ -200,7 +242,49 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
             ScopeArg::Node => Scope::Node,
         },
     };
-    let p = project(
+    let source_spread = if a.source_times.is_empty() {
+        None
+    } else {
+        for t in &a.source_times {
+            if !(t.is_finite() && *t > 0.0) {
+                bail!(InputError::new(
+                    "--source-times",
+                    "",
+                    format!("{t} is not a positive number of seconds"),
+                    "give the times of the source's runs: --source-times 1.02,0.98,1.01"
+                ));
+            }
+        }
+        let Some(sp) = Spread::from_times(&a.source_times) else {
+            bail!(InputError::new(
+                "--source-times",
+                "",
+                "one time has no spread",
+                "give the times of at least two runs"
+            ));
+        };
+        Some(sp)
+    };
+    let model = match &a.calibration {
+        Some(p) => {
+            let text = load::read(
+                p,
+                "calibration",
+                "give a file written by hpcscope validate --calibrate",
+            )?;
+            Calibration::from_toml_str(&text, &p.display().to_string())?
+        }
+        None => Calibration::bundled(),
+    };
+    let width = |l: &Loaded| {
+        (a.bandwidths == crate::args::BandwidthsArg::BinaryWidth).then(|| {
+            AccessWidths::single(
+                l.vector_bits,
+                "the profile's vector width (the widest of its FP instructions)",
+            )
+        })
+    };
+    let mut p = project_with(
         Side {
             machine: &src.machine,
             threads: &src.threads,
@@ -214,10 +298,36 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         },
         src.precision,
         opts,
+        &Inputs {
+            source_widths: width(&src),
+            target_widths: width(&tgt),
+            source_spread,
+            calibration: (!a.no_calibration).then_some(&model),
+            drop_contradicted: a.drop_contradicted,
+            carried_time: !a.no_carried_time,
+            instructions: src.instructions.zip(tgt.instructions),
+        },
     )?;
-    let measured = match (&a.measured, &a.measured_profile) {
-        (Some(m), _) => Some(positive(*m, "--measured")?),
-        (None, Some(mp)) => {
+    if !isa_matches(&tgt.isa, &tgt.machine.isa) {
+        p.notes.push(format!(
+            "the target profile is of an {} binary while {} is {}: its instruction mix and bytes stand for the {} build (an assumption). To do better, build for {} with {} and characterize that build (hpcscope mix --machine {}) for --target-profile",
+            tgt.isa,
+            tgt.machine.id,
+            tgt.machine.isa,
+            tgt.machine.isa,
+            tgt.machine.isa,
+            cross_compilers(&tgt.machine.isa, &tgt.machine.simd, tgt.machine.vector_bits),
+            tgt.machine.id
+        ));
+    }
+    let measured_runs: Vec<f64> = a
+        .measured
+        .iter()
+        .map(|m| positive(*m, "--measured"))
+        .collect::<Result<_>>()?;
+    let measured = match (&measured_runs[..], &a.measured_profile) {
+        ([_, ..], _) => hpcscope_core::stats::median(&measured_runs),
+        ([], Some(mp)) => {
             let prof = load::profile(mp)?;
             let o = mp.display().to_string();
             let agg = prof.region(treg.as_deref(), &o)?.aggregate(&o)?;
@@ -232,7 +342,7 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
-    let validation = measured.map(|m| check(p.interval, m));
+    let validation = measured.map(|m| p.validate(m, Spread::from_rates(&measured_runs)));
     let result = ProjectResult {
         projection: p,
         validation,
@@ -246,8 +356,7 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
     )?;
     let mut svg = None;
     if let Some(p) = &a.svg {
-        let sc = Ceilings::of(&src.machine, src.precision, opts.scope)?;
-        let tc = Ceilings::of(&tgt.machine, tgt.precision, opts.scope)?;
+        let (sc, tc) = result.projection.ceilings(&src.machine, &tgt.machine)?;
         let title = format!("{} -> {}", src.machine.name, tgt.machine.name);
         svg = Some((
             p.as_path(),
@@ -261,14 +370,15 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         "source_gflops": p.source_gflops,
         "projected_lo_gflops": p.interval.lo,
         "projected_hi_gflops": p.interval.hi,
-        "measured_gflops": result.validation.map(|v| v.measured_gflops),
+        "measured_gflops": result.validation.map(|v| v.check.measured_gflops),
+        "point_gflops": p.point.as_ref().map(|e| e.gflops),
     });
     let what = format!("{} -> {}", p.source_machine, p.target_machine);
     if let Some(line) = a.record.store("project", &what, &numbers)? {
         eprintln!("{line}");
     }
     Ok(match result.validation {
-        Some(v) if !v.inside => ExitCode::from(1),
+        Some(v) if !v.inside_within_noise => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
 }
@@ -377,6 +487,63 @@ fn epilogue(r: &ProjectResult) -> Vec<String> {
         num(p.interval.lo / p.source_gflops, 3),
         num(p.interval.hi / p.source_gflops, 3)
     )];
+    match &p.widening {
+        Some(w) => {
+            v.push(format!(
+                "width x{}: the model's interval [{}, {}] (x{}, {:.0} % of the width), widened by the calibrated margin of {:.1} % on each side ({:.0} %)",
+                num(w.total_width, 4),
+                num(w.model_interval.lo, 6),
+                num(w.model_interval.hi, 6),
+                num(w.model_width, 4),
+                w.model_share * 100.0,
+                w.margin * 100.0,
+                w.margin_share * 100.0,
+            ));
+            v.push(match w.source {
+                Some(s) => format!(
+                    "and by the uncertainty of the source's median over {} runs ({:+.1} % / {:+.1} %): {:.0} % of the width is noise",
+                    s.runs,
+                    (s.low - 1.0) * 100.0,
+                    (s.high - 1.0) * 100.0,
+                    w.noise_share * 100.0
+                ),
+                None => "the source's run-to-run spread is unknown (give --source-times to include it)".into(),
+            });
+        }
+        None => v.push(
+            "the whole width is the model's: no calibration margin, and the source's run-to-run spread is unknown (give --source-times to include it)"
+                .into(),
+        ),
+    }
+    if let Some(e) = &p.point {
+        v.push(format!(
+            "point estimate: {} GFLOP/s (x{}), typically within {:.1} % (90 % within {:.1} %, on the {} build changes it was calibrated on); rule: {}",
+            num(e.gflops, 6),
+            num(e.speedup, 3),
+            e.error_median * 100.0,
+            e.error_p90 * 100.0,
+            e.calibration_pairs,
+            e.rule
+        ));
+    }
+    if let Some(k) = p.kwack_gflops {
+        v.push(format!(
+            "Kwack baseline (raw peak, main memory only): {} GFLOP/s",
+            num(k, 6)
+        ));
+    }
+    for (side, w) in [
+        ("source", &p.bandwidths.source),
+        ("target", &p.bandwidths.target),
+    ] {
+        if let Some(w) = w {
+            v.push(format!(
+                "{side} ceilings at the binary's widths ({}; {})",
+                w.describe(),
+                w.from
+            ));
+        }
+    }
     if let Some(t) = p.target_time_s {
         v.push(format!(
             "projected time of the target region: [{}, {}] s",
@@ -384,24 +551,47 @@ fn epilogue(r: &ProjectResult) -> Vec<String> {
             num(t.hi, 4)
         ));
     }
-    if let Some(c) = &r.validation {
-        v.push(if c.inside {
+    if let Some(val) = &r.validation {
+        let c = &val.check;
+        let spread = val
+            .spread
+            .map(|s| {
+                format!(
+                    " (the uncertainty of the median of its {} runs {:+.1} % / {:+.1} %)",
+                    s.runs,
+                    (s.low - 1.0) * 100.0,
+                    (s.high - 1.0) * 100.0
+                )
+            })
+            .unwrap_or_default();
+        v.push(if val.inside_within_noise {
             format!(
-                "measured {} GFLOP/s: inside the interval",
-                num(c.measured_gflops, 4)
+                "measured {} GFLOP/s{spread}: inside the interval{}",
+                num(c.measured_gflops, 4),
+                if c.inside {
+                    ""
+                } else {
+                    " within the measurement's own spread"
+                }
             )
         } else {
             format!(
-                "measured {} GFLOP/s: OUTSIDE the interval; nearest bound off by {:+.1} % ({})",
+                "measured {} GFLOP/s{spread}: OUTSIDE the interval; off by {:+.1} % beyond the spreads ({})",
                 num(c.measured_gflops, 4),
-                c.error * 100.0,
-                if c.error > 0.0 {
+                val.error_within_noise * 100.0,
+                if val.error_within_noise > 0.0 {
                     "over-prediction"
                 } else {
                     "under-prediction"
                 }
             )
         });
+        if let Some(e) = val.point_error {
+            v.push(format!("point estimate off by {:+.1} %", e * 100.0));
+        }
+        if let Some(e) = val.kwack_error {
+            v.push(format!("Kwack baseline off by {:+.1} %", e * 100.0));
+        }
     }
     v.extend(p.notes.iter().map(|n| format!("note: {n}")));
     v

@@ -1,0 +1,433 @@
+//! The calibration of projections: a point estimate inside the interval with a stated
+//! error, and the margin that gives the interval its coverage.
+//!
+//! The interval of eq. 6.4 says where the target's performance can be; a user also needs
+//! one number to decide with. Three rules place it, each with one parameter fitted on
+//! measurements (pairs of builds projected one onto the other and then measured):
+//!
+//! * [`PointMethod::ExplainedTime`]: the source's time splits into the part its binding
+//!   ceiling `C` explains, `e^gamma` of it (`e = Perf_source / C_source` its efficiency),
+//!   which scales with the ceiling, and the rest, which carries over unchanged:
+//!   `F_t / (e^gamma x t_s x (F_t / F_s) x C_s / C_t + (1 - e^gamma) x t_s)`. A run near its
+//!   ceiling follows the ceiling; a run far below it (latency, dependencies) barely moves;
+//! * [`PointMethod::BindingRatio`]: `Perf_source x (C_target / C_source)^beta`;
+//! * [`PointMethod::IntervalPosition`]: `lo x (hi / lo)^theta`, the position inside the
+//!   model's interval on a log scale where measurements fall.
+//!
+//! Each estimate is kept inside the model's interval (clamped to it).
+//!
+//! The margin is split conformal prediction: on the calibration pairs, the factor each
+//! interval (with both runs' bands) misses its measurement by; the margin is the
+//! `ceil((n + 1) x coverage)`-th smallest, so that the interval widened by it holds
+//! `coverage` of pairs like them.
+//!
+//! The fitted calibration is a data file (`data/projection/calibration.toml`) that names
+//! the pairs it was fitted on and their error; [`fit`] makes it from measurements.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{InputError, Result, from_toml};
+use crate::project::{Projection, Spread};
+
+/// The calibration format version this library reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The bundled calibration, fitted on a declared subset of the bundled validation pairs.
+pub const BUNDLED: &str = include_str!("../../../data/projection/calibration.toml");
+
+/// How the point is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PointMethod {
+    /// The binding ceiling explains `e^parameter` of the source's time; that part scales.
+    ExplainedTime,
+    /// `Perf_source x (C_target / C_source)^parameter`.
+    BindingRatio,
+    /// `lo x (hi / lo)^parameter` on the model's interval.
+    IntervalPosition,
+}
+
+impl PointMethod {
+    /// Every method, in the order [`fit`] tries them.
+    pub const ALL: [PointMethod; 3] = [
+        PointMethod::ExplainedTime,
+        PointMethod::BindingRatio,
+        PointMethod::IntervalPosition,
+    ];
+
+    /// The range of the parameter.
+    pub fn range(self) -> (f64, f64) {
+        match self {
+            PointMethod::ExplainedTime => (0.0, 4.0),
+            PointMethod::BindingRatio | PointMethod::IntervalPosition => (0.0, 1.0),
+        }
+    }
+
+    /// The rule in words, with its parameter.
+    pub fn describe(self, parameter: f64) -> String {
+        match self {
+            PointMethod::ExplainedTime => format!(
+                "the binding ceiling explains efficiency^{parameter:.2} of the source's time, which scales with the ceiling; the rest carries over"
+            ),
+            PointMethod::BindingRatio => format!(
+                "source GFLOP/s x (target binding ceiling / source binding ceiling)^{parameter:.2}"
+            ),
+            PointMethod::IntervalPosition => {
+                format!("lo x (hi / lo)^{parameter:.2} on the model's interval")
+            }
+        }
+    }
+}
+
+/// Relative errors `(estimate - measured) / measured` of a rule on a set of pairs, as
+/// magnitudes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointError {
+    /// Pairs.
+    pub pairs: usize,
+    /// Median magnitude.
+    pub median: f64,
+    /// 90th percentile of the magnitudes (nearest rank).
+    pub p90: f64,
+    /// Largest magnitude.
+    pub max: f64,
+}
+
+impl PointError {
+    /// The statistics of `errors` (signed or not); `None` when empty.
+    pub fn of(errors: &[f64]) -> Option<PointError> {
+        let mut e: Vec<f64> = errors
+            .iter()
+            .filter(|x| x.is_finite())
+            .map(|x| x.abs())
+            .collect();
+        if e.is_empty() {
+            return None;
+        }
+        e.sort_by(f64::total_cmp);
+        let rank = ((0.9 * e.len() as f64).ceil() as usize).clamp(1, e.len());
+        Some(PointError {
+            pairs: e.len(),
+            median: crate::stats::median_sorted(&e),
+            p90: e[rank - 1],
+            max: e[e.len() - 1],
+        })
+    }
+}
+
+/// The point rule of a calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointRule {
+    /// The rule.
+    pub method: PointMethod,
+    /// Its fitted parameter.
+    pub parameter: f64,
+    /// Its error on the pairs it was fitted on: the error the estimate states.
+    pub error: PointError,
+}
+
+/// The margin of a calibration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalMargin {
+    /// The interval is widened by `1 + margin` on each side.
+    pub margin: f64,
+    /// The share of the calibration pairs the widened interval was made to hold.
+    pub coverage: f64,
+    /// The share it holds on them (at least `coverage`; more with ties).
+    pub fitted_coverage: f64,
+}
+
+/// A fitted calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Must be [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The point rule.
+    pub point: PointRule,
+    /// The interval's margin.
+    pub interval: IntervalMargin,
+    /// The pairs it was fitted on (`workload: build -> build`).
+    pub fitted_on: Vec<String>,
+    /// Where, when and how it was fitted (machine, date, load, command).
+    pub provenance: String,
+}
+
+impl Calibration {
+    /// Parses and checks a calibration; `origin` names the source in errors.
+    pub fn from_toml_str(src: &str, origin: &str) -> Result<Calibration> {
+        let m: Calibration = toml::from_str(src).map_err(|e| {
+            from_toml(
+                origin,
+                src,
+                &e,
+                "see data/projection/calibration.toml; `hpcscope validate --calibrate FILE` writes one",
+            )
+        })?;
+        let bad = |field: &str, message: String, fix: &str| -> crate::Error {
+            InputError::new(origin, field, message, fix).into()
+        };
+        if m.format_version != FORMAT_VERSION {
+            return Err(bad(
+                "format_version",
+                format!(
+                    "is {}, this hpcscope reads version {FORMAT_VERSION}",
+                    m.format_version
+                ),
+                "fit the calibration again with this hpcscope (hpcscope validate --calibrate FILE)",
+            ));
+        }
+        let (a, b) = m.point.method.range();
+        if !(m.point.parameter.is_finite() && (a..=b).contains(&m.point.parameter)) {
+            return Err(bad(
+                "point.parameter",
+                format!("{} is not in [{a}, {b}]", m.point.parameter),
+                "give the fitted parameter of the rule",
+            ));
+        }
+        let e = &m.point.error;
+        if e.pairs == 0
+            || [e.median, e.p90, e.max]
+                .iter()
+                .any(|v| !(v.is_finite() && *v >= 0.0))
+        {
+            return Err(bad(
+                "point.error",
+                "needs pairs > 0 and finite, non-negative median, p90 and max".into(),
+                "copy the error of the fit (hpcscope validate --calibrate writes it)",
+            ));
+        }
+        let i = &m.interval;
+        let valid = i.margin.is_finite()
+            && (0.0..10.0).contains(&i.margin)
+            && (0.0..=1.0).contains(&i.coverage)
+            && (0.0..=1.0).contains(&i.fitted_coverage);
+        if !valid {
+            return Err(bad(
+                "interval",
+                format!(
+                    "margin {} must be in [0, 10), coverage {} and fitted_coverage {} in [0, 1]",
+                    i.margin, i.coverage, i.fitted_coverage
+                ),
+                "copy the margin of the fit (a relative widening: 0.05 is 5 %)",
+            ));
+        }
+        if m.provenance.trim().is_empty() {
+            return Err(bad(
+                "provenance",
+                "is empty".into(),
+                "say on which machine, when and with which command the calibration was fitted",
+            ));
+        }
+        Ok(m)
+    }
+
+    /// The bundled calibration.
+    pub fn bundled() -> Calibration {
+        Calibration::from_toml_str(BUNDLED, "bundled calibration")
+            .expect("the bundled calibration is valid (tested)")
+    }
+
+    /// Serializes as TOML.
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string_pretty(self).expect("a calibration always serializes to TOML")
+    }
+
+    /// The point of projection `p` by this rule, GFLOP/s (from the model's interval, before
+    /// any widening). `None` when the projection lacks what the rule needs.
+    pub fn value(&self, p: &Projection) -> Option<f64> {
+        value(self.point.method, self.point.parameter, p)
+    }
+
+    /// The estimate of `p`, with the error the calibration states.
+    pub fn estimate(&self, p: &Projection) -> Option<PointEstimate> {
+        let gflops = self.value(p)?;
+        Some(PointEstimate {
+            gflops,
+            speedup: gflops / p.source_gflops,
+            error_median: self.point.error.median,
+            error_p90: self.point.error.p90,
+            rule: self.point.method.describe(self.point.parameter),
+            calibration_pairs: self.point.error.pairs,
+        })
+    }
+}
+
+/// A point estimate with the error its calibration states.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PointEstimate {
+    /// Estimated GFLOP/s.
+    pub gflops: f64,
+    /// Estimated speed-up over the source.
+    pub speedup: f64,
+    /// Median relative error of the rule on its calibration pairs.
+    pub error_median: f64,
+    /// 90th percentile of that error.
+    pub error_p90: f64,
+    /// The rule, in words.
+    pub rule: String,
+    /// Pairs the rule was fitted on.
+    pub calibration_pairs: usize,
+}
+
+fn value(method: PointMethod, parameter: f64, p: &Projection) -> Option<f64> {
+    let v = match method {
+        PointMethod::ExplainedTime => {
+            if p.binding.is_empty() {
+                return None;
+            }
+            let mut sum = 0.0;
+            for b in &p.binding {
+                let e = (b.source_gflops / b.source_ceiling_gflops).clamp(0.0, 1.0);
+                let f = e.powf(parameter);
+                // Older results lack FLOPs: take them equal.
+                let (fs, ft) = if b.source_flops > 0.0 && b.target_flops > 0.0 {
+                    (b.source_flops, b.target_flops)
+                } else {
+                    (1.0, 1.0)
+                };
+                let t_s = fs / b.source_gflops;
+                let explained =
+                    f * t_s * (ft / fs) * b.source_ceiling_gflops / b.target_ceiling_gflops;
+                sum += ft / (explained + (1.0 - f) * t_s);
+            }
+            sum
+        }
+        PointMethod::BindingRatio => {
+            if p.binding.is_empty() {
+                return None;
+            }
+            p.binding
+                .iter()
+                .map(|b| {
+                    b.source_gflops
+                        * (b.target_ceiling_gflops / b.source_ceiling_gflops).powf(parameter)
+                })
+                .sum()
+        }
+        PointMethod::IntervalPosition => {
+            let i = p.widening.map(|w| w.model_interval).unwrap_or(p.interval);
+            if i.lo <= 0.0 {
+                return None;
+            }
+            i.lo * (i.hi / i.lo).powf(parameter)
+        }
+    };
+    // The estimate stays inside the model's interval.
+    let i = p.widening.map(|w| w.model_interval).unwrap_or(p.interval);
+    let v = if i.lo > 0.0 && i.lo <= i.hi {
+        v.clamp(i.lo, i.hi)
+    } else {
+        v
+    };
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+/// One measured pair for [`fit`]: a projection (its model interval, before any widening)
+/// and the target's measured GFLOP/s, with the bands of both runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    /// The projection (weighted method).
+    pub projection: &'a Projection,
+    /// The source's run-to-run spread.
+    pub source_spread: Option<Spread>,
+    /// The target's measured GFLOP/s.
+    pub measured_gflops: f64,
+    /// The target's run-to-run spread.
+    pub measured_spread: Option<Spread>,
+}
+
+/// The factor by which the model interval of `s`, with the source's band, misses the
+/// measured band: 0 when they meet.
+pub fn miss_factor(s: &Sample<'_>) -> f64 {
+    let p = s.projection;
+    let i = p.widening.map(|w| w.model_interval).unwrap_or(p.interval);
+    let (sl, sh) = s.source_spread.map_or((1.0, 1.0), |x| (x.low, x.high));
+    let (tl, th) = s.measured_spread.map_or((1.0, 1.0), |x| (x.low, x.high));
+    let (lo, hi) = (i.lo * sl, i.hi * sh);
+    let (ml, mh) = (s.measured_gflops * tl, s.measured_gflops * th);
+    if lo > mh {
+        lo / mh - 1.0
+    } else if ml > hi {
+        ml / hi - 1.0
+    } else {
+        0.0
+    }
+}
+
+/// Fits the calibration on `samples`: every point rule's parameter (a grid of 0.01 over its
+/// range, least median |log error|, ties broken by the mean), keeping the rule with the
+/// lowest median error, and the margin that makes the intervals hold `coverage` of the
+/// samples (split conformal). `labels` name the samples (`workload: build -> build`),
+/// `provenance` says where and how. `None` without a usable sample.
+pub fn fit(
+    samples: &[Sample<'_>],
+    coverage: f64,
+    labels: &[String],
+    provenance: &str,
+) -> Option<Calibration> {
+    let mut best: Option<(f64, f64, PointMethod, f64)> = None;
+    for method in PointMethod::ALL {
+        let (a, b) = method.range();
+        let steps = ((b - a) * 100.0).round() as u32;
+        for step in 0..=steps {
+            let parameter = a + f64::from(step) / 100.0;
+            let logs: Vec<f64> = samples
+                .iter()
+                .filter_map(|s| {
+                    value(method, parameter, s.projection)
+                        .map(|v| (v / s.measured_gflops).ln().abs())
+                })
+                .filter(|x| x.is_finite())
+                .collect();
+            if logs.len() < samples.len() || logs.is_empty() {
+                continue;
+            }
+            let med = crate::stats::median(&logs)?;
+            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            let better = match best {
+                None => true,
+                Some((m, a, _, _)) => med < m - 1e-12 || ((med - m).abs() <= 1e-12 && mean < a),
+            };
+            if better {
+                best = Some((med, mean, method, parameter));
+            }
+        }
+    }
+    let (_, _, method, parameter) = best?;
+    let errors: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| {
+            value(method, parameter, s.projection)
+                .map(|v| (v - s.measured_gflops) / s.measured_gflops)
+        })
+        .collect();
+    let mut misses: Vec<f64> = samples.iter().map(miss_factor).collect();
+    misses.sort_by(f64::total_cmp);
+    let n = misses.len();
+    let rank = ((((n + 1) as f64) * coverage).ceil() as usize).clamp(1, n);
+    let margin = misses[rank - 1];
+    let held = misses
+        .iter()
+        .filter(|m| **m <= margin * (1.0 + 1e-12))
+        .count();
+    Some(Calibration {
+        format_version: FORMAT_VERSION,
+        point: PointRule {
+            method,
+            parameter,
+            error: PointError::of(&errors)?,
+        },
+        interval: IntervalMargin {
+            margin,
+            coverage,
+            fitted_coverage: held as f64 / n as f64,
+        },
+        fitted_on: labels.to_vec(),
+        provenance: provenance.to_string(),
+    })
+}
