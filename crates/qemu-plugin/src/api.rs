@@ -294,13 +294,18 @@ pub mod predicate {
         static BUF: std::cell::Cell<*mut GByteArray> = const { std::cell::Cell::new(std::ptr::null_mut()) };
     }
 
-    /// Active elements of `esize` bytes among the first `vl_bits` of the vector under
-    /// predicate register `p` of the running vCPU; None when it cannot be read. Only in an
-    /// execution callback registered with `QEMU_PLUGIN_CB_R_REGS`.
-    pub fn active(p: u8, esize: u32, vl_bits: u32) -> Option<u32> {
-        let h = HANDLES.get(p as usize)?.load(Ordering::Relaxed);
+    /// Bytes of a predicate register: 2048 bits of vector at most, one bit per byte.
+    pub const MAX_BYTES: usize = 32;
+
+    /// Reads predicate register `p` of the running vCPU into `out` (the rest zeroed); false
+    /// when it cannot be read. Only in an execution callback registered with
+    /// `QEMU_PLUGIN_CB_R_REGS`.
+    pub fn read(p: u8, out: &mut [u8; MAX_BYTES]) -> bool {
+        let Some(h) = HANDLES.get(p as usize).map(|h| h.load(Ordering::Relaxed)) else {
+            return false;
+        };
         if h.is_null() {
-            return None;
+            return false;
         }
         BUF.with(|b| {
             let mut buf = b.get();
@@ -313,12 +318,35 @@ pub mod predicate {
             unsafe {
                 (*buf).len = 0;
                 if qemu_plugin_read_register(h, buf) < 0 {
-                    return None;
+                    return false;
                 }
                 let bytes = std::slice::from_raw_parts((*buf).data, (*buf).len as usize);
-                Some(super::count_active(bytes, esize, vl_bits))
+                let n = bytes.len().min(MAX_BYTES);
+                out[..n].copy_from_slice(&bytes[..n]);
+                out[n..].fill(0);
+                true
             }
         })
+    }
+
+    /// Active elements of `esize` bytes among the first `vl_bits` of the vector under
+    /// predicate `p`, and also under `and` when given (the lanes both govern); None when a
+    /// register cannot be read.
+    pub fn active(p: u8, and: Option<u8>, esize: u32, vl_bits: u32) -> Option<u32> {
+        let mut a = [0u8; MAX_BYTES];
+        if !read(p, &mut a) {
+            return None;
+        }
+        if let Some(q) = and {
+            let mut b = [0u8; MAX_BYTES];
+            if !read(q, &mut b) {
+                return None;
+            }
+            for (x, y) in a.iter_mut().zip(b) {
+                *x &= y;
+            }
+        }
+        Some(super::count_active(&a, esize, vl_bits))
     }
 }
 

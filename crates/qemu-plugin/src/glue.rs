@@ -316,12 +316,17 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                 let Some(r) = st.config.region_of(pc) else {
                     continue;
                 };
-                let at = match (infos[i].pg, infos[i].lanes_of) {
-                    (Some(_), _) => i,
-                    (None, Some(j)) if infos.get(j as usize).is_some_and(|x| x.pg.is_some()) => {
-                        j as usize
-                    }
-                    _ => continue,
+                // Counted where the predicate that governs the lanes whose results are used
+                // is read: at the reader (`lanes_of`, then with this instruction's own
+                // predicate too), else at the instruction itself.
+                let reader = infos[i]
+                    .lanes_of
+                    .map(usize::from)
+                    .filter(|&j| infos.get(j).is_some_and(|x| x.pg.is_some()));
+                let (at, and) = match (infos[i].pg, reader) {
+                    (own, Some(j)) => (j, own),
+                    (Some(_), None) => (i, None),
+                    (None, None) => continue,
                 };
                 let Some(fp) = infos[i].fp.as_mut() else {
                     continue;
@@ -331,6 +336,7 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                 }
                 fp.active_lanes = true;
                 lanes[at].push(LaneFlops {
+                    and,
                     region: r as u32,
                     esize: fp.precision.bits() / 8,
                     lanes: fp.lanes(),
@@ -496,7 +502,11 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
 
 /// The FLOPs of one SVE FP instruction counted from a predicate's active lanes.
 #[derive(Clone)]
+#[cfg_attr(feature = "api-v1", allow(dead_code))]
 struct LaneFlops {
+    /// The instruction's own predicate, when it is counted at a predicated reader of its
+    /// result: only lanes active under both count.
+    and: Option<u8>,
     region: u32,
     /// Element size in bytes.
     esize: u32,
@@ -529,7 +539,7 @@ extern "C" fn on_predicated_fp(vcpu: c_uint, ud: *mut c_void) {
     let v = vcpu::get(vcpu);
     for it in &d.items {
         #[cfg(not(feature = "api-v1"))]
-        let read = api::predicate::active(d.pg, it.esize, d.vl_bits);
+        let read = api::predicate::active(d.pg, it.and, it.esize, d.vl_bits);
         #[cfg(feature = "api-v1")]
         let read: Option<u32> = None;
         let active = match read {

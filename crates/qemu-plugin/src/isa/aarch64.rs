@@ -600,26 +600,39 @@ trait PipeLanes {
 }
 
 impl PipeLanes for Vec<InsnInfo> {
-    /// An unpredicated SVE FP instruction (FMUL, FADD... on whole vectors) whose result is
-    /// next read, in the block, by a predicated SVE instruction (an FP operation, or a store
-    /// of it) counts the active lanes of that instruction's predicate: GCC computes a
-    /// product on whole vectors and sums it with a predicated FADDA, the inactive lanes'
-    /// products are never used. A reader that is itself unpredicated passes its own rule
-    /// on. When another instruction mentions the register first, or nothing reads it in the
-    /// block, every lane counts.
+    /// An SVE FP instruction whose result is next read, in the block, by a predicated SVE
+    /// instruction (an FP operation, or a store of it) counts the lanes active under that
+    /// instruction's predicate (and under its own, if it has one): GCC computes a product
+    /// on whole vectors and sums it with a predicated FADDA, or an FMAD under an all-true
+    /// predicate stored under the loop's; the other lanes' results are never used. An
+    /// unpredicated reader passes its own rule on. When another instruction mentions the
+    /// register first, or nothing reads it in the block, the instruction's own predicate
+    /// (or every lane, without one) counts.
     fn pipe_lanes(mut self, words: &[Option<u32>]) -> Vec<InsnInfo> {
         for i in (0..self.len()).rev() {
             let info = self[i];
             let (Some(fp), Some(w)) = (info.fp, words[i]) else {
                 continue;
             };
-            if !info.sve || info.pg.is_some() || fp.counted_lanes.is_some() {
+            if !info.sve || fp.counted_lanes.is_some() {
                 continue;
             }
             let zd = bits(w, 4, 0);
             for j in i + 1..self.len() {
                 let Some(wj) = words[j] else { break };
                 let reader = self[j];
+                // A predicated instruction is counted at its reader with both predicates
+                // read there: not when something in between may write its predicate (an SVE
+                // instruction whose bits 3:0 name it; some are Z writes, which only costs
+                // the refinement).
+                if let Some(p) = info.pg
+                    && (wj >> 25) & 0xf == 0b0010
+                    && bits(wj, 3, 0) == u32::from(p)
+                    && !(reader.stores && reader.pg.is_some())
+                    && reader.fp.is_none()
+                {
+                    break;
+                }
                 // A predicated SVE FP operation reading Zd as Zn or Zm, or a predicated SVE
                 // store of Zd.
                 let fp_reads =
@@ -628,7 +641,7 @@ impl PipeLanes for Vec<InsnInfo> {
                 if reader.sve && (fp_reads || stores) {
                     if reader.pg.is_some() {
                         self[i].lanes_of = Some(j as u16);
-                    } else if reader.fp.is_some() {
+                    } else if reader.fp.is_some() && info.pg.is_none() {
                         self[i].lanes_of = reader.lanes_of;
                     }
                     break;
