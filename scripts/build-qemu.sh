@@ -131,15 +131,20 @@ src="$work/qemu-$VERSION"
 # QEMU 10.0.2's linux-user/meson.build adds plugin-api.c under CONFIG_TCG_PLUGINS, a symbol
 # its meson.build never sets: qemu_plugin_path_to_binary and qemu_plugin_start_code (plugin
 # API functions for user mode) are then missing from the binaries. Build the file whenever
-# plugins are enabled.
+# plugins are enabled; it also needs loader.h (struct linux_binprm), which it does not
+# include.
 old="linux_user_ss.add(when: 'CONFIG_TCG_PLUGINS', if_true: files('plugin-api.c'))"
 if grep -qF "$old" "$src/linux-user/meson.build"; then
-  python3 - "$src/linux-user/meson.build" "$old" <<'EOF'
+  python3 - "$src/linux-user" "$old" <<'EOF'
 import sys
-path, old = sys.argv[1], sys.argv[2]
-text = open(path).read()
+d, old = sys.argv[1], sys.argv[2]
+text = open(d + "/meson.build").read()
 new = "if get_option('plugins')\n  linux_user_ss.add(files('plugin-api.c'))\nendif"
-open(path, "w").write(text.replace(old, new))
+open(d + "/meson.build", "w").write(text.replace(old, new))
+inc = '#include "common-user/plugin-api.c.inc"'
+text = open(d + "/plugin-api.c").read()
+if '#include "loader.h"' not in text:
+    open(d + "/plugin-api.c", "w").write(text.replace(inc, '#include "loader.h"\n' + inc))
 EOF
 fi
 
