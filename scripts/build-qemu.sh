@@ -43,8 +43,10 @@ fi
 dest="$cache/qemu-$VERSION"
 
 present() {
+  local v
   for arch in aarch64 x86_64; do
-    "$dest/bin/qemu-$arch" --version 2>/dev/null | grep -q "version $VERSION" || return 1
+    v=$("$dest/bin/qemu-$arch" --version 2>/dev/null || true)
+    grep -q "version $VERSION" <<<"$v" || return 1
   done
 }
 if ((force == 0)) && present; then
@@ -163,9 +165,9 @@ mkdir -p "$src/build"
 echo "build-qemu: building qemu-aarch64 and qemu-x86_64 with $jobs jobs" >&2
 ninja -C "$src/build" -j "$jobs" qemu-aarch64 qemu-x86_64 >"$work/ninja.log" 2>&1 \
   || { tail -15 "$work/ninja.log" >&2; fail "ninja failed (log above)"; }
+syms=$(nm -D "$src/build/qemu-aarch64" 2>/dev/null || true)
 for sym in qemu_plugin_path_to_binary qemu_plugin_start_code qemu_plugin_read_register; do
-  nm -D "$src/build/qemu-aarch64" 2>/dev/null | grep -q " T $sym\$" \
-    || fail "the built qemu-aarch64 does not export $sym"
+  grep -q " T $sym\$" <<<"$syms" || fail "the built qemu-aarch64 does not export $sym"
 done
 
 # 5. Install (atomically: a half-copied directory is never taken for a build).
