@@ -38,7 +38,7 @@ fn exact_sve_check() -> hpcscope_trace::doctor::Check {
         (None, _) => (
             false,
             format!(
-                "no QEMU {} in {} (run scripts/build-qemu.sh, about 2 minutes on 2 cores)",
+                "no QEMU {} in {} (run scripts/build-qemu.sh: about 5 minutes on 2 cores)",
                 tools::CACHED_QEMU_VERSION,
                 tools::cached_qemu_dir().display()
             ),
