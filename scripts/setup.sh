@@ -77,3 +77,16 @@ if [ "$(cat "$marker" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$marker"
   echo "setup: peer tools installed in $((SECONDS - start)) s" >&2
 fi
+
+# QEMU 10 with plugins (plugin API v4: exact SVE counts and SVE traffic in the cache
+# simulation), built once into hpcscope's cache; scripts/build-qemu.sh says what it does.
+# Without it everything runs on the qemu-user above (7.2), with approximate SVE counts.
+# HPCSCOPE_SKIP_QEMU_BUILD=1 skips it.
+if [ "${HPCSCOPE_SKIP_QEMU_BUILD:-0}" != 1 ]; then
+  qemu_started=$(date +%s)
+  if bash "$(dirname "$0")/build-qemu.sh"; then
+    echo "setup: QEMU 10 step took $(($(date +%s) - qemu_started)) s" >&2
+  else
+    echo "setup: building QEMU 10 failed (message above): hpcscope keeps using qemu-user 7.2, where predicated SVE instructions count every lane and SVE loads and stores are not simulated; run scripts/build-qemu.sh again to retry" >&2
+  fi
+fi

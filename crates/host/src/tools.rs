@@ -175,12 +175,163 @@ pub fn find(names: &[&str], override_var: Option<&str>) -> Result<PathBuf, ToolE
         })
 }
 
-/// The QEMU user-mode emulator for `arch` (`x86_64`, `aarch64`): `$HPCSCOPE_QEMU`, else
-/// `qemu-ARCH` or `qemu-ARCH-static` on `PATH`.
+/// The QEMU user-mode emulator for `arch` (`x86_64`, `aarch64`), as [`emulator`] picks it.
 pub fn qemu(arch: &str) -> Result<PathBuf, ToolError> {
+    emulator(arch).map(|e| e.qemu)
+}
+
+/// `qemu-ARCH` or `qemu-ARCH-static` on `PATH` (or `$HPCSCOPE_QEMU`).
+fn system_qemu(arch: &str) -> Result<PathBuf, ToolError> {
     let name = format!("qemu-{arch}");
     let stat = format!("{name}-static");
     find(&[&name, &stat], Some(QEMU_ENV))
+}
+
+/// The QEMU release `scripts/build-qemu.sh` builds (with plugins) into the cache directory.
+pub const CACHED_QEMU_VERSION: &str = "10.0.2";
+
+/// Where `scripts/build-qemu.sh` installs its emulators: `<cache>/qemu-10.0.2/bin`.
+pub fn cached_qemu_dir() -> PathBuf {
+    crate::dirs::cache_dir()
+        .join(format!("qemu-{CACHED_QEMU_VERSION}"))
+        .join("bin")
+}
+
+/// The cached QEMU for `arch`, when built.
+pub fn cached_qemu(arch: &str) -> Option<PathBuf> {
+    let p = cached_qemu_dir().join(format!("qemu-{arch}"));
+    p.is_file().then_some(p)
+}
+
+/// A QEMU release number from `qemu-ARCH --version` output ("qemu-x86_64 version 7.2.0
+/// (Debian 1:7.2+dfsg-7+deb12u7)").
+pub fn parse_qemu_version(text: &str) -> Option<(u32, u32, u32)> {
+    let rest = text.split("version ").nth(1)?;
+    let v: Vec<u32> = rest
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .next()?
+        .split('.')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    Some((
+        *v.first()?,
+        *v.get(1).unwrap_or(&0),
+        *v.get(2).unwrap_or(&0),
+    ))
+}
+
+/// The plugin API level of hpcscope's plugin a QEMU release loads: 1 up to QEMU 8.2, 4 from
+/// 9.2 (QEMU 9.0 and 9.1 load neither build: they need API 2 or 3).
+pub fn plugin_api_for(version: (u32, u32, u32)) -> Option<u32> {
+    match (version.0, version.1) {
+        (a, _) if a < 9 => Some(1),
+        (9, m) if m < 2 => None,
+        _ => Some(4),
+    }
+}
+
+/// The release of a QEMU binary (runs `--version`).
+pub fn qemu_version(qemu: &Path) -> Option<(u32, u32, u32)> {
+    let o = std::process::Command::new(qemu)
+        .arg("--version")
+        .output()
+        .ok()?;
+    parse_qemu_version(&String::from_utf8_lossy(&o.stdout))
+}
+
+/// The emulator `hpcscope mix` runs, and the build of the plugin it loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emulator {
+    /// The QEMU binary.
+    pub qemu: PathBuf,
+    /// Its release, when `--version` tells.
+    pub version: Option<(u32, u32, u32)>,
+    /// The plugin API the plugin must speak (1 or 4).
+    pub api: u32,
+    /// Where the emulator came from: `HPCSCOPE_QEMU`, `cache` (scripts/build-qemu.sh) or
+    /// `PATH`.
+    pub source: &'static str,
+}
+
+impl Emulator {
+    /// "QEMU 10.0.2" (or "QEMU (version unknown)").
+    pub fn describe(&self) -> String {
+        match self.version {
+            Some((a, b, c)) => format!("QEMU {a}.{b}.{c}"),
+            None => "QEMU (version unknown)".into(),
+        }
+    }
+}
+
+/// The emulator for `arch`: `$HPCSCOPE_QEMU` when set; else QEMU 10 built into the cache
+/// by `scripts/build-qemu.sh` when it and the API v4 plugin are there (and
+/// `$HPCSCOPE_QEMU_PLUGIN` does not name a plugin of unknown API); else `qemu-ARCH` on
+/// `PATH`. The API comes from the release (API 1 when `--version` does not tell).
+pub fn emulator(arch: &str) -> Result<Emulator, ToolError> {
+    let pick = |qemu: PathBuf, source: &'static str| {
+        let version = qemu_version(&qemu);
+        Emulator {
+            api: version.and_then(plugin_api_for).unwrap_or(1),
+            qemu,
+            version,
+            source,
+        }
+    };
+    if std::env::var_os(QEMU_ENV).is_some() {
+        return system_qemu(arch).map(|q| pick(q, "HPCSCOPE_QEMU"));
+    }
+    if std::env::var_os(PLUGIN_ENV).is_none()
+        && let Some(q) = cached_qemu(arch)
+        && plugin_for_api(4).is_ok()
+    {
+        let e = pick(q, "cache");
+        if e.api == 4 {
+            return Ok(e);
+        }
+    }
+    system_qemu(arch).map(|q| pick(q, "PATH"))
+}
+
+/// The directory of the API v4 build of the plugin, under a cargo target directory.
+pub const PLUGIN_V4_TARGET: &str = "plugin-v4";
+
+/// The plugin built for plugin API `api`: `$HPCSCOPE_QEMU_PLUGIN` when set; API 1, the
+/// default build ([`plugin`]); API 4, the build in the `plugin-v4` target directory
+/// (`cargo build --release -p hpcscope-qemu-plugin --no-default-features --features api-v4
+/// --target-dir target/plugin-v4`) or an install prefix's `lib/hpcscope/api-v4`.
+pub fn plugin_for_api(api: u32) -> Result<PathBuf, ToolError> {
+    if api != 4 || std::env::var_os(PLUGIN_ENV).is_some() {
+        return plugin();
+    }
+    let exe = std::env::current_exe().ok();
+    exe.as_deref()
+        .and_then(Path::parent)
+        .map(plugin_v4_candidates)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| ToolError::NotFound {
+            names: vec![format!("{PLUGIN_V4_TARGET}/release/{PLUGIN_LIB}")],
+        })
+}
+
+/// Where the API v4 plugin may be for an executable in `exe_dir`: the `plugin-v4` target
+/// directory beside the executable's (`target/release` -> `target/plugin-v4/release`, and
+/// from `target/debug/deps` too), and an install prefix's `lib/hpcscope/api-v4`.
+pub fn plugin_v4_candidates(exe_dir: &Path) -> Vec<PathBuf> {
+    let mut candidates = vec![exe_dir.join(PLUGIN_V4_TARGET).join(PLUGIN_LIB)];
+    for up in [exe_dir.parent(), exe_dir.parent().and_then(Path::parent)]
+        .into_iter()
+        .flatten()
+    {
+        for profile in ["release", "debug"] {
+            candidates.push(up.join(PLUGIN_V4_TARGET).join(profile).join(PLUGIN_LIB));
+        }
+    }
+    if let Some(prefix) = exe_dir.parent() {
+        candidates.push(prefix.join("lib/hpcscope/api-v4").join(PLUGIN_LIB));
+    }
+    candidates
 }
 
 /// The file name of the hpcscope QEMU plugin.
@@ -247,5 +398,24 @@ mod tests {
         let c = plugin_candidates(Path::new("/x/target/debug/deps"));
         assert_eq!(c[0], Path::new("/x/target/debug/deps").join(PLUGIN_LIB));
         assert!(c.contains(&Path::new("/x/target/release").join(PLUGIN_LIB)));
+        let v4 = plugin_v4_candidates(Path::new("/x/target/release"));
+        assert!(v4.contains(&Path::new("/x/target/plugin-v4/release").join(PLUGIN_LIB)));
+        let v4 = plugin_v4_candidates(Path::new("/x/target/debug/deps"));
+        assert!(v4.contains(&Path::new("/x/target/plugin-v4/release").join(PLUGIN_LIB)));
+    }
+
+    #[test]
+    fn qemu_release_and_plugin_api() {
+        let v = parse_qemu_version(
+            "qemu-x86_64 version 7.2.0 (Debian 1:7.2+dfsg-7+deb12u7)\nCopyright",
+        );
+        assert_eq!(v, Some((7, 2, 0)));
+        assert_eq!(plugin_api_for((7, 2, 0)), Some(1));
+        let v = parse_qemu_version("qemu-aarch64 version 10.0.2\nCopyright (c) 2003-2025");
+        assert_eq!(v, Some((10, 0, 2)));
+        assert_eq!(plugin_api_for((10, 0, 2)), Some(4));
+        assert_eq!(plugin_api_for((9, 1, 0)), None);
+        assert_eq!(plugin_api_for((8, 2, 1)), Some(1));
+        assert_eq!(parse_qemu_version("no version here"), None);
     }
 }

@@ -29,9 +29,17 @@ pub struct PluginOutput {
     /// SVE vector length used, bits.
     #[serde(default)]
     pub sve_vl_bits: Option<u32>,
-    /// How predicated lanes were counted.
+    /// How predicated lanes were counted: `full_lanes` (plugin API v1) or `active_lanes`
+    /// (API v4, SVE).
     #[serde(default)]
     pub predication: Option<String>,
+    /// The plugin API the plugin was built for, and the one QEMU ran (absent from plugins
+    /// before these keys).
+    #[serde(default)]
+    pub plugin_api: Option<u32>,
+    /// The plugin API version of the QEMU that ran.
+    #[serde(default)]
+    pub qemu_plugin_api: Option<u32>,
     /// Load bias of the main binary.
     #[serde(default)]
     pub load_bias: u64,

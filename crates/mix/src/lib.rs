@@ -288,8 +288,9 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         }
     }
-    let qemu = tools::qemu(info.arch)?;
-    let plugin = tools::plugin()?;
+    let emu = tools::emulator(info.arch)?;
+    let qemu = emu.qemu.clone();
+    let plugin = tools::plugin(&emu)?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
     let resolve = |names: &[String],
                    info: &ElfInfo,
@@ -312,7 +313,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "program".into())
     });
-    let mut notes = Vec::new();
+    let mut notes = vec![counted_by(&emu)];
 
     // Native timing first (it also tells early whether the program runs at all), with
     // CPU-clock sampling so that a region's own time is measured.
@@ -402,7 +403,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             &mut notes,
             &emulate::Request {
                 qemu: tools::qemu(ci.arch)?,
-                plugin: plugin.clone(),
+                plugin: tools::plugin(&tools::emulator(ci.arch)?)?,
                 program: cb.clone(),
                 args: opts.args.clone(),
                 arch: ci.arch,
@@ -566,6 +567,27 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         variants,
         notes,
     })
+}
+
+/// Which emulator and plugin API counted the profiles (QEMU 7.2, API v1: predicated SVE
+/// instructions count every lane and SVE loads and stores are missing from the memory
+/// stream; QEMU 10, API v4: active lanes and every SVE access).
+fn counted_by(emu: &hpcscope_host::tools::Emulator) -> String {
+    format!(
+        "counted under {} ({}) with the plugin for API v{}{}",
+        emu.describe(),
+        match emu.source {
+            "cache" => "built by scripts/build-qemu.sh",
+            "HPCSCOPE_QEMU" => "HPCSCOPE_QEMU",
+            _ => "on PATH",
+        },
+        emu.api,
+        if emu.api >= 4 {
+            ": SVE FLOPs by active lanes, SVE loads and stores in the cache simulation"
+        } else {
+            ""
+        }
+    )
 }
 
 /// Runs one emulation, and once more when QEMU killed the program with SIGTRAP: QEMU 7.2

@@ -10,7 +10,12 @@ use crate::error::MixError;
 
 /// The QEMU user-mode emulator for `arch`.
 pub fn qemu(arch: Arch) -> Result<PathBuf, MixError> {
-    tools::qemu(arch.name()).map_err(|e| match e {
+    emulator(arch).map(|e| e.qemu)
+}
+
+/// The emulator for `arch` and the plugin API it loads (the cached QEMU 10 when built).
+pub fn emulator(arch: Arch) -> Result<tools::Emulator, MixError> {
+    tools::emulator(arch.name()).map_err(|e| match e {
         ToolError::BadOverride { .. } => MixError::Missing {
             message: e.to_string(),
             fix: format!(
@@ -28,10 +33,11 @@ pub fn qemu(arch: Arch) -> Result<PathBuf, MixError> {
     })
 }
 
-/// The plugin library: `$HPCSCOPE_QEMU_PLUGIN`, else next to the running executable (the
-/// cargo target directory or an install prefix's `lib/hpcscope`).
-pub fn plugin() -> Result<PathBuf, MixError> {
-    tools::plugin().map_err(|e| match e {
+/// The plugin library for `emu`'s plugin API: `$HPCSCOPE_QEMU_PLUGIN`, else next to the
+/// running executable (the cargo target directory or an install prefix's `lib/hpcscope`;
+/// the API v4 build in the `plugin-v4` target directory).
+pub fn plugin(emu: &tools::Emulator) -> Result<PathBuf, MixError> {
+    tools::plugin_for_api(emu.api).map_err(|e| match e {
         ToolError::BadOverride { .. } => MixError::Missing {
             message: e.to_string(),
             fix: format!("unset {PLUGIN_ENV} or point it at {}", tools::PLUGIN_LIB),
@@ -41,9 +47,16 @@ pub fn plugin() -> Result<PathBuf, MixError> {
                 "the QEMU plugin {} was not found next to hpcscope",
                 tools::PLUGIN_LIB
             ),
-            fix: format!(
-                "build it with `cargo build --release -p hpcscope-qemu-plugin`, or set {PLUGIN_ENV} to its path"
-            ),
+            fix: if emu.api == 4 {
+                format!(
+                    "{} loads plugin API v4: build that plugin with `cargo build --release -p hpcscope-qemu-plugin --no-default-features --features api-v4 --target-dir target/plugin-v4`, or set {PLUGIN_ENV} to its path",
+                    emu.describe()
+                )
+            } else {
+                format!(
+                    "build it with `cargo build --release -p hpcscope-qemu-plugin`, or set {PLUGIN_ENV} to its path"
+                )
+            },
         },
     })
 }

@@ -20,50 +20,30 @@ use std::sync::{Mutex, OnceLock};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::sys::{
-    qemu_plugin_cb_flags, qemu_plugin_id_t, qemu_plugin_insn_data, qemu_plugin_insn_disas,
-    qemu_plugin_insn_size, qemu_plugin_insn_vaddr, qemu_plugin_mem_rw, qemu_plugin_op,
-    qemu_plugin_path_to_binary, qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_exit_cb,
+    qemu_plugin_cb_flags, qemu_plugin_id_t, qemu_plugin_insn_disas, qemu_plugin_insn_vaddr,
+    qemu_plugin_mem_rw, qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_exit_cb,
     qemu_plugin_register_vcpu_init_cb, qemu_plugin_register_vcpu_insn_exec_cb,
-    qemu_plugin_register_vcpu_insn_exec_inline, qemu_plugin_register_vcpu_mem_cb,
-    qemu_plugin_register_vcpu_tb_exec_cb, qemu_plugin_register_vcpu_tb_exec_inline,
-    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_reset, qemu_plugin_start_code,
-    qemu_plugin_tb, qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
+    qemu_plugin_register_vcpu_mem_cb, qemu_plugin_register_vcpu_tb_exec_cb,
+    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_reset, qemu_plugin_tb,
+    qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
 };
 use qemu_plugin::{HasCallbacks, PluginId, Register, register};
 
+use crate::api::{self, InlineCounters};
 use crate::args::{Config, QEMU_DEFAULT_VL_BITS, cpu_model_from_qemu_args, sve_vl_from_qemu_args};
-use crate::isa::{Classifier, MemKind, N_COUNTERS, aarch64::Aarch64, x86_64::X86_64};
+use crate::isa::{
+    Classifier, Counter, MemKind, N_COUNTERS, aarch64::Aarch64, flops_by_width_index,
+    x86_64::X86_64,
+};
 use crate::memtrace::{Audit, MemDesc};
 use crate::report::RunInfo;
 use crate::tally::{Executions, TbStatic, tally};
 use crate::{elf, memtrace, scope, vcpu};
 
-/// Execution counters of the inline phase, allocated in chunks that never move.
-#[derive(Default)]
-struct Arena {
-    chunks: Vec<Box<[u64]>>,
-    used: usize,
-}
-
-const CHUNK: usize = 4096;
-
-impl Arena {
-    fn alloc(&mut self) -> *mut u64 {
-        if self.chunks.is_empty() || self.used == CHUNK {
-            self.chunks.push(vec![0u64; CHUNK].into_boxed_slice());
-            self.used = 0;
-        }
-        let chunk = self.chunks.last_mut().expect("just pushed");
-        let p = &mut chunk[self.used] as *mut u64;
-        self.used += 1;
-        p
-    }
-}
-
 /// A counted translation: its static counts and, in the inline phase, its counter.
 struct TbRecord {
     stat: TbStatic,
-    /// Address of the inline counter (in `Arena`, never freed), 0 when counted per vCPU.
+    /// Handle of the inline counter (in [`InlineCounters`]), 0 when counted per vCPU.
     inline: usize,
 }
 
@@ -74,20 +54,26 @@ struct State {
     target: String,
     classifier: Box<dyn Classifier>,
     tbs: Vec<TbRecord>,
-    arena: Arena,
+    arena: InlineCounters,
+    /// The plugin API version QEMU runs.
+    qemu_api: u32,
     /// Load bias of the main binary, added to `region=` addresses; known at the first
     /// translation (plugins are installed before QEMU loads the binary).
     load_bias: Option<u64>,
 }
 
-// SAFETY: the raw counter addresses are only read (volatile) by the snapshot thread and at
-// exit.
+// SAFETY: the raw counter addresses and scoreboards are only read (volatile) by the
+// snapshot thread and at exit.
 unsafe impl Send for State {}
 
 static STATE: OnceLock<Mutex<State>> = OnceLock::new();
 static PLUGIN_ID: AtomicU64 = AtomicU64::new(0);
 /// Set once a second vCPU exists: translations from then on count per vCPU.
 static PER_VCPU: AtomicBool = AtomicBool::new(false);
+/// The governing predicates of SVE FP instructions can be read (API v4, an SVE CPU).
+static PREDICATES: AtomicBool = AtomicBool::new(false);
+/// Executions of predicated instructions whose predicate could not be read.
+static PREDICATE_FAILURES: AtomicU64 = AtomicU64::new(0);
 
 struct Plugin;
 
@@ -150,6 +136,7 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
             .map_err(|e| e.to_string())?;
             let (qemu_args, env_cpu) = qemu_command_line();
             a.set_cpu_model(cpu_model_from_qemu_args(&qemu_args, env_cpu.as_deref()).as_deref());
+            a.set_sve_accesses_reported(api::SVE_ACCESSES_REPORTED);
             Box::new(a)
         }
         "x86_64" => Box::new(
@@ -187,7 +174,8 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
         target,
         classifier,
         tbs: Vec::new(),
-        arena: Arena::default(),
+        arena: InlineCounters::default(),
+        qemu_api: u32::try_from(info.version.current).unwrap_or(0),
         load_bias: None,
     })
 }
@@ -227,6 +215,11 @@ fn register_callbacks(id: qemu_plugin_id_t) {
 }
 
 extern "C" fn on_vcpu_init(id: qemu_plugin_id_t, vcpu: c_uint) {
+    #[cfg(not(feature = "api-v1"))]
+    if vcpu == 0 {
+        // The predicate registers' handles (the same for every vCPU).
+        PREDICATES.store(api::predicate::init() >= 8, Ordering::Relaxed);
+    }
     // A new guest thread: its slot (and thread number) starts here.
     let _ = vcpu::get(vcpu);
     memtrace::thread_started(vcpu);
@@ -244,6 +237,10 @@ extern "C" fn on_vcpu_init(id: qemu_plugin_id_t, vcpu: c_uint) {
 }
 
 extern "C" fn on_reset(id: qemu_plugin_id_t) {
+    // The vCPUs are stopped and no block with an inline counter runs again.
+    if let Some(Ok(mut st)) = STATE.get().map(|m| m.lock()) {
+        st.arena.freeze();
+    }
     register_callbacks(id);
 }
 
@@ -307,16 +304,66 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     unsafe {
         let n = qemu_plugin_tb_n_insns(tb);
         let insns: Vec<_> = (0..n).map(|i| qemu_plugin_tb_get_insn(tb, i)).collect();
-        let bytes: Vec<&[u8]> = insns
-            .iter()
-            .map(|&insn| {
-                std::slice::from_raw_parts(
-                    qemu_plugin_insn_data(insn) as *const u8,
-                    qemu_plugin_insn_size(insn),
-                )
-            })
-            .collect();
-        let infos = st.classifier.classify_block(&bytes);
+        let owned: Vec<Vec<u8>> = insns.iter().map(|&insn| api::insn_bytes(insn)).collect();
+        let bytes: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
+        let mut infos = st.classifier.classify_block(&bytes);
+        // With readable predicates: the FLOPs each instruction's callback counts from its
+        // predicate (its own, and those of the unpredicated instructions that follow it).
+        if PREDICATES.load(Ordering::Relaxed) {
+            let mut lanes: Vec<Vec<LaneFlops>> = vec![Vec::new(); infos.len()];
+            for i in 0..infos.len() {
+                let pc = qemu_plugin_insn_vaddr(insns[i]);
+                let Some(r) = st.config.region_of(pc) else {
+                    continue;
+                };
+                // Counted where the predicate that governs the lanes whose results are used
+                // is read: at the reader (`lanes_of`, then with this instruction's own
+                // predicate too), else at the instruction itself.
+                let reader = infos[i]
+                    .lanes_of
+                    .map(usize::from)
+                    .filter(|&j| infos.get(j).is_some_and(|x| x.pg.is_some()));
+                let (at, and) = match (infos[i].pg, reader) {
+                    (own, Some(j)) => (j, own),
+                    (Some(_), None) => (i, None),
+                    (None, None) => continue,
+                };
+                let Some(fp) = infos[i].fp.as_mut() else {
+                    continue;
+                };
+                if fp.counted_lanes.is_some() {
+                    continue;
+                }
+                fp.active_lanes = true;
+                lanes[at].push(LaneFlops {
+                    and,
+                    region: r as u32,
+                    esize: fp.precision.bits() / 8,
+                    lanes: fp.lanes(),
+                    flops_per_lane: fp.flops_per_lane,
+                    width_index: flops_by_width_index(fp.precision, fp.vector_bits),
+                });
+            }
+            let vl_bits = st.vl.map_or(0, |v| v.0);
+            for (k, items) in lanes.iter_mut().enumerate() {
+                let Some(pg) = infos[k].pg else { continue };
+                if items.is_empty() {
+                    continue;
+                }
+                let desc: &'static PredFp = Box::leak(Box::new(PredFp {
+                    scoped,
+                    pg,
+                    vl_bits,
+                    items: std::mem::take(items),
+                }));
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insns[k],
+                    Some(on_predicated_fp),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_R_REGS,
+                    desc as *const PredFp as *mut c_void,
+                );
+            }
+        }
         let mut per_region: Vec<(usize, [u64; N_COUNTERS])> = Vec::new();
         for (&insn, info) in insns.iter().zip(&infos) {
             let pc = qemu_plugin_insn_vaddr(insn);
@@ -387,12 +434,7 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                     emitted_stored: AtomicU64::new(0),
                     reported: AtomicU64::new(0),
                 });
-                qemu_plugin_register_vcpu_insn_exec_inline(
-                    insn,
-                    qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
-                    a.executions.as_ptr() as *mut c_void,
-                    1,
-                );
+                api::count_insn(insn, &a.executions);
                 a
             });
             let desc: &'static MemDesc = Box::leak(Box::new(MemDesc {
@@ -445,14 +487,7 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                 id as usize as *mut c_void,
             );
         } else {
-            let counter = st.arena.alloc();
-            qemu_plugin_register_vcpu_tb_exec_inline(
-                tb,
-                qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
-                counter as *mut c_void,
-                1,
-            );
-            inline = counter as usize;
+            inline = st.arena.add(tb);
         }
         st.tbs.push(TbRecord {
             stat: TbStatic {
@@ -465,13 +500,76 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     }
 }
 
+/// The FLOPs of one SVE FP instruction counted from a predicate's active lanes.
+#[derive(Clone)]
+#[cfg_attr(feature = "api-v1", allow(dead_code))]
+struct LaneFlops {
+    /// The instruction's own predicate, when it is counted at a predicated reader of its
+    /// result: only lanes active under both count.
+    and: Option<u8>,
+    region: u32,
+    /// Element size in bytes.
+    esize: u32,
+    /// Lanes of the vector length counted.
+    lanes: u32,
+    flops_per_lane: u32,
+    /// Counter of the FLOPs of its width bucket.
+    width_index: usize,
+}
+
+/// A predicated SVE instruction whose predicate's active lanes give the FLOPs of itself
+/// and of the unpredicated instructions whose results it reads (one per instruction and
+/// translation, never freed).
+#[cfg_attr(feature = "api-v1", allow(dead_code))]
+struct PredFp {
+    scoped: bool,
+    /// Governing predicate register.
+    pg: u8,
+    vl_bits: u32,
+    items: Vec<LaneFlops>,
+}
+
+/// Execution callback (with register access) of a predicated SVE instruction.
+extern "C" fn on_predicated_fp(vcpu: c_uint, ud: *mut c_void) {
+    // SAFETY: `ud` is the leaked PredFp registered with this instruction.
+    let d = unsafe { &*(ud as *const PredFp) };
+    if d.scoped && !scope::active(vcpu) {
+        return;
+    }
+    let v = vcpu::get(vcpu);
+    for it in &d.items {
+        #[cfg(not(feature = "api-v1"))]
+        let read = api::predicate::active(d.pg, it.and, it.esize, d.vl_bits);
+        #[cfg(feature = "api-v1")]
+        let read: Option<u32> = None;
+        let active = match read {
+            Some(n) => n.min(it.lanes),
+            None => {
+                PREDICATE_FAILURES.fetch_add(1, Ordering::Relaxed);
+                it.lanes
+            }
+        };
+        let r = it.region as usize;
+        let flops = u64::from(active * it.flops_per_lane);
+        v.add_dynamic(r, Counter::Flops as usize, flops);
+        v.add_dynamic(r, it.width_index, flops);
+        v.add_dynamic(
+            r,
+            Counter::FlopsInactive as usize,
+            u64::from((it.lanes - active) * it.flops_per_lane),
+        );
+    }
+}
+
 /// Where the main binary was loaded relative to its link-time addresses (0 unless PIE).
 fn load_bias() -> u64 {
-    // SAFETY: plain queries; QEMU returns a string we own (never freed: called once).
-    let (path, start) = unsafe {
-        let p = qemu_plugin_path_to_binary();
-        let path = (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned());
-        (path, qemu_plugin_start_code())
+    let Some((path, start)) = api::binary_and_start_code() else {
+        eprintln!(
+            "hpcscope-qemu-plugin: this QEMU does not tell plugins where the program is loaded \
+             (qemu_plugin_start_code is missing); region addresses are taken as run-time \
+             addresses (right for programs not built as PIE)"
+        );
+        return 0;
     };
     let seg = path
         .as_deref()
@@ -592,11 +690,11 @@ impl Executions for Live<'_> {
             }
     }
 
-    fn dynamic(&self, thread: u32, region: usize) -> [u64; 2] {
+    fn dynamic(&self, thread: u32, region: usize) -> [u64; N_COUNTERS] {
         match self.source(thread) {
             Some(Source::Running(v)) => v.dynamic(region),
-            Some(Source::Finished(f)) => f.dynamic.get(region).copied().unwrap_or([0, 0]),
-            None => [0, 0],
+            Some(Source::Finished(f)) => f.dynamic.get(region).copied().unwrap_or([0; N_COUNTERS]),
+            None => [0; N_COUNTERS],
         }
     }
 }
@@ -605,14 +703,17 @@ impl Executions for Live<'_> {
 /// a snapshot taken while the guest runs, which then says `"partial": true`).
 fn render(mem: Option<(u64, u64)>) -> Option<String> {
     // Copy what the tally needs and let translations go on meanwhile.
-    let (stats, inline, target, vl, regions, scopes, load_bias, streamed, with_tbs) = {
+    let (stats, inline, target, vl, regions, scopes, load_bias, streamed, with_tbs, qemu_api) = {
         let st = STATE.get()?.lock().ok()?;
         (
             st.tbs
                 .iter()
                 .map(|t| t.stat.clone())
                 .collect::<Vec<TbStatic>>(),
-            st.tbs.iter().map(|t| t.inline).collect::<Vec<usize>>(),
+            st.tbs
+                .iter()
+                .map(|t| st.arena.address(t.inline))
+                .collect::<Vec<usize>>(),
             st.target.clone(),
             st.vl,
             st.config.regions.clone(),
@@ -620,6 +721,7 @@ fn render(mem: Option<(u64, u64)>) -> Option<String> {
             st.load_bias.unwrap_or(0),
             st.config.mem,
             st.config.tbs,
+            st.qemu_api,
         )
     };
     let t = vcpu::with_all(|live, finished| {
@@ -644,6 +746,14 @@ fn render(mem: Option<(u64, u64)>) -> Option<String> {
             "inline"
         },
         lost_executions: vcpu::lost(),
+        predication: if PREDICATES.load(Ordering::Relaxed) {
+            "active_lanes"
+        } else {
+            "full_lanes"
+        },
+        plugin_api: api::PLUGIN_API,
+        qemu_api,
+        predicate_failures: PREDICATE_FAILURES.load(Ordering::Relaxed),
     };
     let mut json = crate::report::summary(&run, &t, with_tbs);
     if snapshot {

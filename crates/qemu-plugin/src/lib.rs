@@ -22,6 +22,7 @@
 //! Build: `cargo build -p hpcscope-qemu-plugin --release` gives
 //! `target/release/libhpcscope_qemu_plugin.so`.
 
+pub mod api;
 pub mod args;
 pub mod elf;
 pub mod isa;

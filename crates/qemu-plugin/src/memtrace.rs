@@ -44,7 +44,7 @@ use qemu_plugin::sys::{
     qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
 };
 
-use crate::isa::MemKind;
+use crate::isa::{Counter, MemKind};
 use crate::vcpu;
 
 /// First bytes of the stream.
@@ -399,13 +399,22 @@ pub extern "C" fn on_mem_desc(
     let mut rec = (vaddr & ADDR_MASK) | top;
     match d.kind {
         MemKind::Dynamic => {
-            vcpu::get(vcpu).add_dynamic(d.region as usize, usize::from(store), size);
+            let v = vcpu::get(vcpu);
+            let k = if store {
+                Counter::BytesStored
+            } else {
+                Counter::BytesLoaded
+            };
+            v.add_dynamic(d.region as usize, k as usize, size);
+            v.add_dynamic(d.region as usize, Counter::BytesDynamic as usize, size);
         }
         MemKind::StoreExclusive => {
             if !store {
                 return;
             }
-            vcpu::get(vcpu).add_dynamic(d.region as usize, 1, size);
+            let v = vcpu::get(vcpu);
+            v.add_dynamic(d.region as usize, Counter::BytesStored as usize, size);
+            v.add_dynamic(d.region as usize, Counter::BytesDynamic as usize, size);
         }
         MemKind::Clipped => {
             let left = &vcpu::get(vcpu).clip[usize::from(store)];

@@ -45,6 +45,7 @@ pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
         "fp_instructions": c(v, Counter::FpInstructions),
         "flops": c(v, Counter::Flops),
         "flops_excluded": c(v, Counter::FlopsExcluded),
+        "flops_inactive": c(v, Counter::FlopsInactive),
         "fma_instructions": c(v, Counter::FmaInstructions),
         "divsqrt_instructions": c(v, Counter::DivSqrtInstructions),
         "sve_instructions": c(v, Counter::SveInstructions),
@@ -84,6 +85,16 @@ pub struct RunInfo<'a> {
     /// Executions that could not be counted (more translation blocks than the counters
     /// hold); 0 normally.
     pub lost_executions: u64,
+    /// How predicated lanes were counted: `full_lanes` (plugin API v1: every lane) or
+    /// `active_lanes` (API v4: the governing predicate of SVE FP instructions, read at run
+    /// time).
+    pub predication: &'a str,
+    /// The plugin API level of this build, and the one QEMU runs (its current version).
+    pub plugin_api: u32,
+    pub qemu_api: u32,
+    /// Executions of predicated instructions whose predicate could not be read (their
+    /// lanes all counted).
+    pub predicate_failures: u64,
 }
 
 fn thread_json(t: &crate::tally::ThreadTally, totals: [u64; N_COUNTERS]) -> Value {
@@ -101,7 +112,9 @@ pub fn summary(run: &RunInfo, tally: &Tally, with_tbs: bool) -> Value {
     m.insert("target".into(), json!(run.target));
     m.insert("sve_vl_bits".into(), json!(run.vl.map(|v| v.0)));
     m.insert("sve_vl_source".into(), json!(run.vl.map(|v| v.1)));
-    m.insert("predication".into(), json!("full_lanes"));
+    m.insert("predication".into(), json!(run.predication));
+    m.insert("plugin_api".into(), json!(run.plugin_api));
+    m.insert("qemu_plugin_api".into(), json!(run.qemu_api));
     m.insert("counting".into(), json!(run.counting));
     m.insert("load_bias".into(), json!(run.load_bias));
     m.insert(
@@ -147,6 +160,12 @@ pub fn summary(run: &RunInfo, tally: &Tally, with_tbs: bool) -> Value {
     );
     if run.lost_executions > 0 {
         m.insert("lost_executions".into(), json!(run.lost_executions));
+    }
+    if run.predicate_failures > 0 {
+        m.insert(
+            "predicate_read_failures".into(),
+            json!(run.predicate_failures),
+        );
     }
     if let Some((written, dropped)) = run.mem_records {
         m.insert(
@@ -198,6 +217,10 @@ mod tests {
             mem_records: None,
             counting: "per_vcpu",
             lost_executions: 0,
+            predication: "full_lanes",
+            plugin_api: 1,
+            qemu_api: 1,
+            predicate_failures: 0,
         };
         let s = summary(&run, &tally, true);
         assert_eq!(s["format"], FORMAT);
@@ -209,5 +232,7 @@ mod tests {
         assert_eq!(s["regions"][0]["threads"][1]["totals"]["flops"], 2);
         assert!(s["tbs"].as_array().is_some_and(|a| a.is_empty()));
         assert!(s.get("lost_executions").is_none());
+        assert_eq!(s["predication"], "full_lanes");
+        assert_eq!(s["plugin_api"], 1);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::isa::{Counter, N_COUNTERS};
+use crate::isa::N_COUNTERS;
 use crate::report::TbCounts;
 
 /// Static counts of one translation block: (region, counter, increment per execution).
@@ -74,8 +74,9 @@ pub trait Executions {
     /// Executions of block `tb` by thread `thread`. Counts kept by inline adds (before a
     /// second thread existed) belong to thread 0.
     fn executions(&self, thread: u32, tb: &TbStatic) -> u64;
-    /// Bytes loaded and stored counted from access reports by `thread` in `region`.
-    fn dynamic(&self, thread: u32, region: usize) -> [u64; 2];
+    /// Counts made at run time by `thread` in `region` (bytes from access reports, FLOPs
+    /// from predicates), a counter vector.
+    fn dynamic(&self, thread: u32, region: usize) -> [u64; N_COUNTERS];
 }
 
 /// Multiplies out the executions.
@@ -118,10 +119,9 @@ pub fn tally(tbs: &[TbStatic], regions: usize, src: &impl Executions, with_tbs: 
             }
         }
         for (r, cell) in cells.iter_mut().enumerate() {
-            let [ld, st] = src.dynamic(thread, r);
-            cell[Counter::BytesLoaded as usize] += ld;
-            cell[Counter::BytesStored as usize] += st;
-            cell[Counter::BytesDynamic as usize] += ld + st;
+            for (a, b) in cell.iter_mut().zip(src.dynamic(thread, r)) {
+                *a += b;
+            }
         }
         threads.push(ThreadTally {
             thread,
@@ -138,6 +138,7 @@ pub fn tally(tbs: &[TbStatic], regions: usize, src: &impl Executions, with_tbs: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isa::Counter;
 
     struct Fake;
     impl Executions for Fake {
@@ -152,12 +153,13 @@ mod tests {
                 _ => 0,
             }
         }
-        fn dynamic(&self, vcpu: u32, region: usize) -> [u64; 2] {
+        fn dynamic(&self, vcpu: u32, region: usize) -> [u64; N_COUNTERS] {
+            let mut v = [0; N_COUNTERS];
             if vcpu == 1 && region == 1 {
-                [0, 100]
-            } else {
-                [0, 0]
+                v[Counter::BytesStored as usize] = 100;
+                v[Counter::BytesDynamic as usize] = 100;
             }
+            v
         }
     }
 

@@ -26,8 +26,9 @@ pub const CHUNK: usize = 1 << CHUNK_BITS;
 /// Chunks per vCPU: at most `CHUNK * MAX_CHUNKS` (16 Mi) translation blocks are counted per
 /// vCPU; executions of later ones are counted in [`lost`].
 pub const MAX_CHUNKS: usize = 4096;
-/// Counters per region filled from QEMU's access reports: bytes loaded, bytes stored.
-pub const N_DYN: usize = 2;
+/// Counters per region filled at run time (from QEMU's access reports, and the FLOPs of
+/// predicated SVE instructions): a whole counter vector, indexed by [`crate::isa::Counter`].
+pub const N_DYN: usize = crate::isa::N_COUNTERS;
 
 type Chunk = [AtomicU64; CHUNK];
 
@@ -35,7 +36,7 @@ type Chunk = [AtomicU64; CHUNK];
 pub struct Vcpu {
     /// Executions per translation block id, in chunks allocated on first use.
     execs: Box<[AtomicPtr<Chunk>]>,
-    /// Counts from access reports, per region.
+    /// Counts made at run time (access reports, predicates), per region.
     dynamic: Box<[[AtomicU64; N_DYN]]>,
     /// Number of the guest thread on this slot, in start order (0: the main thread); the
     /// shared overflow slot holds several.
@@ -250,7 +251,7 @@ impl Vcpu {
         unsafe { (*p)[id as usize & (CHUNK - 1)].load(Ordering::Relaxed) }
     }
 
-    /// Adds `n` to dynamic counter `k` of `region`.
+    /// Adds `n` to counter `k` (a [`crate::isa::Counter`] index) of `region`.
     #[inline(always)]
     pub fn add_dynamic(&self, region: usize, k: usize, n: u64) {
         if let Some(r) = self.dynamic.get(region) {
@@ -285,12 +286,13 @@ mod tests {
         }
         b.count_tb(7);
         b.count_tb(CHUNK as u32 + 1);
-        a.add_dynamic(1, 0, 64);
+        a.add_dynamic(1, 9, 64);
         assert_eq!(a.executions(7), 5);
         assert_eq!(b.executions(7), 1);
         assert_eq!(b.executions(CHUNK as u32 + 1), 1);
         assert_eq!(a.executions(8), 0);
-        assert_eq!(a.dynamic(1), [64, 0]);
+        assert_eq!(a.dynamic(1)[9], 64);
+        assert_eq!(a.dynamic(1).iter().sum::<u64>(), 64);
         assert!(with_all(|live, _| live.iter().any(|(i, _)| *i == 3)));
     }
 
@@ -313,7 +315,7 @@ mod tests {
                 .find(|f| f.thread == n)
                 .expect("finished record");
             assert_eq!((f.vcpu, f.execs.get(&3).copied()), (9, Some(2)));
-            assert_eq!(f.dynamic[0], [0, 8]);
+            assert_eq!((f.dynamic[0][1], f.dynamic[0].iter().sum::<u64>()), (8, 8));
             assert!(live.iter().any(|(i, v)| *i == 9 && v.executions(3) == 1));
         });
     }

@@ -19,7 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{have, plugin, symbol_range};
+use common::{have, plugin_for, qemus, symbol_range};
 use serde_json::Value;
 
 const N1: u64 = 4096;
@@ -62,7 +62,7 @@ fn run(qemu: &[&str], plugin_args: &str, bin: &Path, n: u64, out: &Path) -> Run 
         .arg("-plugin")
         .arg(format!(
             "{},out={},{plugin_args}",
-            plugin().display(),
+            plugin_for(qemu[0]).display(),
             out.display()
         ))
         .arg(bin)
@@ -185,36 +185,36 @@ fn check(
     );
 }
 
+/// On QEMU 7.2 (plugin API v1) and, when built, QEMU 10 (API v4): the same counts.
 #[test]
 fn x86_64_sse2_and_avx2_fma() {
-    for tool in ["qemu-x86_64", "gcc"] {
-        if !have(tool) {
-            println!("skipping: {tool} not found (apt-get install qemu-user gcc)");
-            return;
-        }
+    if !have("gcc") {
+        println!("skipping: gcc not found (apt-get install gcc)");
+        return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    // QEMU 7.2 emulates SSE*, AVX, AVX2 and FMA3 with -cpu max, but not AVX-512.
-    let qemu = ["qemu-x86_64", "-cpu", "max"];
-    for (flags, bits) in [("-march=x86-64", 128), ("-march=x86-64-v3", 256)] {
-        for kernel in ["triad", "daxpy", "dot"] {
-            let bin = compile("gcc", &[flags], kernel, dir.path());
-            check(&qemu, None, &bin, kernel, bits, kernel == "dot", dir.path());
+    for q in qemus("x86_64") {
+        // QEMU 7.2 and 10.0 emulate SSE*, AVX, AVX2 and FMA3 with -cpu max, not AVX-512.
+        let qemu = [q.as_str(), "-cpu", "max"];
+        for (flags, bits) in [("-march=x86-64", 128), ("-march=x86-64-v3", 256)] {
+            for kernel in ["triad", "daxpy", "dot"] {
+                let bin = compile("gcc", &[flags], kernel, dir.path());
+                check(&qemu, None, &bin, kernel, bits, kernel == "dot", dir.path());
+            }
         }
     }
 }
 
 #[test]
 fn aarch64_sve_all_vector_lengths() {
-    for tool in ["qemu-aarch64", "aarch64-linux-gnu-gcc"] {
-        if !have(tool) {
-            println!(
-                "skipping: {tool} not found (apt-get install qemu-user gcc-aarch64-linux-gnu)"
-            );
-            return;
-        }
+    if !have("aarch64-linux-gnu-gcc") {
+        println!(
+            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
+        );
+        return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
+    let emulators = qemus("aarch64");
     for kernel in ["triad", "daxpy", "dot"] {
         let bin = compile(
             "aarch64-linux-gnu-gcc",
@@ -222,10 +222,12 @@ fn aarch64_sve_all_vector_lengths() {
             kernel,
             dir.path(),
         );
-        for vl in [128u32, 256, 512, 1024, 2048] {
-            let cpu = format!("max,sve-default-vector-length={}", vl / 8);
-            let qemu = ["qemu-aarch64", "-cpu", &cpu];
-            check(&qemu, Some(vl), &bin, kernel, vl, false, dir.path());
+        for q in &emulators {
+            for vl in [128u32, 256, 512, 1024, 2048] {
+                let cpu = format!("max,sve-default-vector-length={}", vl / 8);
+                let qemu = [q.as_str(), "-cpu", &cpu];
+                check(&qemu, Some(vl), &bin, kernel, vl, false, dir.path());
+            }
         }
     }
 }
@@ -247,15 +249,9 @@ fn aarch64_neon_triad() {
         "triad",
         dir.path(),
     );
-    check(
-        &["qemu-aarch64"],
-        None,
-        &bin,
-        "triad",
-        128,
-        false,
-        dir.path(),
-    );
+    for q in qemus("aarch64") {
+        check(&[q.as_str()], None, &bin, "triad", 128, false, dir.path());
+    }
 }
 
 /// `scope=` counts a function with its callees: `scope=kernel_triad` (no callees) equals

@@ -44,6 +44,8 @@ struct RowSpec {
     reduce: Option<String>,
     #[serde(default)]
     adds: bool,
+    #[serde(default)]
+    predicated: bool,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +110,8 @@ struct Row {
     mem: Option<MemRule>,
     reduce: Option<Reduce>,
     adds: bool,
+    /// The governing predicate is in bits 12:10 (P0-P7).
+    predicated: bool,
 }
 
 /// Classifier for aarch64 guests at a given SVE vector length.
@@ -119,6 +123,9 @@ pub struct Aarch64 {
     dc_zva_default: u32,
     /// Block size of the CPU model run.
     dc_zva_bytes: u32,
+    /// QEMU reports SVE loads and stores to plugins (plugin API v4): their bytes are
+    /// counted from the reports.
+    sve_reported: bool,
 }
 
 fn parse_class(s: &str) -> Option<Class> {
@@ -194,6 +201,9 @@ impl Aarch64 {
             if reduce.is_some() && fp.is_none() {
                 return Err(bad("reduce needs an fp = { ... } entry"));
             }
+            if r.predicated && fp.is_none() {
+                return Err(bad("predicated needs an fp = { ... } entry"));
+            }
             rows.push(Row {
                 mask: r.mask,
                 value: r.value,
@@ -202,6 +212,7 @@ impl Aarch64 {
                 mem,
                 reduce,
                 adds: r.adds,
+                predicated: r.predicated,
             });
         }
         let (dc_zva_default, dc_zva_models) = match file.dc_zva {
@@ -217,6 +228,7 @@ impl Aarch64 {
             dc_zva_models,
             dc_zva_default,
             dc_zva_bytes: dc_zva_default,
+            sve_reported: false,
         };
         a.set_cpu_model(None);
         Ok(a)
@@ -231,6 +243,13 @@ impl Aarch64 {
             .iter()
             .find(|(m, _)| m == model)
             .map_or(self.dc_zva_default, |(_, b)| *b);
+    }
+
+    /// QEMU reports the accesses of SVE loads and stores to plugins, one per active element
+    /// (QEMU 9.2 and later, plugin API v4): their bytes are counted from the reports
+    /// ([`MemKind::Dynamic`]) instead of from the encoding.
+    pub fn set_sve_accesses_reported(&mut self, reported: bool) {
+        self.sve_reported = reported;
     }
 
     fn classify_word(&self, w: u32) -> InsnInfo {
@@ -293,7 +312,10 @@ impl Aarch64 {
                 // An unallocated size field: not an FP instruction we know.
                 None => info.class = Class::Other,
                 Some(precision) => {
-                    info.fp = Some(FpInfo::new(precision, vector_bits, flops_per_lane, op))
+                    info.fp = Some(FpInfo::new(precision, vector_bits, flops_per_lane, op));
+                    if row.predicated {
+                        info.pg = Some(bits(w, 12, 10) as u8);
+                    }
                 }
             }
         }
@@ -318,7 +340,17 @@ impl Aarch64 {
                     info.store_bytes = n;
                 }
             }
+            let sve_helper = matches!(
+                rule,
+                MemRule::SveLdContig | MemRule::SveSt | MemRule::SveGather32 | MemRule::SveGather64
+            );
             info.mem_kind = match rule {
+                // Newer QEMU reports each active element: the predicate decides the bytes.
+                _ if sve_helper && self.sve_reported => {
+                    info.load_bytes = 0;
+                    info.store_bytes = 0;
+                    MemKind::Dynamic
+                }
                 // QEMU 7.2 runs these in helpers that do not report to plugins.
                 MemRule::SveLdContig
                 | MemRule::SveSt
@@ -335,6 +367,10 @@ impl Aarch64 {
             };
             // Exclusives and atomics run in helpers once the guest has several threads.
             info.helper = rule == MemRule::LdstGeneric && atomic_or_exclusive(w);
+            // SVE stores (contiguous, structures, scatters) are governed by Pg, bits 12:10.
+            if rule == MemRule::SveSt {
+                info.pg = Some(bits(w, 12, 10) as u8);
+            }
         }
         (info, Some(row))
     }
@@ -553,7 +589,70 @@ impl Aarch64 {
                 }
                 info
             })
-            .collect()
+            .collect::<Vec<InsnInfo>>()
+            .pipe_lanes(words)
+    }
+}
+
+/// The predicate rule for unpredicated SVE FP instructions (`docs/flop-counting.md`).
+trait PipeLanes {
+    fn pipe_lanes(self, words: &[Option<u32>]) -> Vec<InsnInfo>;
+}
+
+impl PipeLanes for Vec<InsnInfo> {
+    /// An SVE FP instruction whose result is next read, in the block, by a predicated SVE
+    /// instruction (an FP operation, or a store of it) counts the lanes active under that
+    /// instruction's predicate (and under its own, if it has one): GCC computes a product
+    /// on whole vectors and sums it with a predicated FADDA, or an FMAD under an all-true
+    /// predicate stored under the loop's; the other lanes' results are never used. An
+    /// unpredicated reader passes its own rule on. When another instruction mentions the
+    /// register first, or nothing reads it in the block, the instruction's own predicate
+    /// (or every lane, without one) counts.
+    fn pipe_lanes(mut self, words: &[Option<u32>]) -> Vec<InsnInfo> {
+        for i in (0..self.len()).rev() {
+            let info = self[i];
+            let (Some(fp), Some(w)) = (info.fp, words[i]) else {
+                continue;
+            };
+            if !info.sve || fp.counted_lanes.is_some() {
+                continue;
+            }
+            let zd = bits(w, 4, 0);
+            for j in i + 1..self.len() {
+                let Some(wj) = words[j] else { break };
+                let reader = self[j];
+                // A predicated instruction is counted at its reader with both predicates
+                // read there: not when something in between may write its predicate (an SVE
+                // instruction whose bits 3:0 name it; some are Z writes, which only costs
+                // the refinement).
+                if let Some(p) = info.pg
+                    && (wj >> 25) & 0xf == 0b0010
+                    && bits(wj, 3, 0) == u32::from(p)
+                    && !(reader.stores && reader.pg.is_some())
+                    && reader.fp.is_none()
+                {
+                    break;
+                }
+                // A predicated SVE FP operation reading Zd as Zn or Zm, or a predicated SVE
+                // store of Zd.
+                let fp_reads =
+                    reader.fp.is_some() && (bits(wj, 9, 5) == zd || bits(wj, 20, 16) == zd);
+                let stores = reader.stores && bits(wj, 4, 0) == zd;
+                if reader.sve && (fp_reads || stores) {
+                    if reader.pg.is_some() {
+                        self[i].lanes_of = Some(j as u16);
+                    } else if reader.fp.is_some() && info.pg.is_none() {
+                        self[i].lanes_of = reader.lanes_of;
+                    }
+                    break;
+                }
+                let mentions = [bits(wj, 4, 0), bits(wj, 9, 5), bits(wj, 20, 16)].contains(&zd);
+                if mentions {
+                    break;
+                }
+            }
+        }
+        self
     }
 }
 

@@ -98,6 +98,9 @@ pub struct FpInfo {
     /// Lanes whose result counts, when the FLOP rule for horizontal and reduction operations
     /// excludes some (`None`: every lane). See `docs/flop-counting.md`.
     pub counted_lanes: Option<u32>,
+    /// The FLOPs are counted at run time from the active lanes of the governing predicate
+    /// (plugin API v4): none statically.
+    pub active_lanes: bool,
 }
 
 impl FpInfo {
@@ -114,6 +117,7 @@ impl FpInfo {
             flops_per_lane,
             op,
             counted_lanes: None,
+            active_lanes: false,
         }
     }
 
@@ -125,14 +129,21 @@ impl FpInfo {
         }
     }
 
-    /// FLOPs of one execution: counted lanes x FLOPs per lane.
+    /// FLOPs of one execution: counted lanes x FLOPs per lane (0 when counted from the
+    /// predicate at run time).
     pub fn flops(&self) -> u32 {
+        if self.active_lanes {
+            return 0;
+        }
         self.counted_lanes.unwrap_or(self.lanes()).min(self.lanes()) * self.flops_per_lane
     }
 
     /// FLOPs of one execution that the lane rule leaves out (lanes not counted x FLOPs per
     /// lane).
     pub fn flops_excluded(&self) -> u32 {
+        if self.active_lanes {
+            return 0;
+        }
         self.lanes() * self.flops_per_lane - self.flops()
     }
 }
@@ -153,7 +164,9 @@ pub enum MemKind {
     /// reports, which then are both the counts and the stream.
     Dynamic,
     /// Counted from the encoding, but QEMU 7.2 does not report these accesses to plugins
-    /// (SVE loads and stores done in helpers): absent from the stream.
+    /// (SVE loads and stores done in helpers; with plugin API v4 they are reported, one
+    /// access per active element, and counted as [`MemKind::Dynamic`]): absent from the
+    /// stream.
     Unreported,
     /// A store-exclusive (aarch64 `stxr`): it stores only when it succeeds, and QEMU
     /// reports a successful one as the load and store of a compare-and-swap. Its bytes are
@@ -184,6 +197,12 @@ pub struct InsnInfo {
     /// installed, so such instructions outside the counted regions get a callback that
     /// drops them.
     pub helper: bool,
+    /// Governing predicate register (P0-P7) of a predicated SVE instruction (FP arithmetic,
+    /// stores), whose active lanes can be counted at run time.
+    pub pg: Option<u8>,
+    /// For an unpredicated SVE FP instruction: the position in its block of the predicated
+    /// instruction that next reads its result, whose active lanes its FLOPs follow.
+    pub lanes_of: Option<u16>,
 }
 
 impl InsnInfo {
@@ -200,6 +219,8 @@ impl InsnInfo {
             returns: false,
             mem_kind: MemKind::Exact,
             helper: false,
+            pg: None,
+            lanes_of: None,
         }
     }
 
@@ -277,11 +298,15 @@ pub enum Counter {
     /// `BytesStored`, absent from the stream).
     BytesUnreported,
     /// Bytes counted from QEMU's access reports (included in `BytesLoaded` and
-    /// `BytesStored`): string instructions with `rep`, masked accesses, `xsave`.
+    /// `BytesStored`): string instructions with `rep`, masked accesses, `xsave`, and SVE
+    /// loads and stores with plugin API v4.
     BytesDynamic,
+    /// Lane FLOPs of inactive lanes of predicated SVE instructions counted from their
+    /// predicate (plugin API v4): not in `Flops`.
+    FlopsInactive,
 }
 
-const N_NAMED: usize = Counter::BytesDynamic as usize + 1;
+const N_NAMED: usize = Counter::FlopsInactive as usize + 1;
 
 /// Width buckets of the FP breakdown: scalar, then vector register widths in bits.
 pub const WIDTHS: [Option<u32>; 7] = [
@@ -299,6 +324,12 @@ const FP_BY_WIDTH_FLOPS: usize = N_NAMED + N_SLOTS;
 
 /// Length of the counter vector.
 pub const N_COUNTERS: usize = N_NAMED + 2 * N_SLOTS;
+
+/// Index in the counter vector of the FLOPs of the FP-by-width bucket of `p` at
+/// `vector_bits`.
+pub fn flops_by_width_index(p: Precision, vector_bits: Option<u32>) -> usize {
+    FP_BY_WIDTH_FLOPS + fp_slot(p, vector_bits)
+}
 
 fn fp_slot(p: Precision, vector_bits: Option<u32>) -> usize {
     // Any width not in WIDTHS (cannot happen for valid VLs) falls into the widest bucket.

@@ -58,6 +58,84 @@ pub fn plugin() -> PathBuf {
     .clone()
 }
 
+/// The plugin built for plugin API v4 (QEMU 9.2 and later), once per test run, into the
+/// `plugin-v4` directory beside this test binary's profile directory (the API features are
+/// exclusive, so it is a build of its own).
+pub fn plugin_v4() -> PathBuf {
+    static SO: OnceLock<PathBuf> = OnceLock::new();
+    SO.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps/<test>");
+        let target = profile_dir.parent().expect("target directory");
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let v4 = target.join("plugin-v4");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .args([
+                "--no-default-features",
+                "--features",
+                "api-v4",
+                "--target-dir",
+            ])
+            .arg(&v4);
+        if release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "cargo build of the API v4 plugin failed");
+        let so = v4
+            .join(if release { "release" } else { "debug" })
+            .join("libhpcscope_qemu_plugin.so");
+        assert!(so.exists(), "plugin not found at {}", so.display());
+        so
+    })
+    .clone()
+}
+
+/// QEMU 10 for `arch` as `scripts/build-qemu.sh` installs it (`$HPCSCOPE_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/hpcscope`, else `~/.cache/hpcscope`, then `qemu-10.0.2/bin`).
+pub fn qemu10(arch: &str) -> Option<String> {
+    let cache = std::env::var_os("HPCSCOPE_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("hpcscope")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hpcscope")))?;
+    let p = cache.join("qemu-10.0.2/bin").join(format!("qemu-{arch}"));
+    p.is_file().then(|| p.display().to_string())
+}
+
+/// The emulators to run a test on: the system's `qemu-ARCH` (QEMU 7.2, plugin API v1)
+/// and the cached QEMU 10 (API v4), those present; prints a `skipping:` line for QEMU 10
+/// when it is not built.
+pub fn qemus(arch: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let system = format!("qemu-{arch}");
+    if have(&system) {
+        v.push(system);
+    } else {
+        println!("skipping: {system} not found (apt-get install qemu-user)");
+    }
+    match qemu10(arch) {
+        Some(q) => v.push(q),
+        None => println!(
+            "skipping: QEMU 10 (plugin API v4) for {arch} is not built (scripts/build-qemu.sh)"
+        ),
+    }
+    v
+}
+
+/// The plugin build that `qemu` loads: API v4 for the cached QEMU 10, else API v1.
+pub fn plugin_for(qemu: &str) -> PathBuf {
+    if qemu.contains("qemu-10.") {
+        plugin_v4()
+    } else {
+        plugin()
+    }
+}
+
 /// A source of `workloads/src` or of this crate's `tests/data`.
 pub fn source(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -168,7 +246,7 @@ pub fn run(
             .unwrap_or(0)
     ));
     let mem = out.with_extension("stream");
-    let mut pa = format!("{},out={}", plugin().display(), out.display());
+    let mut pa = format!("{},out={}", plugin_for(qemu[0]).display(), out.display());
     if !plugin_args.is_empty() {
         pa.push(',');
         pa.push_str(plugin_args);
