@@ -2,7 +2,7 @@
 # Reference check of `hpcscope model dt` (seed 003's data-throughput kernel) against
 # likwid-bench's STREAM triad, on one core, in the same run.
 #
-# Prints, per round, the DT kernel's own traffic (GB/s: 248 B per edge) and likwid-bench's
+# Prints, per round, the DT kernel's compulsory memory traffic (GB/s: `gbs`, about 48 B per edge) and likwid-bench's
 # `stream` triad (scalar, A = B*c + C, 24 B per element), their ratio, and the verdict
 # against the thesis (Owenson 2020, section 5.5.1: the DT kernel reaches 52 to 62 % of
 # STREAM on Xeons; an indirect edge loop below STREAM and above a quarter of it is

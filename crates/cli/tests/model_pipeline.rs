@@ -57,11 +57,11 @@ fn dt_file(dir: &Path, s_per_iter: f64) -> String {
     let point = |t: usize, ghz: f64| {
         serde_json::json!({"threads": t, "cpus": (0..t).collect::<Vec<_>>(),
             "seconds_per_iter": {"median": s_per_iter, "min": s_per_iter, "max": s_per_iter, "q1": s_per_iter, "q3": s_per_iter, "n": 1},
-            "gbs": 1.0, "clock_ghz": ghz, "clock_source": "dependent-add loop"})
+            "gbs": 1.0, "gbs_own": 5.0, "clock_ghz": ghz, "clock_source": "dependent-add loop"})
     };
     let v = serde_json::json!({"format": "hpcscope-dt", "version": 1, "host": "h", "cpu_model": "c",
         "date": "2025-01-01T00:00:00Z", "nodes_per_thread": 8, "edges_per_thread": 12, "bytes_per_thread": 736,
-        "per_edge": {"flops": 15.0, "loads": 22.0, "stores": 10.0, "bytes": 248.0},
+        "per_edge": {"flops": 15.0, "loads": 22.0, "stores": 10.0, "bytes": 248.0, "memory_bytes": 48.0},
         "points": [point(1, 1.0), point(2, 0.5)]});
     std::fs::write(&p, v.to_string()).unwrap();
     p.to_str().unwrap().to_string()

@@ -825,6 +825,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 "ns_per_iter",
                 "spread_pct",
                 "gbs",
+                "gbs_own",
                 "clock_ghz",
                 "clock_source",
             ]);
@@ -834,21 +835,23 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     num(p.seconds_per_iter.median * 1e9, 4),
                     num(p.seconds_per_iter.spread() * 100.0, 3),
                     num(p.gbs, 4),
+                    num(p.gbs_own, 4),
                     num(p.clock_ghz, 4),
                     p.clock_source.clone(),
                 ]);
             }
             let pre = vec![format!(
-                "data-throughput kernel on {}: {} edges per thread, {} MiB per thread copy; per edge {} FLOPs, {} loads, {} stores, {} B",
+                "data-throughput kernel on {}: {} edges per thread, {} MiB per thread copy; per edge {} FLOPs, {} loads, {} stores, {} B of its own, {} B from memory",
                 r.cpu_model,
                 r.edges_per_thread,
                 num(r.bytes_per_thread as f64 / 1048576.0, 4),
                 r.per_edge.flops,
                 r.per_edge.loads,
                 r.per_edge.stores,
-                r.per_edge.bytes
+                r.per_edge.bytes,
+                num(r.per_edge.memory_bytes, 4)
             )];
-            let post = vec!["ns_per_iter: nanoseconds per edge per thread, all threads running (median of the samples); save with --format json -o FILE for `model strong --dt FILE`".to_string()];
+            let post = vec!["ns_per_iter: nanoseconds per edge per thread, all threads running (median of the samples); gbs: compulsory memory traffic (comparable with STREAM), gbs_own: the kernel's own loads and stores; save with --format json -o FILE for `model strong --dt FILE`".to_string()];
             (render(args.format, &r, &pre, &t, &post)?, ())
         }
         ModelCmd::Similarity {
