@@ -7,6 +7,8 @@
 //! - [`flops`]: add, mul, FMA peak kernels per precision and width;
 //! - [`plateau`]: bandwidth-vs-size plateaus and Gravelle's level rule (pure functions);
 //! - [`latency`]: pointer chasing over a Sattolo cycle;
+//! - [`dt`]: the data-throughput kernel of an unstructured-grid edge loop (seed 003) and the
+//!   clock at each thread count;
 //! - [`run`]: the orchestration, including thread scaling with pinned threads;
 //! - [`report`]: the JSON report, the machine file and the sweep chart;
 //! - [`mpi`]: IMB-style MPI benchmarks under a launcher, the Hockney fit, the network link.
@@ -19,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod dt;
 pub mod error;
 pub mod flops;
 pub mod kernels;

@@ -165,6 +165,82 @@ pub fn compare(
     })
 }
 
+/// Prediction errors of one model over the variants with a measurement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelErrors {
+    /// The model: `difference`, `v1`, `v2`, `equal_ipc`, `constant_rc`.
+    pub model: String,
+    /// Signed percentage error per variant, in the order of [`Validation::variants`].
+    pub errors_pct: Vec<f64>,
+    /// Mean, SD and maximum of the absolute errors (Tables 5.2 and 5.3).
+    pub stats: crate::strong::ErrorStats,
+}
+
+/// Every model's errors against measured variants, side by side (Table 5.2's layout).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Validation {
+    /// Variant names.
+    pub variants: Vec<String>,
+    /// Their measured cycles per iteration.
+    pub measured: Vec<f64>,
+    /// One entry per model, the final difference model first.
+    pub models: Vec<ModelErrors>,
+}
+
+/// Errors of every model over `(name, comparison, measured cycles)` triples. The
+/// constant-`R_c` baseline is included when every comparison has it.
+pub fn validate(rows: &[(String, Comparison, f64)]) -> Result<Validation> {
+    if rows.is_empty() {
+        return Err(ModelError::Invalid(
+            "no variant with measured cycles to compare the predictions with".into(),
+        ));
+    }
+    for (n, _, m) in rows {
+        if !(m.is_finite() && *m > 0.0) {
+            return Err(ModelError::Invalid(format!(
+                "variant '{n}': measured cycles per iteration must be positive, got {m}"
+            )));
+        }
+    }
+    let mut models: Vec<(&str, Vec<f64>)> = vec![
+        (
+            "difference",
+            rows.iter().map(|r| r.1.final_model.c_target).collect(),
+        ),
+        ("v1", rows.iter().map(|r| r.1.v1).collect()),
+        ("v2", rows.iter().map(|r| r.1.v2).collect()),
+        ("equal_ipc", rows.iter().map(|r| r.1.equal_ipc).collect()),
+    ];
+    if rows.iter().all(|r| r.1.constant_rc.is_some()) {
+        models.push((
+            "constant_rc",
+            rows.iter()
+                .map(|r| r.1.constant_rc.expect("checked"))
+                .collect(),
+        ));
+    }
+    let models = models
+        .into_iter()
+        .map(|(name, pred)| {
+            let errors_pct: Vec<f64> = pred
+                .iter()
+                .zip(rows)
+                .map(|(p, r)| crate::strong::pct_error(*p, r.2))
+                .collect();
+            ModelErrors {
+                model: name.into(),
+                stats: crate::strong::stats_of(&errors_pct),
+                errors_pct,
+            }
+        })
+        .collect();
+    Ok(Validation {
+        variants: rows.iter().map(|r| r.0.clone()).collect(),
+        measured: rows.iter().map(|r| r.2).collect(),
+        models,
+    })
+}
+
 fn check_cycles(c: f64) -> Result<()> {
     if c.is_finite() && c > 0.0 {
         Ok(())

@@ -115,6 +115,111 @@ impl KernelReport {
     }
 }
 
+/// The innermost loop chosen by measured instructions per iteration (seed 003, section
+/// 5.3: the candidate whose instruction count matches the counted instructions divided by
+/// the loop's iterations).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ByInstructions {
+    /// Start address of the chosen loop.
+    pub start: u64,
+    /// Its static instructions per iteration.
+    pub instructions: usize,
+    /// The measured instructions per iteration.
+    pub measured: f64,
+    /// `(static - measured) / measured`, percent.
+    pub mismatch_pct: f64,
+    /// The next-best candidate's mismatch, percent, when there is one (how clear the choice
+    /// is).
+    pub runner_up_pct: Option<f64>,
+}
+
+impl KernelReport {
+    /// The innermost loop whose instructions per iteration are closest to `measured`.
+    pub fn select_by_instructions(&self, measured: f64) -> Result<ByInstructions> {
+        if !(measured.is_finite() && measured > 0.0) {
+            return Err(ModelError::Invalid(format!(
+                "measured instructions per iteration must be positive, got {measured}"
+            )));
+        }
+        let mut c: Vec<(&LoopSummary, f64)> = self
+            .innermost()
+            .map(|l| (l, (l.instructions as f64 - measured) / measured * 100.0))
+            .collect();
+        c.sort_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+        let Some(&(l, pct)) = c.first() else {
+            return Err(ModelError::NoLoop {
+                path: self.binary.clone(),
+                function: self.function.clone(),
+            });
+        };
+        Ok(ByInstructions {
+            start: l.start,
+            instructions: l.instructions,
+            measured,
+            mismatch_pct: pct,
+            runner_up_pct: c.get(1).map(|x| x.1),
+        })
+    }
+}
+
+/// Loads and stores beyond the minimum a loop needs to read and write its data (seed 003,
+/// section 5.3): register spills, what the difference model counts as `LOAD` and `STORE`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spills {
+    /// Loads per iteration in the loop.
+    pub loads: f64,
+    /// Stores per iteration in the loop.
+    pub stores: f64,
+    /// The minimum loads (from the source: e.g. 2 nodes x 5 variables + a 3-D edge vector +
+    /// 2 node ids = 15 for MG-CFD's flux loop).
+    pub min_loads: f64,
+    /// The minimum stores.
+    pub min_stores: f64,
+    /// `loads - min_loads`.
+    pub spill_loads: f64,
+    /// `stores - min_stores`.
+    pub spill_stores: f64,
+}
+
+/// Spill loads and stores of class counts against a minimum; an error when the loop has
+/// fewer than the minimum (the minimum is wrong, or the loop is not the one meant).
+pub fn spills(counts: &ClassCounts, min_loads: f64, min_stores: f64) -> Result<Spills> {
+    let loads = counts.get("LOAD").copied().unwrap_or(0.0);
+    let stores = counts.get("STORE").copied().unwrap_or(0.0);
+    for (what, have, min, flag) in [
+        ("loads", loads, min_loads, "--min-loads"),
+        ("stores", stores, min_stores, "--min-stores"),
+    ] {
+        if !(min.is_finite() && min >= 0.0) {
+            return Err(ModelError::Invalid(format!(
+                "{flag} must be >= 0, got {min}"
+            )));
+        }
+        if have < min {
+            return Err(ModelError::Invalid(format!(
+                "the loop has {have} {what} per iteration, fewer than the minimum {min} ({flag}): lower the minimum, or pick the loop meant (--ins-per-iter, --range)"
+            )));
+        }
+    }
+    Ok(Spills {
+        loads,
+        stores,
+        min_loads,
+        min_stores,
+        spill_loads: loads - min_loads,
+        spill_stores: stores - min_stores,
+    })
+}
+
+/// Class counts with `LOAD` and `STORE` replaced by the spills, as the difference model
+/// takes them.
+pub fn with_spills(counts: &ClassCounts, s: &Spills) -> ClassCounts {
+    let mut c = counts.clone();
+    c.insert("LOAD".into(), s.spill_loads);
+    c.insert("STORE".into(), s.spill_stores);
+    c
+}
+
 /// The instruction set of an ELF binary (`x86-64` or `aarch64`), to pick its class table.
 pub fn binary_isa(path: &Path) -> Result<&'static str> {
     let data = std::fs::read(path).map_err(|e| ModelError::Io {

@@ -42,6 +42,7 @@ pub mod optim;
 pub mod peak;
 pub mod pop;
 pub mod ports;
+pub mod similarity;
 pub mod strong;
 
 mod glob;

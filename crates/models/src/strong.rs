@@ -236,3 +236,206 @@ pub fn aggregate_error_pct(actual: &[Vec<f64>], predicted: &[Vec<f64>]) -> Resul
     }
     Ok(100.0 * err / tot)
 }
+
+/// The memory-bound benchmark and the clock measured at one thread count: what a
+/// strong-scaling prediction needs besides the target's cycles per iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Measured {
+    /// Threads (or ranks on the node).
+    pub threads: u32,
+    /// Clock at this thread count, Hz.
+    pub clock_hz: f64,
+    /// Data-throughput benchmark, seconds per loop iteration per thread at this count.
+    pub memory_s_per_iter: f64,
+}
+
+/// Scaling inputs from measurements: the DT time per iteration times the busiest thread's
+/// iterations at each thread count (`iters(t)`).
+pub fn inputs_from_measured(
+    measured: &[Measured],
+    iters: impl Fn(u32) -> f64,
+) -> Result<Vec<ScalingInput>> {
+    measured
+        .iter()
+        .map(|m| {
+            let n = iters(m.threads);
+            if !(n.is_finite() && n > 0.0) {
+                return Err(ModelError::Invalid(format!(
+                    "iterations of the busiest thread at {} threads must be positive, got {n}",
+                    m.threads
+                )));
+            }
+            if !(m.memory_s_per_iter.is_finite() && m.memory_s_per_iter > 0.0) {
+                return Err(ModelError::Invalid(format!(
+                    "the memory benchmark's seconds per iteration at {} threads must be positive, got {}",
+                    m.threads, m.memory_s_per_iter
+                )));
+            }
+            Ok(ScalingInput {
+                threads: m.threads,
+                clock_hz: m.clock_hz,
+                iters: n,
+                memory_s: n * m.memory_s_per_iter,
+                stall_cycles: 0.0,
+            })
+        })
+        .collect()
+}
+
+/// One rank's elements at one multigrid level of a partition (section 3.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct PartitionRow {
+    /// Ranks of the run this row belongs to.
+    pub ranks: u32,
+    /// Multigrid level.
+    pub level: u32,
+    /// Rank.
+    pub rank: u32,
+    /// Independent elements `N_i`.
+    pub n_independent: f64,
+    /// Halo-dependent elements `N_d`.
+    pub n_dependent: f64,
+    /// Measured compute time of this rank at this level, seconds (`V_l,r` of eq. 5.13).
+    pub actual_s: Option<f64>,
+}
+
+/// Halo-exchange parameters of eq. 3.2.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Halo {
+    /// Latency `alpha`, seconds.
+    pub alpha_s: f64,
+    /// Reciprocal bandwidth `beta`, seconds per byte.
+    pub beta_s_per_byte: f64,
+    /// Bytes per dependent element `B`.
+    pub bytes_per_element: f64,
+}
+
+/// One rank at one level of a BSP prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BspCell {
+    /// Level.
+    pub level: u32,
+    /// Rank.
+    pub rank: u32,
+    /// Halo-exchange time, eq. 3.2, seconds.
+    pub halo_s: f64,
+    /// Loop time, eq. 3.1, seconds.
+    pub predicted_s: f64,
+    /// Measured time, when given.
+    pub actual_s: Option<f64>,
+}
+
+/// The BSP prediction of one rank count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BspRun {
+    /// Ranks.
+    pub ranks: u32,
+    /// Clock used, Hz.
+    pub clock_hz: f64,
+    /// Grind time per element: `max(C_g / Hz, DT seconds per iteration)`, seconds.
+    pub grind_s: f64,
+    /// True when the DT time per iteration is the larger (memory-bound).
+    pub memory_bound: bool,
+    /// Per level: the slowest rank's time (BSP), seconds.
+    pub levels: Vec<(u32, f64)>,
+    /// Sum over levels of the slowest rank, seconds.
+    pub total_s: f64,
+    /// Every rank and level.
+    pub cells: Vec<BspCell>,
+    /// Eq. 5.13 over the cells with a measured time, percent.
+    pub error_pct: Option<f64>,
+    /// Cells without a measured time while others have one (not in the error).
+    pub cells_without_actual: usize,
+}
+
+/// Eqs. 3.1 and 3.2 over a partition, with the grind time of eq. 5.2 (`C_g / Hz`) capped by
+/// the memory benchmark, and eq. 5.13 where measured times are given. `rows` holds one rank
+/// count's partition.
+pub fn bsp_run(
+    cycles_per_iter: f64,
+    m: &Measured,
+    halo: &Halo,
+    rows: &[PartitionRow],
+) -> Result<BspRun> {
+    if !(cycles_per_iter.is_finite() && cycles_per_iter > 0.0) {
+        return Err(ModelError::Invalid(format!(
+            "cycles per iteration must be positive, got {cycles_per_iter}"
+        )));
+    }
+    if !(m.clock_hz.is_finite() && m.clock_hz > 0.0) {
+        return Err(ModelError::Invalid(format!(
+            "clock at {} ranks must be positive, got {} Hz",
+            m.threads, m.clock_hz
+        )));
+    }
+    for (what, v) in [
+        ("alpha", halo.alpha_s),
+        ("beta", halo.beta_s_per_byte),
+        ("bytes per element", halo.bytes_per_element),
+        ("memory seconds per iteration", m.memory_s_per_iter),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(ModelError::Invalid(format!("{what} must be >= 0, got {v}")));
+        }
+    }
+    if rows.is_empty() {
+        return Err(ModelError::Invalid(format!(
+            "no partition rows for {} ranks",
+            m.threads
+        )));
+    }
+    let compute = cycles_per_iter / m.clock_hz;
+    let grind = compute.max(m.memory_s_per_iter);
+    let mut cells = Vec::with_capacity(rows.len());
+    let mut levels: BTreeMapLevels = BTreeMapLevels::new();
+    for r in rows {
+        if !(r.n_independent >= 0.0 && r.n_dependent >= 0.0) {
+            return Err(ModelError::Invalid(format!(
+                "rank {} level {}: element counts must be >= 0",
+                r.rank, r.level
+            )));
+        }
+        let c = halo_time_s(
+            halo.alpha_s,
+            halo.beta_s_per_byte,
+            r.n_dependent,
+            halo.bytes_per_element,
+        );
+        let w = bsp_loop_time_s(r.n_independent, r.n_dependent, grind, c);
+        let e = levels.entry(r.level).or_insert(0.0);
+        *e = e.max(w);
+        cells.push(BspCell {
+            level: r.level,
+            rank: r.rank,
+            halo_s: c,
+            predicted_s: w,
+            actual_s: r.actual_s,
+        });
+    }
+    let with: Vec<&BspCell> = cells.iter().filter(|c| c.actual_s.is_some()).collect();
+    let error_pct = if with.is_empty() {
+        None
+    } else {
+        let actual = vec![with.iter().map(|c| c.actual_s.expect("filtered")).collect()];
+        let pred = vec![with.iter().map(|c| c.predicted_s).collect()];
+        Some(aggregate_error_pct(&actual, &pred)?)
+    };
+    let cells_without_actual = if with.is_empty() {
+        0
+    } else {
+        cells.len() - with.len()
+    };
+    Ok(BspRun {
+        ranks: m.threads,
+        clock_hz: m.clock_hz,
+        grind_s: grind,
+        memory_bound: m.memory_s_per_iter > compute,
+        total_s: levels.values().sum(),
+        levels: levels.into_iter().collect(),
+        cells,
+        error_pct,
+        cells_without_actual,
+    })
+}
+
+type BTreeMapLevels = std::collections::BTreeMap<u32, f64>;

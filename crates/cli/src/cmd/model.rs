@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use hpcscope_bench::dt::{DtConfig, DtReport};
 use hpcscope_models::classes::ClassTable;
 use hpcscope_models::difference::compare;
 use hpcscope_models::fit::{FitOptions, fit_cpis, measured, rows_from_csv};
@@ -22,7 +23,10 @@ use hpcscope_models::pop::{
     hybrid_efficiency, pop_metrics, pop_run_from_csv,
 };
 use hpcscope_models::ports::{Cpis, PortModel, Scheduler};
-use hpcscope_models::strong::{ScalingInput, strong_scaling};
+use hpcscope_models::similarity::{EventVector, ipc_invariance, vector_similarity};
+use hpcscope_models::strong::{
+    Halo, Measured, PartitionRow, ScalingInput, bsp_run, inputs_from_measured, strong_scaling,
+};
 
 use crate::output::{Format, Table, emit, num, render};
 
@@ -92,6 +96,18 @@ pub enum ModelCmd {
         /// Print the disassembly of each loop (table format).
         #[arg(long)]
         listing: bool,
+        /// Measured instructions per loop iteration (counted instructions / iterations):
+        /// choose the innermost loop whose instruction count is closest, the thesis's
+        /// criterion (section 5.3), shown beside the hottest sampled loop with --hottest.
+        #[arg(long)]
+        ins_per_iter: Option<f64>,
+        /// Minimum loads per iteration the loop's data needs: loads beyond it are spills,
+        /// the LOAD count of the difference model (section 5.3).
+        #[arg(long)]
+        min_loads: Option<f64>,
+        /// Minimum stores per iteration: stores beyond it are spills.
+        #[arg(long)]
+        min_stores: Option<f64>,
     },
     /// Fit CPIs per class to measured variants (CSV: name, cycles_per_iter, one column per class).
     Fit {
@@ -144,15 +160,100 @@ pub enum ModelCmd {
         /// Scheduler placement rule.
         #[arg(long, value_enum, default_value_t)]
         scheduler: SchedArg,
+        /// Compare with the measured rows instead: every row but the proxy that has
+        /// cycles_per_iter (or the --target rows) is predicted, and each model's % error per
+        /// variant and mean / SD / max over variants are printed side by side (Tables 5.2
+        /// and 5.3).
+        #[arg(long)]
+        validate: bool,
     },
-    /// Strong scaling capped by a memory benchmark: CSV threads,clock_ghz,iters,memory_s
-    /// [,proxy_cycles | ,stall_cycles] (eq. 5.12's stalled-cycle correction).
+    /// Strong scaling capped by a memory benchmark (eqs. 5.1, 5.2 and section 5.5.1):
+    /// from a CSV threads,clock_ghz,iters,memory_s[,proxy_cycles | ,stall_cycles], or
+    /// measured: --measure runs the data-throughput kernel and the clock at each thread
+    /// count, --dt reads a saved measurement; --partition adds the BSP model (eqs. 3.1,
+    /// 3.2), --actual or a program after `--` the error statistics (eq. 5.13).
     Strong {
-        /// Scaling table CSV.
-        table: PathBuf,
-        /// Predicted (or measured) cycles per iteration.
+        /// Scaling table CSV (instead of --measure or --dt).
+        #[arg(required_unless_present_any = ["measure", "dt"], conflicts_with_all = ["measure", "dt"])]
+        table: Option<PathBuf>,
+        /// Predicted (or measured) cycles per iteration of the target loop.
         #[arg(long)]
         cycles: f64,
+        /// Measure the data-throughput kernel and the clock now, at each of --threads.
+        #[arg(long, conflicts_with = "dt")]
+        measure: bool,
+        /// A data-throughput measurement saved by `model dt --format json -o FILE`.
+        #[arg(long)]
+        dt: Option<PathBuf>,
+        /// Thread counts to measure (default: 1, 2, 4... up to the CPUs this process may use).
+        #[arg(long, value_delimiter = ',', requires = "measure")]
+        threads: Vec<usize>,
+        /// MiB of each thread's mesh copy for --measure (default: twice the last-level cache).
+        #[arg(long, requires = "measure")]
+        dt_mib: Option<f64>,
+        /// Loop iterations of each thread, the same at every thread count (weak-scaled, as
+        /// the thesis runs the proxy).
+        #[arg(long, conflicts_with = "total_iters")]
+        iters: Option<f64>,
+        /// Loop iterations of the whole problem, split evenly: the busiest thread does
+        /// ceil(N / t).
+        #[arg(long)]
+        total_iters: Option<f64>,
+        /// Measured runtimes to compare with: CSV threads,seconds.
+        #[arg(long, conflicts_with = "program")]
+        actual: Option<PathBuf>,
+        /// Partition of the BSP model: CSV [ranks,]level,rank,n_indep,n_dep[,actual_s];
+        /// the clock and the memory benchmark at `ranks` come from the measurement.
+        #[arg(long, conflicts_with_all = ["table", "iters", "total_iters"])]
+        partition: Option<PathBuf>,
+        /// Halo-exchange latency alpha of eq. 3.2, microseconds.
+        #[arg(long, default_value_t = 0.0, requires = "partition")]
+        alpha_us: f64,
+        /// Halo-exchange bandwidth 1/beta of eq. 3.2, GB/s (default: no transfer cost).
+        #[arg(long, requires = "partition")]
+        bandwidth_gbs: Option<f64>,
+        /// Bytes per halo element B of eq. 3.2.
+        #[arg(long, default_value_t = 0.0, requires = "partition")]
+        bytes_per_element: f64,
+        /// A program to run at each thread count (OMP_NUM_THREADS=t); its wall time is the
+        /// measured runtime the prediction is compared with.
+        #[arg(last = true, value_name = "PROGRAM")]
+        program: Vec<String>,
+    },
+    /// Measure the data-throughput kernel of an unstructured-grid edge loop (seed 003's
+    /// memory-bound cap) and the clock at each thread count; save it with --format json -o.
+    Dt {
+        /// Thread counts (default: 1, 2, 4... up to the CPUs this process may use).
+        #[arg(long, value_delimiter = ',')]
+        threads: Vec<usize>,
+        /// MiB of each thread's mesh copy (default: twice the last-level cache).
+        #[arg(long)]
+        dt_mib: Option<f64>,
+        /// Timed samples per thread count.
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+    },
+    /// Is a mini-app kernel representative of its parent? IPC-ratio invariance and
+    /// counter-vector similarity (section 4.1) from counters files (`counters run --save`,
+    /// perf stat CSV, PAPI, likwid) or profiles (`mix`, `counters --profile`).
+    Similarity {
+        /// The kernel's (mini-app's) counters or profile.
+        kernel: PathBuf,
+        /// The parent code's counters or profile.
+        parent: PathBuf,
+        /// More environments: KERNEL,PARENT file pairs (another machine, ISA, compiler),
+        /// for the IPC-ratio invariance.
+        #[arg(long, value_name = "KERNEL,PARENT")]
+        also: Vec<String>,
+        /// Region to compare (default: every region summed).
+        #[arg(long)]
+        region: Option<String>,
+        /// Relative difference above which a counter is dissimilar.
+        #[arg(long, default_value_t = 0.1)]
+        threshold: f64,
+        /// Largest deviation of the IPC ratio from its mean still called invariant, percent.
+        #[arg(long, default_value_t = 10.0)]
+        tolerance: f64,
     },
     /// Fit Amdahl, Gustafson, USL and Extra-P-style laws to runs (CSV p,time_s, or merged
     /// parallel jobs) and choose one.
@@ -277,6 +378,9 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             hottest,
             hz,
             args: bin_args,
+            ins_per_iter,
+            min_loads,
+            min_stores,
         } => kernel(
             args.format,
             binary,
@@ -286,6 +390,11 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             classes.as_deref(),
             *all,
             *listing,
+            Pick {
+                ins_per_iter: *ins_per_iter,
+                min_loads: *min_loads,
+                min_stores: *min_stores,
+            },
         )?,
         ModelCmd::Fit {
             variants,
@@ -355,6 +464,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             clock_ghz,
             iters,
             scheduler,
+            validate,
         } => {
             let model = port_model(ports)?;
             let rows = rows_from_csv(&read(variants)?, &variants.display().to_string(), &model)?;
@@ -375,6 +485,85 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             let c_proxy = p.cycles_per_iter.with_context(|| {
                 format!("proxy '{proxy}' has no measured cycles_per_iter in '{}'; the difference model needs it", variants.display())
             })?;
+            if *validate {
+                let names: Vec<&str> = if target.is_empty() {
+                    rows.iter()
+                        .filter(|r| r.name != *proxy && r.cycles_per_iter.is_some())
+                        .map(|r| r.name.as_str())
+                        .collect()
+                } else {
+                    target.iter().map(String::as_str).collect()
+                };
+                let mut triples = Vec::new();
+                let mut skipped = Vec::new();
+                for name in names {
+                    let tr = find(name)?;
+                    let Some(m) = tr.cycles_per_iter else {
+                        skipped.push(name.to_string());
+                        continue;
+                    };
+                    let c = compare(
+                        &model,
+                        &p.counts,
+                        &tr.counts,
+                        &cpi,
+                        c_proxy,
+                        *rc,
+                        (*scheduler).into(),
+                    )?;
+                    triples.push((name.to_string(), c, m));
+                }
+                if triples.is_empty() {
+                    bail!(
+                        "--validate: no row of '{}' besides the proxy has measured cycles_per_iter to compare with",
+                        variants.display()
+                    );
+                }
+                let v = hpcscope_models::difference::validate(&triples)?;
+                let mut heads = vec!["variant", "measured"];
+                let labels: Vec<&str> = v.models.iter().map(|m| model_label(&m.model)).collect();
+                heads.extend(labels.iter());
+                let mut t = Table::new(&heads);
+                t.group("signed % error per variant (negative: under-prediction)");
+                for (i, name) in v.variants.iter().enumerate() {
+                    let mut row = vec![name.clone(), num(v.measured[i], 5)];
+                    row.extend(v.models.iter().map(|m| num(m.errors_pct[i], 3)));
+                    t.row(row);
+                }
+                t.group(format!(
+                    "|error| % over {} variants (Table 5.2)",
+                    v.variants.len()
+                ));
+                for (stat, f) in [
+                    (
+                        "mean",
+                        (|s: &hpcscope_models::strong::ErrorStats| s.mean_pct) as fn(&_) -> f64,
+                    ),
+                    ("SD", |s| s.sd_pct),
+                    ("max", |s| s.max_pct),
+                ] {
+                    let mut row = vec![stat.to_string(), String::new()];
+                    row.extend(v.models.iter().map(|m| num(f(&m.stats), 3)));
+                    t.row(row);
+                }
+                let mut pre = vec![format!(
+                    "proxy '{proxy}': measured {} cycles per iteration; port model '{}'",
+                    num(c_proxy, 5),
+                    model.id
+                )];
+                if rc.is_none() {
+                    pre.push("constant R_c baseline: give --rc to include it".into());
+                }
+                let post: Vec<String> = skipped
+                    .iter()
+                    .map(|n| format!("'{n}' has no measured cycles_per_iter: not compared"))
+                    .collect();
+                let json =
+                    serde_json::json!({"proxy": proxy, "validation": v, "not_compared": skipped});
+                let text = render(args.format, &json, &pre, &t, &post)?;
+                emit(&text, args.output.as_deref())?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let targets: Vec<&str> = if target.is_empty() {
                 rows.iter()
                     .filter(|r| r.name != *proxy && r.cycles_per_iter.is_none())
@@ -443,56 +632,107 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             )];
             (render(args.format, &out, &pre, &t, &[])?, ())
         }
-        ModelCmd::Strong { table, cycles } => {
-            let origin = table.display().to_string();
-            let c = hpcscope_models::csv::Csv::parse(&read(table)?, &origin)?;
-            let cols = ["threads", "clock_ghz", "iters", "memory_s"]
-                .iter()
-                .map(|n| c.require(n, "the table needs threads,clock_ghz,iters,memory_s"))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            // Eq. 5.12: an optional `proxy_cycles` column (a low flop/byte proxy's cycles
-            // per iteration at each thread count) gives S_g,t = C_g,t - C_g; a
-            // `stall_cycles` column gives S_g,t directly.
-            let proxy_col = c.column("proxy_cycles");
-            let stall_col = c.column("stall_cycles");
-            if proxy_col.is_some() && stall_col.is_some() {
-                bail!("{origin}: give proxy_cycles or stall_cycles, not both");
-            }
-            let mut inputs = Vec::new();
-            for r in 0..c.rows.len() {
-                let th = c.number(r, cols[0])?;
-                if th < 1.0 || th.fract() != 0.0 {
-                    return Err(c
-                        .error_at(
-                            r,
-                            cols[0],
-                            format!("threads must be a positive integer, got {th}"),
-                        )
-                        .into());
+        ModelCmd::Strong {
+            table,
+            cycles,
+            measure,
+            dt,
+            threads,
+            dt_mib,
+            iters,
+            total_iters,
+            actual,
+            partition,
+            alpha_us,
+            bandwidth_gbs,
+            bytes_per_element,
+            program,
+        } => {
+            let measured = match (table, measure, dt) {
+                (Some(_), ..) => None,
+                (None, true, _) => Some(measure_dt(threads, *dt_mib, 5)?),
+                (None, false, Some(f)) => {
+                    Some(DtReport::from_json(&read(f)?, &f.display().to_string())?)
                 }
-                inputs.push(ScalingInput {
-                    threads: th as u32,
-                    clock_hz: c.number(r, cols[1])? * 1e9,
-                    iters: c.number(r, cols[2])?,
-                    memory_s: c.number(r, cols[3])?,
-                    stall_cycles: match stall_col {
-                        Some(k) => c.number(r, k)?,
-                        None => 0.0,
+                (None, false, None) => bail!("give a scaling table, --measure or --dt FILE"),
+            };
+            let points: Vec<Measured> = measured
+                .as_ref()
+                .map(|r| {
+                    r.points
+                        .iter()
+                        .map(|p| Measured {
+                            threads: p.threads as u32,
+                            clock_hz: p.clock_ghz * 1e9,
+                            memory_s_per_iter: p.seconds_per_iter.median,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut pre = Vec::new();
+            if let Some(r) = &measured {
+                pre.push(format!(
+                    "data-throughput kernel: {} edges per thread ({} MiB per thread copy) on {}; clock from {}",
+                    r.edges_per_thread,
+                    num(r.bytes_per_thread as f64 / 1048576.0, 4),
+                    r.cpu_model,
+                    r.points
+                        .iter()
+                        .map(|p| p.clock_source.as_str())
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .into_iter()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if let Some(part) = partition {
+                let text = bsp(
+                    args.format,
+                    *cycles,
+                    &points,
+                    part,
+                    Halo {
+                        alpha_s: alpha_us * 1e-6,
+                        beta_s_per_byte: match bandwidth_gbs {
+                            Some(b) if *b > 0.0 && b.is_finite() => 1.0 / (b * 1e9),
+                            Some(b) => bail!("--bandwidth-gbs must be positive, got {b}"),
+                            None => 0.0,
+                        },
+                        bytes_per_element: *bytes_per_element,
                     },
-                });
+                    pre,
+                    &measured,
+                )?;
+                emit(&text, args.output.as_deref())?;
+                return Ok(ExitCode::SUCCESS);
             }
-            if let Some(k) = proxy_col {
-                let proxy = (0..c.rows.len())
-                    .map(|r| Ok((inputs[r].threads, c.number(r, k)?)))
-                    .collect::<Result<Vec<_>>>()?;
-                let s = hpcscope_models::strong::stall_cycles(&proxy)
-                    .with_context(|| format!("{origin}: proxy_cycles (eq. 5.12)"))?;
-                for i in &mut inputs {
-                    i.stall_cycles = s.iter().find(|x| x.0 == i.threads).map_or(0.0, |x| x.1);
+            let inputs = match table {
+                Some(table) => scaling_table(table)?,
+                None => {
+                    let per_thread = |t: u32| match (iters, total_iters) {
+                        (Some(n), _) => *n,
+                        (None, Some(n)) => (n / t as f64).ceil(),
+                        (None, None) => f64::NAN,
+                    };
+                    if iters.is_none() && total_iters.is_none() {
+                        bail!(
+                            "give the loop's iterations: --iters (per thread) or --total-iters (split over threads)"
+                        );
+                    }
+                    inputs_from_measured(&points, per_thread)?
                 }
-            }
+            };
             let s = strong_scaling(*cycles, &inputs)?;
-            let mut t = Table::new(&[
+            // Measured runtimes to compare with: a CSV, or the program run at each count.
+            let actual: Option<Vec<(u32, f64)>> = match (actual, program.is_empty()) {
+                (Some(a), _) => Some(actual_table(a)?),
+                (None, false) => Some(run_program(
+                    program,
+                    &s.points.iter().map(|p| p.threads).collect::<Vec<_>>(),
+                )?),
+                (None, true) => None,
+            };
+            let mut heads = vec![
                 "threads",
                 "clock_ghz",
                 "stall_cycles",
@@ -500,9 +740,15 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 "memory_s",
                 "predicted_s",
                 "bound",
-            ]);
+            ];
+            if actual.is_some() {
+                heads.extend(["actual_s", "error_pct"]);
+            }
+            let mut t = Table::new(&heads);
+            let mut errors = Vec::new();
+            let mut unmatched = Vec::new();
             for p in &s.points {
-                t.row(vec![
+                let mut row = vec![
                     p.threads.to_string(),
                     num(p.clock_hz / 1e9, 4),
                     num(p.stall_cycles, 4),
@@ -510,13 +756,196 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     num(p.memory_s, 5),
                     num(p.predicted_s, 5),
                     if p.memory_bound { "memory" } else { "compute" }.into(),
-                ]);
+                ];
+                if let Some(a) = &actual {
+                    match a.iter().find(|x| x.0 == p.threads) {
+                        Some(&(_, v)) => {
+                            let e = hpcscope_models::strong::pct_error(p.predicted_s, v);
+                            errors.push((p.threads, v, e));
+                            row.extend([num(v, 5), num(e, 3)]);
+                        }
+                        None => {
+                            unmatched.push(p.threads);
+                            row.extend(["-".into(), "-".into()]);
+                        }
+                    }
+                }
+                t.row(row);
             }
-            let post = vec![match s.memory_bound_from {
-                Some(t) => format!("memory-bound from {t} threads"),
+            let mut post = vec![match s.memory_bound_from {
+                Some(t) => format!("memory-bound from {t} threads (t_b)"),
                 None => "compute-bound at every thread count".into(),
             }];
-            (render(args.format, &s, &[], &t, &post)?, ())
+            let stats = if errors.is_empty() {
+                None
+            } else {
+                let st = hpcscope_models::strong::stats_of(
+                    &errors.iter().map(|e| e.2).collect::<Vec<_>>(),
+                );
+                post.push(format!(
+                    "|error| over {} thread counts (Table 5.3): mean {} %, SD {} %, max {} %; mean signed {} %",
+                    st.n,
+                    num(st.mean_pct, 3),
+                    num(st.sd_pct, 3),
+                    num(st.max_pct, 3),
+                    num(st.mean_signed_pct, 3)
+                ));
+                Some(st)
+            };
+            if !unmatched.is_empty() {
+                post.push(format!(
+                    "no measured runtime at {} thread(s): not in the error statistics",
+                    unmatched
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            let json = if measured.is_some() || actual.is_some() {
+                serde_json::json!({
+                    "prediction": s,
+                    "measurement": measured,
+                    "actual": errors.iter().map(|e| serde_json::json!({"threads": e.0, "actual_s": e.1, "error_pct": e.2})).collect::<Vec<_>>(),
+                    "error_stats": stats,
+                })
+            } else {
+                serde_json::to_value(&s)?
+            };
+            (render(args.format, &json, &pre, &t, &post)?, ())
+        }
+        ModelCmd::Dt {
+            threads,
+            dt_mib,
+            reps,
+        } => {
+            let r = measure_dt(threads, *dt_mib, *reps)?;
+            let mut t = Table::new(&[
+                "threads",
+                "ns_per_iter",
+                "spread_pct",
+                "gbs",
+                "gbs_own",
+                "clock_ghz",
+                "clock_source",
+            ]);
+            for p in &r.points {
+                t.row(vec![
+                    p.threads.to_string(),
+                    num(p.seconds_per_iter.median * 1e9, 4),
+                    num(p.seconds_per_iter.spread() * 100.0, 3),
+                    num(p.gbs, 4),
+                    num(p.gbs_own, 4),
+                    num(p.clock_ghz, 4),
+                    p.clock_source.clone(),
+                ]);
+            }
+            let pre = vec![format!(
+                "data-throughput kernel on {}: {} edges per thread, {} MiB per thread copy; per edge {} FLOPs, {} loads, {} stores, {} B of its own, {} B from memory",
+                r.cpu_model,
+                r.edges_per_thread,
+                num(r.bytes_per_thread as f64 / 1048576.0, 4),
+                r.per_edge.flops,
+                r.per_edge.loads,
+                r.per_edge.stores,
+                r.per_edge.bytes,
+                num(r.per_edge.memory_bytes, 4)
+            )];
+            let post = vec!["ns_per_iter: nanoseconds per edge per thread, all threads running (median of the samples); gbs: compulsory memory traffic (comparable with STREAM), gbs_own: the kernel's own loads and stores; save with --format json -o FILE for `model strong --dt FILE`".to_string()];
+            (render(args.format, &r, &pre, &t, &post)?, ())
+        }
+        ModelCmd::Similarity {
+            kernel,
+            parent,
+            also,
+            region,
+            threshold,
+            tolerance,
+        } => {
+            let a = event_vector(kernel, region.as_deref())?;
+            let b = event_vector(parent, region.as_deref())?;
+            let sim = vector_similarity(&a, &b, *threshold)?;
+            let mut envs = vec![(a.clone(), b.clone())];
+            for pair in also {
+                let (k, p) = pair.split_once(',').with_context(|| {
+                    format!("--also '{pair}' is not KERNEL,PARENT (two files separated by a comma)")
+                })?;
+                envs.push((
+                    event_vector(Path::new(k.trim()), region.as_deref())?,
+                    event_vector(Path::new(p.trim()), region.as_deref())?,
+                ));
+            }
+            let have_ipc = envs.iter().all(|(k, p)| k.ipc().is_ok() && p.ipc().is_ok());
+            let ipc = if have_ipc {
+                let triples: Vec<_> = envs
+                    .iter()
+                    .map(|(k, p)| (format!("{} / {}", k.name, p.name), k, p))
+                    .collect();
+                Some(ipc_invariance(&triples, *tolerance)?)
+            } else {
+                if !also.is_empty() {
+                    // Asked for invariance: say exactly what is missing.
+                    for (k, p) in &envs {
+                        k.ipc()?;
+                        p.ipc()?;
+                    }
+                }
+                None
+            };
+            let mut t = Table::new(&["event", "kernel", "parent", "rel_diff", "similar"]);
+            for e in &sim.events {
+                t.row(vec![
+                    e.event.clone(),
+                    num(e.a, 5),
+                    num(e.b, 5),
+                    num(e.relative_difference, 3),
+                    if e.dissimilar { "no" } else { "yes" }.into(),
+                ]);
+            }
+            let pre = vec![format!(
+                "counter-vector similarity of '{}' and '{}' ({}): cosine {} over {} events; {} differ by more than {}",
+                a.name,
+                b.name,
+                sim.basis.label(),
+                num(sim.cosine, 4),
+                sim.events.len(),
+                sim.dissimilar,
+                sim.threshold
+            )];
+            let mut post = Vec::new();
+            for (what, v) in [
+                ("kernel only", &sim.only_a),
+                ("parent only", &sim.only_b),
+                ("zero in both", &sim.zero_in_both),
+            ] {
+                if !v.is_empty() {
+                    post.push(format!("not compared, {what}: {}", v.join(", ")));
+                }
+            }
+            match &ipc {
+                Some(i) => {
+                    for p in &i.pairs {
+                        post.push(format!(
+                            "IPC {}: kernel {}, parent {}, ratio parent/kernel {} ({} % from the mean)",
+                            p.environment,
+                            num(p.kernel_ipc, 4),
+                            num(p.parent_ipc, 4),
+                            num(p.ratio, 4),
+                            num(p.deviation_pct, 3)
+                        ));
+                    }
+                    post.push(match i.invariant {
+                        Some(true) => format!("IPC ratio invariant: every environment within {} % of the mean {}", i.tolerance_pct, num(i.mean_ratio, 4)),
+                        Some(false) => format!("IPC ratio NOT invariant: {} % from the mean {} (tolerance {} %): the kernel's runtime cannot stand for the parent's without a model", num(i.max_deviation_pct, 3), num(i.mean_ratio, 4), i.tolerance_pct),
+                        None => "IPC-ratio invariance needs two environments at least: add --also KERNEL,PARENT".into(),
+                    });
+                }
+                None => post.push(
+                    "IPC ratio: not available, the inputs do not count both instructions and cycles".into(),
+                ),
+            }
+            let json = serde_json::json!({"kernel": a, "parent": b, "similarity": sim, "ipc": ipc});
+            (render(args.format, &json, &pre, &t, &post)?, ())
         }
         ModelCmd::Scaling {
             runs,
@@ -973,6 +1402,355 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The scaling inputs of a CSV threads,clock_ghz,iters,memory_s[,proxy_cycles|,stall_cycles].
+fn scaling_table(table: &Path) -> Result<Vec<ScalingInput>> {
+    let origin = table.display().to_string();
+    let c = hpcscope_models::csv::Csv::parse(&read(table)?, &origin)?;
+    let cols = ["threads", "clock_ghz", "iters", "memory_s"]
+        .iter()
+        .map(|n| c.require(n, "the table needs threads,clock_ghz,iters,memory_s"))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    // Eq. 5.12: an optional `proxy_cycles` column (a low flop/byte proxy's cycles
+    // per iteration at each thread count) gives S_g,t = C_g,t - C_g; a
+    // `stall_cycles` column gives S_g,t directly.
+    let proxy_col = c.column("proxy_cycles");
+    let stall_col = c.column("stall_cycles");
+    if proxy_col.is_some() && stall_col.is_some() {
+        bail!("{origin}: give proxy_cycles or stall_cycles, not both");
+    }
+    let mut inputs = Vec::new();
+    for r in 0..c.rows.len() {
+        let th = c.number(r, cols[0])?;
+        if th < 1.0 || th.fract() != 0.0 {
+            return Err(c
+                .error_at(
+                    r,
+                    cols[0],
+                    format!("threads must be a positive integer, got {th}"),
+                )
+                .into());
+        }
+        inputs.push(ScalingInput {
+            threads: th as u32,
+            clock_hz: c.number(r, cols[1])? * 1e9,
+            iters: c.number(r, cols[2])?,
+            memory_s: c.number(r, cols[3])?,
+            stall_cycles: match stall_col {
+                Some(k) => c.number(r, k)?,
+                None => 0.0,
+            },
+        });
+    }
+    if let Some(k) = proxy_col {
+        let proxy = (0..c.rows.len())
+            .map(|r| Ok((inputs[r].threads, c.number(r, k)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let s = hpcscope_models::strong::stall_cycles(&proxy)
+            .with_context(|| format!("{origin}: proxy_cycles (eq. 5.12)"))?;
+        for i in &mut inputs {
+            i.stall_cycles = s.iter().find(|x| x.0 == i.threads).map_or(0.0, |x| x.1);
+        }
+    }
+    Ok(inputs)
+}
+
+/// Thread counts 1, 2, 4... up to the CPUs this process may use (the last one included).
+fn default_threads(n: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut t = 1;
+    while t < n {
+        v.push(t);
+        t *= 2;
+    }
+    v.push(n.max(1));
+    v
+}
+
+/// Runs the data-throughput kernel and the clock at each thread count.
+fn measure_dt(threads: &[usize], mib: Option<f64>, reps: usize) -> Result<DtReport> {
+    let cpus = hpcscope_bench::affinity::allowed_cpus()
+        .filter(|c| !c.is_empty())
+        .context("cannot tell which CPUs this process may use (sched_getaffinity failed)")?;
+    let threads = if threads.is_empty() {
+        default_threads(cpus.len())
+    } else {
+        threads.to_vec()
+    };
+    let bytes = match mib {
+        Some(m) if m.is_finite() && m > 0.0 => (m * 1048576.0) as u64,
+        Some(m) => bail!("--dt-mib must be positive, got {m}"),
+        None => hpcscope_bench::topology::Topology::detect()
+            .llc()
+            .map_or(64 << 20, |c| 2 * c.size_bytes),
+    };
+    let max_t = threads.iter().copied().max().unwrap_or(1) as u64;
+    if let Some(avail) = hpcscope_host::facts::mem_available_bytes()
+        && bytes.saturating_mul(max_t) > avail / 2
+    {
+        bail!(
+            "--dt-mib: {} threads x {} MiB is more than half the available memory ({} MiB); give a smaller --dt-mib",
+            max_t,
+            bytes >> 20,
+            avail >> 20
+        );
+    }
+    Ok(hpcscope_bench::dt::run(&DtConfig {
+        threads,
+        cpus,
+        nodes_per_thread: DtConfig::nodes_for_bytes(bytes),
+        reps: reps.max(1),
+        target_s: 0.1,
+    })?)
+}
+
+/// Measured runtimes from a CSV threads,seconds.
+fn actual_table(path: &Path) -> Result<Vec<(u32, f64)>> {
+    let origin = path.display().to_string();
+    let c = hpcscope_models::csv::Csv::parse(&read(path)?, &origin)?;
+    let th = c.require("threads", "the thread count of each measured run")?;
+    let sec = c.require("seconds", "the measured runtime of each run, seconds")?;
+    let mut out = Vec::new();
+    for r in 0..c.rows.len() {
+        let t = c.number(r, th)?;
+        let v = c.number(r, sec)?;
+        if t < 1.0 || t.fract() != 0.0 {
+            return Err(c
+                .error_at(
+                    r,
+                    th,
+                    format!("threads must be a positive integer, got {t}"),
+                )
+                .into());
+        }
+        if !(v.is_finite() && v > 0.0) {
+            return Err(c
+                .error_at(r, sec, format!("seconds must be positive, got {v}"))
+                .into());
+        }
+        out.push((t as u32, v));
+    }
+    Ok(out)
+}
+
+/// Runs `program` once per thread count with OMP_NUM_THREADS set; its wall time is the
+/// measured runtime.
+fn run_program(program: &[String], threads: &[u32]) -> Result<Vec<(u32, f64)>> {
+    let mut out = Vec::new();
+    for &t in threads {
+        let mut cmd = std::process::Command::new(&program[0]);
+        cmd.args(&program[1..])
+            .env("OMP_NUM_THREADS", t.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        hpcscope_host::child::die_with_parent(&mut cmd);
+        let t0 = std::time::Instant::now();
+        let st = cmd
+            .status()
+            .with_context(|| format!("cannot run '{}'", program[0]))?;
+        let dt = t0.elapsed().as_secs_f64();
+        if !st.success() {
+            bail!(
+                "'{}' failed at {t} threads ({st}); its runtime is not a measurement",
+                program.join(" ")
+            );
+        }
+        out.push((t, dt));
+    }
+    Ok(out)
+}
+
+/// Eqs. 3.1 and 3.2 over a partition CSV, per rank count, with eq. 5.13 where measured.
+#[allow(clippy::too_many_arguments)]
+fn bsp(
+    format: Format,
+    cycles: f64,
+    points: &[Measured],
+    part: &Path,
+    halo: Halo,
+    pre: Vec<String>,
+    measured: &Option<DtReport>,
+) -> Result<String> {
+    let origin = part.display().to_string();
+    let c = hpcscope_models::csv::Csv::parse(&read(part)?, &origin)?;
+    let need = "the partition needs [ranks,]level,rank,n_indep,n_dep[,actual_s]";
+    let cols = ["level", "rank", "n_indep", "n_dep"]
+        .iter()
+        .map(|n| c.require(n, need))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let ranks_col = c.column("ranks");
+    let actual_col = c.column("actual_s");
+    let mut rows: BTreeMap<u32, Vec<PartitionRow>> = BTreeMap::new();
+    for r in 0..c.rows.len() {
+        let int = |k: usize, what: &str| -> Result<u32> {
+            let v = c.number(r, k)?;
+            if v < 0.0 || v.fract() != 0.0 || v > u32::MAX as f64 {
+                return Err(c
+                    .error_at(
+                        r,
+                        k,
+                        format!("{what} must be a non-negative integer, got {v}"),
+                    )
+                    .into());
+            }
+            Ok(v as u32)
+        };
+        let level = int(cols[0], "level")?;
+        let rank = int(cols[1], "rank")?;
+        let ranks = match ranks_col {
+            Some(k) => int(k, "ranks")?,
+            None => 0,
+        };
+        let actual_s = match actual_col {
+            Some(k) if !c.text(r, k).trim().is_empty() => Some(c.number(r, k)?),
+            _ => None,
+        };
+        rows.entry(ranks).or_default().push(PartitionRow {
+            ranks,
+            level,
+            rank,
+            n_independent: c.number(r, cols[2])?,
+            n_dependent: c.number(r, cols[3])?,
+            actual_s,
+        });
+    }
+    let mut runs = Vec::new();
+    for (ranks, mut rs) in rows {
+        // Without a ranks column, the rank count is the number of distinct ranks.
+        let n = if ranks == 0 {
+            let d: std::collections::BTreeSet<u32> = rs.iter().map(|r| r.rank).collect();
+            d.len() as u32
+        } else {
+            ranks
+        };
+        for r in &mut rs {
+            r.ranks = n;
+        }
+        let m = points.iter().find(|p| p.threads == n).with_context(|| {
+            format!(
+                "{origin}: {n} ranks, but the clock and the memory benchmark were measured at {} threads only; measure at {n} too (--threads)",
+                points.iter().map(|p| p.threads.to_string()).collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        runs.push(bsp_run(cycles, m, &halo, &rs)?);
+    }
+    let mut t = Table::new(&[
+        "ranks",
+        "clock_ghz",
+        "grind_ns",
+        "bound",
+        "levels",
+        "total_s",
+        "error_pct (eq. 5.13)",
+    ]);
+    for r in &runs {
+        t.row(vec![
+            r.ranks.to_string(),
+            num(r.clock_hz / 1e9, 4),
+            num(r.grind_s * 1e9, 4),
+            if r.memory_bound { "memory" } else { "compute" }.into(),
+            r.levels.len().to_string(),
+            num(r.total_s, 5),
+            r.error_pct.map(|e| num(e, 3)).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    let errs: Vec<f64> = runs.iter().filter_map(|r| r.error_pct).collect();
+    let mut post = Vec::new();
+    let stats = if errs.is_empty() {
+        None
+    } else {
+        let st = hpcscope_models::strong::stats_of(&errs);
+        post.push(format!(
+            "eq. 5.13 error over {} rank counts (Table 5.3): mean {} %, SD {} %, max {} %",
+            st.n,
+            num(st.mean_pct, 3),
+            num(st.sd_pct, 3),
+            num(st.max_pct, 3)
+        ));
+        Some(st)
+    };
+    for r in runs.iter().filter(|r| r.cells_without_actual > 0) {
+        post.push(format!(
+            "{} ranks: {} rank/level cell(s) without actual_s are not in the error",
+            r.ranks, r.cells_without_actual
+        ));
+    }
+    let json = serde_json::json!({"bsp": runs, "error_stats": stats, "measurement": measured});
+    render(format, &json, &pre, &t, &post)
+}
+
+/// Counters (any format `counters import` reads) or a profile, as an event vector.
+fn event_vector(path: &Path, region: Option<&str>) -> Result<EventVector> {
+    let text = read(path)?;
+    let name = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    // A profile (mix, counters --profile) carries a format version; counters files do not.
+    let is_profile = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .is_some_and(|v| v.get("format_version").is_some() && v.get("regions").is_some());
+    if is_profile {
+        let p = hpcscope_core::profile::Profile::from_json_str(&text, &path.display().to_string())?;
+        return Ok(hpcscope_models::similarity::from_profile(
+            &p, &name, region,
+        )?);
+    }
+    let raw = hpcscope_counters::import::import_file(path, None, &name)?;
+    let mut events: BTreeMap<String, f64> = BTreeMap::new();
+    let mut time: Option<f64> = None;
+    let mut uncounted = std::collections::BTreeSet::new();
+    let mut found = false;
+    for r in raw
+        .regions
+        .iter()
+        .filter(|r| region.is_none_or(|n| r.name == n))
+    {
+        found = true;
+        for t in &r.threads {
+            if let Some(s) = t.time_s {
+                time = Some(time.map_or(s, |x: f64| x.max(s)));
+            }
+            for (k, c) in &t.counters {
+                match c.value {
+                    Some(v) => *events.entry(k.clone()).or_insert(0.0) += v,
+                    None => {
+                        uncounted.insert(k.clone());
+                    }
+                }
+            }
+        }
+    }
+    if !found {
+        bail!(
+            "{}: no region '{}' (regions: {})",
+            path.display(),
+            region.unwrap_or(""),
+            raw.regions
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !uncounted.is_empty() {
+        // A counter missing in one thread would bias its total: leave it out, and say so.
+        for k in &uncounted {
+            events.remove(k);
+        }
+        eprintln!(
+            "warning: {}: {} counter(s) not counted in some thread, left out: {}",
+            path.display(),
+            uncounted.len(),
+            uncounted.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(EventVector {
+        name,
+        events,
+        time_s: time,
+    })
+}
+
 /// Hockney's model fitted to the `bytes` and `t_avg_us` columns of a CSV (rows of
 /// `benchmark` when given, messages of `min_bytes` and more), and the rows used.
 fn hockney_from_table(
@@ -1020,6 +1798,18 @@ fn hockney_from_table(
     Ok((fit_hockney(&points)?, n))
 }
 
+/// Column label of a model in the validation table.
+fn model_label(id: &str) -> &'static str {
+    match id {
+        "difference" => "difference (eq. 5.11)",
+        "v1" => "v1 (eq. 5.5)",
+        "v2" => "v2 (eq. 5.7)",
+        "equal_ipc" => "equal IPC",
+        "constant_rc" => "constant R_c",
+        _ => "model",
+    }
+}
+
 fn read(p: &Path) -> Result<String> {
     // Bounded, with a byte-order mark dropped, as every input hpcscope reads.
     Ok(hpcscope_core::load::read(p, "the file", "check the path")?)
@@ -1063,6 +1853,14 @@ fn parse_cpi(arg: &str) -> Result<Cpis> {
         .collect())
 }
 
+/// How `model kernel` picks its loop beyond the default, and counts spills.
+#[derive(Debug, Clone, Copy)]
+struct Pick {
+    ins_per_iter: Option<f64>,
+    min_loads: Option<f64>,
+    min_stores: Option<f64>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn kernel(
     format: Format,
@@ -1073,6 +1871,7 @@ fn kernel(
     classes: Option<&Path>,
     all: bool,
     listing: bool,
+    pick: Pick,
 ) -> Result<(String, ())> {
     let table = match classes {
         Some(p) => ClassTable::from_toml(&read(p)?, &p.display().to_string())?,
@@ -1155,6 +1954,56 @@ fn kernel(
         }
         None => rep.main_loop().map(|l| l.start),
     };
+    let h_main = main;
+    // The thesis's criterion: the loop whose instructions match the measured count.
+    let by_ins = match pick.ins_per_iter {
+        Some(n) => {
+            let b = rep.select_by_instructions(n)?;
+            pre.push(format!(
+                "by measured instructions per iteration ({}): loop {:#x} with {} instructions ({} %{}){}",
+                num(n, 5),
+                b.start,
+                b.instructions,
+                num(b.mismatch_pct, 3),
+                b.runner_up_pct
+                    .map(|r| format!(", next candidate {} %", num(r, 3)))
+                    .unwrap_or_default(),
+                match main {
+                    Some(m) if hot.is_some() && m != b.start => format!(
+                        "; the hottest sampled loop is {m:#x}: they differ, check the iteration count"
+                    ),
+                    Some(m) if hot.is_some() => format!("; it is the hottest sampled loop {m:#x} too"),
+                    _ => String::new(),
+                }
+            ));
+            Some(b)
+        }
+        None => None,
+    };
+    let main = by_ins.as_ref().map(|b| b.start).or(main);
+    let spill = match (pick.min_loads, pick.min_stores) {
+        (None, None) => None,
+        (l, s) => {
+            let lp = rep
+                .loops
+                .iter()
+                .find(|l| Some(l.start) == main)
+                .context("no main loop to count spills in")?;
+            let sp =
+                hpcscope_models::kernel::spills(&lp.counts, l.unwrap_or(0.0), s.unwrap_or(0.0))?;
+            pre.push(format!(
+                "spills of loop {:#x} (section 5.3): {} loads - minimum {} = {} spill loads; {} stores - minimum {} = {} spill stores",
+                lp.start,
+                num(sp.loads, 4),
+                num(sp.min_loads, 4),
+                num(sp.spill_loads, 4),
+                num(sp.stores, 4),
+                num(sp.min_stores, 4),
+                num(sp.spill_stores, 4)
+            ));
+            Some((lp.start, sp))
+        }
+    };
     let mut t = Table::new(&[
         "loop",
         "innermost",
@@ -1173,8 +2022,13 @@ fn kernel(
         );
     }
     for l in rep.loops.iter().filter(|l| all || l.innermost) {
-        let counts = l
-            .counts
+        let spilled = spill
+            .as_ref()
+            .filter(|(a, _)| *a == l.start)
+            .map(|(_, sp)| hpcscope_models::kernel::with_spills(&l.counts, sp));
+        let counts = spilled
+            .as_ref()
+            .unwrap_or(&l.counts)
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
@@ -1230,6 +2084,11 @@ fn kernel(
             rep.end
         ),
     );
+    if spill.is_some() {
+        post.push(
+            "the main loop's LOAD and STORE counts above are spills (beyond the minimum), as the difference model takes them".into(),
+        );
+    }
     let text = match &hot {
         // JSON keeps the sampling evidence beside the kernel.
         Some(h) => render(
@@ -1238,7 +2097,22 @@ fn kernel(
                 "kernel": rep,
                 "samples": h.total,
                 "functions": h.functions,
-                "hottest_loop": main,
+                "hottest_loop": h_main,
+                "by_instructions": by_ins,
+                "spills": spill.as_ref().map(|x| x.1),
+                "main_loop": main,
+            }),
+            &pre,
+            &t,
+            &post,
+        )?,
+        None if by_ins.is_some() || spill.is_some() => render(
+            format,
+            &serde_json::json!({
+                "kernel": rep,
+                "by_instructions": by_ins,
+                "spills": spill.as_ref().map(|x| x.1),
+                "main_loop": main,
             }),
             &pre,
             &t,
