@@ -100,7 +100,11 @@ fn eq_5_2_measured_clock_broadwell_3_19_to_2_08_ghz() {
     let s = strong_scaling(113.0, &inputs).unwrap();
     close(s.points[0].compute_s, 0.010804, 5e-7);
     close(s.points[1].compute_s, 0.016570, 5e-7);
-    close(s.points[1].compute_s / s.points[0].compute_s, 3.19 / 2.08, 1e-12);
+    close(
+        s.points[1].compute_s / s.points[0].compute_s,
+        3.19 / 2.08,
+        1e-12,
+    );
     close((1.0 - 2.08 / 3.19) * 100.0, 34.8, 0.05);
     // The memory time is the DT time per iteration times the iterations.
     close(s.points[0].memory_s, 305_000.0 * 1e-9, 1e-15);
@@ -139,10 +143,22 @@ fn table_5_2_statistics_of_every_model_side_by_side() {
         ("FP", 60.0),
         ("INT", 10.0),
     ]);
-    let c = compare(&sky, &proxy, &target, &cpi, 180.0, Some(0.6), Scheduler::Waterfill).unwrap();
+    let c = compare(
+        &sky,
+        &proxy,
+        &target,
+        &cpi,
+        180.0,
+        Some(0.6),
+        Scheduler::Waterfill,
+    )
+    .unwrap();
     let v = validate(&[("a".into(), c.clone(), 120.0), ("b".into(), c, 100.0)]).unwrap();
     let names: Vec<&str> = v.models.iter().map(|x| x.model.as_str()).collect();
-    assert_eq!(names, ["difference", "v1", "v2", "equal_ipc", "constant_rc"]);
+    assert_eq!(
+        names,
+        ["difference", "v1", "v2", "equal_ipc", "constant_rc"]
+    );
     let d = &v.models[0];
     close(d.errors_pct[0], (113.0 - 120.0) / 120.0 * 100.0, 1e-9);
     close(d.errors_pct[1], 13.0, 1e-9);
