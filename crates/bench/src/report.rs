@@ -6,7 +6,9 @@
 
 use std::path::Path;
 
-use hpcscope_core::machine::{CacheGeometry, Level, LevelKind, Peak, WidthBandwidth, WidthPeak};
+use hpcscope_core::machine::{
+    CacheGeometry, CeilingOp, ComputeCeiling, Level, LevelKind, Peak, WidthBandwidth, WidthPeak,
+};
 use hpcscope_core::{Machine, Precision};
 use serde::{Deserialize, Serialize};
 
@@ -329,12 +331,48 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             });
         }
         widths.sort_by_key(|w| w.vector_bits);
+        // The other operations at every width they ran: the compute ceilings of the
+        // cache-aware roofline below the peak (no-FMA, add-only, mul-only).
+        let mut ceilings: Vec<ComputeCeiling> = Vec::new();
+        for p in r
+            .peaks
+            .iter()
+            .filter(|p| p.precision == prec && p.op != best.op)
+        {
+            let op = match p.op {
+                FlopOp::Add => CeilingOp::Add,
+                FlopOp::Mul => CeilingOp::Mul,
+                FlopOp::Fma => CeilingOp::Fma,
+            };
+            let bits = p.width.bits(prec.bits());
+            if ceilings.iter().any(|c| c.op == op && c.vector_bits == bits) {
+                continue;
+            }
+            ceilings.push(ComputeCeiling {
+                op,
+                vector_bits: bits,
+                core_gflops: Some(round(p.gflops.pick(stat), 4)),
+                node_gflops: None,
+                label: None,
+                provenance: format!(
+                    "{stamp}: kernel {}-{}-{} ({} independent accumulator chains, inline asm), 1 thread pinned to CPU {}, {settings} (spread {:.1}%)",
+                    p.op,
+                    prec,
+                    p.width,
+                    crate::flops::CHAINS,
+                    ri.cpus.first().copied().unwrap_or(0),
+                    100.0 * p.gflops.spread()
+                ),
+            });
+        }
+        ceilings.sort_by_key(|c| (c.vector_bits, c.op.to_string()));
         peaks.push(Peak {
             precision: prec,
             core_gflops: Some(round(best.gflops.pick(stat), 4)),
             node_gflops: node.map(|v| round(v, 4)),
             provenance: prov,
             widths,
+            ceilings,
         });
     }
     if peaks.is_empty() {

@@ -402,6 +402,46 @@ fn roofline_table_and_svg() {
     assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"));
 }
 
+/// Seed 001 Table 3 (FP Crunch on A64FX): the node roofline lists and draws the compute
+/// ceilings below the peak, those of one value (1040 GFLOP/s) on one line.
+#[test]
+fn roofline_carm_ceilings_seed001_table3() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.json");
+    std::fs::write(
+        &p,
+        serde_json::json!({"format_version": 1, "application": "k", "isa": "aarch64",
+            "vector_bits": 512, "precision": "f64", "regions": [{"name": "main", "threads": [{
+            "thread": 0, "flops": 1.0e11, "fp_instructions": 1.0e10, "time_s": 10.0,
+            "memory": {"bytes_total": 2.0e11, "hit_ratios": {"kind": "local", "levels": [
+                {"level": "L1", "ratio": 0.9}, {"level": "L2", "ratio": 0.6}]}}}]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let svg = dir.path().join("r.svg");
+    let o = run(&[
+        "roofline",
+        "-m",
+        "a64fx-node",
+        "-p",
+        p.to_str().unwrap(),
+        "--scope",
+        "node",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("compute ceilings below the peak: scalar 150.0 GFLOP/s (mult scalar); no-FMA 1040 GFLOP/s"),
+        "{s}"
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(svg.matches("class=\"compute-ceiling\"").count(), 2, "{svg}");
+    assert!(svg.contains("no-FMA = add-only = mul-only 1040"), "{svg}");
+    assert!(svg.contains("scalar 150"), "{svg}");
+}
+
 #[test]
 fn explore_example_scenario() {
     let dir = tempfile::tempdir().unwrap();

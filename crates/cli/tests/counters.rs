@@ -112,6 +112,84 @@ fn compare_two_machines() {
     );
 }
 
+/// Seed 001 Table 22 (Vofid on A64FX, seven code versions): `compare` takes the whole
+/// ladder, one column per version in order, and each ratio to the first version is the ratio
+/// of the printed cells.
+#[test]
+fn compare_version_ladder_seed001_table22_vofid() {
+    let fixture = format!(
+        "{}/../counters/tests/data/seed001/raw_counters.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let all: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for v in all
+        .iter()
+        .filter(|v| v["label"].as_str().unwrap().starts_with("T22 "))
+    {
+        let f = dir.path().join(format!("v{}.json", files.len()));
+        std::fs::write(&f, v.to_string()).unwrap();
+        files.push(f.to_str().unwrap().to_string());
+    }
+    assert_eq!(files.len(), 7);
+    let labels = "Production,Original,OPT 1A,OPT 1B,OPT 1C,OPT 2A,OPT 2B";
+    let mut args: Vec<&str> = vec!["compare"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend([
+        "--labels",
+        labels,
+        "--recipe",
+        "fujitsu-a64fx",
+        "--variant",
+        "as-published",
+        "--precision",
+        "sp",
+        "--ratio",
+        "first",
+        "--format",
+        "csv",
+    ]);
+    let (code, out, err) = run_cli(&args);
+    assert_eq!(code, 0, "{err}");
+    let head = out.lines().next().unwrap();
+    assert!(
+        head.contains(
+            "Production,Original,OPT 1A,OPT 1B,OPT 1C,OPT 2A,OPT 2B,Original / Production"
+        ),
+        "{head}"
+    );
+    assert!(head.ends_with("OPT 2B / Production"), "{head}");
+    // L2 Bytes: 2,648.85 GB (Production) and 10,664.80 GB (Original): 4.026.
+    let l2 = out.lines().find(|l| l.contains(",L2 Bytes")).unwrap();
+    let cells: Vec<&str> = l2.split(',').collect();
+    let ratio: f64 = cells[cells.len() - 6]
+        .trim_end_matches('*')
+        .parse()
+        .unwrap();
+    assert!((ratio - 10664.80 / 2648.85).abs() < 1e-3, "{l2}");
+    // Time: 6.24 s (OPT 2B) over 18.3 s (Production).
+    let t = out.lines().find(|l| l.contains(",Time (s)")).unwrap();
+    let last: f64 = t.rsplit(',').next().unwrap().parse().unwrap();
+    assert!((last - 6.24 / 18.3).abs() < 1e-3, "{t}");
+    // Ratios to the previous version instead; one label too few is refused.
+    args.retain(|a| *a != "first");
+    let i = args.iter().position(|a| *a == "--ratio").unwrap();
+    args.insert(i + 1, "previous");
+    let (code, out, err) = run_cli(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines().next().unwrap().contains("OPT 2B / OPT 2A"),
+        "{out}"
+    );
+    let i = args.iter().position(|a| *a == labels).unwrap();
+    args[i] = "a,b";
+    let (code, _, err) = run_cli(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--labels gives 2 labels for 7 runs"), "{err}");
+}
+
 #[test]
 fn profile_from_counters() {
     let dir = tempfile::tempdir().unwrap();

@@ -146,8 +146,11 @@ pub fn apply(
                     "{} x {v}/{} (vector length extrapolated linearly)",
                     p.provenance, m.vector_bits
                 );
-                // Measured per-width peaks describe the real core, not the extrapolated one.
+                // Measured per-width peaks describe the real core, not the extrapolated one;
+                // so do its vector ceilings (scalar ones still hold).
                 p.widths.clear();
+                let scalar = p.precision.bits();
+                p.ceilings.retain(|c| c.vector_bits == scalar);
             }
             out.vector_bits = *v;
         }
@@ -246,6 +249,9 @@ pub fn apply(
                 for w in &mut p.widths {
                     w.node_gflops = w.node_gflops.map(|x| x * r);
                 }
+                for c in &mut p.ceilings {
+                    c.node_gflops = c.node_gflops.map(|x| x * r);
+                }
             }
             let new_cores = out.cores();
             for l in &mut out.levels {
@@ -292,6 +298,7 @@ pub fn apply(
                     }
                     p.provenance = "set by a scenario transform (hypothetical)".into();
                     p.widths.clear();
+                    p.ceilings.clear();
                 }
                 None => out.peaks.push(crate::machine::Peak {
                     precision: *precision,
@@ -299,6 +306,7 @@ pub fn apply(
                     node_gflops: *node_gflops,
                     provenance: "set by a scenario transform (hypothetical)".into(),
                     widths: Vec::new(),
+                    ceilings: Vec::new(),
                 }),
             }
         }

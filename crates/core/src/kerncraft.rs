@@ -256,6 +256,7 @@ pub fn import(
                 }
             ),
             widths: Vec::new(),
+            ceilings: Vec::new(),
         }),
         (None, _) => missing.push(
             "`FLOPs per cycle` `DP` `total` (INFORMATION_REQUIRED in the file: give \
@@ -271,6 +272,7 @@ pub fn import(
             node_gflops: Some(f * g * f64::from(cores)),
             provenance: format!("theoretical: {f} SP FLOPs per cycle x {g} GHz; {src_note}"),
             widths: Vec::new(),
+            ceilings: Vec::new(),
         });
     }
     // Bandwidths: the triad measurements, one thread per core.

@@ -67,6 +67,108 @@ pub struct Peak {
     /// width) instead of `core_gflops`, which is the best kernel's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub widths: Vec<WidthPeak>,
+    /// Compute ceilings below the peak (cache-aware roofline): one kernel of one operation
+    /// at one width each (scalar, add-only, mul-only...), see [`Machine::carm_ceilings`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings: Vec<ComputeCeiling>,
+}
+
+/// The floating-point operation of a compute-ceiling kernel.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CeilingOp {
+    /// Additions only (1 FLOP per lane).
+    Add,
+    /// Multiplications only (1 FLOP per lane).
+    Mul,
+    /// Fused multiply-adds (2 FLOPs per lane).
+    Fma,
+}
+
+impl std::fmt::Display for CeilingOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CeilingOp::Add => "add",
+            CeilingOp::Mul => "mul",
+            CeilingOp::Fma => "fma",
+        })
+    }
+}
+
+/// One compute ceiling: the sustained rate of a kernel of one operation at one width.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeCeiling {
+    /// Operation of every FP instruction of the kernel.
+    pub op: CeilingOp,
+    /// Width of every FP instruction, bits (the element size for scalar code).
+    pub vector_bits: u32,
+    /// Rate of one core running alone, GFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_gflops: Option<f64>,
+    /// Rate of the node with every core busy, GFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_gflops: Option<f64>,
+    /// The source's own name of the kernel (`mult simd`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Where the numbers come from.
+    pub provenance: String,
+}
+
+/// The compute ceilings of the cache-aware roofline below the peak.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CarmKind {
+    /// No SIMD: the best scalar kernel (FMA when the core has it).
+    Scalar,
+    /// No FMA: the best add-only or mul-only kernel at any width.
+    NoFma,
+    /// Additions only, best width.
+    AddOnly,
+    /// Multiplications only, best width.
+    MulOnly,
+}
+
+impl CarmKind {
+    /// Every kind, highest ceiling usually last.
+    pub const ALL: [CarmKind; 4] = [
+        CarmKind::Scalar,
+        CarmKind::NoFma,
+        CarmKind::AddOnly,
+        CarmKind::MulOnly,
+    ];
+
+    /// Short name (`no-FMA`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CarmKind::Scalar => "scalar",
+            CarmKind::NoFma => "no-FMA",
+            CarmKind::AddOnly => "add-only",
+            CarmKind::MulOnly => "mul-only",
+        }
+    }
+}
+
+/// A compute ceiling of the cache-aware roofline, read from a machine.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CarmCeiling {
+    /// Which ceiling.
+    pub kind: CarmKind,
+    /// GFLOP/s in the scope asked for.
+    pub gflops: f64,
+    /// Operation of the kernel it comes from.
+    pub op: CeilingOp,
+    /// Width of that kernel, bits.
+    pub vector_bits: u32,
+    /// The kernel in words (`fma 64-bit`, or the source's label).
+    pub kernel: String,
+    /// How the value was read (given, a node share...).
+    pub derivation: Derivation,
 }
 
 /// The sustained peak of one precision when every FP instruction has one width.
@@ -300,6 +402,8 @@ pub struct Machine {
 const MAX_GBS: f64 = 1.0e6;
 /// Largest peak accepted, GFLOP/s: above, the value is probably in FLOP/s.
 const MAX_GFLOPS: f64 = 1.0e7;
+/// How far a compute ceiling may lie above its peak (measurement noise) before it is refused.
+const CEILING_ABOVE_PEAK: f64 = 0.05;
 /// Largest cache line, bytes.
 const MAX_LINE_BYTES: u32 = 1 << 16;
 /// Largest cache, bytes (1 TiB).
@@ -569,6 +673,54 @@ impl Machine {
                     ));
                 }
             }
+            for (k, c) in p.ceilings.iter().enumerate() {
+                let g = format!("{f}.ceilings[{k}]");
+                errs.extend(check_width_entry(
+                    origin,
+                    &g,
+                    c.vector_bits,
+                    [
+                        ("core_gflops", c.core_gflops),
+                        ("node_gflops", c.node_gflops),
+                    ],
+                    "GFLOP/s",
+                    MAX_GFLOPS,
+                    &c.provenance,
+                ));
+                if p.ceilings[..k]
+                    .iter()
+                    .any(|o| o.op == c.op && o.vector_bits == c.vector_bits)
+                {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{g}.op"),
+                        format!("{} at {} bits appears twice", c.op, c.vector_bits),
+                        "give one [[peaks.ceilings]] entry per operation and width",
+                    ));
+                }
+                for (name, v, peak) in [
+                    ("core_gflops", c.core_gflops, p.core_gflops),
+                    ("node_gflops", c.node_gflops, p.node_gflops),
+                ] {
+                    if let (Some(v), Some(peak)) = (v, peak)
+                        && v.is_finite()
+                        && peak.is_finite()
+                        && v > peak * (1.0 + CEILING_ABOVE_PEAK)
+                    {
+                        errs.push(InputError::new(
+                            origin,
+                            format!("{g}.{name}"),
+                            format!(
+                                "{} GFLOP/s is above the peak's {} GFLOP/s by more than {:.0} %",
+                                short_number(v),
+                                short_number(peak),
+                                CEILING_ABOVE_PEAK * 100.0
+                            ),
+                            "the peak is the best kernel: raise the peak to this value, or check the ceiling's unit and scope (core or node)",
+                        ));
+                    }
+                }
+            }
         }
         if self.levels.is_empty() {
             errs.push(InputError::new(
@@ -770,6 +922,86 @@ impl Machine {
             (None, Some(n)) => Some((n / f64::from(self.cores()), Derivation::NodeShare)),
             (None, None) => None,
         }
+    }
+
+    /// The compute ceilings of the cache-aware roofline below the `precision` peak (scalar,
+    /// no-FMA, add-only, mul-only), each the best kernel of the machine's
+    /// `[[peaks.ceilings]]` (and, for scalar, of its per-width peaks) that fits: one core
+    /// alone (`node_share` false) or its share of the node (true), falling back to the
+    /// other as [`Machine::core_peak_gflops`] does. A kind no kernel fits is absent.
+    pub fn carm_ceilings(&self, precision: Precision, node_share: bool) -> Vec<CarmCeiling> {
+        let Some(p) = self.peak(precision) else {
+            return Vec::new();
+        };
+        let cores = f64::from(self.cores());
+        let value = |core: Option<f64>, node: Option<f64>| -> Option<(f64, Derivation)> {
+            if node_share {
+                match (node, core) {
+                    (Some(n), _) => Some((n / cores, Derivation::NodeShare)),
+                    (None, Some(c)) => Some((c, Derivation::CoreAsShare)),
+                    _ => None,
+                }
+            } else {
+                match (core, node) {
+                    (Some(c), _) => Some((c, Derivation::Given)),
+                    (None, Some(n)) => Some((n / cores, Derivation::NodeShare)),
+                    _ => None,
+                }
+            }
+        };
+        // Candidates: (op, bits, kernel, value, derivation).
+        let mut cand: Vec<(CeilingOp, u32, String, f64, Derivation)> = Vec::new();
+        for c in &p.ceilings {
+            if let Some((v, d)) = value(c.core_gflops, c.node_gflops) {
+                let kernel = c
+                    .label
+                    .clone()
+                    .unwrap_or_else(|| format!("{} {}-bit", c.op, c.vector_bits));
+                cand.push((c.op, c.vector_bits, kernel, v, d));
+            }
+        }
+        let peak_op = if self.fma {
+            CeilingOp::Fma
+        } else {
+            CeilingOp::Mul
+        };
+        for w in &p.widths {
+            if w.vector_bits == precision.bits()
+                && let Some((v, d)) = value(w.core_gflops, w.node_gflops)
+            {
+                cand.push((
+                    peak_op,
+                    w.vector_bits,
+                    format!("{} {}-bit (per-width peak)", peak_op, w.vector_bits),
+                    v,
+                    d,
+                ));
+            }
+        }
+        let mut out = Vec::new();
+        for kind in CarmKind::ALL {
+            let fits = |op: CeilingOp, bits: u32| match kind {
+                CarmKind::Scalar => bits == precision.bits(),
+                CarmKind::NoFma => op != CeilingOp::Fma,
+                CarmKind::AddOnly => op == CeilingOp::Add,
+                CarmKind::MulOnly => op == CeilingOp::Mul,
+            };
+            if let Some(best) = cand
+                .iter()
+                .filter(|c| fits(c.0, c.1))
+                .max_by(|a, b| a.3.total_cmp(&b.3))
+            {
+                out.push(CarmCeiling {
+                    kind,
+                    gflops: best.3,
+                    op: best.0,
+                    vector_bits: best.1,
+                    kernel: best.2.clone(),
+                    derivation: best.4,
+                });
+            }
+        }
+        out
     }
 
     /// Per-core share of the node peak (eq. 7.1), GFLOP/s.
@@ -1033,6 +1265,7 @@ fn pick_width(
 }
 
 /// How a per-core value was obtained from a machine file.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Derivation {

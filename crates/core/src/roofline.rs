@@ -157,6 +157,10 @@ pub struct Ceilings {
     /// per-width peaks: eq. 6.2 then reads `min(rate x FLOPs / FP instruction, peak)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fp_instruction_rate: Option<f64>,
+    /// The compute ceilings below the peak (scalar, no-FMA, add-only, mul-only) the machine
+    /// gives, in this scope ([`Machine::carm_ceilings`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compute_ceilings: Vec<crate::machine::CarmCeiling>,
 }
 
 /// How a binary's FP instructions and bytes split by vector width.
@@ -283,6 +287,7 @@ impl Ceilings {
             notes,
             access_widths: None,
             fp_instruction_rate: None,
+            compute_ceilings: m.carm_ceilings(precision, scope == Scope::Node),
         })
     }
 

@@ -1,6 +1,7 @@
 //! Reports as the seed lays them out: metric rows grouped by category, one column per
 //! configuration (run, machine, region), as text, Markdown, CSV or JSON. Two columns get a
-//! third with their ratio (`compare`).
+//! third with their ratio (`compare`); a ladder of versions, ratios to the first or to the
+//! previous version on request.
 
 use serde::Serialize;
 
@@ -68,6 +69,35 @@ fn cell(m: &MetricValue, scale: f64) -> String {
     }
 }
 
+/// Which ratio columns a comparison of runs gets (one column per run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ratios {
+    /// Two runs: `B / A`; more: none.
+    #[default]
+    Auto,
+    /// Every run after the first over the first (`v3 / v1`): a version ladder against its
+    /// baseline.
+    First,
+    /// Every run over the one before it (`v3 / v2`): what each step of the ladder changed.
+    Previous,
+    /// No ratio.
+    None,
+}
+
+/// The ratio columns for `n` columns: `(numerator, denominator)` indices.
+fn ratio_pairs(ratios: Ratios, reports: usize, n: usize) -> Vec<(usize, usize)> {
+    // Ratios compare runs: only when each run gives one column.
+    if reports != n || n < 2 {
+        return Vec::new();
+    }
+    match ratios {
+        Ratios::Auto if n == 2 => vec![(1, 0)],
+        Ratios::Auto | Ratios::None => Vec::new(),
+        Ratios::First => (1..n).map(|i| (i, 0)).collect(),
+        Ratios::Previous => (1..n).map(|i| (i, i - 1)).collect(),
+    }
+}
+
 /// Renders reports. `region` picks one region; `per_thread` adds per-thread columns.
 pub fn render(
     reports: &[Report],
@@ -76,16 +106,27 @@ pub fn render(
     per_thread: bool,
     format: Format,
 ) -> String {
+    render_with(reports, set, region, per_thread, format, Ratios::Auto)
+}
+
+/// [`render`] with the ratio columns chosen (`counters compare --ratio`).
+pub fn render_with(
+    reports: &[Report],
+    set: &MetricSet,
+    region: Option<&str>,
+    per_thread: bool,
+    format: Format,
+    ratios: Ratios,
+) -> String {
     if format == Format::Json {
         return serde_json::to_string_pretty(reports).unwrap_or_default();
     }
     let cols = columns(reports, region, per_thread);
-    // Two runs side by side get their ratio.
-    let ratio = reports.len() == 2 && cols.len() == 2;
+    let pairs = ratio_pairs(ratios, reports.len(), cols.len());
     let mut headers = vec!["metric".to_string()];
     headers.extend(cols.iter().map(|c| c.header.clone()));
-    if ratio {
-        headers.push(format!("{} / {}", cols[1].header, cols[0].header));
+    for &(i, j) in &pairs {
+        headers.push(format!("{} / {}", cols[i].header, cols[j].header));
     }
     let mut table =
         hpcscope_report::Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
@@ -113,8 +154,8 @@ pub fn render(
             for v in &vals {
                 r.push(v.map_or("NA".into(), |v| cell(v, m.scale)));
             }
-            if ratio {
-                let q = match (vals[0].and_then(|v| v.value), vals[1].and_then(|v| v.value)) {
+            for &(i, j) in &pairs {
+                let q = match (vals[j].and_then(|v| v.value), vals[i].and_then(|v| v.value)) {
                     (Some(a), Some(b)) if a != 0.0 => fmt_value(b / a),
                     _ => "NA".into(),
                 };

@@ -81,6 +81,12 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
     if let Some(v) = achieved {
         yv.push(v);
     }
+    let ceilings: Vec<&hpcscope_core::machine::CarmCeiling> = c
+        .compute_ceilings
+        .iter()
+        .filter(|k| positive(k.gflops) && distinct(k.gflops, c.peak_gflops))
+        .collect();
+    yv.extend(ceilings.iter().map(|k| k.gflops));
     let ((xlo, xhi), (ylo, yhi)) = domains(&xv, &yv);
     let (xs, xticks) = axis(Kind::Log, xlo, xhi, f.left, f.right);
     let (ys, yticks) = axis(Kind::Log, ylo, yhi, f.bottom, f.top);
@@ -94,6 +100,12 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
         caption.push_str(
             "; the dotted line is that peak scaled by the binary's instruction mix (FLOPs per FP instruction over the maximum, eq. 6.2)",
         );
+    }
+    if !ceilings.is_empty() {
+        caption.push_str(&format!(
+            "; dashed grey lines are the compute ceilings without a feature ({}): code that lacks it stays below",
+            join_and(&ceilings.iter().map(|k| k.kind.name().to_string()).collect::<Vec<_>>())
+        ));
     }
     caption.push('.');
     let binding = format!(
@@ -165,6 +177,7 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
     };
     let mut obstacles = Obstacles::default();
     let roof_labels = draw_roofs(&mut svg, &f, &xs, &ys, &[set], &mut obstacles);
+    draw_compute_ceilings(&mut svg, &f, &xs, &ys, &ceilings, a, &mut obstacles);
 
     // Efficiency gap at the binding level: a dashed drop from the roof to the point.
     let mut taken: Vec<Rect> = obstacles.rects.clone();
@@ -304,6 +317,19 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
             ),
         ));
     }
+    for k in &ceilings {
+        legend.push(LegendEntry::line(
+            CEILING_COLOR,
+            1.4,
+            Some(CEILING_DASH),
+            format!(
+                "{} {} GFLOP/s ({})",
+                k.kind.name(),
+                fmt_value(k.gflops),
+                k.kernel
+            ),
+        ));
+    }
     legend.push(LegendEntry::heading("Application"));
     legend.push(LegendEntry::marker(
         Shape::Circle,
@@ -321,6 +347,90 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
     let cap_y = (f.bottom + 66.0).max(legend_bottom + 18.0);
     let bottom = draw_caption(&mut svg, cap_y, &lines);
     svg.finish(bottom + 6.0)
+}
+
+/// Colour and dash of the compute ceilings below the peak.
+const CEILING_COLOR: &str = "#6b6b6b";
+const CEILING_DASH: &str = "6 3";
+
+/// The compute ceilings below the peak (cache-aware roofline), those of one value merged:
+/// `(GFLOP/s, names joined by " = ")`.
+fn merged_ceilings(ceilings: &[&hpcscope_core::machine::CarmCeiling]) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for k in ceilings {
+        match out.iter_mut().find(|(g, _)| !distinct(*g, k.gflops)) {
+            Some((_, names)) => {
+                names.push_str(" = ");
+                names.push_str(k.kind.name());
+            }
+            None => out.push((k.gflops, k.kind.name().to_string())),
+        }
+    }
+    out
+}
+
+/// The compute ceilings below the peak (cache-aware roofline): each a horizontal dashed line
+/// from the fastest level's roof to the right edge, labelled just right of that roof (the
+/// peaks' labels sit at the right edge).
+fn draw_compute_ceilings(
+    svg: &mut Svg,
+    f: &Frame,
+    xs: &crate::axis::Scale,
+    ys: &crate::axis::Scale,
+    ceilings: &[&hpcscope_core::machine::CarmCeiling],
+    a: &RooflineAnalysis,
+    obstacles: &mut Obstacles,
+) {
+    if ceilings.is_empty() {
+        return;
+    }
+    let fastest = a
+        .levels
+        .iter()
+        .map(|l| l.bandwidth_gbs)
+        .filter(|b| positive(*b))
+        .fold(0.0, f64::max);
+    svg.open_group("compute-ceilings");
+    for (gflops, names) in merged_ceilings(ceilings) {
+        if !ys.contains(gflops) {
+            continue;
+        }
+        let y = ys.px(gflops);
+        let ridge = if fastest > 0.0 { gflops / fastest } else { 0.0 };
+        let x0 = if xs.contains(ridge) {
+            xs.px(ridge)
+        } else {
+            f.left
+        };
+        svg.line(
+            x0,
+            y,
+            f.right,
+            y,
+            Stroke::dashed(CEILING_COLOR, 1.4, CEILING_DASH),
+            Some("compute-ceiling"),
+        );
+        obstacles.segments.push(((x0, y), (f.right, y)));
+        let text = format!("{names} {}", fmt_value(gflops));
+        let tx = x0 + 8.0;
+        svg.text(
+            tx,
+            y + 13.0,
+            &text,
+            &TextStyle {
+                size: 10.5,
+                anchor: Anchor::Start,
+                fill: CEILING_COLOR,
+                halo: true,
+                class: Some("compute-ceiling-label"),
+                ..TextStyle::default()
+            },
+        );
+        obstacles
+            .rects
+            .push(Rect::of_text(tx, y + 13.0, &text, 10.5, Anchor::Start));
+    }
+    svg.close_group();
 }
 
 /// Source and target rooflines overlaid, with the projection.

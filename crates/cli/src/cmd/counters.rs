@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_core::Classify;
 use hpcscope_counters::catalogue::{Catalogue, Recipe, Variant};
 use hpcscope_counters::compute::{self, Options, Precision, Report};
@@ -39,7 +39,8 @@ pub enum CountersCmd {
     /// Compute the metrics from counter files users already have (perf stat -x, CSV,
     /// PAPI high-level or Caliper JSON, likwid-perfctr CSV); several files are merged.
     Import(ImportArgs),
-    /// Compare two runs or two machines side by side (columns A, B and B/A).
+    /// Compare runs side by side: two runs or machines (columns A, B and B/A), or a ladder
+    /// of code versions (one column each, ratios to the first or the previous on request).
     Compare(CompareArgs),
     /// Check the recipe against a triad kernel with known flops and bytes.
     Validate(ValidateArgs),
@@ -157,20 +158,41 @@ pub struct ImportArgs {
     pub out: OutOpts,
 }
 
+/// Ratio columns of `counters compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum RatioArg {
+    /// Two runs: B / A; more runs: none.
+    #[default]
+    Auto,
+    /// Every run over the first (a version ladder against its baseline).
+    First,
+    /// Every run over the one before it (what each step changed).
+    Previous,
+    /// No ratio column.
+    None,
+}
+
 /// Arguments of `counters compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// First run (any importable counter file, or `run --save` output).
-    pub a: PathBuf,
-    /// Second run.
-    pub b: PathBuf,
-    /// Input format of both files (default: guessed).
+    /// The runs, in order (any importable counter file, or `run --save` output): two runs,
+    /// or a ladder of code versions (one column each, as the seed's version tables).
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Column headers, comma-separated, one per run (default: the file names).
+    #[arg(long, value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// Ratio columns: auto (B / A for two runs), first, previous or none.
+    #[arg(long, value_enum, default_value_t)]
+    pub ratio: RatioArg,
+    /// Input format of every file (default: guessed).
     #[arg(long, value_enum)]
     pub from: Option<InFormat>,
-    /// Recipe of A (default: --recipe, or this CPU's).
+    /// Recipe of the first run (default: --recipe, or this CPU's).
     #[arg(long)]
     pub recipe_a: Option<String>,
-    /// Recipe of B, for two machines (default: --recipe, or this CPU's).
+    /// Recipe of the second and later runs, for two machines (default: --recipe, or this
+    /// CPU's).
     #[arg(long)]
     pub recipe_b: Option<String>,
     /// Recipe.
@@ -264,6 +286,16 @@ fn variant(o: &RecipeOpts) -> Variant {
 }
 
 fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
+    report_with(cat, reports, o, app, output::Ratios::Auto)
+}
+
+fn report_with(
+    cat: &Catalogue,
+    reports: &[Report],
+    o: &OutOpts,
+    app: &str,
+    ratios: output::Ratios,
+) -> Result<()> {
     if let Some(r) = &o.region
         && !reports
             .iter()
@@ -275,12 +307,13 @@ fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result
             .collect();
         bail!("no region named '{r}'; regions: {}", names.join(", "));
     }
-    let text = output::render(
+    let text = output::render_with(
         reports,
         &cat.metrics,
         o.region.as_deref(),
         o.per_thread,
         o.format,
+        ratios,
     );
     emit(&text, o.output.as_deref())?;
     if let Some(p) = &o.profile {
@@ -464,21 +497,38 @@ fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
+    if !a.labels.is_empty() && a.labels.len() != a.runs.len() {
+        return Err(hpcscope_core::Failure::input(format!(
+            "--labels gives {} labels for {} runs: give one label per run, in the runs' order",
+            a.labels.len(),
+            a.runs.len()
+        ))
+        .into());
+    }
     let cat = catalogue(&a.recipe)?;
     let mut reps = Vec::new();
-    for (f, rid) in [(&a.a, &a.recipe_a), (&a.b, &a.recipe_b)] {
-        let label = label_of(f);
+    for (i, f) in a.runs.iter().enumerate() {
+        let label = a.labels.get(i).cloned().unwrap_or_else(|| label_of(f));
+        let rid = if i == 0 { &a.recipe_a } else { &a.recipe_b };
         let raw = load(std::slice::from_ref(f), a.from, &label)?;
         let recipe = pick(&cat, &a.recipe, rid.as_deref())?;
         let compiled = cat.compile(recipe, variant(&a.recipe))?;
-        reps.push(compute::compute(
+        let mut rep = compute::compute(
             &compiled,
             &metric_order(&cat),
             &raw,
             &options(&a.recipe, false),
-        ));
+        );
+        rep.label = label;
+        reps.push(rep);
     }
-    report(&cat, &reps, &a.out, "compare")?;
+    let ratios = match a.ratio {
+        RatioArg::Auto => output::Ratios::Auto,
+        RatioArg::First => output::Ratios::First,
+        RatioArg::Previous => output::Ratios::Previous,
+        RatioArg::None => output::Ratios::None,
+    };
+    report_with(&cat, &reps, &a.out, "compare", ratios)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -201,6 +201,20 @@ fn show(a: &ShowArgs) -> Result<ExitCode> {
                     opt(p.node_gflops, 5),
                     p.provenance
                 ));
+                for c in &p.ceilings {
+                    pre.push(format!(
+                        "  ceiling {} {}-bit{}: core {} GFLOP/s, node {} GFLOP/s ({})",
+                        c.op,
+                        c.vector_bits,
+                        c.label
+                            .as_ref()
+                            .map(|l| format!(" '{l}'"))
+                            .unwrap_or_default(),
+                        opt(c.core_gflops, 5),
+                        opt(c.node_gflops, 5),
+                        c.provenance
+                    ));
+                }
             }
             pre.push(format!("provenance: {}", m.provenance));
             let fmt = match f {

@@ -70,6 +70,9 @@ pub fn compute(
             for b in &mut c.bandwidth_gbs {
                 *b *= n;
             }
+            for k in &mut c.compute_ceilings {
+                k.gflops *= n;
+            }
             c.notes.retain(|s| !s.contains("divided by the core count"));
         }
     }
@@ -128,6 +131,22 @@ pub fn run(a: &RooflineArgs) -> Result<ExitCode> {
             num(an.weighted_peak_gflops, 4)
         ),
     ];
+    if !an.ceilings.compute_ceilings.is_empty() {
+        pre.push(format!(
+            "compute ceilings below the peak: {}",
+            an.ceilings
+                .compute_ceilings
+                .iter()
+                .map(|k| format!(
+                    "{} {} GFLOP/s ({})",
+                    k.kind.name(),
+                    num(k.gflops, 4),
+                    k.kernel
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
     if let Some(g) = an.achieved_gflops {
         pre.push(format!("achieved {} GFLOP/s", num(g, 4)));
     }
