@@ -165,8 +165,10 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
     }
     vcpu::set_regions(config.regions.len());
     if !config.scopes.is_empty() {
-        // Scoped blocks count with callbacks from the start.
+        // Scoped blocks count with callbacks from the start; translations follow the
+        // scope while the guest has one thread.
         PER_VCPU.store(true, Ordering::Relaxed);
+        scope::enable_switching();
     }
     Ok(State {
         config,
@@ -227,6 +229,10 @@ extern "C" fn on_vcpu_init(id: qemu_plugin_id_t, vcpu: c_uint) {
         // Several threads: their batches of the memory stream interleave more finely.
         memtrace::set_threaded();
     }
+    if vcpu != 0 {
+        // Several threads: every block instrumented, for good (a reset if needed).
+        scope::lock();
+    }
     if vcpu != 0 && !PER_VCPU.swap(true, Ordering::AcqRel) {
         // A second guest thread: from now on count per vCPU. The reset flushes the code
         // cache (so no block with an inline counter runs again) and unregisters our
@@ -241,7 +247,15 @@ extern "C" fn on_reset(id: qemu_plugin_id_t) {
     if let Some(Ok(mut st)) = STATE.get().map(|m| m.lock()) {
         st.arena.freeze();
     }
+    scope::after_reset();
     register_callbacks(id);
+}
+
+/// Asks QEMU to flush the code cache and reinstall the callbacks (`on_reset`) before the
+/// next block runs: the translations of `scope=` mode follow the depth ([`scope`]).
+pub fn request_reset() {
+    // SAFETY: plain API call; QEMU calls `on_reset` once the vCPUs are stopped.
+    unsafe { qemu_plugin_reset(PLUGIN_ID.load(Ordering::Relaxed), Some(on_reset)) };
 }
 
 extern "C" fn on_vcpu_exit(_id: qemu_plugin_id_t, vcpu: c_uint) {
@@ -307,6 +321,27 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
         let owned: Vec<Vec<u8>> = insns.iter().map(|&insn| api::insn_bytes(insn)).collect();
         let bytes: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
         let mut infos = st.classifier.classify_block(&bytes);
+        if scoped
+            && !scope::instrument_all()
+            && !insns
+                .iter()
+                .any(|&i| st.config.in_scope(qemu_plugin_insn_vaddr(i)))
+        {
+            // Outside every scope function while none runs: no callbacks (see `scope`),
+            // but for the accesses of helpers (see `on_mem_drop`).
+            for (&insn, info) in insns.iter().zip(&infos) {
+                if info.helper && (info.loads || info.stores || info.counted_from_reports()) {
+                    qemu_plugin_register_vcpu_mem_cb(
+                        insn,
+                        Some(memtrace::on_mem_drop),
+                        qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                        qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                        std::ptr::null_mut(),
+                    );
+                }
+            }
+            return;
+        }
         // With readable predicates: the FLOPs each instruction's callback counts from its
         // predicate (its own, and those of the unpredicated instructions that follow it).
         if PREDICATES.load(Ordering::Relaxed) {

@@ -9,9 +9,21 @@
 //! to another function) or re-entered by a jump to its first instruction confuses the
 //! depth — pass such functions as `region=` instead. Blocks are counted per vCPU, like
 //! everything else when a program has threads ([`crate::vcpu`]).
+//!
+//! Code outside the scope: a block outside the scope functions may run in scope (a callee)
+//! or not, so it needs the callbacks while a scope function runs, and they cost as much
+//! outside as inside (one call per block and per access, dropped at once: measured 1.8x bare
+//! QEMU on a program that never entered its scope). So while the guest has one thread, the
+//! translations follow the depth: outside every scope, only the scope functions' own blocks
+//! are instrumented (and the rest of the program runs like under bare QEMU); a block that
+//! finds the depth and the translations disagreeing (an entry, or a block after the last
+//! return) asks QEMU for a reset ([`switch`]): the code cache is flushed before the next
+//! block runs, and the next translations follow the depth again. A reset costs a
+//! retranslation of the code that runs, so after [`MAX_SWITCHES`] of them (a scope entered
+//! often) every block stays instrumented, as with several threads.
 
 use std::ffi::{c_uint, c_void};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// vCPUs with a depth of their own; higher indices share the last one.
 const MAX_VCPUS: usize = crate::vcpu::MAX_VCPUS;
@@ -28,6 +40,82 @@ pub struct ScopeTb {
     pub id: u32,
     /// The block starts at the entry of a scope function.
     pub entry: bool,
+}
+
+/// Resets after which every block stays instrumented.
+pub const MAX_SWITCHES: u32 = 64;
+/// Blocks translated from now on are instrumented wherever they are (else only those of
+/// the scope functions).
+static INSTRUMENT_ALL: AtomicBool = AtomicBool::new(true);
+/// Instrument everything for good (several guest threads, many switches, no reset API).
+static LOCKED: AtomicBool = AtomicBool::new(true);
+/// A reset was asked for and has not happened yet.
+static PENDING: AtomicBool = AtomicBool::new(false);
+/// Resets asked for so far.
+static SWITCHES: AtomicU32 = AtomicU32::new(0);
+
+/// Lets translations follow the depth (one guest thread, before it runs).
+pub fn enable_switching() {
+    LOCKED.store(false, Ordering::Relaxed);
+    INSTRUMENT_ALL.store(false, Ordering::Relaxed);
+}
+
+/// Instrument every block for good: from now on if a reset is pending, else after one
+/// asked for here (when the translations leave blocks out).
+pub fn lock() {
+    if LOCKED.swap(true, Ordering::AcqRel) || INSTRUMENT_ALL.load(Ordering::Relaxed) {
+        return;
+    }
+    if !PENDING.swap(true, Ordering::AcqRel) {
+        SWITCHES.fetch_add(1, Ordering::Relaxed);
+        request_reset();
+    }
+}
+
+/// Whether blocks outside the scope functions get their callbacks when translated now.
+#[inline]
+pub fn instrument_all() -> bool {
+    INSTRUMENT_ALL.load(Ordering::Relaxed)
+}
+
+/// Resets made to switch the translations (reported in the summary).
+pub fn switches() -> u32 {
+    SWITCHES.load(Ordering::Relaxed)
+}
+
+/// Called with every vCPU stopped, after the code cache was flushed: the translations from
+/// now on follow the depth of vCPU 0 (the only one while switching is on).
+pub fn after_reset() {
+    let inside = depth(0).load(Ordering::Relaxed) > 0;
+    INSTRUMENT_ALL.store(LOCKED.load(Ordering::Relaxed) || inside, Ordering::Relaxed);
+    PENDING.store(false, Ordering::Release);
+}
+
+/// Asks for a reset when the translations and vCPU `vcpu`'s depth `v` disagree.
+#[inline(always)]
+fn follow(v: u32) {
+    if LOCKED.load(Ordering::Relaxed) || (v > 0) == INSTRUMENT_ALL.load(Ordering::Relaxed) {
+        return;
+    }
+    switch();
+}
+
+#[cold]
+#[inline(never)]
+fn switch() {
+    if PENDING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if SWITCHES.fetch_add(1, Ordering::Relaxed) + 1 >= MAX_SWITCHES {
+        LOCKED.store(true, Ordering::Relaxed);
+    }
+    request_reset();
+}
+
+/// Asks QEMU for a reset (the unit tests, which have no QEMU, never switch).
+fn request_reset() {
+    #[cfg(not(test))]
+    crate::glue::request_reset();
 }
 
 /// Whether vCPU `vcpu` is inside a scope function.
@@ -49,6 +137,7 @@ pub extern "C" fn on_tb(vcpu: c_uint, ud: *mut c_void) {
     if v > 0 {
         crate::vcpu::get(vcpu).count_tb(tb.id);
     }
+    follow(v);
 }
 
 /// Execution callback of a return instruction inside a scope function.

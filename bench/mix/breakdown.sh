@@ -1,0 +1,163 @@
+#!/bin/sh
+# Where the time of `hpcscope mix` goes on real programs, beside its references in one run.
+#
+#   bench/mix/breakdown.sh [OUTDIR]   (env: RUNS=3 WORKLOADS="cg edge montecarlo smallfn"
+#                                      HPCSCOPE=path/to/hpcscope PLUGIN=path/to/plugin.so
+#                                      HPCSCOPE_BEFORE=path/to/an/older/hpcscope)
+#
+# Workloads (x86-64, SSE2): the bundled CG (workloads/src/cg.c, 400,000 rows, 10 iterations),
+# edge loop (edge.c, 500,000 nodes, 10 repetitions), Monte-Carlo transport (montecarlo.c,
+# 200,000 particles) built with gcc -O3 -march=x86-64, and bench/mix/smallfn.cpp (a C++ code
+# of many small functions and virtual calls, 50,000 cells, 20 steps) built with g++ -O2.
+#
+# Part 1, times (hyperfine, RUNS runs each, one hyperfine run per workload so the cases
+# share the machine's load): native | bare qemu-x86_64 | QEMU with the plugin counting
+# (mem=off) | the plugin's access stream written to /dev/null (mem=on, coalesce=64: the
+# producer's whole cost, no reader) | `hpcscope mix` simulating two 3-level hierarchies
+# (cascadelake-8260, graviton2; --native-runs 0) | valgrind --tool=cachegrind --cache-sim=yes.
+# Ratios of wall and CPU time (user + system, all processes) to bare QEMU and cachegrind.
+# With HPCSCOPE_BEFORE, the same mix run with that binary (and its plugin, found beside it)
+# is timed in the same hyperfine run and the ratio printed (an A/B of two builds).
+#
+# Part 2, a CPU profile of one `hpcscope mix` run per workload (perf record -e cpu-clock,
+# QEMU included): CPU seconds of the emulation thread (QEMU's translator and helpers, the
+# translated code, the plugin's callbacks, the kernel's pipe writes) and of the stream reader
+# (reading the pipe, splitting it into threads, the cache simulation), and the time QEMU
+# waited: wall time minus QEMU's CPU time (on 2 CPUs QEMU waits when the reader falls
+# behind and the pipe fills).
+#
+# Needs gcc, g++, qemu-user, valgrind, hyperfine, perf, python3 and a release build of
+# hpcscope and the plugin (built here unless HPCSCOPE and PLUGIN are given).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-"$root/target/bench-mix-breakdown"}
+runs=${RUNS:-3}
+workloads=${WORKLOADS:-"cg edge montecarlo smallfn"}
+mkdir -p "$out"
+for tool in gcc g++ qemu-x86_64 valgrind hyperfine perf python3; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "missing $tool (apt-get install gcc g++ qemu-user valgrind hyperfine linux-perf python3)" >&2
+    exit 3
+  }
+done
+if [ -z "${HPCSCOPE:-}" ] || [ -z "${PLUGIN:-}" ]; then
+  (cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+fi
+hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
+plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
+[ -x "$hs" ] || { echo "HPCSCOPE=$hs is not an executable" >&2; exit 2; }
+[ -f "$plugin" ] || { echo "PLUGIN=$plugin is not a file" >&2; exit 2; }
+if [ -n "${HPCSCOPE_BEFORE:-}" ]; then
+  [ -x "$HPCSCOPE_BEFORE" ] || { echo "HPCSCOPE_BEFORE=$HPCSCOPE_BEFORE is not an executable" >&2; exit 2; }
+  plugin_before=$(dirname "$HPCSCOPE_BEFORE")/libhpcscope_qemu_plugin.so
+  [ -f "$plugin_before" ] || { echo "no plugin beside $HPCSCOPE_BEFORE ($plugin_before)" >&2; exit 2; }
+fi
+
+cflags="-O3 -march=x86-64 -std=c11 -D_POSIX_C_SOURCE=200809L -fno-omit-frame-pointer"
+for w in $workloads; do
+  case $w in
+    smallfn) g++ -O2 -march=x86-64 -std=c++17 -fno-omit-frame-pointer -o "$out/$w" "$here/smallfn.cpp" ;;
+    *) gcc $cflags -o "$out/$w" "$root/workloads/src/$w.c" -lm ;;
+  esac
+done
+args_of() {
+  case $1 in
+    cg) echo "400000 10" ;;
+    edge) echo "500000 10" ;;
+    montecarlo) echo "200000 1" ;;
+    smallfn) echo "50000 20" ;;
+    triad_stencil) echo "1000 10" ;;
+    *) echo "" ;;
+  esac
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc)"
+for w in $workloads; do
+  bin="$out/$w"
+  a=$(args_of "$w")
+  mixcmd="$hs mix -m cascadelake-8260 -m graviton2 --native-runs 0 -- $bin $a"
+  set -- -n native "$bin $a" \
+    -n qemu "qemu-x86_64 $bin $a" \
+    -n "plugin, counts" "qemu-x86_64 -plugin $plugin,out=$out/$w.counts.json $bin $a" \
+    -n "plugin, stream to /dev/null" "qemu-x86_64 -plugin $plugin,out=$out/$w.counts.json,mem=on,memout=/dev/null,coalesce=64 $bin $a" \
+    -n "mix" "env HPCSCOPE_QEMU_PLUGIN=$plugin $mixcmd" \
+    -n cachegrind "valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null $bin $a"
+  if [ -n "${HPCSCOPE_BEFORE:-}" ]; then
+    set -- "$@" -n "mix, before" "env HPCSCOPE_QEMU_PLUGIN=$plugin_before $HPCSCOPE_BEFORE mix -m cascadelake-8260 -m graviton2 --native-runs 0 -- $bin $a"
+  fi
+  hyperfine -N --warmup 1 --runs "$runs" --export-json "$out/$w.times.json" "$@" >/dev/null 2>&1 || {
+    echo "$w: hyperfine failed; rerun with --show-output to see why" >&2
+    exit 1
+  }
+  # One profiled mix run (perf follows QEMU, a child of hpcscope).
+  perf record -q -e cpu-clock -F 1999 -o "$out/$w.perf.data" -- \
+    env HPCSCOPE_QEMU_PLUGIN="$plugin" /usr/bin/time -f '%e' -o "$out/$w.wall" \
+    $mixcmd >/dev/null 2>"$out/$w.perf.stderr"
+  perf script -i "$out/$w.perf.data" -F comm,tid,ip,sym,dso 2>/dev/null >"$out/$w.perf.txt"
+  rm -f "$out/$w.perf.data"
+  python3 - "$w" "$out/$w.times.json" "$out/$w.perf.txt" "$out/$w.wall" 1999 <<'PY'
+import json, re, sys
+from collections import Counter
+name, times, script, wall_file, hz = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+r = {x["command"]: x for x in json.load(open(times))["results"]}
+cpu = lambda x: x["user"] + x["system"]
+q, c = r["qemu"], r["cachegrind"]
+print(f"\n== {name}: times, mean of the runs (wall s, CPU s, ratios)")
+for k, x in r.items():
+    print(f"  {k:28s} wall {x['mean']:7.3f}  x{x['mean']/q['mean']:5.2f} qemu  x{x['mean']/c['mean']:5.2f} cachegrind"
+          f"   cpu {cpu(x):7.3f}  x{cpu(x)/cpu(q):5.2f} qemu  x{cpu(x)/cpu(c):5.2f} cachegrind")
+if "mix, before" in r:
+    m, b = r["mix"], r["mix, before"]
+    print(f"  mix / mix before: wall x{m['mean']/b['mean']:.3f}, cpu x{cpu(m)/cpu(b):.3f}")
+
+# Buckets of the profiled run. QEMU's process: translated guest code (no symbol), QEMU
+# itself (translator, helpers, softmmu lookups), the plugin's callbacks, the kernel (pipe
+# writes). hpcscope's reader thread: the cache simulation, the stream's reading and
+# splitting (hpcscope-mix), the kernel (pipe reads), the rest.
+buckets = Counter()
+line = re.compile(r"^\s*(\S+)\s+(\d+)\s+[0-9a-f]+\s+(.*?)\s*\(([^()]*)\)\s*$")
+for l in open(script):
+    m = line.match(l)
+    if not m:
+        continue
+    comm, tid, sym, dso = m.groups()
+    kernel = "kernel" in dso or dso.startswith("[") and dso != "[unknown]"
+    # The plugin's snapshot thread runs in QEMU's process.
+    if comm.startswith("qemu") or comm.startswith("hpcscope-snap"):
+        if "hpcscope_qemu_plugin" in dso:
+            b = "qemu: plugin callbacks"
+        elif kernel:
+            b = "qemu: kernel (pipe writes, syscalls)"
+        elif "qemu" in dso:
+            b = "qemu: translator and helpers"
+        elif dso == "[unknown]" or "JIT" in dso or "perf-" in dso:
+            b = "qemu: translated guest code"
+        else:
+            b = "qemu: libraries (" + dso.rsplit("/", 1)[-1] + ")"
+    elif comm.startswith("hpcscope") or comm == "hpcscope":
+        if kernel:
+            b = "reader: kernel (pipe reads, syscalls)"
+        elif "cachesim" in sym:
+            b = "reader: cache simulation"
+        elif "hpcscope_mix" in sym:
+            b = "reader: stream reading, thread split"
+        elif "memcpy" in sym or "memmove" in sym:
+            b = "reader: copies (memcpy)"
+        else:
+            b = "reader: other (" + (sym.split("::")[0][:40] or dso) + ")"
+    else:
+        b = "other processes (" + comm + ")"
+    buckets[b] += 1
+wall = float(open(wall_file).read().split()[-1])
+qemu_cpu = sum(v for k, v in buckets.items() if k.startswith("qemu")) / hz
+reader_cpu = sum(v for k, v in buckets.items() if k.startswith("reader")) / hz
+print(f"== {name}: profile of one mix run (perf, cpu-clock at {hz} Hz): wall {wall:.2f} s")
+print(f"  QEMU CPU {qemu_cpu:.2f} s, reader CPU {reader_cpu:.2f} s, QEMU waiting (wall - QEMU CPU) {max(wall - qemu_cpu, 0):.2f} s")
+total = sum(buckets.values())
+for k, v in sorted(buckets.items(), key=lambda kv: -kv[1]):
+    if v / total >= 0.005:
+        print(f"  {k:48s} {v/hz:6.2f} s  {100*v/total:5.1f} %")
+PY
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
