@@ -83,6 +83,7 @@ fn a_program_that_ends_at_once_is_still_located() {
             return;
         };
         assert!(s.sampled, "{s:?}");
-        assert_eq!(s.in_region, 0);
+        // A CPU-clock tick may still fall in those few microseconds on a busy machine.
+        assert!(s.in_region <= 1, "{s:?}");
     }
 }

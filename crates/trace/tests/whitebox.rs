@@ -259,8 +259,10 @@ fn rates_follow_a_known_schedule_and_sizes_are_exact() {
         let (m, j) = ((k as u64 + 1) * n, j0 + k);
         // Every write is the program's (it prints nothing): exact in every interval.
         assert_eq!(col("write_bytes").counts[j], m * 64, "interval {j}: {s:#?}");
-        if j == 0 {
-            continue; // the loader's own calls and faults are in the first interval
+        if k == 0 {
+            // The loader's own calls and faults share the interval of the first burst (the
+            // first or, on a busy machine that loaded the program late, the second).
+            continue;
         }
         assert_eq!(col("read_bytes").counts[j], m * 128, "interval {j}: {s:#?}");
         let sc = col("syscalls").counts[j];
