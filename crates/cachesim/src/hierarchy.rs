@@ -143,6 +143,9 @@ pub(crate) struct L1State {
     memo: Box<[Memo; MEMO_LEN]>,
     mru_line: u64,
     mru_index: usize,
+    /// Line pieces beyond the first of accesses that crossed lines, counted while this L1
+    /// was the hierarchy's: they go with the L1 whose access count includes them.
+    extra_pieces: u64,
 }
 
 impl L1State {
@@ -152,6 +155,7 @@ impl L1State {
             memo: Box::new([NO_MEMO; MEMO_LEN]),
             mru_line: NO_LINE,
             mru_index: 0,
+            extra_pieces: 0,
         }
     }
 
@@ -695,6 +699,7 @@ impl Hierarchy {
                 std::mem::swap(&mut self.memo, &mut st.memo);
                 std::mem::swap(&mut self.mru_line, &mut st.mru_line);
                 std::mem::swap(&mut self.mru_index, &mut st.mru_index);
+                std::mem::swap(&mut self.extra_pieces, &mut st.extra_pieces);
             } else {
                 self.memo.fill(NO_MEMO);
                 self.mru_line = NO_LINE;
@@ -770,7 +775,9 @@ impl Hierarchy {
         HierarchyStats {
             name: self.cfg.name.clone(),
             line_bytes: self.line_mask + 1,
-            accesses: line_accesses - self.extra_pieces,
+            // Never more pieces than line accesses of the same L1 (they move together), but a
+            // stream nobody vouches for must not make this wrap.
+            accesses: line_accesses.saturating_sub(self.extra_pieces),
             split_accesses: self.split_accesses,
             bytes,
             levels,

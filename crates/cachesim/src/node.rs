@@ -236,7 +236,9 @@ pub struct NodeSim {
     current: Option<u32>,
     snapshot: HierarchyStats,
     /// Per thread (by number), its core and accumulated counters.
-    threads: Vec<Option<ThreadStats>>,
+    // By thread id: ids come from the record stream, sparse in a damaged one (a map, so that
+    // a forged id of 4 billion costs one entry, not a vector of that length).
+    threads: std::collections::BTreeMap<u32, ThreadStats>,
 }
 
 impl NodeSim {
@@ -256,7 +258,7 @@ impl NodeSim {
             stash: (0..n).map(|_| HashMap::new()).collect(),
             l1_stash: HashMap::new(),
             current: None,
-            threads: Vec::new(),
+            threads: std::collections::BTreeMap::new(),
             placement,
             cfg,
         })
@@ -322,18 +324,17 @@ impl NodeSim {
         }
         // The counters of a level leave with it: count from what came in.
         self.snapshot = self.active.stats();
-        let idx = thread as usize;
-        if self.threads.len() <= idx {
-            self.threads.resize(idx + 1, None);
-        }
-        if self.threads[idx].is_none() {
+        if !self.threads.contains_key(&thread) {
             let mut stats = self.snapshot.since(&self.snapshot);
             stats.name = self.cfg.name.clone();
-            self.threads[idx] = Some(ThreadStats {
+            self.threads.insert(
                 thread,
-                core,
-                stats,
-            });
+                ThreadStats {
+                    thread,
+                    core,
+                    stats,
+                },
+            );
         }
         self.current = Some(thread);
     }
@@ -342,7 +343,7 @@ impl NodeSim {
     fn settle(&mut self) {
         let Some(t) = self.current else { return };
         let delta = self.active.stats().since(&self.snapshot);
-        if let Some(Some(ts)) = self.threads.get_mut(t as usize) {
+        if let Some(ts) = self.threads.get_mut(&t) {
             add(&mut ts.stats, &delta);
         }
     }
@@ -383,7 +384,7 @@ impl NodeSim {
 
     /// Counters of every thread that made an access, by thread number.
     pub fn thread_stats(&self) -> Vec<ThreadStats> {
-        let mut out: Vec<ThreadStats> = self.threads.iter().flatten().cloned().collect();
+        let mut out: Vec<ThreadStats> = self.threads.values().cloned().collect();
         if let Some(t) = self.current {
             let delta = self.active.stats().since(&self.snapshot);
             if let Some(ts) = out.iter_mut().find(|x| x.thread == t) {

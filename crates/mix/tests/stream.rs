@@ -1,0 +1,51 @@
+//! The plugin's record stream as mix replays it, from bytes nobody vouches for.
+
+use hpcscope_cachesim::{PackedAccess, Placement};
+
+/// A thread marker naming thread 4,294,967,280 (a damaged or forged stream; the plugin
+/// numbers threads densely from 0) costs one entry, not a table of that many threads: the
+/// fuzzer found it asking for 369 GB.
+#[test]
+fn a_forged_thread_id_in_the_stream_costs_one_entry() {
+    let m = hpcscope_core::library::builtin("thunderx2").unwrap();
+    let node = hpcscope_mix::node(&m).unwrap();
+    let mut s = b"HPCSMT03".to_vec();
+    let marker = 0x7fu64 << 56 | 0xffff_fff0;
+    s.extend_from_slice(&marker.to_le_bytes());
+    for i in 0..16u64 {
+        let a = PackedAccess::new(0x1000 + 64 * i, 8, i % 2 == 1).unwrap();
+        s.extend_from_slice(&a.0.to_le_bytes());
+    }
+    let r = hpcscope_mix::replay_stream(&s[..], vec![node], &Placement::Compact).unwrap();
+    assert_eq!(r.records, 16);
+    let threads = &r.thread_caches[0];
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert_eq!(threads[0].thread, 0xffff_fff0);
+}
+
+/// Accesses that cross a line, then a switch to a thread on another core (whose L1 has not
+/// seen them): each thread's access count is its own. The count of line pieces used to stay
+/// with the hierarchy while the L1 moved, and the second thread's count went below zero
+/// (a panic in a debug build, a wrapped count in a release one; found by the fuzzer).
+#[test]
+fn line_crossing_accesses_stay_with_their_thread_across_a_core_switch() {
+    let m = hpcscope_core::library::builtin("thunderx2").unwrap();
+    let node = hpcscope_mix::node(&m).unwrap();
+    let mut s = b"HPCSMT03".to_vec();
+    let mark = |s: &mut Vec<u8>, t: u64| s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
+    let acc = |s: &mut Vec<u8>, a: u64| {
+        s.extend_from_slice(&PackedAccess::new(a, 8, false).unwrap().0.to_le_bytes())
+    };
+    mark(&mut s, 0);
+    for i in 0..4u64 {
+        acc(&mut s, 0x10_0000 + 0x40 * i + 0x3c); // 4 bytes in each of two lines
+    }
+    mark(&mut s, 1);
+    acc(&mut s, 0x20_0000);
+    let r = hpcscope_mix::replay_stream(&s[..], vec![node], &Placement::Compact).unwrap();
+    let t = &r.thread_caches[0];
+    assert_eq!(t.len(), 2, "{t:?}");
+    assert_ne!(t[0].core, t[1].core, "{t:?}");
+    assert_eq!(t[0].stats.accesses, 4, "{t:?}");
+    assert_eq!(t[1].stats.accesses, 1, "{t:?}");
+}
