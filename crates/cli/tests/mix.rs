@@ -794,6 +794,8 @@ fn the_program_dies_with_hpcscope_natively_and_under_emulation() {
         let mut child = bin()
             .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
             .env("HPCSCOPE_TEST_TAG", &tag)
+            // A killed hpcscope leaves its scratch directory: keep it in the test's.
+            .env("TMPDIR", dir.path())
             .args(["mix", "-m", "thunderx2", "--native-runs", native_runs])
             .arg("--")
             .arg(&prog)
