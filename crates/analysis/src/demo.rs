@@ -56,6 +56,8 @@ pub struct Demo {
     pub node_analyses: Vec<AnalyzeResult>,
     /// The node validation pairs.
     pub node_validation: Vec<NodePair>,
+    /// How each SVE vector-length study was counted.
+    pub sve_studies: Vec<SveCounting>,
     /// Their summary.
     pub node_summary: NodeSummary,
     /// What this machine could not do.
@@ -72,6 +74,7 @@ impl Demo {
             "validation": {"results": self.validation, "summary": self.summary},
             "node_analyses": self.node_analyses,
             "node_validation": {"results": self.node_validation, "summary": self.node_summary},
+            "sve_studies": self.sve_studies,
             "notes": self.notes,
         })
     }
@@ -81,6 +84,9 @@ impl Demo {
         let mut text = String::new();
         for r in &self.analyses {
             text.push_str(&format!("{}: {}\n", r.application, r.verdict));
+        }
+        for c in &self.sve_studies {
+            text.push_str(&format!("{}: SVE study {}\n", c.workload, c.sentence()));
         }
         let s = &self.summary.all;
         text.push_str(&format!(
@@ -132,6 +138,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         .map(|t| library::builtin(t))
         .collect::<Result<_, _>>()?;
     let mut sections_all: Vec<Section> = Vec::new();
+    let mut sve_studies = Vec::new();
     let mut results = Vec::new();
     let mut overview = Vec::new();
     for (w, b) in ws.iter().zip(&builds) {
@@ -178,28 +185,35 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         if !o.no_sve {
             progress(&format!("SVE vector-length study of {}", w.name));
             match sve_study(source, &r, w, b) {
-                Ok(Some((dps, g))) => secs.push(Section {
-                    title: format!("{}: SVE vector length on A64FX-like cores", w.name),
-                    summary: sve_verdict(&dps),
-                    body_html: html_table(
-                        &["variant", "target", "lo GFLOP/s", "hi GFLOP/s"],
-                        &dps.iter()
-                            .map(|d| {
-                                vec![
-                                    d.variant.clone(),
-                                    d.target.clone(),
-                                    num(d.interval.lo, 3),
-                                    num(d.interval.hi, 3),
-                                ]
-                            })
-                            .collect::<Vec<_>>(),
-                    ),
-                    svgs: vec![hpcscope_report::explore_svg(
-                        &dps,
-                        &format!("{}: SVE vector length x memory on A64FX-like cores", w.name),
-                        g,
-                    )],
-                }),
+                Ok(Some((dps, g, counting))) => {
+                    secs.push(Section {
+                        title: format!("{}: SVE vector length on A64FX-like cores", w.name),
+                        summary: sve_verdict(&dps),
+                        body_html: format!(
+                            "<p>{}</p>{}",
+                            escape(&format!("Counting: {}.", counting.sentence())),
+                            html_table(
+                                &["variant", "target", "lo GFLOP/s", "hi GFLOP/s"],
+                                &dps.iter()
+                                    .map(|d| {
+                                        vec![
+                                            d.variant.clone(),
+                                            d.target.clone(),
+                                            num(d.interval.lo, 3),
+                                            num(d.interval.hi, 3),
+                                        ]
+                                    })
+                                    .collect::<Vec<_>>(),
+                            )
+                        ),
+                        svgs: vec![hpcscope_report::explore_svg(
+                            &dps,
+                            &format!("{}: SVE vector length x memory on A64FX-like cores", w.name),
+                            g,
+                        )],
+                    });
+                    sve_studies.push(counting);
+                }
                 Ok(None) => {}
                 Err(e) => notes.push(format!("{}: no SVE study: {e:#}", w.name)),
             }
@@ -386,33 +400,93 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         node_analyses,
         node_validation,
         node_summary,
+        sve_studies,
         notes,
         page,
     })
 }
 
+/// How an SVE vector-length study was counted: which emulator and plugin API, how SVE
+/// predication was counted, and whose memory accesses the caches simulated.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SveCounting {
+    /// The workload.
+    pub workload: String,
+    /// The emulator and plugin API ("counted under QEMU 10.0.2 (...) with the plugin for
+    /// API v4: ..."), as the profiles' notes say it.
+    pub counted: String,
+    /// How predicated SVE instructions were counted (`active_lanes`, `full_lanes`), when
+    /// the plugin said.
+    pub predication: Option<String>,
+    /// The build whose memory accesses the caches simulated: the SVE build's own (plugin
+    /// API v4), or the NEON build's (API v1: QEMU 7.2 does not report SVE accesses).
+    pub cache_stream: String,
+}
+
+impl SveCounting {
+    /// From a mix report of the SVE build: the note naming the emulator, the plugin's
+    /// predication mode, and whether a NEON build's stream stood in.
+    fn of(workload: &str, r: &hpcscope_mix::MixReport, neon_stream: bool) -> SveCounting {
+        SveCounting {
+            workload: workload.to_string(),
+            counted: r
+                .notes
+                .iter()
+                .find(|n| n.starts_with("counted under"))
+                .cloned()
+                .unwrap_or_else(|| "counted under an emulator that did not say which".into()),
+            predication: r.variants.iter().find_map(|v| v.counts.predication.clone()),
+            cache_stream: if neon_stream {
+                "the NEON build's memory accesses (QEMU 7.2 does not report SVE loads and stores to plugins)".into()
+            } else {
+                "the SVE build's own memory accesses".into()
+            },
+        }
+    }
+
+    /// One sentence: counted how, predication, caches simulated on what.
+    pub fn sentence(&self) -> String {
+        format!(
+            "{}; SVE predication counted as {}; caches simulated on {}",
+            self.counted,
+            match self.predication.as_deref() {
+                Some("active_lanes") => "active lanes (exact)",
+                Some("full_lanes") =>
+                    "full vectors (every lane, an over-count where predicates are partial)",
+                Some(other) => other,
+                None => "unknown (the plugin did not say)",
+            },
+            self.cache_stream
+        )
+    }
+}
+
 /// The SVE vector-length study of one workload: the SVE build analysed at each length for
 /// A64FX's caches, projected from the x86 source onto A64FX-like cores of that length.
+/// Under plugin API v4 (QEMU 10) the SVE build's own accesses are simulated; under API v1
+/// (QEMU 7.2, which does not report SVE accesses) the NEON build's stand in.
 fn sve_study(
     source: &Machine,
     src: &AnalyzeResult,
     w: &Workload,
     b: &Builds,
-) -> Result<Option<(Vec<DesignPoint>, f64)>> {
+) -> Result<Option<(Vec<DesignPoint>, f64, SveCounting)>> {
     let (Some(sve), Some(neon), Some(g)) = (&b.sve, &b.neon, src.source_gflops) else {
         return Ok(None);
     };
     let a64 = library::builtin("a64fx")?;
+    let exact = hpcscope_mix::tools::emulator(hpcscope_mix::Arch::Aarch64)?.api >= 4;
     let r = hpcscope_mix::analyze(&MixOptions {
         program: sve.clone(),
         args: w.args.iter().map(|s| s.to_string()).collect(),
         sve_bits: vec![128, 256, 512, 1024, 2048],
         machines: vec![a64.clone()],
         functions: vec![format!("kernel_{}", w.name)],
-        cache_binary: Some(neon.clone()),
+        cache_binary: (!exact).then(|| neon.clone()),
         application: Some(w.name.to_string()),
         ..Default::default()
     })?;
+    let counting = SveCounting::of(w.name, &r, !exact);
     let origin = "source profile";
     let variants = r
         .variants
@@ -471,6 +545,7 @@ fn sve_study(
             },
         )?,
         g,
+        counting,
     )))
 }
 
@@ -492,5 +567,43 @@ fn sve_verdict(dps: &[DesignPoint]) -> String {
             b.target
         ),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SveCounting;
+
+    fn counting(predication: Option<&str>, neon: bool) -> SveCounting {
+        SveCounting {
+            workload: "spmv".into(),
+            counted: "counted under QEMU 10.0.2 (built by scripts/build-qemu.sh) with the plugin for API v4: SVE FLOPs by active lanes, SVE loads and stores in the cache simulation".into(),
+            predication: predication.map(str::to_string),
+            cache_stream: if neon {
+                "the NEON build's memory accesses".into()
+            } else {
+                "the SVE build's own memory accesses".into()
+            },
+        }
+    }
+
+    #[test]
+    fn the_sve_study_says_how_it_was_counted() {
+        let s = counting(Some("active_lanes"), false).sentence();
+        assert!(s.starts_with("counted under QEMU 10.0.2"), "{s}");
+        assert!(s.contains("plugin for API v4"), "{s}");
+        assert!(
+            s.contains("predication counted as active lanes (exact)"),
+            "{s}"
+        );
+        assert!(
+            s.ends_with("caches simulated on the SVE build's own memory accesses"),
+            "{s}"
+        );
+        let s = counting(Some("full_lanes"), true).sentence();
+        assert!(s.contains("full vectors (every lane, an over-count"), "{s}");
+        assert!(s.contains("the NEON build's memory accesses"), "{s}");
+        let s = counting(None, true).sentence();
+        assert!(s.contains("predication counted as unknown"), "{s}");
     }
 }

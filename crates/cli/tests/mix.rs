@@ -667,3 +667,159 @@ fn a_region_too_short_for_one_run_is_timed_over_several() {
     assert!(t.is_some_and(|t| t > 0.0), "a region time: {notes}");
     assert!(notes.contains("pooled over"), "{notes}");
 }
+
+/// Processes whose environment holds `HPCSCOPE_TEST_TAG=tag` (zombies count as gone).
+fn tagged_processes(tag: &str) -> Vec<i32> {
+    let needle = format!("HPCSCOPE_TEST_TAG={tag}\0");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if !env.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+            continue;
+        }
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .and_then(|r| r.split_whitespace().next())
+                    == Some("Z")
+            })
+            .unwrap_or(true);
+        if !zombie {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits up to `limit` for `pred`, checking every 20 ms.
+fn wait_for(limit: std::time::Duration, mut pred: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if pred() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    pred()
+}
+
+/// Kills what a failed check left running, so that it does not outlive the test.
+fn kill_all(pids: &[i32]) {
+    for &p in pids {
+        // SAFETY: killing a process this test started (tagged by it).
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+}
+
+const SLEEPER: &str = "#include <unistd.h>\nint main(void) { for (;;) pause(); }\n";
+
+/// Writes 16 MiB (enough memory records for the plugin to send some to the cache simulator
+/// before the time limit), then sleeps forever.
+const BUSY_THEN_SLEEPER: &str = "#include <stdlib.h>\n#include <unistd.h>\n\
+    int main(void) { long n = 1L << 21; volatile double *a = calloc(n, 8);\n\
+    for (long i = 0; i < n; i += 8) a[i] = 1.0; for (;;) pause(); }\n";
+
+#[test]
+fn timeout_bounds_the_native_runs_too_and_nothing_is_left_running() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let busy = cc(dir.path(), "busy-sleeper", BUSY_THEN_SLEEPER, &[]);
+    let idle = cc(dir.path(), "sleeper", SLEEPER, &[]);
+    let timeout = 2u64;
+    // `--native-runs 3`: the first native run that reaches the limit stops native timing;
+    // then the emulation reaches it too (SIGTERM, then SIGKILL 5 s later).
+    for (prog, native_runs) in [(&busy, "3"), (&idle, "0")] {
+        let tag = format!("timeout-{native_runs}-{}", std::process::id());
+        let bound = std::time::Duration::from_secs(2 * timeout + 5 + 15);
+        let mut child = bin()
+            .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+            .env("HPCSCOPE_TEST_TAG", &tag)
+            .args(["mix", "-m", "thunderx2", "--native-runs", native_runs])
+            .args(["--timeout", &timeout.to_string(), "--"])
+            .arg(prog)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = wait_for(bound, || child.try_wait().unwrap().is_some());
+        if !ended {
+            let _ = child.kill();
+            let _ = child.wait();
+            kill_all(&tagged_processes(&tag));
+            panic!("mix --timeout {timeout} still ran after {bound:?}");
+        }
+        let o = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if native_runs == "3" {
+            // Partial counts, and why there is no native time.
+            assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+            assert!(
+                stdout.contains("a native run reached the time limit (2 s)"),
+                "{stdout}"
+            );
+            assert!(
+                stdout.contains("the emulation reached the time limit"),
+                "{stdout}"
+            );
+        } else {
+            // Stopped before any memory record reached the simulator: said as it is.
+            assert_eq!(o.status.code(), Some(2), "{stdout}\n{stderr}");
+            assert!(
+                stderr.contains("reached the time limit (2 s) under emulation")
+                    && stderr.contains("give a longer --timeout")
+                    && !stderr.contains("--cache-binary"),
+                "{stderr}"
+            );
+        }
+        let left = tagged_processes(&tag);
+        kill_all(&left);
+        assert!(left.is_empty(), "left running: {left:?}");
+    }
+}
+
+#[test]
+fn the_program_dies_with_hpcscope_natively_and_under_emulation() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = cc(dir.path(), "sleeper", SLEEPER, &[]);
+    for (phase, native_runs) in [("native", "1"), ("emulated", "0")] {
+        let tag = format!("pdeath-{phase}-{}", std::process::id());
+        let mut child = bin()
+            .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+            .env("HPCSCOPE_TEST_TAG", &tag)
+            // A killed hpcscope leaves its scratch directory: keep it in the test's.
+            .env("TMPDIR", dir.path())
+            .args(["mix", "-m", "thunderx2", "--native-runs", native_runs])
+            .arg("--")
+            .arg(&prog)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let me = child.id() as i32;
+        // hpcscope and the program it started (natively, or QEMU running it).
+        let started = wait_for(std::time::Duration::from_secs(30), || {
+            tagged_processes(&tag).iter().any(|&p| p != me)
+        });
+        // SAFETY: signalling our own child, as a scheduler or `kill` would.
+        unsafe { libc::kill(me, libc::SIGTERM) };
+        let _ = child.wait();
+        assert!(started, "{phase}: the program never started");
+        let gone = wait_for(std::time::Duration::from_secs(5), || {
+            tagged_processes(&tag).is_empty()
+        });
+        let left = tagged_processes(&tag);
+        kill_all(&left);
+        assert!(
+            gone,
+            "{phase}: still running 5 s after hpcscope got SIGTERM: {left:?}"
+        );
+    }
+}

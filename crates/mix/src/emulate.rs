@@ -301,6 +301,9 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         .map_err(|e| MixError::Run(format!("cannot create a temporary file: {e}")))?;
     let start = Instant::now();
     let mut cmd = Command::new(&req.qemu);
+    // QEMU (and the program in it) dies with hpcscope: a Ctrl-C, `kill`, a scheduler's time
+    // limit. This thread waits for it below, so it outlives the child.
+    hpcscope_host::child::die_with_parent(&mut cmd);
     // A guest that dies of a signal makes QEMU write a `qemu_*.core` file into the working
     // directory when core dumps are allowed: not wanted from an analysis.
     // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.

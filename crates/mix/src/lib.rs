@@ -49,7 +49,9 @@ pub struct MixOptions {
     /// Take the memory stream from this build of the same source instead (SVE accesses are
     /// not reported by QEMU 7.2).
     pub cache_binary: Option<PathBuf>,
-    /// Stop the emulation after this long (the counts so far are kept, marked partial).
+    /// Time limit of each run: a native timing run still going after this long is stopped
+    /// and no native time is used; an emulation is stopped with its counts so far kept,
+    /// marked partial.
     pub timeout: Option<Duration>,
     /// Native runs to time (0: none). Only when the host runs the program natively.
     pub native_runs: u32,
@@ -346,6 +348,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     info.lowest_vaddr,
                     info.pie,
                     SAMPLE_HZ,
+                    opts.timeout,
                 )
                 .map_err(|e| MixError::Program {
                     path: opts.program.display().to_string(),
@@ -353,6 +356,18 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     fix: "check that it is executable (chmod +x) and its libraries are installed"
                         .into(),
                 })?;
+                if s.timed_out {
+                    // The next runs would take as long: none is timed.
+                    notes.push(format!(
+                        "a native run reached the time limit ({} s) and was stopped: no native time is used",
+                        opts.timeout.map_or(0.0, |t| t.as_secs_f64())
+                    ));
+                    native_times_s.clear();
+                    region_times_s.clear();
+                    thread_samples.clear();
+                    pooled = (0, 0, 0);
+                    break;
+                }
                 if !s.success {
                     let how = match (s.code, s.signal) {
                         (_, Some(sig)) => format!("was killed by signal {sig}{}", signal_name(sig)),
@@ -483,6 +498,31 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             Ending::TimedOut => {
                 vnotes.push("the emulation reached the time limit: counts are partial".to_string())
             }
+        }
+        // The plugin sends memory records in batches (1 MiB per guest thread) and a program
+        // stopped by a signal loses the batch it was filling: a run stopped early after
+        // little work leaves nothing to simulate. Not an SVE limit: say what happened.
+        let moved = counts.totals.bytes_loaded + counts.totals.bytes_stored;
+        if partial && records == 0 && moved > 0 && !opts.machines.is_empty() {
+            let how = match &o.ending {
+                Ending::TimedOut => format!(
+                    "reached the time limit ({} s)",
+                    opts.timeout.map_or(0.0, |t| t.as_secs_f64())
+                ),
+                Ending::Signal(s) => format!("was killed by signal {s}{}", signal_name(*s)),
+                Ending::Failed(c) => format!("exited with status {c}"),
+                Ending::Success => "ended".to_string(),
+            };
+            return Err(MixError::Program {
+                path: opts.program.display().to_string(),
+                message: format!(
+                    "{how} under emulation after moving {moved} bytes, before any of its memory accesses reached the cache simulator (the plugin sends them in batches, and a program stopped by a signal loses the batch it was filling): nothing to simulate"
+                ),
+                fix: match &o.ending {
+                    Ending::TimedOut => "give a longer --timeout, or arguments with which the program ends by itself".into(),
+                    _ => "check that the program runs with these arguments (and under qemu-user)".into(),
+                },
+            });
         }
         let n_threads = thread_list(&counts).len();
         let time_s = if regions.is_empty() && scopes.is_empty() {

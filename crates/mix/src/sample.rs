@@ -55,6 +55,8 @@ pub struct Sampled {
     /// Samples per thread that took any, by thread id (ascending: the kernel hands out ids
     /// in increasing order, so this is the order the threads started in).
     pub threads: Vec<ThreadSamples>,
+    /// Whether the run reached its time limit and was killed (then `signal` is SIGKILL).
+    pub timed_out: bool,
 }
 
 impl Sampled {
@@ -202,10 +204,13 @@ pub fn run(
         pie,
         freq_hz,
         None,
+        None,
     )
 }
 
-/// [`run`] with variables `env` added to the program's environment (`OMP_NUM_THREADS`...).
+/// [`run`] with variables `env` added to the program's environment (`OMP_NUM_THREADS`...),
+/// and a time limit: a run still going after `timeout` is killed (SIGKILL) and reported
+/// with [`Sampled::timed_out`].
 #[allow(clippy::too_many_arguments)]
 pub fn run_env(
     program: &Path,
@@ -215,6 +220,7 @@ pub fn run_env(
     lowest_vaddr: u64,
     pie: bool,
     freq_hz: u64,
+    timeout: Option<Duration>,
 ) -> std::io::Result<Sampled> {
     run_with(
         program,
@@ -225,6 +231,7 @@ pub fn run_env(
         pie,
         freq_hz,
         None,
+        timeout,
     )
 }
 
@@ -249,6 +256,7 @@ pub fn ip_histogram(
         pie,
         freq_hz,
         Some(&mut hist),
+        None,
     )?;
     Ok((s, hist))
 }
@@ -263,6 +271,7 @@ fn run_with(
     pie: bool,
     freq_hz: u64,
     hist: Option<&mut std::collections::BTreeMap<u64, u64>>,
+    timeout: Option<Duration>,
 ) -> std::io::Result<Sampled> {
     // The events are opened on this thread, disabled, before the child exists: the child
     // inherits them at fork and the kernel enables its copies at its exec
@@ -277,7 +286,8 @@ fn run_with(
         .filter_map(|c| Ring::open(me, c, 1_000_000_000 / freq_hz.max(1)))
         .collect();
     let start = Instant::now();
-    let mut child = Command::new(program)
+    // The program dies with hpcscope (a Ctrl-C, `kill`, a scheduler's time limit).
+    let mut child = hpcscope_host::child::die_with_parent(&mut Command::new(program))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -289,6 +299,7 @@ fn run_with(
     let mut lost = 0u64;
     let mut maps = Vec::new();
     let mut proc_bias = None;
+    let mut timed_out = false;
     let status = loop {
         for r in &mut rings {
             r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
@@ -300,6 +311,11 @@ fn run_with(
         }
         if let Some(st) = child.try_wait()? {
             break st;
+        }
+        if !timed_out && timeout.is_some_and(|t| start.elapsed() > t) {
+            // Nothing to save from a native run: it ends at once.
+            timed_out = true;
+            child.kill()?;
         }
         std::thread::sleep(Duration::from_millis(2));
     };
@@ -349,6 +365,7 @@ fn run_with(
         sampled: !rings.is_empty() && bias.is_some(),
         freq_hz: freq_hz.max(1),
         threads: threads.into_values().collect(),
+        timed_out,
     })
 }
 

@@ -31,7 +31,8 @@ pub struct MixArgs {
     /// whose accesses QEMU 7.2 does not report): a NEON or scalar build.
     #[arg(long, value_name = "BINARY")]
     pub cache_binary: Option<PathBuf>,
-    /// Stop the emulation after this many seconds; the counts so far are kept, marked partial.
+    /// Time limit of each run, seconds: an emulation is stopped with the counts so far kept,
+    /// marked partial; a native timing run is stopped and no native time is used.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
     /// Native runs to time (median), when this host can run the program.
