@@ -617,9 +617,9 @@ fn kill9_during_analyze_and_mix_leaves_complete_files_or_none() {
     .map(|s| s.to_string())
     .collect();
     let m = kill_emulated("mix", &plugin, &args, &mixdir, 5, &mut t);
-    // QEMU and the native timing runs are started by the mix crate, which does not yet make
-    // them die with hpcscope: counted and reported, not a loss of data.
+    // QEMU and the native timing runs die with hpcscope (PR_SET_PDEATHSIG).
     println!("faults: analyze and mix: programs left running after kill -9: {a} and {m}");
+    assert_eq!((a, m), (0, 0), "programs left running after kill -9");
     t.report("analyze and mix");
 }
 
