@@ -7,4 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin
+# The plugin for QEMU 10 (API v4), used when setup.sh built QEMU 10: exact SVE counts.
+cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features --features api-v4 \
+  --target-dir target/plugin-v4
 exec target/release/hpcscope demo -o out/demo "$@"
