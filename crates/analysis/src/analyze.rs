@@ -557,6 +557,7 @@ fn trace_run(
             ..Default::default()
         },
         duration: None,
+        quiet: true,
     };
     match hpcscope_trace::trace(&opts) {
         Ok(t) => Some(t),

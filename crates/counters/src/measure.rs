@@ -212,7 +212,9 @@ pub fn measure_with(command: &[String], o: &MeasureOptions) -> Result<Measuremen
 }
 
 /// One whole-command measurement with this CPU's recipe and the default formulas (software
-/// events where the PMU is not available, or where this CPU has no recipe).
+/// events where the PMU is not available, or where this CPU has no recipe). The command's
+/// standard output goes to /dev/null: this is the measurement other workflows (`analyze`)
+/// embed in their own output.
 pub fn measure(command: &[String]) -> Result<Report> {
     let o = MeasureOptions::default();
     let cat = o.recipe.catalogue()?;
@@ -222,7 +224,11 @@ pub fn measure(command: &[String]) -> Result<Report> {
         .or_else(|_| cat.find("software"))?;
     let compiled = cat.compile(recipe, o.recipe.variant)?;
     let events = recipe.needed_events(&cat.metrics, o.recipe.variant);
-    let mut raw = perf::collect(recipe, &events, command, &perf::CollectOptions::default())?;
+    let copts = perf::CollectOptions {
+        quiet: true,
+        ..perf::CollectOptions::default()
+    };
+    let mut raw = perf::collect(recipe, &events, command, &copts)?;
     raw.label = label_of(command);
     Ok(compute::compute(
         &compiled,

@@ -304,6 +304,9 @@ pub struct CollectOptions {
     pub env: Vec<(String, String)>,
     /// sysfs PMU root.
     pub sysfs: PathBuf,
+    /// The command's standard output goes to /dev/null (inside `analyze`, whose own output
+    /// it must not mix with); `counters run` keeps it.
+    pub quiet: bool,
 }
 
 impl Default for CollectOptions {
@@ -317,6 +320,7 @@ impl Default for CollectOptions {
                 .collect(),
             env: Vec::new(),
             sysfs: PathBuf::from(SYSFS_PMUS),
+            quiet: false,
         }
     }
 }
@@ -337,6 +341,7 @@ pub struct RunCounts {
 pub fn run_once(
     argv: &[String],
     env: &[(String, String)],
+    quiet: bool,
     groups: &[Vec<EventSpec>],
     uncore: &[(EventSpec, i32)],
 ) -> Result<RunCounts> {
@@ -368,10 +373,16 @@ pub fn run_once(
     if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(sys_err("pipe2"));
     }
+    let null = if quiet {
+        hpcscope_host::child::null_for_child()
+    } else {
+        None
+    };
+    let null_fd = null.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     // SAFETY: getpid before the fork.
     let parent = unsafe { libc::getpid() };
     // SAFETY: after fork the child only calls async-signal-safe functions (prctl, getppid,
-    // read, execvpe, _exit) on data prepared before the fork.
+    // read, dup2, execvpe, _exit) on data prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(sys_err("fork"));
@@ -383,6 +394,9 @@ pub fn run_once(
             libc::close(go[1]);
             let mut b = 0u8;
             libc::read(go[0], (&mut b as *mut u8).cast(), 1);
+            if let Some(fd) = null_fd {
+                hpcscope_host::child::stdout_to_in_child(fd);
+            }
             libc::execvpe(argv_p[0], argv_p.as_ptr(), env_p.as_ptr());
             libc::_exit(127);
         }
@@ -545,7 +559,7 @@ pub fn collect(
     let nruns = runs.len();
     let mut times = Vec::new();
     for (i, (groups, unc)) in runs.iter().enumerate() {
-        let r = run_once(argv, &opts.env, groups, unc)?;
+        let r = run_once(argv, &opts.env, opts.quiet, groups, unc)?;
         raw.exit_status = Some(r.status);
         if r.status != 0 {
             raw.warnings.push(format!(

@@ -151,3 +151,47 @@ fn whole_command_through_perf_event_open() {
     let e = perf::collect(recipe, &events, &bad, &perf::CollectOptions::default()).unwrap_err();
     assert!(e.to_string().contains("cannot run"), "{e}");
 }
+
+/// `quiet` sends the measured command's standard output to /dev/null (`analyze` embeds this
+/// measurement in its own output) and leaves it alone otherwise.
+#[test]
+fn quiet_sends_the_commands_stdout_to_dev_null() {
+    let ours = std::fs::read_link("/proc/self/fd/1").unwrap();
+    if ours == std::path::Path::new("/dev/null") {
+        println!("skipping test - this test's own stdout is /dev/null");
+        return;
+    }
+    let cat = Catalogue::builtin();
+    let recipe = recipe_here(&cat);
+    let events = recipe.needed_events(&cat.metrics, Variant::AsPublished);
+    for quiet in [true, false] {
+        let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("counters-fd1-{quiet}.out"));
+        let _ = std::fs::remove_file(&out);
+        // $$ is the shell: its fd 1 is what the launch gave it.
+        let argv: Vec<String> = [
+            "sh".to_string(),
+            "-c".to_string(),
+            format!(
+                "x=$(readlink /proc/$$/fd/1); echo \"$x\" > {}",
+                out.display()
+            ),
+        ]
+        .to_vec();
+        let o = perf::CollectOptions {
+            quiet,
+            ..perf::CollectOptions::default()
+        };
+        if let Err(e) = perf::collect(recipe, &events, &argv, &o) {
+            println!("skipping test - {e}");
+            return;
+        }
+        let seen = std::fs::read_to_string(&out).unwrap();
+        let want = if quiet {
+            "/dev/null".into()
+        } else {
+            ours.display().to_string()
+        };
+        assert_eq!(seen.trim(), want, "quiet={quiet}");
+    }
+}

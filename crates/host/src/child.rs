@@ -56,6 +56,31 @@ pub unsafe fn in_child_after_fork(parent: libc::pid_t) {
     let _ = parent;
 }
 
+/// A descriptor on `/dev/null` (close-on-exec), opened before a fork so that the child can
+/// send its standard output there with [`stdout_to_in_child`]: a measured program's own
+/// output must not mix into hpcscope's (e.g. JSON written to stdout). `None` when it
+/// cannot be opened (the child then keeps hpcscope's stdout).
+pub fn null_for_child() -> Option<std::os::fd::OwnedFd> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .ok()
+        .map(Into::into)
+}
+
+/// In a freshly forked child: makes `fd` (from [`null_for_child`]) its standard output.
+/// Async-signal-safe.
+///
+/// # Safety
+///
+/// Call only in a freshly forked child, before `exec`.
+pub unsafe fn stdout_to_in_child(fd: libc::c_int) {
+    // SAFETY: dup2 is async-signal-safe; the new descriptor 1 is not close-on-exec.
+    unsafe {
+        libc::dup2(fd, 1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

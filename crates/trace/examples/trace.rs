@@ -75,6 +75,7 @@ fn main() {
         target: Target::Command(cmd.to_vec()),
         probes,
         duration: None,
+        quiet: false,
     };
     match trace(&opts) {
         Ok(out) if quiet => eprintln!("traced {:.3} s", out.report.duration_s),

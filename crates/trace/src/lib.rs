@@ -22,6 +22,7 @@
 //!     target: Target::Command(vec!["./app".into(), "42".into()]),
 //!     probes: Probes { syscalls: true, sched: true, faults: true, ..Probes::default() },
 //!     duration: None,
+//!     quiet: false,
 //! };
 //! let out = trace(&opts)?;
 //! for t in out.report.tables() {
@@ -212,6 +213,9 @@ pub struct TraceOptions {
     pub probes: Probes,
     /// Stop after this long (a launched command then gets SIGTERM).
     pub duration: Option<Duration>,
+    /// A launched command's standard output goes to /dev/null (its output must not mix
+    /// with hpcscope's own, as in `analyze`); `trace -- CMD` keeps it.
+    pub quiet: bool,
 }
 
 /// What a trace returns.

@@ -44,6 +44,7 @@ fn a_finished_trace_with_uprobes_is_handed_to_a_child_that_exits() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     let calls: u64 = r

@@ -87,6 +87,7 @@ fn counts_match_exactly() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     assert_eq!(r.exit_code, Some(0), "{:#?}", r.notes);
@@ -177,6 +178,7 @@ fn follows_forked_children() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     let mut writes: Vec<u64> = r
@@ -206,6 +208,7 @@ fn profile_puts_the_hot_function_on_top() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let out = trace(&opts).expect("trace");
     let prof = out.profile.expect("profile");
@@ -236,6 +239,7 @@ fn missing_symbol_and_pid_are_bad_input() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let e = trace(&opts).unwrap_err();
     assert!(matches!(e, TraceError::SymbolNotFound { .. }), "{e}");
@@ -247,6 +251,7 @@ fn missing_symbol_and_pid_are_bad_input() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     assert!(matches!(
         trace(&opts).unwrap_err(),
@@ -266,6 +271,7 @@ fn pid_that_exits_mid_trace_keeps_its_data() {
             ..Probes::default()
         },
         duration: Some(std::time::Duration::from_secs(20)),
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     child.wait().unwrap();
@@ -299,6 +305,7 @@ fn launched_command_that_does_not_exist() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     assert!(matches!(
         trace(&opts).unwrap_err(),
@@ -317,6 +324,7 @@ fn ctrl_c_detaches_and_keeps_the_data() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     // What the SIGINT handler does, from another thread once the trace runs.
     let stopper = std::thread::spawn(|| {
@@ -359,6 +367,7 @@ fn without_privileges_the_error_is_an_environment_limit() {
                 ..Probes::default()
             },
             duration: None,
+            quiet: false,
         };
         trace(&opts).unwrap_err()
     })
@@ -419,6 +428,7 @@ fn trace_child_in_cgroup(
                 ..Probes::default()
             },
             duration: Some(duration),
+            quiet: false,
         })
     });
     if kill || !moved {
@@ -506,6 +516,7 @@ fn a_kernel_function_without_kprobes_falls_back_to_tracepoints() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     assert!(
@@ -558,6 +569,7 @@ fn openmp_shortcut_counts_runtime_calls_exactly() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     let p = r
@@ -598,6 +610,7 @@ fn timeline_has_on_cpu_slices_and_function_calls() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     let calls = r.timeline.iter().filter(|e| e.name == "hs_work").count();
@@ -647,6 +660,7 @@ fn a_program_found_on_path_is_executed_once_and_p99_stays_within_max() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     assert_eq!(r.processes.len(), 1, "{r:#?}");
@@ -679,6 +693,7 @@ fn the_command_exit_status_is_kept() {
                 ..Probes::default()
             },
             duration: None,
+            quiet: false,
         };
         trace(&opts).expect("trace").report
     };
@@ -699,6 +714,7 @@ fn a_missing_program_is_named_once_with_the_fix() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let e = trace(&opts).unwrap_err();
     assert!(matches!(e, TraceError::Spawn { .. }), "{e:?}");
@@ -733,6 +749,7 @@ fn files_follow_dup2_and_inherited_descriptors() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     let files: Vec<(u32, &hpcscope_trace::report::FileStat)> = r
@@ -782,6 +799,7 @@ fn forked_processes_get_their_own_cpu_time_and_all_their_syscalls() {
             ..Probes::default()
         },
         duration: Some(Duration::from_secs(120)),
+        quiet: false,
     };
     let r = trace(&opts).expect("trace").report;
     assert!(r.lost.is_empty(), "{:#?}", r.lost);
@@ -847,6 +865,7 @@ fn an_attached_process_gets_the_cpu_time_the_kernel_counted() {
             ..Probes::default()
         },
         duration: Some(Duration::from_millis(1500)),
+        quiet: false,
     })
     .expect("trace")
     .report;
@@ -859,4 +878,48 @@ fn an_attached_process_gets_the_cpu_time_the_kernel_counted() {
     let outer = after - before;
     assert!(p.on_cpu_ns <= outer, "{} > {outer}", p.on_cpu_ns);
     assert!(p.on_cpu_ns >= outer / 2, "{} ns of {outer} ns", p.on_cpu_ns);
+}
+
+/// `quiet` sends a launched command's standard output to /dev/null (so `analyze` keeps its
+/// own output clean) and leaves it alone otherwise.
+#[test]
+fn quiet_sends_the_commands_stdout_to_dev_null() {
+    let (_g, _bin) = setup!();
+    let ours = std::fs::read_link("/proc/self/fd/1").unwrap();
+    if ours == std::path::Path::new("/dev/null") {
+        println!("skipping: this test's own stdout is /dev/null");
+        return;
+    }
+    for quiet in [true, false] {
+        let out_file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fd1-{quiet}.out"));
+        let _ = std::fs::remove_file(&out_file);
+        let cmd = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            // $$ is the shell: its fd 1 is what the launch gave it.
+            format!(
+                "x=$(readlink /proc/$$/fd/1); echo \"$x\" > {}",
+                out_file.display()
+            ),
+        ];
+        let r = trace(&TraceOptions {
+            target: Target::Command(cmd),
+            probes: Probes {
+                syscalls: true,
+                ..Probes::default()
+            },
+            duration: None,
+            quiet,
+        })
+        .expect("trace")
+        .report;
+        assert_eq!(r.exit_code, Some(0), "{:#?}", r.notes);
+        let seen = std::fs::read_to_string(&out_file).unwrap();
+        let want = if quiet {
+            "/dev/null".into()
+        } else {
+            ours.display().to_string()
+        };
+        assert_eq!(seen.trim(), want, "quiet={quiet}");
+    }
 }

@@ -54,6 +54,7 @@ fn run(cmd: Vec<String>, probes: Probes) -> TraceReport {
         target: Target::Command(cmd),
         probes,
         duration: Some(Duration::from_secs(60)),
+        quiet: false,
     })
     .expect("trace")
     .report
@@ -205,6 +206,7 @@ fn a_usdt_probe_that_does_not_exist_is_bad_input_listing_what_is_there() {
             ..Probes::default()
         },
         duration: None,
+        quiet: false,
     })
     .unwrap_err();
     use hpcscope_core::Classify;

@@ -68,6 +68,7 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
             ..Probes::default()
         },
         duration: a.target.duration()?,
+        quiet: false,
     };
     let Some(session) = a.rank.begin("profile", &a.command)? else {
         unreachable!("run_rank is called with --run-dir");
@@ -122,6 +123,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
             ..Probes::default()
         },
         duration: a.target.duration()?,
+        quiet: false,
     };
     hpcscope_trace::install_signal_handlers();
     let out = hpcscope_trace::trace(&opts)?;

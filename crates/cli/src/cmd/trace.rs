@@ -132,6 +132,7 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
         target: a.target.target(&a.command)?,
         probes: p,
         duration: a.target.duration()?,
+        quiet: false,
     })
 }
 

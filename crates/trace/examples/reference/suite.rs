@@ -209,6 +209,7 @@ fn traced(dir: &Path, cmd: Vec<String>, probes: Probes) -> Result<TraceOutcome, 
         target: Target::Command(cmd),
         probes,
         duration: Some(Duration::from_secs(600)),
+        quiet: false,
     });
     std::env::set_current_dir(old).map_err(|e| e.to_string())?;
     r.map_err(|e| e.to_string())
@@ -1224,6 +1225,7 @@ pub fn attached_vs_proc(dir: &Path) -> Vec<Check> {
             ..Probes::default()
         },
         duration: Some(Duration::from_secs(3)),
+        quiet: false,
     });
     let after = stat(pid);
     let _ = child.kill();

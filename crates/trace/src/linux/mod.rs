@@ -781,7 +781,7 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     let usdts = target::resolve_usdt(opts)?;
 
     let mut launched = match &opts.target {
-        Target::Command(cmd) => Some(Launched::fork_stopped(cmd)?),
+        Target::Command(cmd) => Some(Launched::fork_stopped(cmd, opts.quiet)?),
         _ => None,
     };
     let hw = match (&launched, probes.counters) {

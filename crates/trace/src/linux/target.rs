@@ -28,7 +28,8 @@ impl Launched {
     /// the child waits for [`Launched::release`] and then executes it, so that the only
     /// `execve` the probes see is the one that runs the program. A file without the ELF
     /// magic or `#!` (ENOEXEC) is run by `/bin/sh`, as `execvp` does.
-    pub fn fork_stopped(cmd: &[String]) -> Result<Launched, TraceError> {
+    /// With `quiet`, the program's standard output goes to /dev/null.
+    pub fn fork_stopped(cmd: &[String], quiet: bool) -> Result<Launched, TraceError> {
         let Some(prog) = cmd.first() else {
             return Err(TraceError::Invalid("no command given after `--`".into()));
         };
@@ -60,8 +61,14 @@ impl Launched {
                 });
             }
         }
-        // SAFETY: the child only calls async-signal-safe functions (read, execv, write,
-        // _exit) on memory prepared before the fork.
+        let null = if quiet {
+            hpcscope_host::child::null_for_child()
+        } else {
+            None
+        };
+        let null_fd = null.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+        // SAFETY: the child only calls async-signal-safe functions (read, dup2, execv,
+        // write, _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(TraceError::Spawn {
@@ -76,6 +83,9 @@ impl Launched {
                 let mut b = 0u8;
                 let n = libc::read(go[0], &mut b as *mut u8 as *mut libc::c_void, 1);
                 if n == 1 {
+                    if let Some(fd) = null_fd {
+                        hpcscope_host::child::stdout_to_in_child(fd);
+                    }
                     libc::execv(exe.as_ptr(), ptrs.as_ptr());
                     let mut e = *libc::__errno_location();
                     if e == libc::ENOEXEC {
