@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::FromRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -394,6 +394,7 @@ fn tail(s: &str, n: usize) -> String {
 
 fn tempdir() -> Result<PathBuf, MixError> {
     let base = std::env::temp_dir();
+    sweep_stale(&base);
     for i in 0..1000u32 {
         let d = base.join(format!("hpcscope-mix-{}-{i}", std::process::id()));
         if std::fs::create_dir(&d).is_ok() {
@@ -404,6 +405,45 @@ fn tempdir() -> Result<PathBuf, MixError> {
         "cannot create a temporary directory in {}",
         base.display()
     )))
+}
+
+/// Removes the scratch directories of mix runs whose hpcscope is gone (killed with -9, or
+/// the machine lost power): `hpcscope-mix-PID-N` in `base`, owned by this user, where no
+/// process PID exists. A directory of a live process (or of a PID reused since) is kept.
+/// Returns how many were removed.
+fn sweep_stale(base: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return 0;
+    };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("hpcscope-mix-"))
+            .and_then(|r| r.split_once('-'))
+            .filter(|(_, i)| i.parse::<u32>().is_ok())
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(md) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !md.is_dir() || md.uid() != uid || pid <= 0 {
+            continue;
+        }
+        // SAFETY: signal 0 only checks that the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<Ending, MixError> {
@@ -899,5 +939,35 @@ mod tests {
         assert_eq!(ev, [Run(3, 0, 2), Run(1, 3, 3), Ended(3), Run(2, 5, 6)]);
         assert_eq!(d.split(&[], &mut ev), 0);
         assert!(ev.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::sweep_stale;
+
+    /// A killed run's scratch directory goes; a live process's and foreign names stay.
+    #[test]
+    fn stale_scratch_directories_are_swept() {
+        let base = tempfile::tempdir().unwrap();
+        // A PID that does not exist: above the kernel's maximum.
+        let max: i64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4_194_304);
+        let dead = base.path().join(format!("hpcscope-mix-{}-0", max + 1));
+        let live = base
+            .path()
+            .join(format!("hpcscope-mix-{}-3", std::process::id()));
+        let other = base.path().join("hpcscope-mix-notapid-0");
+        let file = base.path().join(format!("hpcscope-mix-{}-1", max + 1));
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("records"), b"x").unwrap();
+        }
+        std::fs::write(&file, b"a file, not ours to remove").unwrap();
+        assert_eq!(sweep_stale(base.path()), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists() && file.exists());
     }
 }
