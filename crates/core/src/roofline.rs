@@ -310,14 +310,20 @@ impl AccessWidths {
     }
 
     /// `128-bit 93 %, 64-bit 7 %`.
+    /// Widths holding under 0.5 % of the bytes are summed as `under 0.5 % at other widths`.
     pub fn describe(&self) -> String {
         let mut parts = self.parts.clone();
         parts.sort_by(|a, b| b.fraction.total_cmp(&a.fraction));
-        parts
+        let (big, small): (Vec<&WidthShare>, Vec<&WidthShare>) =
+            parts.iter().partition(|p| p.fraction >= 0.005);
+        let mut out: Vec<String> = big
             .iter()
             .map(|p| format!("{}-bit {:.0} %", p.vector_bits, p.fraction * 100.0))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        if small.iter().any(|p| p.fraction > 0.0) {
+            out.push("under 0.5 % at other widths".to_string());
+        }
+        out.join(", ")
     }
 }
 

@@ -29,6 +29,12 @@ fn bytes_and_fp_instructions_split_each_by_their_own_width() {
         .collect();
     assert_eq!(parts, vec![(64, 0.04, 0.5), (256, 0.96, 0.5)]);
     assert!(w.problems().is_empty());
+    assert_eq!(w.describe(), "256-bit 96 %, 64-bit 4 %");
+    let tiny = AccessWidths::from_bytes(&[(128, 1e6), (64, 16.0)], &[], "test").unwrap();
+    assert_eq!(
+        tiny.describe(),
+        "128-bit 100 %, under 0.5 % at other widths"
+    );
     // No FP instruction: every instruction share is 0, the byte split stands.
     let w = AccessWidths::from_bytes(&[(128, 1.0)], &[], "test").unwrap();
     assert_eq!((w.parts[0].fraction, w.parts[0].instructions), (1.0, 0.0));
