@@ -69,4 +69,20 @@ for r in range(1, runs + 1):
               f"{k['median_point_error']:.1%} | {k['max_point_error']:.1%} | {verdict} |")
     lb, la = v.get("load_average_before"), v.get("load_average_after")
     print(f"|   load {lb} -> {la} | | | | | | | | | |")
+
+# Where each build's bytes went by access width (last run): the split the ceilings are
+# taken at, counted by mix from each load's and store's memory operand.
+v = json.load(open(f"{out}/run{runs}/validation.json"))
+builds = v.get("builds") or v.get("protocol", {}).get("builds") or []
+if builds:
+    print()
+    print("| workload | build | bytes by access width | FP instructions by width | from |")
+    print("|---|---|---|---|---|")
+    for b in builds:
+        parts = sorted(b["widths"]["parts"], key=lambda p: -p["fraction"])
+        by = ", ".join(f"{p['vector_bits']}-bit {p['fraction']:.1%}" for p in parts
+                       if p["fraction"] > 0)
+        fp = ", ".join(f"{p['vector_bits']}-bit {p['instructions']:.1%}" for p in parts
+                       if p["instructions"] > 0)
+        print(f"| {b['group']} | {b['label']} | {by} | {fp or '-'} | {b['widths']['from']} |")
 PY

@@ -465,6 +465,7 @@ mod tests {
             regions: vec![Region {
                 name: "r".into(),
                 threads,
+                access_widths: None,
             }],
             notes: vec![],
         }

@@ -261,26 +261,17 @@ pub fn parse_build(arg: &str) -> Result<Build> {
     Ok(Build { label, path })
 }
 
-/// The FP instructions by width of variant `variant` of a characterization, as the bytes'
-/// and instructions' split by width (mix counts FP instructions by width; it does not count
-/// loads and stores by width yet, so a loop's accesses are taken at its arithmetic's
-/// width). Falls back to the profile's widest vector width.
+/// How the bytes and FP instructions of variant `variant` of a characterization split by
+/// width: the loads and stores mix counted by access width, when the plugin counted them.
+/// Otherwise (output of an older plugin, or no byte with a width known from the encoding)
+/// from the FP instructions by width, a loop's accesses taken at its arithmetic's width;
+/// and without FP instructions, the profile's widest vector width.
 pub fn access_widths(mix: &MixReport, variant: usize) -> AccessWidths {
     let v = &mix.variants[variant];
-    let mut counts = Vec::new();
-    for (k, w) in &v.counts.totals.fp_by_width {
-        let (p, wd) = k.split_once('_').unwrap_or((k.as_str(), "scalar"));
-        let elem = match p {
-            "f32" => 32,
-            _ => 64,
-        };
-        let bits = if wd == "scalar" {
-            elem
-        } else {
-            wd.parse::<u32>().unwrap_or(elem)
-        };
-        counts.push((bits, w.instructions as f64));
+    if let Some(w) = hpcscope_mix::widths::access_widths(&v.counts.totals) {
+        return w;
     }
+    let counts = hpcscope_mix::widths::fp_instruction_widths(&v.counts.totals);
     AccessWidths::from_instructions(&counts, "FP instructions by width, counted by mix")
         .unwrap_or_else(|| {
             let bits = v.profiles.first().map_or(64, |p| p.vector_bits);

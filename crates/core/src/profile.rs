@@ -153,6 +153,12 @@ pub struct Region {
     pub name: String,
     /// Per-thread metrics.
     pub threads: Vec<ThreadMetrics>,
+    /// How the region's bytes and FP instructions split by access width (`hpcscope mix`
+    /// counts loads and stores by width), so that `project --bandwidths binary-width` takes
+    /// each level's bandwidth at the binary's own widths. Absent: the profile's
+    /// `vector_bits` stands for every access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_widths: Option<crate::roofline::AccessWidths>,
 }
 
 /// An application profile.
@@ -406,6 +412,16 @@ impl Profile {
                     "give one entry per thread of the run",
                 ));
                 continue;
+            }
+            if let Some(w) = &region.access_widths {
+                for problem in w.problems() {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("regions[{r}].access_widths"),
+                        problem,
+                        "remove access_widths to take every access at vector_bits, or write the split `hpcscope mix` writes",
+                    ));
+                }
             }
             let mut ids = std::collections::HashMap::new();
             for (t, th) in region.threads.iter().enumerate() {

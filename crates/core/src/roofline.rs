@@ -234,15 +234,96 @@ impl AccessWidths {
         })
     }
 
+    /// The split of counted loads and stores: `bytes` are the bytes moved per access width
+    /// (bits), `fp_instructions` the FP instructions per width (the element size for
+    /// scalar code). Width `w` gets `bytes_w / sum(bytes)` of the bytes and `n_w / sum(n)`
+    /// of the FP instructions (0 for every width when there is none). `None` when no
+    /// byte count is positive.
+    pub fn from_bytes(
+        bytes: &[(u32, f64)],
+        fp_instructions: &[(u32, f64)],
+        from: impl Into<String>,
+    ) -> Option<AccessWidths> {
+        fn merge(v: &[(u32, f64)]) -> Vec<(u32, f64)> {
+            let mut out: Vec<(u32, f64)> = Vec::new();
+            for &(w, n) in v {
+                if w == 0 || !(n.is_finite() && n > 0.0) {
+                    continue;
+                }
+                match out.iter_mut().find(|(x, _)| *x == w) {
+                    Some((_, m)) => *m += n,
+                    None => out.push((w, n)),
+                }
+            }
+            out
+        }
+        let b = merge(bytes);
+        let n = merge(fp_instructions);
+        let tb: f64 = b.iter().map(|x| x.1).sum();
+        let tn: f64 = n.iter().map(|x| x.1).sum();
+        if tb <= 0.0 {
+            return None;
+        }
+        let mut widths: Vec<u32> = b.iter().chain(&n).map(|x| x.0).collect();
+        widths.sort_unstable();
+        widths.dedup();
+        let share = |v: &[(u32, f64)], t: f64, w: u32| {
+            v.iter()
+                .find(|x| x.0 == w)
+                .map_or(0.0, |x| if t > 0.0 { x.1 / t } else { 0.0 })
+        };
+        Some(AccessWidths {
+            parts: widths
+                .into_iter()
+                .map(|w| WidthShare {
+                    vector_bits: w,
+                    fraction: share(&b, tb, w),
+                    instructions: share(&n, tn, w),
+                })
+                .collect(),
+            from: from.into(),
+        })
+    }
+
+    /// Problems with the shares (for files that carry a split), in words: each share finite
+    /// and in [0, 1], each width positive, the byte fractions summing to 1.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.parts.is_empty() {
+            out.push("has no part".to_string());
+        }
+        for (i, p) in self.parts.iter().enumerate() {
+            if p.vector_bits == 0 {
+                out.push(format!("parts[{i}].vector_bits is 0"));
+            }
+            for (name, v) in [("fraction", p.fraction), ("instructions", p.instructions)] {
+                if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                    out.push(format!("parts[{i}].{name} is {v}, not a share in [0, 1]"));
+                }
+            }
+        }
+        let sum: f64 = self.parts.iter().map(|p| p.fraction).sum();
+        if !self.parts.is_empty() && (sum - 1.0).abs() > 1e-6 {
+            out.push(format!("the byte fractions sum to {sum}, not 1"));
+        }
+        out
+    }
+
     /// `128-bit 93 %, 64-bit 7 %`.
+    /// Widths holding under 0.5 % of the bytes are summed as `under 0.5 % at other widths`.
     pub fn describe(&self) -> String {
         let mut parts = self.parts.clone();
         parts.sort_by(|a, b| b.fraction.total_cmp(&a.fraction));
-        parts
+        let (big, small): (Vec<&WidthShare>, Vec<&WidthShare>) =
+            parts.iter().partition(|p| p.fraction >= 0.005);
+        let mut out: Vec<String> = big
             .iter()
             .map(|p| format!("{}-bit {:.0} %", p.vector_bits, p.fraction * 100.0))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        if small.iter().any(|p| p.fraction > 0.0) {
+            out.push("under 0.5 % at other widths".to_string());
+        }
+        out.join(", ")
     }
 }
 

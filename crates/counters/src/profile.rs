@@ -115,6 +115,7 @@ pub fn to_profile(report: &Report, info: &ProfileInfo) -> Result<Profile> {
             regions.push(Region {
                 name: r.name.clone(),
                 threads,
+                access_widths: None,
             });
         }
     }

@@ -130,6 +130,12 @@ pub struct Totals {
     /// FP instructions and FLOPs per precision and width (`f64_256`...).
     #[serde(default)]
     pub fp_by_width: BTreeMap<String, WidthCounts>,
+    /// Loads and stores per access width in bits (`8` ... `2048`, `other`), from each
+    /// instruction's memory operands. Only bytes known from the encoding are split; those
+    /// counted from QEMU's access reports are `bytes_dynamic`. Absent from plugins before
+    /// this key.
+    #[serde(default)]
+    pub mem_by_width: BTreeMap<String, MemWidthCounts>,
     /// Instructions per class.
     #[serde(default)]
     pub classes: BTreeMap<String, u64>,
@@ -143,6 +149,24 @@ pub struct WidthCounts {
     pub instructions: u64,
     /// FLOPs.
     pub flops: u64,
+}
+
+/// Loads and stores of one access width.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemWidthCounts {
+    /// Executions of instructions loading at this width.
+    #[serde(default)]
+    pub loads: u64,
+    /// Their bytes.
+    #[serde(default)]
+    pub bytes_loaded: u64,
+    /// Executions of instructions storing at this width.
+    #[serde(default)]
+    pub stores: u64,
+    /// Their bytes.
+    #[serde(default)]
+    pub bytes_stored: u64,
 }
 
 /// Stream statistics.

@@ -13,6 +13,7 @@ pub mod emulate;
 pub mod error;
 pub mod sample;
 pub mod tools;
+pub mod widths;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -884,6 +885,7 @@ fn profile(
         regions: vec![Region {
             name: region_name(opts),
             threads: metrics,
+            access_widths: widths::access_widths(&c.totals),
         }],
         notes,
     })

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::isa::{Counter, N_COUNTERS, fp_breakdown};
+use crate::isa::{Counter, N_COUNTERS, fp_breakdown, mem_breakdown};
 use crate::tally::Tally;
 
 /// Format tag of the summary; bumped only on incompatible changes (new keys are not).
@@ -25,6 +25,18 @@ pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
     let mut by_width = Map::new();
     for (name, insns, flops) in fp_breakdown(v) {
         by_width.insert(name, json!({ "instructions": insns, "flops": flops }));
+    }
+    let mut mem_by_width = Map::new();
+    for m in mem_breakdown(v) {
+        mem_by_width.insert(
+            m.width,
+            json!({
+                "loads": m.loads,
+                "bytes_loaded": m.bytes_loaded,
+                "stores": m.stores,
+                "bytes_stored": m.bytes_stored,
+            }),
+        );
     }
     json!({
         "instructions": c(v, Counter::Instructions),
@@ -50,6 +62,7 @@ pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
         "divsqrt_instructions": c(v, Counter::DivSqrtInstructions),
         "sve_instructions": c(v, Counter::SveInstructions),
         "fp_by_width": Value::Object(by_width),
+        "mem_by_width": Value::Object(mem_by_width),
     })
 }
 
@@ -191,6 +204,12 @@ mod tests {
     fn summary_has_documented_keys() {
         let mut a = [0u64; N_COUNTERS];
         a[Counter::Flops as usize] = 40;
+        crate::isa::InsnInfo {
+            loads: true,
+            load_bytes: 16,
+            ..crate::isa::InsnInfo::plain(crate::isa::Class::Load)
+        }
+        .add_to(&mut a);
         let mut b = [0u64; N_COUNTERS];
         b[Counter::Flops as usize] = 2;
         let tally = Tally {
@@ -225,6 +244,9 @@ mod tests {
         let s = summary(&run, &tally, true);
         assert_eq!(s["format"], FORMAT);
         assert_eq!(s["totals"]["flops"], 42);
+        assert_eq!(s["totals"]["mem_by_width"]["128"]["bytes_loaded"], 16);
+        assert_eq!(s["totals"]["mem_by_width"]["128"]["loads"], 1);
+        assert!(s["totals"]["mem_by_width"].get("64").is_none());
         assert_eq!(s["threads"][1]["totals"]["flops"], 2);
         assert_eq!(s["threads"][0]["vcpu"], 0);
         assert_eq!(s["regions"][0]["end"], 2);

@@ -132,6 +132,57 @@ fn check_forms(qemu: &[&str], bin: &Path, forms: &[Form], dir: &Path) {
         if got != want {
             bad.push(format!("{name}: {got:?} != {want:?}"));
         }
+        // By access width: the buckets and the bytes counted from access reports make the
+        // counted bytes; a form whose bytes all come from the encoding is in the bucket of
+        // its operands' size.
+        // Sizes other than 1 to 256 bytes in powers of two are under `other`.
+        let key = |bytes: u64| {
+            if bytes.is_power_of_two() && bytes <= 256 {
+                (bytes * 8).to_string()
+            } else {
+                "other".to_string()
+            }
+        };
+        let w = |j: &serde_json::Value, key: &str, k: &str| {
+            j["regions"][i]["totals"]["mem_by_width"][key][k]
+                .as_u64()
+                .unwrap_or(0) as i64
+        };
+        let dw = |key: &str, k: &str| w(&b, key, k) - w(&a, key, k);
+        let split: i64 = (0..9)
+            .map(|p| key(1 << p))
+            .chain(std::iter::once("other".to_string()))
+            .map(|k| dw(&k, "bytes_loaded") + dw(&k, "bytes_stored"))
+            .sum();
+        let dynamic = d("bytes_dynamic");
+        if split + dynamic != got.0 + got.1 {
+            bad.push(format!(
+                "{name}: {split} bytes by width + {dynamic} from reports != {} counted",
+                got.0 + got.1
+            ));
+        }
+        if dynamic == 0 {
+            let at = (
+                if ld > 0 {
+                    dw(&key(ld), "bytes_loaded")
+                } else {
+                    0
+                },
+                if st > 0 {
+                    dw(&key(st), "bytes_stored")
+                } else {
+                    0
+                },
+            );
+            if at != (want.0, want.1) {
+                bad.push(format!(
+                    "{name}: bytes at {}/{} {at:?} != {:?}",
+                    key(ld),
+                    key(st),
+                    (want.0, want.1)
+                ));
+            }
+        }
     }
     assert!(
         bad.is_empty(),

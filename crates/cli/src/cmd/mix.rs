@@ -367,6 +367,9 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
                 t.bytes_unreported
             ));
         }
+        if let Some(w) = hpcscope_mix::widths::describe(t) {
+            epi.push(format!("bytes by access width{key}: {w}"));
+        }
         if v.threads().len() > 1 {
             epi.push(format!("per guest thread{key}:"));
             for th in v.threads() {

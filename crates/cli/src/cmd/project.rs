@@ -161,6 +161,8 @@ pub struct Loaded {
     pub isa: String,
     /// All instructions of the region's threads, when counted.
     pub instructions: Option<f64>,
+    /// The region's split of bytes and FP instructions by width, when the profile has one.
+    pub access_widths: Option<AccessWidths>,
 }
 
 /// Loads a machine and a region of a profile.
@@ -180,6 +182,7 @@ pub fn load_side(machine: &str, profile: &std::path::Path, region: Option<&str>)
         vector_bits: p.vector_bits,
         isa: p.isa.clone(),
         instructions: r.instructions(),
+        access_widths: r.access_widths.clone(),
     })
 }
 
@@ -278,10 +281,12 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
     };
     let width = |l: &Loaded| {
         (a.bandwidths == crate::args::BandwidthsArg::BinaryWidth).then(|| {
-            AccessWidths::single(
-                l.vector_bits,
-                "the profile's vector width (the widest of its FP instructions)",
-            )
+            l.access_widths.clone().unwrap_or_else(|| {
+                AccessWidths::single(
+                    l.vector_bits,
+                    "the profile's vector width (the widest of its FP instructions)",
+                )
+            })
         })
     };
     let mut p = project_with(

@@ -244,10 +244,20 @@ impl InsnInfo {
         if self.loads {
             v[Counter::Loads as usize] += 1;
             v[Counter::BytesLoaded as usize] += u64::from(self.load_bytes);
+            if self.load_bytes > 0 {
+                let slot = mem_slot(self.load_bytes);
+                v[MEM_LOADS + slot] += 1;
+                v[MEM_LOAD_BYTES + slot] += u64::from(self.load_bytes);
+            }
         }
         if self.stores {
             v[Counter::Stores as usize] += 1;
             v[Counter::BytesStored as usize] += u64::from(self.store_bytes);
+            if self.store_bytes > 0 {
+                let slot = mem_slot(self.store_bytes);
+                v[MEM_STORES + slot] += 1;
+                v[MEM_STORE_BYTES + slot] += u64::from(self.store_bytes);
+            }
         }
         if self.mem_kind == MemKind::Unreported {
             v[Counter::BytesUnreported as usize] +=
@@ -322,8 +332,62 @@ const N_SLOTS: usize = 3 * WIDTHS.len();
 const FP_BY_WIDTH_INSNS: usize = N_NAMED;
 const FP_BY_WIDTH_FLOPS: usize = N_NAMED + N_SLOTS;
 
+/// Access-size buckets of the loads and stores by width, bytes per execution of one
+/// instruction (all its memory operands of one direction together); any other size falls
+/// into one more bucket, `other`.
+pub const MEM_WIDTH_BYTES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+const MEM_SLOTS: usize = MEM_WIDTH_BYTES.len() + 1;
+const MEM_LOADS: usize = FP_BY_WIDTH_FLOPS + N_SLOTS;
+const MEM_LOAD_BYTES: usize = MEM_LOADS + MEM_SLOTS;
+const MEM_STORES: usize = MEM_LOAD_BYTES + MEM_SLOTS;
+const MEM_STORE_BYTES: usize = MEM_STORES + MEM_SLOTS;
+
 /// Length of the counter vector.
-pub const N_COUNTERS: usize = N_NAMED + 2 * N_SLOTS;
+pub const N_COUNTERS: usize = MEM_STORE_BYTES + MEM_SLOTS;
+// Translation blocks keep their static counts as (region, counter as u8, increment).
+const _: () = assert!(N_COUNTERS <= 256);
+
+fn mem_slot(bytes: u32) -> usize {
+    MEM_WIDTH_BYTES
+        .iter()
+        .position(|b| *b == bytes)
+        .unwrap_or(MEM_SLOTS - 1)
+}
+
+/// Loads and stores of one access width (see [`mem_breakdown`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemWidth {
+    /// Width in bits (`other` for sizes not in [`MEM_WIDTH_BYTES`]).
+    pub width: String,
+    /// Executions of instructions that load at this width, and their bytes.
+    pub loads: u64,
+    pub bytes_loaded: u64,
+    /// Executions of instructions that store at this width, and their bytes.
+    pub stores: u64,
+    pub bytes_stored: u64,
+}
+
+/// Loads and stores by access width, narrowest first, skipping empty buckets. Only the
+/// bytes known from the encoding are split: the bytes counted from QEMU's access reports
+/// (`BytesDynamic`: `rep` string instructions, gathers, masked stores, `xsave`, SVE with
+/// plugin API v4) are in no bucket, so the buckets' bytes plus `BytesDynamic` make
+/// `BytesLoaded + BytesStored`.
+pub fn mem_breakdown(v: &[u64; N_COUNTERS]) -> Vec<MemWidth> {
+    (0..MEM_SLOTS)
+        .filter_map(|slot| {
+            let w = MemWidth {
+                width: MEM_WIDTH_BYTES
+                    .get(slot)
+                    .map_or_else(|| "other".to_string(), |b| (b * 8).to_string()),
+                loads: v[MEM_LOADS + slot],
+                bytes_loaded: v[MEM_LOAD_BYTES + slot],
+                stores: v[MEM_STORES + slot],
+                bytes_stored: v[MEM_STORE_BYTES + slot],
+            };
+            (w.loads + w.stores > 0).then_some(w)
+        })
+        .collect()
+}
 
 /// Index in the counter vector of the FLOPs of the FP-by-width bucket of `p` at
 /// `vector_bits`.
@@ -423,5 +487,57 @@ mod tests {
         assert_eq!(v[Counter::Flops as usize], 1);
         assert_eq!(v[Counter::FlopsExcluded as usize], 3);
         assert_eq!(fp_breakdown(&v), vec![("f64_256".to_string(), 1, 1)]);
+    }
+
+    #[test]
+    fn loads_and_stores_go_to_their_width() {
+        let mut v = [0u64; N_COUNTERS];
+        let load32 = InsnInfo {
+            loads: true,
+            load_bytes: 32,
+            ..InsnInfo::plain(Class::Load)
+        };
+        load32.add_to(&mut v);
+        load32.add_to(&mut v);
+        let rmw8 = InsnInfo {
+            loads: true,
+            stores: true,
+            load_bytes: 8,
+            store_bytes: 8,
+            ..InsnInfo::plain(Class::Int)
+        };
+        rmw8.add_to(&mut v);
+        InsnInfo {
+            stores: true,
+            store_bytes: 10,
+            ..InsnInfo::plain(Class::Store)
+        }
+        .add_to(&mut v);
+        // Bytes known only at run time: in no bucket.
+        InsnInfo {
+            loads: true,
+            stores: true,
+            mem_kind: MemKind::Dynamic,
+            ..InsnInfo::plain(Class::Other)
+        }
+        .add_to(&mut v);
+        let b = mem_breakdown(&v);
+        let w = |n: &str| b.iter().find(|m| m.width == n).cloned();
+        assert_eq!(b.len(), 3);
+        assert_eq!(
+            w("256").map(|m| (m.loads, m.bytes_loaded, m.stores)),
+            Some((2, 64, 0))
+        );
+        assert_eq!(
+            w("64").map(|m| (m.loads, m.bytes_loaded, m.stores, m.bytes_stored)),
+            Some((1, 8, 1, 8))
+        );
+        assert_eq!(w("other").map(|m| m.bytes_stored), Some(10));
+        let split: u64 = b.iter().map(|m| m.bytes_loaded + m.bytes_stored).sum();
+        assert_eq!(
+            split,
+            v[Counter::BytesLoaded as usize] + v[Counter::BytesStored as usize]
+        );
+        assert_eq!(v[Counter::Loads as usize], 4);
     }
 }
