@@ -127,9 +127,14 @@ pub fn qemus(arch: &str) -> Vec<String> {
     v
 }
 
+/// Whether `qemu` is the cached QEMU 10, which loads the API v4 plugin.
+pub fn is_qemu10(qemu: &str) -> bool {
+    qemu.contains("qemu-10.")
+}
+
 /// The plugin build that `qemu` loads: API v4 for the cached QEMU 10, else API v1.
 pub fn plugin_for(qemu: &str) -> PathBuf {
-    if qemu.contains("qemu-10.") {
+    if is_qemu10(qemu) {
         plugin_v4()
     } else {
         plugin()
