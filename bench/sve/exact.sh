@@ -25,7 +25,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 printf '%-6s %5s | %12s %12s %7s | %12s %12s %7s | %12s %12s | %s\n' \
   kernel bits flops_7.2 bytes_7.2 x_7.2 flops_10 bytes_10 x_10 flops_ref bytes_ref verdict_10
-for kernel in spmv triad dot; do
+for kernel in spmv triad dot gather; do
   n=$n_vec; [ "$kernel" = spmv ] && n=$n_spmv
   bin="$tmp/$kernel"
   aarch64-linux-gnu-gcc -O3 -std=gnu11 -D_POSIX_C_SOURCE=200809L -march=armv8.2-a+sve -static \
