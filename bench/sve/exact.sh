@@ -4,6 +4,8 @@
 # stores sized from the encoding) and on QEMU 10 (API v4: active lanes from the predicates,
 # SVE accesses as QEMU reports them), side by side with the analytic counts each program
 # prints (the reference). Verdict per row: exact when within 0.1 % of the analytic count.
+# Kernels: spmv (rows of 3 to 5 non-zeros), triad and dot (N_VEC elements, by default a
+# multiple of no vector length) and gather (a random-permutation gather, N_VEC elements).
 #
 # Needs qemu-user, aarch64-linux-gnu-gcc, and QEMU 10 from scripts/build-qemu.sh (rows for
 # an emulator that is missing say so). Usage: bench/sve/exact.sh [N_SPMV N_VEC]
