@@ -4,6 +4,8 @@
 # stores sized from the encoding) and on QEMU 10 (API v4: active lanes from the predicates,
 # SVE accesses as QEMU reports them), side by side with the analytic counts each program
 # prints (the reference). Verdict per row: exact when within 0.1 % of the analytic count.
+# Kernels: spmv (rows of 3 to 5 non-zeros), triad and dot (N_VEC elements, by default a
+# multiple of no vector length) and gather (a random-permutation gather, N_VEC elements).
 #
 # Needs qemu-user, aarch64-linux-gnu-gcc, and QEMU 10 from scripts/build-qemu.sh (rows for
 # an emulator that is missing say so). Usage: bench/sve/exact.sh [N_SPMV N_VEC]
@@ -25,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 printf '%-6s %5s | %12s %12s %7s | %12s %12s %7s | %12s %12s | %s\n' \
   kernel bits flops_7.2 bytes_7.2 x_7.2 flops_10 bytes_10 x_10 flops_ref bytes_ref verdict_10
-for kernel in spmv triad dot; do
+for kernel in spmv triad dot gather; do
   n=$n_vec; [ "$kernel" = spmv ] && n=$n_spmv
   bin="$tmp/$kernel"
   aarch64-linux-gnu-gcc -O3 -std=gnu11 -D_POSIX_C_SOURCE=200809L -march=armv8.2-a+sve -static \

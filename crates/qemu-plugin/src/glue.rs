@@ -472,6 +472,11 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                 api::count_insn(insn, &a.executions);
                 a
             });
+            // SVE contiguous accesses, reported per element: merged in the stream.
+            let merge = stream
+                && info.sve
+                && kind == MemKind::Dynamic
+                && memtrace::sve_contiguous(&api::insn_bytes(insn));
             let desc: &'static MemDesc = Box::leak(Box::new(MemDesc {
                 kind,
                 region: r as u32,
@@ -479,8 +484,17 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                 load_bytes: info.load_bytes,
                 store_bytes: info.store_bytes,
                 audit: audit_rec,
+                merge,
             }));
             let ud = desc as *const MemDesc as *mut c_void;
+            if merge {
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn,
+                    Some(memtrace::on_merge_exec),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    ud,
+                );
+            }
             if kind == MemKind::Clipped {
                 qemu_plugin_register_vcpu_insn_exec_cb(
                     insn,

@@ -31,6 +31,17 @@
 //! repeats: 8 accesses). A cache simulator whose lines are `B` bytes or larger sees the
 //! same hits: the repeats are accesses to the line just used. x86 16-byte SSE accesses,
 //! which QEMU splits into two 8-byte ones, and sequential scalar streams halve or better.
+//!
+//! SVE contiguous loads and stores ([`sve_contiguous`]) reach the plugin one report per
+//! active element (QEMU 9.2 and later). Their records are merged ([`MemDesc::merge`]): the
+//! reports of one execution that follow each other at adjacent addresses become one access
+//! of their combined size, so that a 512-bit `ld1d` under an all-true predicate is one
+//! 64-byte access, as on hardware, and the number of accesses scales with the vector
+//! length. An execution callback ([`on_merge_exec`]) closes the run at each execution, and
+//! any other access of the vCPU closes it first, so records keep their order. A run whose
+//! size is not a power of two (a partial predicate) is written as power-of-two pieces, the
+//! largest first; a piece that straddles a cache line is split by the simulator, like any
+//! access. Gathers and scatters stay one access per element.
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_uint, c_void};
@@ -142,6 +153,11 @@ struct Slot {
     cap: usize,
     /// Number of the guest thread the batch belongs to.
     thread: u32,
+    /// The SVE contiguous access being merged: its first address and direction (a record
+    /// of size 1), its bytes so far (0: none), and the instruction's [`MemDesc`].
+    pend: u64,
+    pend_len: u64,
+    pend_desc: usize,
 }
 
 struct Slots([UnsafeCell<Slot>; MAX_VCPUS]);
@@ -157,6 +173,9 @@ static SLOTS: Slots = Slots(
             len: 0,
             cap: 0,
             thread: 0,
+            pend: 0,
+            pend_len: 0,
+            pend_desc: 0,
         })
     }; MAX_VCPUS],
 );
@@ -244,9 +263,132 @@ pub extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, 
     emit(vcpu, (vaddr & ADDR_MASK) | decode(info, query_qemu));
 }
 
-/// Appends one record to vCPU `vcpu`'s batch.
+/// Appends one record to vCPU `vcpu`'s batch, after the SVE access being merged.
 #[inline(always)]
 fn emit(vcpu: c_uint, rec: u64) {
+    if let Some(slot) = SLOTS.0.get(vcpu as usize) {
+        // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+        if unsafe { (*slot.get()).pend_len } != 0 {
+            close_merge(vcpu);
+        }
+    }
+    push(vcpu, rec);
+}
+
+/// Bytes one merged record may take (the largest SVE access, LD4 at 2048 bits, is 1 KiB).
+pub const MERGE_MAX: u64 = 1 << 12;
+// A record's size field holds at most 2^15.
+const _: () = assert!(MERGE_MAX <= 1 << 15);
+
+/// One active element's access `rec` of an SVE contiguous load or store (instruction
+/// `desc`): extends the vCPU's run when it follows it (same instruction and direction, the
+/// next address), else closes the run and starts another.
+#[inline(always)]
+fn merge(vcpu: c_uint, desc: usize, rec: u64) {
+    let Some(slot) = SLOTS.0.get(vcpu as usize) else {
+        // vCPUs beyond MAX_VCPUS: one record per element.
+        push(vcpu, rec);
+        return;
+    };
+    let size = 1u64 << ((rec >> 56) & 0xf);
+    let start = (rec & ADDR_MASK) | (rec & (1 << 63));
+    {
+        // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+        let s = unsafe { &mut *slot.get() };
+        if s.pend_len != 0
+            && s.pend_desc == desc
+            && (s.pend ^ start) >> 63 == 0
+            && (s.pend & ADDR_MASK) + s.pend_len == rec & ADDR_MASK
+            && s.pend_len + size <= MERGE_MAX
+        {
+            s.pend_len += size;
+            return;
+        }
+    }
+    close_merge(vcpu);
+    // SAFETY: as above; `close_merge` has returned.
+    let s = unsafe { &mut *slot.get() };
+    (s.pend, s.pend_len, s.pend_desc) = (start, size, desc);
+}
+
+/// Writes the SVE access being merged on `vcpu` (if any) as records.
+#[inline(never)]
+fn close_merge(vcpu: c_uint) {
+    let Some(slot) = SLOTS.0.get(vcpu as usize) else {
+        return;
+    };
+    let (start, len) = {
+        // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+        let s = unsafe { &mut *slot.get() };
+        let run = (s.pend, s.pend_len);
+        s.pend_len = 0;
+        run
+    };
+    for rec in merged_records(start, len) {
+        push(vcpu, rec);
+    }
+}
+
+/// The records of a merged run of `len` bytes from record `start` (its address and
+/// direction): power-of-two pieces, the largest first.
+pub fn merged_records(start: u64, len: u64) -> impl Iterator<Item = u64> {
+    let store = start >> 63 == 1;
+    let mut addr = start & ADDR_MASK;
+    let mut left = len;
+    std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let shift = 63 - left.leading_zeros();
+        let rec = record(addr, shift, store);
+        addr += 1 << shift;
+        left -= 1 << shift;
+        Some(rec)
+    })
+}
+
+/// Execution callback of an SVE contiguous load or store whose records are merged: the
+/// accesses of this execution start a run of their own.
+pub extern "C" fn on_merge_exec(vcpu: c_uint, _: *mut c_void) {
+    if let Some(slot) = SLOTS.0.get(vcpu as usize) {
+        // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+        if unsafe { (*slot.get()).pend_len } != 0 {
+            close_merge(vcpu);
+        }
+    }
+}
+
+/// Whether instruction `insn` (aarch64) is an SVE contiguous load or store, whose active
+/// elements are adjacent in memory: the contiguous-load class (`LD1*`, `LDFF1*`, `LDNF1*`,
+/// `LDNT1*`, `LD2*`..`LD4*`, `LD1RQ*`, `LD1RO*`) and the contiguous stores (`ST1*`,
+/// `STNT1*`, `ST2*`..`ST4*`). Not gathers, scatters, `LD1R*` (one element) or `LDR`/`STR`
+/// (reported as plain accesses).
+pub fn sve_contiguous(insn: &[u8]) -> bool {
+    let Ok(b) = <[u8; 4]>::try_from(insn) else {
+        return false;
+    };
+    let w = u32::from_le_bytes(b);
+    if (w >> 25) & 0xf != 0b0010 {
+        return false;
+    }
+    match w >> 29 {
+        // SVE Memory - Contiguous Load.
+        0b101 => true,
+        // SVE Memory - Store: op2 (bits 15:13) 010 ST1 (scalar plus scalar; with bits
+        // 24:22 = 110 STR, a plain access), 011 STNT1/ST2-4 (scalar plus scalar), 111 ST1,
+        // STNT1, ST2-4 (scalar plus immediate); 001, 100, 101, 110 are scatters, 000 STR.
+        0b111 => {
+            let op2 = (w >> 13) & 7;
+            op2 == 0b011 || op2 == 0b111 || (op2 == 0b010 && (w >> 22) & 7 != 0b110)
+        }
+        // 100: 32-bit gathers, LD1R*, LDR, prefetches; 110: 64-bit gathers.
+        _ => false,
+    }
+}
+
+/// Appends one record to vCPU `vcpu`'s batch (coalescing it with the last one when it can).
+#[inline(always)]
+fn push(vcpu: c_uint, rec: u64) {
     if let Some(slot) = SLOTS.0.get(vcpu as usize) {
         // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
         let s = unsafe { &mut *slot.get() };
@@ -342,6 +484,10 @@ pub struct MemDesc {
     pub store_bytes: u32,
     /// Per-instruction check of the stream against the counts (`audit=`).
     pub audit: Option<&'static Audit>,
+    /// An SVE contiguous load or store whose per-element reports are merged into accesses
+    /// of their combined size (see the module documentation); [`on_merge_exec`] is
+    /// registered as its execution callback.
+    pub merge: bool,
 }
 
 /// What the stream carried for one instruction, against its counts (`audit=`): executions,
@@ -441,7 +587,11 @@ pub extern "C" fn on_mem_desc(
         c.fetch_add(size, Ordering::Relaxed);
     }
     if streaming() {
-        emit(vcpu, rec);
+        if d.merge {
+            merge(vcpu, ud as usize, rec);
+        } else {
+            emit(vcpu, rec);
+        }
     }
 }
 
@@ -465,6 +615,10 @@ pub extern "C" fn on_mem_drop(_: c_uint, _: qemu_plugin_meminfo_t, _: u64, _: *m
 pub fn flush_vcpu(vcpu: u32) {
     if let Some(slot) = SLOTS.0.get(vcpu as usize) {
         // SAFETY: called by the vCPU's own thread, or at exit.
+        if unsafe { (*slot.get()).pend_len } != 0 {
+            close_merge(vcpu);
+        }
+        // SAFETY: as above.
         let s = unsafe { &mut *slot.get() };
         if !s.buf.is_null() && s.len > 0 {
             // SAFETY: as in `on_mem`.
@@ -575,6 +729,77 @@ mod tests {
         assert_eq!(r & ADDR_MASK, 0x7fff_1234_5678);
         assert_eq!((r >> 56) & 0xf, 3);
         assert_eq!(r >> 63, 1);
+    }
+
+    #[test]
+    fn sve_contiguous_forms() {
+        // Encodings from the GNU assembler (-march=armv8.2-a+sve).
+        let contiguous = [
+            (0xa5e2_4020u32, "ld1d {z0.d}, p0/z, [x1, x2, lsl #3]"),
+            (0xa5e1_a020, "ld1d {z0.d}, p0/z, [x1, #1, mul vl]"),
+            (0xa542_4020, "ld1w {z0.s}, p0/z, [x1, x2, lsl #2]"),
+            (0xa5e2_6020, "ldff1d {z0.d}, p0/z, [x1, x2, lsl #3]"),
+            (0xa5f0_a020, "ldnf1d {z0.d}, p0/z, [x1]"),
+            (0xa5a2_c020, "ld2d {z0.d, z1.d}, p0/z, [x1, x2, lsl #3]"),
+            (0xa582_c020, "ldnt1d {z0.d}, p0/z, [x1, x2, lsl #3]"),
+            (0xa580_2020, "ld1rqd {z0.d}, p0/z, [x1]"),
+            (0xe5e2_4020, "st1d {z0.d}, p0, [x1, x2, lsl #3]"),
+            (0xe5e1_e020, "st1d {z0.d}, p0, [x1, #1, mul vl]"),
+            (0xe402_4020, "st1b {z0.b}, p0, [x1, x2]"),
+            (0xe5a2_6020, "st2d {z0.d, z1.d}, p0, [x1, x2, lsl #3]"),
+            (0xe582_6020, "stnt1d {z0.d}, p0, [x1, x2, lsl #3]"),
+            (0xe5f1_e020, "st4d {z0.d-z3.d}, p0, [x1, #4, mul vl]"),
+        ];
+        let other = [
+            (0xc5e2_c020u32, "ld1d {z0.d}, p0/z, [x1, z2.d, lsl #3]"),
+            (0x8522_4020, "ld1w {z0.s}, p0/z, [x1, z2.s, uxtw #2]"),
+            (0xc5a1_c040, "ld1d {z0.d}, p0/z, [z2.d, #8]"),
+            (0xc5e2_e020, "ldff1d {z0.d}, p0/z, [x1, z2.d, lsl #3]"),
+            (0x85c0_e020, "ld1rd {z0.d}, p0/z, [x1]"),
+            (0x8580_4020, "ldr z0, [x1]"),
+            (0xe580_4020, "str z0, [x1]"),
+            (0xe580_0020, "str p0, [x1]"),
+            (0xe5a2_a020, "st1d {z0.d}, p0, [x1, z2.d, lsl #3]"),
+            (0xe562_8020, "st1w {z0.s}, p0, [x1, z2.s, uxtw #2]"),
+            (0xe5c1_a040, "st1d {z0.d}, p0, [z2.d, #8]"),
+            (0xe582_a020, "st1d {z0.d}, p0, [x1, z2.d]"),
+            (0xf940_0020, "ldr x0, [x1]"),
+            (0x3dc0_0020, "ldr q0, [x1]"),
+        ];
+        for (w, asm) in contiguous {
+            assert!(sve_contiguous(&w.to_le_bytes()), "{asm}");
+        }
+        for (w, asm) in other {
+            assert!(!sve_contiguous(&w.to_le_bytes()), "{asm}");
+        }
+        assert!(!sve_contiguous(&[0x20, 0x40]));
+    }
+
+    #[test]
+    fn merged_runs_are_power_of_two_pieces() {
+        let pieces = |addr: u64, len: u64, store: bool| -> Vec<(u64, u64, bool)> {
+            merged_records(record(addr, 0, store), len)
+                .map(|r| (r & ADDR_MASK, 1 << ((r >> 56) & 0xf), r >> 63 == 1))
+                .collect()
+        };
+        // A full 512-bit ld1d: one 64-byte access.
+        assert_eq!(pieces(0x1000, 64, false), vec![(0x1000, 64, false)]);
+        // 5 active doubles: 32 + 8 bytes, in address order.
+        assert_eq!(
+            pieces(0x2008, 40, true),
+            vec![(0x2008, 32, true), (0x2028, 8, true)]
+        );
+        // 7 active bytes: 4 + 2 + 1.
+        assert_eq!(
+            pieces(0x3001, 7, false),
+            vec![(0x3001, 4, false), (0x3005, 2, false), (0x3007, 1, false)]
+        );
+        assert_eq!(pieces(0x3001, 0, false), vec![]);
+        // The largest merged run is a record.
+        assert_eq!(
+            pieces(0x4000, MERGE_MAX, false),
+            vec![(0x4000, MERGE_MAX, false)]
+        );
     }
 
     #[test]

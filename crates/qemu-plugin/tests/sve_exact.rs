@@ -7,12 +7,16 @@
 //! row at every length), and `triad` and `dot` with n = 4099 (a multiple of no vector's
 //! lanes), at 128 to 2048 bits; the memory stream carries the counted bytes exactly.
 //!
-//! Needs QEMU 10 built by `scripts/build-qemu.sh` and aarch64-linux-gnu-gcc; without them the
-//! test prints one `skipping:` line.
+//! The stream merges the per-element reports of a contiguous SVE access into one access of
+//! their size: triad's accesses are one per vector (and power-of-two pieces of the partial
+//! last one), so their number scales with the vector length.
+//!
+//! Needs QEMU 10 built by `scripts/build-qemu.sh` and aarch64-linux-gnu-gcc; without them
+//! each test prints one `skipping:` line.
 
 mod common;
 
-use common::{compile, field, get, have, qemu10, range, run};
+use common::{compile, field, get, have, qemu10, range, run, run_records};
 
 #[test]
 fn sve_partial_vectors_count_exactly_on_qemu10() {
@@ -83,5 +87,65 @@ fn sve_partial_vectors_count_exactly_on_qemu10() {
                 r.json
             );
         }
+    }
+}
+
+#[test]
+fn sve_contiguous_accesses_are_one_per_vector_on_qemu10() {
+    if !have("aarch64-linux-gnu-gcc") {
+        println!(
+            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
+        );
+        return;
+    }
+    let Some(qemu) = qemu10("aarch64") else {
+        println!("skipping: QEMU 10 (plugin API v4) is not built (scripts/build-qemu.sh)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = compile(
+        "aarch64-linux-gnu-gcc",
+        &["-O3", "-march=armv8.2-a+sve", "-static"],
+        "triad.c",
+        dir.path(),
+    );
+    let region = format!("region={}", range(&bin, "kernel_triad"));
+    let (n, reps) = (4099u64, 2u64);
+    for vl in [128u64, 512, 2048] {
+        let cpu = format!("max,sve-default-vector-length={}", vl / 8);
+        let (json, recs) = run_records(
+            &[qemu.as_str(), "-cpu", &cpu],
+            &region,
+            &bin,
+            &[&n.to_string(), &reps.to_string()],
+            dir.path(),
+        );
+        let t = &json["totals"];
+        let size = |r: &u64| 1u64 << ((r >> 56) & 0xf);
+        let (ld, st) = recs.iter().fold((0, 0), |(l, s), r| {
+            if r >> 63 == 1 {
+                (l, s + size(r))
+            } else {
+                (l + size(r), s)
+            }
+        });
+        assert_eq!(
+            (ld, st),
+            (get(t, "bytes_loaded"), get(t, "bytes_stored")),
+            "{vl} bits"
+        );
+        // a[i] = b[i] + s * c[i]: per repetition and array, n / lanes whole vectors of
+        // vl / 8 bytes and the last n % lanes elements as power-of-two pieces.
+        let lanes = vl / 64;
+        let tail = (n % lanes * 8).count_ones() as u64;
+        let want = reps * 3 * (n / lanes + tail);
+        let whole = recs.iter().filter(|r| size(r) == vl / 8).count() as u64;
+        println!(
+            "triad n={n} at {vl} bits: {} accesses ({whole} of {} bytes), {ld} bytes loaded, {st} stored",
+            recs.len(),
+            vl / 8
+        );
+        assert_eq!(recs.len() as u64, want, "{vl} bits: accesses");
+        assert_eq!(whole, reps * 3 * (n / lanes), "{vl} bits: whole vectors");
     }
 }

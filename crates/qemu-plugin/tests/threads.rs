@@ -10,6 +10,10 @@
 //! at 128 to 2048 bits. Before per-thread counting, two threads lost 2.5 to 4 % of the
 //! FLOPs of this triad, a different amount every run.
 //!
+//! Each test runs on QEMU 7.2 (plugin API v1) and QEMU 10 (API v4) where present, the
+//! latter with fewer runs ([`RUNS_QEMU10`]), since QEMU 7.2's runs are the ones that
+//! established the variability.
+//!
 //! Needs qemu-user and the compilers (with OpenMP); without them each test prints one
 //! `skipping:` line.
 
@@ -18,10 +22,17 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{field, get, range, run, tools, try_compile};
+use common::{field, get, is_qemu10, qemus, range, run, tools, try_compile};
 use serde_json::Value;
 
 const RUNS: usize = 20;
+/// Runs per thread count on QEMU 10.
+const RUNS_QEMU10: usize = 4;
+
+/// Runs per thread count on `qemu`.
+fn runs(qemu: &str) -> usize {
+    if is_qemu10(qemu) { RUNS_QEMU10 } else { RUNS }
+}
 const N: u64 = 8192;
 const REPS: u64 = 2;
 
@@ -158,7 +169,7 @@ fn omp_env(t: u64) -> Vec<(&'static str, String)> {
 
 #[test]
 fn openmp_triad_x86_64() {
-    if !tools(&["qemu-x86_64", "gcc"]) {
+    if !tools(&["gcc"]) {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -171,44 +182,48 @@ fn openmp_triad_x86_64() {
         return;
     };
     let region = range(&bin, "kernel_triad_omp._omp_fn.0");
-    let case = Case {
-        qemu: &["qemu-x86_64", "-cpu", "max"],
-        bin: &bin,
-        region: &region,
-        args: &|n, _| vec![n.to_string(), REPS.to_string()],
-        env: &omp_env,
-        // The main thread is thread 0 of the team; libgomp starts T - 1 more.
-        workers: &|t| (0..t as u32).collect(),
-    };
-    check(&case, RUNS, &[1, 2, 4], dir.path());
+    for q in qemus("x86_64") {
+        let case = Case {
+            qemu: &[&q, "-cpu", "max"],
+            bin: &bin,
+            region: &region,
+            args: &|n, _| vec![n.to_string(), REPS.to_string()],
+            env: &omp_env,
+            // The main thread is thread 0 of the team; libgomp starts T - 1 more.
+            workers: &|t| (0..t as u32).collect(),
+        };
+        check(&case, runs(&q), &[1, 2, 4], dir.path());
+    }
 }
 
 #[test]
 fn pthreads_triad_x86_64() {
-    if !tools(&["qemu-x86_64", "gcc"]) {
+    if !tools(&["gcc"]) {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let bin = try_compile("gcc", &["-O3", "-pthread"], "triad_pthreads.c", dir.path())
         .unwrap_or_else(|e| panic!("{e}"));
     let region = range(&bin, "kernel_triad_chunk");
-    let case = Case {
-        qemu: &["qemu-x86_64", "-cpu", "max"],
-        bin: &bin,
-        region: &region,
-        args: &|n, t| vec![n.to_string(), REPS.to_string(), t.to_string()],
-        env: &|_| Vec::new(),
-        // Threads 1..=T do the work; the main thread waits.
-        workers: &|t| (1..=t as u32).collect(),
-    };
-    check(&case, RUNS, &[1, 2, 4], dir.path());
+    for q in qemus("x86_64") {
+        let case = Case {
+            qemu: &[&q, "-cpu", "max"],
+            bin: &bin,
+            region: &region,
+            args: &|n, t| vec![n.to_string(), REPS.to_string(), t.to_string()],
+            env: &|_| Vec::new(),
+            // Threads 1..=T do the work; the main thread waits.
+            workers: &|t| (1..=t as u32).collect(),
+        };
+        check(&case, runs(&q), &[1, 2, 4], dir.path());
+    }
 }
 
 /// SVE at 128 to 2048 bits: N is a multiple of every vector length times the threads, so no
 /// thread has a partial last vector.
 #[test]
 fn openmp_triad_sve_per_thread() {
-    if !tools(&["qemu-aarch64", "aarch64-linux-gnu-gcc"]) {
+    if !tools(&["aarch64-linux-gnu-gcc"]) {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -221,16 +236,18 @@ fn openmp_triad_sve_per_thread() {
         return;
     };
     let region = range(&bin, "kernel_triad_omp._omp_fn.0");
-    for vl in [128u32, 512, 2048] {
-        let cpu = format!("max,sve-default-vector-length={}", vl / 8);
-        let case = Case {
-            qemu: &["qemu-aarch64", "-cpu", &cpu],
-            bin: &bin,
-            region: &region,
-            args: &|n, _| vec![n.to_string(), REPS.to_string()],
-            env: &omp_env,
-            workers: &|t| (0..t as u32).collect(),
-        };
-        check(&case, 1, &[1, 2, 4], dir.path());
+    for q in qemus("aarch64") {
+        for vl in [128u32, 512, 2048] {
+            let cpu = format!("max,sve-default-vector-length={}", vl / 8);
+            let case = Case {
+                qemu: &[&q, "-cpu", &cpu],
+                bin: &bin,
+                region: &region,
+                args: &|n, _| vec![n.to_string(), REPS.to_string()],
+                env: &omp_env,
+                workers: &|t| (0..t as u32).collect(),
+            };
+            check(&case, 1, &[1, 2, 4], dir.path());
+        }
     }
 }

@@ -1,4 +1,6 @@
 //! What the mix tests share: whether a tool runs, and the plugin built for them.
+// Each test binary uses some of these.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,4 +33,44 @@ pub fn plugin() -> PathBuf {
         dir.join("libhpcscope_qemu_plugin.so")
     })
     .clone()
+}
+
+/// QEMU 10 for aarch64 as `scripts/build-qemu.sh` installs it.
+pub fn qemu10() -> Option<PathBuf> {
+    let cache = std::env::var_os("HPCSCOPE_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("hpcscope")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hpcscope")))?;
+    let p = cache.join("qemu-10.0.2/bin/qemu-aarch64");
+    p.is_file().then_some(p)
+}
+
+/// The API v4 plugin, built into `plugin-v4` beside this test binary's profile directory.
+pub fn plugin_v4() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let v4 = profile_dir
+        .parent()
+        .expect("target directory")
+        .join("plugin-v4");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-plugin/Cargo.toml"))
+        .args([
+            "--no-default-features",
+            "--features",
+            "api-v4",
+            "--target-dir",
+        ])
+        .arg(&v4);
+    if release {
+        cmd.arg("--release");
+    }
+    assert!(cmd.status().expect("run cargo build").success());
+    v4.join(if release { "release" } else { "debug" })
+        .join("libhpcscope_qemu_plugin.so")
 }

@@ -127,9 +127,14 @@ pub fn qemus(arch: &str) -> Vec<String> {
     v
 }
 
+/// Whether `qemu` is the cached QEMU 10, which loads the API v4 plugin.
+pub fn is_qemu10(qemu: &str) -> bool {
+    qemu.contains("qemu-10.")
+}
+
 /// The plugin build that `qemu` loads: API v4 for the cached QEMU 10, else API v1.
 pub fn plugin_for(qemu: &str) -> PathBuf {
-    if qemu.contains("qemu-10.") {
+    if is_qemu10(qemu) {
         plugin_v4()
     } else {
         plugin()
@@ -297,6 +302,50 @@ pub fn run(
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stream,
     }
+}
+
+/// Runs `bin args` under `qemu` with the plugin, `plugin_args` and the memory stream on
+/// (no coalescing): the plugin's summary and the stream's access records (thread markers
+/// left out).
+pub fn run_records(
+    qemu: &[&str],
+    plugin_args: &str,
+    bin: &Path,
+    args: &[&str],
+    dir: &Path,
+) -> (Value, Vec<u64>) {
+    let out = dir.join("records.json");
+    let mem = dir.join("records.stream");
+    let pa = format!(
+        "{},out={},{plugin_args},mem=on,memout={}",
+        plugin_for(qemu[0]).display(),
+        out.display(),
+        mem.display()
+    );
+    let mut cmd = Command::new(qemu[0]);
+    cmd.args(&qemu[1..])
+        .arg("-plugin")
+        .arg(&pa)
+        .arg(bin)
+        .args(args);
+    let o = cmd.output().expect("run qemu");
+    assert!(
+        o.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("plugin output")).expect("JSON");
+    let b = std::fs::read(&mem).expect("stream file");
+    assert_eq!(&b[..8], b"HPCSMT03");
+    let recs = b[8..]
+        .chunks_exact(8)
+        .map(|r| u64::from_le_bytes(r.try_into().expect("8 bytes")))
+        .filter(|r| r >> 57 != 0x3f)
+        .collect();
+    let _ = std::fs::remove_file(&mem);
+    let _ = std::fs::remove_file(&out);
+    (json, recs)
 }
 
 /// A `key=value` number printed by a workload.
