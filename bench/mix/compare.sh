@@ -3,7 +3,7 @@
 # workload, with a verdict per acceptance criterion of the mix speed target.
 #
 #   bench/mix/compare.sh [OUTDIR]   (env: RUNS=3 WORKLOADS="cg edge montecarlo triad_stencil"
-#                                    SAMPLE=10 HPCSCOPE=path/to/hpcscope PLUGIN=path/to/plugin.so
+#                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope PLUGIN=path/to/plugin.so
 #                                    ANALYZE=1 to time `hpcscope analyze` too)
 #
 # Workloads (x86-64, SSE2, gcc -O3 -march=x86-64): the bundled CG (workloads/src/cg.c,
@@ -32,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-"$root/target/bench-mix-compare"}
 runs=${RUNS:-3}
-sample=${SAMPLE:-10}
+sample=${SAMPLE:-8}
 workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
 mkdir -p "$out"
 for tool in gcc qemu-x86_64 valgrind hyperfine python3; do
@@ -108,9 +108,12 @@ flops_equal = fv["counts"]["totals"]["flops"] == sv["counts"]["totals"]["flops"]
 insn_equal = fv["counts"]["totals"]["instructions"] == sv["counts"]["totals"]["instructions"]
 worst = 0.0
 sr = sv.get("sampling") or {}
-print(f"  sampled: {sr.get('units')} of {sr.get('population')} units measured; "
+units = ", ".join(f"{m['machine']} {m['units']} of {m['population']}" for m in sr.get("machines", []))
+fi, si = fv["counts"]["totals"]["instructions"], sv["counts"]["totals"]["instructions"]
+print(f"  sampled units measured: {units}; "
       f"FLOPs {fv['counts']['totals']['flops']} full, {sv['counts']['totals']['flops']} sampled: "
-      f"{'equal' if flops_equal else 'DIFFERENT'}; instructions {'equal' if insn_equal else 'DIFFERENT'}")
+      f"{'equal' if flops_equal else 'DIFFERENT'}; instructions {fi} full, {si} sampled "
+      f"({'equal' if insn_equal else f'differ by {si - fi}: two emulations of one program may differ in start-up code'})")
 est = {(m["machine"], l["level"]): l for m in sr.get("machines", []) for l in m["levels"]}
 for fc, sc in zip(fv["caches"], sv["caches"]):
     cells = []
