@@ -28,6 +28,10 @@
 //!   sat in the next level when it was filled. A dirty victim written back there tries that
 //!   position first (checked against the tag), which saves the set search of the write-back
 //!   in a streaming miss.
+//! - An access that leaves the fast path after one that missed L1 has the sets below L1
+//!   of the access [`LOOKAHEAD`] records further prefetched into the host's caches: on a miss-bound
+//!   stream the large levels' tag stores do not fit there, and their host-memory latency
+//!   then overlaps the simulation of the accesses in between.
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
@@ -53,6 +57,10 @@ const NO_MEMO: Memo = Memo {
     line: NO_LINE,
     index: 0,
 };
+
+/// How many records ahead of an access that leaves the fast path the sets below L1 are
+/// prefetched (host-memory latency over the time to simulate a miss, about 20 ns).
+const LOOKAHEAD: usize = 8;
 
 /// Accesses a fast run takes at most, so that the L1 clock can be checked once per run.
 const RUN_MAX: usize = 1 << 30;
@@ -110,6 +118,8 @@ pub struct Hierarchy {
     mru_write: bool,
     mru_hits: u64,
     mru_bytes: u64,
+    /// The last access that left the fast path missed L1 (the lookahead prefetches then).
+    missing: bool,
     mem_reads: u64,
     mem_bytes: u64,
     mem_writebacks: u64,
@@ -189,6 +199,7 @@ impl Hierarchy {
             mru_write: false,
             mru_hits: 0,
             mru_bytes: 0,
+            missing: false,
             mem_reads: 0,
             mem_bytes: 0,
             mem_writebacks: 0,
@@ -341,7 +352,19 @@ impl Hierarchy {
             // the record stands for hit the line now most recently used.
             let a = batch[i].into_access();
             let line = a.addr >> shift;
+            // Lookahead: a stream that leaves the memo here often does so again soon (a
+            // miss-bound stream: indirect accesses over a large array). The sets the access
+            // LOOKAHEAD records on will search below L1 are fetched into the host's caches
+            // now, so that their host-memory latency overlaps this access's simulation.
+            // Only after an L1 miss: a memo miss that hits L1 (a set search) says nothing of
+            // the levels below.
+            if self.missing
+                && let Some(ahead) = batch.get(i + LOOKAHEAD)
+            {
+                self.prefetch_below_l1(ahead.into_access().addr >> shift);
+            }
             let (at, hit) = self.locate(line, u64::from(a.size));
+            self.missing = !hit;
             if !hit {
                 self.mru_hits -= 1;
                 self.mru_bytes -= u64::from(a.size);
@@ -351,6 +374,14 @@ impl Hierarchy {
         }
         (self.mru_line, self.mru_index, self.mru_write) = (mru, index, write);
         i
+    }
+
+    /// Prefetches the sets of `line` in the levels below L1 (see [`Level::prefetch`]).
+    #[inline(always)]
+    fn prefetch_below_l1(&self, line: u64) {
+        for lvl in &self.levels[1..] {
+            lvl.prefetch(line);
+        }
     }
 
     /// `n` more accesses like `a`, just simulated, inside its line: hits on the line it

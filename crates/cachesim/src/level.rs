@@ -336,6 +336,31 @@ impl Level {
         None
     }
 
+    /// Asks the host to bring the set of `line` into its caches: the tags (or the
+    /// fingerprints, which a search reads first), the set's replacement state and, in a
+    /// level with hints, the hints. Changes nothing the simulation sees; a later search of
+    /// that set then need not wait for the host's memory (see [`Hierarchy`]'s lookahead).
+    ///
+    /// [`Hierarchy`]: crate::Hierarchy
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, line: u64) {
+        let (set, base) = self.set_base(line);
+        if self.narrow {
+            prefetch_slice(&self.tags32, base, self.ways * 4);
+        } else if self.fp_stride != 0 {
+            prefetch_slice(&self.fps, set * self.fp_stride, self.fp_stride * 4);
+        } else {
+            prefetch_slice(&self.tags, base, self.ways * 8);
+        }
+        match self.policy {
+            Policy::Stamps => prefetch_slice(&self.stamps, base, self.ways * 4),
+            Policy::Nibbles | Policy::TreePlru => prefetch_slice(&self.per_set, set, 8),
+        }
+        if !self.hints.is_empty() {
+            prefetch_slice(&self.hints, base, self.ways * 4);
+        }
+    }
+
     /// Records a use of way `way` of set `set` (entry `index`) in the replacement state.
     #[inline(always)]
     pub(crate) fn touch_way(&mut self, set: usize, index: usize, way: usize) {
@@ -740,6 +765,32 @@ fn slice_at<T>(v: &[T], start: usize, len: usize) -> &[T] {
     debug_assert!(start + len <= v.len());
     // SAFETY: in bounds (see above).
     unsafe { v.get_unchecked(start..start + len) }
+}
+
+/// Prefetches the host cache lines of `bytes` bytes of `v` from element `start` on (at
+/// most two host lines: a set of up to 16 eight-byte tags); nothing when out of bounds.
+#[inline(always)]
+fn prefetch_slice<T>(v: &[T], start: usize, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        if start < v.len() {
+            let p = v[start..].as_ptr().cast::<i8>();
+            // SAFETY: SSE is part of the x86-64 baseline; a prefetch never faults, and the
+            // address is inside `v` (the second one at most 64 bytes past a valid one,
+            // within the set's bytes).
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(p);
+                if bytes > 64 && (p as usize & 63) + bytes > 64 {
+                    _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+                }
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (v, start, bytes);
+    }
 }
 
 /// Sets the dirty bit of the tag at `index` of `tags` (which holds a line).

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::elf::Arch;
 use crate::error::MixError;
+use crate::sampling::{SampleMethod, SampleSpec, Sampler, SamplingReport};
+use crate::setsample::SetSampler;
 
 /// What the plugin writes at exit (`out=`), the fields mix reads.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -232,6 +234,8 @@ pub struct Request {
     pub tbs: bool,
     /// Time limit.
     pub timeout: Option<Duration>,
+    /// Simulate the caches in sampled windows (None: every access).
+    pub sample: Option<SampleSpec>,
 }
 
 /// How the program ended.
@@ -266,6 +270,9 @@ pub struct Outcome {
     pub wall_s: f64,
     /// Last lines the program and QEMU printed on standard error.
     pub stderr_tail: String,
+    /// With a sampled simulation: what it measured and how sure it is (`caches` and
+    /// `thread_caches` then hold the extrapolated counters).
+    pub sampling: Option<SamplingReport>,
 }
 
 fn ranges(v: &[(u64, u64)]) -> String {
@@ -369,20 +376,32 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| MixError::Run(e.to_string()))?;
         // QEMU's vCPU thread keeps one CPU busy: leave it one.
-        Some(std::thread::spawn(move || read_stream(file, sims, 1)))
+        let sample = req.sample;
+        Some(std::thread::spawn(move || {
+            read_stream(file, sims, 1, sample)
+        }))
     } else {
         None
     };
     let ending = wait(&mut child, req.timeout)?;
     let wall_s = start.elapsed().as_secs_f64();
-    let (nodes, records) = match reader {
+    let (nodes, records, sampled) = match reader {
         Some(h) => h
             .join()
             .map_err(|_| MixError::Run("the stream reader panicked".into()))??,
-        None => (Vec::new(), 0),
+        None => (Vec::new(), 0, None),
     };
-    let caches = nodes.iter().map(NodeSim::stats).collect();
-    let thread_caches = nodes.iter().map(NodeSim::thread_stats).collect();
+    let (caches, thread_caches, sampling) = match sampled {
+        Some((est, report)) => {
+            let (c, t) = est.into_iter().unzip();
+            (c, t, Some(report))
+        }
+        None => (
+            nodes.iter().map(NodeSim::stats).collect(),
+            nodes.iter().map(NodeSim::thread_stats).collect(),
+            None,
+        ),
+    };
     // The final counts, or else the plugin's last snapshot (written every 250 ms): QEMU 7.2
     // skips the plugins' exit callbacks when the guest dies of a signal.
     let partial_json = dir.join("counts.json.partial");
@@ -408,6 +427,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         ending,
         wall_s,
         stderr_tail,
+        sampling,
     })
 }
 
@@ -717,8 +737,12 @@ impl Pacer {
     }
 }
 
+/// Per node, the estimated counters (all threads; per thread), and the sampling report.
+pub(crate) type SampledResult = (Vec<(HierarchyStats, Vec<ThreadStats>)>, SamplingReport);
+
 /// Reads the plugin's stream and simulates each thread's accesses on every node of `sims`,
-/// paced by a [`Pacer`].
+/// paced by a [`Pacer`]; with `sample`, only in the windows it asks for (on the reading
+/// thread: sampling leaves little to share out).
 ///
 /// With several nodes and host CPUs to spare beyond the `reserved` ones (the producer's:
 /// QEMU keeps one busy), the nodes are spread over worker threads (one per spare CPU, at
@@ -731,12 +755,43 @@ pub(crate) fn read_stream(
     f: impl Read,
     sims: Vec<NodeSim>,
     reserved: usize,
-) -> Result<(Vec<NodeSim>, u64), MixError> {
+    sample: Option<SampleSpec>,
+) -> Result<(Vec<NodeSim>, u64, Option<SampledResult>), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cpus.saturating_sub(reserved).min(sims.len());
     let mut demux = Demux::default();
     let mut pacer = Pacer::default();
     let mut runs: Vec<Event> = Vec::new();
+    if let Some(spec) = sample.filter(|s| s.method == SampleMethod::Sets) {
+        let nodes: Vec<NodeConfig> = sims.iter().map(|s| s.config().clone()).collect();
+        let placement = sims
+            .first()
+            .map(|s| s.placement().clone())
+            .unwrap_or_default();
+        let mut sampler = SetSampler::new(spec, &nodes, &placement)?;
+        let mut records = 0;
+        let mut feed = |t: u32, r: &[PackedAccess]| sampler.feed(t, r);
+        for_each_batch(f, |b| {
+            records += demux.split(b, &mut runs);
+            pacer.events(b, &runs, Instant::now(), &mut feed);
+        })?;
+        pacer.finish(&mut feed);
+        let result = sampler.finish(records);
+        return Ok((sims, records, Some(result)));
+    }
+    if let Some(spec) = sample {
+        let mut sims = sims;
+        let mut records = 0;
+        let mut sampler = Sampler::new(spec);
+        let mut feed = |t: u32, r: &[PackedAccess]| sampler.feed(&mut sims, t, r);
+        for_each_batch(f, |b| {
+            records += demux.split(b, &mut runs);
+            pacer.events(b, &runs, Instant::now(), &mut feed);
+        })?;
+        pacer.finish(&mut feed);
+        let result = sampler.finish(&sims, records);
+        return Ok((sims, records, Some(result)));
+    }
     if workers <= 1 {
         let mut sims = sims;
         let mut records = 0;
@@ -750,7 +805,7 @@ pub(crate) fn read_stream(
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
         pacer.finish(&mut feed);
-        return Ok((sims, records));
+        return Ok((sims, records, None));
     }
     // Node i goes to worker i % workers; they come back in the original order.
     let n = sims.len();
@@ -829,6 +884,7 @@ pub(crate) fn read_stream(
         Ok((
             done.into_iter().map(|s| s.expect("every node")).collect(),
             records,
+            None,
         ))
     })
 }

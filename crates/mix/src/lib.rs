@@ -12,6 +12,8 @@ pub mod elf;
 pub mod emulate;
 pub mod error;
 pub mod sample;
+pub mod sampling;
+pub mod setsample;
 pub mod tools;
 pub mod widths;
 
@@ -31,6 +33,7 @@ pub use emulate::{Ending, PluginOutput, RegionCounts, ThreadCounts, Totals};
 pub use error::MixError;
 /// How threads are placed on the simulated nodes' cores.
 pub use hpcscope_cachesim::Placement;
+pub use sampling::{SampleMethod, SampleSpec, SamplingReport};
 
 /// What to analyse and how.
 #[derive(Debug, Clone, Default)]
@@ -65,6 +68,8 @@ pub struct MixOptions {
     /// Variables added to the program's environment, natively and under emulation
     /// (`OMP_NUM_THREADS`...).
     pub env: Vec<(String, String)>,
+    /// Simulate the caches in sampled windows and extrapolate (None: every access).
+    pub sample: Option<SampleSpec>,
 }
 
 /// Counts of one function (per-function breakdown).
@@ -110,6 +115,10 @@ pub struct VariantReport {
     pub profiles: Vec<Profile>,
     /// Per-function breakdown, largest FLOPs first.
     pub functions: Vec<FunctionCounts>,
+    /// With `--sample`: what the sampled simulation measured and the error of its
+    /// estimates (`caches`, `thread_caches` and the profiles' bytes are extrapolated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingReport>,
 }
 
 impl VariantReport {
@@ -173,7 +182,7 @@ pub fn replay_stream(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| MixError::Run(e.to_string()))?;
     // No producer to leave a CPU to.
-    let (sims, records) = emulate::read_stream(stream, sims, 0)?;
+    let (sims, records, _) = emulate::read_stream(stream, sims, 0, None)?;
     Ok(Replay {
         caches: sims.iter().map(|s| s.stats()).collect(),
         thread_caches: sims.iter().map(|s| s.thread_stats()).collect(),
@@ -295,6 +304,10 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     let qemu = emu.qemu.clone();
     let plugin = tools::plugin(&emu)?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
+    // A set sampling the machines' caches cannot take is refused before anything runs.
+    if let Some(spec) = opts.sample.filter(|s| s.method == SampleMethod::Sets) {
+        setsample::SetSampler::new(spec, &nodes, &opts.placement)?;
+    }
     let resolve = |names: &[String],
                    info: &ElfInfo,
                    path: &std::path::Path|
@@ -413,7 +426,13 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         opts.sve_bits.iter().map(|b| Some(*b)).collect()
     };
     // The cache stream of a separate binary does not depend on the vector length: simulate it once.
-    let mut shared_caches: Option<(Vec<HierarchyStats>, Vec<Vec<ThreadStats>>, u64)> = None;
+    type Caches = (
+        Vec<HierarchyStats>,
+        Vec<Vec<ThreadStats>>,
+        u64,
+        Option<SamplingReport>,
+    );
+    let mut shared_caches: Option<Caches> = None;
     if let (Some(cb), Some(ci)) = (&opts.cache_binary, &cache_info) {
         let o = run_emulation(
             &mut notes,
@@ -431,6 +450,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 env: opts.env.clone(),
                 tbs: false,
                 timeout: opts.timeout,
+                sample: opts.sample,
             },
         )?;
         notes.push(format!(
@@ -438,7 +458,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             cb.display(),
             o.records
         ));
-        shared_caches = Some((o.caches, o.thread_caches, o.records));
+        shared_caches = Some((o.caches, o.thread_caches, o.records, o.sampling));
     }
     let mut variants = Vec::new();
     for sve in lengths {
@@ -462,6 +482,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 env: opts.env.clone(),
                 tbs: opts.per_function,
                 timeout: opts.timeout,
+                sample: opts.sample,
             },
         )?;
         let Some(counts) = o.counts.clone() else {
@@ -482,11 +503,26 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         };
         let partial = o.ending != Ending::Success;
-        let (caches, thread_caches, records) = match &shared_caches {
-            Some((c, t, r)) => (c.clone(), t.clone(), *r),
-            None => (o.caches.clone(), o.thread_caches.clone(), o.records),
+        let (caches, thread_caches, records, sampling) = match &shared_caches {
+            Some((c, t, r, s)) => (c.clone(), t.clone(), *r, s.clone()),
+            None => (
+                o.caches.clone(),
+                o.thread_caches.clone(),
+                o.records,
+                o.sampling.clone(),
+            ),
         };
         let mut vnotes = Vec::new();
+        if let Some(sr) = &sampling {
+            vnotes.push(format!(
+                "bytes per level extrapolated from a sampled cache simulation ({}, 1 in {}; FLOPs and instructions exact)",
+                match sr.spec.method {
+                    SampleMethod::Sets => "cache sets",
+                    SampleMethod::Time => "time windows",
+                },
+                sr.spec.period
+            ));
+        }
         match &o.ending {
             Ending::Success => {}
             Ending::Failed(c) => vnotes.push(format!(
@@ -596,6 +632,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             placement: opts.placement.label(),
             profiles,
             functions,
+            sampling,
         });
     }
     Ok(MixReport {
@@ -755,7 +792,8 @@ fn profile(
             if (scale - 1.0).abs() > 0.01 {
                 notes.push(format!("simulated bytes ({simulated}, from the cache binary) differ from counted bytes ({counted}); the simulated fractions are applied to the counted bytes"));
             }
-        } else if (simulated - streamed).abs() > 0.5 {
+        } else if (simulated - streamed).abs() > 0.5 && opts.sample.is_none() {
+            // (A sampled simulation's bytes are an estimate: its note says so.)
             notes.push(format!(
                 "simulated bytes ({simulated}) differ from the bytes the memory stream should carry ({streamed}{}){}; the simulated fractions are applied to the counted bytes",
                 if unreported > 0.0 {

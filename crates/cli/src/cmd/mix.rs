@@ -53,6 +53,21 @@ pub struct MixArgs {
     /// cores (0,12,24,36).
     #[arg(long, default_value = "compact", value_parser = crate::cmd::analyze::parse_placement)]
     pub placement: hpcscope_mix::Placement,
+    /// Sampled cache simulation: simulate one cache set in K of every level (or, with
+    /// --sample-method time, one window of accesses in K) and extrapolate, each level's
+    /// hit ratio given with its 95 % interval. FLOPs and instruction counts stay exact.
+    #[arg(long, value_name = "K")]
+    pub sample: Option<u64>,
+    /// What --sample samples: sets (no warm-up needed, the default) or time (windows of
+    /// --sample-unit accesses after --sample-warmup accesses simulated uncounted).
+    #[arg(long, value_enum, default_value = "sets", requires = "sample")]
+    pub sample_method: SampleMethodArg,
+    /// Accesses (coalesced records) per unit of --sample.
+    #[arg(long, value_name = "RECORDS", default_value_t = hpcscope_mix::SampleSpec::UNIT, requires = "sample")]
+    pub sample_unit: u64,
+    /// Accesses simulated without counting before each measured unit (default: two units).
+    #[arg(long, value_name = "RECORDS", requires = "sample")]
+    pub sample_warmup: Option<u64>,
     /// Where to write: a `.json` file when there is one profile, else a directory that
     /// receives one profile per machine and vector length plus `mix-report.json`.
     #[arg(long, short)]
@@ -66,6 +81,15 @@ pub struct MixArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub command: Vec<String>,
+}
+
+/// What `--sample` samples.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleMethodArg {
+    /// Cache sets.
+    Sets,
+    /// Time windows.
+    Time,
 }
 
 /// Runs the analysis; shared by `mix` and `analyze`.
@@ -93,6 +117,15 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
         application: a.application.clone(),
         per_function: a.per_function,
         placement: a.placement.clone(),
+        sample: match (a.sample, a.sample_method) {
+            (Some(k), SampleMethodArg::Sets) => Some(hpcscope_mix::SampleSpec::sets(k)?),
+            (Some(k), SampleMethodArg::Time) => Some(hpcscope_mix::SampleSpec::new(
+                k,
+                a.sample_unit,
+                a.sample_warmup.unwrap_or(a.sample_unit.saturating_mul(2)),
+            )?),
+            (None, _) => None,
+        },
         env: match a.threads {
             Some(0) => anyhow::bail!("--threads 0: give the number of threads (1 or more)"),
             Some(t) => vec![("OMP_NUM_THREADS".into(), t.to_string())],
@@ -355,6 +388,13 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
             .sve_bits
             .map(|b| format!(" (SVE {b})"))
             .unwrap_or_default();
+        if let Some(s) = &v.sampling {
+            let lines = s.lines();
+            if let Some((first, rest)) = lines.split_first() {
+                epi.push(format!("{first}{key}"));
+                epi.extend(rest.iter().cloned());
+            }
+        }
         if t.flops_excluded > 0 {
             epi.push(format!(
                 "note{key}: {} lane FLOPs of reductions and unused lanes left out (docs/flop-counting.md)",

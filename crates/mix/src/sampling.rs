@@ -1,0 +1,677 @@
+//! Sampled cache simulation (`mix --sample`): the caches are simulated in periodic windows
+//! and the counts extrapolated, with the extrapolation's error estimated from the
+//! differences between windows (systematic sampling as in SMARTS, Wunderlich et al.,
+//! ISCA 2003).
+//!
+//! Each guest thread's access records are cut, in stream order, into periods of
+//! `period x unit` records. A period starts with a measured unit (`unit` records simulated
+//! and counted), then skips records (not simulated at all) and ends with `warmup` records
+//! simulated without being counted, which bring the caches back to a state close to the
+//! one a full simulation would have at the next measured unit. The first unit of a thread
+//! starts from the same cold caches as a full run.
+//!
+//! Per level, the hit ratio is the ratio estimator over the measured units,
+//! `sum(hits) / sum(accesses)`; its variance is the ratio estimator's, from the
+//! between-unit residuals `hits_i - R * accesses_i`, with the finite-population
+//! correction `1 - n/N` (`n` units measured of `N` in the stream). The counters of each
+//! thread (hits, misses, bytes served, fills, write-backs per level and memory) are the
+//! measured ones times the thread's records over its measured records. Instruction and
+//! FLOP counts come from the plugin's block counters and are exact whatever the sampling.
+
+use std::collections::BTreeMap;
+
+use hpcscope_cachesim::{HierarchyStats, LevelStats, NodeSim, PackedAccess, ThreadStats};
+use serde::Serialize;
+
+use crate::error::MixError;
+
+/// Units measured below which the error estimate is called unreliable.
+pub const MIN_UNITS: u64 = 30;
+
+/// Interval (95 %, half-width, percentage points) above which the report says the
+/// estimate is loose.
+pub const LOOSE_PP: f64 = 1.0;
+
+/// What is sampled.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleMethod {
+    /// Cache sets: every access to one set in `period` of each level, the others dropped
+    /// ([`crate::setsample`]).
+    #[default]
+    Sets,
+    /// Time: one window of `unit` records in every `period` units, after `warmup` records
+    /// simulated without counting.
+    Time,
+}
+
+/// How to sample: with [`SampleMethod::Time`], one measured unit of `unit` records in every
+/// `period` units, after `warmup` records simulated without counting; with
+/// [`SampleMethod::Sets`], one cache set in `period`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SampleSpec {
+    /// What is sampled.
+    pub method: SampleMethod,
+    /// One unit (or set) in this many is measured.
+    pub period: u64,
+    /// Records (coalesced accesses) per unit.
+    pub unit: u64,
+    /// Records simulated, not counted, before each measured unit but the first.
+    pub warmup: u64,
+}
+
+impl SampleSpec {
+    /// Default records per unit.
+    pub const UNIT: u64 = 100_000;
+
+    /// One cache set in `period` (see [`SampleMethod::Sets`]).
+    pub fn sets(period: u64) -> Result<Self, MixError> {
+        if period < 2 {
+            return Err(MixError::Usage {
+                message: format!("--sample {period}: one cache set in {period}"),
+                fix: "give 2 or more (--sample 8 simulates one cache set in 8)".into(),
+            });
+        }
+        Ok(Self {
+            method: SampleMethod::Sets,
+            period,
+            unit: 0,
+            warmup: 0,
+        })
+    }
+
+    /// Time windows: checks that a period holds the measured unit and the warm-up.
+    pub fn new(period: u64, unit: u64, warmup: u64) -> Result<Self, MixError> {
+        if period < 2 {
+            return Err(MixError::Usage {
+                message: format!("--sample {period}: one measured unit in {period} units"),
+                fix: "give 2 or more (--sample 10 simulates one unit of accesses in 10)".into(),
+            });
+        }
+        if unit == 0 {
+            return Err(MixError::Usage {
+                message: "--sample-unit 0: a unit of no records".into(),
+                fix: "give the records per unit, 1 or more (default 100000)".into(),
+            });
+        }
+        let span = period.checked_mul(unit).ok_or_else(|| MixError::Usage {
+            message: format!(
+                "--sample {period} with --sample-unit {unit}: a period of more than 2^64 records"
+            ),
+            fix: "give smaller numbers".into(),
+        })?;
+        if unit.saturating_add(warmup) > span {
+            return Err(MixError::Usage {
+                message: format!(
+                    "--sample {period} --sample-unit {unit} --sample-warmup {warmup}: the unit and its warm-up ({} records) do not fit in a period of {span} records",
+                    unit.saturating_add(warmup)
+                ),
+                fix: format!(
+                    "give a larger --sample (at least {}) or a shorter --sample-warmup",
+                    unit.saturating_add(warmup).div_ceil(unit)
+                ),
+            });
+        }
+        Ok(Self {
+            method: SampleMethod::Time,
+            period,
+            unit,
+            warmup,
+        })
+    }
+
+    /// Records per period.
+    fn span(&self) -> u64 {
+        self.period * self.unit
+    }
+}
+
+/// The estimate of one level's hit ratio.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LevelEstimate {
+    /// Level name (`L1`...).
+    pub level: String,
+    /// Hits over accesses of this level in the measured units (None: no access reached it).
+    pub hit_ratio: Option<f64>,
+    /// Half-width of the 95 % confidence interval of `hit_ratio` (None: fewer than two
+    /// units with accesses at this level).
+    pub ci95: Option<f64>,
+    /// Measured units in which an access reached this level.
+    pub units: u64,
+}
+
+/// The sampling of one machine's caches.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MachineSampling {
+    /// Machine (node) name.
+    pub machine: String,
+    /// Units measured: time windows (the last one of a thread may be short), or classes
+    /// of sets.
+    pub units: u64,
+    /// Units in all: of the stream (`records / unit` per thread, rounded up), or classes of
+    /// sets of the caches.
+    pub population: u64,
+    /// Records simulated (measured and warm-up).
+    pub simulated: u64,
+    /// Per level, nearest the core first.
+    pub levels: Vec<LevelEstimate>,
+}
+
+/// What a sampled simulation did and how sure its estimates are.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SamplingReport {
+    /// How it sampled.
+    pub spec: SampleSpec,
+    /// Records of the stream (all threads).
+    pub records: u64,
+    /// Time windows: records simulated for warm-up, not counted (0 with sets).
+    pub warmed: u64,
+    /// Per machine, in the request's order.
+    pub machines: Vec<MachineSampling>,
+}
+
+impl SamplingReport {
+    /// Lines for the text report: what was sampled, each level's estimate, and a warning
+    /// when the error estimate is unreliable or loose.
+    pub fn lines(&self) -> Vec<String> {
+        let s = &self.spec;
+        let mut out = vec![match s.method {
+            SampleMethod::Time => format!(
+                "sampled cache simulation: 1 window of {} accesses in {}, warm-up {} accesses",
+                s.unit, s.period, s.warmup
+            ),
+            SampleMethod::Sets => format!(
+                "sampled cache simulation: 1 cache set in {} of every level, all accesses to them",
+                s.period
+            ),
+        }];
+        let mut loose = false;
+        let mut few = false;
+        for m in &self.machines {
+            let cells: Vec<String> = m
+                .levels
+                .iter()
+                .map(|l| match (l.hit_ratio, l.ci95) {
+                    (Some(r), Some(ci)) => {
+                        loose |= ci * 100.0 > LOOSE_PP;
+                        format!("{} {:.2} % ± {:.2}", l.level, r * 100.0, ci * 100.0)
+                    }
+                    (Some(r), None) => {
+                        loose = true;
+                        format!("{} {:.2} % (± unknown)", l.level, r * 100.0)
+                    }
+                    (None, _) => format!("{} no accesses", l.level),
+                })
+                .collect();
+            few |= m.units < MIN_UNITS;
+            out.push(format!(
+                "  {}: {} of {} {} measured, {} of {} accesses simulated ({:.1} %); hit ratio (95 % interval, percentage points) {}",
+                m.machine,
+                m.units,
+                m.population,
+                match s.method {
+                    SampleMethod::Time => "windows",
+                    SampleMethod::Sets => "classes of sets",
+                },
+                m.simulated,
+                self.records,
+                pct(m.simulated, self.records),
+                cells.join(", ")
+            ));
+        }
+        if few {
+            out.push(format!(
+                "  warning: fewer than {MIN_UNITS} units measured: the intervals are rough; give a smaller --sample"
+            ));
+        }
+        if loose {
+            out.push(format!(
+                "  warning: an interval is wider than {LOOSE_PP} percentage point; give a smaller --sample for a tighter estimate"
+            ));
+        }
+        out
+    }
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+/// One measured unit: per machine, per level then memory, (accesses, hits).
+#[derive(Debug, Clone)]
+struct Unit {
+    levels: Vec<Vec<(u64, u64)>>,
+}
+
+#[derive(Debug, Default)]
+struct ThreadWindow {
+    /// Records of this thread so far.
+    pos: u64,
+    /// Records of this thread measured.
+    measured: u64,
+    /// Counters of each machine at the start of the open unit.
+    open: Option<Vec<Option<HierarchyStats>>>,
+    /// Records of the open unit so far.
+    open_records: u64,
+    /// Measured counters per machine (summed over the thread's units).
+    sums: Vec<Option<HierarchyStats>>,
+}
+
+/// Decides, record by record of each thread, what to simulate and what to count.
+#[derive(Debug)]
+pub(crate) struct Sampler {
+    spec: SampleSpec,
+    threads: BTreeMap<u32, ThreadWindow>,
+    units: Vec<Unit>,
+    warmed: u64,
+    skipped: u64,
+}
+
+/// The thread's counters on `sim`, or None before its first access.
+fn thread_counters(sim: &NodeSim, t: u32) -> Option<HierarchyStats> {
+    sim.thread_stats()
+        .into_iter()
+        .find(|x| x.thread == t)
+        .map(|x| x.stats)
+}
+
+/// `after - before`, `before` absent meaning zero.
+fn delta(after: &HierarchyStats, before: &Option<HierarchyStats>) -> HierarchyStats {
+    match before {
+        Some(b) => after.since(b),
+        None => after.clone(),
+    }
+}
+
+fn add_level(a: &mut LevelStats, b: &LevelStats) {
+    a.accesses += b.accesses;
+    a.hits += b.hits;
+    a.misses += b.misses;
+    a.bytes_served += b.bytes_served;
+    a.fills += b.fills;
+    a.writebacks += b.writebacks;
+    a.evictions += b.evictions;
+}
+
+pub(crate) fn add_stats(a: &mut HierarchyStats, b: &HierarchyStats) {
+    a.accesses += b.accesses;
+    a.split_accesses += b.split_accesses;
+    a.bytes += b.bytes;
+    if a.levels.len() < b.levels.len() {
+        a.levels = b
+            .levels
+            .iter()
+            .map(|l| LevelStats::named(&l.name))
+            .collect();
+    }
+    for (x, y) in a.levels.iter_mut().zip(&b.levels) {
+        add_level(x, y);
+    }
+    a.memory.name.clone_from(&b.memory.name);
+    add_level(&mut a.memory, &b.memory);
+}
+
+/// `x * f`, rounded.
+fn scale(x: u64, f: f64) -> u64 {
+    (x as f64 * f).round() as u64
+}
+
+fn scale_level(l: &LevelStats, f: f64) -> LevelStats {
+    LevelStats {
+        name: l.name.clone(),
+        accesses: scale(l.accesses, f),
+        hits: scale(l.hits, f),
+        misses: scale(l.accesses, f).saturating_sub(scale(l.hits, f)),
+        bytes_served: scale(l.bytes_served, f),
+        fills: scale(l.fills, f),
+        writebacks: scale(l.writebacks, f),
+        evictions: scale(l.evictions, f),
+    }
+}
+
+pub(crate) fn scale_stats(s: &HierarchyStats, f: f64) -> HierarchyStats {
+    HierarchyStats {
+        name: s.name.clone(),
+        line_bytes: s.line_bytes,
+        accesses: scale(s.accesses, f),
+        split_accesses: scale(s.split_accesses, f),
+        bytes: scale(s.bytes, f),
+        levels: s.levels.iter().map(|l| scale_level(l, f)).collect(),
+        memory: scale_level(&s.memory, f),
+    }
+}
+
+/// The ratio estimate `sum(h) / sum(a)` over units `(a, h)` and the half-width of its
+/// 95 % interval, with the finite-population correction for `n` of `big_n` units.
+pub(crate) fn ratio_estimate(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<f64>) {
+    let used: Vec<(f64, f64)> = units
+        .iter()
+        .filter(|(a, _)| *a > 0)
+        .map(|&(a, h)| (a as f64, h as f64))
+        .collect();
+    let sa: f64 = used.iter().map(|u| u.0).sum();
+    let sh: f64 = used.iter().map(|u| u.1).sum();
+    if sa == 0.0 {
+        return (None, None);
+    }
+    let r = sh / sa;
+    let n = used.len() as f64;
+    if used.len() < 2 {
+        return (Some(r), None);
+    }
+    let mean_a = sa / n;
+    let s2 = used.iter().map(|&(a, h)| (h - r * a).powi(2)).sum::<f64>() / (n - 1.0);
+    let fpc = (1.0 - units.len() as f64 / big_n.max(units.len() as u64) as f64).max(0.0);
+    let var = fpc * s2 / (n * mean_a * mean_a);
+    (Some(r), Some(t975(used.len() - 1) * var.sqrt()))
+}
+
+/// The 97.5 % quantile of Student's t distribution with `df` degrees of freedom (the
+/// two-sided 95 % interval of a mean of `df + 1` units); 1.96 from 120 on.
+pub(crate) fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
+}
+
+impl Sampler {
+    pub(crate) fn new(spec: SampleSpec) -> Self {
+        Self {
+            spec,
+            threads: BTreeMap::new(),
+            units: Vec::new(),
+            warmed: 0,
+            skipped: 0,
+        }
+    }
+
+    /// Thread `t`'s next records: simulates on every node of `sims` what the windows ask.
+    pub(crate) fn feed(&mut self, sims: &mut [NodeSim], t: u32, recs: &[PackedAccess]) {
+        let (unit, span, warm_from) = (
+            self.spec.unit,
+            self.spec.span(),
+            self.spec.span() - self.spec.warmup,
+        );
+        let mut i = 0usize;
+        while i < recs.len() {
+            let w = self.threads.entry(t).or_default();
+            let phase = w.pos % span;
+            let left = (recs.len() - i) as u64;
+            let take = if phase < unit {
+                // Measured.
+                let n = left.min(unit - phase);
+                if w.open.is_none() {
+                    w.open = Some(sims.iter().map(|s| thread_counters(s, t)).collect());
+                    w.open_records = 0;
+                }
+                for s in sims.iter_mut() {
+                    s.access_batch(t, &recs[i..i + n as usize]);
+                }
+                w.measured += n;
+                w.open_records += n;
+                if phase + n == unit {
+                    self.close(sims, t);
+                }
+                n
+            } else if phase < warm_from {
+                let n = left.min(warm_from - phase);
+                self.skipped += n;
+                n
+            } else {
+                let n = left.min(span - phase);
+                for s in sims.iter_mut() {
+                    s.access_batch(t, &recs[i..i + n as usize]);
+                }
+                self.warmed += n;
+                n
+            };
+            self.threads.get_mut(&t).expect("entered above").pos += take;
+            i += take as usize;
+        }
+    }
+
+    /// Closes thread `t`'s open unit: its counters go into the thread's sums and a unit.
+    fn close(&mut self, sims: &[NodeSim], t: u32) {
+        let w = self
+            .threads
+            .get_mut(&t)
+            .expect("a thread with an open unit");
+        let Some(before) = w.open.take() else {
+            return;
+        };
+        if w.open_records == 0 {
+            return;
+        }
+        if w.sums.is_empty() {
+            w.sums = vec![None; sims.len()];
+        }
+        let mut unit = Unit {
+            levels: Vec::with_capacity(sims.len()),
+        };
+        for (k, (s, b)) in sims.iter().zip(&before).enumerate() {
+            let after = thread_counters(s, t).unwrap_or_default();
+            let d = delta(&after, b);
+            unit.levels.push(
+                d.levels
+                    .iter()
+                    .chain(std::iter::once(&d.memory))
+                    .map(|l| (l.accesses, l.hits))
+                    .collect(),
+            );
+            match &mut w.sums[k] {
+                Some(sum) => add_stats(sum, &d),
+                slot => *slot = Some(d),
+            }
+        }
+        self.units.push(unit);
+    }
+
+    /// The stream ended: closes the open units and extrapolates. Returns, per node, the
+    /// estimated counters (all threads, and per thread with its core), and the report.
+    pub(crate) fn finish(
+        mut self,
+        sims: &[NodeSim],
+        records: u64,
+    ) -> (Vec<(HierarchyStats, Vec<ThreadStats>)>, SamplingReport) {
+        let open: Vec<u32> = self
+            .threads
+            .iter()
+            .filter(|(_, w)| w.open.is_some())
+            .map(|(t, _)| *t)
+            .collect();
+        for t in open {
+            self.close(sims, t);
+        }
+        let spec = self.spec;
+        let population: u64 = self
+            .threads
+            .values()
+            .map(|w| w.pos.div_ceil(spec.unit))
+            .sum();
+        let measured: u64 = self.threads.values().map(|w| w.measured).sum();
+        let mut nodes = Vec::with_capacity(sims.len());
+        let mut machines = Vec::with_capacity(sims.len());
+        for (k, sim) in sims.iter().enumerate() {
+            let cores: BTreeMap<u32, u32> = sim
+                .thread_stats()
+                .iter()
+                .map(|x| (x.thread, x.core))
+                .collect();
+            let mut total = sim.stats().since(&sim.stats());
+            let mut threads = Vec::new();
+            for (t, w) in &self.threads {
+                let Some(Some(sum)) = w.sums.get(k) else {
+                    continue;
+                };
+                let f = w.pos as f64 / w.measured.max(1) as f64;
+                let est = scale_stats(sum, f);
+                add_stats(&mut total, &est);
+                threads.push(ThreadStats {
+                    thread: *t,
+                    core: cores.get(t).copied().unwrap_or(*t),
+                    stats: est,
+                });
+            }
+            total.name = sim.config().name.clone();
+            let names: Vec<String> = total
+                .levels
+                .iter()
+                .map(|l| l.name.clone())
+                .chain(std::iter::once("MM".to_string()))
+                .collect();
+            let levels = names
+                .iter()
+                .enumerate()
+                .take(names.len() - 1)
+                .map(|(j, name)| {
+                    let per_unit: Vec<(u64, u64)> = self
+                        .units
+                        .iter()
+                        .filter_map(|u| u.levels.get(k).and_then(|l| l.get(j)).copied())
+                        .collect();
+                    let (hit_ratio, ci95) = ratio_estimate(&per_unit, population);
+                    LevelEstimate {
+                        level: name.clone(),
+                        hit_ratio,
+                        ci95,
+                        units: per_unit.iter().filter(|(a, _)| *a > 0).count() as u64,
+                    }
+                })
+                .collect();
+            machines.push(MachineSampling {
+                machine: sim.config().name.clone(),
+                units: self.units.len() as u64,
+                population,
+                simulated: measured + self.warmed,
+                levels,
+            });
+            nodes.push((total, threads));
+        }
+        let report = SamplingReport {
+            spec,
+            records,
+            warmed: self.warmed,
+            machines,
+        };
+        (nodes, report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_must_fit_the_unit_and_warmup() {
+        assert!(SampleSpec::new(10, 100, 200).is_ok());
+        assert!(SampleSpec::new(1, 100, 0).is_err());
+        assert!(SampleSpec::new(3, 0, 0).is_err());
+        let e = SampleSpec::new(3, 100, 250).unwrap_err().to_string();
+        assert!(e.contains("at least 4"), "{e}");
+    }
+
+    fn node() -> NodeSim {
+        use hpcscope_cachesim::{CacheConfig, NodeConfig, NodeLevel, Placement};
+        let lvl = |name: &str, size: u64, ways: u32| NodeLevel {
+            cache: CacheConfig::new(name, size, 64, ways),
+            shared_by_cores: 1,
+        };
+        let cfg = NodeConfig {
+            name: "toy".into(),
+            levels: vec![lvl("L1", 4 << 10, 4), lvl("L2", 64 << 10, 8)],
+            cores: 1,
+            inclusion: Default::default(),
+        };
+        NodeSim::new(cfg, Placement::Compact).expect("valid")
+    }
+
+    /// A stream of `n` accesses: a loop over 32 KiB (misses L1, hits L2) with a random
+    /// access in 1 MiB now and then (misses both).
+    fn stream(n: u64) -> Vec<PackedAccess> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let addr = if x.is_multiple_of(8) {
+                    0x100_0000 + (x >> 8) % (1 << 20)
+                } else {
+                    0x10_0000 + (i * 64) % (32 << 10)
+                };
+                PackedAccess::new(addr & !7, 8, i % 3 == 0).expect("small")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sampled_hit_ratios_agree_with_the_full_simulation() {
+        let recs = stream(400_000);
+        let mut full = node();
+        full.access_batch(0, &recs);
+        let full = full.stats();
+        let mut sims = vec![node()];
+        let mut s = Sampler::new(SampleSpec::new(10, 2_000, 2_000).expect("fits"));
+        // Fed in uneven pieces: windows cut across them.
+        for piece in recs.chunks(7_777) {
+            s.feed(&mut sims, 0, piece);
+        }
+        let s_skipped = s.skipped;
+        let (est, rep) = s.finish(&sims, recs.len() as u64);
+        let m = &rep.machines[0];
+        assert_eq!(m.units, 20);
+        assert_eq!(m.population, 200);
+        assert_eq!(rep.warmed, 40_000); // each period ends with one
+        assert_eq!(m.simulated, 80_000);
+        assert_eq!(s_skipped, 400_000 - 80_000);
+        let (total, threads) = &est[0];
+        assert_eq!(threads.len(), 1);
+        // Every access is extrapolated exactly (one record is one access here).
+        assert_eq!(total.accesses, full.accesses);
+        for (j, lvl) in rep.machines[0].levels.iter().enumerate() {
+            let want = full.levels[j].local_hit_ratio();
+            let got = lvl.hit_ratio.expect("accesses at every level");
+            let ci = lvl.ci95.expect("20 units");
+            assert!(ci > 0.0 && ci < 0.05, "{} ± {ci}", lvl.level);
+            assert!(
+                (got - want).abs() < 0.02,
+                "{}: sampled {got} full {want}",
+                lvl.level
+            );
+            let x = &total.levels[j];
+            assert_eq!(x.misses, x.accesses - x.hits);
+        }
+    }
+
+    #[test]
+    fn ratio_estimate_matches_hand_computation() {
+        // R = 30/40; residuals 8-0.75*10 = 0.5, 22-0.75*30 = -0.5; s2 = 0.5; mean a = 20;
+        // var = (1 - 2/4) * 0.5 / (2 * 400) = 3.125e-4.
+        let (r, ci) = ratio_estimate(&[(10, 8), (30, 22)], 4);
+        assert_eq!(r, Some(0.75));
+        let want = 12.706 * 3.125e-4f64.sqrt(); // t with 1 degree of freedom
+        assert!((ci.expect("two units") - want).abs() < 1e-12);
+        // Every unit measured: no sampling error.
+        assert_eq!(ratio_estimate(&[(10, 8), (30, 22)], 2).1, Some(0.0));
+        assert_eq!(ratio_estimate(&[(10, 8)], 4), (Some(0.8), None));
+        assert_eq!(ratio_estimate(&[(0, 0)], 4), (None, None));
+    }
+}
