@@ -373,6 +373,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             provenance: prov,
             widths,
             ceilings,
+            dgemm: None,
         });
     }
     if peaks.is_empty() {
