@@ -25,6 +25,7 @@ packages=(
   golang-go                 # go tool pprof: reads the pprof files `profile export` writes
   python3-venv              # the virtual environment of the Python peer tools below
   python3-dev               # Python.h: Kerncraft's pycachesim has no wheel and is compiled
+  libopenblas-dev           # OpenBLAS dgemm: reference for bench's DGEMM peak (bench/dgemm.sh)
 )
 # npm fetches speedscope's package (its file-format schema); Debian's npm when no Node.js
 # with npm is on the PATH already.

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod dgemm;
 pub mod dt;
 pub mod error;
 pub mod flops;

@@ -48,10 +48,12 @@ pub struct Selection {
     pub latency: bool,
     /// Thread scaling.
     pub scaling: bool,
+    /// The blocked DGEMM (sustained peak of dense linear algebra).
+    pub dgemm: bool,
 }
 
 /// Names accepted by `--kernels`.
-pub const KERNEL_NAMES: &str = "load, store, copy, triad, triad4, daxpy (bandwidth), add, mul, fma (peak FLOP/s), latency, scaling, all";
+pub const KERNEL_NAMES: &str = "load, store, copy, triad, triad4, daxpy (bandwidth), add, mul, fma (peak FLOP/s), dgemm (blocked matrix product), latency, scaling, all";
 
 impl Selection {
     /// Everything.
@@ -61,6 +63,7 @@ impl Selection {
             ops: FlopOp::ALL.to_vec(),
             latency: true,
             scaling: true,
+            dgemm: true,
         }
     }
 
@@ -71,6 +74,7 @@ impl Selection {
             ops: Vec::new(),
             latency: false,
             scaling: false,
+            dgemm: false,
         };
         let mut any = false;
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -90,6 +94,8 @@ impl Selection {
                 s.latency = true;
             } else if lower == "scaling" {
                 s.scaling = true;
+            } else if lower == "dgemm" {
+                s.dgemm = true;
             } else {
                 return Err(BenchError::UnknownKernel {
                     name: name.to_string(),
@@ -519,6 +525,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         levels,
         kernels,
         peaks,
+        dgemm,
         latency,
         notes: sn,
     } = single;
@@ -566,6 +573,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         levels,
         kernels,
         peaks,
+        dgemm,
         latency,
         scaling,
         skipped: notes.skipped,
@@ -607,6 +615,7 @@ struct SingleCore {
     levels: Vec<LevelEstimate>,
     kernels: Vec<KernelResult>,
     peaks: Vec<PeakResult>,
+    dgemm: Option<crate::dgemm::DgemmResult>,
     latency: Vec<LatencyPoint>,
     notes: Notes,
 }
@@ -728,6 +737,32 @@ fn single_core(
     }
 
     notes.stage("peaks");
+    let dgemm = if cfg.selection.dgemm && cfg.precisions.contains(&Precision::F64) {
+        progress.step("dgemm".to_string());
+        // n = 512 (2.7e8 FLOPs a product; 6 MiB of matrices); --quick: 256.
+        let n = if cfg.quick { 256 } else { 512 };
+        let mut p = crate::dgemm::Problem::new(n);
+        let (s, _) = calls_per_second(timing, || p.run());
+        let g = scale(&s, p.flops(), 1e9);
+        notes.check("dgemm", &g, limit);
+        p.clear();
+        p.run();
+        let err = p.check(1);
+        if err > 1e-9 {
+            return Err(BenchError::Internal(format!(
+                "the DGEMM kernel's product is wrong (relative error {err:.1e}): its rate is not reported"
+            )));
+        }
+        notes.stage("dgemm");
+        Some(crate::dgemm::DgemmResult {
+            n,
+            gflops: g,
+            variant: crate::dgemm::Problem::variant().into(),
+            max_rel_error: err,
+        })
+    } else {
+        None
+    };
     // Sweep: STREAM triad, widest width, normal stores.
     let triad = KernelSpec {
         kernel: Kernel::Triad,
@@ -895,6 +930,7 @@ fn single_core(
         levels,
         kernels,
         peaks,
+        dgemm,
         latency,
         notes: std::mem::take(notes),
     })

@@ -250,3 +250,25 @@ pub enum BandwidthsArg {
     /// Each level's own bandwidth and the machine's peak (the seeds' form).
     Level,
 }
+
+/// Which peak the projections use (`--peak`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum PeakArg {
+    /// The `[[peaks]]` values of the machine files (the FP kernel `bench` measured, or the
+    /// HPL of a document).
+    #[default]
+    Listed,
+    /// The sustained DGEMM of `[peaks.dgemm]` (the seeds use HPL), eq. 6.2 weighing it at
+    /// the machine's width.
+    Dgemm,
+}
+
+impl PeakArg {
+    /// The library's choice.
+    pub fn choice(self) -> hpcscope_core::machine::PeakChoice {
+        match self {
+            PeakArg::Listed => hpcscope_core::machine::PeakChoice::Listed,
+            PeakArg::Dgemm => hpcscope_core::machine::PeakChoice::Dgemm,
+        }
+    }
+}

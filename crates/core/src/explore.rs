@@ -65,6 +65,20 @@ pub enum Transform {
         /// New capacity, bytes.
         size_bytes: u64,
     },
+    /// Set a cache level's associativity (ways).
+    CacheWays {
+        /// Level name.
+        level: String,
+        /// New associativity.
+        associativity: u32,
+    },
+    /// Set a cache level's line size, bytes (a power of two).
+    CacheLine {
+        /// Level name.
+        level: String,
+        /// New line size, bytes.
+        line_bytes: u32,
+    },
 }
 
 impl Transform {
@@ -98,8 +112,202 @@ impl Transform {
                     .unwrap_or_default()
             ),
             Transform::CacheSize { level, size_bytes } => format!("{level}.size={size_bytes}"),
+            Transform::CacheWays {
+                level,
+                associativity,
+            } => format!("{level}.ways={associativity}"),
+            Transform::CacheLine { level, line_bytes } => format!("{level}.line={line_bytes}"),
         }
     }
+
+    /// The cache level whose geometry (size, ways, line) this transform changes, if any: the
+    /// bytes per level a profile gives were simulated with the old geometry.
+    pub fn cache_geometry_level(&self) -> Option<&str> {
+        match self {
+            Transform::CacheSize { level, .. }
+            | Transform::CacheWays { level, .. }
+            | Transform::CacheLine { level, .. } => Some(level),
+            _ => None,
+        }
+    }
+
+    /// Parses one `KEY=VALUE` of `hpcscope machine derive --set`:
+    ///
+    /// | key | transform |
+    /// |---|---|
+    /// | `vector_bits=N` | [`Transform::VectorBits`] |
+    /// | `cores=N` | [`Transform::Cores`] |
+    /// | `memory=ID` | [`Transform::ReplaceMemory`] |
+    /// | `LEVEL.scale=F` | [`Transform::ScaleLevel`] |
+    /// | `LEVEL.core_gbs=X`, `LEVEL.node_gbs=X` | [`Transform::SetLevel`] |
+    /// | `LEVEL.size_bytes=N` (`K`, `M`, `G` suffixes: KiB, MiB, GiB) | [`Transform::CacheSize`] |
+    /// | `LEVEL.associativity=N` | [`Transform::CacheWays`] |
+    /// | `LEVEL.line_bytes=N` | [`Transform::CacheLine`] |
+    /// | `peak.PREC.core_gflops=X`, `peak.PREC.node_gflops=X` | [`Transform::SetPeak`] |
+    pub fn parse_set(arg: &str) -> Result<Transform> {
+        let origin = format!("--set '{}'", crate::error::shorten(arg, 80));
+        let bad = |what: String| -> Error {
+            InputError::new(
+                &origin,
+                "set",
+                what,
+                "give KEY=VALUE: vector_bits=512, cores=48, memory=a64fx, L2.scale=2, \
+                 MM.core_gbs=65, L3.size_bytes=128M, L3.associativity=16, L3.line_bytes=128, \
+                 peak.f64.core_gflops=20 (or --transform with a scenario's inline table)",
+            )
+            .into()
+        };
+        let Some((key, value)) = arg.split_once('=') else {
+            return Err(bad("has no '='".into()));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let float = |v: &str| -> Result<f64> {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| bad(format!("'{v}' is not a finite number")))
+        };
+        let uint = |v: &str| -> Result<u64> {
+            let (digits, mult) = match v.chars().last() {
+                Some('K' | 'k') => (&v[..v.len() - 1], 1u64 << 10),
+                Some('M' | 'm') => (&v[..v.len() - 1], 1 << 20),
+                Some('G' | 'g') => (&v[..v.len() - 1], 1 << 30),
+                _ => (v, 1),
+            };
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|x| x.checked_mul(mult))
+                .ok_or_else(|| bad(format!("'{v}' is not a whole number")))
+        };
+        let u32v = |v: &str| -> Result<u32> {
+            u32::try_from(uint(v)?).map_err(|_| bad(format!("'{v}' is too large")))
+        };
+        match key {
+            "vector_bits" => return Ok(Transform::VectorBits(u32v(value)?)),
+            "cores" => return Ok(Transform::Cores(u32v(value)?)),
+            "memory" | "replace_memory" => return Ok(Transform::ReplaceMemory(value.to_string())),
+            _ => {}
+        }
+        if let Some(rest) = key.strip_prefix("peak.") {
+            let (prec, field) = rest.split_once('.').ok_or_else(|| {
+                bad(format!(
+                    "'{key}': give peak.f64.core_gflops or peak.f64.node_gflops"
+                ))
+            })?;
+            let precision = match prec {
+                "f64" => Precision::F64,
+                "f32" => Precision::F32,
+                _ => return Err(bad(format!("'{prec}' is not a precision (f64, f32)"))),
+            };
+            let v = Some(float(value)?);
+            return match field {
+                "core_gflops" => Ok(Transform::SetPeak {
+                    precision,
+                    core_gflops: v,
+                    node_gflops: None,
+                }),
+                "node_gflops" => Ok(Transform::SetPeak {
+                    precision,
+                    core_gflops: None,
+                    node_gflops: v,
+                }),
+                _ => Err(bad(format!(
+                    "'{field}': a peak has core_gflops and node_gflops"
+                ))),
+            };
+        }
+        let Some((level, field)) = key.rsplit_once('.') else {
+            return Err(bad(format!("'{key}' is not a key this option knows")));
+        };
+        let level = level.to_string();
+        match field {
+            "scale" => Ok(Transform::ScaleLevel {
+                level,
+                factor: float(value)?,
+            }),
+            "core_gbs" => Ok(Transform::SetLevel {
+                level,
+                core_gbs: Some(float(value)?),
+                node_gbs: None,
+            }),
+            "node_gbs" => Ok(Transform::SetLevel {
+                level,
+                core_gbs: None,
+                node_gbs: Some(float(value)?),
+            }),
+            "size_bytes" | "size" => Ok(Transform::CacheSize {
+                level,
+                size_bytes: uint(value)?,
+            }),
+            "associativity" | "ways" => Ok(Transform::CacheWays {
+                level,
+                associativity: u32v(value)?,
+            }),
+            "line_bytes" | "line" => Ok(Transform::CacheLine {
+                level,
+                line_bytes: u32v(value)?,
+            }),
+            _ => Err(bad(format!(
+                "'{field}' is not a level field this option knows (scale, core_gbs, node_gbs, size_bytes, associativity, line_bytes)"
+            ))),
+        }
+    }
+
+    /// Parses a transform written as in a scenario's `transforms` list: an inline table such
+    /// as `{ cache_size = { level = "L3", size_bytes = 134217728 } }`.
+    pub fn parse_inline(arg: &str) -> Result<Transform> {
+        #[derive(Deserialize)]
+        struct One {
+            t: Transform,
+        }
+        let src = format!("t = {arg}");
+        let origin = format!("--transform '{}'", crate::error::shorten(arg, 80));
+        toml::from_str::<One>(&src).map(|o| o.t).map_err(|e| {
+            InputError::new(
+                &origin,
+                "transform",
+                crate::error::shorten(e.message(), 200),
+                "write one inline table as in a scenario's transforms list, e.g. \
+                 '{ cache_size = { level = \"L3\", size_bytes = 134217728 } }' (docs/scenario-format.md)",
+            )
+            .into()
+        })
+    }
+}
+
+/// Applies `transforms` to `base` in order and records in the result's provenance what it
+/// was derived from and how (`hpcscope machine derive`). `base_ref` is how the user named the
+/// base (an id or a path).
+pub fn derive(
+    base: &Machine,
+    base_ref: &str,
+    transforms: &[Transform],
+    lookup: &dyn Fn(&str) -> Result<Machine>,
+) -> Result<Machine> {
+    let mut m = base.clone();
+    for t in transforms {
+        m = apply(&m, t, lookup)?;
+    }
+    let labels: Vec<String> = transforms.iter().map(Transform::label).collect();
+    m.provenance = format!(
+        "derived from machine '{}' ({base_ref}) by {}: hypothetical; the base's provenance: {}",
+        base.id,
+        if labels.is_empty() {
+            "no transform".to_string()
+        } else {
+            labels.join(", ")
+        },
+        base.provenance
+    );
+    m.description = format!(
+        "{} [derived: {}]",
+        base.description.trim(),
+        labels.join(", ")
+    )
+    .trim_start()
+    .to_string();
+    Ok(m)
 }
 
 /// Applies `t` to `m`. `lookup` loads another machine by id or path (for `ReplaceMemory`).
@@ -148,6 +356,14 @@ pub fn apply(
                 );
                 // Measured per-width peaks describe the real core, not the extrapolated one;
                 // so do its vector ceilings (scalar ones still hold).
+                if let Some(d) = &mut p.dgemm {
+                    d.core_gflops = d.core_gflops.map(|x| x * r);
+                    d.node_gflops = d.node_gflops.map(|x| x * r);
+                    d.provenance = format!(
+                        "{} x {v}/{} (vector length extrapolated linearly)",
+                        d.provenance, m.vector_bits
+                    );
+                }
                 p.widths.clear();
                 let scalar = p.precision.bits();
                 p.ceilings.retain(|c| c.vector_bits == scalar);
@@ -252,6 +468,9 @@ pub fn apply(
                 for c in &mut p.ceilings {
                     c.node_gflops = c.node_gflops.map(|x| x * r);
                 }
+                if let Some(d) = &mut p.dgemm {
+                    d.node_gflops = d.node_gflops.map(|x| x * r);
+                }
             }
             let new_cores = out.cores();
             for l in &mut out.levels {
@@ -299,6 +518,7 @@ pub fn apply(
                     p.provenance = "set by a scenario transform (hypothetical)".into();
                     p.widths.clear();
                     p.ceilings.clear();
+                    p.dgemm = None;
                 }
                 None => out.peaks.push(crate::machine::Peak {
                     precision: *precision,
@@ -307,21 +527,53 @@ pub fn apply(
                     provenance: "set by a scenario transform (hypothetical)".into(),
                     widths: Vec::new(),
                     ceilings: Vec::new(),
+                    dgemm: None,
                 }),
             }
         }
         Transform::CacheSize { level, size_bytes } => {
             let i = level_idx(level)?;
             let Some(g) = out.levels[i].cache.as_mut() else {
-                return Err(InputError::new(
-                    &origin,
-                    "cache_size",
-                    format!("level '{level}' has no cache geometry"),
-                    "add [levels.cache] to the machine file first",
-                )
-                .into());
+                return Err(no_geometry(&origin, level));
             };
             g.size_bytes = *size_bytes;
+        }
+        Transform::CacheWays {
+            level,
+            associativity,
+        } => {
+            let i = level_idx(level)?;
+            let Some(g) = out.levels[i].cache.as_mut() else {
+                return Err(no_geometry(&origin, level));
+            };
+            g.associativity = *associativity;
+        }
+        Transform::CacheLine { level, line_bytes } => {
+            let i = level_idx(level)?;
+            let Some(g) = out.levels[i].cache.as_mut() else {
+                return Err(no_geometry(&origin, level));
+            };
+            g.line_bytes = *line_bytes;
+        }
+    }
+    if let Some(level) = t.cache_geometry_level() {
+        let note = format!(
+            "the {level} cache geometry is hypothetical ({}): bytes per level simulated with another geometry do not describe it; re-simulate with `hpcscope mix -m` and this machine",
+            t.label()
+        );
+        if !out.notes.contains(&note) {
+            out.notes.push(note);
+        }
+        if let Some(g) = out
+            .levels
+            .iter_mut()
+            .find(|l| l.name == level)
+            .and_then(|l| l.cache.as_mut())
+        {
+            let prov = g.provenance.as_deref().unwrap_or("set by a transform");
+            if !prov.ends_with("(hypothetical)") {
+                g.provenance = Some(format!("{prov} (hypothetical)"));
+            }
         }
     }
     let labels: Vec<String> = std::iter::once(t.label()).collect();
@@ -332,6 +584,16 @@ pub fn apply(
     out.name = format!("{} [{}]", out.name, t.label());
     out.validate(&origin)?;
     Ok(out)
+}
+
+fn no_geometry(origin: &str, level: &str) -> Error {
+    InputError::new(
+        origin,
+        "cache",
+        format!("level '{level}' has no cache geometry"),
+        "add [levels.cache] to the machine file first",
+    )
+    .into()
 }
 
 /// A scenario file (TOML).
@@ -537,6 +799,123 @@ pub struct ExploreResult {
     pub source_gflops: f64,
     /// One design point per (variant, target).
     pub points: Vec<DesignPoint>,
+    /// The OI_L1 - OI_ridge diagnostic of each design point (section 7.4.1, Fig. 7.5).
+    #[serde(default)]
+    pub ridge: Vec<RidgeDiagnostic>,
+    /// What makes some results approximate (a target whose cache geometry changed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approximate: Vec<String>,
+    /// Which peak the projections used (`listed` or `dgemm`).
+    #[serde(default)]
+    pub peak: crate::machine::PeakChoice,
+}
+
+/// The OI_L1 - OI_ridge diagnostic of one design point (Gavoille 2024 thesis, section 7.4.1
+/// and Fig. 7.5): how far the binary's OI at the first level with a roofline (L1 where L1
+/// has a bandwidth) lies from the ridge of that level's roofline, the OI where its bandwidth
+/// line meets the compute ceiling weighted by the binary's instruction mix (eq. 6.2). Below
+/// zero the level's bandwidth binds, so a faster memory can raise the performance; at or
+/// above zero the binary is compute-bound there and a faster memory leaves it unchanged.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RidgeDiagnostic {
+    /// Variant label.
+    pub variant: String,
+    /// Target label.
+    pub target: String,
+    /// The level whose OI and roofline are compared (the first with a roofline).
+    pub level: String,
+    /// The variant's OI at `level`, FLOP/byte (`null`: no byte from that level on).
+    pub oi: Option<f64>,
+    /// The ridge of `level`'s roofline on the target machine, FLOP/byte.
+    pub ridge_oi: f64,
+    /// `oi - ridge_oi` (`null` with `oi`).
+    pub delta: Option<f64>,
+    /// Which roof binds the variant at `level` on the target.
+    pub bound: Bound,
+    /// The same for the source binary on the source machine: its OI at `level`.
+    pub source_oi: Option<f64>,
+    /// The ridge of `level`'s roofline on the source machine, FLOP/byte.
+    pub source_ridge_oi: f64,
+    /// `source_oi - source_ridge_oi`.
+    pub source_delta: Option<f64>,
+    /// Which roof binds the source binary at `level` on the source machine.
+    pub source_bound: Bound,
+}
+
+impl RidgeDiagnostic {
+    /// The diagnostic of one design point, from its projection: the point whose OI level
+    /// and roofline level are the first level of the projection that has both.
+    pub fn of(p: &DesignPoint) -> Option<RidgeDiagnostic> {
+        let pr = &p.projection;
+        // Node scope: thread 0's points, as the ceilings are thread 0's.
+        let pts = pr.all_points();
+        let first = pr.levels.iter().find_map(|l| {
+            pts.iter()
+                .find(|pt| &pt.oi_level == l && &pt.roof_level == l)
+                .copied()
+        })?;
+        let ridge_of = |ceiling: f64, bw: f64| {
+            (ceiling.is_finite() && bw.is_finite() && bw > 0.0)
+                .then(|| crate::roofline::ridge(ceiling, bw))
+        };
+        let ridge_oi = ridge_of(pr.target_ceiling_gflops, first.bandwidth_target_gbs)?;
+        let source_ridge_oi = ridge_of(pr.source_ceiling_gflops, first.bandwidth_source_gbs)?;
+        let finite = |x: f64| x.is_finite().then_some(x);
+        let (oi, source_oi) = (finite(first.oi_target), finite(first.oi_source));
+        Some(RidgeDiagnostic {
+            variant: p.variant.clone(),
+            target: p.target.clone(),
+            level: first.oi_level.clone(),
+            oi,
+            ridge_oi,
+            delta: oi.map(|o| o - ridge_oi),
+            bound: Bound::at(
+                first.bandwidth_target_gbs,
+                pr.target_ceiling_gflops,
+                first.oi_target,
+            ),
+            source_oi,
+            source_ridge_oi,
+            source_delta: source_oi.map(|o| o - source_ridge_oi),
+            source_bound: Bound::at(
+                first.bandwidth_source_gbs,
+                pr.source_ceiling_gflops,
+                first.oi_source,
+            ),
+        })
+    }
+}
+
+/// The [`RidgeDiagnostic`] of every design point that has one (a point without a level
+/// both sides give a bandwidth for has none).
+pub fn ridge_diagnostics(points: &[DesignPoint]) -> Vec<RidgeDiagnostic> {
+    points.iter().filter_map(RidgeDiagnostic::of).collect()
+}
+
+/// What an exploration says about targets whose cache geometry a transform changed: the
+/// bytes per level of the variants' profiles were simulated with the base geometry, so the
+/// results for those targets are approximate. One line per such target.
+pub fn geometry_warnings(specs: &[TargetSpec]) -> Vec<String> {
+    specs
+        .iter()
+        .filter_map(|t| {
+            let changed: Vec<String> = t
+                .transforms
+                .iter()
+                .filter(|tr| tr.cache_geometry_level().is_some())
+                .map(Transform::label)
+                .collect();
+            (!changed.is_empty()).then(|| {
+                format!(
+                    "target '{}': {} changes the cache geometry, but the variants' bytes per level (their fractions per level) are the ones simulated for the base machine's caches: its results are approximate. For exact ones, write the machine with `hpcscope machine derive {} --transform ...`, profile each variant with `hpcscope mix -m` on it, and give those profiles",
+                    t.name,
+                    changed.join(", "),
+                    t.machine
+                )
+            })
+        })
+        .collect()
 }
 
 /// One design point of a sweep.

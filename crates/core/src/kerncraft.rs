@@ -257,6 +257,7 @@ pub fn import(
             ),
             widths: Vec::new(),
             ceilings: Vec::new(),
+            dgemm: None,
         }),
         (None, _) => missing.push(
             "`FLOPs per cycle` `DP` `total` (INFORMATION_REQUIRED in the file: give \
@@ -273,6 +274,7 @@ pub fn import(
             provenance: format!("theoretical: {f} SP FLOPs per cycle x {g} GHz; {src_note}"),
             widths: Vec::new(),
             ceilings: Vec::new(),
+            dgemm: None,
         });
     }
     // Bandwidths: the triad measurements, one thread per core.

@@ -71,6 +71,47 @@ pub struct Peak {
     /// at one width each (scalar, add-only, mul-only...), see [`Machine::carm_ceilings`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ceilings: Vec<ComputeCeiling>,
+    /// The sustained peak of a DGEMM (the seeds' HPL stand-in): what a dense, blocked
+    /// matrix product reaches, kept beside the peak kernel's value; selectable as the peak
+    /// of a projection ([`Machine::with_peak`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dgemm: Option<SustainedPeak>,
+}
+
+/// A sustained peak measured by a whole kernel (a DGEMM, HPL) rather than an FP loop.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SustainedPeak {
+    /// One core running alone, GFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_gflops: Option<f64>,
+    /// The node with every core busy, GFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_gflops: Option<f64>,
+    /// Kernel (or library), matrix size, repetitions, spread, date; or a document's table.
+    pub provenance: String,
+}
+
+/// Which peak a projection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeakChoice {
+    /// The `[[peaks]]` values as the file gives them (the FP kernel `bench` measured, or the
+    /// source's HPL).
+    #[default]
+    Listed,
+    /// The `[peaks.dgemm]` values: the sustained peak of a DGEMM.
+    Dgemm,
+}
+
+impl std::fmt::Display for PeakChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PeakChoice::Listed => "listed",
+            PeakChoice::Dgemm => "dgemm",
+        })
+    }
 }
 
 /// The floating-point operation of a compute-ceiling kernel.
@@ -465,6 +506,50 @@ impl Machine {
         self.levels.iter().map(|l| l.name.clone()).collect()
     }
 
+    /// This machine with the peaks a projection should use: [`PeakChoice::Listed`] keeps
+    /// it as it is; [`PeakChoice::Dgemm`] puts each precision's `[peaks.dgemm]` values in
+    /// place of its peak (a precision without one keeps its peak, and says so in `notes`).
+    /// The per-width peaks go (they are the FP kernel's: eq. 6.2 then weighs the DGEMM value
+    /// at the machine's width, as the seeds weigh HPL), and so do ceilings above the DGEMM.
+    /// Fails when no precision has a DGEMM value.
+    pub fn with_peak(&self, choice: PeakChoice) -> Result<Machine> {
+        if choice == PeakChoice::Listed {
+            return Ok(self.clone());
+        }
+        if self.peaks.iter().all(|p| p.dgemm.is_none()) {
+            return Err(crate::error::Error::mismatch(
+                format!(
+                    "machine '{}' has no DGEMM peak ([peaks.dgemm]) to project with",
+                    self.id
+                ),
+                "measure one with `hpcscope bench --kernels dgemm` (and write the machine file), add [peaks.dgemm] with its provenance, or use --peak listed",
+            ));
+        }
+        let mut m = self.clone();
+        for p in &mut m.peaks {
+            let Some(d) = p.dgemm.clone() else {
+                m.notes.push(format!(
+                    "peak {}: no DGEMM value, the listed peak is used",
+                    p.precision
+                ));
+                continue;
+            };
+            p.core_gflops = d.core_gflops;
+            p.node_gflops = d.node_gflops;
+            p.provenance = format!("DGEMM: {}", d.provenance);
+            p.widths.clear();
+            let (core, node) = (p.core_gflops, p.node_gflops);
+            p.ceilings.retain(|c| {
+                let fits = |v: Option<f64>, peak: Option<f64>| match (v, peak) {
+                    (Some(v), Some(peak)) => v <= peak * (1.0 + CEILING_ABOVE_PEAK),
+                    _ => true,
+                };
+                fits(c.core_gflops, core) && fits(c.node_gflops, node)
+            });
+        }
+        Ok(m)
+    }
+
     /// Checks every field; returns all problems at once.
     pub fn validate(&self, origin: &str) -> Result<()> {
         let mut errs = Vec::new();
@@ -720,6 +805,57 @@ impl Machine {
                         ));
                     }
                 }
+            }
+        }
+        for (i, p) in self.peaks.iter().enumerate() {
+            let Some(d) = &p.dgemm else { continue };
+            let g = format!("peaks[{i}].dgemm");
+            if d.core_gflops.is_none() && d.node_gflops.is_none() {
+                errs.push(InputError::new(
+                    origin,
+                    &g,
+                    "has neither core_gflops nor node_gflops",
+                    "give the DGEMM's GFLOP/s of one core, of the node, or both",
+                ));
+            }
+            for (name, v, peak) in [
+                ("core_gflops", d.core_gflops, p.core_gflops),
+                ("node_gflops", d.node_gflops, p.node_gflops),
+            ] {
+                let Some(v) = v else { continue };
+                let f = format!("{g}.{name}");
+                if let Some(e) = check_positive(origin, &f, v, "GFLOP/s") {
+                    errs.push(e);
+                    continue;
+                }
+                if let Some(e) = range::check(&range::PEAK_GFLOPS, origin, &f, v) {
+                    errs.push(e);
+                    continue;
+                }
+                if let Some(peak) = peak
+                    && peak.is_finite()
+                    && v > peak * (1.0 + CEILING_ABOVE_PEAK)
+                {
+                    errs.push(InputError::new(
+                        origin,
+                        f,
+                        format!(
+                            "{} GFLOP/s is above the peak's {} GFLOP/s by more than {:.0} %",
+                            short_number(v),
+                            short_number(peak),
+                            CEILING_ABOVE_PEAK * 100.0
+                        ),
+                        "a DGEMM cannot outrun the peak kernel: check the unit and the scope (core or node), or raise the peak",
+                    ));
+                }
+            }
+            if d.provenance.trim().is_empty() {
+                errs.push(InputError::new(
+                    origin,
+                    format!("{g}.provenance"),
+                    "is empty",
+                    "say where the DGEMM value comes from (kernel or library, matrix size, date)",
+                ));
             }
         }
         if self.levels.is_empty() {
@@ -1313,6 +1449,65 @@ pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
             opt(pa.and_then(|p| p.node_gflops)),
             opt(pb.and_then(|p| p.node_gflops)),
         );
+        // Per-width peaks, matched by width.
+        let empty_w: &[WidthPeak] = &[];
+        let (wa, wb) = (
+            pa.map_or(empty_w, |p| &p.widths[..]),
+            pb.map_or(empty_w, |p| &p.widths[..]),
+        );
+        for bits in union_sorted(
+            wa.iter().map(|w| w.vector_bits),
+            wb.iter().map(|w| w.vector_bits),
+        ) {
+            let (x, y) = (
+                wa.iter().find(|w| w.vector_bits == bits),
+                wb.iter().find(|w| w.vector_bits == bits),
+            );
+            for (f, get) in [
+                (
+                    "core_gflops",
+                    (|w: &WidthPeak| w.core_gflops) as fn(&WidthPeak) -> Option<f64>,
+                ),
+                ("node_gflops", |w: &WidthPeak| w.node_gflops),
+            ] {
+                push(
+                    format!("peak.{prec}.widths.{bits}.{f}"),
+                    opt(x.and_then(get)),
+                    opt(y.and_then(get)),
+                );
+            }
+        }
+        // Compute ceilings, matched by (operation, width).
+        let empty_c: &[ComputeCeiling] = &[];
+        let (ca, cb) = (
+            pa.map_or(empty_c, |p| &p.ceilings[..]),
+            pb.map_or(empty_c, |p| &p.ceilings[..]),
+        );
+        let mut keys: Vec<(CeilingOp, u32)> = Vec::new();
+        for c in ca.iter().chain(cb) {
+            if !keys.contains(&(c.op, c.vector_bits)) {
+                keys.push((c.op, c.vector_bits));
+            }
+        }
+        keys.sort_by_key(|(op, bits)| (op.to_string(), *bits));
+        for (op, bits) in keys {
+            let find = |cs: &[ComputeCeiling]| {
+                cs.iter()
+                    .find(|c| c.op == op && c.vector_bits == bits)
+                    .cloned()
+            };
+            let (x, y) = (find(ca), find(cb));
+            push(
+                format!("peak.{prec}.ceilings.{op}.{bits}.core_gflops"),
+                opt(x.as_ref().and_then(|c| c.core_gflops)),
+                opt(y.as_ref().and_then(|c| c.core_gflops)),
+            );
+            push(
+                format!("peak.{prec}.ceilings.{op}.{bits}.node_gflops"),
+                opt(x.as_ref().and_then(|c| c.node_gflops)),
+                opt(y.as_ref().and_then(|c| c.node_gflops)),
+            );
+        }
     }
     let mut names: Vec<String> = a.level_names();
     for n in b.level_names() {
@@ -1338,6 +1533,46 @@ pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
                 .unwrap_or_else(|| "-".into())
         };
         push(format!("level.{n}.cache.size_bytes"), size(la), size(lb));
+        let geom = |l: Option<&Level>, f: fn(&CacheGeometry) -> u32| {
+            l.and_then(|l| l.cache.as_ref())
+                .map(|c| f(c).to_string())
+                .unwrap_or_else(|| "-".into())
+        };
+        push(
+            format!("level.{n}.cache.associativity"),
+            geom(la, |c| c.associativity),
+            geom(lb, |c| c.associativity),
+        );
+        push(
+            format!("level.{n}.cache.line_bytes"),
+            geom(la, |c| c.line_bytes),
+            geom(lb, |c| c.line_bytes),
+        );
+        // Per-width bandwidths, matched by width.
+        let empty: &[WidthBandwidth] = &[];
+        let (wa, wb) = (
+            la.map_or(empty, |l| &l.widths[..]),
+            lb.map_or(empty, |l| &l.widths[..]),
+        );
+        for bits in union_sorted(
+            wa.iter().map(|w| w.vector_bits),
+            wb.iter().map(|w| w.vector_bits),
+        ) {
+            let (x, y) = (
+                wa.iter().find(|w| w.vector_bits == bits),
+                wb.iter().find(|w| w.vector_bits == bits),
+            );
+            push(
+                format!("level.{n}.widths.{bits}.core_gbs"),
+                opt(x.and_then(|w| w.core_gbs)),
+                opt(y.and_then(|w| w.core_gbs)),
+            );
+            push(
+                format!("level.{n}.widths.{bits}.node_gbs"),
+                opt(x.and_then(|w| w.node_gbs)),
+                opt(y.and_then(|w| w.node_gbs)),
+            );
+        }
     }
     let mut links: Vec<String> = a.network.iter().map(|l| l.name.clone()).collect();
     for l in &b.network {
@@ -1359,6 +1594,14 @@ pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
         );
     }
     out
+}
+
+/// The distinct values of `a` and `b`, ascending.
+fn union_sorted(a: impl Iterator<Item = u32>, b: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = a.chain(b).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// One field that differs between two machines.

@@ -1193,7 +1193,11 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
             source_machine: String::new(),
             source_gflops: 0.0,
             points: Vec::new(),
+            ridge: Vec::new(),
+            approximate: Vec::new(),
+            peak: Default::default(),
         });
+        h.ridge = hpcscope_core::explore::ridge_diagnostics(&points);
         h.points = points;
         h
     });

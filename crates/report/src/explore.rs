@@ -842,6 +842,39 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
     t
 }
 
+/// The OI_L1 - OI_ridge diagnostic of each design point (Gavoille 2024 thesis, section
+/// 7.4.1, Fig. 7.5): the variant's OI at the first level with a roofline against that
+/// roofline's ridge on the target, and the source binary's on the source machine.
+pub fn ridge_table(rows: &[hpcscope_core::explore::RidgeDiagnostic]) -> crate::Table {
+    use crate::fmt::num;
+    let o = |v: Option<f64>| v.map_or("-".into(), |x| num(x, 3));
+    let mut t = crate::Table::new(&[
+        "variant",
+        "target",
+        "level",
+        "OI FLOP/B",
+        "ridge OI",
+        "OI - ridge",
+        "bound",
+        "source OI - ridge",
+        "source bound",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.variant.clone(),
+            r.target.clone(),
+            r.level.clone(),
+            o(r.oi),
+            num(r.ridge_oi, 3),
+            o(r.delta),
+            format!("{:?}", r.bound).to_lowercase(),
+            o(r.source_delta),
+            format!("{:?}", r.source_bound).to_lowercase(),
+        ]);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

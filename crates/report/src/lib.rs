@@ -50,7 +50,7 @@ pub mod table;
 
 pub use bars::{BarOptions, BarSeries, bar_chart_svg};
 pub use explore::{
-    SpeedupRow, ValidationRow, explore_svg, points_table, speedup_svg, validation_svg,
+    SpeedupRow, ValidationRow, explore_svg, points_table, ridge_table, speedup_svg, validation_svg,
 };
 pub use html::{Section, html_page, html_table};
 pub use line::{ChartOptions, Series, line_chart_svg};

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use hpcscope_analysis::scenario::{Limits, resolve_within};
-use hpcscope_core::explore::{ExploreResult, sweep};
+use hpcscope_core::explore::{ExploreResult, geometry_warnings, ridge_diagnostics, sweep};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::Inputs;
 use hpcscope_core::project::Options;
-use hpcscope_report::points_table;
+use hpcscope_report::{points_table, ridge_table};
 
 use crate::output::{emit_with, num, render};
 
@@ -39,6 +39,10 @@ pub struct ExploreArgs {
     /// Bandwidths and peaks at each binary's vector width, or each level's own (the seeds').
     #[arg(long, value_enum, default_value_t)]
     pub bandwidths: crate::args::BandwidthsArg,
+    /// The peak of every machine: the listed `[[peaks]]` values, or the DGEMM's
+    /// (`[peaks.dgemm]`, what `bench --kernels dgemm` measures; the seeds use HPL).
+    #[arg(long, value_enum, default_value_t)]
+    pub peak: crate::args::PeakArg,
     /// The calibration (point-estimate rule and interval margin: a file `validate
     /// --calibrate` wrote); default: the bundled one.
     #[arg(long, value_name = "FILE")]
@@ -146,6 +150,11 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
+    let peak = a.peak.choice();
+    r.source_machine = r.source_machine.with_peak(peak)?;
+    for (_, m) in &mut r.targets {
+        *m = m.with_peak(peak)?;
+    }
     let started = std::time::Instant::now();
     let opts = Options {
         pair_rule: s.pair_rule,
@@ -183,6 +192,15 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         description: s.description.clone(),
         source_machine: r.source_machine.id.clone(),
         source_gflops: r.source_gflops,
+        ridge: ridge_diagnostics(&points),
+        approximate: geometry_warnings(
+            &s.targets
+                .iter()
+                .filter(|t| r.targets.iter().any(|(n, _)| n == &t.name))
+                .cloned()
+                .collect::<Vec<_>>(),
+        ),
+        peak,
         points,
     };
     if let Some(session) = session {
@@ -209,7 +227,27 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             num(r.source_gflops, 4)
         ),
     ];
-    let text = render(a.out.format, &result, &pre, &t, &[])?;
+    let mut pre = pre;
+    if peak != hpcscope_core::machine::PeakChoice::Listed {
+        pre.push(format!(
+            "peak: {peak} ({})",
+            r.source_machine
+                .peak(s.precision)
+                .map(|p| p.provenance.clone())
+                .unwrap_or_default()
+        ));
+    }
+    let mut post = Vec::new();
+    if !result.ridge.is_empty() {
+        post.push(
+            "OI - ridge at the first level with a roofline (thesis section 7.4.1, Fig. 7.5): below 0 that level's bandwidth binds, so a faster memory can help; at or above 0 the binary is compute-bound there and it cannot:".to_string(),
+        );
+        post.extend(ridge_table(&result.ridge).text().lines().map(String::from));
+    }
+    for w in &result.approximate {
+        post.push(format!("approximate: {w}"));
+    }
+    let text = render(a.out.format, &result, &pre, &t, &post)?;
     let svg = a.svg.as_ref().map(|p| {
         (
             p.as_path(),

@@ -1,4 +1,4 @@
-//! `hpcscope machine list|show|validate|diff`.
+//! `hpcscope machine list|show|validate|diff|derive`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +24,10 @@ pub enum MachineCmd {
     Validate(ValidateArgs),
     /// Compare two machines field by field.
     Diff(DiffArgs),
+    /// Write a hypothetical machine derived from another by transforms (a bigger L3, HBM
+    /// instead of DDR, a longer vector...), with provenance saying what it was derived from:
+    /// for `mix -m`, `roofline`, `project` and scenario targets.
+    Derive(DeriveArgs),
     /// Turn a Kerncraft/OSACA machine file (YAML) into a machine TOML, with provenance;
     /// what does not map is listed.
     Import(kerncraft::ImportArgs),
@@ -86,6 +90,32 @@ pub struct DiffArgs {
     format: Format,
 }
 
+/// Arguments of `machine derive`.
+#[derive(Args, Debug)]
+pub struct DeriveArgs {
+    /// The base machine (built-in id or file).
+    base: String,
+    /// A change, KEY=VALUE: vector_bits=N, cores=N, memory=ID, LEVEL.scale=F,
+    /// LEVEL.core_gbs=X, LEVEL.node_gbs=X, LEVEL.size_bytes=N (K/M/G suffixes),
+    /// LEVEL.associativity=N, LEVEL.line_bytes=N, peak.f64.core_gflops=X,
+    /// peak.f64.node_gflops=X. Repeatable; applied in order, after the --transform ones.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// A transform as a scenario writes it, an inline TOML table:
+    /// '{ cache_size = { level = "L3", size_bytes = 134217728 } }'. Repeatable.
+    #[arg(long = "transform", value_name = "TOML")]
+    transform: Vec<String>,
+    /// Id of the new machine (default: the base's id with the transforms' labels).
+    #[arg(long)]
+    id: Option<String>,
+    /// Name of the new machine (default: the base's name with the transforms' labels).
+    #[arg(long)]
+    name: Option<String>,
+    /// Write the machine TOML here (default: stdout).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
 /// Runs a machine subcommand.
 pub fn run(c: MachineCmd) -> Result<ExitCode> {
     match c {
@@ -93,6 +123,7 @@ pub fn run(c: MachineCmd) -> Result<ExitCode> {
         MachineCmd::Show(a) => show(&a),
         MachineCmd::Validate(a) => validate(&a),
         MachineCmd::Diff(a) => diff_cmd(&a),
+        MachineCmd::Derive(a) => derive_cmd(&a),
         MachineCmd::Import(a) => kerncraft::import(&a),
         MachineCmd::Export(a) => kerncraft::export(&a),
     }
@@ -287,5 +318,47 @@ fn diff_cmd(a: &DiffArgs) -> Result<ExitCode> {
         vec![]
     };
     emit(&render(a.format, &d, &pre, &t, &[])?, None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn derive_cmd(a: &DeriveArgs) -> Result<ExitCode> {
+    use hpcscope_core::explore::{Transform, derive};
+    if a.set.is_empty() && a.transform.is_empty() {
+        anyhow::bail!(
+            "machine derive: give at least one change, e.g. --set L3.size_bytes=128M or --transform '{{ replace_memory = \"a64fx\" }}' (see hpcscope machine derive --help)"
+        );
+    }
+    let base = load::machine(&a.base)?;
+    let mut transforms = Vec::new();
+    for t in &a.transform {
+        transforms.push(Transform::parse_inline(t)?);
+    }
+    for s in &a.set {
+        transforms.push(Transform::parse_set(s)?);
+    }
+    let lookup = |id: &str| load::machine(id);
+    let mut m = derive(&base, &a.base, &transforms, &lookup)?;
+    if let Some(id) = &a.id {
+        m.id = id.clone();
+    }
+    if let Some(name) = &a.name {
+        m.name = name.clone();
+    }
+    let origin = format!("the derived machine '{}'", m.id);
+    m.validate(&origin)?;
+    let text = format!(
+        "# Derived by `hpcscope machine derive` from '{}': {}\n{}",
+        a.base,
+        transforms
+            .iter()
+            .map(Transform::label)
+            .collect::<Vec<_>>()
+            .join(", "),
+        m.to_toml_string()
+    );
+    emit(&text, a.output.as_deref())?;
+    if let Some(p) = &a.output {
+        eprintln!("wrote {} ({})", p.display(), m.id);
+    }
     Ok(ExitCode::SUCCESS)
 }
