@@ -520,6 +520,21 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
             body_html: table_html(&hpcscope_report::points_table(&sw.points)),
             svgs: job_svg(m).into_iter().collect(),
         });
+        if !sw.ridge.is_empty() {
+            let approx = if sw.approximate.is_empty() {
+                String::new()
+            } else {
+                format!(" Approximate: {}.", sw.approximate.join("; "))
+            };
+            sections.push(Section {
+                title: "OI - ridge diagnostic".into(),
+                summary: format!(
+                    "Each design point's OI at its first level with a roofline minus that roofline's ridge (thesis section 7.4.1): below 0 the level's bandwidth binds, so a faster memory can help; above 0 it cannot.{approx}"
+                ),
+                body_html: table_html(&hpcscope_report::ridge_table(&sw.ridge)),
+                svgs: Vec::new(),
+            });
+        }
     }
     if !m.mpi_functions.is_empty() {
         sections.push(Section {

@@ -67,6 +67,10 @@ pub struct ProjectArgs {
     /// Target machine: built-in id or TOML file.
     #[arg(long)]
     pub target_machine: String,
+    /// The peak of both machines: the listed `[[peaks]]` values, or the DGEMM's
+    /// (`[peaks.dgemm]`, what `bench --kernels dgemm` measures; the seeds use HPL).
+    #[arg(long, value_enum, default_value_t)]
+    pub peak: crate::args::PeakArg,
     /// Profile of the target binary, analysed for the target's caches (default: the source
     /// profile, i.e. the same binary and hit ratios).
     #[arg(long)]
@@ -203,12 +207,14 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
     if a.source_alone {
         src.machine = hpcscope_core::node::cores_alone(&src.machine);
     }
+    src.machine = src.machine.with_peak(a.peak.choice())?;
     let tprof = a
         .target_profile
         .clone()
         .unwrap_or_else(|| a.source_profile.clone());
     let treg = a.target_region.clone().or_else(|| a.source_region.clone());
-    let tgt = load_side(&a.target_machine, &tprof, treg.as_deref())?;
+    let mut tgt = load_side(&a.target_machine, &tprof, treg.as_deref())?;
+    tgt.machine = tgt.machine.with_peak(a.peak.choice())?;
     if src.precision != tgt.precision {
         bail!(InputError::new(
             tgt.origin.clone(),
