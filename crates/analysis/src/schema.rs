@@ -21,6 +21,29 @@ enum ResultJson {
     Partial(Box<crate::analyze::PartialAnalysis>),
 }
 
+/// `profile --format json`.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ProfileRun {
+    /// Counts, times and histograms of the sampled run.
+    report: hpcscope_trace::report::TraceReport,
+    /// The stack samples.
+    profile: hpcscope_trace::profile::Profile,
+    /// The hottest functions, by self samples.
+    hot_functions: Vec<hpcscope_trace::profile::HotFunction>,
+}
+
+/// `project --format json`: the projection, and its validation when a measurement was given.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ProjectJson {
+    /// The projection.
+    #[serde(flatten)]
+    projection: hpcscope_core::project::Projection,
+    /// The validation, when a measurement was given.
+    validation: Option<hpcscope_core::project::Validation>,
+}
+
 /// The schemas: name and what it describes.
 pub const NAMES: &[(&str, &str)] = &[
     (
@@ -40,6 +63,44 @@ pub const NAMES: &[(&str, &str)] = &[
         "the targets of `analyze --scenario` (TOML, checked in its JSON form)",
     ),
     ("result", "the result.json of `analyze`"),
+    (
+        "counters",
+        "`counters run`/`counters import --format json`: one report per configuration",
+    ),
+    (
+        "mix",
+        "`mix --format json`: the instruction mix and bytes per level",
+    ),
+    (
+        "trace",
+        "`trace --format json`: counts, times and histograms by level, the CPU profile",
+    ),
+    (
+        "profile-run",
+        "`profile --format json`: the trace report, the stack profile, the hot functions",
+    ),
+    (
+        "roofline",
+        "`roofline --format json`: one region on one machine",
+    ),
+    (
+        "roofline-node",
+        "`roofline --scope node --format json`: every thread of a node",
+    ),
+    (
+        "project",
+        "`project --format json`: the projected interval, and its validation when measured",
+    ),
+    (
+        "explore",
+        "`explore --format json`: one design point per variant and target",
+    ),
+    (
+        "regress",
+        "`regress check --json FILE`: the gate per metric, anomalies, change points",
+    ),
+    ("history", "`history list --format json`: the stored runs"),
+    ("doctor", "`doctor --format json`: what this machine allows"),
 ];
 
 fn settings(output: bool) -> SchemaSettings {
@@ -69,6 +130,17 @@ pub fn schema(name: &str) -> Option<String> {
         "scenario" => make::<hpcscope_core::explore::Scenario>(name, false),
         "sweep" => make::<crate::scenario::SweepScenario>(name, false),
         "result" => make::<ResultJson>(name, true),
+        "counters" => make::<Vec<hpcscope_counters::compute::Report>>(name, true),
+        "mix" => make::<hpcscope_mix::MixReport>(name, true),
+        "trace" => make::<hpcscope_trace::TraceOutcome>(name, true),
+        "profile-run" => make::<ProfileRun>(name, true),
+        "roofline" => make::<hpcscope_core::roofline::RooflineAnalysis>(name, true),
+        "roofline-node" => make::<hpcscope_core::node::NodeRoofline>(name, true),
+        "project" => make::<ProjectJson>(name, true),
+        "explore" => make::<hpcscope_core::explore::ExploreResult>(name, true),
+        "regress" => make::<hpcscope_history::check::CheckReport>(name, true),
+        "history" => make::<Vec<hpcscope_history::store::StoredRun>>(name, true),
+        "doctor" => make::<hpcscope_trace::doctor::Doctor>(name, true),
         _ => return None,
     };
     Some(serde_json::to_string_pretty(&s).expect("a schema serializes") + "\n")

@@ -13,6 +13,11 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
 fn hpcscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hpcscope"))
 }
@@ -676,7 +681,9 @@ for arg in sys.argv[2:]:
         cache[name] = Draft202012Validator(s)
     with open(path, "rb") as f:
         doc = tomllib.load(f) if path.endswith(".toml") else json.load(f)
-    docs = doc if isinstance(doc, list) else [doc]
+    # A list of documents, unless the schema describes an array itself.
+    whole = cache[name].schema.get("type") == "array"
+    docs = doc if isinstance(doc, list) and not whole else [doc]
     for d in docs:
         err = best_match(cache[name].iter_errors(d))
         n += 1
@@ -708,7 +715,27 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(names, ["machine", "profile", "scenario", "sweep", "result"]);
+    assert_eq!(
+        names,
+        [
+            "machine",
+            "profile",
+            "scenario",
+            "sweep",
+            "result",
+            "counters",
+            "mix",
+            "trace",
+            "profile-run",
+            "roofline",
+            "roofline-node",
+            "project",
+            "explore",
+            "regress",
+            "history",
+            "doctor"
+        ]
+    );
     for n in &names {
         run(hpcscope()
             .args(["schema", n, "-o"])
@@ -785,6 +812,18 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             let out = d.join("p");
             assert_eq!(analyze(&out, &script).status.code(), Some(2));
             pairs.push(("result", out.join("result.json")));
+            // `mix --format json` of the same program.
+            let o = hpcscope()
+                .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+                .args(["mix", "-m", "cascadelake-8260", "--native-runs", "0"])
+                .args(["--format", "json", "--"])
+                .arg(&bin)
+                .arg("4000000")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::write(d.join("mix.json"), &o.stdout).unwrap();
+            pairs.push(("mix", d.join("mix.json")));
         }
         _ if std::env::var_os("CI").is_some() => {
             panic!("qemu-x86_64, cc and the release QEMU plugin are there under CI")
@@ -792,6 +831,134 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         _ => {
             println!("skipping the analyze outputs: qemu-x86_64, cc or the QEMU plugin is missing")
         }
+    }
+    // Each command's --format json output, run for real on small inputs.
+    let scen = root.join("examples/scenarios");
+    let s = |p: &Path| p.display().to_string();
+    let json_of = |schema: &'static str, file: &str, args: &[String]| {
+        let o = run(hpcscope().args(args).current_dir(d));
+        let p = d.join(file);
+        std::fs::write(&p, &o.stdout).unwrap();
+        (schema, p)
+    };
+    let v = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let import = Path::new(env!("CARGO_MANIFEST_DIR")).join("../counters/tests/data/import");
+    let src = s(&scen.join("tx2-source.json"));
+    let tgt = s(&scen.join("sve-512.json"));
+    let perf = s(&import.join("perf-stat-vm.csv"));
+    pairs.push(json_of(
+        "counters",
+        "counters.json",
+        &v(&["counters", "import", &perf, "--format", "json"]),
+    ));
+    pairs.push(json_of(
+        "roofline",
+        "roofline.json",
+        &v(&[
+            "roofline",
+            "-m",
+            "thunderx2",
+            "-p",
+            &src,
+            "--format",
+            "json",
+        ]),
+    ));
+    pairs.push(json_of(
+        "project",
+        "project.json",
+        &v(&[
+            "project",
+            "--source-machine",
+            "thunderx2",
+            "--source-profile",
+            &src,
+            "--target-machine",
+            "a64fx",
+            "--target-profile",
+            &tgt,
+            "--format",
+            "json",
+        ]),
+    ));
+    let explore = s(&scen.join("tx2-sve-hbm.toml"));
+    pairs.push(json_of(
+        "explore",
+        "explore.json",
+        &v(&["explore", &explore, "--format", "json"]),
+    ));
+    pairs.push(json_of(
+        "doctor",
+        "doctor.json",
+        &v(&["doctor", "--format", "json"]),
+    ));
+    let db = d.join("h.sqlite");
+    history_with_a_step(&db);
+    pairs.push(json_of(
+        "history",
+        "history.json",
+        &v(&["history", "list", "--format", "json", "--db", &s(&db)]),
+    ));
+    // regress exits 1 on the regression it finds; its JSON goes to --json.
+    let rj = d.join("regress.json");
+    let o = hpcscope()
+        .args(["regress", "check", "--candidates", "4", "--db"])
+        .arg(&db)
+        .arg("--json")
+        .arg(&rj)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    pairs.push(("regress", rj));
+    // trace and profile: root and eBPF.
+    let doctor: Value =
+        serde_json::from_slice(&run(hpcscope().args(["doctor", "--format", "json"])).stdout)
+            .unwrap();
+    let ok = |name: &str| {
+        doctor["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == name && c["ok"] == true)
+    };
+    // SAFETY: geteuid has no preconditions.
+    let can_trace = unsafe { libc_geteuid() } == 0 && ok("bpf permission") && ok("kernel BTF");
+    if can_trace {
+        pairs.push(json_of(
+            "trace",
+            "trace.json",
+            &v(&[
+                "trace",
+                "--format",
+                "json",
+                "--",
+                "sh",
+                "-c",
+                "ls / >/dev/null",
+            ]),
+        ));
+        pairs.push(json_of(
+            "profile-run",
+            "profile-run.json",
+            &v(&[
+                "profile",
+                "--format",
+                "json",
+                "--",
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+            ]),
+        ));
+    } else if std::env::var_os("CI").is_some() {
+        panic!("CI runs as root with eBPF: trace and profile must run");
+    } else {
+        println!("skipping: trace and profile outputs need root and eBPF");
     }
     let report = validate(&python, &schemas, &pairs);
     println!("{report}");

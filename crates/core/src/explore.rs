@@ -787,6 +787,7 @@ pub struct Resolved {
 }
 
 /// The result of an exploration: the scenario and one design point per (variant, target).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExploreResult {
     /// Scenario title.

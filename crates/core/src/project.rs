@@ -1072,6 +1072,7 @@ fn merge_idx(per_thread: &[Vec<usize>]) -> Vec<usize> {
 }
 
 /// How a measurement compares with a projected interval (thesis ambiguity A13).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Check {
     /// Measured GFLOP/s.
@@ -1086,6 +1087,7 @@ pub struct Check {
 }
 
 /// How a measurement with its own run-to-run spread compares with a projection.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Validation {
     /// The median measurement against the interval.

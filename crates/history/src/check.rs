@@ -59,6 +59,7 @@ impl Default for CheckOptions {
 }
 
 /// A change of machine fingerprint seen in the history.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineChange {
     /// Fingerprint id before.
@@ -72,6 +73,7 @@ pub struct MachineChange {
 }
 
 /// A change point in a metric's history, tied to runs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryChange {
     /// Metric.
@@ -103,6 +105,7 @@ pub struct HistoryChange {
 }
 
 /// Result of [`check`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
     /// The store.

@@ -16,6 +16,7 @@ use crate::stats::{
 };
 
 /// Which way is worse for a metric.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
@@ -99,6 +100,7 @@ impl Default for GateOptions {
 }
 
 /// Outcome of the gate for one metric.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -125,6 +127,7 @@ impl Verdict {
 }
 
 /// The gate's result for one metric.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateResult {
     /// Metric name.
@@ -161,6 +164,7 @@ pub struct GateResult {
 
 /// What a change between baseline and candidate runs looks like against the baseline's own
 /// behaviour: the means, the step against the noise, and whether the baseline drifts.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepContext {
     /// Mean of the baseline runs.
@@ -392,6 +396,7 @@ pub fn gate(
 }
 
 /// One metric's score in an anomaly report.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricScore {
     /// Metric name.
@@ -412,6 +417,7 @@ pub struct MetricScore {
 
 /// Label-free anomaly scores of one run against a baseline of runs, over every metric the run
 /// and at least 3 baseline runs share.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnomalyReport {
     /// Largest |modified z| over the metrics.
@@ -476,6 +482,7 @@ pub fn anomaly_scores(
 }
 
 /// How one metric moved between a baseline and a candidate set of runs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Movement {
     /// Metric name.
@@ -490,6 +497,7 @@ pub struct Movement {
 }
 
 /// The metrics that moved with a change of a primary metric.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     /// The primary metric's movement.

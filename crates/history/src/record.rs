@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 /// One metric of a run: `time_s`, `instructions`, `l2_bytes`, `triad_bandwidth_gbs`...
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
     /// Metric name, unique within a run; units go in the name too when it helps (`_s`, `_gbs`).
@@ -31,6 +32,7 @@ impl Metric {
 }
 
 /// Git state of the working directory of a run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitInfo {
     /// Full commit hash of `HEAD`.
@@ -71,6 +73,7 @@ impl GitInfo {
 pub use hpcscope_host::Fingerprint;
 
 /// Everything stored about one run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// The command line, as typed (arguments joined with shell quoting).

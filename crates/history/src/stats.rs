@@ -441,6 +441,7 @@ pub fn t_test(a: &[f64], b: &[f64]) -> TTest {
 // ---------------------------------------------------------------------------------------
 
 /// Result of a Mann-Whitney U test of "the candidate tends to be larger than the baseline".
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MannWhitney {
     /// U statistic of the candidate sample: the number of (candidate, baseline) pairs where
@@ -525,6 +526,7 @@ pub fn mann_whitney_u(candidate: &[f64], baseline: &[f64]) -> Option<MannWhitney
 // ---------------------------------------------------------------------------------------
 
 /// A bootstrap percentile confidence interval.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ConfidenceInterval {
     /// Point estimate on the original samples.

@@ -180,6 +180,7 @@ pub struct Filter {
 }
 
 /// A run read back from the store.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRun {
     /// Run id, increasing in insertion order.

@@ -9,6 +9,7 @@ use crate::facts;
 use crate::hash::{sha256_file, sha256_hex};
 
 /// The identity of a machine.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Fingerprint {
     /// CPU model name (`/proc/cpuinfo` "model name", or the architecture).

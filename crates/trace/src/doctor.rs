@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 /// One capability check.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
     /// What was checked.
@@ -19,6 +20,7 @@ pub struct Check {
 }
 
 /// All checks, in a fixed order.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Doctor {
     /// Kernel release.

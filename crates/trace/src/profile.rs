@@ -37,6 +37,7 @@ pub struct Profile {
 }
 
 /// One function in the hot-function table.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HotFunction {
     /// Function name.

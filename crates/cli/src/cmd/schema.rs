@@ -13,7 +13,9 @@ use crate::output::emit;
 /// Arguments of `schema`.
 #[derive(Args, Debug)]
 pub struct SchemaArgs {
-    /// The schema: machine, profile, scenario, sweep, result (none: list them).
+    /// The schema: a file format (machine, profile, scenario, sweep), analyze's result, or a
+    /// command's --format json output (counters, mix, trace, profile-run, roofline, ...).
+    /// None: list them.
     pub name: Option<String>,
     /// Write it here instead of standard output.
     #[arg(short, long, value_name = "FILE")]
@@ -25,7 +27,7 @@ pub fn run(a: &SchemaArgs) -> Result<ExitCode> {
     let Some(name) = &a.name else {
         let mut s = String::new();
         for (n, about) in NAMES {
-            s.push_str(&format!("{n:<9} {about}\n"));
+            s.push_str(&format!("{n:<13} {about}\n"));
         }
         emit(&s, a.output.as_deref())?;
         return Ok(ExitCode::SUCCESS);

@@ -3,18 +3,21 @@
 //! tables give per hardware thread the events, `RDTSC Runtime [s]` (time) and `call count`;
 //! statistics and metric tables are skipped (the metrics are recomputed from the events).
 
+use super::CsvRow;
 use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData};
 
 /// Parses likwid-perfctr CSV.
 pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
     let mut raw = RawData::new(label, "likwid-csv", Collector::Likwid);
-    let lines: Vec<&str> = text.lines().collect();
+    // Records of any width: likwid mixes STRUCT and TABLE blocks of different widths.
+    let rows = super::csv_records(text, b',', origin)?;
+    let is = |r: &CsvRow, tag: &str| r.get(0) == tag && r.len() > 1;
     let mut i = 0;
     let mut tables = 0;
-    while i < lines.len() {
-        let line = lines[i].trim_end();
-        let f: Vec<&str> = line.split(',').collect();
+    while i < rows.len() {
+        let row = &rows[i];
+        let f: Vec<&str> = row.fields.iter().collect();
         match f[0] {
             "STRUCT" => {
                 let n: usize = f
@@ -23,26 +26,27 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                     .ok_or_else(|| {
                         Error::import(
                             origin,
-                            i + 1,
-                            line.find(',').map_or(1, |p| p + 2),
+                            row.line,
+                            if f.len() > 1 { row.col(1) } else { 1 },
                             "STRUCT line without a line count",
                         )
                     })?;
                 // n comes from the file: never trust it for arithmetic.
-                if n > lines.len() - i - 1 {
+                if n > rows.len() - i - 1 {
                     return Err(Error::import(
                         origin,
-                        i + 1,
+                        row.line,
                         1,
                         format!(
                             "STRUCT announces {n} lines but the file has {} after it: truncated?",
-                            lines.len() - i - 1
+                            rows.len() - i - 1
                         ),
                     ));
                 }
-                for l in lines.iter().skip(i + 1).take(n) {
-                    if let Some(cpu) = l.strip_prefix("CPU name:,") {
-                        raw.cpu = Some(cpu.trim_end_matches(',').to_string());
+                for r in rows.iter().skip(i + 1).take(n) {
+                    if r.get(0) == "CPU name:" && r.len() > 1 {
+                        let rest: Vec<&str> = r.fields.iter().skip(1).collect();
+                        raw.cpu = Some(rest.join(",").trim_end_matches(',').to_string());
                     }
                 }
                 i += 1 + n;
@@ -63,26 +67,24 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                     .unwrap_or(0);
                 if !is_raw {
                     // Skip the header and the announced rows, never past the end.
-                    i = i
-                        .saturating_add(1)
-                        .saturating_add(n.max(1))
-                        .min(lines.len());
+                    i = i.saturating_add(1).saturating_add(n.max(1)).min(rows.len());
                     continue;
                 }
                 tables += 1;
-                let header_ln = i + 1;
-                let header: Vec<&str> = lines
-                    .get(header_ln)
-                    .map(|h| h.split(',').collect())
-                    .unwrap_or_default();
-                if header.first() != Some(&"Event") || header.len() < 3 {
+                let Some(head) = rows
+                    .get(i + 1)
+                    .filter(|h| h.get(0) == "Event" && h.len() >= 3)
+                else {
+                    // The line after the TABLE line (or the line after the end).
+                    let line = rows.get(i + 1).map_or(row.line + 1, |h| h.line);
                     return Err(Error::import(
                         origin,
-                        header_ln + 1,
+                        line,
                         1,
                         "expected 'Event,Counter,HWThread 0,...' after a Raw TABLE line",
                     ));
-                }
+                };
+                let header: Vec<&str> = head.fields.iter().collect();
                 // likwid pads lines with empty fields: the thread columns are the non-empty ones.
                 let cols = header
                     .iter()
@@ -102,15 +104,10 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                 let mut seen = std::collections::HashMap::new();
                 for (k, t) in threads.iter().enumerate() {
                     if let Some(first) = seen.insert(*t, k) {
-                        let col = header[..k + 2]
-                            .iter()
-                            .map(|c| c.chars().count() + 1)
-                            .sum::<usize>()
-                            + 1;
                         return Err(Error::import(
                             origin,
-                            header_ln + 1,
-                            col,
+                            head.line,
+                            head.col(k + 2),
                             format!(
                                 "hardware thread {t} appears twice in the header (columns {} and {}): its counts would be summed",
                                 first + 3,
@@ -119,50 +116,45 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                         ));
                     }
                 }
-                let mut j = header_ln + 1;
-                while j < lines.len()
-                    && !lines[j].starts_with("TABLE,")
-                    && !lines[j].starts_with("STRUCT,")
-                    && !lines[j].trim().is_empty()
+                let mut j = i + 2;
+                while j < rows.len()
+                    && !is(&rows[j], "TABLE")
+                    && !is(&rows[j], "STRUCT")
+                    && !rows[j].text(',').trim().is_empty()
                 {
-                    let row: Vec<&str> = lines[j].split(',').collect();
-                    let name = row[0];
-                    if row.len() < threads.len() + 2 {
+                    let r = &rows[j];
+                    let name = r.get(0);
+                    if r.len() < threads.len() + 2 {
                         return Err(Error::import(
                             origin,
-                            j + 1,
-                            lines[j].chars().count() + 1,
+                            r.line,
+                            r.col(r.len()) - 1,
                             format!(
                                 "the row of '{}' has {} fields, the header {}: the file is cut short (truncated?)",
                                 name,
-                                row.len(),
+                                r.len(),
                                 threads.len() + 2
                             ),
                         ));
                     }
                     for (k, tid) in threads.iter().enumerate() {
-                        let cell = row.get(k + 2).copied().unwrap_or("").trim();
+                        let cell = r.get(k + 2).trim();
                         if cell.is_empty() || cell == "-" || cell.eq_ignore_ascii_case("nan") {
                             continue;
                         }
                         let v: f64 = cell.parse().map_err(|_| {
-                            let col = row[..k + 2]
-                                .iter()
-                                .map(|c| c.chars().count() + 1)
-                                .sum::<usize>()
-                                + 1;
-                            Error::import(origin, j + 1, col, format!("'{cell}' is not a number"))
+                            Error::import(
+                                origin,
+                                r.line,
+                                r.col(k + 2),
+                                format!("'{cell}' is not a number"),
+                            )
                         })?;
                         if !v.is_finite() || v < 0.0 {
-                            let col = row[..k + 2]
-                                .iter()
-                                .map(|c| c.chars().count() + 1)
-                                .sum::<usize>()
-                                + 1;
                             return Err(Error::import(
                                 origin,
-                                j + 1,
-                                col,
+                                r.line,
+                                r.col(k + 2),
                                 format!(
                                     "'{cell}' is not a count: counts and times are finite and not negative"
                                 ),
@@ -183,14 +175,16 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                     }
                     j += 1;
                 }
-                let rows = j - header_ln - 1;
-                if rows < n {
+                let got = j - i - 2;
+                if got < n {
+                    // The last line of the table.
+                    let line = rows[j - 1].line;
                     return Err(Error::import(
                         origin,
-                        j.min(lines.len()).max(1),
+                        line,
                         1,
                         format!(
-                            "the table announces {n} rows but has {rows}: the file is cut short (truncated?)"
+                            "the table announces {n} rows but has {got}: the file is cut short (truncated?)"
                         ),
                     ));
                 }

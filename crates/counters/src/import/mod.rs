@@ -153,6 +153,90 @@ fn import_unchecked(text: &str, format: Format, origin: &str, label: &str) -> Re
     }
 }
 
+/// One record of a CSV file (see [`csv_records`]).
+pub(crate) struct CsvRow {
+    /// 1-based line the record starts on.
+    pub line: usize,
+    /// The fields, unquoted.
+    pub fields: csv::StringRecord,
+}
+
+impl CsvRow {
+    /// Field `i`, or "" past the end.
+    pub fn get(&self, i: usize) -> &str {
+        self.fields.get(i).unwrap_or("")
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// 1-based column (in characters) where field `i` starts; `i == len()` is one past the
+    /// end of the line. Exact for unquoted fields, which is what perf and likwid write.
+    pub fn col(&self, i: usize) -> usize {
+        self.fields
+            .iter()
+            .take(i)
+            .map(|f| f.chars().count() + 1)
+            .sum::<usize>()
+            + 1
+    }
+
+    /// 1-based column just after the last non-blank character of the record.
+    pub fn end_col(&self) -> usize {
+        let n = self.len();
+        let last = self.fields.get(n.saturating_sub(1)).unwrap_or("");
+        let blank = last.chars().count() - last.trim_end().chars().count();
+        self.col(n).saturating_sub(1 + blank).max(1)
+    }
+
+    /// The record as text (separators restored), for messages.
+    pub fn text(&self, sep: char) -> String {
+        let mut s = String::new();
+        for (k, f) in self.fields.iter().enumerate() {
+            if k > 0 {
+                s.push(sep);
+            }
+            s.push_str(f);
+        }
+        s.trim_end().to_string()
+    }
+}
+
+/// The records of CSV `text` separated by `sep` (the csv crate: quoted fields, CRLF; blank
+/// lines skipped), each with its line. Records may have any number of fields: the tools'
+/// files mix sections of different widths (likwid's STRUCT and TABLE blocks).
+pub(crate) fn csv_records(text: &str, sep: u8, origin: &str) -> Result<Vec<CsvRow>> {
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(sep)
+        .from_reader(text.as_bytes());
+    let mut rows = Vec::new();
+    let mut rec = csv::StringRecord::new();
+    loop {
+        let line = rd.position().line().max(1) as usize;
+        match rd.read_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => rows.push(CsvRow {
+                line: rec.position().map_or(line, |p| p.line() as usize),
+                fields: rec.clone(),
+            }),
+            Err(e) => {
+                let line = e.position().map_or(line, |p| p.line() as usize);
+                return Err(Error::import(
+                    origin,
+                    line,
+                    1,
+                    format!("not readable as CSV: {e}"),
+                ));
+            }
+        }
+    }
+    Ok(rows)
+}
+
 /// JSON read into `T`, with errors that name the field path (`regions[0].threads[2].time_s`)
 /// and the line.
 pub(crate) fn typed_json<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {

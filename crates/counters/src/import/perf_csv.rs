@@ -40,21 +40,14 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
         std::collections::HashMap::new();
     let n_lines = text.lines().count();
     let ends_cut = !text.is_empty() && !text.ends_with('\n');
-    for (ln, line) in text.lines().enumerate() {
-        let lineno = ln + 1;
-        let l = line.trim_end();
-        if l.trim().is_empty() || l.trim_start().starts_with('#') {
+    for row in super::csv_records(text, sep as u8, origin)? {
+        let lineno = row.line;
+        if row.text(sep).trim().is_empty() || row.get(0).trim_start().starts_with('#') {
             continue;
         }
-        let fields: Vec<&str> = l.split(sep).collect();
+        let fields: Vec<&str> = row.fields.iter().collect();
         // Column (1-based) of field i.
-        let col = |i: usize| -> usize {
-            fields[..i]
-                .iter()
-                .map(|f| f.chars().count() + 1)
-                .sum::<usize>()
-                + 1
-        };
+        let col = |i: usize| row.col(i);
         // Find the value column: VALUE, UNIT, EVENT, then a numeric run time (or nothing).
         let mut at = None;
         let mut bad_runtime: Option<usize> = None;
@@ -96,7 +89,7 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
                 col(bad),
                 format!(
                     "not a perf stat -x{sep} line (expected [prefix{sep}]value{sep}unit{sep}event{sep}run-time{sep}percent): '{}'",
-                    l.chars().take(80).collect::<String>()
+                    row.text(sep).chars().take(80).collect::<String>()
                 ),
             ));
         };
@@ -106,7 +99,7 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
             return Err(Error::import(
                 origin,
                 lineno,
-                l.chars().count() + 1,
+                row.end_col(),
                 "the last line ends early (no run time and percentage, no newline): the file is cut short (truncated?)",
             ));
         }
