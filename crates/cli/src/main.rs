@@ -63,7 +63,7 @@ enum Command {
     Profile(cmd::profile::ProfileArgs),
     /// What this machine allows (BPF, BTF, kprobes, uprobes, perf events, QEMU, cross compilers).
     Doctor(cmd::doctor::DoctorArgs),
-    /// The JSON Schema of a file format or result (machine, profile, scenario, sweep, result).
+    /// The JSON Schema of a file format, of analyze's result, or of a command's --format json output (`hpcscope schema` lists them).
     Schema(cmd::schema::SchemaArgs),
 }
 

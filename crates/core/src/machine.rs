@@ -94,6 +94,7 @@ pub struct SustainedPeak {
 }
 
 /// Which peak a projection uses.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PeakChoice {
