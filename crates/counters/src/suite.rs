@@ -135,6 +135,61 @@ pub fn host_widths() -> Vec<Width> {
         .collect()
 }
 
+/// Widths of the crunch kernels an emulator runs: what QEMU's TCG emulates of x86-64 (up to
+/// AVX2, no AVX-512); none where the kernels are not compiled (they are x86-64 assembly).
+pub fn emulated_widths() -> Vec<Width> {
+    if cfg!(target_arch = "x86_64") {
+        vec![Width::Scalar, Width::W128, Width::W256]
+    } else {
+        Vec::new()
+    }
+}
+
+/// What the report says about the crunch kernels a plan of `widths` leaves out, one line
+/// per reason (empty when every width runs): no kernel family is dropped without a word.
+pub fn crunch_omissions(widths: &[Width], emulated: bool) -> Vec<String> {
+    if !cfg!(target_arch = "x86_64") {
+        return vec![format!(
+            "fp: no FP-crunch kernels on {}: they are written in x86-64 assembly (SSE2, AVX, \
+             FMA, AVX-512); the other groups ran",
+            std::env::consts::ARCH
+        )];
+    }
+    let mut why: Vec<(String, Vec<String>)> = Vec::new();
+    for w in Width::ALL.into_iter().filter(|w| !widths.contains(w)) {
+        let label = match w {
+            Width::Scalar => "scalar".to_string(),
+            w => format!("{}-bit", w.name()),
+        };
+        let reason = if emulated {
+            "the emulator (QEMU's TCG) runs x86-64 up to AVX2, not AVX-512".to_string()
+        } else {
+            let lacks: Vec<&str> = Op::ALL
+                .iter()
+                .filter(|o| !supported(**o, w))
+                .map(|o| o.name())
+                .collect();
+            let ext = match w {
+                Width::W512 => "AVX-512F",
+                Width::W256 if lacks.len() > 1 => "AVX",
+                _ => "FMA",
+            };
+            if lacks.is_empty() {
+                "not requested".to_string()
+            } else {
+                format!("this CPU lacks {ext} (for {})", lacks.join(", "))
+            }
+        };
+        match why.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, ws)) => ws.push(label),
+            None => why.push((reason, vec![label])),
+        }
+    }
+    why.into_iter()
+        .map(|(r, ws)| format!("fp: the {} kernels did not run: {r}", ws.join(", ")))
+        .collect()
+}
+
 /// A libm function of the transcendental kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -528,6 +583,22 @@ impl Plan {
             conflict_reps: 200,
             matmul_n: 64,
             matmul_blocks: vec![16, 32],
+        }
+    }
+
+    /// The smallest sizes that still resolve 0.5 % under the emulator (one STREAM size, a
+    /// 32 x 32 matmul): the whole suite in seconds, for smoke tests.
+    pub fn quick(widths: Vec<Width>) -> Plan {
+        Plan {
+            crunch_iters: 500,
+            widths,
+            libm_calls: 200,
+            stream_bytes: vec![24 << 10],
+            stream_elements: 3 << 10,
+            conflict_offsets: vec![4096, 4096 + 64],
+            conflict_reps: 20,
+            matmul_n: 32,
+            matmul_blocks: vec![16],
         }
     }
 
@@ -1309,6 +1380,39 @@ mod tests {
             let e = Kernel::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("write "), "{e}");
         }
+    }
+
+    #[test]
+    fn left_out_widths_are_reported_in_one_line_per_reason() {
+        let all = Width::ALL.to_vec();
+        let emulated = crunch_omissions(&emulated_widths(), true);
+        if cfg!(target_arch = "x86_64") {
+            assert!(crunch_omissions(&all, false).is_empty());
+            assert_eq!(emulated.len(), 1, "{emulated:?}");
+            assert!(
+                emulated[0].starts_with("fp: the 512-bit kernels did not run")
+                    && emulated[0].contains("AVX-512"),
+                "{emulated:?}"
+            );
+            let two = crunch_omissions(&[Width::Scalar, Width::W128], true);
+            assert!(two[0].contains("256-bit, 512-bit"), "{two:?}");
+        } else {
+            // No kernel at any width: one line naming the ISA, whatever the plan says.
+            for n in [emulated, crunch_omissions(&all, false)] {
+                assert_eq!(n.len(), 1, "{n:?}");
+                assert!(n[0].contains(std::env::consts::ARCH), "{n:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_quick_plan_is_small_but_complete() {
+        let q = Plan::quick(vec![Width::Scalar]).kernels();
+        let groups = ["fp.", "libm.", "stream.", "conflict.", "matmul."];
+        for g in groups {
+            assert!(q.iter().any(|k| k.to_string().starts_with(g)), "{g}: {q:?}");
+        }
+        assert!(q.len() < Plan::emulated(vec![Width::Scalar]).kernels().len());
     }
 
     #[test]
