@@ -368,10 +368,11 @@ int main(void) {
 
 mod common;
 
-/// `counters validate --counted-by mix`: the suite's kernels run under the real emulator
-/// (QEMU + hpcscope's plugin) and their exact counts checked against the analytical work.
-/// The FP-crunch kernels, STREAM at three sizes, the conflict kernel and the matmul ladder
-/// must all be within 0.5 %.
+/// `counters validate --counted-by mix --quick`: the suite's kernels run under the real
+/// emulator (QEMU + hpcscope's plugin) and their exact counts checked against the analytical
+/// work. The FP-crunch kernels, STREAM, the conflict kernel and the matmul ladder must all be
+/// within 0.5 %, and the AVX-512 kernels QEMU cannot run must be reported, not dropped.
+/// (`--quick`: the smallest sizes; the default sizes take a minute in a debug build.)
 #[test]
 fn validate_counted_by_the_emulator_is_within_half_a_percent() {
     if common::which("qemu-x86_64").is_none() {
@@ -391,6 +392,7 @@ fn validate_counted_by_the_emulator_is_within_half_a_percent() {
             "validate",
             "--counted-by",
             "mix",
+            "--quick",
             "--kernels",
             "fp,stream,conflict,matmul",
             "--format",
@@ -404,9 +406,14 @@ fn validate_counted_by_the_emulator_is_within_half_a_percent() {
     assert_eq!(o.status.code(), Some(0), "{v:#}\n{err}");
     assert_eq!(v["failed"], 0, "{v:#}");
     let checks = v["checks"].as_array().unwrap();
-    // 5 operations x 3 widths x 3 metrics, 12 STREAM kernels, 2 conflict offsets, 4 matmuls.
+    // 5 operations x 3 widths x 3 metrics, 4 STREAM kernels, 2 conflict offsets, 3 matmuls.
+    assert!(v["passed"].as_u64().unwrap() >= 45 + 4 * 4 + 8 + 3, "{v:#}");
+    let notes = v["notes"].as_array().unwrap();
     assert!(
-        v["passed"].as_u64().unwrap() >= 45 + 12 * 4 + 8 + 4,
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("fp: the 512-bit kernels did not run")),
         "{v:#}"
     );
     for (kernel, metric) in [
@@ -414,7 +421,7 @@ fn validate_counted_by_the_emulator_is_within_half_a_percent() {
         ("fp.div.128", "fp_ins"),
         ("stream.triad.24KiB", "ls_bytes"),
         ("conflict.4096", "ld_bytes"),
-        ("matmul.blocked16.64", "flops"),
+        ("matmul.blocked16.32", "flops"),
     ] {
         let c = checks
             .iter()
