@@ -447,6 +447,22 @@ fn validate_a_counted_file_reports_failures() {
         out.contains("2 failed") && out.contains("per call"),
         "{out}"
     );
+    // Only per-call rows (libm): counted, not judged, so not "nothing was counted".
+    let dir = tempfile::tempdir().unwrap();
+    let libm = dir.path().join("libm.json");
+    std::fs::write(
+        &libm,
+        r#"{"source": "test", "kernels": {"libm.cos:1000": {"flops": 26426}}}"#,
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "validate", "--counted"])
+        .arg(&libm)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("1 per call"), "{out}");
     let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
         .args(["counters", "validate", "--kernels", "fpu"])
         .output()
