@@ -53,9 +53,13 @@ has() { [[ " $flags " == *" $1 "* ]]; }
 
 # kernel, width, adds, muls, fmas per iteration, throughput|latency
 rows=("peakflops scalar 8 8 0 latency" "peakflops_sse 128 8 8 0 latency")
-has avx && rows+=("peakflops_avx 256 7 8 0 throughput")
-has fma && has avx && rows+=("peakflops_avx_fma 256 0 0 15 throughput")
-has avx512f && rows+=("peakflops_avx512 512 7 8 0 throughput" "peakflops_avx512_fma 512 0 0 15 throughput")
+if has avx; then rows+=("peakflops_avx 256 7 8 0 throughput"); else echo "peakflops_avx: not run: this CPU lacks AVX"; fi
+if has fma && has avx; then rows+=("peakflops_avx_fma 256 0 0 15 throughput"); else echo "peakflops_avx_fma: not run: this CPU lacks AVX or FMA"; fi
+if has avx512f; then
+  rows+=("peakflops_avx512 512 7 8 0 throughput" "peakflops_avx512_fma 512 0 0 15 throughput")
+else
+  echo "peakflops_avx512, peakflops_avx512_fma: not run: this CPU lacks AVX-512F"
+fi
 
 : >"$tmp/likwid.txt"
 for r in "${rows[@]}"; do
