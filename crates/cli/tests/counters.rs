@@ -365,3 +365,124 @@ int main(void) {
         assert_eq!(fields.get(1), Some(&"3"), "{stdout}");
     }
 }
+
+mod common;
+
+/// `counters validate --counted-by mix --quick`: the suite's kernels run under the real
+/// emulator (QEMU + hpcscope's plugin) and their exact counts checked against the analytical
+/// work. The FP-crunch kernels, STREAM, the conflict kernel and the matmul ladder must all be
+/// within 0.5 %, and the AVX-512 kernels QEMU cannot run must be reported, not dropped.
+/// (`--quick`: the smallest sizes; the default sizes take a minute in a debug build.)
+#[test]
+fn validate_counted_by_the_emulator_is_within_half_a_percent() {
+    if common::which("qemu-x86_64").is_none() {
+        println!("skipping: qemu-x86_64 is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let Some(plugin) = common::plugin() else {
+        println!(
+            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
+        );
+        return;
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .env("HPCSCOPE_QEMU_PLUGIN", plugin)
+        .args([
+            "counters",
+            "validate",
+            "--counted-by",
+            "mix",
+            "--quick",
+            "--kernels",
+            "fp,stream,conflict,matmul",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(o.status.code(), Some(0), "{v:#}\n{err}");
+    assert_eq!(v["failed"], 0, "{v:#}");
+    let checks = v["checks"].as_array().unwrap();
+    // 5 operations x 3 widths x 3 metrics, 4 STREAM kernels, 2 conflict offsets, 3 matmuls.
+    assert!(v["passed"].as_u64().unwrap() >= 45 + 4 * 4 + 8 + 3, "{v:#}");
+    let notes = v["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("fp: the 512-bit kernels did not run")),
+        "{v:#}"
+    );
+    for (kernel, metric) in [
+        ("fp.fma.256", "flops"),
+        ("fp.div.128", "fp_ins"),
+        ("stream.triad.24KiB", "ls_bytes"),
+        ("conflict.4096", "ld_bytes"),
+        ("matmul.blocked16.32", "flops"),
+    ] {
+        let c = checks
+            .iter()
+            .find(|c| c["kernel"] == kernel && c["metric"] == metric)
+            .unwrap_or_else(|| panic!("{kernel} {metric}: {v:#}"));
+        assert!(c["error_pct"].as_f64().unwrap().abs() < 0.5, "{c}");
+    }
+}
+
+#[test]
+fn validate_a_counted_file_reports_failures() {
+    let f = format!(
+        "{}/../counters/tests/data/validate/format-fixture.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "validate", "--counted", &f])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("2 failed") && out.contains("per call"),
+        "{out}"
+    );
+    // Only per-call rows (libm): counted, not judged, so not "nothing was counted".
+    let dir = tempfile::tempdir().unwrap();
+    let libm = dir.path().join("libm.json");
+    std::fs::write(
+        &libm,
+        r#"{"source": "test", "kernels": {"libm.cos:1000": {"flops": 26426}}}"#,
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "validate", "--counted"])
+        .arg(&libm)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("1 per call"), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "validate", "--kernels", "fpu"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown group"));
+}
+
+/// Without a PMU (this CI) every hardware value is NA with the reason and the exit code
+/// says the environment lacks it; with one, the kernels must pass.
+#[test]
+fn validate_with_perf_runs_the_suite_here() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args(["counters", "validate", "--quick", "--kernels", "fp,stream"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    match o.status.code() {
+        Some(0) => assert!(out.contains(" 0 failed"), "{out}"),
+        Some(3) => assert!(out.contains("NA") && out.contains("note:"), "{out}"),
+        c => panic!("exit {c:?}: {out}\n{}", String::from_utf8_lossy(&o.stderr)),
+    }
+}

@@ -52,6 +52,7 @@ pub mod output;
 pub mod perf;
 pub mod profile;
 pub mod raw;
+pub mod suite;
 pub mod uprobe;
 pub mod validate;
 

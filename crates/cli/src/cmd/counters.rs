@@ -18,7 +18,7 @@ use hpcscope_counters::measure::metric_order;
 use hpcscope_counters::output;
 use hpcscope_counters::raw::RawData;
 use hpcscope_counters::{MeasureOptions, Measurement, RecipeChoice, Regions};
-use hpcscope_counters::{cpu, perf, profile, validate};
+use hpcscope_counters::{cpu, perf, profile, suite, validate};
 
 use crate::output::{Format, emit};
 
@@ -42,8 +42,15 @@ pub enum CountersCmd {
     /// Compare runs side by side: two runs or machines (columns A, B and B/A), or a ladder
     /// of code versions (one column each, ratios to the first or the previous on request).
     Compare(CompareArgs),
-    /// Check the recipe against a triad kernel with known flops and bytes.
+    /// Check the counters against micro-benchmarks with known work (seed 001, section 3.2):
+    /// FP crunch per operation and width, libm calls, STREAM at a sweep of sizes, a cache
+    /// conflict kernel and a matmul ladder; counted by perf, by the emulator (`--counted-by
+    /// mix`) or read from a file.
     Validate(ValidateArgs),
+    /// Run micro-benchmark kernels of the validation suite (what `validate --counted-by mix`
+    /// runs under the emulator).
+    #[command(hide = true)]
+    Kernel(KernelArgs),
     /// List the portable metrics.
     Metrics(ListArgs),
     /// List the CPU recipes, or show one; says which recipe this CPU gets and whether its
@@ -216,12 +223,48 @@ pub struct ValidateArgs {
     #[arg(long, default_value_t = 10)]
     pub reps: u64,
     /// Check the recipe's formulas with the counters a vectorised triad produces on its CPU
-    /// (no PMU needed) instead of running the kernel here.
+    /// (no PMU needed) instead of running the suite.
     #[arg(long)]
     pub synthetic: bool,
+    /// Run only the triad (`--n`, `--reps`) instead of the suite.
+    #[arg(long, conflicts_with_all = ["counted_by", "counted"])]
+    pub triad: bool,
+    /// Who counts the suite's kernels: perf (this CPU's counters, through the recipe) or mix
+    /// (the emulator's exact FLOPs, FP instructions and bytes of the same kernels).
+    #[arg(long, value_enum, default_value_t = CountedBy::Perf)]
+    pub counted_by: CountedBy,
+    /// Compare the counted values of this file instead of running the kernels (JSON:
+    /// `{"source": ..., "kernels": {"fp.add.256:1000": {"flops": ...}}}`).
+    #[arg(long, value_name = "FILE", conflicts_with = "counted_by")]
+    pub counted: Option<PathBuf>,
+    /// Kernel groups to run: fp, libm, stream, conflict, matmul (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub kernels: Vec<String>,
+    /// Small sizes: natively the emulator's sizes (well under a second); under the
+    /// emulator the smallest that still resolve 0.5 % (one STREAM size, a 32 x 32 matmul).
+    #[arg(long)]
+    pub quick: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// Who counts the validation kernels.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountedBy {
+    /// This CPU's counters (perf_event_open) through the recipe.
+    Perf,
+    /// hpcscope mix: QEMU with hpcscope's plugin, counting the kernels' own instructions.
+    Mix,
+}
+
+/// Arguments of `counters kernel`.
+#[derive(Args, Debug)]
+pub struct KernelArgs {
+    /// Kernels (`fp.fma.256:1000`, `libm.cos:1000`, `stream.triad:N:REPS`,
+    /// `conflict:OFFSET:REPS`, `matmul.blocked16:64`).
+    #[arg(required = true)]
+    pub kernels: Vec<String>,
 }
 
 /// Arguments of `counters metrics`.
@@ -252,6 +295,7 @@ pub fn run(args: &CountersArgs) -> Result<ExitCode> {
         CountersCmd::Import(a) => cmd_import(a),
         CountersCmd::Compare(a) => cmd_compare(a),
         CountersCmd::Validate(a) => cmd_validate(a),
+        CountersCmd::Kernel(a) => cmd_kernel(a),
         CountersCmd::Metrics(a) => cmd_metrics(a),
         CountersCmd::Recipes(a) => cmd_recipes(a),
     }
@@ -532,7 +576,204 @@ fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn cmd_kernel(a: &KernelArgs) -> Result<ExitCode> {
+    let ks = a
+        .kernels
+        .iter()
+        .map(|k| suite::Kernel::parse(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    for k in &ks {
+        if !k.runs_here() {
+            return Err(hpcscope_core::Failure::environment(format!(
+                "{k}: this CPU lacks the instructions the kernel uses"
+            ))
+            .into());
+        }
+    }
+    for k in &ks {
+        let mut b = suite::Buffers::new(k);
+        println!("{k}: checksum {}", b.run(k));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The suite's kernels for `validate`, filtered by `--kernels`.
+fn suite_kernels(a: &ValidateArgs, plan: &suite::Plan) -> Result<Vec<suite::Kernel>> {
+    const GROUPS: [&str; 5] = ["fp", "libm", "stream", "conflict", "matmul"];
+    for g in &a.kernels {
+        if !GROUPS.contains(&g.as_str()) {
+            bail!(
+                "--kernels {g}: unknown group; give some of {}",
+                GROUPS.join(", ")
+            );
+        }
+    }
+    Ok(plan
+        .kernels()
+        .into_iter()
+        .filter(|k| {
+            a.kernels.is_empty() || {
+                let s = k.to_string();
+                a.kernels
+                    .iter()
+                    .any(|g| s.split('.').next() == Some(g.as_str()))
+            }
+        })
+        .collect())
+}
+
+/// Whether `--kernels` selects `group` (all groups when it is not given).
+fn runs_group(a: &ValidateArgs, group: &str) -> bool {
+    a.kernels.is_empty() || a.kernels.iter().any(|g| g == group)
+}
+
+/// Runs the suite's kernels under the emulator (one run per group of distinct functions;
+/// the libm kernels one run each, counted with their callees).
+fn mix_suite(kernels: &[suite::Kernel]) -> Result<validate::SuiteReport> {
+    let exe = std::env::current_exe().context("cannot find the hpcscope binary to emulate")?;
+    let mut batches: Vec<Vec<suite::Kernel>> = Vec::new();
+    for k in kernels {
+        match batches.iter_mut().find(|b| {
+            !k.has_callees() && !b[0].has_callees() && b.iter().all(|x| x.symbol() != k.symbol())
+        }) {
+            Some(b) => b.push(*k),
+            None => batches.push(vec![*k]),
+        }
+    }
+    let mut checks = Vec::new();
+    let mut notes = vec![
+        "the emulator (QEMU + hpcscope's plugin) counts each kernel function's own \
+         instructions; libm kernels with their callees"
+            .to_string(),
+    ];
+    for b in &batches {
+        let mut args = vec!["counters".to_string(), "kernel".into()];
+        args.extend(b.iter().map(|k| k.arg()));
+        let symbols: Vec<String> = b.iter().map(|k| k.symbol()).collect();
+        let callees = b[0].has_callees();
+        let opts = hpcscope_mix::MixOptions {
+            program: exe.clone(),
+            args,
+            functions: if callees { Vec::new() } else { symbols.clone() },
+            scope: if callees { symbols.clone() } else { Vec::new() },
+            native_runs: 0,
+            application: Some("validation-kernels".into()),
+            ..Default::default()
+        };
+        let rep = hpcscope_mix::analyze(&opts)?;
+        let v = rep
+            .variants
+            .first()
+            .context("the emulator returned no counts")?;
+        if v.partial {
+            notes.push(format!(
+                "{}: the emulation ended early ({:?}): counts partial",
+                symbols.join(", "),
+                v.ending
+            ));
+        }
+        for (i, k) in b.iter().enumerate() {
+            let t = if callees {
+                Some(&v.counts.totals)
+            } else {
+                v.regions().get(i).map(|r| &r.totals)
+            };
+            let Some(t) = t else {
+                checks.extend(validate::compare(
+                    k,
+                    &Default::default(),
+                    Some("the emulator reported no region for this function"),
+                ));
+                continue;
+            };
+            let c = validate::EmulatorCounts {
+                flops: t.flops,
+                fp_instructions: t.fp_instructions,
+                fp_by_width: t
+                    .fp_by_width
+                    .iter()
+                    .map(|(w, c)| (w.clone(), c.instructions))
+                    .collect(),
+                bytes_loaded: t.bytes_loaded,
+                bytes_stored: t.bytes_stored,
+            };
+            checks.extend(validate::compare(
+                k,
+                &validate::counted_from_emulator(k, &c),
+                None,
+            ));
+        }
+    }
+    Ok(validate::SuiteReport::new("mix", notes, checks))
+}
+
 fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
+    if !a.synthetic && !a.triad {
+        let rep = if let Some(f) = &a.counted {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read {}", f.display()))?;
+            validate::validate_file(&text, &f.display().to_string())?
+        } else if a.counted_by == CountedBy::Mix {
+            // The widths QEMU's TCG emulates (no AVX-512).
+            let widths = suite::emulated_widths();
+            let omitted = suite::crunch_omissions(&widths, true);
+            let plan = if a.quick {
+                suite::Plan::quick(widths)
+            } else {
+                suite::Plan::emulated(widths)
+            };
+            let mut rep = mix_suite(&suite_kernels(a, &plan)?)?;
+            if runs_group(a, "fp") {
+                rep.notes = [omitted, std::mem::take(&mut rep.notes)].concat();
+            }
+            rep
+        } else {
+            let cat = catalogue(&a.recipe)?;
+            let recipe = pick(&cat, &a.recipe, None)?;
+            let compiled = cat.compile(recipe, variant(&a.recipe))?;
+            let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
+            let widths = suite::host_widths();
+            let plan = if a.quick {
+                suite::Plan::emulated(widths)
+            } else {
+                suite::Plan::native(widths, &suite::host_data_caches())
+            };
+            let mut rep = validate::measure_suite(
+                &compiled,
+                &metric_order(&cat),
+                recipe,
+                &events,
+                &suite_kernels(a, &plan)?,
+            )?;
+            if runs_group(a, "fp") {
+                let omitted = suite::crunch_omissions(&plan.widths, false);
+                rep.notes = [omitted, std::mem::take(&mut rep.notes)].concat();
+            }
+            rep
+        };
+        match a.format {
+            Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
+            f => print!("{}", rep.text(f == Format::Csv)),
+        }
+        if rep.failed > 0 {
+            return Err(hpcscope_core::Failure::finding(format!(
+                "{} of {} checks outside {} %",
+                rep.failed,
+                rep.checks.len(),
+                validate::TOLERANCE_PCT
+            ))
+            .into());
+        }
+        // Per-call rows (libm) were counted too: only a report of NAs is "nothing".
+        if rep.passed + rep.per_call == 0 {
+            return Err(hpcscope_core::Failure::environment(format!(
+                "nothing was counted: {}",
+                rep.notes.join("; ")
+            ))
+            .into());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let cat = catalogue(&a.recipe)?;
     let recipe = pick(&cat, &a.recipe, None)?;
     let compiled = cat.compile(recipe, variant(&a.recipe))?;
