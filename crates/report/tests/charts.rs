@@ -111,6 +111,7 @@ fn sweep() -> Vec<DesignPoint> {
                 points: 6,
                 lower_bound_by: "OI L1 on MM roofline (memory)".into(),
                 time_s: None,
+                bytes: Default::default(),
                 projection: base.clone(),
             });
         }
@@ -517,6 +518,24 @@ fn explore_structure() {
             "missing variant {v}: {t:?}"
         );
     }
+    // The OI - ridge panel (thesis section 7.4.1): one ridge bar and one OI circle per
+    // design point, each at its point's ridge diagnostic.
+    assert_eq!(count_class(&doc, "ridge"), pts.len());
+    assert_eq!(count_class(&doc, "oi"), pts.len());
+    let r = hpcscope_core::explore::RidgeDiagnostic::of(&pts[0]).unwrap();
+    assert!(svg.contains(&format!("OI at {}", r.level)), "{svg}");
+    let below = pts
+        .iter()
+        .filter_map(hpcscope_core::explore::RidgeDiagnostic::of)
+        .filter(|r| r.delta.is_some_and(|d| d < 0.0))
+        .count();
+    assert!(
+        svg.contains(&format!(
+            "{below} of {} design points have their OI below the ridge",
+            pts.len()
+        )),
+        "{svg}"
+    );
     // Empty input still gives a valid chart.
     check_common("explore-empty", &explore_svg(&[], "empty", 1.0));
 }
