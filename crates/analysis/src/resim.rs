@@ -127,8 +127,13 @@ pub fn resimulate(
         };
         let sha = hpcscope_host::hash::sha256_file(&program).with_context(|| {
             format!(
-                "variant '{vname}': cannot read the program {} to re-simulate its caches (fix: give an existing program in the variant's command, relative to the scenario's directory)",
-                program.display()
+                "variant '{vname}': cannot read the program {} to re-simulate its caches\n  fix: {}",
+                program.display(),
+                if spec.command.is_empty() {
+                    "give an existing program after -- (a path from the current directory)"
+                } else {
+                    "give an existing program in the variant's command (a path relative to the scenario's directory)"
+                }
             )
         })?;
         let arch = hpcscope_mix::ElfInfo::read(&program)?.arch;
