@@ -58,11 +58,17 @@ fn cache_file(dir: &Path, program_key: &str, geometry: &str) -> PathBuf {
     dir.join(format!("{}.json", &k[..24]))
 }
 
-fn read_cached(path: &Path) -> Option<Profile> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let p: Profile = serde_json::from_str(&text).ok()?;
-    p.validate(&path.display().to_string()).ok()?;
-    Some(p)
+/// The cached profile at `path`: `Ok(None)` when there is none, `Err` (a remark) when a
+/// file is there but is not a valid profile (it is simulated again and overwritten).
+fn read_cached(path: &Path) -> std::result::Result<Option<Profile>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    Profile::from_json_str(&text, &path.display().to_string())
+        .map(Some)
+        .map_err(|e| hpcscope_core::error::shorten(&e.to_string(), 300))
 }
 
 /// Indices (into `r.targets`) of the targets whose transforms change the cache geometry.
@@ -177,11 +183,17 @@ pub fn resimulate(
         let mut todo: Vec<(String, Machine)> = Vec::new();
         for (g, m) in &j.machines {
             match read_cached(&cache_file(cache_dir, &j.key, g)) {
-                Some(p) => {
+                Ok(Some(p)) => {
                     out.cached += 1;
                     profiles.insert((ji, g.clone()), p);
                 }
-                None => todo.push((g.clone(), m.clone())),
+                Ok(None) => todo.push((g.clone(), m.clone())),
+                Err(why) => {
+                    out.notes.push(format!(
+                        "a cached re-simulation could not be read, so it was simulated again: {why}"
+                    ));
+                    todo.push((g.clone(), m.clone()));
+                }
             }
         }
         if todo.is_empty() {

@@ -359,6 +359,24 @@ transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ ca
         )
     };
     assert_eq!(first["points"], second["points"]);
+    // A damaged cache file is said, simulated again and replaced.
+    std::fs::write(&files[0], "{ not a profile").unwrap();
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .arg("explore")
+        .arg(d.join("scenario.toml"))
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    assert!(
+        text.contains("1 geometry simulated in 1 mix run(s), 2 from the cache"),
+        "{text}"
+    );
+    assert!(
+        text.contains("could not be read, so it was simulated again"),
+        "{text}"
+    );
+    assert!(read(files[0].clone())["regions"].is_array());
 }
 
 #[test]
