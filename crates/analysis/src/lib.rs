@@ -25,6 +25,7 @@ pub mod host_machine;
 pub mod node;
 pub mod node_validate;
 pub mod render;
+pub mod resim;
 pub mod scenario;
 #[cfg(feature = "schema")]
 pub mod schema;

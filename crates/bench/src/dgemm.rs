@@ -29,6 +29,22 @@ pub struct DgemmResult {
     pub variant: String,
     /// Largest relative error of C against a naive product on a sample of entries.
     pub max_rel_error: f64,
+    /// The node value: one independent product per benchmarked CPU at once (HPCC's
+    /// StarDGEMM form), when more than one CPU is benchmarked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeDgemm>,
+}
+
+/// The DGEMM on every benchmarked CPU at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeDgemm {
+    /// Threads, one pinned to each CPU.
+    pub threads: usize,
+    /// The CPUs (a list like `0-3,8`).
+    pub cpus: String,
+    /// Aggregate GFLOP/s of all threads (every thread's products over the slowest
+    /// thread's time).
+    pub gflops: Summary,
 }
 
 /// Matrices of one product, filled with values whose products are exact enough to check.

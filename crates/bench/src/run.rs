@@ -533,6 +533,30 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     notes.warnings.extend(sn.warnings);
     notes.stages.extend(sn.stages);
     notes.clock = Some(std::time::Instant::now());
+    let mut dgemm = dgemm;
+    // The node DGEMM: one independent product per CPU at once (HPCC's StarDGEMM).
+    if let Some(d) = dgemm.as_mut().filter(|_| cpus.len() > 1) {
+        progress.add(1);
+        progress.step(format!("dgemm x{}", cpus.len()));
+        let n = d.n;
+        let flops = 2.0 * (n as f64).powi(3);
+        let calls = ((timing.target_s * d.gflops.median * 1e9 / flops).round() as u64).max(1);
+        let s = parallel_rate(
+            &cpus,
+            timing.reps,
+            calls,
+            || Ok(crate::dgemm::Problem::new(n)),
+            |p| p.run(),
+        )?;
+        let g = scale(&s, flops, 1e9);
+        notes.check(&format!("dgemm x{}", cpus.len()), &g, cfg.spread_warning);
+        d.node = Some(crate::dgemm::NodeDgemm {
+            threads: cpus.len(),
+            cpus: topology::format_cpu_list(&cpus),
+            gflops: g,
+        });
+        notes.stage("dgemm node");
+    }
 
     // ---- scaling ----
     let mut scaling = Vec::new();
@@ -759,6 +783,7 @@ fn single_core(
             gflops: g,
             variant: crate::dgemm::Problem::variant().into(),
             max_rel_error: err,
+            node: None,
         })
     } else {
         None

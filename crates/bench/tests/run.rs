@@ -161,3 +161,46 @@ fn no_size_beyond_the_llc_is_explained() {
     assert_eq!(e.kind().exit_code(), 2);
     assert!(e.to_string().contains("beyond the last-level cache"), "{e}");
 }
+
+#[test]
+fn dgemm_summary_labels_the_sustained_peak_beside_the_fma_kernel() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        println!("skipping: one CPU only, no node DGEMM to measure");
+        return;
+    }
+    let cfg = BenchConfig {
+        quick: true,
+        selection: Selection::parse("fma,dgemm").unwrap(),
+        repeat: Some(1),
+        widths: Some(vec![Width::Scalar]),
+        precisions: vec![hpcscope_core::Precision::F64],
+        progress: false,
+        cpus: CpuRequest::Threads(2),
+        ..BenchConfig::default()
+    };
+    let r = hpcscope_bench::run(&cfg).unwrap();
+    let d = r.dgemm.as_ref().expect("the DGEMM ran");
+    let node = d.node.as_ref().expect("two CPUs: the node DGEMM ran");
+    assert_eq!(node.threads, 2);
+    assert!(node.gflops.median > 0.0 && d.gflops.median > 0.0);
+    let s = hpcscope_bench::report::summary(&r);
+    // The DGEMM lines follow the FMA kernel's peak, each labelled.
+    let fma = s.find("peak fma-f64").expect(&s);
+    let core = s
+        .find("peak dgemm-f64 (sustained, blocked DGEMM")
+        .expect(&s);
+    let on_node = s.find("peak dgemm-f64 node (2 threads").expect(&s);
+    assert!(fma < core && core < on_node, "{s}");
+    assert!(s.contains("of the FMA-kernel peak"), "{s}");
+    // The machine keeps it, or says why not.
+    let kept = r.machine.peaks[0].dgemm.as_ref();
+    match kept {
+        Some(k) => {
+            assert!(s.contains("keeps it as [peaks.dgemm]"), "{s}");
+            assert!(k.provenance.contains("one independent product per CPU"));
+            assert!(k.node_gflops.is_some());
+        }
+        None => assert!(s.contains("not kept in the machine file"), "{s}"),
+    }
+}

@@ -663,6 +663,16 @@ pub struct VariantSpec {
     /// Vector length of this binary: applies [`Transform::VectorBits`] to every target.
     #[serde(default)]
     pub vector_bits: Option<u32>,
+    /// The program and its arguments that produced the profile (the program's path is
+    /// relative to the scenario's directory): a target whose transforms change the cache
+    /// geometry gets this variant's bytes per level re-simulated on its caches with
+    /// `hpcscope mix`, rather than the profile's, simulated on the base machine's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// With `command`: count only inside these functions, as `mix --function` (the
+    /// profile's regions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
 }
 
 /// A target machine.
@@ -894,9 +904,10 @@ pub fn ridge_diagnostics(points: &[DesignPoint]) -> Vec<RidgeDiagnostic> {
     points.iter().filter_map(RidgeDiagnostic::of).collect()
 }
 
-/// What an exploration says about targets whose cache geometry a transform changed: the
-/// bytes per level of the variants' profiles were simulated with the base geometry, so the
-/// results for those targets are approximate. One line per such target.
+/// What an exploration says about targets whose cache geometry a transform changed and
+/// whose bytes per level were not re-simulated: the variants' bytes per level (their
+/// fractions per level) were simulated for the base machine's caches, so the results for
+/// those targets are approximate. One line per such target.
 pub fn geometry_warnings(specs: &[TargetSpec]) -> Vec<String> {
     specs
         .iter()
@@ -909,10 +920,9 @@ pub fn geometry_warnings(specs: &[TargetSpec]) -> Vec<String> {
                 .collect();
             (!changed.is_empty()).then(|| {
                 format!(
-                    "target '{}': {} changes the cache geometry, but the variants' bytes per level (their fractions per level) are the ones simulated for the base machine's caches: its results are approximate. For exact ones, write the machine with `hpcscope machine derive {} --transform ...`, profile each variant with `hpcscope mix -m` on it, and give those profiles",
+                    "target '{}': {} changes the cache geometry; the variants' bytes per level are the ones of their profiles (simulated for the base machine's caches), not re-simulated: approximate. Give the program to re-simulate: `command = [\"PROGRAM\", \"ARG\"...]` in the variant, or `hpcscope explore SCENARIO -- PROGRAM ARGS`",
                     t.name,
                     changed.join(", "),
-                    t.machine
                 )
             })
         })
@@ -941,8 +951,65 @@ pub struct DesignPoint {
     pub lower_bound_by: String,
     /// Projected time of the variant's region, seconds.
     pub time_s: Option<Interval>,
+    /// Where the variant's bytes per level on this target come from.
+    #[serde(default)]
+    pub bytes: BytesOrigin,
     /// The full projection.
     pub projection: Projection,
+}
+
+/// Where a design point's bytes per level come from.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BytesOrigin {
+    /// The variant's profile: the target has the cache geometry the profile was simulated
+    /// (or measured) with.
+    #[default]
+    Profile,
+    /// Re-simulated on the target's own caches (its cache geometry was transformed).
+    Resimulated,
+    /// The profile's, although a transform changed the target's cache geometry: the
+    /// result is approximate (no program was given to re-simulate).
+    Approximate,
+}
+
+impl BytesOrigin {
+    /// A short word for tables and charts.
+    pub fn label(self) -> &'static str {
+        match self {
+            BytesOrigin::Profile => "profile",
+            BytesOrigin::Resimulated => "re-simulated",
+            BytesOrigin::Approximate => "approximate",
+        }
+    }
+}
+
+/// Bytes per level re-simulated on transformed cache geometries, for [`sweep_with`].
+#[derive(Debug, Clone, Default)]
+pub struct Resimulated {
+    /// (variant index, target index) -> the variant's per-thread metrics with the bytes per
+    /// level simulated on that target's caches (indices into [`Resolved`]'s lists).
+    pub metrics: std::collections::BTreeMap<(usize, usize), Vec<AppMetrics>>,
+    /// Indices of the targets whose cache geometry a transform changed.
+    pub changed: Vec<usize>,
+}
+
+/// The cache geometry of a machine as one canonical line (level names, kinds, sizes,
+/// associativities, line sizes, sharing, inclusion, cores): two machines with the same line simulate
+/// the same bytes per level for the same program.
+pub fn cache_geometry_key(m: &Machine) -> String {
+    let mut out = format!("sockets={};cores={}", m.sockets, m.cores_per_socket);
+    for l in &m.levels {
+        out.push_str(&format!(";{}:{:?}", l.name, l.kind));
+        if let Some(g) = &l.cache {
+            out.push_str(&format!(
+                ":size={}:ways={}:line={}:shared={:?}:inclusive={:?}",
+                g.size_bytes, g.associativity, g.line_bytes, g.shared_by_cores, g.inclusive
+            ));
+        }
+    }
+    out
 }
 
 /// The default limit on the design points of one sweep ([`Cost::check`]).
@@ -1035,6 +1102,19 @@ pub fn sweep(
     opts: Options,
     extra: &Inputs<'_>,
 ) -> Result<Vec<DesignPoint>> {
+    sweep_with(r, precision, opts, extra, &Resimulated::default())
+}
+
+/// [`sweep`], with the bytes per level of the (variant, target) pairs `resim` re-simulated
+/// taken from it; every design point says where its bytes come from
+/// ([`DesignPoint::bytes`]).
+pub fn sweep_with(
+    r: &Resolved,
+    precision: Precision,
+    opts: Options,
+    extra: &Inputs<'_>,
+    resim: &Resimulated,
+) -> Result<Vec<DesignPoint>> {
     let mut out: Vec<DesignPoint> = Vec::new();
     out.try_reserve(r.variants.len().saturating_mul(r.targets.len()))
         .map_err(|_| {
@@ -1059,16 +1139,23 @@ pub fn sweep(
                 .zip(r.variant_instructions.get(vi).copied().flatten()),
             drop_contradicted: extra.drop_contradicted,
         };
-        for (tname, tm) in &r.targets {
+        for (ti, (tname, tm)) in r.targets.iter().enumerate() {
+            let (threads, origin) = match resim.metrics.get(&(vi, ti)) {
+                Some(m) => (m.as_slice(), BytesOrigin::Resimulated),
+                None if resim.changed.contains(&ti) => {
+                    (vthreads.as_slice(), BytesOrigin::Approximate)
+                }
+                None => (vthreads.as_slice(), BytesOrigin::Profile),
+            };
             let tm = match vbits {
                 Some(b) if *b != tm.vector_bits => apply(tm, &Transform::VectorBits(*b), &|_| {
                     unreachable!("no lookup for a vector-length change")
                 })?,
                 _ => tm.clone(),
             };
-            out.push(design_point(
-                r, vname, tname, &tm, vthreads, precision, opts, &inputs,
-            )?);
+            let mut p = design_point(r, vname, tname, &tm, threads, precision, opts, &inputs)?;
+            p.bytes = origin;
+            out.push(p);
         }
     }
     Ok(out)
@@ -1133,6 +1220,7 @@ impl DesignPoint {
             points,
             lower_bound_by: lowest,
             time_s: p.target_time_s,
+            bytes: BytesOrigin::Profile,
             projection: p,
         }
     }

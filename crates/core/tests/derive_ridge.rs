@@ -329,3 +329,90 @@ fn table_7_2_knl_ridge_diagnostic_of_kernel_mb() {
     assert_eq!(r.source_bound, Bound::Memory);
     assert_eq!(r.bound, Bound::Compute);
 }
+
+#[test]
+fn geometry_key_changes_with_the_cache_geometry_only() {
+    use hpcscope_core::explore::cache_geometry_key;
+    let base = builtin("cascadelake-8260").unwrap();
+    let k = |m: &Machine| cache_geometry_key(m);
+    let bw = derive(&base, "b", &[set("MM.node_gbs=850")], &lookup).unwrap();
+    assert_eq!(k(&bw), k(&base), "a bandwidth is not geometry");
+    for s in [
+        "L2.size_bytes=2M",
+        "L2.associativity=4",
+        "L3.line_bytes=128",
+    ] {
+        let m = derive(&base, "b", &[set(s)], &lookup).unwrap();
+        assert_ne!(k(&m), k(&base), "{s}");
+    }
+}
+
+#[test]
+fn sweep_with_takes_the_resimulated_bytes_and_marks_each_point() {
+    use hpcscope_core::explore::{BytesOrigin, Resimulated, Resolved, sweep_with};
+    use hpcscope_core::project::Inputs;
+    let base = builtin("cascadelake-8260").unwrap();
+    let big = derive(&base, "b", &[set("L2.size_bytes=2M")], &lookup).unwrap();
+    let small = derive(&base, "b", &[set("L2.size_bytes=256K")], &lookup).unwrap();
+    let th = |l3: f64| AppMetrics {
+        flops: 2.0e9,
+        fp_instructions: 2.0e9,
+        levels: vec!["L1".into(), "L2".into(), "L3".into(), "MM".into()],
+        bytes: vec![21.0e9, 3.0e9 - l3, l3, 0.0],
+        time_s: Some(2.0),
+    };
+    let r = Resolved {
+        source_machine: base.clone(),
+        source_threads: vec![th(1.0e8)],
+        source_gflops: 1.0,
+        variants: vec![("v".into(), None, vec![th(1.0e8)])],
+        targets: vec![
+            ("base".into(), base.clone()),
+            ("L2 2M".into(), big),
+            ("L2 256K".into(), small),
+        ],
+        source_widths: None,
+        variant_widths: vec![None],
+        source_spread: None,
+        source_instructions: None,
+        variant_instructions: vec![None],
+    };
+    let mut resim = Resimulated {
+        changed: vec![1, 2],
+        ..Resimulated::default()
+    };
+    // Only the 256 KiB target was re-simulated: every byte past L1 now comes from L3.
+    resim.metrics.insert((0, 2), vec![th(3.0e9)]);
+    let opts = Options {
+        pair_rule: PairRule::UpperTriangular,
+        method: Method::default(),
+        scope: Scope::Core,
+    };
+    let pts = sweep_with(&r, Precision::F64, opts, &Inputs::default(), &resim).unwrap();
+    let origins: Vec<BytesOrigin> = pts.iter().map(|p| p.bytes).collect();
+    assert_eq!(
+        origins,
+        [
+            BytesOrigin::Profile,
+            BytesOrigin::Approximate,
+            BytesOrigin::Resimulated
+        ]
+    );
+    let oi_l3 = |p: &DesignPoint| {
+        p.projection
+            .points
+            .iter()
+            .find(|x| x.oi_level == "L3")
+            .unwrap()
+            .oi_target
+    };
+    // FLOPs over the bytes from L3 on: the profile's 1e8 where not re-simulated, 3e9
+    // re-simulated.
+    assert!((oi_l3(&pts[0]) - 20.0).abs() < 1e-9, "{}", oi_l3(&pts[0]));
+    assert!((oi_l3(&pts[1]) - 20.0).abs() < 1e-9, "{}", oi_l3(&pts[1]));
+    assert!(
+        (oi_l3(&pts[2]) - 2.0 / 3.0).abs() < 1e-12,
+        "{}",
+        oi_l3(&pts[2])
+    );
+}

@@ -312,6 +312,49 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
         caption.push_str(" No design point to show.");
     }
 
+    let ridges: Vec<(usize, usize, hpcscope_core::explore::RidgeDiagnostic)> = points
+        .iter()
+        .filter_map(|p| {
+            let vi = variants.iter().position(|v| *v == p.variant)?;
+            let ti = targets.iter().position(|t| *t == p.target)?;
+            Some((vi, ti, hpcscope_core::explore::RidgeDiagnostic::of(p)?))
+        })
+        .collect();
+    let level0 = ridges
+        .first()
+        .map(|r| r.2.level.clone())
+        .unwrap_or_default();
+    let same_level = ridges.iter().all(|(_, _, r)| r.level == level0);
+    if !ridges.is_empty() {
+        let memory: usize = ridges
+            .iter()
+            .filter(|(_, _, r)| r.delta.is_some_and(|d| d < 0.0))
+            .count();
+        caption.push_str(&format!(
+            " Lower panel (thesis section 7.4.1): the variant's OI (circle) against the ridge OI of the target's roofline at that level (bar); a circle below its bar is bound by that level's bandwidth. {} of {} design points have their OI below the ridge at {}, where a faster memory can help.",
+            memory,
+            ridges.len(),
+            if same_level { level0.as_str() } else { "the first level" }
+        ));
+    }
+    let resim = points
+        .iter()
+        .filter(|p| p.bytes == hpcscope_core::explore::BytesOrigin::Resimulated)
+        .count();
+    let approx = points
+        .iter()
+        .filter(|p| p.bytes == hpcscope_core::explore::BytesOrigin::Approximate)
+        .count();
+    if resim > 0 {
+        caption.push_str(&format!(
+            " {resim} design point(s) use bytes per level re-simulated on their target's caches."
+        ));
+    }
+    if approx > 0 {
+        caption.push_str(&format!(
+            " {approx} design point(s) are approximate: their target's cache geometry changed and their bytes per level were not re-simulated."
+        ));
+    }
     let mut svg = Svg::new(WIDTH, title, &caption);
     draw_title(
         &mut svg,
@@ -486,6 +529,59 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
             },
         );
     }
+    // The OI - ridge diagnostic (thesis section 7.4.1, Fig. 7.5) under the intervals, at
+    // the same x: the variant's OI at the first level with a roofline (a filled circle) and
+    // the ridge of that roofline on the target (a bar), joined by a line.
+    let mut below = label_bottom + 50.0;
+    if !ridges.is_empty() {
+        let g = Frame {
+            left: f.left,
+            right: f.right,
+            top: label_bottom + 48.0,
+            bottom: label_bottom + 48.0 + 170.0,
+        };
+        let (lo, hi) = log_domain(
+            ridges
+                .iter()
+                .flat_map(|(_, _, r)| [r.oi, Some(r.ridge_oi)])
+                .flatten()
+                // A margin, so that no mark sits on the frame.
+                .flat_map(|v| [v / 1.25, v * 1.25]),
+        );
+        let (rs, rticks) = axis(Kind::Log, lo, hi, g.bottom, g.top);
+        let level = &level0;
+        draw_value_axes(
+            &mut svg,
+            &g,
+            &rs,
+            &rticks,
+            &if same_level {
+                format!("OI at {level} (FLOP/byte, log)")
+            } else {
+                "OI at the first level (FLOP/byte, log)".to_string()
+            },
+        );
+        svg.open_group("ridge-marks");
+        for (vi, ti, r) in &ridges {
+            let x = xpos(*vi, *ti);
+            let ry = rs.px(r.ridge_oi);
+            svg.line(
+                x - half - 2.0,
+                ry,
+                x + half + 2.0,
+                ry,
+                Stroke::solid(color(*ti), 3.0),
+                Some("ridge"),
+            );
+            if let Some(oi) = r.oi.filter(|o| rs.contains(*o)) {
+                let oy = rs.px(oi);
+                svg.line(x, oy, x, ry, Stroke::dashed(MUTED, 1.0, "3 2"), None);
+                svg.marker(Shape::Circle, x, oy, 4.0, color(*ti), true, Some("oi"));
+            }
+        }
+        svg.close_group();
+        below = g.bottom + 24.0;
+    }
     if points.is_empty() {
         svg.text(
             (f.left + f.right) / 2.0,
@@ -528,7 +624,22 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
     if src.is_some() {
         legend.push(LegendEntry::line(INK, 1.5, Some("6 4"), "Source, measured"));
     }
-    legend_and_caption(svg, f.right + 62.0, &legend, &caption, label_bottom + 50.0)
+    if !ridges.is_empty() {
+        legend.push(LegendEntry::heading("Lower panel: OI vs ridge"));
+        legend.push(LegendEntry::marker(
+            Shape::Circle,
+            PALETTE[0],
+            true,
+            "Variant's OI",
+        ));
+        legend.push(LegendEntry::line(
+            PALETTE[0],
+            3.0,
+            None,
+            "Ridge OI of the target",
+        ));
+    }
+    legend_and_caption(svg, f.right + 62.0, &legend, &caption, below)
 }
 
 /// One workload of a validation chart: the projected interval and the measurement.
@@ -824,6 +935,7 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
         "speed-up",
         "memory-bound points",
         "lower bound set by",
+        "bytes/level",
     ]);
     for p in points {
         t.row(vec![
@@ -837,6 +949,7 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
             format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
             format!("{}/{}", p.memory_bound_points, p.points),
             p.lower_bound_by.clone(),
+            p.bytes.label().to_string(),
         ]);
     }
     t

@@ -111,6 +111,7 @@ fn sweep() -> Vec<DesignPoint> {
                 points: 6,
                 lower_bound_by: "OI L1 on MM roofline (memory)".into(),
                 time_s: None,
+                bytes: Default::default(),
                 projection: base.clone(),
             });
         }
@@ -517,6 +518,24 @@ fn explore_structure() {
             "missing variant {v}: {t:?}"
         );
     }
+    // The OI - ridge panel (thesis section 7.4.1): one ridge bar and one OI circle per
+    // design point, each at its point's ridge diagnostic.
+    assert_eq!(count_class(&doc, "ridge"), pts.len());
+    assert_eq!(count_class(&doc, "oi"), pts.len());
+    let r = hpcscope_core::explore::RidgeDiagnostic::of(&pts[0]).unwrap();
+    assert!(svg.contains(&format!("OI at {}", r.level)), "{svg}");
+    let below = pts
+        .iter()
+        .filter_map(hpcscope_core::explore::RidgeDiagnostic::of)
+        .filter(|r| r.delta.is_some_and(|d| d < 0.0))
+        .count();
+    assert!(
+        svg.contains(&format!(
+            "{below} of {} design points have their OI below the ridge",
+            pts.len()
+        )),
+        "{svg}"
+    );
     // Empty input still gives a valid chart.
     check_common("explore-empty", &explore_svg(&[], "empty", 1.0));
 }
@@ -570,4 +589,70 @@ fn html_page_is_self_contained() {
     // The page body parses as XML (void-free markup).
     let body = &page[page.find("<html").unwrap()..];
     roxmltree::Document::parse(body).unwrap();
+}
+
+/// Gavoille 2024 thesis, Table 7.2 and section 7.4.1: kernel_1 at OI 4 FLOP/byte lies between
+/// the DRAM ridge (15.66 FLOP/byte) and the MCDRAM ridge (2.80) of a KNL node: memory-bound
+/// on DRAM (its circle below the ridge bar), compute-bound on MCDRAM (above it).
+#[test]
+fn table_7_2_ridge_marks_on_the_explore_chart() {
+    let dram = builtin("knl-flat-dram").unwrap();
+    let mcdram = builtin("knl-flat-mcdram").unwrap();
+    let k = AppMetrics {
+        flops: 4.0e9,
+        fp_instructions: 4.0e9 / 16.0,
+        levels: vec!["MM".into()],
+        bytes: vec![1.0e9],
+        time_s: None,
+    };
+    let threads = vec![k; 68];
+    let point = |target: &hpcscope_core::Machine, label: &str| {
+        let p = project(
+            Side {
+                machine: &dram,
+                threads: &threads,
+                origin: "kernel_1 in DRAM",
+            },
+            68.0 * 0.5,
+            Side {
+                machine: target,
+                threads: &threads,
+                origin: "kernel_1",
+            },
+            Precision::F64,
+            Options {
+                pair_rule: PairRule::UpperTriangular,
+                method: Method::Weighted,
+                scope: Scope::Node,
+            },
+        )
+        .unwrap();
+        DesignPoint::from_projection("kernel_1 MB", label, p)
+    };
+    let pts = vec![point(&dram, "KNL DRAM"), point(&mcdram, "KNL MCDRAM")];
+    let svg = explore_svg(&pts, "Table 7.2", 34.0);
+    let doc = check_common("table-7-2", &svg);
+    let ys = |tag: &str, class: &str, attr: &str| -> Vec<f64> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name(tag) && n.attribute("class") == Some(class))
+            .map(|n| n.attribute(attr).unwrap().parse().unwrap())
+            .collect()
+    };
+    let (ridge, oi) = (ys("line", "ridge", "y1"), ys("circle", "oi", "cy"));
+    assert_eq!((ridge.len(), oi.len()), (2, 2));
+    // SVG y grows downwards: below the bar is a larger y.
+    assert!(oi[0] > ridge[0], "DRAM: OI 4 below the 15.66 ridge");
+    assert!(oi[1] < ridge[1], "MCDRAM: OI 4 above the 2.80 ridge");
+    assert_eq!(oi[0], oi[1], "one OI, on both targets");
+    // On the log axis the distances keep the ratios: log(15.66/4) against log(4/2.80).
+    let measured = (oi[0] - ridge[0]) / (ridge[1] - oi[1]);
+    let expected = (1300.0f64 / 83.0 / 4.0).ln() / (4.0f64 / (1300.0 / 463.0)).ln();
+    assert!(
+        (measured - expected).abs() < 0.02 * expected,
+        "{measured} vs {expected}"
+    );
+    assert!(
+        svg.contains("1 of 2 design points have their OI below the ridge at MM"),
+        "{svg}"
+    );
 }

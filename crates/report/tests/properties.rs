@@ -145,6 +145,7 @@ proptest! {
                     points: 1,
                     lower_bound_by: String::new(),
                     time_s: None,
+                    bytes: Default::default(),
                     projection: base.clone(),
                 }
             })

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use hpcscope_analysis::scenario::{Limits, resolve_within};
-use hpcscope_core::explore::{ExploreResult, geometry_warnings, ridge_diagnostics, sweep};
+use hpcscope_core::explore::{ExploreResult, geometry_warnings, ridge_diagnostics, sweep_with};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::Inputs;
 use hpcscope_core::project::Options;
@@ -66,6 +66,19 @@ pub struct ExploreArgs {
     /// Refuse a sweep whose results would take more memory than this, MiB.
     #[arg(long, value_name = "M", default_value_t = hpcscope_core::explore::DEFAULT_MAX_BYTES >> 20)]
     pub max_memory_mb: u64,
+    /// With a program: count only inside this function (repeatable), as `mix --function`.
+    #[arg(long = "function", value_name = "NAME")]
+    pub functions: Vec<String>,
+    /// Where the re-simulated bytes per level are kept, one file per (program, cache
+    /// geometry), so that the next exploration runs nothing (default: `resim-cache/` beside
+    /// the -o file, or beside the scenario).
+    #[arg(long, value_name = "DIR")]
+    pub resim_dir: Option<PathBuf>,
+    /// The program (and its arguments) of the variants whose scenario entry has no
+    /// `command`: targets whose transforms change the cache geometry get their bytes per
+    /// level re-simulated with it (one `mix` run per program, every geometry at once).
+    #[arg(last = true, value_name = "PROGRAM ARGS")]
+    pub command: Vec<String>,
 }
 
 /// `--slurm`: the job-array script, one task per design point.
@@ -176,7 +189,30 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         }
         None => Calibration::bundled(),
     };
-    let points = sweep(
+    let base = a
+        .scenario
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    let resim_dir = a.resim_dir.clone().unwrap_or_else(|| {
+        a.out
+            .output
+            .as_deref()
+            .and_then(|o| o.parent())
+            .unwrap_or(&base)
+            .join("resim-cache")
+    });
+    let outcome = hpcscope_analysis::resim::resimulate(
+        &s,
+        &r,
+        &base,
+        &hpcscope_analysis::resim::Program {
+            command: a.command.clone(),
+            functions: a.functions.clone(),
+        },
+        &resim_dir,
+    )?;
+    let points = sweep_with(
         &r,
         s.precision,
         opts,
@@ -186,7 +222,18 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             carried_time: !a.no_carried_time,
             ..Inputs::default()
         },
+        &outcome.resim,
     )?;
+    // Targets with a changed geometry some variant's bytes were not re-simulated for.
+    let approximate_targets: Vec<&str> = outcome
+        .resim
+        .changed
+        .iter()
+        .filter(|&&ti| {
+            (0..r.variants.len()).any(|vi| !outcome.resim.metrics.contains_key(&(vi, ti)))
+        })
+        .map(|&ti| r.targets[ti].0.as_str())
+        .collect();
     let result = ExploreResult {
         scenario: s.name.clone(),
         description: s.description.clone(),
@@ -196,7 +243,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         approximate: geometry_warnings(
             &s.targets
                 .iter()
-                .filter(|t| r.targets.iter().any(|(n, _)| n == &t.name))
+                .filter(|t| approximate_targets.contains(&t.name.as_str()))
                 .cloned()
                 .collect::<Vec<_>>(),
         ),
@@ -237,7 +284,26 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
                 .unwrap_or_default()
         ));
     }
+    if !outcome.resim.metrics.is_empty() {
+        pre.push(format!(
+            "re-simulated: {} design point(s) on transformed cache geometries ({} geometr{} simulated in {} mix run(s), {} from the cache in {})",
+            outcome.resim.metrics.len(),
+            outcome.simulated,
+            if outcome.simulated == 1 { "y" } else { "ies" },
+            outcome.runs,
+            outcome.cached,
+            resim_dir.display()
+        ));
+    }
     let mut post = Vec::new();
+    for n in &outcome.notes {
+        post.push(format!("note: {n}"));
+    }
+    if !a.command.is_empty() && outcome.resim.changed.is_empty() {
+        post.push(
+            "note: no target's transforms change the cache geometry, so the program after -- was not run (the profiles' bytes per level hold)".to_string(),
+        );
+    }
     if !result.ridge.is_empty() {
         post.push(
             "OI - ridge at the first level with a roofline (thesis section 7.4.1, Fig. 7.5): below 0 that level's bandwidth binds, so a faster memory can help; at or above 0 the binary is compute-bound there and it cannot:".to_string(),

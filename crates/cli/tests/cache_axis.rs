@@ -1,0 +1,425 @@
+//! The cache-size axis end to end (seed 000, section 7.4): `machine derive` writes a machine
+//! `machine show` and `mix -m` read back, and `explore` re-simulates the caches of the
+//! targets whose transforms change the cache geometry (one `mix` run, cached for the next
+//! exploration). The re-simulation tests run the real plugin under QEMU on a small triad
+//! built here; they are skipped, with a line saying why, where qemu-user, gcc or the plugin
+//! is missing.
+
+mod common;
+use common::{plugin, which};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run hpcscope")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn show_json(machine: &str) -> serde_json::Value {
+    serde_json::from_str(&ok(&run(&["machine", "show", machine, "--format", "json"]))).unwrap()
+}
+
+fn level<'a>(m: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    m["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no level {name} in {m}"))
+}
+
+#[test]
+fn machine_derive_writes_a_machine_that_show_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big-l2.toml");
+    let o = run(&[
+        "machine",
+        "derive",
+        "cascadelake-8260",
+        "--set",
+        "L2.size_bytes=2M",
+        "--transform",
+        "{ scale_level = { level = \"MM\", factor = 2.0 } }",
+        "--id",
+        "clx-big-l2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let base = show_json("cascadelake-8260");
+    let d = show_json(out.to_str().unwrap());
+    assert_eq!(d["id"], "clx-big-l2");
+    assert_eq!(level(&d, "L2")["cache"]["size_bytes"], 2u64 << 20);
+    // Only what the transforms name changes.
+    assert_eq!(
+        level(&d, "L2")["cache"]["associativity"],
+        level(&base, "L2")["cache"]["associativity"]
+    );
+    assert_eq!(level(&d, "L3")["cache"], level(&base, "L3")["cache"]);
+    let mm = |m: &serde_json::Value| level(m, "MM")["node_gbs"].as_f64().unwrap();
+    assert!((mm(&d) - 2.0 * mm(&base)).abs() < 1e-9 * mm(&base));
+    assert!(
+        d["provenance"]
+            .as_str()
+            .unwrap()
+            .contains("derived from machine 'cascadelake-8260'"),
+        "{}",
+        d["provenance"]
+    );
+    // The file round-trips: its TOML, written again, is the same machine.
+    let again = dir.path().join("again.toml");
+    std::fs::write(
+        &again,
+        ok(&run(&[
+            "machine",
+            "show",
+            out.to_str().unwrap(),
+            "--format",
+            "toml",
+        ])),
+    )
+    .unwrap();
+    assert_eq!(show_json(again.to_str().unwrap()), d);
+    assert!(ok(&run(&["machine", "validate", again.to_str().unwrap()])).starts_with("ok:"));
+    // A geometry the machine format refuses is refused with the level named.
+    let o = run(&[
+        "machine",
+        "derive",
+        "cascadelake-8260",
+        "--set",
+        "L9.size_bytes=2M",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no level 'L9'"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Returns the plugin path, or None after printing why the test is skipped.
+fn ready() -> Option<PathBuf> {
+    for tool in ["qemu-x86_64", "gcc"] {
+        if which(tool).is_none() {
+            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
+            return None;
+        }
+    }
+    let p = plugin();
+    if p.is_none() {
+        println!(
+            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
+        );
+    }
+    p
+}
+
+const TRIAD: &str = r#"
+#include <stdlib.h>
+#include <stdio.h>
+__attribute__((noinline)) void kernel(long n, double *a, const double *b, const double *c) {
+  for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
+}
+int main(int argc, char **argv) {
+  long n = atol(argv[1]), reps = atol(argv[2]);
+  double *a = calloc(n, 8), *b = calloc(n, 8), *c = calloc(n, 8);
+  for (long r = 0; r < reps; r++) kernel(n, a, b, c);
+  printf("%f\n", a[n / 2]);
+  return 0;
+}
+"#;
+
+fn cc(dir: &Path) -> PathBuf {
+    let c = dir.join("triad.c");
+    std::fs::write(&c, TRIAD).unwrap();
+    let out = dir.join("triad");
+    let st = Command::new("gcc")
+        .args(["-O2", "-fno-tree-vectorize", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    out
+}
+
+/// Bytes of one level in a profile's only region, thread 0.
+fn profile_bytes(p: &serde_json::Value, name: &str) -> f64 {
+    p["regions"][0]["threads"][0]["memory"]["bytes_per_level"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["level"] == name)
+        .map(|l| l["bytes"].as_f64().unwrap())
+        .unwrap_or(0.0)
+}
+
+/// The OI at level `oi_level` a design point's projection gives the variant.
+fn oi_at(point: &serde_json::Value, oi_level: &str) -> f64 {
+    point["projection"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["oi_level"] == oi_level)
+        .unwrap_or_else(|| panic!("no point at {oi_level}"))["oi_target"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn explore_resimulates_a_cache_size_sweep_and_caches_it() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = cc(d);
+    // 3 arrays x 32768 x 8 B = 768 KiB: fits a 1 MiB or 2 MiB L2, not a 256 KiB one.
+    let (n, reps) = ("32768", "8");
+    // `machine derive` then `mix -m FILE`: the profile of the derived geometry, for
+    // comparison with what explore re-simulates for the same geometry.
+    ok(&run(&[
+        "machine",
+        "derive",
+        "cascadelake-8260",
+        "--set",
+        "L2.size_bytes=2M",
+        "--id",
+        "clx-l2-2m",
+        "-o",
+        d.join("l2-2m.toml").to_str().unwrap(),
+    ]));
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["mix", "-m", "cascadelake-8260", "-m"])
+        .arg(d.join("l2-2m.toml"))
+        .args(["--native-runs", "0", "--function", "kernel", "-o"])
+        .arg(d.join("mix"))
+        .arg("--")
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    ok(&o);
+    let read = |p: PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+    };
+    let base_profile = d.join("mix/triad-cascadelake-8260.json");
+    let derived = read(d.join("mix/triad-clx-l2-2m.json"));
+    std::fs::write(
+        d.join("scenario.toml"),
+        format!(
+            r#"name = "L2 size sweep"
+[source]
+machine = "cascadelake-8260"
+profile = "{base}"
+gflops = 1.0
+
+[[variants]]
+name = "triad"
+profile = "{base}"
+command = ["./triad", "{n}", "{reps}"]
+functions = ["kernel"]
+
+[[targets]]
+name = "base"
+machine = "cascadelake-8260"
+
+[[targets]]
+name = "L2 256K"
+machine = "cascadelake-8260"
+transforms = [{{ cache_size = {{ level = "L2", size_bytes = 262144 }} }}]
+
+[[targets]]
+name = "L2 2M"
+machine = "cascadelake-8260"
+transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}]
+
+[[targets]]
+name = "L2 2M, 4 ways"
+machine = "cascadelake-8260"
+transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ cache_ways = {{ level = "L2", associativity = 4 }} }}]
+"#,
+            base = base_profile.display()
+        ),
+    )
+    .unwrap();
+    let explore = || {
+        let o = bin()
+            .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+            .arg("explore")
+            .arg(d.join("scenario.toml"))
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        let text = ok(&o);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        (v, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (first, _) = explore();
+    let cache = d.join("resim-cache");
+    let files: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    // Three changed geometries, one file each.
+    assert_eq!(files.len(), 3, "{files:?}");
+    let pts = first["points"].as_array().unwrap();
+    let by = |t: &str| pts.iter().find(|p| p["target"] == t).unwrap();
+    assert_eq!(by("base")["bytes"], "profile");
+    for t in ["L2 256K", "L2 2M", "L2 2M, 4 ways"] {
+        assert_eq!(by(t)["bytes"], "resimulated", "{t}");
+    }
+    assert!(
+        first.get("approximate").is_none(),
+        "{}",
+        first["approximate"]
+    );
+    // Physics: a bigger L2 holds the 768 KiB working set, so L3 and beyond serve fewer
+    // bytes, and the OI at L3 (FLOPs over those bytes) rises. The 256 KiB L2 misses on
+    // every line: L3 serves about an eighth of the bytes (one line in 8 accesses).
+    let (small, big, base) = (
+        oi_at(by("L2 256K"), "L3"),
+        oi_at(by("L2 2M"), "L3"),
+        oi_at(by("base"), "L3"),
+    );
+    assert!(
+        big > 5.0 * small,
+        "OI at L3: 2 MiB L2 {big}, 256 KiB L2 {small}"
+    );
+    assert!(
+        base > 5.0 * small,
+        "OI at L3: 1 MiB L2 {base}, 256 KiB L2 {small}"
+    );
+    // The same geometry simulated by `mix -m` on the derived machine file gives the same
+    // bytes per level as explore's re-simulation (the simulation is deterministic).
+    let cached: Vec<serde_json::Value> = files.iter().map(|p| read(p.clone())).collect();
+    let l2m = cached
+        .iter()
+        .find(|p| p["machine"] == "cascadelake-8260+L2.size=2097152")
+        .expect("the 2 MiB L2 geometry is cached");
+    for l in ["L1", "L2", "L3", "MM"] {
+        assert_eq!(profile_bytes(l2m, l), profile_bytes(&derived, l), "{l}");
+    }
+    let l256 = cached
+        .iter()
+        .find(|p| p["machine"] == "cascadelake-8260+L2.size=262144")
+        .unwrap();
+    assert!(
+        profile_bytes(l256, "L3") + profile_bytes(l256, "MM")
+            > 5.0 * (profile_bytes(l2m, "L3") + profile_bytes(l2m, "MM"))
+    );
+    // The second exploration runs nothing: every geometry comes from the cache, and the
+    // result is the same.
+    let stamp: Vec<_> = files
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .collect();
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
+        .arg("explore")
+        .arg(d.join("scenario.toml"))
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    assert!(
+        text.contains("0 geometries simulated in 0 mix run(s), 3 from the cache"),
+        "{text}"
+    );
+    assert!(text.contains("re-simulated"), "{text}");
+    let again: Vec<_> = files
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .collect();
+    assert_eq!(stamp, again);
+    let (second, _) = {
+        let o = bin()
+            .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
+            .arg("explore")
+            .arg(d.join("scenario.toml"))
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        (
+            serde_json::from_str::<serde_json::Value>(&ok(&o)).unwrap(),
+            (),
+        )
+    };
+    assert_eq!(first["points"], second["points"]);
+    // A damaged cache file is said, simulated again and replaced.
+    std::fs::write(&files[0], "{ not a profile").unwrap();
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .arg("explore")
+        .arg(d.join("scenario.toml"))
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    assert!(
+        text.contains("1 geometry simulated in 1 mix run(s), 2 from the cache"),
+        "{text}"
+    );
+    assert!(
+        text.contains("could not be read, so it was simulated again"),
+        "{text}"
+    );
+    assert!(read(files[0].clone())["regions"].is_array());
+}
+
+#[test]
+fn explore_without_a_program_says_the_geometry_change_is_approximate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let profile = serde_json::json!({"format_version": 1, "application": "t", "isa": "x86_64",
+        "vector_bits": 64, "precision": "f64", "regions": [{"name": "main", "threads": [{
+            "thread": 0, "flops": 1.0e9, "fp_instructions": 1.0e9, "time_s": 1.0,
+            "memory": {"bytes_total": 1.2e10, "hit_ratios": {"kind": "local", "levels": [
+                {"level": "L1", "ratio": 0.875}, {"level": "L2", "ratio": 0.5},
+                {"level": "L3", "ratio": 0.5}]}}}]}]});
+    std::fs::write(d.join("p.json"), profile.to_string()).unwrap();
+    std::fs::write(
+        d.join("s.toml"),
+        r#"name = "no program"
+[source]
+machine = "cascadelake-8260"
+profile = "p.json"
+[[variants]]
+name = "v"
+profile = "p.json"
+[[targets]]
+name = "big L2"
+machine = "cascadelake-8260"
+transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
+"#,
+    )
+    .unwrap();
+    let o = run(&["explore", d.join("s.toml").to_str().unwrap()]);
+    let text = ok(&o);
+    assert!(text.contains("not re-simulated: approximate"), "{text}");
+    assert!(
+        text.contains("give the program") || text.contains("Give the program"),
+        "{text}"
+    );
+    assert!(!d.join("resim-cache").exists());
+    let o = run(&[
+        "explore",
+        d.join("s.toml").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["points"][0]["bytes"], "approximate");
+}
