@@ -74,52 +74,10 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpcscope-qemu-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# 2. The source. The Debian mirror this machine uses, from its apt configuration.
-codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
-[ -n "$codename" ] || fail "cannot tell the Debian release (no VERSION_CODENAME in /etc/os-release)"
-mirror=""
-keyring=""
-shopt -s nullglob
-for f in /etc/apt/sources.list.d/*.sources; do
-  # deb822 stanzas: the first whose Suites list the release itself (not -security).
-  m=$(awk -v c="$codename" '
-    BEGIN { RS = ""; FS = "\n" }
-    {
-      uris = ""; suites = ""; key = ""
-      for (i = 1; i <= NF; i++) {
-        if ($i ~ /^URIs:/) { uris = $i; sub(/^URIs:[ \t]*/, "", uris) }
-        if ($i ~ /^Suites:/) { suites = " " $i " "; sub(/^ Suites:/, "", suites) }
-        if ($i ~ /^Signed-By:/) { key = $i; sub(/^Signed-By:[ \t]*/, "", key) }
-      }
-      if (index(suites, " " c " ") && uris != "") { split(uris, u, " "); print u[1] "\t" key; exit }
-    }' "$f")
-  if [ -n "$m" ]; then
-    mirror=${m%%$'\t'*}
-    keyring=${m#*$'\t'}
-    break
-  fi
-done
-if [ -z "$mirror" ]; then
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] || continue
-    mirror=$(awk -v c="$codename" '$1 == "deb" {
-        i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-        if ($(i + 1) == c) { print $i; exit } }' "$f")
-    [ -n "$mirror" ] && break
-  done
-fi
-[ -n "$mirror" ] || fail "no Debian mirror for $codename found in /etc/apt/sources.list or /etc/apt/sources.list.d"
-case "$keyring" in /*) ;; *) keyring=/usr/share/keyrings/debian-archive-keyring.gpg ;; esac
-[ -f "$keyring" ] || fail "the Debian archive keyring $keyring is missing (apt-get install debian-archive-keyring)"
-
-mkdir -p "$work/lists/partial" "$work/parts"
-echo "deb-src [signed-by=$keyring] $mirror $codename-backports main" >"$work/src.list"
-apt_opts=(-o "Dir::Etc::SourceList=$work/src.list" -o "Dir::Etc::SourceParts=$work/parts"
-          -o "Dir::State::Lists=$work/lists" -o "APT::Sandbox::User=root")
-echo "build-qemu: fetching the QEMU $VERSION source from $mirror ($codename-backports)" >&2
-apt-get "${apt_opts[@]}" update -qq >"$work/apt.log" 2>&1 \
-  || { tail -5 "$work/apt.log" >&2; fail "apt-get update of the $codename-backports source index failed"; }
-(cd "$work" && apt-get "${apt_opts[@]}" source --download-only "qemu/$codename-backports" >>"$work/apt.log" 2>&1) || true
+# 2. The source, from the Debian mirror this machine's apt configuration uses.
+. "$(dirname "$0")/lib/apt-source.sh"
+codename=$APT_SOURCE_CODENAME
+apt_source_fetch "$work" "$codename-backports" "qemu/$codename-backports" build-qemu
 tarball=$(ls "$work"/qemu_"$VERSION"+ds.orig.tar.* 2>/dev/null | head -1)
 if [ -z "$tarball" ]; then
   tail -5 "$work/apt.log" >&2

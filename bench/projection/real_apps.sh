@@ -59,53 +59,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpcscope-real-apps.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# 1. The Debian mirror this machine uses, from its apt configuration (as scripts/build-qemu.sh).
-codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
-[ -n "$codename" ] || fail "cannot tell the Debian release (no VERSION_CODENAME in /etc/os-release)"
-mirror=""
-keyring=""
-shopt -s nullglob
-for f in /etc/apt/sources.list.d/*.sources; do
-  m=$(awk -v c="$codename" '
-    BEGIN { RS = ""; FS = "\n" }
-    {
-      uris = ""; suites = ""; key = ""
-      for (i = 1; i <= NF; i++) {
-        if ($i ~ /^URIs:/) { uris = $i; sub(/^URIs:[ \t]*/, "", uris) }
-        if ($i ~ /^Suites:/) { suites = " " $i " "; sub(/^ Suites:/, "", suites) }
-        if ($i ~ /^Signed-By:/) { key = $i; sub(/^Signed-By:[ \t]*/, "", key) }
-      }
-      if (index(suites, " " c " ") && uris != "") { split(uris, u, " "); print u[1] "\t" key; exit }
-    }' "$f")
-  if [ -n "$m" ]; then
-    mirror=${m%%$'\t'*}
-    keyring=${m#*$'\t'}
-    break
-  fi
-done
-if [ -z "$mirror" ]; then
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] || continue
-    mirror=$(awk -v c="$codename" '$1 == "deb" {
-        i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-        if ($(i + 1) == c) { print $i; exit } }' "$f")
-    [ -n "$mirror" ] && break
-  done
-fi
-shopt -u nullglob
-[ -n "$mirror" ] || fail "no Debian mirror for $codename found in /etc/apt/sources.list or /etc/apt/sources.list.d"
-case "$keyring" in /*) ;; *) keyring=/usr/share/keyrings/debian-archive-keyring.gpg ;; esac
-[ -f "$keyring" ] || fail "the Debian archive keyring $keyring is missing (apt-get install debian-archive-keyring)"
-
-# 2. hpcc's upstream tarball (the Debian packaging is not needed).
-mkdir -p "$work/lists/partial" "$work/parts"
-echo "deb-src [signed-by=$keyring] $mirror $codename main" >"$work/src.list"
-apt_opts=(-o "Dir::Etc::SourceList=$work/src.list" -o "Dir::Etc::SourceParts=$work/parts"
-          -o "Dir::State::Lists=$work/lists" -o "APT::Sandbox::User=root")
-echo "real_apps: fetching the hpcc source from $mirror ($codename)" >&2
-apt-get "${apt_opts[@]}" update -qq >"$work/apt.log" 2>&1 \
-  || { tail -5 "$work/apt.log" >&2; fail "apt-get update of the $codename source index failed"; }
-(cd "$work" && apt-get "${apt_opts[@]}" source --download-only hpcc >>"$work/apt.log" 2>&1) || true
+# 1-2. hpcc's upstream tarball (the Debian packaging is not needed), from the Debian mirror
+# this machine's apt configuration uses.
+. "$root/scripts/lib/apt-source.sh"
+apt_source_fetch "$work" "$APT_SOURCE_CODENAME" hpcc real_apps
 tarball=$(ls "$work"/hpcc_*.orig.tar.* 2>/dev/null | head -1)
 [ -n "$tarball" ] || { tail -5 "$work/apt.log" >&2; fail "the hpcc orig tarball was not fetched (log above)"; }
 tar -C "$work" -xf "$tarball"
