@@ -168,6 +168,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "`counters validate --format json`: expected against counted, per metric",
     ),
     (
+        "counters-raw",
+        "`counters run --save FILE`: the raw counts per region and thread, before any metric",
+    ),
+    (
         "counters-metrics",
         "`counters metrics --format json`: the portable metric catalogue",
     ),
@@ -250,6 +254,7 @@ pub fn schema(name: &str) -> Option<String> {
             make::<Vec<hpcscope_trace::perf_script::FunctionDelta>>(name, about, true)
         }
         "counters-validate" => make::<CountersValidateJson>(name, about, true),
+        "counters-raw" => make::<hpcscope_counters::raw::RawData>(name, about, true),
         "counters-metrics" => make::<hpcscope_counters::catalogue::MetricSet>(name, about, true),
         "counters-recipes" => make::<Vec<RecipeEntry>>(name, about, true),
         "counters-recipe" => make::<hpcscope_counters::catalogue::Recipe>(name, about, true),

@@ -741,6 +741,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             "profile-import",
             "profile-diff",
             "counters-validate",
+            "counters-raw",
             "counters-metrics",
             "counters-recipes",
             "counters-recipe",
@@ -1033,6 +1034,18 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         "counters-validate",
         "counters-validate.json",
         &v(&["counters", "validate", "--synthetic", "--format", "json"]),
+    ));
+    // The raw counts `counters run --save` writes (software events where there is no PMU).
+    let raw = d.join("raw.json");
+    run(hpcscope()
+        .args(["counters", "run", "--save"])
+        .arg(&raw)
+        .args(["--", "true"]));
+    pairs.push(("counters-raw", raw));
+    pairs.push((
+        "counters-raw[]",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../counters/tests/data/seed001/raw_counters.json"),
     ));
     pairs.push(json_of(
         "counters-metrics",
