@@ -408,6 +408,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
 
 /// How an SVE vector-length study was counted: which emulator and plugin API, how SVE
 /// predication was counted, and whose memory accesses the caches simulated.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SveCounting {
     /// The workload.

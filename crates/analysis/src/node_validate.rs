@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::workloads::{Builds, Workload};
 
 /// One node validation pair.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct NodePair {
     /// Workload.
@@ -45,6 +46,7 @@ pub struct NodePair {
 }
 
 /// The node validation summary.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeSummary {
     /// Pairs evaluated.

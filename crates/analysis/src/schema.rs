@@ -6,8 +6,9 @@
 //! (fields with a default are optional); TOML files are checked in their JSON form. The
 //! results (result) are described as they are written.
 
-use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, Schema};
+use hpcscope_core::schema::{make, text};
+use hpcscope_models::output;
+use schemars::JsonSchema;
 
 /// `result.json` of `analyze`: the full analysis, or what was measured of a program that
 /// could not be characterized.
@@ -44,6 +45,51 @@ struct ProjectJson {
     validation: Option<hpcscope_core::project::Validation>,
 }
 
+/// `profile import --format json`.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ProfileImportJson {
+    /// The hottest functions, by self weight.
+    hot_functions: Vec<hpcscope_trace::profile::HotFunction>,
+    /// The profile read and what its counts mean.
+    import: hpcscope_trace::perf_script::Imported,
+}
+
+/// `counters validate --format json`: the triad check of the recipe's metrics, or with a
+/// suite (`--suite`, `--kernel`...) one check per kernel and metric.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum CountersValidateJson {
+    /// The STREAM-triad check.
+    Triad {
+        /// One check per metric.
+        checks: Vec<hpcscope_counters::validate::Check>,
+        /// What the triad must count.
+        expected: hpcscope_counters::validate::Expected,
+        /// The metrics computed from the counts.
+        report: Box<hpcscope_counters::compute::Report>,
+    },
+    /// The kernel suite.
+    Suite(Box<hpcscope_counters::validate::SuiteReport>),
+}
+
+/// One entry of `counters recipes --format json`.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct RecipeEntry {
+    /// Other names the recipe answers to.
+    aliases: Vec<String>,
+    /// The file it was read from (`builtin` for the bundled ones).
+    file: String,
+    /// Whether it was generated from a seed table.
+    from_seed: bool,
+    /// Recipe id.
+    id: String,
+    /// Human name.
+    name: String,
+}
+
 /// The schemas: name and what it describes.
 pub const NAMES: &[(&str, &str)] = &[
     (
@@ -63,6 +109,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "the targets of `analyze --scenario` (TOML, checked in its JSON form)",
     ),
     ("result", "the result.json of `analyze`"),
+    (
+        "validation",
+        "the validation.json of `validate`: every pair projected and checked, the summaries",
+    ),
     (
         "counters",
         "`counters run`/`counters import --format json`: one report per configuration",
@@ -101,49 +151,127 @@ pub const NAMES: &[(&str, &str)] = &[
     ),
     ("history", "`history list --format json`: the stored runs"),
     ("doctor", "`doctor --format json`: what this machine allows"),
+    (
+        "history-changes",
+        "`history changes --format json`: the change points of one metric",
+    ),
+    (
+        "profile-import",
+        "`profile import --format json`: the imported profile and its hot functions",
+    ),
+    (
+        "profile-diff",
+        "`profile diff --format json`: each function's share before and after",
+    ),
+    (
+        "counters-validate",
+        "`counters validate --format json`: expected against counted, per metric",
+    ),
+    (
+        "counters-raw",
+        "`counters run --save FILE`: the raw counts per region and thread, before any metric",
+    ),
+    (
+        "counters-metrics",
+        "`counters metrics --format json`: the portable metric catalogue",
+    ),
+    (
+        "counters-recipes",
+        "`counters recipes --format json`: the recipes, one entry each",
+    ),
+    (
+        "counters-recipe",
+        "`counters recipes ID --format json`: one recipe with its events and formulas",
+    ),
+    (
+        "model-kernel",
+        "`model kernel --format json`: a function's loops and counts per iteration",
+    ),
+    (
+        "model-fit",
+        "`model fit --format json`: CPIs per class and the fit's residuals",
+    ),
+    (
+        "model-predict",
+        "`model predict --format json`: the difference model per target, or --validate's errors",
+    ),
+    (
+        "model-strong",
+        "`model strong --format json`: strong scaling, with measurements or the BSP model",
+    ),
+    (
+        "model-similarity",
+        "`model similarity --format json`: counter-vector similarity and IPC invariance",
+    ),
+    (
+        "model-scaling",
+        "`model scaling --format json`: the fitted scaling laws and predictions",
+    ),
+    (
+        "model-pop",
+        "`model pop --format json`: POP efficiencies of a run",
+    ),
+    (
+        "model-compose",
+        "`model compose --format json`: the kernel composition of eq. 3.3",
+    ),
+    (
+        "model-decompose",
+        "`model decompose --format json`: time-decomposition weights and a projection",
+    ),
+    (
+        "model-peak",
+        "`model peak --format json`: theoretical peak of a DAG or a loop",
+    ),
 ];
-
-fn settings(output: bool) -> SchemaSettings {
-    let s = SchemaSettings::draft2020_12();
-    if output { s.for_serialize() } else { s }
-}
-
-fn make<T: JsonSchema>(name: &str, output: bool) -> Schema {
-    let mut s = settings(output)
-        .into_generator()
-        .into_root_schema_for::<T>();
-    let about = NAMES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, d)| *d)
-        .unwrap_or_default();
-    s.insert("title".into(), format!("hpcscope {name}").into());
-    s.insert("description".into(), about.into());
-    s
-}
 
 /// The schema called `name`, as pretty-printed JSON; `None` for an unknown name.
 pub fn schema(name: &str) -> Option<String> {
+    let about = NAMES.iter().find(|(n, _)| *n == name)?.1;
     let s = match name {
-        "machine" => make::<hpcscope_core::Machine>(name, false),
-        "profile" => make::<hpcscope_core::Profile>(name, false),
-        "scenario" => make::<hpcscope_core::explore::Scenario>(name, false),
-        "sweep" => make::<crate::scenario::SweepScenario>(name, false),
-        "result" => make::<ResultJson>(name, true),
-        "counters" => make::<Vec<hpcscope_counters::compute::Report>>(name, true),
-        "mix" => make::<hpcscope_mix::MixReport>(name, true),
-        "trace" => make::<hpcscope_trace::TraceOutcome>(name, true),
-        "profile-run" => make::<ProfileRun>(name, true),
-        "roofline" => make::<hpcscope_core::roofline::RooflineAnalysis>(name, true),
-        "roofline-node" => make::<hpcscope_core::node::NodeRoofline>(name, true),
-        "project" => make::<ProjectJson>(name, true),
-        "explore" => make::<hpcscope_core::explore::ExploreResult>(name, true),
-        "regress" => make::<hpcscope_history::check::CheckReport>(name, true),
-        "history" => make::<Vec<hpcscope_history::store::StoredRun>>(name, true),
-        "doctor" => make::<hpcscope_trace::doctor::Doctor>(name, true),
+        "machine" => make::<hpcscope_core::Machine>(name, about, false),
+        "profile" => make::<hpcscope_core::Profile>(name, about, false),
+        "scenario" => make::<hpcscope_core::explore::Scenario>(name, about, false),
+        "sweep" => make::<crate::scenario::SweepScenario>(name, about, false),
+        "result" => make::<ResultJson>(name, about, true),
+        "validation" => make::<crate::validate::ValidationFile>(name, about, true),
+        "counters" => make::<Vec<hpcscope_counters::compute::Report>>(name, about, true),
+        "mix" => make::<hpcscope_mix::MixReport>(name, about, true),
+        "trace" => make::<hpcscope_trace::TraceOutcome>(name, about, true),
+        "profile-run" => make::<ProfileRun>(name, about, true),
+        "roofline" => make::<hpcscope_core::roofline::RooflineAnalysis>(name, about, true),
+        "roofline-node" => make::<hpcscope_core::node::NodeRoofline>(name, about, true),
+        "project" => make::<ProjectJson>(name, about, true),
+        "explore" => make::<hpcscope_core::explore::ExploreResult>(name, about, true),
+        "regress" => make::<hpcscope_history::check::CheckReport>(name, about, true),
+        "history" => make::<Vec<hpcscope_history::store::StoredRun>>(name, about, true),
+        "doctor" => make::<hpcscope_trace::doctor::Doctor>(name, about, true),
+        "history-changes" => {
+            make::<hpcscope_history::changepoint::ChangesReport>(name, about, true)
+        }
+        "profile-import" => make::<ProfileImportJson>(name, about, true),
+        "profile-diff" => {
+            make::<Vec<hpcscope_trace::perf_script::FunctionDelta>>(name, about, true)
+        }
+        "counters-validate" => make::<CountersValidateJson>(name, about, true),
+        "counters-raw" => make::<hpcscope_counters::raw::RawData>(name, about, true),
+        "counters-metrics" => make::<hpcscope_counters::catalogue::MetricSet>(name, about, true),
+        "counters-recipes" => make::<Vec<RecipeEntry>>(name, about, true),
+        "counters-recipe" => make::<hpcscope_counters::catalogue::Recipe>(name, about, true),
+        "model-kernel" => make::<output::KernelOutput>(name, about, true),
+        "model-fit" => make::<hpcscope_models::fit::CpiFit>(name, about, true),
+        "model-predict" => make::<output::PredictOutput>(name, about, true),
+        // The measurement is `model dt`'s report (its type has no schema yet: any JSON).
+        "model-strong" => make::<output::StrongOutput<serde_json::Value>>(name, about, true),
+        "model-similarity" => make::<output::SimilarityOutput>(name, about, true),
+        "model-scaling" => make::<output::ScalingOutput>(name, about, true),
+        "model-pop" => make::<output::PopOutput>(name, about, true),
+        "model-compose" => make::<output::ComposeOutput>(name, about, true),
+        "model-decompose" => make::<output::DecomposeOutput>(name, about, true),
+        "model-peak" => make::<output::PeakOutput>(name, about, true),
         _ => return None,
     };
-    Some(serde_json::to_string_pretty(&s).expect("a schema serializes") + "\n")
+    Some(text(&s))
 }
 
 #[cfg(test)]
@@ -159,7 +287,7 @@ mod tests {
         let mut stale = Vec::new();
         for (name, _) in super::NAMES {
             let want = super::schema(name).unwrap();
-            let path = dir.join(format!("{name}.schema.json"));
+            let path = dir.join(hpcscope_core::schema::file_name(name));
             if bless {
                 std::fs::create_dir_all(&dir).unwrap();
                 std::fs::write(&path, &want).unwrap();

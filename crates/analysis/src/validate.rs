@@ -33,6 +33,7 @@ use serde::Serialize;
 use crate::workloads::{Change, PROTOCOL_BUILDS, PROTOCOL_PAIRS, Workload};
 
 /// How the native runs of a build are timed.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Timer {
@@ -95,6 +96,7 @@ pub struct PairSpec {
 }
 
 /// A characterized and timed build.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Characterized {
     /// Program.
@@ -118,6 +120,7 @@ pub struct Characterized {
 }
 
 /// One validated pair.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct PairResult {
     /// Program.
@@ -167,6 +170,7 @@ pub struct ProtocolOptions {
 }
 
 /// Everything the protocol measured.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Protocol {
     /// Every build.
@@ -546,6 +550,7 @@ pub fn run(
 }
 
 /// The figures of one method over a set of pairs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct MethodSummary {
     /// Pairs evaluated.
@@ -571,6 +576,7 @@ pub struct MethodSummary {
 }
 
 /// The weighted method (interval and point estimate) beside the Kwack baseline.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Summary {
     /// The mix-weighted projection: its interval and its point estimate.
@@ -580,6 +586,7 @@ pub struct Summary {
 }
 
 /// The summary over all pairs and over the fitted and held-out subsets.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidationSummary {
     /// Every pair.
@@ -867,6 +874,49 @@ pub fn validation_section(v: &[PairResult], machine: &Machine) -> Section {
         ),
         svgs,
     }
+}
+
+/// `validate`'s validation.json: what was measured, every pair and its verdict, the
+/// summaries. Fields in the order the file has always had (alphabetical).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidationFile {
+    /// Every build, characterized and timed.
+    pub builds: Vec<Characterized>,
+    /// The calibration the intervals were made with.
+    pub calibration: Calibration,
+    /// The calibration `--calibrate` fitted on this run, if asked for.
+    pub fitted_calibration: Option<Calibration>,
+    /// Load average (1, 5, 15 min) after the runs, when the system gives it.
+    pub load_average_after: Option<[f64; 3]>,
+    /// Load average before the runs.
+    pub load_average_before: Option<[f64; 3]>,
+    /// Id of the source machine.
+    pub machine: String,
+    /// The node-scope pairs (bundled protocol only).
+    pub node: NodeSection,
+    /// Remarks: builds left out, fallbacks.
+    pub notes: Vec<String>,
+    /// Every pair projected and checked.
+    pub pairs: Vec<PairResult>,
+    /// Seconds the protocol took.
+    pub seconds: f64,
+    /// The summary over all pairs.
+    pub summary: ValidationSummary,
+}
+
+/// The node section of [`ValidationFile`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeSection {
+    /// Each node pair.
+    pub results: Vec<crate::node_validate::NodePair>,
+    /// Their summary.
+    pub summary: crate::node_validate::NodeSummary,
+    /// Threads of the pairs (0 when the node section did not run).
+    pub threads: u32,
+    /// Warnings about the machine's node values.
+    pub warnings: Vec<String>,
 }
 
 #[cfg(test)]

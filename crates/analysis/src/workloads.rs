@@ -302,6 +302,7 @@ pub const PROTOCOL_BUILDS: &[Recipe] = &[
 ];
 
 /// What a pair of builds changes.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Change {

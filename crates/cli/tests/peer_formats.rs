@@ -661,8 +661,9 @@ fn regress_check_github_annotates_the_regression_and_writes_the_step_summary() {
     assert!(md.contains("## hpcscope regress check: REGRESSION"), "{md}");
 }
 
-/// Validates each `(schema, file)` pair with PyPI jsonschema (TOML files in their JSON form)
-/// and checks every schema against the draft it names; returns the validator's report.
+/// Validates each `(schema, file)` pair with PyPI jsonschema (TOML files in their JSON form;
+/// `NAME[]`: each element of the file's list against schema NAME) and checks every schema
+/// against the draft it names; returns the validator's report.
 fn validate(python: &Path, schemas: &Path, pairs: &[(&str, PathBuf)]) -> String {
     let code = r#"
 import json, sys, tomllib
@@ -675,15 +676,16 @@ bad = []
 n = 0
 for arg in sys.argv[2:]:
     name, path = arg.split("=", 1)
+    each = name.endswith("[]")
+    name = name.removesuffix("[]")
     if name not in cache:
         s = json.load(open(f"{sdir}/{name}.json"))
         Draft202012Validator.check_schema(s)
         cache[name] = Draft202012Validator(s)
     with open(path, "rb") as f:
         doc = tomllib.load(f) if path.endswith(".toml") else json.load(f)
-    # A list of documents, unless the schema describes an array itself.
-    whole = cache[name].schema.get("type") == "array"
-    docs = doc if isinstance(doc, list) and not whole else [doc]
+    # NAME[]: each element of a list is one document.
+    docs = doc if each else [doc]
     for d in docs:
         err = best_match(cache[name].iter_errors(d))
         n += 1
@@ -723,6 +725,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             "scenario",
             "sweep",
             "result",
+            "validation",
             "counters",
             "mix",
             "trace",
@@ -733,7 +736,28 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             "explore",
             "regress",
             "history",
-            "doctor"
+            "doctor",
+            "history-changes",
+            "profile-import",
+            "profile-diff",
+            "counters-validate",
+            "counters-raw",
+            "counters-metrics",
+            "counters-recipes",
+            "counters-recipe",
+            "model-kernel",
+            "model-fit",
+            "model-predict",
+            "model-strong",
+            "model-similarity",
+            "model-scaling",
+            "model-pop",
+            "model-compose",
+            "model-decompose",
+            "model-peak",
+            "rank",
+            "merge",
+            "merge-all"
         ]
     );
     for n in &names {
@@ -764,7 +788,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         run(hpcscope().args(["machine", "list", "--format", "json"])).stdout,
     )
     .unwrap();
-    pairs.push(("machine", list));
+    pairs.push(("machine[]", list));
     let show = d.join("show.json");
     std::fs::write(
         &show,
@@ -772,6 +796,16 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     )
     .unwrap();
     pairs.push(("machine", show));
+    // Each command's --format json output, run for real on small inputs.
+    let scen = root.join("examples/scenarios");
+    let s = |p: &Path| p.display().to_string();
+    let json_of = |schema: &'static str, file: &str, args: &[String]| {
+        let o = run(hpcscope().args(args).current_dir(d));
+        let p = d.join(file);
+        std::fs::write(&p, &o.stdout).unwrap();
+        (schema, p)
+    };
+    let v = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     // `analyze` (QEMU and the plugin): result.json and the profiles it writes, and the
     // partial result.json of a program it cannot characterize.
     match (
@@ -782,7 +816,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         (Some(_), Some(cc), Some(plugin)) => {
             let bin = d.join("two_hot");
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/two_hot.c");
-            run(Command::new(cc).args(["-O1", "-o"]).arg(&bin).arg(&src));
+            run(Command::new(&cc).args(["-O1", "-o"]).arg(&bin).arg(&src));
             let analyze = |out: &Path, prog: &Path| {
                 hpcscope()
                     .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
@@ -824,6 +858,54 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
             std::fs::write(d.join("mix.json"), &o.stdout).unwrap();
             pairs.push(("mix", d.join("mix.json")));
+            // `validate` of two builds of it: validation.json.
+            let o2 = d.join("two_hot_o2");
+            run(Command::new(&cc).args(["-O2", "-o"]).arg(&o2).arg(&src));
+            let vdir = d.join("v");
+            run(hpcscope()
+                .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+                .args([
+                    "validate",
+                    "-m",
+                    "cascadelake-8260",
+                    "--native-runs",
+                    "2",
+                    "-o",
+                ])
+                .arg(&vdir)
+                .arg(format!("--build=o1={}", bin.display()))
+                .arg(format!("--build=o2={}", o2.display()))
+                .args(["--", "400000"]));
+            pairs.push(("validation", vdir.join("validation.json")));
+            // `model kernel` of its main function.
+            pairs.push(json_of(
+                "model-kernel",
+                "model-kernel.json",
+                &v(&[
+                    "model",
+                    "kernel",
+                    &s(&bin),
+                    "-f",
+                    "main",
+                    "--format",
+                    "json",
+                ]),
+            ));
+            pairs.push(json_of(
+                "model-kernel",
+                "model-kernel-pick.json",
+                &v(&[
+                    "model",
+                    "kernel",
+                    &s(&bin),
+                    "-f",
+                    "main",
+                    "--min-loads",
+                    "1",
+                    "--format",
+                    "json",
+                ]),
+            ));
         }
         _ if std::env::var_os("CI").is_some() => {
             panic!("qemu-x86_64, cc and the release QEMU plugin are there under CI")
@@ -832,16 +914,6 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             println!("skipping the analyze outputs: qemu-x86_64, cc or the QEMU plugin is missing")
         }
     }
-    // Each command's --format json output, run for real on small inputs.
-    let scen = root.join("examples/scenarios");
-    let s = |p: &Path| p.display().to_string();
-    let json_of = |schema: &'static str, file: &str, args: &[String]| {
-        let o = run(hpcscope().args(args).current_dir(d));
-        let p = d.join(file);
-        std::fs::write(&p, &o.stdout).unwrap();
-        (schema, p)
-    };
-    let v = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let import = Path::new(env!("CARGO_MANIFEST_DIR")).join("../counters/tests/data/import");
     let src = s(&scen.join("tx2-source.json"));
     let tgt = s(&scen.join("sve-512.json"));
@@ -915,6 +987,289 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         String::from_utf8_lossy(&o.stderr)
     );
     pairs.push(("regress", rj));
+    pairs.push(json_of(
+        "history-changes",
+        "changes.json",
+        &v(&[
+            "history",
+            "changes",
+            "time_s",
+            "--format",
+            "json",
+            "--db",
+            &s(&db),
+        ]),
+    ));
+    // `roofline --scope node` of a profile with one entry per thread.
+    let node_profile = d.join("node-profile.json");
+    let mut p: Value =
+        serde_json::from_str(&std::fs::read_to_string(scen.join("tx2-source.json")).unwrap())
+            .unwrap();
+    let t0 = p["regions"][0]["threads"][0].clone();
+    let mut t1 = t0.clone();
+    t1["thread"] = 1.into();
+    t1["flops"] = 6.0e10.into();
+    p["regions"][0]["threads"] = Value::Array(vec![t0, t1]);
+    std::fs::write(&node_profile, p.to_string()).unwrap();
+    let node = json_of(
+        "roofline-node",
+        "roofline-node.json",
+        &v(&[
+            "roofline",
+            "-m",
+            "thunderx2",
+            "-p",
+            &s(&node_profile),
+            "--scope",
+            "node",
+            "--format",
+            "json",
+        ]),
+    );
+    let n: Value = serde_json::from_str(&std::fs::read_to_string(&node.1).unwrap()).unwrap();
+    assert_eq!(n["threads"].as_array().map(Vec::len), Some(2), "{n}");
+    pairs.push(node);
+    // counters: the synthetic triad check, the metric catalogue, the recipes.
+    pairs.push(json_of(
+        "counters-validate",
+        "counters-validate.json",
+        &v(&["counters", "validate", "--synthetic", "--format", "json"]),
+    ));
+    // The raw counts `counters run --save` writes (software events where there is no PMU).
+    let raw = d.join("raw.json");
+    run(hpcscope()
+        .args(["counters", "run", "--save"])
+        .arg(&raw)
+        .args(["--", "true"]));
+    pairs.push(("counters-raw", raw));
+    pairs.push((
+        "counters-raw[]",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../counters/tests/data/seed001/raw_counters.json"),
+    ));
+    pairs.push(json_of(
+        "counters-metrics",
+        "counters-metrics.json",
+        &v(&["counters", "metrics", "--format", "json"]),
+    ));
+    pairs.push(json_of(
+        "counters-recipes",
+        "counters-recipes.json",
+        &v(&["counters", "recipes", "--format", "json"]),
+    ));
+    pairs.push(json_of(
+        "counters-recipe",
+        "counters-recipe.json",
+        &v(&[
+            "counters",
+            "recipes",
+            "intel-cascadelake",
+            "--format",
+            "json",
+        ]),
+    ));
+    // profile import and diff of two folded profiles.
+    let before = folded(d);
+    let after = d.join("after.folded");
+    std::fs::write(
+        &after,
+        "app;main;solve;dot 300\napp;main;solve 100\napp;main;io;write_[k] 600\n",
+    )
+    .unwrap();
+    pairs.push(json_of(
+        "profile-import",
+        "profile-import.json",
+        &v(&["profile", "import", &s(&before), "--format", "json"]),
+    ));
+    pairs.push(json_of(
+        "profile-diff",
+        "profile-diff.json",
+        &v(&[
+            "profile",
+            "diff",
+            &s(&before),
+            &s(&after),
+            "--format",
+            "json",
+        ]),
+    ));
+    // model: every subcommand on the worked examples of crates/models/tests/data.
+    let md = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/tests/data");
+    let m = |f: &str| s(&md.join(f));
+    let vcsv = d.join("variants.csv");
+    std::fs::write(
+        &vcsv,
+        std::fs::read_to_string(md.join("example_a.csv"))
+            .unwrap()
+            .replace("target,,", "target,120,")
+            + "target2,100,6,4,8,10,60,0,10\n",
+    )
+    .unwrap();
+    let actual = d.join("actual.csv");
+    std::fs::write(&actual, "threads,seconds\n1,0.011\n28,0.0009\n").unwrap();
+    let cpi = m("cpi_a.json");
+    let model_runs: Vec<(&'static str, &str, Vec<String>)> = vec![
+        (
+            "model-fit",
+            "fit",
+            v(&[
+                "fit",
+                &m("variants_native.csv"),
+                "--ports",
+                "sapphirerapids",
+                "--hops",
+                "3",
+            ]),
+        ),
+        (
+            "model-predict",
+            "predict",
+            v(&[
+                "predict",
+                &m("example_a.csv"),
+                "--cpi",
+                &cpi,
+                "--proxy",
+                "mgcfd",
+                "--rc",
+                "0.6",
+                "--clock-ghz",
+                "2",
+                "--iters",
+                "1e6",
+            ]),
+        ),
+        (
+            "model-predict",
+            "predict-validate",
+            v(&[
+                "predict",
+                &s(&vcsv),
+                "--cpi",
+                &cpi,
+                "--proxy",
+                "mgcfd",
+                "--validate",
+            ]),
+        ),
+        (
+            "model-strong",
+            "strong",
+            v(&["strong", &m("strong.csv"), "--cycles", "113"]),
+        ),
+        (
+            "model-strong",
+            "strong-actual",
+            v(&[
+                "strong",
+                &m("strong.csv"),
+                "--cycles",
+                "113",
+                "--actual",
+                &s(&actual),
+            ]),
+        ),
+        ("model-similarity", "similarity", {
+            let sd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/similarity");
+            let k = |f: &str| s(&sd.join(f));
+            v(&[
+                "similarity",
+                &k("kernel_skx.csv"),
+                &k("parent_skx.csv"),
+                "--also",
+                &format!("{},{}", k("kernel_knl.csv"), k("parent_knl.csv")),
+            ])
+        }),
+        (
+            "model-scaling",
+            "scaling",
+            v(&["scaling", &m("runs_amdahl.csv"), "--predict", "64"]),
+        ),
+        (
+            "model-pop",
+            "pop",
+            v(&[
+                "pop",
+                &m("pop_4ranks_counters.csv"),
+                "--reference",
+                &m("pop_ref_2ranks_counters.csv"),
+            ]),
+        ),
+        ("model-pop", "pop-hybrid", v(&["pop", &m("pop_hybrid.csv")])),
+        (
+            "model-compose",
+            "compose",
+            v(&[
+                "compose",
+                "--sigma",
+                "10",
+                "--flops",
+                "5e10",
+                "--gflops",
+                "25",
+                "--bytes",
+                "1e9",
+                "--bandwidth-gbs",
+                "7.7637",
+                "--messages",
+                "100",
+                "--message-bytes",
+                "4194304",
+                "--mpi-table",
+                &m("wang_table_4_6_sendrecv.csv"),
+                "--other-s",
+                "5",
+            ]),
+        ),
+        (
+            "model-decompose",
+            "decompose",
+            v(&[
+                "decompose",
+                &m("decomposition.csv"),
+                "--project",
+                "NB=1,f=1.184126,BW=1",
+            ]),
+        ),
+        (
+            "model-peak",
+            "peak",
+            v(&["peak", "--dag", &m("cftb040.dag")]),
+        ),
+    ];
+    for (schema, name, args) in model_runs {
+        let mut a = vec!["model".to_string()];
+        a.extend(args);
+        a.extend(v(&["--format", "json"]));
+        pairs.push(json_of(schema, &format!("model-{name}.json"), &a));
+    }
+    // merge: two ranks of two jobs (the launcher's variables as Open MPI sets them), each
+    // job merged, every job merged, and the rank files themselves.
+    let runs = d.join("runs");
+    for job in ["j1", "j2"] {
+        for rank in 0..2 {
+            run(hpcscope()
+                .env("OMPI_COMM_WORLD_RANK", rank.to_string())
+                .env("OMPI_COMM_WORLD_LOCAL_RANK", rank.to_string())
+                .env("OMPI_COMM_WORLD_SIZE", "2")
+                .args(["record", "--job-id", job, "--run-dir"])
+                .arg(&runs)
+                .args(["--", "true"]));
+        }
+    }
+    for e in std::fs::read_dir(runs.join("j1")).unwrap() {
+        pairs.push(("rank", e.unwrap().path()));
+    }
+    pairs.push(json_of(
+        "merge",
+        "merge.json",
+        &v(&["merge", &s(&runs), "--job", "j1", "--format", "json"]),
+    ));
+    pairs.push(json_of(
+        "merge-all",
+        "merge-all.json",
+        &v(&["merge", &s(&runs), "--all", "--format", "json"]),
+    ));
     // trace and profile: root and eBPF.
     let doctor: Value =
         serde_json::from_slice(&run(hpcscope().args(["doctor", "--format", "json"])).stdout)

@@ -23,6 +23,8 @@ pub mod profile;
 pub mod project;
 pub mod range;
 pub mod roofline;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod stats;
 
 pub use error::{Error, InputError, Result};

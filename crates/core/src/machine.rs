@@ -1606,6 +1606,7 @@ fn union_sorted(a: impl Iterator<Item = u32>, b: impl Iterator<Item = u32>) -> V
 }
 
 /// One field that differs between two machines.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FieldDiff {
     /// Field path.

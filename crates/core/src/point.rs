@@ -36,6 +36,7 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const BUNDLED: &str = include_str!("../../../data/projection/calibration.toml");
 
 /// How the point is placed.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PointMethod {
@@ -81,6 +82,7 @@ impl PointMethod {
 
 /// Relative errors `(estimate - measured) / measured` of a rule on a set of pairs, as
 /// magnitudes.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PointError {
@@ -117,6 +119,7 @@ impl PointError {
 }
 
 /// The point rule of a calibration.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PointRule {
@@ -129,6 +132,7 @@ pub struct PointRule {
 }
 
 /// The margin of a calibration.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IntervalMargin {
@@ -141,6 +145,7 @@ pub struct IntervalMargin {
 }
 
 /// A fitted calibration.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {

@@ -197,6 +197,7 @@ pub struct Profile {
 
 /// A thread's (or a region's) metrics resolved against an ordered level list: the input of
 /// the roofline and projection functions.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AppMetrics {
     /// FLOPs.

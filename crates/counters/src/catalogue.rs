@@ -69,6 +69,7 @@ impl std::fmt::Display for Variant {
 }
 
 /// A category of metrics (a row group of the seed's tables).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Category {
@@ -79,6 +80,7 @@ pub struct Category {
 }
 
 /// One portable metric.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricDef {
@@ -105,6 +107,7 @@ fn one() -> f64 {
 }
 
 /// The metric set file.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricSet {
@@ -123,6 +126,7 @@ pub struct MetricSet {
 }
 
 /// One event a recipe reads, with its spelling for each collector.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventDef {
@@ -175,6 +179,7 @@ impl EventDef {
 }
 
 /// A formula, or two variants of it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FormulaDef {
@@ -204,6 +209,7 @@ impl FormulaDef {
 }
 
 /// Recipe header.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecipeInfo {
@@ -235,6 +241,7 @@ pub struct RecipeInfo {
 }
 
 /// A per-CPU recipe: events, constants and formulas for the quantities.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Recipe {

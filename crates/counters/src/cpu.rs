@@ -36,6 +36,7 @@ fn num(v: &str) -> Option<u32> {
 }
 
 /// Which CPUs a recipe is for.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CpuMatch {

@@ -12,6 +12,7 @@ pub use hpcscope_report::Format;
 pub use hpcscope_report::fmt::metric as fmt_value;
 
 /// One column: a configuration's region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Column {
     /// Header.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Whether a counter was counted.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -22,6 +23,7 @@ pub enum Status {
 }
 
 /// One counter reading.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Count {
     /// The value (scaled when multiplexed); `None` unless counted.
@@ -78,6 +80,7 @@ impl Count {
 }
 
 /// The counters of one thread in one region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ThreadData {
     /// Thread index or id.
@@ -93,6 +96,7 @@ pub struct ThreadData {
 }
 
 /// One region.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RegionData {
     /// Region name.
@@ -135,6 +139,7 @@ impl RegionData {
 }
 
 /// Which tool's names the counters use.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Collector {
@@ -147,6 +152,7 @@ pub enum Collector {
 }
 
 /// Counter data of a run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RawData {
     /// Name of this configuration (a column of the report).

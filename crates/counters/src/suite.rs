@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 pub const CRUNCH_ACC: u64 = 8;
 
 /// An FP operation of the crunch kernels.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
@@ -64,6 +65,7 @@ impl Op {
 }
 
 /// A vector width of the crunch kernels.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Width {
     /// One double.
@@ -191,6 +193,7 @@ pub fn crunch_omissions(widths: &[Width], emulated: bool) -> Vec<String> {
 }
 
 /// A libm function of the transcendental kernels.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Libm {
@@ -219,6 +222,7 @@ impl Libm {
 }
 
 /// A STREAM operation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
@@ -262,6 +266,7 @@ impl Stream {
 }
 
 /// Matmul loop orders of the ladder.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Matmul {
@@ -279,6 +284,7 @@ pub const CONFLICT_ARRAYS: u64 = 16;
 pub const CONFLICT_LEN: u64 = 128;
 
 /// One micro-benchmark and its size.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Kernel {

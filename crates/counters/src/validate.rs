@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::raw::{Collector, Count, RawData, Status};
 
 /// The analytical work of a triad run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Expected {
     /// Elements.
@@ -49,6 +50,7 @@ pub fn triad_expected(n: u64, reps: u64) -> Expected {
 }
 
 /// One metric against its analytical value.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
     /// Metric id.
@@ -283,6 +285,7 @@ pub fn validate_raw(
 pub const TOLERANCE_PCT: f64 = 0.5;
 
 /// The verdict of one comparison.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -310,6 +313,7 @@ impl Verdict {
 }
 
 /// One metric of one kernel.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SuiteCheck {
     /// Kernel (`fp.fma.256`, `stream.triad.48KiB`...).
@@ -416,6 +420,7 @@ pub fn compare(
 }
 
 /// The suite's result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SuiteReport {
     /// Who counted: `perf`, `mix` or a file's `source`.

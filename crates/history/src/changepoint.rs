@@ -30,6 +30,7 @@ use crate::robust::{Change, Detection, LevelModel, RobustOptions, prepare};
 use crate::stats::{TTest, t_test_from_stats};
 
 /// A change-point method with its options, for [`detect`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "method", content = "options")]
 pub enum Method {
@@ -111,6 +112,7 @@ pub fn detect(x: &[f64], method: &Method) -> Detection {
 }
 
 /// Summary statistics of one segment of a history.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SegmentStats {
     /// Number of points.
@@ -122,6 +124,7 @@ pub struct SegmentStats {
 }
 
 /// A change point: the history changes level between `index − 1` and `index`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ChangePoint {
     /// Index of the first point after the change.
@@ -160,6 +163,7 @@ impl ChangePoint {
 }
 
 /// Options of [`e_divisive`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EDivisiveOptions {
     /// Window length of the split step (Otava's default is 50).
@@ -506,6 +510,7 @@ fn merge(x: &[f64], p: &Prefix, idx: Vec<usize>, opts: &EDivisiveOptions) -> Vec
 }
 
 /// Penalty of [`pelt`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Penalty {
     /// Bayesian information criterion for a change in mean with known variance: 2 ln n
@@ -516,6 +521,7 @@ pub enum Penalty {
 }
 
 /// Options of [`pelt`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PeltOptions {
     /// Penalty per change point.
@@ -616,6 +622,102 @@ pub fn pelt(x: &[f64], opts: &PeltOptions) -> Vec<ChangePoint> {
             change_point_ranked(x, &p, lo, idx[i], hi)
         })
         .collect()
+}
+
+/// One change point of `history changes --format json`, with the run it starts at.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ChangeRow {
+    /// Lag-1 autocorrelation of the residuals (see [`Change::autocorrelation`]).
+    pub autocorrelation: f64,
+    /// Git commit of the first run after the change, if recorded.
+    pub git_commit: Option<String>,
+    /// Index of the first run after the change in the series.
+    pub index: usize,
+    /// The fitted level just before the change.
+    pub level_before: f64,
+    /// Mean of the segment after.
+    pub mean_after: f64,
+    /// Mean of the segment before.
+    pub mean_before: f64,
+    /// The model of the level around the change.
+    pub model: LevelModel,
+    /// Noise standard deviation around the model, in the metric's unit.
+    pub noise_sd: f64,
+    /// Two-sided p-value of the step.
+    pub pvalue: f64,
+    /// `step / level_before`.
+    pub rel_change: f64,
+    /// Id of the first run after the change.
+    pub run_id: i64,
+    /// Runs in the segment after.
+    pub runs_after: usize,
+    /// Runs in the segment before.
+    pub runs_before: usize,
+    /// Standard deviation of the segment after.
+    pub std_after: f64,
+    /// Standard deviation of the segment before.
+    pub std_before: f64,
+    /// Step of the level, in the metric's unit.
+    pub step: f64,
+    /// `step / noise_sd`.
+    pub step_over_noise: f64,
+    /// Whether the model has a trend.
+    pub trend: bool,
+}
+
+impl ChangeRow {
+    /// The row of change `c`, which starts at run `run_id` (commit `git_commit`).
+    pub fn new(c: &Change, run_id: i64, git_commit: Option<String>) -> ChangeRow {
+        ChangeRow {
+            autocorrelation: c.autocorrelation,
+            git_commit,
+            index: c.index,
+            level_before: c.level_before,
+            mean_after: c.after.mean,
+            mean_before: c.before.mean,
+            model: c.model,
+            noise_sd: c.noise_sd,
+            pvalue: c.pvalue,
+            rel_change: c.rel_change,
+            run_id,
+            runs_after: c.after.n,
+            runs_before: c.before.n,
+            std_after: c.after.std,
+            std_before: c.before.std,
+            step: c.step,
+            step_over_noise: c.step_over_noise,
+            trend: c.model.has_trend(),
+        }
+    }
+}
+
+/// `history changes --format json`: the change points of one metric's series.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ChangesReport {
+    /// The change points, by index.
+    pub change_points: Vec<ChangeRow>,
+    /// `robust`, `edivisive` or `pelt`.
+    pub method: String,
+    /// The metric.
+    pub metric: String,
+    /// Non-finite points left out.
+    pub missing: usize,
+    /// Noise standard deviation of the whole series; null when it was not analysed.
+    pub noise_sd: Option<f64>,
+    /// What was left out, skipped or removed, and why.
+    pub notes: Vec<String>,
+    /// The method with its options.
+    pub options: Method,
+    /// Points pulled in by the winsorizing.
+    pub outliers: usize,
+    /// Seasonal period removed, if any.
+    pub period: Option<usize>,
+    /// Runs in the series.
+    pub runs: usize,
+    /// What could be done with the series.
+    pub status: crate::robust::Status,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::stats::benjamini_hochberg;
 use crate::store::{Filter, Store, StoredRun};
 
 /// Options of [`check`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckOptions {
     /// Metrics to gate on. Empty: `time_s` when the newest run has it, else all its metrics.

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::store::StoredRun;
 
 /// A history as Otava's CSV source.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OtavaExport {
     /// The CSV text.

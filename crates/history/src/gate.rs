@@ -70,6 +70,7 @@ impl Direction {
 }
 
 /// Thresholds of the gate.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GateOptions {
     /// Significance level of the one-sided Mann-Whitney test.

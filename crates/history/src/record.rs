@@ -243,6 +243,7 @@ pub fn shell_join(args: &[String]) -> String {
 }
 
 /// What one execution of a command measured.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     /// Wall-clock time, seconds.

@@ -58,6 +58,7 @@ use crate::changepoint::SegmentStats;
 use crate::stats::{mad, mean, median, normal_quantile, std_dev, student_t_two_sided_p};
 
 /// Seasonality handling of [`detect`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Seasonality {
@@ -70,6 +71,7 @@ pub enum Seasonality {
 }
 
 /// Options of [`detect`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RobustOptions {
     /// Minimum number of points on each side of a change (at least 2).
@@ -105,6 +107,7 @@ impl Default for RobustOptions {
 }
 
 /// What the detector could do with a series.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -119,6 +122,7 @@ pub enum Status {
 }
 
 /// How the level was modelled around a change point.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum LevelModel {
@@ -173,6 +177,7 @@ pub(crate) fn fmt_sig(x: f64) -> String {
 }
 
 /// One change point with its explanation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Change {
     /// Index (in the full series, missing values included) of the first point after the
@@ -206,6 +211,7 @@ pub struct Change {
 }
 
 /// The result of [`detect`] (or of [`crate::changepoint::detect`] for any method).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Detection {
     /// Method that produced it (`robust`, `edivisive`, `pelt`).

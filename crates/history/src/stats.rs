@@ -59,6 +59,7 @@ pub fn mad(xs: &[f64]) -> f64 {
 }
 
 /// Location and robust spread of a baseline, for modified z-scores.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RobustScale {
     /// Median of the baseline.
@@ -383,6 +384,7 @@ pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
 }
 
 /// Result of a two-sample t-test.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TTest {
     /// t statistic (positive when the second sample's mean is larger).

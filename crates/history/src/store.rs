@@ -155,6 +155,7 @@ pub fn record_json_result(
 }
 
 /// Which runs to select. Empty fields select everything.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Filter {
     /// Runs whose command line contains this text.
@@ -194,6 +195,7 @@ pub struct StoredRun {
 }
 
 /// One point of a metric's history.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {
     /// Run id.
@@ -211,6 +213,7 @@ pub struct SeriesPoint {
 }
 
 /// A machine known to the store.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineRow {
     /// Fingerprint id.

@@ -12,6 +12,7 @@ use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
 /// Parameters of one synthetic history.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SynthSpec {
     /// Number of points.
@@ -48,6 +49,7 @@ impl Default for SynthSpec {
 }
 
 /// A synthetic history with its true change points.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SynthHistory {
     /// The spec it came from.
@@ -117,6 +119,7 @@ pub fn generate(spec: &SynthSpec) -> SynthHistory {
 }
 
 /// Counts of a detection against the truth.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confusion {
     /// Detected change points matched to a true one.

@@ -16,4 +16,6 @@ pub mod merge;
 pub mod rank;
 pub mod render;
 pub mod scaling;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod slurm;

@@ -23,6 +23,7 @@ use crate::rank::{RESULT_FORMAT, RankResult, RankStart, START_FORMAT, VERSION};
 pub const MERGED_FORMAT: &str = "hpcscope-merged-job";
 
 /// What became of one rank.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RankStatus {
@@ -66,6 +67,7 @@ impl RankStatus {
 }
 
 /// One row of the per-rank table.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankRow {
     /// Rank.
@@ -115,6 +117,7 @@ pub struct RankRow {
 }
 
 /// One row of the per-node table.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeRow {
     /// Node name.
@@ -134,6 +137,7 @@ pub struct NodeRow {
 }
 
 /// Calls and time of one MPI function across the ranks.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MpiFunctionRow {
     /// Function.
@@ -162,6 +166,7 @@ pub struct MpiFunctionRow {
 }
 
 /// One number of the ranks' own results, across ranks.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricStat {
     /// JSON path in the rank's result (`functions.MPI_Barrier.time_s`).
@@ -181,6 +186,7 @@ pub struct MetricStat {
 }
 
 /// Something wrong with a rank or a file, and what to do.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Problem {
     /// The rank concerned, when known.
@@ -192,6 +198,7 @@ pub struct Problem {
 }
 
 /// The reference of the scaling metrics.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceInfo {
     /// Where it came from.
@@ -209,6 +216,7 @@ pub struct ReferenceInfo {
 
 /// The MPI + OpenMP split of a job's parallel efficiency (eqs. 3.14 to 3.16), over every
 /// thread of every rank.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HybridSplit {
     /// Threads in all.
@@ -218,6 +226,7 @@ pub struct HybridSplit {
 }
 
 /// One job, merged.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MergedJob {
     /// [`MERGED_FORMAT`].
@@ -282,6 +291,7 @@ pub struct MergedJob {
 }
 
 /// Several jobs merged each on its own (`--all`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MergedRuns {
     /// `hpcscope-merged-runs`.
@@ -295,6 +305,7 @@ pub struct MergedRuns {
 }
 
 /// A runtime across repetitions.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// Complete jobs with a runtime.

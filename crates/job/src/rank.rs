@@ -21,6 +21,7 @@ pub const START_FORMAT: &str = "hpcscope-rank-start";
 pub const VERSION: u32 = 1;
 
 /// Who this process is in its job.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankContext {
     /// The job's id, safe as a directory name; the same on every rank of one job.
@@ -242,6 +243,7 @@ pub fn hostname() -> String {
 }
 
 /// How the measured command ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Exit {
     /// Exit code, when it exited.
@@ -292,6 +294,7 @@ pub use hpcscope_trace::mpitime::{MpiCall, MpiTime};
 
 /// What a rank writes when it starts (so that a rank killed before it could write its
 /// result is still known to have run), and the head of its result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankStart {
     /// [`START_FORMAT`] or [`RESULT_FORMAT`].
@@ -312,6 +315,7 @@ pub struct RankStart {
 }
 
 /// One rank's result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankResult {
     /// Who, what, when (the start record's fields).

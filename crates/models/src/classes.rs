@@ -10,6 +10,7 @@ use crate::error::{ModelError, Result};
 use crate::glob::glob_match;
 
 /// One rule: a class and the globs of its mnemonics.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
     /// Class name.
@@ -19,6 +20,7 @@ pub struct Rule {
 }
 
 /// A class table for one instruction set.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassTable {
     /// File format version (1).

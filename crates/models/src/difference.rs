@@ -17,6 +17,7 @@ use crate::error::{ModelError, Result};
 use crate::ports::{Allocation, ClassCounts, Cpis, OTHER, PortModel, Scheduler};
 
 /// A prediction of the final difference model with its intermediate values.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DifferencePrediction {
     /// Eq. 5.8: the model's cycles of the proxy.
@@ -126,6 +127,7 @@ pub fn constant_rc(c_proxy_measured: f64, rc: f64) -> Result<f64> {
 }
 
 /// All models side by side for one proxy/target pair.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     /// Final difference model (eqs. 5.8 to 5.11).
@@ -166,6 +168,7 @@ pub fn compare(
 }
 
 /// Prediction errors of one model over the variants with a measurement.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelErrors {
     /// The model: `difference`, `v1`, `v2`, `equal_ipc`, `constant_rc`.
@@ -177,6 +180,7 @@ pub struct ModelErrors {
 }
 
 /// Every model's errors against measured variants, side by side (Table 5.2's layout).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Validation {
     /// Variant names.

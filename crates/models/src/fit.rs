@@ -16,6 +16,7 @@ use crate::optim::{Bounds, HopOptions, Minimum, basin_hopping, nelder_mead, solv
 use crate::ports::{ClassCounts, Cpis, PortModel, Scheduler};
 
 /// One measured variant: instruction counts per iteration and measured cycles per iteration.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Variant {
     /// Name (kernel, ISA, compiler).
@@ -27,6 +28,7 @@ pub struct Variant {
 }
 
 /// Options of [`fit_cpis`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitOptions {
     /// RNG seed of basin-hopping (the thesis's code used 65432).
@@ -57,6 +59,7 @@ impl Default for FitOptions {
 }
 
 /// How well one variant is reproduced.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Residual {
     /// Variant name.
@@ -72,6 +75,7 @@ pub struct Residual {
 }
 
 /// A CPI fit and its quality.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpiFit {
     /// Port model used.
@@ -383,6 +387,7 @@ fn gauss_newton(
 }
 
 /// A row of a variants CSV: a name, class counts and, when measured, cycles per iteration.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CountsRow {
     /// Variant name.

@@ -34,6 +34,7 @@ pub enum Selector {
 }
 
 /// One decoded instruction of a loop.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoopInstruction {
     /// Address.
@@ -53,6 +54,7 @@ pub struct LoopInstruction {
 }
 
 /// A loop and its per-iteration counts.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoopSummary {
     /// First address.
@@ -80,6 +82,7 @@ pub struct LoopSummary {
 }
 
 /// The loops of a function.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelReport {
     /// Binary path.
@@ -118,6 +121,7 @@ impl KernelReport {
 /// The innermost loop chosen by measured instructions per iteration (seed 003, section
 /// 5.3: the candidate whose instruction count matches the counted instructions divided by
 /// the loop's iterations).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ByInstructions {
     /// Start address of the chosen loop.
@@ -164,6 +168,7 @@ impl KernelReport {
 
 /// Loads and stores beyond the minimum a loop needs to read and write its data (seed 003,
 /// section 5.3): register spills, what the difference model counts as `LOAD` and `STORE`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Spills {
     /// Loads per iteration in the loop.

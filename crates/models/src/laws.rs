@@ -26,6 +26,7 @@ use crate::error::{ModelError, Result};
 use crate::optim::{Bounds, nelder_mead};
 
 /// A scaling law.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Law {
@@ -77,6 +78,7 @@ impl Law {
 }
 
 /// Whether the problem size is fixed (strong) or grows with `p` (weak).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -88,6 +90,7 @@ pub enum Mode {
 }
 
 /// One measured run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Run {
     /// Threads or ranks.
@@ -97,6 +100,7 @@ pub struct Run {
 }
 
 /// A fitted law.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LawFit {
     /// The law.
@@ -115,6 +119,7 @@ pub struct LawFit {
 }
 
 /// A prediction with its band.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LawPrediction {
     /// Threads or ranks.
@@ -469,6 +474,7 @@ impl LawFit {
 }
 
 /// All fitted laws and the chosen one.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Selection {
     /// Fits, in the order offered.

@@ -39,6 +39,7 @@ pub mod fit;
 pub mod kernel;
 pub mod laws;
 pub mod optim;
+pub mod output;
 pub mod peak;
 pub mod pop;
 pub mod ports;

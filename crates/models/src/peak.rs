@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ModelError, Result};
 
 /// Cost of one operator.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct OpCost {
     /// Issue cost in cycles (port occupancy).
@@ -33,6 +34,7 @@ pub struct OpCost {
 }
 
 /// A CPU description for DAG analysis.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DagConfig {
     /// Costs of `+`, `-`, `*`, `/`.
@@ -91,6 +93,7 @@ pub struct Dag {
 }
 
 /// One estimate: cycles, FLOP/cycle, bytes/cycle, GFLOP/s and GB/s at the clock.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
     /// Cycles of the kernel.
@@ -106,6 +109,7 @@ pub struct Estimate {
 }
 
 /// The habakkuk-style report of a DAG.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DagReport {
     /// Count of each operator.
@@ -500,6 +504,7 @@ fn atom(
 }
 
 /// Peak of a classified loop from its busiest port and its loop-carried critical path.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LoopPeak {
     /// FLOPs per loop iteration (from the disassembly).

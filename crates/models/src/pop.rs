@@ -11,6 +11,7 @@ use crate::error::{ModelError, Result};
 use crate::optim::{least_squares, nnls};
 
 /// POP efficiencies of one run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PopMetrics {
     /// Processes (or threads).
@@ -103,6 +104,7 @@ pub fn pop_metrics(
 
 /// What eq. 3.12's factors are computed from, for one run: the summed useful computation
 /// time and the instructions and cycles counted over it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CounterSums {
     /// Sum over processes of the computation time, s.
@@ -117,6 +119,7 @@ pub struct CounterSums {
 /// the thesis describes them in words only): instruction scaling `sum(I_ref) / sum(I)`, IPC
 /// scaling `IPC / IPC_ref` with `IPC = sum(I) / sum(C)`, frequency scaling `f / f_ref` with
 /// `f = sum(C) / sum(comp)`. Their product is eq. 3.10's `sum(comp_ref) / sum(comp)`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ComputationFactors {
     /// Instruction scaling: fewer instructions in all than the reference is above 1.
@@ -174,6 +177,7 @@ pub fn computation_factors(
 }
 
 /// The hybrid MPI + OpenMP split of parallel efficiency (eqs. 3.14 to 3.16).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HybridEfficiency {
     /// Eq. 3.7 over all threads of all ranks.
@@ -209,6 +213,7 @@ pub fn hybrid_efficiency(
 
 /// A fitted eq. 3.2 decomposition: `T/T_ref = sum_k alpha_k x_k` with `x_k` the ratio of the
 /// reference resource to the run's resource (`f_ref/f`, `BW_ref/BW`, `NB_ref/NB`, ...).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decomposition {
     /// Term names (the resources).
@@ -277,6 +282,7 @@ pub fn project_ratio(alpha: &[f64], ratios: &[f64]) -> f64 {
 }
 
 /// Terms of eq. 3.3's kernel composition, seconds.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Composition {
     /// Compute time `T_c(f)`.
@@ -320,6 +326,7 @@ pub fn compose(
 }
 
 /// A Hockney model `t(n) = t0 + n / bandwidth` fitted by least squares.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Hockney {
     /// Latency, in the time unit of the data.
@@ -341,6 +348,7 @@ pub fn fit_hockney(points: &[(f64, f64)]) -> Result<Hockney> {
 }
 
 /// Per-process data of one run read from CSV.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PopRun {
     /// Elapsed time, s.

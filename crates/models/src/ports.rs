@@ -26,6 +26,7 @@ pub type Cpis = BTreeMap<String, f64>;
 pub const OTHER: &str = "OTHER";
 
 /// How a class's cycles occupy its ports.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PortMode {
@@ -37,6 +38,7 @@ pub enum PortMode {
 }
 
 /// One class of a port model.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortClass {
     /// Class name (DIV, FP, LOAD, ...).
@@ -52,6 +54,7 @@ pub struct PortClass {
 }
 
 /// A port model: ports and, in the scheduler's fill order, the classes and their ports.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortModel {
     /// File format version (1).
@@ -72,6 +75,7 @@ pub struct PortModel {
 }
 
 /// How the bulk scheduler places one class's cycles on its ports.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheduler {
@@ -104,6 +108,7 @@ const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// The per-port result of placing a count vector.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Allocation {
     /// Cycles on each port, in the model's port order.

@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::error::{ModelError, Result};
 
 /// Named event totals of one run (counters, or the quantities of a profile).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventVector {
     /// Where it came from (file, region).
@@ -108,6 +109,7 @@ fn short_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
 }
 
 /// The IPC of a kernel and its parent in one environment.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IpcPair {
     /// Environment label.
@@ -123,6 +125,7 @@ pub struct IpcPair {
 }
 
 /// IPC-ratio invariance over environments.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IpcInvariance {
     /// One entry per environment.
@@ -180,6 +183,7 @@ pub fn ipc_invariance(
 }
 
 /// How both vectors were normalized.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
@@ -203,6 +207,7 @@ impl Basis {
 }
 
 /// One event compared.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventComparison {
     /// Event name.
@@ -218,6 +223,7 @@ pub struct EventComparison {
 }
 
 /// Counter-vector similarity of two runs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VectorSimilarity {
     /// Normalization used.

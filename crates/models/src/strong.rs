@@ -26,6 +26,7 @@ pub fn runtime_s(cycles_per_iter: f64, iters_per_thread: &[f64], clock_hz: f64) 
 }
 
 /// One thread count of a strong-scaling prediction.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScalingPoint {
     /// Threads (or ranks).
@@ -46,6 +47,7 @@ pub struct ScalingPoint {
 }
 
 /// A strong-scaling prediction and the thread count where it turns memory-bound.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScalingPrediction {
     /// One entry per thread count, ascending.
@@ -56,6 +58,7 @@ pub struct ScalingPrediction {
 
 /// Input of one thread count: threads, clock (Hz), iterations of the busiest thread,
 /// memory-bound (DT benchmark) seconds.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct ScalingInput {
     /// Threads (or ranks).
@@ -162,6 +165,7 @@ pub fn bsp_loop_time_s(n_independent: f64, n_dependent: f64, grind_s: f64, halo_
 }
 
 /// Summary statistics of absolute percentage errors.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ErrorStats {
     /// Number of predictions.
@@ -239,6 +243,7 @@ pub fn aggregate_error_pct(actual: &[Vec<f64>], predicted: &[Vec<f64>]) -> Resul
 
 /// The memory-bound benchmark and the clock measured at one thread count: what a
 /// strong-scaling prediction needs besides the target's cycles per iteration.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Measured {
     /// Threads (or ranks on the node).
@@ -283,6 +288,7 @@ pub fn inputs_from_measured(
 }
 
 /// One rank's elements at one multigrid level of a partition (section 3.2.1).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct PartitionRow {
     /// Ranks of the run this row belongs to.
@@ -300,6 +306,7 @@ pub struct PartitionRow {
 }
 
 /// Halo-exchange parameters of eq. 3.2.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Halo {
     /// Latency `alpha`, seconds.
@@ -311,6 +318,7 @@ pub struct Halo {
 }
 
 /// One rank at one level of a BSP prediction.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BspCell {
     /// Level.
@@ -326,6 +334,7 @@ pub struct BspCell {
 }
 
 /// The BSP prediction of one rank count.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BspRun {
     /// Ranks.

@@ -70,6 +70,7 @@ pub fn message_args(symbol: &str) -> Option<(u8, u8)> {
 pub const UNKNOWN_SIZE_NOTE: &str = "message sizes unknown for";
 
 /// Which MPI implementation a library is, as far as its datatype handles go.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Flavor {
     /// Open MPI: handles are pointers to predefined objects.

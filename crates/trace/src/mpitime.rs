@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::report::MessageTotals;
 
 /// Time inside MPI calls of one rank, from the uprobes of `trace --mpi`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MpiTime {
     /// The library probed.
@@ -38,6 +39,7 @@ pub struct MpiTime {
 }
 
 /// Calls and time of one MPI function in one rank.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MpiCall {
     /// Function name.

@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::profile::{Profile, StackSample};
 
 /// What one unit of a stack's count is.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Weight {
@@ -57,6 +58,7 @@ impl Weight {
 }
 
 /// The formats [`import`] reads.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceFormat {
@@ -71,6 +73,7 @@ pub enum SourceFormat {
 }
 
 /// A profile read from a file, with what its counts mean.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Imported {
     /// Where it was read from.
@@ -320,6 +323,7 @@ pub fn from_hpcscope_json(text: &str, origin: &str) -> Result<Imported, Failure>
 }
 
 /// One function's share of two profiles.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionDelta {
     /// Function name.

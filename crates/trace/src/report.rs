@@ -431,6 +431,7 @@ pub struct MessageStat {
 }
 
 /// Messages summed over datatypes (and over functions or ranks).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MessageTotals {
     /// Calls whose message was read.
@@ -513,6 +514,7 @@ pub struct TimelineEvent {
 }
 
 /// A titled table: what the CLI prints for one level.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LevelTable {
     /// Title, e.g. `process`, `thread`.

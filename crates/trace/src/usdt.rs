@@ -23,6 +23,7 @@ use crate::error::TraceError;
 const NT_STAPSDT: u32 = 3;
 
 /// One site of a probe in a file.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UsdtSite {
     /// Address of the site (the note's, corrected by `.stapsdt.base`).
@@ -40,6 +41,7 @@ pub struct UsdtSite {
 
 /// A probe (PROVIDER:NAME) and its sites in one file (a probe used in several places of
 /// the code, or inlined, has several).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UsdtProbe {
     /// Provider, e.g. `python`, `libstdcxx`.

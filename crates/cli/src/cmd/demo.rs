@@ -212,19 +212,26 @@ pub fn run_validate(a: &ValidateArgs) -> Result<ExitCode> {
     };
     write_atomic(
         &a.output.join("validation.json"),
-        &(serde_json::to_string_pretty(&serde_json::json!({
-            "machine": m.id,
-            "load_average_before": load_before,
-            "load_average_after": load_after,
-            "seconds": started.elapsed().as_secs_f64(),
-            "calibration": model,
-            "summary": s,
-            "pairs": protocol.pairs,
-            "builds": protocol.builds,
-            "fitted_calibration": fitted,
-            "notes": notes,
-            "node": {"threads": threads, "results": nv, "summary": ns, "warnings": warnings},
-        }))? + "\n"),
+        // Keys sorted at every level, as validation.json has always been written.
+        &(serde_json::to_string_pretty(&serde_json::to_value(v::ValidationFile {
+            builds: protocol.builds.clone(),
+            calibration: model.clone(),
+            fitted_calibration: fitted.clone(),
+            load_average_after: load_after,
+            load_average_before: load_before,
+            machine: m.id.clone(),
+            node: v::NodeSection {
+                results: nv.clone(),
+                summary: ns.clone(),
+                threads,
+                warnings: warnings.clone(),
+            },
+            notes: notes.clone(),
+            pairs: protocol.pairs.clone(),
+            seconds: started.elapsed().as_secs_f64(),
+            summary: s.clone(),
+        })?)?
+            + "\n"),
     )?;
     let sec = v::validation_section(&protocol.pairs, &m);
     for (i, svg) in sec.svgs.iter().enumerate() {

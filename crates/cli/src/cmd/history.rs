@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use hpcscope_history::changepoint::{EDivisiveOptions, Method, PeltOptions, detect};
+use hpcscope_history::changepoint::{
+    ChangeRow, ChangesReport, EDivisiveOptions, Method, PeltOptions, detect,
+};
 use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
 use hpcscope_report::{ChartOptions, Series, line_chart_svg};
@@ -570,32 +572,31 @@ fn changes(a: &ChangesArgs) -> Result<ExitCode> {
     notes.extend(det.notes.iter().cloned());
     match a.format {
         ChangesFormat::Json => {
-            let cps: Vec<serde_json::Value> = det
-                .changes
-                .iter()
-                .map(|c| {
-                    let p = &pts[c.index];
-                    serde_json::json!({
-                        "run_id": p.run_id, "index": c.index, "git_commit": p.git_commit,
-                        "mean_before": c.before.mean, "mean_after": c.after.mean,
-                        "std_before": c.before.std, "std_after": c.after.std,
-                        "runs_before": c.before.n, "runs_after": c.after.n,
-                        "step": c.step, "level_before": c.level_before,
-                        "rel_change": c.rel_change, "noise_sd": c.noise_sd,
-                        "step_over_noise": c.step_over_noise, "model": c.model,
-                        "trend": c.model.has_trend(), "autocorrelation": c.autocorrelation,
-                        "pvalue": c.pvalue,
+            let v = ChangesReport {
+                change_points: det
+                    .changes
+                    .iter()
+                    .map(|c| {
+                        let p = &pts[c.index];
+                        ChangeRow::new(c, p.run_id, p.git_commit.clone())
                     })
-                })
-                .collect();
-            let v = serde_json::json!({
-                "metric": a.series.metric, "runs": xs.len(), "method": m.name(),
-                "options": m, "status": det.status, "notes": notes,
-                "noise_sd": finite(det.noise_sd), "period": det.period,
-                "outliers": det.outliers, "missing": det.missing,
-                "change_points": cps,
-            });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+                    .collect(),
+                method: m.name().to_string(),
+                metric: a.series.metric.clone(),
+                missing: det.missing,
+                noise_sd: det.noise_sd.is_finite().then_some(det.noise_sd),
+                notes,
+                options: m,
+                outliers: det.outliers,
+                period: det.period,
+                runs: xs.len(),
+                status: det.status,
+            };
+            // Keys sorted at every level, as this output has always been printed.
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::to_value(&v)?)?
+            );
         }
         ChangesFormat::Md => {
             println!(
@@ -636,15 +637,6 @@ fn changes(a: &ChangesArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A JSON number, or null for NaN/inf.
-fn finite(x: f64) -> serde_json::Value {
-    if x.is_finite() {
-        serde_json::json!(x)
-    } else {
-        serde_json::Value::Null
-    }
 }
 
 /// Six significant digits.

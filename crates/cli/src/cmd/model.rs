@@ -17,6 +17,11 @@ use hpcscope_models::difference::compare;
 use hpcscope_models::fit::{FitOptions, fit_cpis, measured, rows_from_csv};
 use hpcscope_models::kernel::{Selector, extract};
 use hpcscope_models::laws::{Law, Mode, select};
+use hpcscope_models::output::{
+    ActualPoint, ComposeOutput, DecomposeOutput, KernelOutput, PeakOutput, PopOutput,
+    PredictOutput, PredictTarget, PredictValidation, ScalingOutput, SimilarityOutput, StrongBsp,
+    StrongMeasured, StrongOutput,
+};
 use hpcscope_models::peak::{Dag, DagConfig, loop_peak};
 use hpcscope_models::pop::{
     compose, computation_factors, decomposition_from_csv, fit_decomposition, fit_hockney,
@@ -365,6 +370,13 @@ pub enum ModelCmd {
     },
 }
 
+/// `value` with the keys of every object sorted, as these outputs have always been printed
+/// (the typed shapes of `hpcscope_models::output` are what `hpcscope schema model-*`
+/// describes).
+fn sorted<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value).context("serializing the result")
+}
+
 /// Runs `model`.
 pub fn run(args: &ModelArgs) -> Result<ExitCode> {
     let (text, _) = match &args.command {
@@ -558,9 +570,12 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     .iter()
                     .map(|n| format!("'{n}' has no measured cycles_per_iter: not compared"))
                     .collect();
-                let json =
-                    serde_json::json!({"proxy": proxy, "validation": v, "not_compared": skipped});
-                let text = render(args.format, &json, &pre, &t, &post)?;
+                let json = PredictOutput::Validation(PredictValidation {
+                    not_compared: skipped,
+                    proxy: proxy.clone(),
+                    validation: v,
+                });
+                let text = render(args.format, &sorted(&json)?, &pre, &t, &post)?;
                 emit(&text, args.output.as_deref())?;
                 return Ok(ExitCode::SUCCESS);
             }
@@ -623,14 +638,20 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                         .unwrap_or_else(|| "-".into()),
                     time.map(|v| num(v, 5)).unwrap_or_else(|| "-".into()),
                 ]);
-                out.push(serde_json::json!({"target": name, "comparison": c, "time_s": time, "measured_cycles_per_iter": tr.cycles_per_iter}));
+                out.push(PredictTarget {
+                    comparison: c,
+                    measured_cycles_per_iter: tr.cycles_per_iter,
+                    target: name.to_string(),
+                    time_s: time,
+                });
             }
             let pre = vec![format!(
                 "proxy '{proxy}': measured {} cycles per iteration; port model '{}'",
                 num(c_proxy, 5),
                 model.id
             )];
-            (render(args.format, &out, &pre, &t, &[])?, ())
+            let out = PredictOutput::Targets(out);
+            (render(args.format, &sorted(&out)?, &pre, &t, &[])?, ())
         }
         ModelCmd::Strong {
             table,
@@ -803,16 +824,23 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 ));
             }
             let json = if measured.is_some() || actual.is_some() {
-                serde_json::json!({
-                    "prediction": s,
-                    "measurement": measured,
-                    "actual": errors.iter().map(|e| serde_json::json!({"threads": e.0, "actual_s": e.1, "error_pct": e.2})).collect::<Vec<_>>(),
-                    "error_stats": stats,
+                StrongOutput::Measured(StrongMeasured {
+                    actual: errors
+                        .iter()
+                        .map(|e| ActualPoint {
+                            actual_s: e.1,
+                            error_pct: e.2,
+                            threads: e.0,
+                        })
+                        .collect(),
+                    error_stats: stats,
+                    measurement: measured,
+                    prediction: s,
                 })
             } else {
-                serde_json::to_value(&s)?
+                StrongOutput::Prediction(s)
             };
-            (render(args.format, &json, &pre, &t, &post)?, ())
+            (render(args.format, &sorted(&json)?, &pre, &t, &post)?, ())
         }
         ModelCmd::Dt {
             threads,
@@ -944,8 +972,13 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     "IPC ratio: not available, the inputs do not count both instructions and cycles".into(),
                 ),
             }
-            let json = serde_json::json!({"kernel": a, "parent": b, "similarity": sim, "ipc": ipc});
-            (render(args.format, &json, &pre, &t, &post)?, ())
+            let json = SimilarityOutput {
+                ipc,
+                kernel: a,
+                parent: b,
+                similarity: sim,
+            };
+            (render(args.format, &sorted(&json)?, &pre, &t, &post)?, ())
         }
         ModelCmd::Scaling {
             runs,
@@ -997,11 +1030,14 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     )
                 })
                 .collect();
-            let json = serde_json::json!({"selection": sel, "predictions": preds});
+            let json = ScalingOutput {
+                predictions: preds,
+                selection: sel,
+            };
             (
                 render(
                     args.format,
-                    &json,
+                    &sorted(&json)?,
                     &[format!("{} runs, {:?} scaling", r.len(), mode)],
                     &t,
                     &post,
@@ -1115,19 +1151,14 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     "3.16".into(),
                 ]);
             }
-            let json = serde_json::json!({"pop": m, "hybrid": h, "factors": factors});
+            let head = format!("{} processes, runtime {} s", m.n, num(m.runtime_s, 5));
+            let json = PopOutput {
+                factors,
+                hybrid: h,
+                pop: m,
+            };
             (
-                render(
-                    args.format,
-                    &json,
-                    &[format!(
-                        "{} processes, runtime {} s",
-                        m.n,
-                        num(m.runtime_s, 5)
-                    )],
-                    &t,
-                    &post,
-                )?,
+                render(args.format, &sorted(&json)?, &[head], &t, &post)?,
                 (),
             )
         }
@@ -1243,11 +1274,14 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 num(c.total_s, 5),
                 format!("sigma {} x T_kernel + T_other", num(c.sigma, 6)),
             ]);
-            let json = serde_json::json!({"composition": c, "hockney_us": hockney});
+            let json = ComposeOutput {
+                composition: c,
+                hockney_us: hockney,
+            };
             (
                 render(
                     args.format,
-                    &json,
+                    &sorted(&json)?,
                     &["eq. 3.3: T = sigma T_kernel + T_other, T_kernel = T_c + T_mem + T_MPI + T_IO".to_string()],
                     &t,
                     &[],
@@ -1289,7 +1323,10 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
             (
                 render(
                     args.format,
-                    &serde_json::json!({"decomposition": d, "projected_ratio": projected}),
+                    &sorted(&DecomposeOutput {
+                        decomposition: d,
+                        projected_ratio: projected,
+                    })?,
                     &[],
                     &t,
                     &post,
@@ -1341,7 +1378,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                     r.critical_path_flops,
                     r.clock_ghz
                 )];
-                (render(args.format, &r, &pre, &t, &[])?, ())
+                (render(args.format, &PeakOutput::Dag(r), &pre, &t, &[])?, ())
             } else if let (Some(b), Some(f)) = (binary, function) {
                 let model = port_model(ports)?;
                 let table = ClassTable::builtin(&model.isa)?;
@@ -1382,7 +1419,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
                 (
                     render(
                         args.format,
-                        &p,
+                        &PeakOutput::Loop(p),
                         &pre,
                         &t,
                         &[format!(
@@ -1674,8 +1711,12 @@ fn bsp(
             r.ranks, r.cells_without_actual
         ));
     }
-    let json = serde_json::json!({"bsp": runs, "error_stats": stats, "measurement": measured});
-    render(format, &json, &pre, &t, &post)
+    let json = StrongOutput::Bsp(StrongBsp {
+        bsp: runs,
+        error_stats: stats,
+        measurement: measured.clone(),
+    });
+    render(format, &sorted(&json)?, &pre, &t, &post)
 }
 
 /// Counters (any format `counters import` reads) or a profile, as an event vector.
@@ -2093,32 +2134,32 @@ fn kernel(
         // JSON keeps the sampling evidence beside the kernel.
         Some(h) => render(
             format,
-            &serde_json::json!({
-                "kernel": rep,
-                "samples": h.total,
-                "functions": h.functions,
-                "hottest_loop": h_main,
-                "by_instructions": by_ins,
-                "spills": spill.as_ref().map(|x| x.1),
-                "main_loop": main,
-            }),
+            &sorted(&KernelOutput::Hottest {
+                by_instructions: by_ins,
+                functions: h.functions.clone(),
+                hottest_loop: h_main,
+                kernel: rep,
+                main_loop: main,
+                samples: h.total,
+                spills: spill.as_ref().map(|x| x.1),
+            })?,
             &pre,
             &t,
             &post,
         )?,
         None if by_ins.is_some() || spill.is_some() => render(
             format,
-            &serde_json::json!({
-                "kernel": rep,
-                "by_instructions": by_ins,
-                "spills": spill.as_ref().map(|x| x.1),
-                "main_loop": main,
-            }),
+            &sorted(&KernelOutput::Picked {
+                by_instructions: by_ins,
+                kernel: rep,
+                main_loop: main,
+                spills: spill.as_ref().map(|x| x.1),
+            })?,
             &pre,
             &t,
             &post,
         )?,
-        None => render(format, &rep, &pre, &t, &post)?,
+        None => render(format, &KernelOutput::Plain(rep), &pre, &t, &post)?,
     };
     Ok((text, ()))
 }

@@ -7,6 +7,11 @@
 //! in msec become ns; `duration_time` gives the wall time; without it the time is
 //! estimated from task-clock and perf's "CPUs utilized" with a warning. A percentage below
 //! 100 means perf multiplexed and scaled the count: it is flagged.
+//!
+//! perf prints an event given as a PMU spec as it was typed, commas and all, without
+//! quoting it (`cpu/event=0x3c,umask=0x0/`, `software/config=0,period=100000/u`): the
+//! fields from the one that opens the spec (`pmu/term`) to the one that closes it
+//! (`term/modifiers`) are read as one event name again.
 
 use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData, Status};
@@ -17,6 +22,69 @@ fn is_num(s: &str) -> bool {
 
 fn is_value(s: &str) -> bool {
     is_num(s) || s.starts_with("<not ")
+}
+
+/// `pmu/term` with the spec still open: a PMU name, a slash and a first term.
+fn opens_spec(s: &str) -> bool {
+    let Some((pmu, rest)) = s.split_once('/') else {
+        return false;
+    };
+    !pmu.is_empty()
+        && pmu
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+        && !pmu.starts_with(|c: char| c.is_ascii_digit())
+        && !rest.is_empty()
+        && !rest.contains('/')
+}
+
+/// `term/modifiers`: the last term of a spec, its closing slash and perf's modifier letters.
+fn closes_spec(s: &str) -> bool {
+    let Some((term, mods)) = s.split_once('/') else {
+        return false;
+    };
+    !term.is_empty()
+        && !term.contains(char::is_whitespace)
+        && mods.chars().all(|c| c.is_ascii_alphabetic())
+}
+
+/// A term between the first and the last one (`umask=0x0`, `edge`).
+fn inner_term(s: &str) -> bool {
+    !s.is_empty() && !s.contains('/') && !s.contains(char::is_whitespace) && !is_num(s)
+}
+
+/// `row` with the pieces of a PMU event spec that `sep` split (see the module) joined into
+/// one field again. A spec is rejoined only when it closes and has a `term=value`: a unit
+/// like `K/sec` stays as it is.
+fn rejoin_event_specs(row: super::CsvRow, sep: char) -> super::CsvRow {
+    let f: Vec<&str> = row.fields.iter().collect();
+    if !f.iter().any(|x| opens_spec(x)) {
+        return row;
+    }
+    let mut out = csv::StringRecord::new();
+    let mut i = 0;
+    while i < f.len() {
+        if opens_spec(f[i]) {
+            let mut k = i + 1;
+            while k < f.len() && !closes_spec(f[k]) && inner_term(f[k]) {
+                k += 1;
+            }
+            if k < f.len() && closes_spec(f[k]) {
+                let joined = f[i..=k].join(&sep.to_string());
+                if joined.contains('=') {
+                    out.push_field(&joined);
+                    i = k + 1;
+                    continue;
+                }
+            }
+        }
+        out.push_field(f[i]);
+        i += 1;
+    }
+    super::CsvRow {
+        line: row.line,
+        fields: out,
+    }
 }
 
 /// Parses `perf stat -x,` text (a `-x` separator other than `,` is detected when the text
@@ -41,6 +109,7 @@ pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
     let n_lines = text.lines().count();
     let ends_cut = !text.is_empty() && !text.ends_with('\n');
     for row in super::csv_records(text, sep as u8, origin)? {
+        let row = rejoin_event_specs(row, sep);
         let lineno = row.line;
         if row.text(sep).trim().is_empty() || row.get(0).trim_start().starts_with('#') {
             continue;
@@ -382,5 +451,124 @@ mod tests {
             .to_string();
         assert!(e.starts_with("b.csv:1:1:"), "{e}");
         assert!(parse("# only a comment\n", "c.csv", "c").is_err());
+    }
+
+    /// Recorded here (perf 6.1, no hardware PMU: the software PMU's raw specs):
+    /// `perf stat -x, -e 'cpu-clock,task-clock,software/config=0,period=100000/,
+    /// software/config=1,config1=0/u,software/config=1,name=tclk/,duration_time' --
+    /// sleep 0.05`.
+    const RAW_PMU: &str = include_str!("../../tests/data/import/perf-stat-raw-pmu.csv");
+
+    /// The same with `-A -a` (a `CPUn` prefix) and without `name=`.
+    const RAW_PMU_PER_CPU: &str =
+        include_str!("../../tests/data/import/perf-stat-raw-pmu-per-cpu.csv");
+
+    #[test]
+    fn raw_pmu_specs_with_commas_are_one_event() {
+        let r = parse(RAW_PMU, "raw.csv", "raw").unwrap();
+        let c = &r.regions[0].threads[0].counters;
+        let names: Vec<&str> = c.keys().map(String::as_str).collect();
+        assert_eq!(
+            names.len(),
+            6,
+            "cpu-clock, task-clock, two raw specs, tclk, duration_time: {names:?}"
+        );
+        assert_eq!(c["software/config=0,period=100000/"].value, Some(887844.0));
+        assert_eq!(c["software/config=1,config1=0/u"].value, Some(895176.0));
+        // `name=` makes perf print the name instead of the spec.
+        assert_eq!(c["tclk"].value, Some(895176.0));
+        assert_eq!(c["cpu-clock"].value, Some(0.89e6));
+        assert!((r.regions[0].threads[0].time_s.unwrap() - 0.09995113).abs() < 1e-12);
+        let r = parse(RAW_PMU_PER_CPU, "cpu.csv", "cpu").unwrap();
+        let t = &r.regions[0].threads;
+        assert_eq!(t.len(), 2);
+        for (cpu, v) in [(0, 100010834.0), (1, 75990034.0)] {
+            let th = t.iter().find(|x| x.thread == cpu).unwrap();
+            assert_eq!(
+                th.counters["software/config=0,period=100000/"].value,
+                Some(v)
+            );
+            assert_eq!(th.counters.len(), 3, "{:?}", th.counters.keys());
+        }
+    }
+
+    /// Hand-written in perf's layout (this machine has no `cpu` PMU to record it from): a
+    /// raw hardware event with two and three terms, one with a modifier, with an
+    /// interval prefix and a per-thread prefix.
+    #[test]
+    fn raw_hardware_event_specs_written_by_hand() {
+        let text = "1000,,cpu/event=0x3c,umask=0x0/,500,100.00,,
+2000,,cpu/event=0x3c,umask=0x0,name=foo/,500,50.00,,
+3000,,cpu/event=0xc0,umask=0x0,edge/u,500,100.00,,
+0.89,msec,task-clock,895176,100.00,0.009,CPUs utilized
+";
+        let r = parse(text, "hand.csv", "hand").unwrap();
+        let c = &r.regions[0].threads[0].counters;
+        assert_eq!(c["cpu/event=0x3c,umask=0x0/"].value, Some(1000.0));
+        assert_eq!(c["cpu/event=0x3c,umask=0x0,name=foo/"].value, Some(2000.0));
+        assert_eq!(
+            c["cpu/event=0x3c,umask=0x0,name=foo/"].status,
+            Status::Scaled
+        );
+        assert_eq!(c["cpu/event=0xc0,umask=0x0,edge/u"].value, Some(3000.0));
+        let text = "     0.031923784,app-4242,1000,,cpu/event=0x3c,umask=0x0/,500,100.00,,
+     0.062170834,app-4242,1500,,cpu/event=0x3c,umask=0x0/,500,100.00,,
+";
+        let r = parse(text, "i.csv", "i").unwrap();
+        let th = &r.regions[0].threads[0];
+        assert_eq!(th.thread, 4242);
+        assert_eq!(th.counters["cpu/event=0x3c,umask=0x0/"].value, Some(2500.0));
+        // A spec that never closes is not joined: the line is refused with its column.
+        let e = parse(
+            "1000,,cpu/event=0x3c,umask=0x0,500,100.00,,\n",
+            "o.csv",
+            "o",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("o.csv:1:"), "{e}");
+    }
+
+    /// perf itself, now: a raw software-PMU spec with commas, per CPU, read back as one
+    /// event per CPU with the count perf printed.
+    #[test]
+    fn perf_stat_raw_spec_live() {
+        let out = std::process::Command::new("perf")
+            .args(["stat", "-x,", "-A", "-a", "-e"])
+            .arg("software/config=0,period=100000/,task-clock")
+            .args(["--", "sleep", "0.01"])
+            .output();
+        let text = match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stderr).into_owned(),
+            Ok(o) => {
+                println!(
+                    "skipping: perf stat -a failed here: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                return;
+            }
+            Err(e) => {
+                println!("skipping: perf is not installed ({e})");
+                return;
+            }
+        };
+        let r = parse(&text, "live.csv", "live").unwrap();
+        let spec = "software/config=0,period=100000/";
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(spec)).collect();
+        assert!(!lines.is_empty(), "perf printed no line of {spec}:\n{text}");
+        for line in lines {
+            let cpu: u64 = line
+                .strip_prefix("CPU")
+                .and_then(|l| l.split(',').next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_else(|| panic!("no CPU prefix: {line}"));
+            let want: f64 = line.split(',').nth(1).unwrap().parse().unwrap();
+            let th = r.regions[0]
+                .threads
+                .iter()
+                .find(|t| t.thread == cpu)
+                .unwrap();
+            assert_eq!(th.counters[spec].value, Some(want), "{line}");
+        }
     }
 }
