@@ -184,6 +184,14 @@ pub const NAMES: &[(&str, &str)] = &[
         "`counters recipes ID --format json`: one recipe with its events and formulas",
     ),
     (
+        "bench",
+        "`bench --format json`: sweep points, peaks per kernel and width, latency, scaling",
+    ),
+    (
+        "bench-mpi",
+        "`bench mpi --format json`: IMB-style times per benchmark and size, the Hockney fits",
+    ),
+    (
         "model-kernel",
         "`model kernel --format json`: a function's loops and counts per iteration",
     ),
@@ -198,6 +206,10 @@ pub const NAMES: &[(&str, &str)] = &[
     (
         "model-strong",
         "`model strong --format json`: strong scaling, with measurements or the BSP model",
+    ),
+    (
+        "model-dt",
+        "`model dt --format json`: the data-throughput kernel and the clock per thread count",
     ),
     (
         "model-similarity",
@@ -261,8 +273,12 @@ pub fn schema(name: &str) -> Option<String> {
         "model-kernel" => make::<output::KernelOutput>(name, about, true),
         "model-fit" => make::<hpcscope_models::fit::CpiFit>(name, about, true),
         "model-predict" => make::<output::PredictOutput>(name, about, true),
-        // The measurement is `model dt`'s report (its type has no schema yet: any JSON).
-        "model-strong" => make::<output::StrongOutput<serde_json::Value>>(name, about, true),
+        "model-strong" => {
+            make::<output::StrongOutput<hpcscope_bench::dt::DtReport>>(name, about, true)
+        }
+        "model-dt" => make::<hpcscope_bench::dt::DtReport>(name, about, true),
+        "bench" => make::<hpcscope_bench::report::Report>(name, about, true),
+        "bench-mpi" => make::<hpcscope_bench::mpi::MpiReport>(name, about, true),
         "model-similarity" => make::<output::SimilarityOutput>(name, about, true),
         "model-scaling" => make::<output::ScalingOutput>(name, about, true),
         "model-pop" => make::<output::PopOutput>(name, about, true),

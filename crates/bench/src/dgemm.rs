@@ -19,6 +19,7 @@ const KC: usize = 256;
 const MC: usize = 64;
 
 /// The result of the DGEMM benchmark.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DgemmResult {
     /// Matrix order n (n x n matrices).
@@ -36,6 +37,7 @@ pub struct DgemmResult {
 }
 
 /// The DGEMM on every benchmarked CPU at once.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeDgemm {
     /// Threads, one pinned to each CPU.

@@ -137,6 +137,7 @@ impl DtConfig {
 }
 
 /// The DT kernel and the clock at one thread count.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DtPoint {
     /// Threads run together.
@@ -159,6 +160,7 @@ pub struct DtPoint {
 }
 
 /// A DT measurement at several thread counts.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DtReport {
     /// Always [`FORMAT`].
@@ -184,6 +186,7 @@ pub struct DtReport {
 }
 
 /// What one edge of the DT kernel does.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PerEdge {
     /// FLOPs.

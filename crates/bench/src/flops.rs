@@ -21,6 +21,7 @@ pub const CHAINS: u32 = 12;
 pub const INSTR_PER_ITER: u32 = 2 * CHAINS;
 
 /// A floating-point operation kind.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum FlopOp {
@@ -66,6 +67,7 @@ impl std::fmt::Display for FlopOp {
 }
 
 /// One peak kernel: operation, precision, width.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FlopSpec {
     /// Operation.

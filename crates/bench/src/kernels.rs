@@ -19,6 +19,7 @@ use crate::topology::Isa;
 pub use crate::topology::Width;
 
 /// A bandwidth kernel.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Kernel {
@@ -151,6 +152,7 @@ impl std::fmt::Display for Kernel {
 }
 
 /// How bytes are counted for a bandwidth.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ByteCount {
@@ -161,6 +163,7 @@ pub enum ByteCount {
 }
 
 /// One runnable bandwidth kernel: what, how wide, which stores.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KernelSpec {
     /// The kernel.

@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A flat stretch of the sweep.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plateau {
     /// Smallest working set in the plateau, bytes.
@@ -187,6 +188,7 @@ pub fn transition_sizes(plateaus: &[Plateau]) -> Vec<u64> {
 }
 
 /// Capacity of one cache level as seen by the measuring threads.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CacheCapacity {
     /// Level number (1 = L1).
@@ -196,6 +198,7 @@ pub struct CacheCapacity {
 }
 
 /// Bandwidth of one memory level, with the rule that chose it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelEstimate {
     /// `L1`, `L2`, `L3`, ..., `MM`.

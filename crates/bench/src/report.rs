@@ -22,6 +22,7 @@ use crate::topology::{Isa, Topology};
 use crate::units::format_bytes;
 
 /// Where and when the run happened, and how.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// `hpcscope-bench <version>`.
@@ -55,6 +56,7 @@ pub struct RunInfo {
 }
 
 /// Core frequency measured while vector FMAs of one width run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VectorFrequency {
     /// Vector width.
@@ -64,6 +66,7 @@ pub struct VectorFrequency {
 }
 
 /// Measured and nominal frequency.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Frequency {
     /// Measured core frequency running scalar code, GHz (dependent-add chain, 1 cycle per
@@ -79,6 +82,7 @@ pub struct Frequency {
 }
 
 /// One point of the working-set sweep.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     /// Total working set of all arrays, bytes.
@@ -92,6 +96,7 @@ pub struct SweepPoint {
 }
 
 /// One bandwidth kernel measured at one size.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelResult {
     /// Kernel.
@@ -117,6 +122,7 @@ pub struct KernelResult {
 }
 
 /// One peak kernel.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeakResult {
     /// Operation.
@@ -141,6 +147,7 @@ pub struct PeakResult {
 }
 
 /// Latency at one working-set size.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyPoint {
     /// Working set, bytes.
@@ -152,6 +159,7 @@ pub struct LatencyPoint {
 }
 
 /// A measurement with several threads.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScalingPoint {
     /// Threads (one per CPU).
@@ -178,6 +186,7 @@ pub struct ScalingPoint {
 }
 
 /// Everything a run measured.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Run information.

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Summary of repeated measurements of one quantity.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Median.
@@ -20,6 +21,7 @@ pub struct Summary {
 }
 
 /// Which statistic of the repetitions a machine file keeps.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {

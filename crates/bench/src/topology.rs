@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// ISA extensions relevant to the kernels.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Isa {
     /// `std::env::consts::ARCH` of this build: `x86_64`, `aarch64`...
@@ -176,6 +177,7 @@ impl Isa {
 }
 
 /// Vector width of a kernel.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 pub enum Width {
     /// One element per instruction.
@@ -259,6 +261,7 @@ fn sve_vector_bits() -> Option<u32> {
 }
 
 /// One cache as seen by one CPU.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheInfo {
     /// Level, 1 = closest to the core.
@@ -282,6 +285,7 @@ pub struct CacheInfo {
 }
 
 /// The machine's topology.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
     /// CPU model (`model name` of /proc/cpuinfo or the cpuid brand string).

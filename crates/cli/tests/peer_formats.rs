@@ -745,10 +745,13 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             "counters-metrics",
             "counters-recipes",
             "counters-recipe",
+            "bench",
+            "bench-mpi",
             "model-kernel",
             "model-fit",
             "model-predict",
             "model-strong",
+            "model-dt",
             "model-similarity",
             "model-scaling",
             "model-pop",
@@ -1237,6 +1240,81 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             v(&["peak", "--dag", &m("cftb040.dag")]),
         ),
     ];
+    // `model dt` measured now (one thread, a small mesh), and `model strong --dt` of it.
+    let dt = json_of(
+        "model-dt",
+        "model-dt.json",
+        &v(&[
+            "model",
+            "dt",
+            "--threads",
+            "1",
+            "--dt-mib",
+            "1",
+            "--reps",
+            "2",
+            "--format",
+            "json",
+        ]),
+    );
+    pairs.push(json_of(
+        "model-strong",
+        "model-strong-dt.json",
+        &v(&[
+            "model",
+            "strong",
+            "--dt",
+            &s(&dt.1),
+            "--cycles",
+            "113",
+            "--iters",
+            "1e6",
+            "--format",
+            "json",
+        ]),
+    ));
+    pairs.push(dt);
+    // `bench` of one kernel at one width, the quick sweep.
+    let bench = d.join("bench.json");
+    run(hpcscope()
+        .args([
+            "bench",
+            "--quick",
+            "--kernels",
+            "triad",
+            "--repeat",
+            "2",
+            "--threads",
+            "1",
+        ])
+        .args([
+            "--widths",
+            "scalar",
+            "--precision",
+            "f64",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&bench));
+    pairs.push(("bench", bench));
+    // `bench mpi` where Open MPI's mpirun and mpicc are.
+    match (common::which("mpirun"), common::which("mpicc")) {
+        (Some(_), Some(_)) => {
+            let mpi = d.join("bench-mpi.json");
+            run(hpcscope()
+                .args([
+                    "bench", "mpi", "--quick", "--repeat", "2", "--sizes", "0,1K,64K",
+                ])
+                .args(["--format", "json", "-o"])
+                .arg(&mpi));
+            pairs.push(("bench-mpi", mpi));
+        }
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("mpirun and mpicc are there under CI (scripts/setup.sh installs openmpi)")
+        }
+        _ => println!("skipping bench mpi: mpirun or mpicc is missing"),
+    }
     for (schema, name, args) in model_runs {
         let mut a = vec!["model".to_string()];
         a.extend(args);

@@ -14,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What the least squares minimise.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Weights {
@@ -35,6 +36,7 @@ impl Weights {
 }
 
 /// A fitted Hockney model.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HockneyFit {
     /// Latency t0, µs.

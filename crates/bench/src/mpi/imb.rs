@@ -21,6 +21,7 @@ pub const OVERALL_VOLUME: u64 = 40 * 1024 * 1024;
 pub const MBYTE: f64 = 1.0e6;
 
 /// A benchmark of the suite.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Benchmark {

@@ -123,6 +123,7 @@ impl MpiConfig {
 }
 
 /// One line of results, as IMB prints it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Message size, bytes.
@@ -144,6 +145,7 @@ pub struct Row {
 }
 
 /// The rows of one benchmark and its fit.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchmarkResult {
     /// The benchmark.
@@ -164,6 +166,7 @@ pub struct BenchmarkResult {
 }
 
 /// Everything `hpcscope bench mpi` measured.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MpiReport {
     /// `hpcscope-bench <version>`.
