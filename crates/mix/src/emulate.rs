@@ -816,7 +816,10 @@ pub(crate) fn read_stream(
             demux.split(b, &mut runs);
             for e in &runs {
                 match *e {
-                    Event::Skipped(t, n) => *skipped.entry(t).or_default() += n,
+                    Event::Skipped(t, n) => {
+                        let c = skipped.entry(t).or_default();
+                        *c = c.saturating_add(n);
+                    }
                     Event::SkippedBytes(t, bytes) => {
                         let n = skipped.remove(&t).unwrap_or(0);
                         sampler.borrow_mut().skipped(t, n, bytes);

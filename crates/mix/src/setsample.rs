@@ -223,8 +223,9 @@ impl SetSampler {
             .threads
             .entry(t)
             .or_insert_with(|| Bytes::new(n_machines));
-        th.all += bytes;
-        self.accesses += accesses;
+        // Counts from the stream: a damaged one must not overflow them.
+        th.all = th.all.saturating_add(bytes);
+        self.accesses = self.accesses.saturating_add(accesses);
     }
 
     /// Thread `t`'s next records.
