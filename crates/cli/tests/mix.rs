@@ -823,3 +823,76 @@ fn the_program_dies_with_hpcscope_natively_and_under_emulation() {
         );
     }
 }
+
+#[test]
+fn sampled_simulation_keeps_flops_exact_and_estimates_the_hit_ratios() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = cc(dir.path(), "triad", TRIAD, &[]);
+    let (n, reps) = (4096.0, 200.0);
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "cascadelake-8260",
+            "--sample",
+            "8",
+            "--native-runs",
+            "0",
+            "--format",
+            "json",
+            "--",
+            prog.to_str().unwrap(),
+            "4096",
+            "200",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let r: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let v = &r["variants"][0];
+    assert_eq!(
+        v["counts"]["totals"]["flops"].as_f64().unwrap(),
+        2.0 * n * reps
+    );
+    let m = &v["sampling"]["machines"][0];
+    // cascadelake-8260: 64 classes of sets, 8 simulated.
+    assert_eq!(
+        (m["units"].as_u64(), m["population"].as_u64()),
+        (Some(8), Some(64))
+    );
+    // The plugin streamed only the sampled classes; the estimate still covers every access:
+    // about 1 in 8 simulated.
+    let (sim, all) = (
+        m["simulated"].as_f64().unwrap(),
+        v["sampling"]["records"].as_f64().unwrap(),
+    );
+    assert!(all >= 3.0 * n * reps, "{all} accesses");
+    assert!((sim / all - 0.125).abs() < 0.03, "{sim} of {all}");
+    // Sequential 8-byte accesses over 64-byte lines: 7 of 8 hit L1.
+    let l1 = &m["levels"][0];
+    assert_eq!(l1["level"], "L1");
+    assert!(
+        (l1["hit_ratio"].as_f64().unwrap() - 0.875).abs() < 0.01,
+        "{l1}"
+    );
+    // Too few classes for the period: said before anything runs, with what to give.
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "cascadelake-8260",
+            "--sample",
+            "64",
+            "--native-runs",
+            "0",
+            "--",
+            prog.to_str().unwrap(),
+            "4096",
+            "200",
+        ],
+    );
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--sample 32 or less"), "{e}");
+}

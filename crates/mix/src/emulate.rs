@@ -236,6 +236,10 @@ pub struct Request {
     pub timeout: Option<Duration>,
     /// Simulate the caches in sampled windows (None: every access).
     pub sample: Option<SampleSpec>,
+    /// With set sampling, the plugin leaves the accesses to unsampled classes out of the
+    /// stream (normally; `false` streams every access and the reader drops them, which
+    /// gives the same result more slowly).
+    pub plugin_gate: bool,
 }
 
 /// How the program ended.
@@ -322,6 +326,12 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
             .min()
             .unwrap_or(64);
         plugin_args.push_str(&format!(",mem=on,memfd={},coalesce={line}", pipe_fds[1]));
+        if let Some(spec) = req.sample.filter(|s| s.method == SampleMethod::Sets)
+            && req.plugin_gate
+            && let Some(gate) = crate::setsample::plugin_gate(&spec, &req.nodes)
+        {
+            plugin_args.push_str(&format!(",sample={gate}"));
+        }
     }
     let cpu = match (req.arch, req.sve_bits) {
         (Arch::Aarch64, Some(vl)) => format!("max,sve-default-vector-length={}", vl / 8),
@@ -541,6 +551,12 @@ const STREAM_BUF: usize = 1 << 17;
 /// Top byte of the marker of a thread that exited.
 const END_TOP: u64 = 0x7e;
 
+/// Top byte of a skip record: accesses (or, with [`SKIP_BYTES`], bytes) the plugin left out
+/// of the thread's batch (`sample=`).
+const SKIP_TOP: u64 = 0x7d;
+/// Bit of a skip record that says it counts bytes.
+const SKIP_BYTES: u64 = 1 << 55;
+
 /// A run of one thread's records in a buffer: (thread, start, end).
 type Run = (u32, usize, usize);
 
@@ -551,6 +567,10 @@ pub(crate) enum Event {
     Run(u32, usize, usize),
     /// A thread exited.
     Ended(u32),
+    /// The plugin left out this many accesses of a thread (set sampling).
+    Skipped(u32, u64),
+    /// ... and this many bytes.
+    SkippedBytes(u32, u64),
 }
 
 /// Cuts the records of a buffer into runs of one thread each, at the thread markers; the
@@ -559,6 +579,8 @@ pub(crate) enum Event {
 #[derive(Debug, Default)]
 pub(crate) struct Demux {
     thread: u32,
+    /// Skip records seen (a stream gated by set sampling).
+    pub(crate) skips: u64,
 }
 
 impl Demux {
@@ -570,6 +592,23 @@ impl Demux {
         let mut open = false;
         for (i, r) in recs.iter().enumerate() {
             let top = r.0 >> 56;
+            if top == SKIP_TOP {
+                // After the thread's marker: the run it opened goes on after this record.
+                if i > start {
+                    events.push(Event::Run(self.thread, start, i));
+                    open = false;
+                }
+                let n = r.0 & (SKIP_BYTES - 1);
+                events.push(if r.0 & SKIP_BYTES != 0 {
+                    Event::SkippedBytes(self.thread, n)
+                } else {
+                    Event::Skipped(self.thread, n)
+                });
+                self.skips += 1;
+                markers += 1;
+                start = i + 1;
+                continue;
+            }
             if top == MARKER_TOP || top == END_TOP {
                 if i > start || open {
                     events.push(Event::Run(self.thread, start, i));
@@ -703,6 +742,7 @@ impl Pacer {
             match *e {
                 Event::Run(t, a, z) => self.push(t, &b[a..z], now, feed),
                 Event::Ended(t) => self.ended(t, now, feed),
+                Event::Skipped(..) | Event::SkippedBytes(..) => {}
             }
         }
     }
@@ -768,17 +808,48 @@ pub(crate) fn read_stream(
             .first()
             .map(|s| s.placement().clone())
             .unwrap_or_default();
-        let mut sampler = SetSampler::new(spec, &nodes, &placement)?;
-        let mut records = 0;
-        let mut feed = |t: u32, r: &[PackedAccess]| sampler.feed(t, r);
+        let sampler = std::cell::RefCell::new(SetSampler::new(spec, &nodes, &placement)?);
+        let mut feed = |t: u32, r: &[PackedAccess]| sampler.borrow_mut().feed(t, r);
+        // Per thread, accesses the plugin left out, waiting for their bytes.
+        let mut skipped: BTreeMap<u32, u64> = BTreeMap::new();
         for_each_batch(f, |b| {
-            records += demux.split(b, &mut runs);
+            demux.split(b, &mut runs);
+            for e in &runs {
+                match *e {
+                    Event::Skipped(t, n) => {
+                        let c = skipped.entry(t).or_default();
+                        *c = c.saturating_add(n);
+                    }
+                    Event::SkippedBytes(t, bytes) => {
+                        let n = skipped.remove(&t).unwrap_or(0);
+                        sampler.borrow_mut().skipped(t, n, bytes);
+                    }
+                    _ => {}
+                }
+            }
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
         pacer.finish(&mut feed);
-        let result = sampler.finish(records);
+        let mut sampler = sampler.into_inner();
+        for (t, n) in skipped {
+            sampler.skipped(t, n, 0);
+        }
+        let result = sampler.finish();
+        // Accesses, those the plugin left out included.
+        let records = result.1.records;
         return Ok((sims, records, Some(result)));
     }
+    // Only set sampling gates the stream: a gated stream read any other way would miss
+    // the accesses left out.
+    let ungated = |demux: &Demux| {
+        if demux.skips > 0 {
+            Err(MixError::Run(
+                "the memory stream was thinned by set sampling (the plugin's sample= argument): it can only be read by a set-sampled simulation with the same classes".into(),
+            ))
+        } else {
+            Ok(())
+        }
+    };
     if let Some(spec) = sample {
         let mut sims = sims;
         let mut records = 0;
@@ -789,6 +860,7 @@ pub(crate) fn read_stream(
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
         pacer.finish(&mut feed);
+        ungated(&demux)?;
         let result = sampler.finish(&sims, records);
         return Ok((sims, records, Some(result)));
     }
@@ -805,6 +877,7 @@ pub(crate) fn read_stream(
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
         pacer.finish(&mut feed);
+        ungated(&demux)?;
         return Ok((sims, records, None));
     }
     // Node i goes to worker i % workers; they come back in the original order.
@@ -881,6 +954,7 @@ pub(crate) fn read_stream(
             }
         }
         read?;
+        ungated(&demux)?;
         Ok((
             done.into_iter().map(|s| s.expect("every node")).collect(),
             records,
@@ -1019,6 +1093,55 @@ mod tests {
         assert_eq!(ev, [Run(3, 0, 2), Run(1, 3, 3), Ended(3), Run(2, 5, 6)]);
         assert_eq!(d.split(&[], &mut ev), 0);
         assert!(ev.is_empty());
+    }
+
+    #[test]
+    fn skip_records_count_for_the_thread_of_their_batch() {
+        let m = |t: u64| PackedAccess(MARKER_TOP << 56 | t);
+        let skip = |n: u64| PackedAccess(SKIP_TOP << 56 | n);
+        let skip_bytes = |n: u64| PackedAccess(SKIP_TOP << 56 | SKIP_BYTES | n);
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
+        let mut d = Demux::default();
+        let mut ev = Vec::new();
+        use Event::{Run, Skipped, SkippedBytes};
+        // A batch of thread 2 after 5 accesses (36 bytes) left out; then one of thread 0
+        // with none left out; then thread 2's counts alone (its last accesses all left out).
+        let b = [m(2), skip(5), skip_bytes(36), a(1), a(2), m(0), a(3)];
+        assert_eq!(d.split(&b, &mut ev), 3);
+        assert_eq!(
+            ev,
+            [
+                Skipped(2, 5),
+                SkippedBytes(2, 36),
+                Run(2, 3, 5),
+                Run(0, 6, 7)
+            ]
+        );
+        assert_eq!(d.split(&[m(2), skip(1), skip_bytes(8)], &mut ev), 0);
+        assert_eq!(ev, [Skipped(2, 1), SkippedBytes(2, 8), Run(2, 3, 3)]);
+        assert_eq!(d.skips, 4);
+        // A skip record reads as no access: a load of 2^13 bytes repeated 7 times.
+        assert_eq!(skip(0).0 >> 56, 0x7d);
+    }
+
+    #[test]
+    fn a_thinned_stream_is_refused_by_a_full_simulation() {
+        let m = hpcscope_core::library::builtin("thunderx2").unwrap();
+        let node = crate::node(&m).unwrap();
+        let mut s = MAGIC.to_vec();
+        for r in [
+            MARKER_TOP << 56,
+            SKIP_TOP << 56 | 3,
+            SKIP_TOP << 56 | SKIP_BYTES | 24,
+        ] {
+            s.extend_from_slice(&r.to_le_bytes());
+        }
+        s.extend_from_slice(&PackedAccess::new(0x1000, 8, false).unwrap().0.to_le_bytes());
+        let Err(e) = crate::replay_stream(&s[..], vec![node], &Placement::Compact) else {
+            panic!("a thinned stream was simulated as a whole one");
+        };
+        let e = e.to_string();
+        assert!(e.contains("thinned by set sampling"), "{e}");
     }
 }
 

@@ -451,6 +451,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 tbs: false,
                 timeout: opts.timeout,
                 sample: opts.sample,
+                plugin_gate: true,
             },
         )?;
         notes.push(format!(
@@ -483,6 +484,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 tbs: opts.per_function,
                 timeout: opts.timeout,
                 sample: opts.sample,
+                plugin_gate: true,
             },
         )?;
         let Some(counts) = o.counts.clone() else {

@@ -155,7 +155,8 @@ pub struct MachineSampling {
     /// Units in all: of the stream (`records / unit` per thread, rounded up), or classes of
     /// sets of the caches.
     pub population: u64,
-    /// Records simulated (measured and warm-up).
+    /// Time windows: records simulated (measured and warm-up). Sets: accesses simulated
+    /// (a coalesced record counts each of its repeats).
     pub simulated: u64,
     /// Per level, nearest the core first.
     pub levels: Vec<LevelEstimate>,
@@ -167,7 +168,8 @@ pub struct MachineSampling {
 pub struct SamplingReport {
     /// How it sampled.
     pub spec: SampleSpec,
-    /// Records of the stream (all threads).
+    /// Time windows: records of the stream (all threads). Sets: accesses of the run (all
+    /// threads), those the plugin left out of the stream included.
     pub records: u64,
     /// Time windows: records simulated for warm-up, not counted (0 with sets).
     pub warmed: u64,

@@ -14,6 +14,12 @@
 //! `g` classes, `g / K` (at least two) are chosen by a fixed pseudo-random order and
 //! simulated; the accesses to other classes are dropped after one test.
 //!
+//! The plugin drops them first: [`plugin_gate`] gives it the union of every machine's
+//! chosen classes (from [`chosen_classes`], the order the sampler uses), and it streams only
+//! the accesses to those, with per-thread counts of the accesses and bytes it left out
+//! ([`SetSampler::skipped`]). The reader's own test stays: with two machines it keeps, for
+//! each, only its classes, and a stream that was not gated gives the same result.
+//!
 //! Per level, the hit ratio is the ratio estimator over the chosen classes (cluster
 //! sampling: the class is the unit), its interval from the between-class residuals with
 //! Student's t and the finite-population correction `1 - n/g`. Counters are extrapolated
@@ -36,6 +42,73 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// The classes of sets simulated when one in `period` of `g` is: the first `g / period` of a
+/// fixed pseudo-random order (Fibonacci hashing of the class number), so that strided access
+/// patterns, which favour classes a power of two apart, do not line up with the choice. The
+/// plugin's gate ([`plugin_gate`]) and the sampler both take their classes from here.
+pub fn chosen_classes(g: u64, period: u64) -> Vec<u64> {
+    let mut order: Vec<u64> = (0..g).collect();
+    order.sort_by_key(|&c| (c.wrapping_mul(0x9e37_79b9_7f4a_7c15), c));
+    order.truncate((g / period.max(1)) as usize);
+    order
+}
+
+/// Set counts, line size: a node's classes (`g`, the greatest common divisor of its levels'
+/// set counts) and log2 of its line size.
+fn classes_of(n: &NodeConfig) -> (u64, u32) {
+    let g = n
+        .levels
+        .iter()
+        .map(|l| l.cache.sets().max(1))
+        .fold(0, gcd)
+        .max(1);
+    let line = n.levels.first().map_or(64, |l| l.cache.line_bytes);
+    (g, line.trailing_zeros())
+}
+
+/// The plugin's `sample=LINE:MOD:HEX` argument for sampling one class in `spec.period` of
+/// every node of `nodes`: lines of the smallest line size, and the classes `line mod MOD`
+/// any node simulates. `None` when the classes cannot be given that way (a node whose
+/// class count is not a power of two, or more than 2^16 classes): the plugin then streams
+/// every access and the reader drops the unsampled ones.
+pub fn plugin_gate(spec: &SampleSpec, nodes: &[NodeConfig]) -> Option<String> {
+    let shapes: Vec<(u64, u32)> = nodes.iter().map(classes_of).collect();
+    let s0 = shapes.iter().map(|&(_, s)| s).min()?;
+    if shapes.iter().any(|&(g, _)| !g.is_power_of_two()) {
+        return None;
+    }
+    // With lines of 2^s0 bytes, a node's class is (line >> d) mod g, d its shift minus s0:
+    // fixed by line mod (g << d). The largest of these powers of two is a multiple of all.
+    let modulus = shapes
+        .iter()
+        .map(|&(g, s)| g.checked_shl(s - s0).unwrap_or(u64::MAX))
+        .max()?;
+    if modulus > 1 << 16 {
+        return None;
+    }
+    let mut bits = vec![false; modulus as usize];
+    for &(g, s) in &shapes {
+        let mut chosen = vec![false; g as usize];
+        for c in chosen_classes(g, spec.period) {
+            chosen[c as usize] = true;
+        }
+        for (c, b) in bits.iter_mut().enumerate() {
+            *b |= chosen[((c as u64 >> (s - s0)) & (g - 1)) as usize];
+        }
+    }
+    let hex: String = bits
+        .chunks(4)
+        .map(|d| {
+            let v = d
+                .iter()
+                .enumerate()
+                .fold(0u32, |v, (j, &b)| v | u32::from(b) << j);
+            char::from_digit(v, 16).expect("a hex digit")
+        })
+        .collect();
+    Some(format!("{}:{modulus}:{hex}", 1u64 << s0))
+}
+
 /// One machine's sampled classes.
 struct Classes {
     name: String,
@@ -47,6 +120,8 @@ struct Classes {
     sims: Vec<NodeSim>,
     /// Per chosen class, the accesses of the current batch.
     bufs: Vec<Vec<Access>>,
+    /// Accesses simulated (a coalesced record counts its repeats; a line-crossing access
+    /// one per piece).
     simulated: u64,
 }
 
@@ -57,11 +132,22 @@ struct Bytes {
     kept: Vec<u64>,
 }
 
+impl Bytes {
+    fn new(machines: usize) -> Self {
+        Self {
+            all: 0,
+            kept: vec![0; machines],
+        }
+    }
+}
+
 /// Simulates the chosen classes of sets of every machine.
 pub(crate) struct SetSampler {
     spec: SampleSpec,
     machines: Vec<Classes>,
     threads: BTreeMap<u32, Bytes>,
+    /// Accesses in the stream and left out of it by the plugin, all threads.
+    accesses: u64,
 }
 
 impl SetSampler {
@@ -73,8 +159,7 @@ impl SetSampler {
     ) -> Result<Self, MixError> {
         let mut machines = Vec::new();
         for n in nodes {
-            let sets: Vec<u64> = n.levels.iter().map(|l| l.cache.sets().max(1)).collect();
-            let g = sets.iter().copied().fold(0, gcd).max(1);
+            let (g, line_shift) = classes_of(n);
             let chosen = g / spec.period;
             if chosen < 2 {
                 return Err(MixError::Usage {
@@ -88,13 +173,8 @@ impl SetSampler {
                     ),
                 });
             }
-            // A fixed pseudo-random order of the classes (Fibonacci hashing of the class
-            // number), the first `chosen` taken: strided access patterns, which favour
-            // classes a power of two apart, do not line up with the choice.
-            let mut order: Vec<u64> = (0..g).collect();
-            order.sort_by_key(|&c| (c.wrapping_mul(0x9e37_79b9_7f4a_7c15), c));
             let mut slot = vec![u32::MAX; g as usize];
-            for (k, &c) in order.iter().take(chosen as usize).enumerate() {
+            for (k, c) in chosen_classes(g, spec.period).into_iter().enumerate() {
                 slot[c as usize] = k as u32;
             }
             let small = NodeConfig {
@@ -117,10 +197,9 @@ impl SetSampler {
                 .map(|_| NodeSim::new(small.clone(), placement.clone()))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| MixError::Run(e.to_string()))?;
-            let line = n.levels.first().map_or(64, |l| l.cache.line_bytes);
             machines.push(Classes {
                 name: n.name.clone(),
-                line_shift: line.trailing_zeros(),
+                line_shift,
                 g,
                 slot,
                 bufs: vec![Vec::new(); chosen as usize],
@@ -132,17 +211,32 @@ impl SetSampler {
             spec,
             machines,
             threads: BTreeMap::new(),
+            accesses: 0,
         })
+    }
+
+    /// The plugin left out `accesses` accesses of thread `t`, of `bytes` bytes in all
+    /// (none of them in a simulated class).
+    pub(crate) fn skipped(&mut self, t: u32, accesses: u64, bytes: u64) {
+        let n_machines = self.machines.len();
+        let th = self
+            .threads
+            .entry(t)
+            .or_insert_with(|| Bytes::new(n_machines));
+        // Counts from the stream: a damaged one must not overflow them.
+        th.all = th.all.saturating_add(bytes);
+        self.accesses = self.accesses.saturating_add(accesses);
     }
 
     /// Thread `t`'s next records.
     pub(crate) fn feed(&mut self, t: u32, recs: &[PackedAccess]) {
         let n_machines = self.machines.len();
-        let th = self.threads.entry(t).or_insert_with(|| Bytes {
-            all: 0,
-            kept: vec![0; n_machines],
-        });
+        let th = self
+            .threads
+            .entry(t)
+            .or_insert_with(|| Bytes::new(n_machines));
         th.all += recs.iter().map(|r| r.bytes()).sum::<u64>();
+        self.accesses += recs.iter().map(|r| r.count()).sum::<u64>();
         for (k, m) in self.machines.iter_mut().enumerate() {
             let shift = m.line_shift;
             let mask = (1u64 << shift) - 1;
@@ -168,7 +262,7 @@ impl SetSampler {
                         b.push(small);
                     }
                     kept_bytes += r.bytes();
-                    kept += 1;
+                    kept += r.count();
                 } else {
                     // Pieces, each in its line's class (a producer coalesces no split access).
                     let last = a.addr.saturating_add(u64::from(a.size.max(1)) - 1);
@@ -201,11 +295,10 @@ impl SetSampler {
         }
     }
 
-    /// The estimated counters of every node (all threads; per thread) and the report.
-    pub(crate) fn finish(
-        self,
-        records: u64,
-    ) -> (Vec<(HierarchyStats, Vec<ThreadStats>)>, SamplingReport) {
+    /// The estimated counters of every node (all threads; per thread) and the report (its
+    /// `records` are the accesses, the plugin's left-out ones included).
+    pub(crate) fn finish(self) -> (Vec<(HierarchyStats, Vec<ThreadStats>)>, SamplingReport) {
+        let records = self.accesses;
         let mut nodes = Vec::new();
         let mut machines = Vec::new();
         for (k, m) in self.machines.iter().enumerate() {
@@ -331,7 +424,7 @@ mod tests {
         for piece in recs.chunks(10_000) {
             s.feed(0, piece);
         }
-        let (est, rep) = s.finish(recs.len() as u64);
+        let (est, rep) = s.finish();
         assert_eq!(rep.machines[0].units, 64);
         let got = &est[0].0;
         for (a, b) in got.levels.iter().zip(&full.levels) {
@@ -347,6 +440,74 @@ mod tests {
         for l in &rep.machines[0].levels {
             assert_eq!(l.ci95, Some(0.0), "every class measured: no sampling error");
         }
+    }
+
+    /// The plugin's gate keeps an access exactly when some machine simulates a line it
+    /// touches: nothing a sampler needs is left out, nothing is kept for nobody.
+    #[test]
+    fn the_plugin_gate_keeps_what_some_machine_samples() {
+        let big = |name: &str, line: u64| NodeConfig {
+            name: name.into(),
+            // 256-byte lines: 64, 2048 and 8192 sets: 64 classes of 256-byte lines.
+            levels: [(64u64 << 10, 4u32), (8 << 20, 16), (32 << 20, 16)]
+                .iter()
+                .map(|&(size, ways)| NodeLevel {
+                    cache: CacheConfig::new("L", size, line, ways),
+                    shared_by_cores: 1,
+                })
+                .collect(),
+            cores: 1,
+            inclusion: Default::default(),
+        };
+        let nodes = [node(), big("wide", 256)];
+        let spec = SampleSpec::sets(8).expect("valid");
+        let arg = plugin_gate(&spec, &nodes).expect("powers of two");
+        let mut it = arg.split(':');
+        let (line, modulus, hex) = (
+            it.next().unwrap().parse::<u64>().unwrap(),
+            it.next().unwrap().parse::<u64>().unwrap(),
+            it.next().unwrap(),
+        );
+        // 64-byte lines; the wide node's 64 classes of 256-byte lines are 64-byte lines
+        // mod 256.
+        assert_eq!((line, modulus, hex.len()), (64, 256, 64));
+        let bit = |c: u64| {
+            let d = hex.as_bytes()[(c / 4) as usize] as char;
+            d.to_digit(16).unwrap() >> (c % 4) & 1 == 1
+        };
+        let gate =
+            |addr: u64, size: u64| (addr / 64..=(addr + size - 1) / 64).any(|l| bit(l % 256));
+        let s = SetSampler::new(spec, &nodes, &Placement::Compact).expect("valid");
+        let sampled = |addr: u64, size: u64| {
+            s.machines.iter().any(|m| {
+                let first = addr >> m.line_shift;
+                let last = (addr + size - 1) >> m.line_shift;
+                (first..=last).any(|l| m.slot[(l % m.g) as usize] != u32::MAX)
+            })
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut kept = 0;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let addr = x >> 20;
+            let size = 1 << (x % 7);
+            assert_eq!(gate(addr, size), sampled(addr, size), "{addr:#x} {size}");
+            kept += u32::from(gate(addr, size));
+        }
+        // 1 in 8 classes of each machine: between 1/8 and 1/4 of the lines, a little more
+        // of the accesses (those of up to 64 bytes may touch two lines).
+        assert!((12_000..32_000).contains(&kept), "{kept}");
+        // A class count that is not a power of two: no gate (the reader filters).
+        let odd = NodeConfig {
+            levels: vec![NodeLevel {
+                cache: CacheConfig::new("L1", 48 * 64 * 4, 64, 4),
+                shared_by_cores: 1,
+            }],
+            ..node()
+        };
+        assert_eq!(plugin_gate(&spec, &[node(), odd]), None);
     }
 
     #[test]

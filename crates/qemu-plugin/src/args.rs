@@ -31,6 +31,75 @@ pub struct Config {
     pub table: Option<PathBuf>,
     /// Write a per-instruction check of the memory stream against the byte counts here.
     pub audit: Option<PathBuf>,
+    /// `sample=LINE:MOD:HEX`: set sampling's classes (see [`SampleGate`]); the stream
+    /// carries only the accesses to sampled classes.
+    pub sample: Option<SampleGate>,
+}
+
+/// The classes of lines a set-sampling reader simulates (`sample=LINE:MOD:HEX`): an
+/// access is streamed when one of the `LINE`-byte lines it touches has its class
+/// `line mod MOD` in the bitmap; the others are counted (accesses and bytes per thread)
+/// and left out. `HEX` holds `MOD` bits, four per digit, the first digit classes 0 to 3
+/// (bit 0 of the digit class 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleGate {
+    /// log2 of the line size.
+    pub line_shift: u32,
+    /// Number of classes (a power of two).
+    pub modulus: u64,
+    /// Bit `c` of word `c / 64`: class `c` is sampled.
+    pub bits: Vec<u64>,
+}
+
+impl SampleGate {
+    /// Largest `MOD` accepted.
+    pub const MAX_MODULUS: u64 = 1 << 16;
+
+    /// Parses `LINE:MOD:HEX`.
+    pub fn parse(v: &str) -> Result<SampleGate, String> {
+        let bad = |why: &str| {
+            format!(
+                "sample={v}: {why} (expected LINE:MOD:HEX, e.g. sample=64:8:a1: 64-byte lines, classes line mod 8, classes 0, 2, 4 and 7 sampled)"
+            )
+        };
+        let mut it = v.splitn(3, ':');
+        let (Some(line), Some(modulus), Some(hex)) = (it.next(), it.next(), it.next()) else {
+            return Err(bad("three fields"));
+        };
+        let line = parse_u64(line)
+            .filter(|b| b.is_power_of_two() && (8..=1 << 15).contains(b))
+            .ok_or_else(|| bad("the line size is a power of two from 8 to 32768"))?;
+        let modulus = parse_u64(modulus)
+            .filter(|m| m.is_power_of_two() && *m <= Self::MAX_MODULUS)
+            .ok_or_else(|| bad("the number of classes is a power of two up to 65536"))?;
+        if hex.len() as u64 != modulus.div_ceil(4) {
+            return Err(bad(&format!(
+                "{modulus} classes take {} hex digits, not {}",
+                modulus.div_ceil(4),
+                hex.len()
+            )));
+        }
+        let mut bits = vec![0u64; modulus.div_ceil(64) as usize];
+        for (i, ch) in hex.chars().enumerate() {
+            let d = ch
+                .to_digit(16)
+                .ok_or_else(|| bad(&format!("'{ch}' is not a hex digit")))?;
+            for j in 0..4 {
+                let c = 4 * i + j;
+                if d >> j & 1 == 1 {
+                    if c as u64 >= modulus {
+                        return Err(bad(&format!("class {c} is beyond {modulus} classes")));
+                    }
+                    bits[c / 64] |= 1 << (c % 64);
+                }
+            }
+        }
+        Ok(SampleGate {
+            line_shift: line.trailing_zeros(),
+            modulus,
+            bits,
+        })
+    }
 }
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -110,15 +179,21 @@ impl Config {
                 "tbs" => c.tbs = parse_bool(k, v)?,
                 "table" => c.table = Some(PathBuf::from(v)),
                 "audit" => c.audit = Some(PathBuf::from(v)),
+                "sample" => c.sample = Some(SampleGate::parse(v)?),
                 _ => {
                     return Err(format!(
-                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, coalesce, region, scope, tbs, table, audit)"
+                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, coalesce, region, scope, tbs, table, audit, sample)"
                     ));
                 }
             }
         }
         if c.mem && c.mem_fd.is_none() && c.mem_out.is_none() {
             return Err("mem=on needs memfd=N or memout=PATH for the access stream".into());
+        }
+        if c.sample.is_some() && !c.mem {
+            return Err(
+                "sample= selects which accesses the stream carries: it needs mem=on".into(),
+            );
         }
         Ok(c)
     }
@@ -225,6 +300,30 @@ mod tests {
         }
         assert!(c.is_scope_entry(0x400) && !c.is_scope_entry(0x404));
         assert!(c.in_scope(0x47f) && !c.in_scope(0x480));
+    }
+
+    #[test]
+    fn parses_the_sample_gate() {
+        let c = Config::parse(&["mem=on", "memfd=3", "sample=64:8:a1"]).expect("valid");
+        let g = c.sample.expect("a gate");
+        assert_eq!((g.line_shift, g.modulus), (6, 8));
+        // Digit 'a' (classes 1 and 3), digit '1' (class 4).
+        assert_eq!(g.bits, vec![0b1_1010]);
+        let g = SampleGate::parse(&format!("32:128:{}8", "0".repeat(31))).expect("valid");
+        assert_eq!((g.line_shift, g.bits.clone()), (5, vec![0, 1 << 63]));
+        for (bad, says) in [
+            ("64:8", "three fields"),
+            ("48:8:a1", "power of two"),
+            ("64:6:a1", "power of two"),
+            ("64:8:a", "take 2 hex digits"),
+            ("64:8:ag", "not a hex digit"),
+            ("64:2:4", "beyond 2 classes"),
+        ] {
+            let e = SampleGate::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let e = Config::parse(&["sample=64:8:a1"]).unwrap_err();
+        assert!(e.contains("needs mem=on"), "{e}");
     }
 
     #[test]

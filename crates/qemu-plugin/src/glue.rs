@@ -161,7 +161,8 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
                 .map_err(|e| format!("memout={}: {e}", p.display()))?,
             (None, None) => unreachable!("Config::parse checks a sink is given"),
         };
-        memtrace::open(file, config.coalesce).map_err(|e| format!("memory stream: {e}"))?;
+        memtrace::open(file, config.coalesce, config.sample.as_ref())
+            .map_err(|e| format!("memory stream: {e}"))?;
     }
     vcpu::set_regions(config.regions.len());
     if !config.scopes.is_empty() {

@@ -32,6 +32,14 @@
 //! same hits: the repeats are accesses to the line just used. x86 16-byte SSE accesses,
 //! which QEMU splits into two 8-byte ones, and sequential scalar streams halve or better.
 //!
+//! With `sample=` (set sampling, see [`crate::args::SampleGate`]), an access none of whose
+//! lines is in a sampled class is left out before it reaches the batch: one shift, mask and
+//! bitmap test. Its vCPU counts the accesses and bytes left out, and the next batch of its
+//! thread carries them after the marker in two skip records ([`SKIP_TOP`]), so that the
+//! reader can extrapolate from the sampled accesses to all of them. An access that crosses
+//! a line boundary is kept whole when any line it touches is sampled (the reader splits
+//! it). Coalescing applies to the accesses kept.
+//!
 //! SVE contiguous loads and stores ([`sve_contiguous`]) reach the plugin one report per
 //! active element (QEMU 9.2 and later). Their records are merged ([`MemDesc::merge`]): the
 //! reports of one execution that follow each other at adjacent addresses become one access
@@ -48,13 +56,14 @@ use std::ffi::{c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use qemu_plugin::sys::{
     qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
 };
 
+use crate::args::SampleGate;
 use crate::isa::{Counter, MemKind};
 use crate::vcpu;
 
@@ -74,6 +83,14 @@ pub const MARKER_TOP: u64 = 0x7f;
 /// Top byte of the marker of a thread that exited (a load of 2^14 bytes repeated 7 times:
 /// no access either).
 pub const END_TOP: u64 = 0x7e;
+
+/// Top byte of a skip record (a load of 2^13 bytes repeated 7 times: no access, merged
+/// accesses stay at most [`MERGE_MAX`] bytes): bits 0..=54 a count of the accesses left
+/// out by `sample=` (bit 55 clear) or of their bytes (bit 55 set), for the thread of the
+/// batch, since its previous batch.
+pub const SKIP_TOP: u64 = 0x7d;
+/// Bit of a skip record that says it counts bytes.
+pub const SKIP_BYTES: u64 = 1 << 55;
 
 /// The record that starts a batch of guest thread `thread`'s records.
 #[inline]
@@ -158,6 +175,9 @@ struct Slot {
     pend: u64,
     pend_len: u64,
     pend_desc: usize,
+    /// Accesses and bytes left out by `sample=` since the last batch was written.
+    skipped: u64,
+    skipped_bytes: u64,
 }
 
 struct Slots([UnsafeCell<Slot>; MAX_VCPUS]);
@@ -176,6 +196,8 @@ static SLOTS: Slots = Slots(
             pend: 0,
             pend_len: 0,
             pend_desc: 0,
+            skipped: 0,
+            skipped_bytes: 0,
         })
     }; MAX_VCPUS],
 );
@@ -189,10 +211,56 @@ unsafe extern "C" {
 /// Linux `F_SETPIPE_SZ`.
 const F_SETPIPE_SZ: std::ffi::c_int = 1031;
 
+/// `sample=`: the classes of lines whose accesses the stream carries.
+static GATE: OnceLock<Gate> = OnceLock::new();
+
+/// [`SampleGate`] for the hot path.
+struct Gate {
+    shift: u32,
+    mask: u64,
+    bits: Box<[u64]>,
+}
+
+impl Gate {
+    #[inline(always)]
+    fn line(&self, line: u64) -> bool {
+        let c = line & self.mask;
+        // `mask` is below the bitmap's length in bits.
+        self.bits
+            .get((c >> 6) as usize)
+            .is_none_or(|w| w >> (c & 63) & 1 == 1)
+    }
+
+    /// Whether access record `rec` (no repeats) touches a sampled line.
+    #[inline(always)]
+    fn keeps(&self, rec: u64) -> bool {
+        let addr = rec & ADDR_MASK;
+        let first = addr >> self.shift;
+        let last = (addr + (1 << ((rec >> 56) & 0xf)) - 1) >> self.shift;
+        if first == last {
+            self.line(first)
+        } else {
+            (first..=last).any(|l| self.line(l))
+        }
+    }
+}
+
 /// Set the sink and write the stream header. A pipe gets a 1 MiB buffer so that one batch
-/// fits and the writer rarely waits for the reader.
-pub fn open(mut file: File, coalesce: Option<u64>) -> std::io::Result<()> {
+/// fits and the writer rarely waits for the reader. With `sample`, only the accesses to
+/// its classes of lines are streamed.
+pub fn open(
+    mut file: File,
+    coalesce: Option<u64>,
+    sample: Option<&SampleGate>,
+) -> std::io::Result<()> {
     BLOCK_MASK.store(coalesce.map_or(0, |b| b - 1), Ordering::Relaxed);
+    if let Some(g) = sample {
+        let _ = GATE.set(Gate {
+            shift: g.line_shift,
+            mask: g.modulus - 1,
+            bits: g.bits.clone().into_boxed_slice(),
+        });
+    }
     // SAFETY: fcntl on a descriptor we own; failure (not a pipe) is harmless.
     unsafe { fcntl(file.as_raw_fd(), F_SETPIPE_SZ, 1 << 20) };
     file.write_all(MAGIC)?;
@@ -271,14 +339,37 @@ fn emit(vcpu: c_uint, rec: u64) {
         if unsafe { (*slot.get()).pend_len } != 0 {
             close_merge(vcpu);
         }
+        if gated_out(slot, rec) {
+            return;
+        }
     }
     push(vcpu, rec);
 }
 
+/// With `sample=`: whether access `rec` is left out (then counted in its slot). Not while
+/// the slot has no current batch (its thread is read again by [`push_slow`] first).
+#[inline(always)]
+fn gated_out(slot: &UnsafeCell<Slot>, rec: u64) -> bool {
+    let Some(g) = GATE.get() else {
+        return false;
+    };
+    if g.keeps(rec) {
+        return false;
+    }
+    // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+    let s = unsafe { &mut *slot.get() };
+    if s.cap == 0 {
+        return false;
+    }
+    s.skipped += 1;
+    s.skipped_bytes += 1 << ((rec >> 56) & 0xf);
+    true
+}
+
 /// Bytes one merged record may take (the largest SVE access, LD4 at 2048 bits, is 1 KiB).
 pub const MERGE_MAX: u64 = 1 << 12;
-// A record's size field holds at most 2^15.
-const _: () = assert!(MERGE_MAX <= 1 << 15);
+// A record's size field holds at most 2^15; a skip record reads as an access of 2^13.
+const _: () = assert!(MERGE_MAX < 1 << 13);
 
 /// One active element's access `rec` of an SVE contiguous load or store (instruction
 /// `desc`): extends the vCPU's run when it follows it (same instruction and direction, the
@@ -325,7 +416,9 @@ fn close_merge(vcpu: c_uint) {
         run
     };
     for rec in merged_records(start, len) {
-        push(vcpu, rec);
+        if !gated_out(slot, rec) {
+            push(vcpu, rec);
+        }
     }
 }
 
@@ -433,7 +526,7 @@ fn push_slow(vcpu: c_uint, rec: u64) {
         if let Ok(mut v) = SHARED.lock() {
             v.push(rec);
             if v.len() >= BATCH {
-                write_batch(thread, &v);
+                write_batch(thread, &v, (0, 0));
                 v.clear();
             }
         }
@@ -443,11 +536,14 @@ fn push_slow(vcpu: c_uint, rec: u64) {
     let s = unsafe { &mut *slot.get() };
     if s.buf.is_null() {
         s.buf = Box::into_raw(vec![0u64; BATCH].into_boxed_slice()) as *mut u64;
-    } else if s.len > 0 {
+    } else if s.len > 0 || s.skipped > 0 {
+        let skipped = take_skipped(s);
         // SAFETY: the first `len` elements are initialized records.
-        write_batch(s.thread, unsafe {
-            std::slice::from_raw_parts(s.buf, s.len)
-        });
+        write_batch(
+            s.thread,
+            unsafe { std::slice::from_raw_parts(s.buf, s.len) },
+            skipped,
+        );
     }
     s.len = 0;
     // The guest thread running on this vCPU now (an index is reused after a thread exits).
@@ -620,21 +716,54 @@ pub fn flush_vcpu(vcpu: u32) {
         }
         // SAFETY: as above.
         let s = unsafe { &mut *slot.get() };
-        if !s.buf.is_null() && s.len > 0 {
+        if !s.buf.is_null() && (s.len > 0 || s.skipped > 0) {
+            let skipped = take_skipped(s);
             // SAFETY: as in `on_mem`.
-            write_batch(s.thread, unsafe {
-                std::slice::from_raw_parts(s.buf, s.len)
-            });
+            write_batch(
+                s.thread,
+                unsafe { std::slice::from_raw_parts(s.buf, s.len) },
+                skipped,
+            );
             s.len = 0;
         }
         s.cap = 0;
     }
 }
 
-/// Writes thread `thread`'s marker and its records `v` in one piece (the sink's lock keeps
-/// other threads' batches out of it).
-fn write_batch(thread: u32, v: &[u64]) {
-    if v.is_empty() {
+/// The slot's counts of accesses and bytes left out, reset.
+fn take_skipped(s: &mut Slot) -> (u64, u64) {
+    let t = (s.skipped, s.skipped_bytes);
+    (s.skipped, s.skipped_bytes) = (0, 0);
+    t
+}
+
+/// The records that open a batch of thread `thread`: its marker, then, when `sample=` left
+/// accesses out since its previous batch, the two skip records.
+fn batch_head(thread: u32, (skipped, skipped_bytes): (u64, u64)) -> ([u8; 24], usize) {
+    let mut head = [0u8; 24];
+    head[..8].copy_from_slice(&thread_marker(thread).to_le_bytes());
+    if skipped == 0 {
+        return (head, 8);
+    }
+    let field = |n: u64| n.min(SKIP_BYTES - 1);
+    head[8..16].copy_from_slice(&(SKIP_TOP << 56 | field(skipped)).to_le_bytes());
+    head[16..].copy_from_slice(&(SKIP_TOP << 56 | SKIP_BYTES | field(skipped_bytes)).to_le_bytes());
+    SKIPPED.fetch_add(skipped, Ordering::Relaxed);
+    (head, 24)
+}
+
+/// Accesses `sample=` left out, all threads.
+static SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Accesses left out by `sample=` so far (written in skip records).
+pub fn skipped() -> u64 {
+    SKIPPED.load(Ordering::Relaxed)
+}
+
+/// Writes thread `thread`'s marker, the counts of accesses `sample=` left out and its
+/// records `v` in one piece (the sink's lock keeps other threads' batches out of it).
+fn write_batch(thread: u32, v: &[u64], skipped: (u64, u64)) {
+    if v.is_empty() && skipped.0 == 0 {
         return;
     }
     let n = v.len() as u64;
@@ -642,7 +771,8 @@ fn write_batch(thread: u32, v: &[u64]) {
         DROPPED.fetch_add(n, Ordering::Relaxed);
         return;
     }
-    let marker = thread_marker(thread).to_le_bytes();
+    let (head, head_len) = batch_head(thread, skipped);
+    let marker = &head[..head_len];
     #[cfg(target_endian = "little")]
     // SAFETY: reinterpreting initialized u64s as bytes; records are little-endian already.
     let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8) };
@@ -653,7 +783,7 @@ fn write_batch(thread: u32, v: &[u64]) {
     let ok = match SINK.lock() {
         Ok(mut sink) => sink
             .as_mut()
-            .is_some_and(|f| f.write_all(&marker).is_ok() && f.write_all(bytes).is_ok()),
+            .is_some_and(|f| f.write_all(marker).is_ok() && f.write_all(bytes).is_ok()),
         Err(_) => false,
     };
     if ok {
@@ -674,7 +804,7 @@ pub fn finish() -> (u64, u64) {
         && !v.is_empty()
     {
         // The guest has stopped: the shared counting slot exists since records were pushed.
-        write_batch(vcpu::get(MAX_VCPUS as u32).thread, &v);
+        write_batch(vcpu::get(MAX_VCPUS as u32).thread, &v, (0, 0));
         v.clear();
     }
     if let Ok(mut sink) = SINK.lock()

@@ -185,6 +185,13 @@ pub fn summary(run: &RunInfo, tally: &Tally, with_tbs: bool) -> Value {
             "mem_stream".into(),
             json!({ "records": written, "dropped": dropped }),
         );
+        let skipped = crate::memtrace::skipped();
+        if skipped > 0
+            && let Some(Value::Object(o)) = m.get_mut("mem_stream")
+        {
+            // Accesses `sample=` left out of the stream (counted in its skip records).
+            o.insert("sampled_out".into(), json!(skipped));
+        }
     }
     if with_tbs {
         m.insert(
