@@ -131,15 +131,18 @@ pub fn resimulate(
         } else {
             hpcscope_core::load::rel(base, prog)
         };
-        let sha = hpcscope_host::hash::sha256_file(&program).with_context(|| {
-            format!(
-                "variant '{vname}': cannot read the program {} to re-simulate its caches\n  fix: {}",
-                program.display(),
-                if spec.command.is_empty() {
-                    "give an existing program after -- (a path from the current directory)"
-                } else {
-                    "give an existing program in the variant's command (a path relative to the scenario's directory)"
-                }
+        let sha = hpcscope_host::hash::sha256_file(&program).map_err(|e| {
+            hpcscope_core::Failure::new(
+                hpcscope_core::kind::io_kind(&e),
+                format!(
+                    "variant '{vname}': cannot read the program {} to re-simulate its caches: {e}\n  fix: {}",
+                    program.display(),
+                    if spec.command.is_empty() {
+                        "give an existing program after -- (a path from the current directory)"
+                    } else {
+                        "give an existing program in the variant's command (a path relative to the scenario's directory)"
+                    }
+                ),
             )
         })?;
         let arch = hpcscope_mix::ElfInfo::read(&program)?.arch;
