@@ -297,6 +297,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             &nt,
             &lookup,
             &o.placement.label(),
+            source_spread,
+            Some(&calibration),
         )?;
         for t in &na.targets {
             let same_isa = isa_matches(&source_profile.isa, &t.target.isa);

@@ -322,12 +322,14 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             "validation at node scope: 1 -> {} threads, SSE2 <-> AVX2",
             o.threads
         ));
+        // As many timed runs as the core validation, for the sources' run-to-run spread.
         node_validation = validate_node(
             source,
             &o.node_workloads,
             &nb,
             o.threads,
-            o.native_runs,
+            o.native_runs.max(3),
+            Some(&hpcscope_core::point::Calibration::bundled()),
             progress,
         )?;
     }

@@ -8,7 +8,8 @@ use anyhow::Result;
 use hpcscope_core::explore::{Transform, apply};
 use hpcscope_core::machine::LevelKind;
 use hpcscope_core::node::{NodeRoofline, node_roofline};
-use hpcscope_core::project::{Options, Projection, Side, project};
+use hpcscope_core::point::Calibration;
+use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
 use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze as roofline};
 use hpcscope_core::{AppMetrics, Machine, Profile, library};
 use hpcscope_report::fmt::num;
@@ -196,7 +197,10 @@ pub fn imbalance_verdict(r: &NodeRoofline) -> String {
 
 /// The node scope of a characterized run: rooflines per thread on `source`'s node shares,
 /// and projections onto `targets` (from [`node_targets`]). `profile_for` gives the target
-/// profile simulated for a machine id, with where its bytes come from.
+/// profile simulated for a machine id, with where its bytes come from. The intervals are
+/// widened like the core scope's: carried-time points, `calibration`'s margin and the
+/// source's run-to-run band `source_spread`.
+#[allow(clippy::too_many_arguments)]
 pub fn analyze_node(
     source: &Machine,
     source_profile: &Profile,
@@ -204,6 +208,8 @@ pub fn analyze_node(
     targets: &[(Machine, Option<String>)],
     profile_for: &dyn Fn(&str) -> Option<(Profile, String)>,
     placement: &str,
+    source_spread: Option<Spread>,
+    calibration: Option<&Calibration>,
 ) -> Result<NodeAnalysis> {
     let origin = "the source profile";
     let region = &source_profile.regions[0];
@@ -224,7 +230,7 @@ pub fn analyze_node(
             };
             let to = format!("the target profile for {}", t.id);
             let tm = prof.regions[0].thread_metrics(&to)?;
-            let p = match project(
+            let p = match project_with(
                 Side {
                     machine: source,
                     threads: &threads,
@@ -240,6 +246,15 @@ pub fn analyze_node(
                 Options {
                     scope: Scope::Node,
                     ..Options::default()
+                },
+                &Inputs {
+                    source_spread,
+                    calibration,
+                    carried_time: true,
+                    instructions: source_profile.regions[0]
+                        .instructions()
+                        .zip(prof.regions[0].instructions()),
+                    ..Inputs::default()
                 },
             ) {
                 Ok(p) => p,
@@ -551,6 +566,8 @@ mod tests {
             &targets,
             &|_| None,
             "compact",
+            None,
+            None,
         )
         .unwrap();
         assert_eq!(n.threads, 2);
@@ -580,7 +597,7 @@ mod tests {
             assert!((sum - t.projection.interval.lo).abs() < 1e-9);
         }
         // Without a time, nothing is projected, and a note says so.
-        let n = analyze_node(&m, &p, None, &targets, &|_| None, "compact").unwrap();
+        let n = analyze_node(&m, &p, None, &targets, &|_| None, "compact", None, None).unwrap();
         assert!(n.targets.is_empty() && !n.notes.is_empty());
     }
 }

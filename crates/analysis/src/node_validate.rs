@@ -6,13 +6,22 @@
 //! Measured performance is the region's FLOPs over its time: the longest per-thread CPU
 //! time in the parallel region (CPU-clock sampling per thread id), which a loaded host
 //! does not stretch the way it stretches wall time.
+//!
+//! The interval has the core scope's width components: the model's points (with the
+//! carried-time ones), the calibrated margin, and the source's run-to-run band (the spread
+//! of its timed native runs), so a projection whose model points coincide is not printed as
+//! a point when its source was noisy.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use hpcscope_core::node::cores_alone;
-use hpcscope_core::project::{Check, Interval, Options, Side, check, project};
+use hpcscope_core::point::Calibration;
+use hpcscope_core::project::{
+    Check, Inputs, Interval, Options, Projection, Side, Spread, check, project_with,
+};
 use hpcscope_core::roofline::Scope;
+use hpcscope_core::{AppMetrics, Precision};
 use hpcscope_core::{Machine, Profile};
 use hpcscope_mix::MixOptions;
 use hpcscope_report::fmt::num;
@@ -63,6 +72,15 @@ pub struct NodeSummary {
     pub max_error: f64,
 }
 
+/// A characterized run: its profile and the spread of its timed native runs.
+#[derive(Debug, Clone)]
+pub struct Threaded {
+    /// The profile.
+    pub profile: Profile,
+    /// Run-to-run spread of the native runs (`None` with fewer than two).
+    pub spread: Option<Spread>,
+}
+
 /// Characterizes `bin`'s parallel region on `m` with `threads` threads.
 pub fn profile_threads(
     m: &Machine,
@@ -70,7 +88,7 @@ pub fn profile_threads(
     bin: &Path,
     threads: u32,
     native_runs: u32,
-) -> Result<Profile> {
+) -> Result<Threaded> {
     let r = hpcscope_mix::analyze(&MixOptions {
         program: bin.to_path_buf(),
         args: w.args.iter().map(|s| s.to_string()).collect(),
@@ -82,7 +100,51 @@ pub fn profile_threads(
         ..Default::default()
     })
     .with_context(|| format!("characterizing {} with {threads} threads", w.name))?;
-    Ok(r.variants[0].profiles[0].clone())
+    Ok(Threaded {
+        profile: r.variants[0].profiles[0].clone(),
+        spread: Spread::from_times(&r.native_times_s),
+    })
+}
+
+/// The node projection of `from` (on `src_machine`, `source_gflops` measured, `spread` its
+/// run-to-run spread) onto `to` (on `m`), with the width components of the core scope:
+/// carried-time points, the calibrated margin of `calibration` and the source's band.
+#[allow(clippy::too_many_arguments)]
+pub fn node_projection(
+    src_machine: &Machine,
+    from: &[AppMetrics],
+    source_gflops: f64,
+    spread: Option<Spread>,
+    m: &Machine,
+    to: &[AppMetrics],
+    precision: Precision,
+    calibration: Option<&Calibration>,
+    origins: (&str, &str),
+) -> Result<Projection> {
+    Ok(project_with(
+        Side {
+            machine: src_machine,
+            threads: from,
+            origin: origins.0,
+        },
+        source_gflops,
+        Side {
+            machine: m,
+            threads: to,
+            origin: origins.1,
+        },
+        precision,
+        Options {
+            scope: Scope::Node,
+            ..Options::default()
+        },
+        &Inputs {
+            source_spread: spread,
+            calibration,
+            carried_time: true,
+            ..Inputs::default()
+        },
+    )?)
 }
 
 /// Projects `from` (on `src_machine`) to `to` (on `m`) at node scope and checks against
@@ -92,9 +154,12 @@ pub fn node_pair(
     m: &Machine,
     w: &str,
     pair: &str,
-    from: &Profile,
+    from: &Threaded,
     to: &Profile,
+    calibration: Option<&Calibration>,
 ) -> Result<Option<NodePair>> {
+    let spread = from.spread;
+    let from = &from.profile;
     let fo = format!("{w} ({pair}, source)");
     let to_o = format!("{w} ({pair}, target)");
     let fa = from.regions[0].aggregate(&fo)?;
@@ -104,23 +169,16 @@ pub fn node_pair(
     };
     let ft = from.regions[0].thread_metrics(&fo)?;
     let tt = to.regions[0].thread_metrics(&to_o)?;
-    let p = project(
-        Side {
-            machine: src_machine,
-            threads: &ft,
-            origin: &fo,
-        },
+    let p = node_projection(
+        src_machine,
+        &ft,
         fg,
-        Side {
-            machine: m,
-            threads: &tt,
-            origin: &to_o,
-        },
+        spread,
+        m,
+        &tt,
         from.precision,
-        Options {
-            scope: Scope::Node,
-            ..Options::default()
-        },
+        calibration,
+        (&fo, &to_o),
     )?;
     let i = p.interval;
     Ok(Some(NodePair {
@@ -174,13 +232,15 @@ pub fn node_values_check(m: &Machine) -> Vec<String> {
     out
 }
 
-/// Runs the node validation over the OpenMP workloads `ws` with `threads` threads.
+/// Runs the node validation over the OpenMP workloads `ws` with `threads` threads; the
+/// intervals are widened by `calibration`'s margin and each source's run-to-run spread.
 pub fn validate_node(
     m: &Machine,
     ws: &[&Workload],
     builds: &[Builds],
     threads: u32,
     native_runs: u32,
+    calibration: Option<&Calibration>,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<NodePair>> {
     let alone = cores_alone(m);
@@ -204,7 +264,8 @@ pub fn validate_node(
             w.name,
             &format!("1 -> {t} threads (SSE2)"),
             &s1,
-            &sn,
+            &sn.profile,
+            calibration,
         )?);
         out.extend(node_pair(
             &alone,
@@ -212,7 +273,8 @@ pub fn validate_node(
             w.name,
             &format!("1 -> {t} threads (AVX2)"),
             &a1,
-            &an,
+            &an.profile,
+            calibration,
         )?);
         out.extend(node_pair(
             m,
@@ -220,7 +282,8 @@ pub fn validate_node(
             w.name,
             &format!("SSE2 -> AVX2 ({t} threads)"),
             &sn,
-            &an,
+            &an.profile,
+            calibration,
         )?);
         out.extend(node_pair(
             m,
@@ -228,7 +291,8 @@ pub fn validate_node(
             w.name,
             &format!("AVX2 -> SSE2 ({t} threads)"),
             &an,
-            &sn,
+            &sn.profile,
+            calibration,
         )?);
     }
     Ok(out)
@@ -349,6 +413,95 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One thread of 1 GFLOP moving 1 GB, over 0.5 s.
+    fn thread() -> AppMetrics {
+        AppMetrics {
+            flops: 1e9,
+            fp_instructions: 5e8,
+            levels: vec!["L1".into(), "L2".into(), "L3".into(), "MM".into()],
+            bytes: vec![8e8, 1e8, 0.0, 1e8],
+            time_s: Some(0.5),
+        }
+    }
+
+    #[test]
+    fn node_intervals_have_the_core_scopes_width() {
+        let mut m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        m.peaks[0].core_gflops = Some(80.0);
+        for (l, c) in m.levels.iter_mut().zip([400.0, 150.0, 40.0, 15.0]) {
+            l.core_gbs = Some(c);
+        }
+        let alone = cores_alone(&m);
+        let cal = Calibration::bundled();
+        // A source whose five runs spread by 10 % either way.
+        let spread = Spread::from_times(&[1.0, 1.1, 0.9, 1.05, 0.95]);
+        assert!(spread.is_some_and(|s| s.low < 1.0 && s.high > 1.0));
+        let one = [thread()];
+        let two = [thread(), thread()];
+        // The core projection of the same inputs has a width: the source's band.
+        let core = project_with(
+            Side {
+                machine: &alone,
+                threads: &one,
+                origin: "s",
+            },
+            2.0,
+            Side {
+                machine: &alone,
+                threads: &one,
+                origin: "t",
+            },
+            Precision::F64,
+            Options::default(),
+            &Inputs {
+                source_spread: spread,
+                calibration: Some(&cal),
+                carried_time: true,
+                ..Inputs::default()
+            },
+        )
+        .unwrap();
+        assert!(core.interval.lo < core.interval.hi, "{:?}", core.interval);
+        // The node projection onto two such threads of the same machine: the model's
+        // points coincide (twice the source's rate), and the source's band still widens it.
+        let node = node_projection(
+            &alone,
+            &one,
+            2.0,
+            spread,
+            &alone,
+            &two,
+            Precision::F64,
+            Some(&cal),
+            ("s", "t"),
+        )
+        .unwrap();
+        let w = node.widening.expect("the node interval was widened");
+        assert!((w.model_interval.lo - w.model_interval.hi).abs() < 1e-9 * w.model_interval.hi);
+        assert!(node.interval.lo < node.interval.hi, "{:?}", node.interval);
+        let s = spread.unwrap();
+        assert!((node.interval.lo - 4.0 * s.low / (1.0 + w.margin)).abs() < 1e-9);
+        assert!((node.interval.hi - 4.0 * s.high * (1.0 + w.margin)).abs() < 1e-9);
+        // The same relative width as the core projection of one thread.
+        let rel = |i: Interval| i.hi / i.lo;
+        assert!((rel(node.interval) - rel(core.interval)).abs() < 1e-9);
+        // Without a spread or margin, the model's point stays a point (no made-up width).
+        let bare = node_projection(
+            &alone,
+            &one,
+            2.0,
+            None,
+            &alone,
+            &two,
+            Precision::F64,
+            None,
+            ("s", "t"),
+        )
+        .unwrap();
+        assert!(bare.widening.is_none());
+        assert!((bare.interval.hi - bare.interval.lo).abs() < 1e-9);
+    }
 
     #[test]
     fn node_values_below_one_core_are_flagged() {

@@ -349,6 +349,29 @@ mod tests {
         );
         assert!((p.threads[0].interval.lo - 2.0 / 3.0).abs() < 1e-9);
         assert!((p.threads[1].interval.lo - 2.0).abs() < 1e-9);
+        // With the carried-time points (which recompute each thread's interval from its
+        // points), the light thread still waits for the heavy one: the upper end stays at
+        // 4/3 of one thread's rate (not twice), the carried time only lowers the lower end.
+        let p = crate::project::project_with(
+            side(&alone, &one[..]),
+            2.0,
+            side(&alone, &uneven[..]),
+            Precision::F64,
+            opts,
+            &crate::project::Inputs {
+                carried_time: true,
+                drop_contradicted: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            (p.interval.hi - 2.0 * 4.0 / 3.0).abs() < 1e-9 && p.interval.lo <= p.interval.hi,
+            "{:?}",
+            p.interval
+        );
+        assert!((p.threads[0].interval.hi - 2.0 / 3.0).abs() < 1e-9);
+        assert!((p.threads[1].interval.hi - 2.0).abs() < 1e-9);
         // Two source threads onto three target threads: refused.
         let three = [app.clone(), app.clone(), app];
         assert!(

@@ -506,6 +506,17 @@ pub fn project_with(
             inputs.source_spread.map_or(1.0, |s| s.high.max(1.0)),
         );
     }
+    // Both recompute each thread's interval from its own points: one source thread onto
+    // several, the threads finish together again.
+    let scaling =
+        opts.scope == Scope::Node && source.threads.len() == 1 && target.threads.len() > 1;
+    if scaling && (inputs.carried_time || inputs.drop_contradicted) {
+        finish_together(&mut p.threads, target.threads);
+        p.interval = Interval {
+            lo: p.threads.iter().map(|t| t.interval.lo).sum(),
+            hi: p.threads.iter().map(|t| t.interval.hi).sum(),
+        };
+    }
     if opts.method == Method::Weighted {
         let k = project_inner(
             source,
@@ -928,26 +939,7 @@ fn project_inner(
         }
     }
     if scaling {
-        // Each target thread's projected rate is its own, as if it ran alone; the threads
-        // of a region finish together, so each one's part of the node's rate is its FLOPs
-        // over the slowest thread's time (thesis A10), and eq. 7.5 sums those.
-        let slowest = |rate: &dyn Fn(&ThreadProjection) -> f64| -> f64 {
-            threads
-                .iter()
-                .zip(target.threads)
-                .filter(|(t, m)| m.flops > 0.0 && rate(t) > 0.0)
-                .map(|(t, m)| m.flops / rate(t))
-                .fold(0.0, f64::max)
-        };
-        let (slow_lo, slow_hi) = (slowest(&|t| t.interval.lo), slowest(&|t| t.interval.hi));
-        for (t, m) in threads.iter_mut().zip(target.threads) {
-            if slow_lo > 0.0 && slow_hi > 0.0 {
-                t.interval = Interval {
-                    lo: m.flops / slow_lo,
-                    hi: m.flops / slow_hi,
-                };
-            }
-        }
+        finish_together(&mut threads, target.threads);
         notes.push(format!(
             "one source thread onto {} target threads: each target thread keeps the source's efficiency per level; the node's rate is all FLOPs over the slowest thread's projected time",
             target.threads.len()
@@ -992,6 +984,30 @@ fn project_inner(
         point: None,
         kwack_gflops: None,
     })
+}
+
+/// Each target thread's projected rate is its own, as if it ran alone; the threads of a
+/// region finish together, so each one's part of the node's rate is its FLOPs over the
+/// slowest thread's time (thesis A10), and eq. 7.5 sums those. `threads` must hold each
+/// thread's own interval (from its points) when called.
+fn finish_together(threads: &mut [ThreadProjection], target: &[AppMetrics]) {
+    let slowest = |rate: &dyn Fn(&ThreadProjection) -> f64| -> f64 {
+        threads
+            .iter()
+            .zip(target)
+            .filter(|(t, m)| m.flops > 0.0 && rate(t) > 0.0)
+            .map(|(t, m)| m.flops / rate(t))
+            .fold(0.0, f64::max)
+    };
+    let (slow_lo, slow_hi) = (slowest(&|t| t.interval.lo), slowest(&|t| t.interval.hi));
+    for (t, m) in threads.iter_mut().zip(target) {
+        if slow_lo > 0.0 && slow_hi > 0.0 {
+            t.interval = Interval {
+                lo: m.flops / slow_lo,
+                hi: m.flops / slow_hi,
+            };
+        }
+    }
 }
 
 fn dedup(v: Vec<String>) -> Vec<String> {

@@ -176,7 +176,15 @@ pub fn run_validate(a: &ValidateArgs) -> Result<ExitCode> {
             &nws.iter().map(|w| w.name).collect::<Vec<_>>(),
             &mut notes,
         )?;
-        let nv = validate_node(&m, &nws, &nbuilds, threads, a.native_runs, &vprogress)?;
+        let nv = validate_node(
+            &m,
+            &nws,
+            &nbuilds,
+            threads,
+            a.native_runs,
+            Some(&model),
+            &vprogress,
+        )?;
         let warnings = if nv.is_empty() {
             Vec::new()
         } else {
