@@ -35,42 +35,16 @@ out=${1:-"$root/target/bench-mix-breakdown"}
 runs=${RUNS:-3}
 workloads=${WORKLOADS:-"cg edge montecarlo smallfn"}
 mkdir -p "$out"
-for tool in gcc g++ qemu-x86_64 valgrind hyperfine perf python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "missing $tool (apt-get install gcc g++ qemu-user valgrind hyperfine linux-perf python3)" >&2
-    exit 3
-  }
-done
-if [ -z "${HPCSCOPE:-}" ] || [ -z "${PLUGIN:-}" ]; then
-  (cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
-fi
-hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
-plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
-[ -x "$hs" ] || { echo "HPCSCOPE=$hs is not an executable" >&2; exit 2; }
-[ -f "$plugin" ] || { echo "PLUGIN=$plugin is not a file" >&2; exit 2; }
+. "$here/lib.sh"
+mix_need gcc g++ qemu-x86_64 valgrind hyperfine perf python3 -- gcc g++ qemu-user valgrind hyperfine linux-perf python3
+mix_binaries
 if [ -n "${HPCSCOPE_BEFORE:-}" ]; then
   [ -x "$HPCSCOPE_BEFORE" ] || { echo "HPCSCOPE_BEFORE=$HPCSCOPE_BEFORE is not an executable" >&2; exit 2; }
   plugin_before=$(dirname "$HPCSCOPE_BEFORE")/libhpcscope_qemu_plugin.so
   [ -f "$plugin_before" ] || { echo "no plugin beside $HPCSCOPE_BEFORE ($plugin_before)" >&2; exit 2; }
 fi
 
-cflags="-O3 -march=x86-64 -std=c11 -D_POSIX_C_SOURCE=200809L -fno-omit-frame-pointer"
-for w in $workloads; do
-  case $w in
-    smallfn) g++ -O2 -march=x86-64 -std=c++17 -fno-omit-frame-pointer -o "$out/$w" "$here/smallfn.cpp" ;;
-    *) gcc $cflags -o "$out/$w" "$root/workloads/src/$w.c" -lm ;;
-  esac
-done
-args_of() {
-  case $1 in
-    cg) echo "400000 10" ;;
-    edge) echo "500000 10" ;;
-    montecarlo) echo "200000 1" ;;
-    smallfn) echo "50000 20" ;;
-    triad_stencil) echo "1000 10" ;;
-    *) echo "" ;;
-  esac
-}
+MIX_CFLAGS_EXTRA=-fno-omit-frame-pointer mix_build "$out" $workloads
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc)"
 for w in $workloads; do

@@ -28,19 +28,9 @@ runs=${RUNS:-3}
 sample=${SAMPLE:-8}
 workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
 mkdir -p "$out"
-for tool in gcc qemu-x86_64 hyperfine python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "missing $tool (apt-get install gcc qemu-user hyperfine python3)" >&2
-    exit 3
-  }
-done
-if [ -z "${HPCSCOPE:-}" ] || [ -z "${PLUGIN:-}" ]; then
-  (cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
-fi
-hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
-plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
-[ -x "$hs" ] || { echo "HPCSCOPE=$hs is not an executable" >&2; exit 2; }
-[ -f "$plugin" ] || { echo "PLUGIN=$plugin is not a file" >&2; exit 2; }
+. "$here/lib.sh"
+mix_need gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
+mix_binaries
 qemu=$(command -v qemu-x86_64)
 
 # The two wrappers.
@@ -59,20 +49,7 @@ exec "$qemu" "\$@"
 W
 chmod +x "$out/pass.sh" "$out/strip.sh"
 
-cflags="-O3 -march=x86-64 -std=c11 -D_POSIX_C_SOURCE=200809L"
-args_of() {
-  case $1 in
-    cg) echo "400000 10" ;;
-    edge) echo "500000 10" ;;
-    montecarlo) echo "200000 1" ;;
-    triad_stencil) echo "1000 10" ;;
-    *) echo "" ;;
-  esac
-}
-for w in $workloads; do
-  [ -f "$root/workloads/src/$w.c" ] || { echo "no workload $w (workloads/src/$w.c)" >&2; exit 2; }
-  gcc $cflags -o "$out/$w" "$root/workloads/src/$w.c" -lm
-done
+mix_build "$out" $workloads
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc); mix --sample $sample"
 for w in $workloads; do

@@ -1,0 +1,57 @@
+# Shared set-up of the bench/mix scripts (compare.sh, breakdown.sh, gate.sh); sourced after
+# `root` and `here` are set.
+#
+#   mix_need TOOL... -- PACKAGE...   exit 3 naming the Debian packages when a tool is missing
+#   mix_binaries                     hs and plugin: HPCSCOPE and PLUGIN, or a release build
+#   mix_build OUT W...               the workloads built into OUT (-O3, x86-64 baseline;
+#                                    MIX_CFLAGS_EXTRA adds flags; smallfn is C++)
+#   args_of W                        the workload's arguments (each runs 0.03 to 0.2 s native)
+
+mix_need() {
+  missing=""
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+    command -v "$1" >/dev/null 2>&1 || missing="$missing $1"
+    shift
+  done
+  [ $# -gt 0 ] && shift
+  [ -z "$missing" ] || {
+    echo "missing$missing (apt-get install $*)" >&2
+    exit 3
+  }
+}
+
+mix_binaries() {
+  if [ -z "${HPCSCOPE:-}" ] || [ -z "${PLUGIN:-}" ]; then
+    (cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+  fi
+  hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
+  plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
+  [ -x "$hs" ] || { echo "HPCSCOPE=$hs is not an executable" >&2; exit 2; }
+  [ -f "$plugin" ] || { echo "PLUGIN=$plugin is not a file" >&2; exit 2; }
+}
+
+mix_build() {
+  out_dir=$1
+  shift
+  cflags="-O3 -march=x86-64 -std=c11 -D_POSIX_C_SOURCE=200809L ${MIX_CFLAGS_EXTRA:-}"
+  for w in "$@"; do
+    case $w in
+      smallfn) g++ -O2 -march=x86-64 -std=c++17 ${MIX_CFLAGS_EXTRA:-} -o "$out_dir/$w" "$here/smallfn.cpp" ;;
+      *)
+        [ -f "$root/workloads/src/$w.c" ] || { echo "no workload $w (workloads/src/$w.c)" >&2; exit 2; }
+        gcc $cflags -o "$out_dir/$w" "$root/workloads/src/$w.c" -lm
+        ;;
+    esac
+  done
+}
+
+args_of() {
+  case $1 in
+    cg) echo "400000 10" ;;
+    edge) echo "500000 10" ;;
+    montecarlo) echo "200000 1" ;;
+    smallfn) echo "50000 20" ;;
+    triad_stencil) echo "1000 10" ;;
+    *) echo "" ;;
+  esac
+}
