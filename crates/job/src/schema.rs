@@ -41,17 +41,7 @@ mod tests {
     #[test]
     fn the_schemas_in_docs_are_current() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas");
-        let bless = std::env::var_os("HPCSCOPE_BLESS").is_some();
-        let mut stale = Vec::new();
-        for (name, _) in super::NAMES {
-            let want = super::schema(name).unwrap();
-            let path = dir.join(hpcscope_core::schema::file_name(name));
-            if bless {
-                std::fs::write(&path, &want).unwrap();
-            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
-                stale.push(path.display().to_string());
-            }
-        }
+        let stale = hpcscope_core::schema::stale_files(&dir, super::NAMES, super::schema).unwrap();
         assert!(
             stale.is_empty(),
             "stale schemas: {}; run `HPCSCOPE_BLESS=1 cargo test -p hpcscope-job schema` and commit docs/schemas",
