@@ -819,6 +819,34 @@ pub struct ExploreResult {
     /// Which peak the projections used (`listed` or `dgemm`).
     #[serde(default)]
     pub peak: crate::machine::PeakChoice,
+    /// What re-simulating the transformed cache geometries took, when any target's
+    /// transforms change a cache (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resimulation: Option<Resimulation>,
+}
+
+/// What re-simulating the transformed cache geometries took (`explore` with a program).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resimulation {
+    /// Design points whose bytes per level were re-simulated.
+    pub points: usize,
+    /// Geometries simulated in this run.
+    pub simulated: usize,
+    /// `mix` runs made for them (one per program with a geometry not in the cache).
+    pub mix_runs: usize,
+    /// (program, geometry) pairs taken from the cache instead.
+    pub cached: usize,
+}
+
+impl Resimulation {
+    /// The totals of two runs (two ranks of one exploration).
+    pub fn add(&mut self, o: &Resimulation) {
+        self.points += o.points;
+        self.simulated += o.simulated;
+        self.mix_runs += o.mix_runs;
+        self.cached += o.cached;
+    }
 }
 
 /// The OI_L1 - OI_ridge diagnostic of one design point (Gavoille 2024 thesis, section 7.4.1

@@ -1182,10 +1182,14 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
     let sweep = (command == "explore").then(|| {
         let mut points = Vec::new();
         let mut head: Option<hpcscope_core::explore::ExploreResult> = None;
+        let mut resimulation: Option<hpcscope_core::explore::Resimulation> = None;
         for r in &used {
             match serde_json::from_value::<hpcscope_core::explore::ExploreResult>(r.data.clone()) {
                 Ok(mut x) => {
                     points.append(&mut x.points);
+                    if let Some(rs) = &x.resimulation {
+                        resimulation.get_or_insert_with(Default::default).add(rs);
+                    }
                     head.get_or_insert(x);
                 }
                 Err(e) => problems.push(Problem {
@@ -1207,7 +1211,9 @@ pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJ
             ridge: Vec::new(),
             approximate: Vec::new(),
             peak: Default::default(),
+            resimulation: None,
         });
+        h.resimulation = resimulation;
         h.ridge = hpcscope_core::explore::ridge_diagnostics(&points);
         h.points = points;
         h
