@@ -16,9 +16,13 @@
 //! machine is cut into `P` parts (a divisor of its class count `g`, at least `W` when it has
 //! that many, chosen so that the parts spread evenly over the workers), the parts of all
 //! machines go to the workers by longest-first scheduling, and each worker, for every
-//! record of a batch, keeps the ones in its parts: one test per record and machine, and
-//! `1/W` of the simulation. With more workers than twice the machines, a machine is cut for
-//! its share of them, so that a worker simulates parts of fewer machines.
+//! record of a batch, keeps the ones in its parts: one pass per record and machine (about
+//! 2 ns, with no branch a random stream mispredicts), and `1/W` of the simulation. With
+//! more workers than twice the machines, a machine is cut for its share of them, so that a
+//! worker simulates parts of fewer machines. With no more workers than machines, each
+//! worker simulates whole machines instead (as before the cut by class), unless
+//! [`SPLIT_ENV`] says `sets`: the passes cost more CPU than an uneven split of machines of
+//! similar cost (see docs/mix-performance.md).
 //!
 //! An access that straddles two lines is simulated as its pieces (each in its line's class,
 //! in order), as [`hpcscope_cachesim::Hierarchy`] does, so the level counters match; the
@@ -44,8 +48,9 @@ use crate::setsample::{class_config, classes_of, one_line_size};
 /// Forces the number of simulation threads (`1`: simulate on the reading thread); by
 /// default, the host's CPUs less those the producer keeps busy.
 pub const WORKERS_ENV: &str = "HPCSCOPE_SIM_WORKERS";
-/// How the workers share the simulation: `sets` (by set class, the default) or
-/// `machines` (one whole machine per worker, at most one worker per machine).
+/// How the workers share the simulation: `sets` (by set class), `machines` (one whole
+/// machine per worker, at most one worker per machine) or `auto` (the default: by machine
+/// when there are no more workers than machines, which costs less CPU, else by set class).
 pub const SPLIT_ENV: &str = "HPCSCOPE_SIM_SPLIT";
 
 /// A machine's simulation as the stream reader hands it back: the simulator itself, or the
@@ -111,19 +116,21 @@ pub(crate) fn spread(sims: &[NodeSim], spare: usize) -> Result<Spread, MixError>
         })?),
         Err(_) => None,
     };
+    let cpus = forced.unwrap_or(spare);
     let by_sets = match std::env::var(SPLIT_ENV).as_deref().map(str::trim) {
-        Err(_) | Ok("sets") => true,
+        Err(_) | Ok("auto") => cpus > sims.len(),
+        Ok("sets") => true,
         Ok("machines") => false,
         Ok(v) => {
             return Err(MixError::Usage {
                 message: format!("{SPLIT_ENV}='{v}' is not a way to share the simulation"),
                 fix: format!(
-                    "set {SPLIT_ENV} to sets (by set class) or machines (one worker per machine), or unset it"
+                    "set {SPLIT_ENV} to sets (by set class), machines (one worker per machine) or auto, or unset it"
                 ),
             });
         }
     };
-    Ok(spread_for(sims, forced.unwrap_or(spare), by_sets))
+    Ok(spread_for(sims, cpus, by_sets))
 }
 
 fn spread_for(sims: &[NodeSim], cpus: usize, by_sets: bool) -> Spread {
@@ -170,31 +177,11 @@ fn parts_for(g: u64, w: usize) -> u64 {
     best.1
 }
 
-/// One record or line piece, in a part's own address space: the access, and how many it
-/// stands for (a coalesced record's repeats).
-#[derive(Clone, Copy, Debug)]
-struct Item {
-    addr: u64,
-    size: u32,
-    /// Count in bits 0-30, store in bit 31.
-    meta: u32,
-}
+/// Records a worker takes at a time (32 KiB of them).
+const CHUNK: usize = 4096;
 
-impl IntoAccess for Item {
-    #[inline(always)]
-    fn into_access(self) -> Access {
-        Access {
-            addr: self.addr,
-            size: self.size,
-            is_write: self.meta >> 31 != 0,
-        }
-    }
-
-    #[inline(always)]
-    fn count(self) -> u64 {
-        u64::from(self.meta & 0x7fff_ffff)
-    }
-}
+/// The address bits of a [`PackedAccess`].
+const ADDR: u64 = (1 << 56) - 1;
 
 /// A worker's parts of one machine.
 #[derive(Debug)]
@@ -202,12 +189,17 @@ struct Parts {
     machine: usize,
     /// log2 of the line size.
     shift: u32,
-    /// Parts the machine is cut into (`P`).
+    /// Parts the machine is cut into (`P`), and log2 of it when a power of two.
     p: u64,
-    /// Per part, the index of its simulator here, or `u32::MAX` when another worker has it.
+    p_shift: Option<u32>,
+    /// Per part, the index of its simulator here, or `sims.len()` (the slot thrown away)
+    /// when another worker has it.
     slot: Vec<u32>,
     sims: Vec<NodeSim>,
-    bufs: Vec<Vec<Item>>,
+    /// Per slot (one more than `sims`), the records of the current run at the part's own
+    /// addresses: the first `lens[slot]` (the rest is room left from earlier runs).
+    bufs: Vec<Vec<PackedAccess>>,
+    lens: Vec<usize>,
     /// Per thread, the accesses that straddled lines and their pieces beyond the first,
     /// counted here when the first piece is in one of these parts.
     splits: BTreeMap<u32, (u64, u64)>,
@@ -217,69 +209,161 @@ impl Parts {
     /// The part of line `l`, and `l`'s line number inside the part.
     #[inline(always)]
     fn locate(&self, l: u64) -> (usize, u64) {
-        if self.p.is_power_of_two() {
-            let k = self.p.trailing_zeros();
-            ((l & (self.p - 1)) as usize, l >> k)
-        } else {
-            ((l % self.p) as usize, l / self.p)
+        match self.p_shift {
+            Some(k) => ((l & (self.p - 1)) as usize, l >> k),
+            None => ((l % self.p) as usize, l / self.p),
         }
     }
 
-    fn feed(&mut self, t: u32, recs: &[PackedAccess]) {
+    /// Appends `x` to part-slot `s`'s records of the current run.
+    #[inline(always)]
+    fn put(&mut self, s: usize, x: PackedAccess) {
+        let (b, n) = (&mut self.bufs[s], &mut self.lens[s]);
+        if *n < b.len() {
+            b[*n] = x;
+        } else {
+            b.push(x);
+        }
+        *n += 1;
+    }
+
+    fn feed_chunk(&mut self, t: u32, recs: &[PackedAccess]) {
         let shift = self.shift;
         let mask = (1u64 << shift) - 1;
-        let (mut splits, mut extra) = (0u64, 0u64);
-        for &r in recs {
-            let a = r.into_access();
-            let write = u32::from(a.is_write) << 31;
-            let line = a.addr >> shift;
-            let off = a.addr & mask;
-            if off + u64::from(a.size) <= mask + 1 {
-                let (part, inner) = self.locate(line);
-                let s = self.slot[part];
-                if s != u32::MAX {
-                    self.bufs[s as usize].push(Item {
-                        addr: inner << shift | off,
-                        size: a.size,
-                        meta: r.count() as u32 | write,
-                    });
+        let mine = self.sims.len();
+        // Room for every record in every slot (pieces may add more: `put` grows a slot).
+        for b in &mut self.bufs {
+            if b.len() < recs.len() + 1 {
+                b.resize(recs.len() + 1, PackedAccess(0));
+            }
+        }
+        let mut i = 0;
+        if let (1, Some(k)) = (mine, self.p_shift) {
+            i = self.feed_one(t, recs, k);
+        }
+        while i < recs.len() {
+            let r = recs[i];
+            i += 1;
+            let addr = r.0 & ADDR;
+            let line = addr >> shift;
+            let off = addr & mask;
+            if off + (1u64 << ((r.0 >> 56) & 0xf)) > mask + 1 {
+                self.pieces(t, r);
+                // The remaining records each need a place in their slot too.
+                for (b, &n) in self.bufs.iter_mut().zip(&self.lens) {
+                    if b.len() < n + recs.len() - i + 1 {
+                        b.resize(n + recs.len() - i + 1, PackedAccess(0));
+                    }
                 }
                 continue;
             }
-            // Pieces, one per line, each in its line's part (what the hierarchy does with an
-            // access that straddles lines; a record standing for several is several).
-            let last = a.addr.saturating_add(u64::from(a.size.max(1)) - 1);
-            let n = r.count();
-            if self.slot[self.locate(line).0] != u32::MAX {
-                splits += n;
-                extra += n * ((last >> shift) - line);
+            // Every record is written, those of other workers' parts to a slot that is
+            // thrown away (`mine`): no branch that a random stream mispredicts. The same
+            // record (size, repeats, store) at the part's address, which is below the
+            // record's: it fits.
+            let (part, inner) = self.locate(line);
+            let s = self.slot[part] as usize;
+            let x = PackedAccess(r.0 & !ADDR | inner << shift | off);
+            if mine == 1 {
+                // One part here (the usual case: as many parts as workers): the slot
+                // thrown away is the next free place, overwritten by the next record.
+                let n = self.lens[0];
+                self.bufs[0][n] = x;
+                self.lens[0] = n + usize::from(s == 0);
+            } else {
+                let n = self.lens[s];
+                self.bufs[s][n] = x;
+                self.lens[s] = n + 1;
             }
-            for _ in 0..n {
-                for l in line..=last >> shift {
-                    let (part, inner) = self.locate(l);
-                    let s = self.slot[part];
-                    if s == u32::MAX {
-                        continue;
-                    }
-                    let lo = (l << shift).max(a.addr);
-                    let hi = ((l << shift) | mask).min(last);
-                    self.bufs[s as usize].push(Item {
-                        addr: inner << shift | (lo & mask),
-                        size: (hi - lo + 1) as u32,
-                        meta: 1 | write,
-                    });
+        }
+        for (s, sim) in self.sims.iter_mut().enumerate() {
+            let k = std::mem::take(&mut self.lens[s]);
+            if k > 0 {
+                sim.access_batch(t, &self.bufs[s][..k]);
+            }
+        }
+        self.lens[mine] = 0;
+    }
+
+    /// [`Parts::feed_chunk`] when this worker has one part of a power-of-two count (the
+    /// usual case: as many parts as workers), in a loop whose state stays in registers:
+    /// every record is written at the next free place, which moves on only for a record of
+    /// this part. Returns how many records it took (all of them).
+    fn feed_one(&mut self, t: u32, recs: &[PackedAccess], k: u32) -> usize {
+        let shift = self.shift;
+        let mask = (1u64 << shift) - 1;
+        let pm = self.p - 1;
+        let own = self.slot.iter().position(|&s| s == 0).unwrap_or(0) as u64;
+        let mut n = self.lens[0];
+        let mut i = 0;
+        loop {
+            let buf = &mut self.bufs[0][..];
+            while let Some(&r) = recs.get(i) {
+                let addr = r.0 & ADDR;
+                let line = addr >> shift;
+                let off = addr & mask;
+                if off + (1u64 << ((r.0 >> 56) & 0xf)) > mask + 1 {
+                    break;
                 }
+                buf[n] = PackedAccess(r.0 & !ADDR | (line >> k) << shift | off);
+                n += usize::from(line & pm == own);
+                i += 1;
+            }
+            let Some(&r) = recs.get(i) else { break };
+            i += 1;
+            self.lens[0] = n;
+            self.pieces(t, r);
+            n = self.lens[0];
+            let b = &mut self.bufs[0];
+            if b.len() < n + recs.len() - i + 1 {
+                b.resize(n + recs.len() - i + 1, PackedAccess(0));
             }
         }
-        if splits > 0 {
+        self.lens[0] = n;
+        i
+    }
+
+    /// A record that straddles lines: its pieces, one per line, each in its line's part
+    /// (what the hierarchy does with such an access; a record standing for several is
+    /// several), and its count as one access and one split access.
+    #[cold]
+    fn pieces(&mut self, t: u32, r: PackedAccess) {
+        let shift = self.shift;
+        let mask = (1u64 << shift) - 1;
+        let mine = self.sims.len();
+        let a = r.into_access();
+        let line = a.addr >> shift;
+        let last = a.addr.saturating_add(u64::from(a.size.max(1)) - 1);
+        let n = r.count();
+        if (self.slot[self.locate(line).0] as usize) < mine {
             let e = self.splits.entry(t).or_default();
-            e.0 += splits;
-            e.1 += extra;
+            e.0 += n;
+            e.1 += n * ((last >> shift) - line);
         }
-        for (sim, b) in self.sims.iter_mut().zip(self.bufs.iter_mut()) {
-            if !b.is_empty() {
-                sim.access_batch(t, b);
-                b.clear();
+        for _ in 0..n {
+            for l in line..=last >> shift {
+                let (part, inner) = self.locate(l);
+                let s = self.slot[part] as usize;
+                if s >= mine {
+                    continue;
+                }
+                let lo = (l << shift).max(a.addr);
+                let hi = ((l << shift) | mask).min(last);
+                let piece = Access {
+                    addr: inner << shift | (lo & mask),
+                    size: (hi - lo + 1) as u32,
+                    is_write: a.is_write,
+                };
+                match PackedAccess::new(piece.addr, piece.size, piece.is_write) {
+                    Some(p) => self.put(s, p),
+                    None => {
+                        // A piece of a size a record cannot hold (not a power of two):
+                        // what waits goes first, then the piece alone.
+                        let k = std::mem::take(&mut self.lens[s]);
+                        self.sims[s].access_batch(t, &self.bufs[s][..k]);
+                        self.sims[s].access_batch(t, &[piece]);
+                    }
+                }
             }
         }
     }
@@ -304,10 +388,14 @@ impl Worker {
     /// Thread `t`'s next records (every record of the stream, in order: the worker keeps
     /// those of its parts).
     pub(crate) fn feed(&mut self, t: u32, recs: &[PackedAccess]) {
-        for j in &mut self.jobs {
-            match j {
-                Job::Whole { sim, .. } => sim.access_batch(t, recs),
-                Job::Parts(p) => p.feed(t, recs),
+        // In chunks that stay in the host's L1 and L2 while every machine's parts take
+        // their records from them.
+        for chunk in recs.chunks(CHUNK) {
+            for j in &mut self.jobs {
+                match j {
+                    Job::Whole { sim, .. } => sim.access_batch(t, chunk),
+                    Job::Parts(p) => p.feed_chunk(t, chunk),
+                }
             }
         }
     }
@@ -379,7 +467,7 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
             if mine.is_empty() {
                 continue;
             }
-            let mut slot = vec![u32::MAX; p as usize];
+            let mut slot = vec![mine.len() as u32; p as usize];
             for (i, &q) in mine.iter().enumerate() {
                 slot[q] = i as u32;
             }
@@ -392,8 +480,10 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
                 machine: m,
                 shift,
                 p,
+                p_shift: p.is_power_of_two().then(|| p.trailing_zeros()),
                 slot,
-                bufs: vec![Vec::new(); sims.len()],
+                bufs: vec![Vec::new(); sims.len() + 1],
+                lens: vec![0; sims.len() + 1],
                 sims,
                 splits: BTreeMap::new(),
             }));
