@@ -786,11 +786,11 @@ pub(crate) type SampledResult = (Vec<(HierarchyStats, Vec<ThreadStats>)>, Sampli
 /// thread: sampling leaves little to share out).
 ///
 /// With host CPUs to spare beyond the `reserved` ones (the producer's: QEMU keeps one
-/// busy), the simulation is spread over worker threads, one per spare CPU: each node is
-/// cut by set class into parts that add up exactly to its whole simulation
-/// ([`crate::partition`]; `HPCSCOPE_SIM_SPLIT=machines` gives each worker whole nodes
-/// instead, at most one worker per node), and every worker reads every buffer, which is
-/// read once and shared. A bounded queue per worker keeps memory bounded when a worker
+/// busy), the simulation is spread over worker threads, one per spare CPU: with more
+/// workers than nodes, each node is cut by set class into parts that add up exactly to its
+/// whole simulation ([`crate::partition`]), else each worker simulates whole nodes
+/// (`HPCSCOPE_SIM_SPLIT` chooses); every worker reads every buffer, which is read once and
+/// shared. A bounded queue per worker keeps memory bounded when a worker
 /// falls behind. Otherwise the reading thread simulates every node itself: on a 2-CPU
 /// machine that beats worker threads that share QEMU's CPU (they copy every buffer and
 /// compete for the host's caches). `HPCSCOPE_SIM_WORKERS=N` forces N workers (1: none).

@@ -24,12 +24,14 @@
 //! [`SPLIT_ENV`] says `sets`: the passes cost more CPU than an uneven split of machines of
 //! similar cost (see docs/mix-performance.md).
 //!
-//! Each part's simulator gets, per run of a guest thread that the reader hands out, one
-//! batch with that run's records of the part, as the sequential simulator gets one batch
-//! with the whole run: batch ends are where a node settles the inclusive
-//! back-invalidations of a shared level (the write-back of a dirty copy found in another
-//! core's cache lands in the next level then), so parts cut at other places would not add
-//! up exactly when a shared level sits above another.
+//! Batch ends are where a node settles the inclusive back-invalidations of a shared level
+//! in the other cores' caches; when a dirty copy is found there, its write-back lands in
+//! the next level then. So for an inclusive node with a shared level above another (an L2
+//! shared by a few cores above an L3), each part's simulator gets, per run of a guest
+//! thread the reader hands out, one batch with that run's records of the part, as the
+//! sequential simulator gets one batch with the whole run. Other nodes (a shared level
+//! only last, or not inclusive) take a batch per chunk of 4096 records, which keeps the
+//! parts' copies in the host's L1 and L2.
 //!
 //! An access that straddles two lines is simulated as its pieces (each in its line's class,
 //! in order), as [`hpcscope_cachesim::Hierarchy`] does, so the level counters match; the
@@ -210,6 +212,23 @@ struct Parts {
     /// Per thread, the accesses that straddled lines and their pieces beyond the first,
     /// counted here when the first piece is in one of these parts.
     splits: BTreeMap<u32, (u64, u64)>,
+    /// Whether the parts may be simulated a chunk at a time ([`batch_ends_free`]), else a
+    /// run at a time.
+    chunked: bool,
+}
+
+/// Whether a node's counters are the same however its accesses are cut into batches: what
+/// a node does at the end of a batch (the inclusive back-invalidations in the other cores'
+/// caches) changes only counters when no shared level has another level below it (a
+/// write-back from the last level goes to memory, where it is counted and nothing else),
+/// but moves a line into the next level otherwise, later than the accesses of the batch.
+fn batch_ends_free(n: &hpcscope_cachesim::NodeConfig) -> bool {
+    n.inclusion != hpcscope_cachesim::Inclusion::Inclusive
+        || n.levels
+            .iter()
+            .rev()
+            .skip(1)
+            .all(|l| l.shared_by_cores <= 1)
 }
 
 impl Parts {
@@ -232,8 +251,7 @@ impl Parts {
     }
 
     /// Takes the records of this worker's parts from `recs`, part of thread `t`'s current
-    /// run (simulated by [`Parts::flush`], whole: the simulator's batches, whose ends
-    /// settle the shared levels' back-invalidations, must be the sequential ones).
+    /// run, for [`Parts::flush`].
     fn filter(&mut self, t: u32, recs: &[PackedAccess]) {
         let shift = self.shift;
         let mask = (1u64 << shift) - 1;
@@ -340,7 +358,7 @@ impl Parts {
         }
     }
 
-    /// Simulates the records of thread `t`'s run taken so far: one batch per part.
+    /// Simulates the records of thread `t` taken so far: one batch per part.
     fn flush(&mut self, t: u32) {
         for (s, sim) in self.sims.iter_mut().enumerate() {
             let k = std::mem::take(&mut self.lens[s]);
@@ -417,6 +435,9 @@ impl Worker {
             for j in &mut self.jobs {
                 if let Job::Parts(p) = j {
                     p.filter(t, chunk);
+                    if p.chunked {
+                        p.flush(t);
+                    }
                 }
             }
         }
@@ -514,6 +535,7 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
                 lens: vec![0; sims.len() + 1],
                 sims,
                 splits: BTreeMap::new(),
+                chunked: batch_ends_free(&cfg),
             }));
         }
     }
