@@ -21,8 +21,8 @@
 //! more workers than twice the machines, a machine is cut for its share of them, so that a
 //! worker simulates parts of fewer machines. With no more workers than machines, each
 //! worker simulates whole machines instead (as before the cut by class), unless
-//! [`SPLIT_ENV`] says `sets`: the passes cost more CPU than an uneven split of machines of
-//! similar cost (see docs/mix-performance.md).
+//! [`SPLIT_ENV`] says `sets`: the passes cost more CPU than one machine per worker gains
+//! in balance when the machines cost about the same (measured in docs/mix-performance.md).
 //!
 //! Batch ends are where a node settles the inclusive back-invalidations of a shared level
 //! in the other cores' caches; when a dirty copy is found there, its write-back lands in
