@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::elf::Arch;
 use crate::error::MixError;
+use crate::partition::Simulated;
 use crate::sampling::{SampleMethod, SampleSpec, Sampler, SamplingReport};
 use crate::setsample::SetSampler;
 
@@ -407,8 +408,8 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
             (c, t, Some(report))
         }
         None => (
-            nodes.iter().map(NodeSim::stats).collect(),
-            nodes.iter().map(NodeSim::thread_stats).collect(),
+            nodes.iter().map(Simulated::stats).collect(),
+            nodes.iter().map(Simulated::thread_stats).collect(),
             None,
         ),
     };
@@ -784,21 +785,24 @@ pub(crate) type SampledResult = (Vec<(HierarchyStats, Vec<ThreadStats>)>, Sampli
 /// paced by a [`Pacer`]; with `sample`, only in the windows it asks for (on the reading
 /// thread: sampling leaves little to share out).
 ///
-/// With several nodes and host CPUs to spare beyond the `reserved` ones (the producer's:
-/// QEMU keeps one busy), the nodes are spread over worker threads (one per spare CPU, at
-/// most one per node) that each simulate every buffer: the nodes are independent, so the
-/// stream is read once and shared. A bounded queue per worker keeps memory bounded when a
-/// worker falls behind. Otherwise the reading thread simulates every node itself: on a
-/// 2-CPU machine that beats worker threads that share QEMU's CPU (they copy every buffer
-/// and compete for the host's caches).
+/// With host CPUs to spare beyond the `reserved` ones (the producer's: QEMU keeps one
+/// busy), the simulation is spread over worker threads, one per spare CPU: with more
+/// workers than nodes, each node is cut by set class into parts that add up exactly to its
+/// whole simulation ([`crate::partition`]), else each worker simulates whole nodes
+/// (`HPCSCOPE_SIM_SPLIT` chooses); every worker reads every buffer, which is read once and
+/// shared. A bounded queue per worker keeps memory bounded when a worker
+/// falls behind. Otherwise the reading thread simulates every node itself: on a 2-CPU
+/// machine that beats worker threads that share QEMU's CPU (they copy every buffer and
+/// compete for the host's caches). `HPCSCOPE_SIM_WORKERS=N` forces N workers (1: none).
 pub(crate) fn read_stream(
     f: impl Read,
     sims: Vec<NodeSim>,
     reserved: usize,
     sample: Option<SampleSpec>,
-) -> Result<(Vec<NodeSim>, u64, Option<SampledResult>), MixError> {
+) -> Result<(Vec<Simulated>, u64, Option<SampledResult>), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = cpus.saturating_sub(reserved).min(sims.len());
+    let spread = crate::partition::spread(&sims, cpus.saturating_sub(reserved))?;
+    let workers = spread.workers;
     let mut demux = Demux::default();
     let mut pacer = Pacer::default();
     let mut runs: Vec<Event> = Vec::new();
@@ -837,7 +841,7 @@ pub(crate) fn read_stream(
         let result = sampler.finish();
         // Accesses, those the plugin left out included.
         let records = result.1.records;
-        return Ok((sims, records, Some(result)));
+        return Ok((crate::partition::whole(sims), records, Some(result)));
     }
     // Only set sampling gates the stream: a gated stream read any other way would miss
     // the accesses left out.
@@ -862,7 +866,7 @@ pub(crate) fn read_stream(
         pacer.finish(&mut feed);
         ungated(&demux)?;
         let result = sampler.finish(&sims, records);
-        return Ok((sims, records, Some(result)));
+        return Ok((crate::partition::whole(sims), records, Some(result)));
     }
     if workers <= 1 {
         let mut sims = sims;
@@ -878,14 +882,12 @@ pub(crate) fn read_stream(
         })?;
         pacer.finish(&mut feed);
         ungated(&demux)?;
-        return Ok((sims, records, None));
+        return Ok((crate::partition::whole(sims), records, None));
     }
-    // Node i goes to worker i % workers; they come back in the original order.
+    // Each worker simulates its parts of the machines (crate::partition): by set class,
+    // or whole machines; the counters come back per machine, in the original order.
     let n = sims.len();
-    let mut groups: Vec<Vec<NodeSim>> = (0..workers).map(|_| Vec::new()).collect();
-    for (i, h) in sims.into_iter().enumerate() {
-        groups[i % workers].push(h);
-    }
+    let groups = crate::partition::plan(sims, spread)?;
     type Shared = (Arc<Vec<PackedAccess>>, Arc<Vec<Run>>);
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
@@ -896,10 +898,8 @@ pub(crate) fn read_stream(
             handles.push(scope.spawn(move || {
                 let mut g = g;
                 for (b, runs) in rx {
-                    for sim in &mut g {
-                        for &(t, a, e) in runs.iter() {
-                            sim.access_batch(t, &b[a..e]);
-                        }
+                    for &(t, a, e) in runs.iter() {
+                        g.feed(t, &b[a..e]);
                     }
                 }
                 g
@@ -944,22 +944,16 @@ pub(crate) fn read_stream(
         pacer.finish(&mut feed);
         send(&mut out.borrow_mut());
         drop(senders);
-        let mut done: Vec<Option<NodeSim>> = (0..n).map(|_| None).collect();
-        for (w, h) in handles.into_iter().enumerate() {
-            let g = h
-                .join()
-                .map_err(|_| MixError::Run("a cache-simulation thread panicked".into()))?;
-            for (k, sim) in g.into_iter().enumerate() {
-                done[w + k * workers] = Some(sim);
-            }
+        let mut done = Vec::with_capacity(handles.len());
+        for h in handles {
+            done.push(
+                h.join()
+                    .map_err(|_| MixError::Run("a cache-simulation thread panicked".into()))?,
+            );
         }
         read?;
         ungated(&demux)?;
-        Ok((
-            done.into_iter().map(|s| s.expect("every node")).collect(),
-            records,
-            None,
-        ))
+        Ok((crate::partition::merge(done, n), records, None))
     })
 }
 

@@ -11,6 +11,7 @@
 pub mod elf;
 pub mod emulate;
 pub mod error;
+mod partition;
 pub mod sample;
 pub mod sampling;
 pub mod setsample;

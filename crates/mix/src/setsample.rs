@@ -54,8 +54,9 @@ pub fn chosen_classes(g: u64, period: u64) -> Vec<u64> {
 }
 
 /// Set counts, line size: a node's classes (`g`, the greatest common divisor of its levels'
-/// set counts) and log2 of its line size.
-fn classes_of(n: &NodeConfig) -> (u64, u32) {
+/// set counts) and log2 of its line size (its first level's: callers that need one line
+/// size at every level check [`one_line_size`]).
+pub(crate) fn classes_of(n: &NodeConfig) -> (u64, u32) {
     let g = n
         .levels
         .iter()
@@ -64,6 +65,36 @@ fn classes_of(n: &NodeConfig) -> (u64, u32) {
         .max(1);
     let line = n.levels.first().map_or(64, |l| l.cache.line_bytes);
     (g, line.trailing_zeros())
+}
+
+/// Whether every level of `n` has the same line size (what the class decomposition needs:
+/// with one line size, line `x` sits in set `x mod S_j` of every level `j`).
+pub(crate) fn one_line_size(n: &NodeConfig) -> bool {
+    n.levels
+        .windows(2)
+        .all(|w| w[0].cache.line_bytes == w[1].cache.line_bytes)
+}
+
+/// The copy of `n` that simulates one residue class of lines mod `parts` (`parts` divides
+/// every level's set count): `S_j / parts` sets per level, same ways, line size and
+/// sharing; it is fed line `x div parts` for line `x`.
+pub(crate) fn class_config(n: &NodeConfig, parts: u64) -> NodeConfig {
+    NodeConfig {
+        name: n.name.clone(),
+        levels: n
+            .levels
+            .iter()
+            .map(|l| NodeLevel {
+                cache: CacheConfig {
+                    size_bytes: l.cache.size_bytes / parts,
+                    ..l.cache.clone()
+                },
+                shared_by_cores: l.shared_by_cores,
+            })
+            .collect(),
+        cores: n.cores,
+        inclusion: n.inclusion,
+    }
 }
 
 /// The plugin's `sample=LINE:MOD:HEX` argument for sampling one class in `spec.period` of
@@ -177,22 +208,7 @@ impl SetSampler {
             for (k, c) in chosen_classes(g, spec.period).into_iter().enumerate() {
                 slot[c as usize] = k as u32;
             }
-            let small = NodeConfig {
-                name: n.name.clone(),
-                levels: n
-                    .levels
-                    .iter()
-                    .map(|l| NodeLevel {
-                        cache: CacheConfig {
-                            size_bytes: l.cache.size_bytes / g,
-                            ..l.cache.clone()
-                        },
-                        shared_by_cores: l.shared_by_cores,
-                    })
-                    .collect(),
-                cores: n.cores,
-                inclusion: n.inclusion,
-            };
+            let small = class_config(n, g);
             let sims = (0..chosen)
                 .map(|_| NodeSim::new(small.clone(), placement.clone()))
                 .collect::<Result<Vec<_>, _>>()
