@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The cache-size axis of `hpcscope explore` against valgrind's cachegrind: a scenario sweeps
 # the L2 size of cascadelake-8260 (128 KiB to 4 MiB, 16 ways, 64-byte lines) over a STREAM
-# triad whose working set (3 arrays x N x 8 B) crosses it; explore re-simulates each
-# geometry (one mix run) and keeps each profile in resim-cache/. For each size, the number
-# of data accesses the re-simulation sends past L2 (bytes served by L3 and memory / 8: the
-# triad's accesses are 8-byte) is printed beside cachegrind's LL misses (DLmr + DLmw) with
+# triad (crates/cli/tests/data/triad.c, the program the CLI tests build) whose working set
+# (3 arrays x N x 8 B) crosses it; explore re-simulates each geometry (one mix run) and
+# keeps each profile in resim-cache/. For each size, the number of data accesses the
+# re-simulation sends past L2 (bytes served by L3 and memory / 8: the triad's accesses are
+# 8-byte) is printed beside cachegrind's LL misses (DLmr + DLmw) with
 # --D1=32768,8,64 --LL=SIZE,16,64, the same program and arguments, and their ratio; then
 # the second explore's time (every geometry from the cache) beside the first's.
 #
@@ -20,26 +21,13 @@ set -euo pipefail
 n="${1:-32768}"
 reps="${2:-8}"
 HPCSCOPE=${HPCSCOPE:-hpcscope}
+root=$(cd "$(dirname "$0")/../.." && pwd)
 for t in valgrind gcc jq qemu-x86_64 "$HPCSCOPE"; do
   command -v "$t" >/dev/null || { echo "skipping: $t not found (scripts/setup.sh installs it)"; exit 0; }
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat >"$work/triad.c" <<'C'
-#include <stdlib.h>
-#include <stdio.h>
-__attribute__((noinline)) void kernel(long n, double *a, const double *b, const double *c) {
-  for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
-}
-int main(int argc, char **argv) {
-  long n = atol(argv[1]), reps = atol(argv[2]);
-  double *a = calloc(n, 8), *b = calloc(n, 8), *c = calloc(n, 8);
-  for (long r = 0; r < reps; r++) kernel(n, a, b, c);
-  printf("%f\n", a[n / 2]);
-  return 0;
-}
-C
-gcc -O2 -fno-tree-vectorize -o "$work/triad" "$work/triad.c"
+gcc -O2 -fno-tree-vectorize -o "$work/triad" "$root/crates/cli/tests/data/triad.c"
 cd "$work"
 sizes=(131072 262144 524288 1048576 2097152 4194304)
 "$HPCSCOPE" mix -m cascadelake-8260 --native-runs 0 --function kernel -o base.json -- ./triad "$n" "$reps" >/dev/null

@@ -109,11 +109,14 @@ impl Demo {
         let ns = &self.node_summary;
         if ns.pairs > 0 {
             text.push_str(&format!(
-                "node validation: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %\n",
+                "node validation: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %{}\n",
                 ns.pairs,
                 ns.inside_fraction * 100.0,
                 ns.median_width * 100.0,
-                ns.median_midpoint_error * 100.0
+                ns.median_midpoint_error * 100.0,
+                ns.median_point_error
+                    .map(|e| format!(", median point error {:.1} %", e * 100.0))
+                    .unwrap_or_default()
             ));
         }
         for n in &self.notes {

@@ -10,15 +10,17 @@
 //! The interval has the core scope's width components: the model's points (with the
 //! carried-time ones), the calibrated margin, and the source's run-to-run band (the spread
 //! of its timed native runs), so a projection whose model points coincide is not printed as
-//! a point when its source was noisy.
+//! a point when its source was noisy. Each pair keeps the model's interval and how the width
+//! splits into those parts, and the calibrated point estimate inside the interval, as the
+//! core scope's pairs do.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use hpcscope_core::node::cores_alone;
-use hpcscope_core::point::Calibration;
+use hpcscope_core::point::{Calibration, PointEstimate};
 use hpcscope_core::project::{
-    Check, Inputs, Interval, Options, Projection, Side, Spread, check, project_with,
+    Check, Inputs, Interval, Options, Projection, Side, Spread, Widening, check, project_with,
 };
 use hpcscope_core::roofline::Scope;
 use hpcscope_core::{AppMetrics, Precision};
@@ -44,8 +46,22 @@ pub struct NodePair {
     pub target_threads: usize,
     /// Measured GFLOP/s of the source run.
     pub source_gflops: f64,
-    /// Projected interval, GFLOP/s.
+    /// Projected interval, GFLOP/s: the model's interval widened by the calibrated margin
+    /// and the source's run-to-run band.
     pub interval: Interval,
+    /// The model's interval, GFLOP/s: its points with their carried-time values, before
+    /// the margin and the band.
+    pub model_interval: Interval,
+    /// How the interval's width splits into the model's, the calibrated margin's and the
+    /// source band's (`interval` = [model lo x band low / (1 + margin), model hi x band high
+    /// x (1 + margin)]); absent when neither a margin nor a band widened it (the width is
+    /// then the model's alone).
+    pub widening: Option<Widening>,
+    /// The calibrated point estimate, inside the model's interval (absent without a
+    /// calibration or where its rule has no value).
+    pub point: Option<PointEstimate>,
+    /// The point estimate's error against the measurement: (point - measured) / measured.
+    pub point_error: Option<f64>,
     /// Measured GFLOP/s of the target run and how it compares.
     pub check: Check,
     /// Interval width over the measurement: (hi - lo) / measured.
@@ -66,6 +82,12 @@ pub struct NodeSummary {
     pub median_width: f64,
     /// Median of |midpoint - measured| / measured.
     pub median_midpoint_error: f64,
+    /// Pairs with a point estimate.
+    pub point_pairs: usize,
+    /// Median of |point - measured| / measured over the pairs with a point estimate.
+    pub median_point_error: Option<f64>,
+    /// Largest |point - measured| / measured.
+    pub max_point_error: Option<f64>,
     /// Median error of the nearest bound (0 inside).
     pub median_error: f64,
     /// Largest error of the nearest bound.
@@ -180,18 +202,36 @@ pub fn node_pair(
         calibration,
         (&fo, &to_o),
     )?;
+    Ok(Some(pair_result(w, pair, (ft.len(), tt.len()), fg, tg, &p)))
+}
+
+/// The node pair of projection `p` (`threads` source and target threads, `source_gflops`
+/// and `measured` the two runs' GFLOP/s).
+fn pair_result(
+    w: &str,
+    pair: &str,
+    threads: (usize, usize),
+    source_gflops: f64,
+    measured: f64,
+    p: &Projection,
+) -> NodePair {
     let i = p.interval;
-    Ok(Some(NodePair {
+    let point = p.point.clone();
+    NodePair {
         workload: w.to_string(),
         pair: pair.to_string(),
-        source_threads: ft.len(),
-        target_threads: tt.len(),
-        source_gflops: fg,
+        source_threads: threads.0,
+        target_threads: threads.1,
+        source_gflops,
         interval: i,
-        check: check(i, tg),
-        width: (i.hi - i.lo) / tg,
-        midpoint_error: ((i.lo + i.hi) / 2.0 - tg).abs() / tg,
-    }))
+        model_interval: p.widening.map_or(i, |w| w.model_interval),
+        widening: p.widening,
+        point_error: point.as_ref().map(|e| (e.gflops - measured) / measured),
+        point,
+        check: check(i, measured),
+        width: (i.hi - i.lo) / measured,
+        midpoint_error: ((i.lo + i.hi) / 2.0 - measured).abs() / measured,
+    }
 }
 
 /// Warnings about node values that cannot be what the machine's cores sustain together: a
@@ -305,6 +345,11 @@ pub fn summarize_node(v: &[NodePair]) -> NodeSummary {
         hpcscope_core::stats::median(&x).unwrap_or(0.0)
     };
     let errs: Vec<f64> = v.iter().map(|r| r.check.nearest_bound_error).collect();
+    let point_errs: Vec<f64> = v
+        .iter()
+        .filter_map(|r| r.point_error)
+        .map(f64::abs)
+        .collect();
     NodeSummary {
         pairs: v.len(),
         inside_fraction: if v.is_empty() {
@@ -314,6 +359,9 @@ pub fn summarize_node(v: &[NodePair]) -> NodeSummary {
         },
         median_width: med(v.iter().map(|r| r.width).collect()),
         median_midpoint_error: med(v.iter().map(|r| r.midpoint_error).collect()),
+        point_pairs: point_errs.len(),
+        median_point_error: (!point_errs.is_empty()).then(|| med(point_errs.clone())),
+        max_point_error: point_errs.iter().copied().reduce(f64::max),
         median_error: med(errs.clone()),
         max_error: errs.iter().copied().fold(0.0, f64::max),
     }
@@ -324,11 +372,12 @@ pub fn node_validation_text(v: &[NodePair], s: &NodeSummary) -> String {
     let mut text = String::new();
     for r in v {
         text.push_str(&format!(
-            "{:<11} {:<24} projected [{}, {}] GFLOP/s, measured {} -> {}\n",
+            "{:<11} {:<24} projected [{}, {}] point {} GFLOP/s, measured {} -> {}\n",
             r.workload,
             r.pair,
             num(r.interval.lo, 4),
             num(r.interval.hi, 4),
+            r.point.as_ref().map_or("-".into(), |p| num(p.gflops, 4)),
             num(r.check.measured_gflops, 4),
             if r.check.inside {
                 "inside".to_string()
@@ -336,17 +385,62 @@ pub fn node_validation_text(v: &[NodePair], s: &NodeSummary) -> String {
                 format!("outside, nearest bound {:+.1} %", r.check.error * 100.0)
             }
         ));
+        text.push_str(&format!("{:<36} {}\n", "", width_parts(r)));
     }
     text.push_str(&format!(
-        "node summary: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %, median error {:.1} %, max error {:.1} %\n",
+        "node summary: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %, median error {:.1} %, max error {:.1} %; {}\n",
         s.pairs,
         s.inside_fraction * 100.0,
         s.median_width * 100.0,
         s.median_midpoint_error * 100.0,
         s.median_error * 100.0,
-        s.max_error * 100.0
+        s.max_error * 100.0,
+        point_summary(s)
     ));
     text
+}
+
+/// `point error 4.1 % at the median (9.0 % at most) over 16 pairs`, or why there is none.
+fn point_summary(s: &NodeSummary) -> String {
+    match (s.median_point_error, s.max_point_error) {
+        (Some(med), Some(max)) => format!(
+            "point error {:.1} % at the median ({:.1} % at most) over {} pairs",
+            med * 100.0,
+            max * 100.0,
+            s.point_pairs
+        ),
+        _ => "no point estimate (no calibration)".into(),
+    }
+}
+
+/// How a pair's width splits: `width x1.31: model x1.00 (0 %), margin ±6.5 % (47 %),
+/// source band -4.1/+5.3 % (53 %)`.
+fn width_parts(r: &NodePair) -> String {
+    let m = r.model_interval;
+    let model_width = if m.lo > 0.0 { m.hi / m.lo } else { 1.0 };
+    match r.widening {
+        None => format!(
+            "width x{}: the model's alone (no calibrated margin, no source band)",
+            num(model_width, 4)
+        ),
+        Some(w) => format!(
+            "width x{}: model x{} ({:.0} %), margin \u{b1}{:.1} % ({:.0} %), source band {}",
+            num(w.total_width, 4),
+            num(w.model_width, 4),
+            w.model_share * 100.0,
+            w.margin * 100.0,
+            w.margin_share * 100.0,
+            match w.source {
+                Some(b) => format!(
+                    "{:+.1}/{:+.1} % ({:.0} %)",
+                    (b.low.min(1.0) - 1.0) * 100.0,
+                    (b.high.max(1.0) - 1.0) * 100.0,
+                    w.noise_share * 100.0
+                ),
+                None => "not measured".into(),
+            }
+        ),
+    }
 }
 
 /// The node validation as a report section.
@@ -360,6 +454,8 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
                 r.pair.clone(),
                 num(r.source_gflops, 4),
                 format!("[{}, {}]", num(r.interval.lo, 4), num(r.interval.hi, 4)),
+                crate::render::estimate_cell(r.point.as_ref()),
+                crate::render::widening_cell(r.widening),
                 num(r.check.measured_gflops, 4),
                 if r.check.inside {
                     "inside".into()
@@ -376,21 +472,21 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
             lo: r.interval.lo,
             hi: r.interval.hi,
             measured: r.check.measured_gflops,
-            // No calibrated point estimate at node scope yet.
-            point: None,
+            point: r.point.as_ref().map(|p| p.gflops),
         })
         .collect();
     Section {
         title: "Validation at node scope: thread counts and vector widths, measured here".into(),
         summary: format!(
-            "On {}, the node projection (per thread, eqs. 7.1-7.5) fell inside the interval for {:.0} % of {} pairs; median width {:.1} % and median midpoint error {:.1} % of the measurement; the nearest bound was off by {:.1} % at the median and {:.1} % at most.",
+            "On {}, the node projection (per thread, eqs. 7.1-7.5) fell inside the interval for {:.0} % of {} pairs; median width {:.1} % and median midpoint error {:.1} % of the measurement; the nearest bound was off by {:.1} % at the median and {:.1} % at most; {}.",
             machine.name,
             s.inside_fraction * 100.0,
             s.pairs,
             s.median_width * 100.0,
             s.median_midpoint_error * 100.0,
             s.median_error * 100.0,
-            s.max_error * 100.0
+            s.max_error * 100.0,
+            point_summary(&s)
         ),
         body_html: html_table(
             &[
@@ -398,6 +494,8 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
                 "pair",
                 "source GFLOP/s",
                 "projected GFLOP/s",
+                "point GFLOP/s",
+                "width: model / margin / noise",
                 "measured GFLOP/s",
                 "result",
             ],
@@ -405,7 +503,7 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
         ),
         svgs: vec![hpcscope_report::validation_svg(
             &chart_rows,
-            "Projected interval and measured performance at node scope",
+            "Projected interval, point estimate and measured performance at node scope",
         )],
     }
 }
@@ -501,6 +599,161 @@ mod tests {
         .unwrap();
         assert!(bare.widening.is_none());
         assert!((bare.interval.hi - bare.interval.lo).abs() < 1e-9);
+    }
+
+    /// A profile of `n` threads like [`thread`], each over `time_s`.
+    fn profile(n: u32, time_s: f64) -> Profile {
+        use hpcscope_core::profile::{LevelBytes, Memory, Region, ThreadMetrics};
+        let lv = |level: &str, bytes| LevelBytes {
+            level: level.into(),
+            bytes,
+        };
+        let t = |i| ThreadMetrics {
+            thread: i,
+            time_s: Some(time_s),
+            flops: 1e9,
+            fp_instructions: 5e8,
+            memory: Memory {
+                bytes_per_level: Some(vec![
+                    lv("L1", 8e8),
+                    lv("L2", 1e8),
+                    lv("L3", 0.0),
+                    lv("MM", 1e8),
+                ]),
+                bytes_total: None,
+                hit_ratios: None,
+            },
+            loads: None,
+            stores: None,
+            instructions: None,
+        };
+        Profile {
+            format_version: 1,
+            application: "t".into(),
+            binary: None,
+            isa: "x86_64".into(),
+            vector_bits: 128,
+            precision: Precision::F64,
+            machine: None,
+            collector: None,
+            partial: false,
+            regions: vec![Region {
+                name: "r".into(),
+                threads: (0..n).map(t).collect(),
+                access_widths: None,
+            }],
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn node_pairs_carry_the_point_estimate_and_the_width_parts() {
+        let mut m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        m.peaks[0].core_gflops = Some(80.0);
+        for (l, c) in m.levels.iter_mut().zip([400.0, 150.0, 40.0, 15.0]) {
+            l.core_gbs = Some(c);
+        }
+        let alone = cores_alone(&m);
+        // A margin, so that all three parts show (the bundled calibration's is 0).
+        let mut cal = Calibration::bundled();
+        cal.interval.margin = 0.05;
+        let spread = Spread::from_times(&[1.0, 1.1, 0.9, 1.05, 0.95]);
+        // One thread at 2 GFLOP/s onto two threads measured at 3.5 GFLOP/s in all.
+        let from = Threaded {
+            profile: profile(1, 0.5),
+            spread,
+        };
+        let to = profile(2, 2.0 / 3.5);
+        let r = node_pair(&alone, &m, "w", "1 -> 2 threads", &from, &to, Some(&cal))
+            .unwrap()
+            .expect("both sides have a time");
+        assert_eq!((r.source_threads, r.target_threads), (1, 2));
+        assert!((r.check.measured_gflops - 3.5).abs() < 1e-9);
+        // The same projection as node_projection gives: its point and its widening.
+        let tm = |p: &Profile| p.regions[0].thread_metrics("x").unwrap();
+        let p = node_projection(
+            &alone,
+            &tm(&from.profile),
+            2.0,
+            spread,
+            &m,
+            &tm(&to),
+            Precision::F64,
+            Some(&cal),
+            ("s", "t"),
+        )
+        .unwrap();
+        let point = r.point.as_ref().expect("a calibrated point estimate");
+        assert_eq!(Some(point), p.point.as_ref());
+        assert_eq!(r.interval, p.interval);
+        // The point lies inside the model's interval, hence inside the widened one.
+        let (mi, i) = (r.model_interval, r.interval);
+        assert!(
+            mi.lo <= point.gflops && point.gflops <= mi.hi,
+            "{point:?} {mi:?}"
+        );
+        assert!(i.lo <= mi.lo && mi.hi <= i.hi, "{i:?} {mi:?}");
+        assert!((r.point_error.unwrap() - (point.gflops - 3.5) / 3.5).abs() < 1e-12);
+        // The parts add up as project_with combines them: the model's interval times the
+        // band and the margin on each side, and the shares of the width on a log scale.
+        let w = r.widening.expect("margin and band widen the interval");
+        assert_eq!(w.model_interval, mi);
+        let s = w.source.expect("the source's band");
+        assert!(w.margin > 0.0 && s.low < 1.0 && s.high > 1.0, "{w:?}");
+        assert!((i.lo - mi.lo * s.low / (1.0 + w.margin)).abs() < 1e-9 * i.lo);
+        assert!((i.hi - mi.hi * s.high * (1.0 + w.margin)).abs() < 1e-9 * i.hi);
+        assert!((w.total_width - i.hi / i.lo).abs() < 1e-9 * w.total_width);
+        let product = w.model_width * (s.high / s.low) * (1.0 + w.margin).powi(2);
+        assert!((w.total_width - product).abs() < 1e-9 * product);
+        assert!((w.model_share + w.margin_share + w.noise_share - 1.0).abs() < 1e-9);
+        assert!(w.margin_share > 0.0 && w.noise_share > 0.0);
+        // Text, table and chart show them.
+        let v = vec![r.clone()];
+        let sum = summarize_node(&v);
+        assert_eq!(sum.point_pairs, 1);
+        assert!((sum.median_point_error.unwrap() - r.point_error.unwrap().abs()).abs() < 1e-12);
+        let text = node_validation_text(&v, &sum);
+        assert!(
+            text.contains(&format!("point {} GFLOP/s", num(point.gflops, 4))),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("width x{}", num(w.total_width, 4)))
+                && text.contains(&format!("margin \u{b1}{:.1} %", w.margin * 100.0)),
+            "{text}"
+        );
+        let sec = node_validation_section(&v, &m);
+        assert!(
+            sec.body_html
+                .contains(&crate::render::estimate_cell(Some(point))),
+            "{}",
+            sec.body_html
+        );
+        assert!(
+            sec.body_html
+                .contains(&crate::render::widening_cell(Some(w))),
+            "{}",
+            sec.body_html
+        );
+        assert_eq!(sec.svgs[0].matches("point-estimate").count(), 1);
+        // Without a calibration there is no point, no margin, and the band alone widens.
+        let bare = node_pair(&alone, &m, "w", "1 -> 2 threads", &from, &to, None)
+            .unwrap()
+            .unwrap();
+        assert!(bare.point.is_none() && bare.point_error.is_none());
+        let bw = bare.widening.expect("the band still widens");
+        assert_eq!(bw.margin, 0.0);
+        assert_eq!(bare.model_interval, mi);
+        let bare = [bare];
+        let sum = summarize_node(&bare);
+        assert_eq!((sum.point_pairs, sum.median_point_error), (0, None));
+        assert!(node_validation_text(&bare, &sum).contains("point - GFLOP/s"));
+        assert_eq!(
+            node_validation_section(&bare, &m).svgs[0]
+                .matches("point-estimate")
+                .count(),
+            0
+        );
     }
 
     #[test]

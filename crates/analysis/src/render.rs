@@ -90,14 +90,24 @@ pub fn best_projection_svg(source: &Machine, targets: &[TargetResult]) -> Option
 
 /// The point estimate of a projection as a table cell: `3.1 (±4 %)`.
 pub fn point_cell(p: &hpcscope_core::project::Projection) -> String {
-    p.point.as_ref().map_or("-".into(), |e| {
+    estimate_cell(p.point.as_ref())
+}
+
+/// A point estimate as a table cell: `3.1 (±4 %)`, or `-` without one.
+pub fn estimate_cell(e: Option<&hpcscope_core::point::PointEstimate>) -> String {
+    e.map_or("-".into(), |e| {
         format!("{} (±{:.0} %)", num(e.gflops, 4), e.error_median * 100.0)
     })
 }
 
 /// How a projection's width splits (model, calibrated margin, noise), as a table cell.
 pub fn noise_cell(p: &hpcscope_core::project::Projection) -> String {
-    p.widening.map_or("model only".into(), |w| {
+    widening_cell(p.widening)
+}
+
+/// How a width splits (model, calibrated margin, noise), as a table cell: `12 / 40 / 48 %`.
+pub fn widening_cell(w: Option<hpcscope_core::project::Widening>) -> String {
+    w.map_or("model only".into(), |w| {
         format!(
             "{:.0} / {:.0} / {}",
             w.model_share * 100.0,

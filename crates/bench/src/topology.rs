@@ -510,17 +510,7 @@ fn list_cpu_dirs(cpu_dir: &Path) -> Vec<u32> {
     v
 }
 
-/// Parses a sysfs cache size: `48K`, `2048K`, `32M`, or bytes.
-pub fn parse_sysfs_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()? {
-        'K' | 'k' => (&s[..s.len() - 1], 1024),
-        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
-        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
-        _ => (s, 1),
-    };
-    num.trim().parse::<u64>().ok().map(|n| n * mult)
-}
+pub use hpcscope_host::facts::parse_sysfs_size;
 
 /// Parses a CPU list such as `0-3,8,10-11` (the sysfs and `taskset -c` syntax).
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
@@ -723,15 +713,6 @@ mod tests {
         assert!(parse_cpu_list("a").is_err());
         assert!(parse_cpu_list("").is_err());
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-    }
-
-    #[test]
-    fn sysfs_sizes_parse() {
-        assert_eq!(parse_sysfs_size("48K"), Some(48 * 1024));
-        assert_eq!(parse_sysfs_size("266240K"), Some(266240 * 1024));
-        assert_eq!(parse_sysfs_size("32M"), Some(32 << 20));
-        assert_eq!(parse_sysfs_size("512"), Some(512));
-        assert_eq!(parse_sysfs_size("x"), None);
     }
 
     #[test]

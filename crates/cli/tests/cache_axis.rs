@@ -6,9 +6,9 @@
 //! is missing.
 
 mod common;
-use common::{plugin, which};
+use common::{TRIAD, cc, qemu_plugin_ready as ready};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn bin() -> Command {
@@ -112,52 +112,6 @@ fn machine_derive_writes_a_machine_that_show_reads_back() {
     );
 }
 
-/// Returns the plugin path, or None after printing why the test is skipped.
-fn ready() -> Option<PathBuf> {
-    for tool in ["qemu-x86_64", "gcc"] {
-        if which(tool).is_none() {
-            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
-            return None;
-        }
-    }
-    let p = plugin();
-    if p.is_none() {
-        println!(
-            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
-        );
-    }
-    p
-}
-
-const TRIAD: &str = r#"
-#include <stdlib.h>
-#include <stdio.h>
-__attribute__((noinline)) void kernel(long n, double *a, const double *b, const double *c) {
-  for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
-}
-int main(int argc, char **argv) {
-  long n = atol(argv[1]), reps = atol(argv[2]);
-  double *a = calloc(n, 8), *b = calloc(n, 8), *c = calloc(n, 8);
-  for (long r = 0; r < reps; r++) kernel(n, a, b, c);
-  printf("%f\n", a[n / 2]);
-  return 0;
-}
-"#;
-
-fn cc(dir: &Path) -> PathBuf {
-    let c = dir.join("triad.c");
-    std::fs::write(&c, TRIAD).unwrap();
-    let out = dir.join("triad");
-    let st = Command::new("gcc")
-        .args(["-O2", "-fno-tree-vectorize", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    out
-}
-
 /// Bytes of one level in a profile's only region, thread 0.
 fn profile_bytes(p: &serde_json::Value, name: &str) -> f64 {
     p["regions"][0]["threads"][0]["memory"]["bytes_per_level"]
@@ -186,7 +140,7 @@ fn explore_resimulates_a_cache_size_sweep_and_caches_it() {
     let Some(plugin) = ready() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let prog = cc(d);
+    let prog = cc(d, "triad", TRIAD, &[]);
     // 3 arrays x 32768 x 8 B = 768 KiB: fits a 1 MiB or 2 MiB L2, not a 256 KiB one.
     let (n, reps) = ("32768", "8");
     // `machine derive` then `mix -m FILE`: the profile of the derived geometry, for

@@ -3,46 +3,13 @@
 //! (`scripts/setup.sh` installs them; `scripts/test.sh` builds the plugin).
 
 mod common;
-use common::{plugin, which};
+use common::{TRIAD, cc, qemu_plugin_ready as ready};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
-
-/// Returns the plugin path, or None after printing why the test is skipped.
-fn ready() -> Option<PathBuf> {
-    for tool in ["qemu-x86_64", "gcc"] {
-        if which(tool).is_none() {
-            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
-            return None;
-        }
-    }
-    let p = plugin();
-    if p.is_none() {
-        println!(
-            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
-        );
-    }
-    p
-}
-
-fn cc(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-O2", "-fno-tree-vectorize"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    out
 }
 
 fn mix(plugin: &Path, args: &[&str]) -> Output {
@@ -53,21 +20,6 @@ fn mix(plugin: &Path, args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
-
-const TRIAD: &str = r#"
-#include <stdlib.h>
-#include <stdio.h>
-__attribute__((noinline)) void kernel(long n, double *a, const double *b, const double *c) {
-  for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
-}
-int main(int argc, char **argv) {
-  long n = atol(argv[1]), reps = atol(argv[2]);
-  double *a = calloc(n, 8), *b = calloc(n, 8), *c = calloc(n, 8);
-  for (long r = 0; r < reps; r++) kernel(n, a, b, c);
-  printf("%f\n", a[n / 2]);
-  return 0;
-}
-"#;
 
 #[test]
 fn triad_counts_are_exact_and_bytes_split_by_level() {

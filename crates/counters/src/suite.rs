@@ -679,31 +679,7 @@ pub fn stream_sweep(caches: &[u64]) -> Vec<u64> {
 
 /// Data cache sizes of CPU 0 from sysfs (L1d, L2, L3...), smallest first; empty if unknown.
 pub fn host_data_caches() -> Vec<u64> {
-    let mut v = Vec::new();
-    for i in 0..8 {
-        let d = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-        let Ok(t) = std::fs::read_to_string(format!("{d}/type")) else {
-            break;
-        };
-        if t.trim() == "Instruction" {
-            continue;
-        }
-        let Ok(s) = std::fs::read_to_string(format!("{d}/size")) else {
-            continue;
-        };
-        let s = s.trim();
-        let bytes = if let Some(k) = s.strip_suffix('K') {
-            k.parse::<u64>().ok().map(|x| x << 10)
-        } else if let Some(m) = s.strip_suffix('M') {
-            m.parse::<u64>().ok().map(|x| x << 20)
-        } else {
-            s.parse().ok()
-        };
-        if let Some(b) = bytes {
-            v.push(b);
-        }
-    }
-    v
+    hpcscope_host::facts::data_cache_sizes()
 }
 
 /// Working memory of a kernel, allocated (and touched) before it runs.

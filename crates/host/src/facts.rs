@@ -85,6 +85,37 @@ pub fn governor() -> Option<String> {
     read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 }
 
+/// Sizes of CPU 0's data and unified caches (L1d, L2, L3...) from sysfs, in the order sysfs
+/// lists them (smallest first); empty if unknown.
+pub fn data_cache_sizes() -> Vec<u64> {
+    let mut v = Vec::new();
+    for i in 0..8 {
+        let d = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let Ok(t) = std::fs::read_to_string(format!("{d}/type")) else {
+            break;
+        };
+        if t.trim() == "Instruction" {
+            continue;
+        }
+        if let Some(b) = read(&format!("{d}/size")).and_then(|s| parse_sysfs_size(&s)) {
+            v.push(b);
+        }
+    }
+    v
+}
+
+/// Parses a sysfs cache size: `48K`, `2048K`, `32M`, or bytes.
+pub fn parse_sysfs_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1024),
+        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| n * mult)
+}
+
 /// Memory available to new allocations, bytes (`MemAvailable` of /proc/meminfo).
 pub fn mem_available_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -145,6 +176,18 @@ pub fn has_bpf_caps() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sysfs_sizes_parse() {
+        assert_eq!(parse_sysfs_size("48K"), Some(48 * 1024));
+        assert_eq!(parse_sysfs_size("266240K"), Some(266240 * 1024));
+        assert_eq!(parse_sysfs_size("32M"), Some(32 << 20));
+        assert_eq!(parse_sysfs_size("1G"), Some(1 << 30));
+        assert_eq!(parse_sysfs_size("512"), Some(512));
+        assert_eq!(parse_sysfs_size("x"), None);
+        assert_eq!(parse_sysfs_size("K"), None);
+        assert_eq!(parse_sysfs_size(""), None);
+    }
 
     #[test]
     fn loadavg_text() {

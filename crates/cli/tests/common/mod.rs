@@ -3,7 +3,7 @@
 // Each test binary uses its own part of these helpers.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The path of `name` on PATH, if any.
 pub fn which(name: &str) -> Option<PathBuf> {
@@ -25,6 +25,47 @@ pub fn plugin() -> Option<PathBuf> {
         .iter()
         .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
         .find(|p| p.is_file())
+}
+
+/// The QEMU plugin where qemu-x86_64 and gcc are installed too (what the tests that build a C
+/// program and run it under the plugin need); `None` after printing a `skipping:` line saying
+/// what is missing.
+pub fn qemu_plugin_ready() -> Option<PathBuf> {
+    for tool in ["qemu-x86_64", "gcc"] {
+        if which(tool).is_none() {
+            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
+            return None;
+        }
+    }
+    let p = plugin();
+    if p.is_none() {
+        println!(
+            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
+        );
+    }
+    p
+}
+
+/// The STREAM triad `a[i] = b[i] + 3.0 * c[i]` in a function `kernel`, arguments `N REPS`
+/// (`tests/data/triad.c`, which bench/projection/resim_vs_cachegrind.sh also builds).
+pub const TRIAD: &str = include_str!("../data/triad.c");
+
+/// Writes `src` to `DIR/NAME.c` and builds `DIR/NAME` with `gcc -O2 -fno-tree-vectorize`
+/// and `flags` after them; panics if gcc fails.
+pub fn cc(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let out = dir.join(name);
+    let st = std::process::Command::new("gcc")
+        .args(["-O2", "-fno-tree-vectorize"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed on {}", c.display());
+    out
 }
 
 /// Whether the tests run as root.
