@@ -313,6 +313,14 @@ transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ ca
         )
     };
     assert_eq!(first["points"], second["points"]);
+    // The JSON carries the same totals as the text line: one mix run for the three
+    // geometries, then all three from the cache.
+    let totals = |v: &serde_json::Value| {
+        let r = &v["resimulation"];
+        ["points", "simulated", "mix_runs", "cached"].map(|k| r[k].as_u64().unwrap())
+    };
+    assert_eq!(totals(&first), [3, 3, 1, 0], "{}", first["resimulation"]);
+    assert_eq!(totals(&second), [3, 0, 0, 3], "{}", second["resimulation"]);
     // A damaged cache file is said, simulated again and replaced.
     std::fs::write(&files[0], "{ not a profile").unwrap();
     let o = bin()
