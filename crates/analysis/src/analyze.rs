@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use hpcscope_core::explore::DesignPoint;
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
@@ -248,7 +248,13 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     };
     let mut timings = Timings::default();
     let started = Instant::now();
-    let mix = hpcscope_mix::analyze(&opts).context(Uncharacterized)?;
+    let mix = match hpcscope_mix::analyze(&opts) {
+        Ok(m) => m,
+        // A request mix refuses (a --sample the machines' caches cannot take) is the
+        // user's to fix, not a program that could not be characterized.
+        Err(e @ hpcscope_mix::MixError::Usage { .. }) => return Err(e.into()),
+        Err(e) => return Err(anyhow::Error::new(e).context(Uncharacterized)),
+    };
     timings.characterization_s = started.elapsed().as_secs_f64();
     timings.emulation_s = mix.variants.iter().map(|v| v.emulation_s).sum();
     timings.simulations = (
