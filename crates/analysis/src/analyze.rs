@@ -7,9 +7,9 @@
 //! [`crate::render`] turns it into text and an HTML report.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use hpcscope_core::explore::DesignPoint;
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
@@ -67,6 +67,9 @@ pub struct AnalyzeOptions {
     pub placement: hpcscope_mix::Placement,
     /// The rule that places the point estimate (default: the bundled model).
     pub calibration: Option<Calibration>,
+    /// Simulate the caches sampled (`mix --sample`) and extrapolate the bytes per level;
+    /// `None`: every access (the default).
+    pub sample: Option<hpcscope_mix::SampleSpec>,
 }
 
 /// One target's projection.
@@ -129,6 +132,63 @@ pub struct AnalyzeResult {
     pub verdict: String,
     /// Remarks.
     pub notes: Vec<String>,
+    /// Where the analysis spent its time (wall seconds per phase); not part of the result.
+    #[serde(skip)]
+    pub timings: Timings,
+}
+
+/// Wall seconds of each phase of [`analyze`], in the order they ran.
+#[derive(Debug, Clone, Default)]
+pub struct Timings {
+    /// The characterization of the binary (`mix`): native timing runs, then one emulation
+    /// with the cache simulations of the source and every simulable target.
+    pub characterization_s: f64,
+    /// Of which the emulation with the cache simulations.
+    pub emulation_s: f64,
+    /// Cache hierarchies simulated in that emulation, and machines they stand for.
+    pub simulations: (usize, usize),
+    /// The characterizations of the target binary (`--target-binary`).
+    pub target_binary_s: f64,
+    /// Rooflines and projections.
+    pub projection_s: f64,
+    /// The eBPF trace and CPU profile of one native run.
+    pub trace_s: f64,
+    /// The counters of one native run.
+    pub counters_s: f64,
+}
+
+impl Timings {
+    /// One line for the text report: `analysis 8.4 s: characterization 7.9 s (...), ...`.
+    pub fn line(&self, total_s: f64) -> String {
+        let mut parts = vec![format!(
+            "characterization {:.1} s (native runs and set-up {:.1} s, emulation with {} cache simulations for {} machines {:.1} s)",
+            self.characterization_s,
+            (self.characterization_s - self.emulation_s).max(0.0),
+            self.simulations.0,
+            self.simulations.1,
+            self.emulation_s
+        )];
+        if self.target_binary_s > 0.0 {
+            parts.push(format!("target binary {:.1} s", self.target_binary_s));
+        }
+        parts.push(format!("projections {:.2} s", self.projection_s));
+        if self.trace_s > 0.0 || self.counters_s > 0.0 {
+            parts.push(format!(
+                "trace and profile {:.1} s, counters {:.1} s",
+                self.trace_s, self.counters_s
+            ));
+        }
+        let phases = self.characterization_s
+            + self.target_binary_s
+            + self.projection_s
+            + self.trace_s
+            + self.counters_s;
+        parts.push(format!(
+            "machines, report and charts {:.2} s",
+            (total_s - phases).max(0.0)
+        ));
+        format!("analysis took {total_s:.1} s: {}", parts.join(", "))
+    }
 }
 
 /// The design-space sweep of `analyze --scenario`.
@@ -183,9 +243,33 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         per_function: true,
         placement: o.placement.clone(),
         env: env.clone(),
+        sample: o.sample,
         ..Default::default()
     };
-    let mix = hpcscope_mix::analyze(&opts).context(Uncharacterized)?;
+    let mut timings = Timings::default();
+    let started = Instant::now();
+    let mix = match hpcscope_mix::analyze(&opts) {
+        Ok(m) => m,
+        // A request mix refuses (a --sample the machines' caches cannot take) is the
+        // user's to fix, not a program that could not be characterized.
+        Err(e @ hpcscope_mix::MixError::Usage { .. }) => return Err(e.into()),
+        Err(e) => return Err(anyhow::Error::new(e).context(Uncharacterized)),
+    };
+    timings.characterization_s = started.elapsed().as_secs_f64();
+    timings.emulation_s = mix.variants.iter().map(|v| v.emulation_s).sum();
+    timings.simulations = (
+        hpcscope_mix::Distinct::new(
+            &opts
+                .machines
+                .iter()
+                .filter_map(|m| hpcscope_mix::node(m).ok())
+                .collect::<Vec<_>>(),
+            &opts.placement,
+        )
+        .nodes
+        .len(),
+        opts.machines.len(),
+    );
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
     let source_widths = crate::validate::access_widths(&mix, 0);
@@ -197,6 +281,9 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         if !notes.contains(n) {
             notes.push(n.clone());
         }
+    }
+    if let Some(sr) = &v.sampling {
+        notes.extend(sampling_notes(sr));
     }
     let origin = format!("the profile of {}", program.display());
     let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
@@ -218,6 +305,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     }
     // The binary for the targets: characterized for each target's caches.
     let mut target_mix = None;
+    let started = Instant::now();
     let mut target_profiles: Vec<(String, Profile, String, AccessWidths)> = Vec::new();
     if let Some(tb) = &o.target_binary {
         let sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
@@ -248,6 +336,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 application: o.application.clone(),
                 placement: o.placement.clone(),
                 env: env.clone(),
+                sample: o.sample,
                 ..Default::default()
             })?;
             let widths = access_widths(&r, 0);
@@ -279,6 +368,12 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             ));
         }
     }
+    timings.target_binary_s = if o.target_binary.is_some() {
+        started.elapsed().as_secs_f64()
+    } else {
+        0.0
+    };
+    let started = Instant::now();
     let mut results = Vec::new();
     let mut node = None;
     if n_threads > 1 && !no_fp {
@@ -394,11 +489,15 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             });
         }
     }
+    timings.projection_s = started.elapsed().as_secs_f64();
     let (trace, counters) = if o.with_trace {
-        (
-            trace_run(program, args, &mut notes),
-            counters_run(program, args, &mut notes),
-        )
+        let started = Instant::now();
+        let trace = trace_run(program, args, &mut notes);
+        timings.trace_s = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let counters = counters_run(program, args, &mut notes);
+        timings.counters_s = started.elapsed().as_secs_f64();
+        (trace, counters)
     } else {
         (None, None)
     };
@@ -430,7 +529,20 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         node,
         verdict,
         notes,
+        timings,
     })
+}
+
+/// What a sampled characterization measured, for the notes: the sampling, each machine's
+/// hit ratios with their 95 % intervals, and what the intervals do not cover.
+fn sampling_notes(sr: &hpcscope_mix::SamplingReport) -> Vec<String> {
+    let lines = sr.lines();
+    let mut out = vec![format!(
+        "{} (analyze --sample): the bytes per level of every profile, and so the intensities, rooflines and projections, are estimates extrapolated from the sampled sets; FLOPs, instructions and times are exact. The projected intervals do not include the sampling error; each machine's hit ratios and their 95 % intervals follow",
+        lines[0]
+    )];
+    out.extend(lines[1..].iter().map(|l| l.trim().to_string()));
+    out
 }
 
 /// Whether a binary of ISA `binary` runs natively on a machine of ISA `machine`

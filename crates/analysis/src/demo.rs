@@ -161,6 +161,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             threads: None,
             placement: Default::default(),
             calibration: None,
+            sample: None,
         })?;
         overview.push(vec![
             w.name.to_string(),
@@ -310,6 +311,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 threads: Some(o.threads),
                 placement: Default::default(),
                 calibration: None,
+                sample: None,
             })?;
             if let Some(n) = &r.node {
                 node_sections.push(crate::node::node_section(

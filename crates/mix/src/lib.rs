@@ -177,18 +177,120 @@ pub fn replay_stream(
     nodes: Vec<NodeConfig>,
     placement: &Placement,
 ) -> Result<Replay, MixError> {
-    let sims = nodes
-        .into_iter()
-        .map(|n| hpcscope_cachesim::NodeSim::new(n, placement.clone()))
+    let shared = Distinct::new(&nodes, placement);
+    let sims = shared
+        .nodes
+        .iter()
+        .map(|n| hpcscope_cachesim::NodeSim::new(n.clone(), placement.clone()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| MixError::Run(e.to_string()))?;
     // No producer to leave a CPU to.
     let (sims, records, _) = emulate::read_stream(stream, sims, 0, None)?;
     Ok(Replay {
-        caches: sims.iter().map(|s| s.stats()).collect(),
-        thread_caches: sims.iter().map(|s| s.thread_stats()).collect(),
+        caches: shared.caches(sims.iter().map(|s| s.stats()).collect()),
+        thread_caches: shared.thread_caches(sims.iter().map(|s| s.thread_stats()).collect()),
         records,
     })
+}
+
+/// The distinct cache simulations a list of nodes needs: nodes with the same levels
+/// (geometry, sharing) and inclusion policy, whose threads land on the same cores, see the
+/// same stream and count the same, so each such group is simulated once and its counters
+/// copied to the others under their own names (the source machine among the targets,
+/// Graviton 2 and 3, A64FX and its node in `analyze`). A node's number of cores only places
+/// threads with the scatter placement (`Placement::core_of`): with compact or a list of
+/// cores, nodes that differ only in their cores share a simulation.
+#[derive(Debug, Clone)]
+pub struct Distinct {
+    /// The nodes to simulate (the first of each group, under its own name).
+    pub nodes: Vec<NodeConfig>,
+    /// For each node asked, in order: its name and the index of its simulation in `nodes`.
+    pub of: Vec<(String, usize)>,
+}
+
+impl Distinct {
+    /// Groups `nodes` (see [`Distinct`]).
+    pub fn new(nodes: &[NodeConfig], placement: &Placement) -> Self {
+        let key = |n: &NodeConfig| NodeConfig {
+            name: String::new(),
+            cores: if matches!(placement, Placement::Scatter) {
+                n.cores
+            } else {
+                0
+            },
+            ..n.clone()
+        };
+        let mut distinct: Vec<NodeConfig> = Vec::new();
+        let mut keys: Vec<NodeConfig> = Vec::new();
+        let mut of = Vec::new();
+        for n in nodes {
+            let k = key(n);
+            let i = match keys.iter().position(|x| *x == k) {
+                Some(i) => i,
+                None => {
+                    keys.push(k);
+                    distinct.push(n.clone());
+                    keys.len() - 1
+                }
+            };
+            of.push((n.name.clone(), i));
+        }
+        Self {
+            nodes: distinct,
+            of,
+        }
+    }
+
+    /// The counters of every node asked, from those of the distinct simulations.
+    pub fn caches(&self, distinct: Vec<HierarchyStats>) -> Vec<HierarchyStats> {
+        if distinct.len() != self.nodes.len() {
+            return distinct;
+        }
+        self.of
+            .iter()
+            .map(|(name, i)| {
+                let mut s = distinct[*i].clone();
+                s.name.clone_from(name);
+                s
+            })
+            .collect()
+    }
+
+    /// The per-thread counters of every node asked.
+    pub fn thread_caches(&self, distinct: Vec<Vec<ThreadStats>>) -> Vec<Vec<ThreadStats>> {
+        if distinct.len() != self.nodes.len() {
+            return distinct;
+        }
+        self.of
+            .iter()
+            .map(|(name, i)| {
+                let mut v = distinct[*i].clone();
+                for t in &mut v {
+                    t.stats.name.clone_from(name);
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// The sampling report of every node asked.
+    pub fn sampling(&self, distinct: Option<SamplingReport>) -> Option<SamplingReport> {
+        let mut r = distinct?;
+        if r.machines.len() != self.nodes.len() {
+            return Some(r);
+        }
+        let machines = std::mem::take(&mut r.machines);
+        r.machines = self
+            .of
+            .iter()
+            .map(|(name, i)| {
+                let mut m = machines[*i].clone();
+                m.machine.clone_from(name);
+                m
+            })
+            .collect();
+        Some(r)
+    }
 }
 
 /// The caches of a machine's node, for the simulator: its cache levels (see [`hierarchy`])
@@ -305,6 +407,9 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     let qemu = emu.qemu.clone();
     let plugin = tools::plugin(&emu)?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
+    // Machines with the same caches are simulated once (bit for bit what separate
+    // simulations give: `Distinct`).
+    let distinct = Distinct::new(&nodes, &opts.placement);
     // A set sampling the machines' caches cannot take is refused before anything runs.
     if let Some(spec) = opts.sample.filter(|s| s.method == SampleMethod::Sets) {
         setsample::SetSampler::new(spec, &nodes, &opts.placement)?;
@@ -446,7 +551,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 sve_bits: None,
                 regions: resolve(&opts.functions, ci, cb)?,
                 scopes: resolve(&opts.scope, ci, cb)?,
-                nodes: nodes.clone(),
+                nodes: distinct.nodes.clone(),
                 placement: opts.placement.clone(),
                 env: opts.env.clone(),
                 tbs: false,
@@ -460,7 +565,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             cb.display(),
             o.records
         ));
-        shared_caches = Some((o.caches, o.thread_caches, o.records, o.sampling));
+        shared_caches = Some((
+            distinct.caches(o.caches),
+            distinct.thread_caches(o.thread_caches),
+            o.records,
+            distinct.sampling(o.sampling),
+        ));
     }
     let mut variants = Vec::new();
     for sve in lengths {
@@ -478,7 +588,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 nodes: if shared_caches.is_some() {
                     Vec::new()
                 } else {
-                    nodes.clone()
+                    distinct.nodes.clone()
                 },
                 placement: opts.placement.clone(),
                 env: opts.env.clone(),
@@ -509,10 +619,10 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         let (caches, thread_caches, records, sampling) = match &shared_caches {
             Some((c, t, r, s)) => (c.clone(), t.clone(), *r, s.clone()),
             None => (
-                o.caches.clone(),
-                o.thread_caches.clone(),
+                distinct.caches(o.caches.clone()),
+                distinct.thread_caches(o.thread_caches.clone()),
                 o.records,
-                o.sampling.clone(),
+                distinct.sampling(o.sampling.clone()),
             ),
         };
         let mut vnotes = Vec::new();

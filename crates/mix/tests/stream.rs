@@ -49,3 +49,76 @@ fn line_crossing_accesses_stay_with_their_thread_across_a_core_switch() {
     assert_eq!(t[0].stats.accesses, 4, "{t:?}");
     assert_eq!(t[1].stats.accesses, 1, "{t:?}");
 }
+
+/// A stream of two threads over 48 MiB (a linear congruential walk, loads and stores), so
+/// that every level of every bundled machine hits and misses.
+fn two_thread_stream(n: u64) -> Vec<u8> {
+    let mut s = b"HPCSMT03".to_vec();
+    let mut x = 12345u64;
+    for i in 0..n {
+        if i % 1000 == 0 {
+            let t = (i / 1000) % 2;
+            s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
+        }
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // Half the accesses walk a small array (hits), half anywhere in 48 MiB.
+        let addr = if i % 2 == 0 {
+            0x100_0000 + (i * 8) % (256 << 10)
+        } else {
+            0x400_0000 + (x >> 20) % (48 << 20)
+        };
+        let a = PackedAccess::new(addr, 8, x & 1 == 1).unwrap();
+        s.extend_from_slice(&a.0.to_le_bytes());
+    }
+    s
+}
+
+/// Machines with the same caches are simulated once and their counters shared: every
+/// bundled machine's counters (all threads and per thread) are those of its own simulation
+/// alone, with the compact and the scatter placement, and the groups are the expected ones.
+#[test]
+fn machines_with_the_same_caches_share_one_simulation_and_count_the_same() {
+    let machines: Vec<_> = [
+        "cascadelake-8260",
+        "a64fx-node",
+        "a64fx",
+        "cascadelake-8260",
+        "epi-like",
+        "graviton2",
+        "graviton3",
+        "neoverse-n1",
+        "thunderx2",
+    ]
+    .iter()
+    .map(|id| hpcscope_core::library::builtin(id).unwrap())
+    .collect();
+    let nodes: Vec<_> = machines
+        .iter()
+        .map(|m| hpcscope_mix::node(m).unwrap())
+        .collect();
+    let stream = two_thread_stream(60_000);
+    for (placement, distinct) in [(Placement::Compact, 6), (Placement::Scatter, 7)] {
+        let d = hpcscope_mix::Distinct::new(&nodes, &placement);
+        assert_eq!(d.nodes.len(), distinct, "{placement:?}: {:?}", d.of);
+        let together = hpcscope_mix::replay_stream(&stream[..], nodes.clone(), &placement).unwrap();
+        assert_eq!(together.caches.len(), nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            let alone =
+                hpcscope_mix::replay_stream(&stream[..], vec![n.clone()], &placement).unwrap();
+            assert_eq!(together.records, alone.records);
+            assert_eq!(
+                together.caches[i], alone.caches[0],
+                "{} {placement:?}",
+                n.name
+            );
+            assert_eq!(
+                together.thread_caches[i], alone.thread_caches[0],
+                "{} {placement:?}",
+                n.name
+            );
+            assert_eq!(together.caches[i].name, n.name);
+        }
+    }
+}
