@@ -249,14 +249,14 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         ),
         peak,
         points,
-        resimulation: (!outcome.resim.metrics.is_empty()).then(|| {
+        resimulation: (!outcome.resim.metrics.is_empty()).then_some(
             hpcscope_core::explore::Resimulation {
                 points: outcome.resim.metrics.len(),
                 simulated: outcome.simulated,
                 mix_runs: outcome.runs,
                 cached: outcome.cached,
-            }
-        }),
+            },
+        ),
     };
     if let Some(session) = session {
         let mut data = serde_json::to_value(&result)?;
