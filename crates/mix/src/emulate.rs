@@ -677,21 +677,35 @@ const PACE_IDLE: Duration = Duration::from_secs(1);
 /// One thread of a [`Pacer`].
 #[derive(Debug)]
 struct Paced {
-    /// Records of this thread fed to the simulator, from where it joined the others.
+    /// Accesses of this thread fed to the simulator (those the plugin's gate left out
+    /// included), from where it joined the others.
     clock: u64,
-    /// Runs waiting for a thread behind this one.
-    queue: std::collections::VecDeque<Vec<PackedAccess>>,
+    /// Runs waiting for a thread behind this one, each with the accesses it stands for.
+    queue: std::collections::VecDeque<(Vec<PackedAccess>, u64)>,
+    /// Records waiting.
     queued: usize,
+    /// Accesses the gate left out of the run that comes next (its batch's skip record).
+    skipped: u64,
     last: Instant,
+}
+
+/// Accesses the records stand for (a coalesced record is `1 + repeats`).
+fn accesses(recs: &[PackedAccess]) -> u64 {
+    recs.iter().map(|r| 1 + ((r.0 >> 60) & 7)).sum()
 }
 
 /// Feeds the threads' runs to the simulator at equal rates: threads as if they ran
 /// simultaneously, each at the same number of accesses per unit of time.
 ///
+/// A thread's clock counts its accesses: a coalesced record counts its repeats, and a run
+/// of a stream gated by set sampling (`sample=`) counts the accesses the plugin left out
+/// of its batch too (the batch's skip record), so that a gated stream is paced as the
+/// whole one would be, up to where the batches end (see [`Pacer::skipped`]).
+///
 /// The stream interleaves the threads in the order their batches were written, which
 /// follows how the host scheduled QEMU's threads: a thread may run ahead of another by
 /// many batches (a thread woken late at the start of a parallel region, a host CPU taken
-/// by another process). Each thread's clock counts the records fed so far; a thread's
+/// by another process). Each thread's clock counts the accesses fed so far; a thread's
 /// runs wait while another thread that sent records in the last [`PACE_IDLE`] is behind
 /// it and has none waiting, up to [`PACE_BOUND`] records, after which they go anyway. A
 /// thread that is new or was idle (nothing for [`PACE_IDLE`]) resumes at the most advanced
@@ -717,8 +731,39 @@ impl Pacer {
     fn blocked(&self, c: u32, now: Instant) -> bool {
         let clock = self.threads[&c].clock;
         self.threads.iter().any(|(t, p)| {
-            *t != c && p.queued == 0 && p.clock < clock && now.duration_since(p.last) < PACE_IDLE
+            *t != c
+                && p.queue.is_empty()
+                && p.clock < clock
+                && now.duration_since(p.last) < PACE_IDLE
         })
+    }
+
+    /// Thread `t`, heard from at `now` (a new thread, or one idle until now, resumes where
+    /// the others are).
+    fn heard(&mut self, t: u32, now: Instant) -> &mut Paced {
+        let present = self.present(t);
+        let p = self.threads.entry(t).or_insert(Paced {
+            clock: present,
+            queue: Default::default(),
+            queued: 0,
+            skipped: 0,
+            last: now,
+        });
+        if p.queue.is_empty() && now.duration_since(p.last) >= PACE_IDLE {
+            p.clock = p.clock.max(present);
+        }
+        p.last = now;
+        p
+    }
+
+    /// The plugin's gate left `n` accesses of thread `t` out of the batch whose run comes
+    /// next: that run stands for them too. (They were interleaved with the run's records,
+    /// which the pacer cannot know: the run moves the clock by all of them at once, so a
+    /// gated stream is paced as the whole one only at the ends of its batches, which fall
+    /// at other places than the whole stream's.)
+    pub(crate) fn skipped(&mut self, t: u32, n: u64, now: Instant) {
+        let p = self.heard(t, now);
+        p.skipped = p.skipped.saturating_add(n);
     }
 
     /// Thread `t`'s next run `recs`, arrived at `now`; `feed` simulates what may go.
@@ -729,27 +774,21 @@ impl Pacer {
         now: Instant,
         feed: &mut impl FnMut(u32, &[PackedAccess]),
     ) {
-        let present = self.present(t);
-        let p = self.threads.entry(t).or_insert(Paced {
-            clock: present,
-            queue: Default::default(),
-            queued: 0,
-            last: now,
-        });
-        if p.queued == 0 && now.duration_since(p.last) >= PACE_IDLE {
-            p.clock = p.clock.max(present);
-        }
-        p.last = now;
-        if recs.is_empty() {
+        let p = self.heard(t, now);
+        let span = accesses(recs).saturating_add(std::mem::take(&mut p.skipped));
+        if span == 0 {
             // A thread that starts: the others may have to wait for it from now on.
             return;
         }
-        if p.queued == 0 && !self.blocked(t, now) {
-            feed(t, recs);
-            self.threads.get_mut(&t).expect("just inserted").clock += recs.len() as u64;
+        if p.queue.is_empty() && !self.blocked(t, now) {
+            if !recs.is_empty() {
+                feed(t, recs);
+            }
+            let p = self.threads.get_mut(&t).expect("just inserted");
+            p.clock = p.clock.saturating_add(span);
         } else {
             let p = self.threads.get_mut(&t).expect("just inserted");
-            p.queue.push_back(recs.to_vec());
+            p.queue.push_back((recs.to_vec(), span));
             p.queued += recs.len();
         }
         self.drain(now, false, feed);
@@ -780,7 +819,8 @@ impl Pacer {
             match *e {
                 Event::Run(t, a, z) => self.push(t, &b[a..z], now, feed),
                 Event::Ended(t) => self.ended(t, now, feed),
-                Event::Skipped(..) | Event::SkippedBytes(..) => {}
+                Event::Skipped(t, n) => self.skipped(t, n, now),
+                Event::SkippedBytes(..) => {}
             }
         }
     }
@@ -792,7 +832,7 @@ impl Pacer {
             let Some(c) = self
                 .threads
                 .iter()
-                .filter(|(_, p)| p.queued > 0)
+                .filter(|(_, p)| !p.queue.is_empty())
                 .min_by_key(|(_, p)| p.clock)
                 .map(|(t, _)| *t)
             else {
@@ -802,10 +842,12 @@ impl Pacer {
                 return;
             }
             let p = self.threads.get_mut(&c).expect("a waiting thread");
-            let run = p.queue.pop_front().expect("queued > 0");
+            let (run, span) = p.queue.pop_front().expect("a run waits");
             p.queued -= run.len();
-            p.clock += run.len() as u64;
-            feed(c, &run);
+            p.clock = p.clock.saturating_add(span);
+            if !run.is_empty() {
+                feed(c, &run);
+            }
         }
     }
 
@@ -1366,6 +1408,57 @@ mod tests {
         p.push(0, &big, resume, &mut feed);
         assert_eq!(take(), [(0, PACE_BOUND)]);
         p.finish(&mut feed);
+    }
+
+    #[test]
+    fn a_gated_run_moves_its_thread_by_the_accesses_left_out() {
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
+        let run = |base: u64, n: u64| (0..n).map(|i| a(base + i * 8)).collect::<Vec<_>>();
+        let t0 = Instant::now();
+        // Thread 0's batches hold 10 of 40 accesses each (the gate left 30 out), thread
+        // 1's 40 records each: both threads advance 40 accesses per batch, so they
+        // alternate, as the whole streams (40 records each) do.
+        let order = |gated: bool| {
+            let mut p = Pacer::default();
+            let fed: std::cell::RefCell<Vec<u32>> = Default::default();
+            let mut feed = |t: u32, _: &[PackedAccess]| fed.borrow_mut().push(t);
+            // Both threads start (their markers alone).
+            p.push(0, &[], t0, &mut feed);
+            p.push(1, &[], t0, &mut feed);
+            for _ in 0..3 {
+                if gated {
+                    p.skipped(0, 30, t0);
+                    p.push(0, &run(0, 10), t0, &mut feed);
+                } else {
+                    p.push(0, &run(0, 40), t0, &mut feed);
+                }
+            }
+            for _ in 0..3 {
+                p.push(1, &run(1 << 20, 40), t0, &mut feed);
+            }
+            p.finish(&mut feed);
+            fed.into_inner()
+        };
+        assert_eq!(order(false), [0, 1, 0, 1, 0, 1]);
+        assert_eq!(order(true), order(false));
+        // A coalesced record counts its repeats: 10 records of 4 accesses pace like 40.
+        let mut p = Pacer::default();
+        let fed: std::cell::RefCell<Vec<u32>> = Default::default();
+        let mut feed = |t: u32, _: &[PackedAccess]| fed.borrow_mut().push(t);
+        let four: Vec<_> = run(0, 10)
+            .into_iter()
+            .map(|r| r.with_count(4).expect("4 accesses"))
+            .collect();
+        p.push(0, &[], t0, &mut feed);
+        p.push(1, &[], t0, &mut feed);
+        for _ in 0..3 {
+            p.push(0, &four, t0, &mut feed);
+        }
+        for _ in 0..3 {
+            p.push(1, &run(1 << 20, 40), t0, &mut feed);
+        }
+        p.finish(&mut feed);
+        assert_eq!(fed.into_inner(), [0, 1, 0, 1, 0, 1]);
     }
 
     #[test]

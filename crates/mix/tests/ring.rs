@@ -233,7 +233,7 @@ fn threads_stream_the_same_records_through_the_ring() {
     for ((tp, p), (tr, r)) in kp.iter().zip(&kr) {
         assert_eq!(tp, tr);
         // 3 passes over 2^16 elements: a load, a store and a load each.
-        assert_eq!(p.len(), 3 * 3 << 16, "thread {tp}");
+        assert_eq!(p.len(), 9 << 16, "thread {tp}");
         assert_eq!(p.len(), r.len(), "thread {tp}");
         if let Some(i) = p.iter().zip(r).position(|(a, b)| a != b) {
             panic!("thread {tp}: record {i} differs");
