@@ -287,8 +287,34 @@ fn ranges(v: &[(u64, u64)]) -> String {
         .join("+")
 }
 
-/// Runs one emulation.
+/// How the memory stream travels from the plugin to the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// The records through a pipe (the plugin's `memfd=`).
+    Pipe,
+    /// The records in a shared ring, a notice per batch through the pipe (`memring=`);
+    /// the default. Where the ring cannot be made (no `memfd_create`), the pipe.
+    Ring,
+}
+
+impl Transport {
+    /// `HPCSCOPE_MIX_STREAM=pipe` picks the pipe (to compare the two); otherwise the ring.
+    pub fn from_env() -> Transport {
+        match std::env::var("HPCSCOPE_MIX_STREAM").as_deref() {
+            Ok("pipe") => Transport::Pipe,
+            _ => Transport::Ring,
+        }
+    }
+}
+
+/// Runs one emulation (the stream through the [`Transport`] `HPCSCOPE_MIX_STREAM` asks
+/// for, the ring by default).
 pub fn run(req: &Request) -> Result<Outcome, MixError> {
+    run_via(req, Transport::from_env())
+}
+
+/// Runs one emulation, the memory stream through `transport`.
+pub fn run_via(req: &Request, transport: Transport) -> Result<Outcome, MixError> {
     let dir = tempdir()?;
     let out_json = dir.join("counts.json");
     let mut plugin_args = format!("{},out={}", req.plugin.display(), out_json.display());
@@ -305,6 +331,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         plugin_args.push_str(",tbs=on");
     }
     let mut pipe_fds = [-1i32; 2];
+    let mut ring: Option<RingSetup> = None;
     let simulate = !req.nodes.is_empty();
     if simulate {
         // A plain pipe: the write end is inherited by QEMU (no close-on-exec), the read end
@@ -327,6 +354,12 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
             .min()
             .unwrap_or(64);
         plugin_args.push_str(&format!(",mem=on,memfd={},coalesce={line}", pipe_fds[1]));
+        if transport == Transport::Ring {
+            ring = RingSetup::new();
+            if let Some(r) = &ring {
+                plugin_args.push_str(&format!(",memring={}:{}", r.fd, r.token_read));
+            }
+        }
         if let Some(spec) = req.sample.filter(|s| s.method == SampleMethod::Sets)
             && req.plugin_gate
             && let Some(gate) = crate::setsample::plugin_gate(&spec, &req.nodes)
@@ -380,6 +413,11 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         unsafe { libc::close(pipe_fds[1]) };
         // SAFETY: the read end is a valid descriptor we own from here on.
         let file = unsafe { File::from_raw_fd(pipe_fds[0]) };
+        // QEMU has its copies of the ring's descriptors: ours go (the mapping stays).
+        let source = match ring.take() {
+            Some(r) => Source::Ring(file, r.into_reader()),
+            None => Source::Pipe(file),
+        };
         let sims = req
             .nodes
             .iter()
@@ -389,7 +427,7 @@ pub fn run(req: &Request) -> Result<Outcome, MixError> {
         // QEMU's vCPU thread keeps one CPU busy: leave it one.
         let sample = req.sample;
         Some(std::thread::spawn(move || {
-            read_stream(file, sims, 1, sample)
+            read_source(source, sims, 1, sample)
         }))
     } else {
         None
@@ -640,21 +678,35 @@ const PACE_IDLE: Duration = Duration::from_secs(1);
 /// One thread of a [`Pacer`].
 #[derive(Debug)]
 struct Paced {
-    /// Records of this thread fed to the simulator, from where it joined the others.
+    /// Accesses of this thread fed to the simulator (those the plugin's gate left out
+    /// included), from where it joined the others.
     clock: u64,
-    /// Runs waiting for a thread behind this one.
-    queue: std::collections::VecDeque<Vec<PackedAccess>>,
+    /// Runs waiting for a thread behind this one, each with the accesses it stands for.
+    queue: std::collections::VecDeque<(Vec<PackedAccess>, u64)>,
+    /// Records waiting.
     queued: usize,
+    /// Accesses the gate left out of the run that comes next (its batch's skip record).
+    skipped: u64,
     last: Instant,
+}
+
+/// Accesses the records stand for (a coalesced record is `1 + repeats`).
+fn accesses(recs: &[PackedAccess]) -> u64 {
+    recs.iter().map(|r| 1 + ((r.0 >> 60) & 7)).sum()
 }
 
 /// Feeds the threads' runs to the simulator at equal rates: threads as if they ran
 /// simultaneously, each at the same number of accesses per unit of time.
 ///
+/// A thread's clock counts its accesses: a coalesced record counts its repeats, and a run
+/// of a stream gated by set sampling (`sample=`) counts the accesses the plugin left out
+/// of its batch too (the batch's skip record), so that a gated stream is paced as the
+/// whole one would be, up to where the batches end (see [`Pacer::skipped`]).
+///
 /// The stream interleaves the threads in the order their batches were written, which
 /// follows how the host scheduled QEMU's threads: a thread may run ahead of another by
 /// many batches (a thread woken late at the start of a parallel region, a host CPU taken
-/// by another process). Each thread's clock counts the records fed so far; a thread's
+/// by another process). Each thread's clock counts the accesses fed so far; a thread's
 /// runs wait while another thread that sent records in the last [`PACE_IDLE`] is behind
 /// it and has none waiting, up to [`PACE_BOUND`] records, after which they go anyway. A
 /// thread that is new or was idle (nothing for [`PACE_IDLE`]) resumes at the most advanced
@@ -680,8 +732,39 @@ impl Pacer {
     fn blocked(&self, c: u32, now: Instant) -> bool {
         let clock = self.threads[&c].clock;
         self.threads.iter().any(|(t, p)| {
-            *t != c && p.queued == 0 && p.clock < clock && now.duration_since(p.last) < PACE_IDLE
+            *t != c
+                && p.queue.is_empty()
+                && p.clock < clock
+                && now.duration_since(p.last) < PACE_IDLE
         })
+    }
+
+    /// Thread `t`, heard from at `now` (a new thread, or one idle until now, resumes where
+    /// the others are).
+    fn heard(&mut self, t: u32, now: Instant) -> &mut Paced {
+        let present = self.present(t);
+        let p = self.threads.entry(t).or_insert(Paced {
+            clock: present,
+            queue: Default::default(),
+            queued: 0,
+            skipped: 0,
+            last: now,
+        });
+        if p.queue.is_empty() && now.duration_since(p.last) >= PACE_IDLE {
+            p.clock = p.clock.max(present);
+        }
+        p.last = now;
+        p
+    }
+
+    /// The plugin's gate left `n` accesses of thread `t` out of the batch whose run comes
+    /// next: that run stands for them too. (They were interleaved with the run's records,
+    /// which the pacer cannot know: the run moves the clock by all of them at once, so a
+    /// gated stream is paced as the whole one only at the ends of its batches, which fall
+    /// at other places than the whole stream's.)
+    pub(crate) fn skipped(&mut self, t: u32, n: u64, now: Instant) {
+        let p = self.heard(t, now);
+        p.skipped = p.skipped.saturating_add(n);
     }
 
     /// Thread `t`'s next run `recs`, arrived at `now`; `feed` simulates what may go.
@@ -692,27 +775,21 @@ impl Pacer {
         now: Instant,
         feed: &mut impl FnMut(u32, &[PackedAccess]),
     ) {
-        let present = self.present(t);
-        let p = self.threads.entry(t).or_insert(Paced {
-            clock: present,
-            queue: Default::default(),
-            queued: 0,
-            last: now,
-        });
-        if p.queued == 0 && now.duration_since(p.last) >= PACE_IDLE {
-            p.clock = p.clock.max(present);
-        }
-        p.last = now;
-        if recs.is_empty() {
+        let p = self.heard(t, now);
+        let span = accesses(recs).saturating_add(std::mem::take(&mut p.skipped));
+        if span == 0 {
             // A thread that starts: the others may have to wait for it from now on.
             return;
         }
-        if p.queued == 0 && !self.blocked(t, now) {
-            feed(t, recs);
-            self.threads.get_mut(&t).expect("just inserted").clock += recs.len() as u64;
+        if p.queue.is_empty() && !self.blocked(t, now) {
+            if !recs.is_empty() {
+                feed(t, recs);
+            }
+            let p = self.threads.get_mut(&t).expect("just inserted");
+            p.clock = p.clock.saturating_add(span);
         } else {
             let p = self.threads.get_mut(&t).expect("just inserted");
-            p.queue.push_back(recs.to_vec());
+            p.queue.push_back((recs.to_vec(), span));
             p.queued += recs.len();
         }
         self.drain(now, false, feed);
@@ -743,7 +820,8 @@ impl Pacer {
             match *e {
                 Event::Run(t, a, z) => self.push(t, &b[a..z], now, feed),
                 Event::Ended(t) => self.ended(t, now, feed),
-                Event::Skipped(..) | Event::SkippedBytes(..) => {}
+                Event::Skipped(t, n) => self.skipped(t, n, now),
+                Event::SkippedBytes(..) => {}
             }
         }
     }
@@ -755,7 +833,7 @@ impl Pacer {
             let Some(c) = self
                 .threads
                 .iter()
-                .filter(|(_, p)| p.queued > 0)
+                .filter(|(_, p)| !p.queue.is_empty())
                 .min_by_key(|(_, p)| p.clock)
                 .map(|(t, _)| *t)
             else {
@@ -765,10 +843,12 @@ impl Pacer {
                 return;
             }
             let p = self.threads.get_mut(&c).expect("a waiting thread");
-            let run = p.queue.pop_front().expect("queued > 0");
+            let (run, span) = p.queue.pop_front().expect("a run waits");
             p.queued -= run.len();
-            p.clock += run.len() as u64;
-            feed(c, &run);
+            p.clock = p.clock.saturating_add(span);
+            if !run.is_empty() {
+                feed(c, &run);
+            }
         }
     }
 
@@ -800,6 +880,16 @@ pub(crate) fn read_stream(
     reserved: usize,
     sample: Option<SampleSpec>,
 ) -> Result<(Vec<Simulated>, u64, Option<SampledResult>), MixError> {
+    read_source(Source::Pipe(f), sims, reserved, sample)
+}
+
+/// [`read_stream`] from a pipe or a ring.
+pub(crate) fn read_source(
+    f: Source<impl Read>,
+    sims: Vec<NodeSim>,
+    reserved: usize,
+    sample: Option<SampleSpec>,
+) -> Result<(Vec<Simulated>, u64, Option<SampledResult>), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spread = crate::partition::spread(&sims, cpus.saturating_sub(reserved))?;
     let workers = spread.workers;
@@ -816,7 +906,7 @@ pub(crate) fn read_stream(
         let mut feed = |t: u32, r: &[PackedAccess]| sampler.borrow_mut().feed(t, r);
         // Per thread, accesses the plugin left out, waiting for their bytes.
         let mut skipped: BTreeMap<u32, u64> = BTreeMap::new();
-        for_each_batch(f, |b| {
+        f.for_each_batch(|b| {
             demux.split(b, &mut runs);
             for e in &runs {
                 match *e {
@@ -859,7 +949,7 @@ pub(crate) fn read_stream(
         let mut records = 0;
         let mut sampler = Sampler::new(spec);
         let mut feed = |t: u32, r: &[PackedAccess]| sampler.feed(&mut sims, t, r);
-        for_each_batch(f, |b| {
+        f.for_each_batch(|b| {
             records += demux.split(b, &mut runs);
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
@@ -876,7 +966,7 @@ pub(crate) fn read_stream(
                 sim.access_batch(t, r);
             }
         };
-        for_each_batch(f, |b| {
+        f.for_each_batch(|b| {
             records += demux.split(b, &mut runs);
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
@@ -936,7 +1026,7 @@ pub(crate) fn read_stream(
             pool.push(buf);
         };
         let mut records = 0;
-        let read = for_each_batch(f, |b| {
+        let read = f.for_each_batch(|b| {
             records += demux.split(b, &mut runs);
             pacer.events(b, &runs, Instant::now(), &mut feed);
             send(&mut out.borrow_mut());
@@ -957,11 +1047,257 @@ pub(crate) fn read_stream(
     })
 }
 
+/// First bytes of the notices of a ring (see the plugin's README).
+const RING_MAGIC: &[u8; 8] = b"HPCSMR03";
+/// Records a slot of the ring holds (the plugin's largest batch and its head).
+const RING_SLOT_RECORDS: usize = (1 << 16) + 8;
+/// Slots of the ring (8 MiB): a batch being simulated, the next ones written meanwhile.
+const RING_SLOTS: u32 = 16;
+/// Top byte of a notice: bits 32..=55 the slot, bits 0..=31 its records.
+const NOTICE_TOP: u64 = 0x7c;
+
+/// A shared mapping, unmapped when dropped.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; which slot each process may touch is settled by the
+// tokens (see [`RingReader`]).
+unsafe impl Send for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: a mapping of ours, not used after this.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// The ring before QEMU starts: the memfd and the plugin's end of the token socket, which
+/// QEMU inherits, and ours.
+struct RingSetup {
+    fd: i32,
+    token_read: i32,
+    token_write: i32,
+    map: Option<Mapping>,
+}
+
+impl RingSetup {
+    /// A ring of [`RING_SLOTS`] slots, every slot's token already sent; `None` where the
+    /// system cannot make one (the pipe is used instead).
+    fn new() -> Option<RingSetup> {
+        let len = RING_SLOTS as usize * RING_SLOT_RECORDS * 8;
+        // SAFETY: plain system calls on descriptors created here; each is closed by
+        // `Drop` on every path.
+        unsafe {
+            // Inherited by QEMU: no close-on-exec.
+            let fd = libc::memfd_create(c"hpcscope-mix-ring".as_ptr(), 0);
+            if fd < 0 {
+                return None;
+            }
+            let mut setup = RingSetup {
+                fd,
+                token_read: -1,
+                token_write: -1,
+                map: None,
+            };
+            if libc::ftruncate(fd, len as libc::off_t) != 0 {
+                return None;
+            }
+            let ptr = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            );
+            if ptr == libc::MAP_FAILED {
+                return None;
+            }
+            setup.map = Some(Mapping {
+                ptr: ptr.cast(),
+                len,
+            });
+            // A socket rather than a pipe: a token sent after QEMU died fails with EPIPE
+            // (MSG_NOSIGNAL) instead of raising SIGPIPE, which hpcscope does not ignore.
+            let mut sv = [-1; 2];
+            if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) != 0 {
+                return None;
+            }
+            (setup.token_read, setup.token_write) = (sv[0], sv[1]);
+            libc::fcntl(setup.token_write, libc::F_SETFD, libc::FD_CLOEXEC);
+            for slot in 0..RING_SLOTS {
+                if !send_token(setup.token_write, slot) {
+                    return None;
+                }
+            }
+            Some(setup)
+        }
+    }
+
+    /// QEMU started with its copies: the reader keeps the mapping and the token socket.
+    fn into_reader(mut self) -> RingReader {
+        let tokens = std::mem::replace(&mut self.token_write, -1);
+        RingReader {
+            tokens,
+            map: self.map.take().expect("a mapped ring"),
+        }
+    }
+}
+
+impl Drop for RingSetup {
+    fn drop(&mut self) {
+        for fd in [self.fd, self.token_read, self.token_write] {
+            if fd >= 0 {
+                // SAFETY: descriptors this setup created and still owns.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+}
+
+/// Returns a slot to the plugin; false when it is gone.
+fn send_token(fd: i32, slot: u32) -> bool {
+    let b = slot.to_le_bytes();
+    // SAFETY: sending 4 bytes from a local buffer on our socket.
+    let n = unsafe { libc::send(fd, b.as_ptr().cast(), b.len(), libc::MSG_NOSIGNAL) };
+    // A stream socket with room for every token (at most RING_SLOTS are out) sends the 4
+    // bytes whole.
+    n == b.len() as isize
+}
+
+/// The reader's side of the ring: the mapped slots, and the socket on which it returns a
+/// slot once it has read it. The plugin writes a slot only between taking its token and
+/// sending its notice, the reader reads it only between the notice and giving the token
+/// back.
+pub(crate) struct RingReader {
+    tokens: i32,
+    map: Mapping,
+}
+
+impl Drop for RingReader {
+    fn drop(&mut self) {
+        // SAFETY: our descriptor; the plugin waiting for a token reads end of file.
+        unsafe { libc::close(self.tokens) };
+    }
+}
+
+impl RingReader {
+    /// The `n` records of slot `slot`.
+    fn slot(&self, slot: u32, n: usize) -> Result<&[PackedAccess], MixError> {
+        if slot >= RING_SLOTS || n > RING_SLOT_RECORDS {
+            return Err(MixError::Run(format!(
+                "the memory stream's notice names {n} records in slot {slot}, beyond the ring's {RING_SLOTS} slots of {RING_SLOT_RECORDS}: the plugin and hpcscope come from different versions"
+            )));
+        }
+        // SAFETY: inside the mapping (checked above); 8-byte aligned (page-aligned base,
+        // slots a multiple of 8 bytes); the plugin does not write the slot until its token
+        // comes back; `PackedAccess` is a `u64`, any bits valid.
+        Ok(unsafe {
+            std::slice::from_raw_parts(
+                self.map
+                    .ptr
+                    .cast::<PackedAccess>()
+                    .add(slot as usize * RING_SLOT_RECORDS),
+                n,
+            )
+        })
+    }
+}
+
+/// Where the stream comes from.
+pub(crate) enum Source<R> {
+    /// The records themselves (a pipe, a file, bytes).
+    Pipe(R),
+    /// The notices of a ring, and the ring.
+    Ring(R, RingReader),
+}
+
+impl<R: Read> Source<R> {
+    /// Hands the stream's records to `each` in batches, in order (thread markers
+    /// included); returns the number of records read.
+    fn for_each_batch(self, each: impl FnMut(&[PackedAccess])) -> Result<u64, MixError> {
+        match self {
+            Source::Pipe(f) => for_each_batch(f, each),
+            Source::Ring(f, ring) => for_each_ring_batch(f, &ring, each),
+        }
+    }
+}
+
+/// Reads the notices of a ring: the words between notices (thread markers written alone)
+/// go to `each` as they are, a notice's slot goes whole and its token back to the plugin.
+fn for_each_ring_batch(
+    f: impl Read,
+    ring: &RingReader,
+    mut each: impl FnMut(&[PackedAccess]),
+) -> Result<u64, MixError> {
+    let mut records = 0u64;
+    let mut err = None;
+    let mut gone = false;
+    let mut notices = |words: &[PackedAccess]| {
+        if err.is_some() {
+            return;
+        }
+        let mut start = 0;
+        for (i, w) in words.iter().enumerate() {
+            if w.0 >> 56 != NOTICE_TOP {
+                continue;
+            }
+            if i > start {
+                records += (i - start) as u64;
+                each(&words[start..i]);
+            }
+            start = i + 1;
+            let slot = ((w.0 >> 32) & 0xff_ffff) as u32;
+            let n = (w.0 & 0xffff_ffff) as usize;
+            match ring.slot(slot, n) {
+                Ok(recs) => {
+                    records += n as u64;
+                    if cfg!(target_endian = "big") {
+                        let v: Vec<PackedAccess> = recs
+                            .iter()
+                            .map(|r| PackedAccess(u64::from_le(r.0)))
+                            .collect();
+                        each(&v);
+                    } else if n > 0 {
+                        each(recs);
+                    }
+                }
+                Err(e) => {
+                    err = Some(e);
+                    return;
+                }
+            }
+            // QEMU gone: the notices left are read all the same.
+            if !gone && !send_token(ring.tokens, slot) {
+                gone = true;
+            }
+        }
+        if words.len() > start {
+            records += (words.len() - start) as u64;
+            each(&words[start..]);
+        }
+    };
+    read_words(f, RING_MAGIC, &mut notices)?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(records),
+    }
+}
+
 /// Reads the plugin's stream (header, then 8-byte records) and hands the records to `f` in
 /// batches, in order (thread markers included); returns the number of records read.
-fn for_each_batch(
+fn for_each_batch(f: impl Read, mut each: impl FnMut(&[PackedAccess])) -> Result<u64, MixError> {
+    read_words(f, MAGIC, &mut each)
+}
+
+/// Reads a stream of header `magic`, then 8-byte little-endian words, and hands the words
+/// to `each` in batches, in order; returns the number of words read.
+fn read_words(
     mut f: impl Read,
-    mut each: impl FnMut(&[PackedAccess]),
+    magic: &[u8; 8],
+    each: &mut impl FnMut(&[PackedAccess]),
 ) -> Result<u64, MixError> {
     // Records are read straight into 8-byte words. A read may end inside a record: its
     // first bytes move to the front and the next read completes it.
@@ -983,16 +1319,16 @@ fn for_each_batch(
         filled += n;
         let mut start = 0;
         if !header {
-            if filled < MAGIC.len() {
+            if filled < magic.len() {
                 continue;
             }
-            if &bytes[..MAGIC.len()] != MAGIC {
+            if &bytes[..magic.len()] != magic {
                 return Err(MixError::Run(
                     "the memory stream does not start with the hpcscope header: the plugin and hpcscope come from different versions".into(),
                 ));
             }
             header = true;
-            start = MAGIC.len() / 8;
+            start = magic.len() / 8;
         }
         let whole = filled / 8;
         let rest = filled - whole * 8;
@@ -1066,6 +1402,112 @@ mod tests {
         p.push(0, &big, resume, &mut feed);
         assert_eq!(take(), [(0, PACE_BOUND)]);
         p.finish(&mut feed);
+    }
+
+    #[test]
+    fn a_gated_run_moves_its_thread_by_the_accesses_left_out() {
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
+        let run = |base: u64, n: u64| (0..n).map(|i| a(base + i * 8)).collect::<Vec<_>>();
+        let t0 = Instant::now();
+        // Thread 0's batches hold 10 of 40 accesses each (the gate left 30 out), thread
+        // 1's 40 records each: both threads advance 40 accesses per batch, so they
+        // alternate, as the whole streams (40 records each) do.
+        let order = |gated: bool| {
+            let mut p = Pacer::default();
+            let fed: std::cell::RefCell<Vec<u32>> = Default::default();
+            let mut feed = |t: u32, _: &[PackedAccess]| fed.borrow_mut().push(t);
+            // Both threads start (their markers alone).
+            p.push(0, &[], t0, &mut feed);
+            p.push(1, &[], t0, &mut feed);
+            for _ in 0..3 {
+                if gated {
+                    p.skipped(0, 30, t0);
+                    p.push(0, &run(0, 10), t0, &mut feed);
+                } else {
+                    p.push(0, &run(0, 40), t0, &mut feed);
+                }
+            }
+            for _ in 0..3 {
+                p.push(1, &run(1 << 20, 40), t0, &mut feed);
+            }
+            p.finish(&mut feed);
+            fed.into_inner()
+        };
+        assert_eq!(order(false), [0, 1, 0, 1, 0, 1]);
+        assert_eq!(order(true), order(false));
+        // A coalesced record counts its repeats: 10 records of 4 accesses pace like 40.
+        let mut p = Pacer::default();
+        let fed: std::cell::RefCell<Vec<u32>> = Default::default();
+        let mut feed = |t: u32, _: &[PackedAccess]| fed.borrow_mut().push(t);
+        let four: Vec<_> = run(0, 10)
+            .into_iter()
+            .map(|r| r.with_count(4).expect("4 accesses"))
+            .collect();
+        p.push(0, &[], t0, &mut feed);
+        p.push(1, &[], t0, &mut feed);
+        for _ in 0..3 {
+            p.push(0, &four, t0, &mut feed);
+        }
+        for _ in 0..3 {
+            p.push(1, &run(1 << 20, 40), t0, &mut feed);
+        }
+        p.finish(&mut feed);
+        assert_eq!(fed.into_inner(), [0, 1, 0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn ring_notices_give_the_plain_stream_in_order() {
+        let Some(setup) = RingSetup::new() else {
+            eprintln!("skipping: no memfd_create here");
+            return;
+        };
+        let ring = setup.into_reader();
+        let m = |t: u64| MARKER_TOP << 56 | t;
+        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small").0;
+        let put = |slot: usize, recs: &[u64]| {
+            // SAFETY: slot inside the mapping; nobody else uses it in this test.
+            let dst = unsafe { ring.map.ptr.cast::<u64>().add(slot * RING_SLOT_RECORDS) };
+            for (i, r) in recs.iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { *dst.add(i) = r.to_le() };
+            }
+        };
+        put(3, &[m(1), a(0x10), a(0x18)]);
+        put(0, &[m(0), a(0x20)]);
+        let notice = |slot: u64, n: u64| NOTICE_TOP << 56 | slot << 32 | n;
+        // Thread 0 starts (its marker alone), slot 3, thread 2 starts, slot 0.
+        let words = [m(0), notice(3, 3), m(2), notice(0, 2)];
+        let mut s = RING_MAGIC.to_vec();
+        for w in words {
+            s.extend_from_slice(&w.to_le_bytes());
+        }
+        let mut seen = Vec::new();
+        // One byte at a time: notices cut anywhere by short reads.
+        let n = for_each_ring_batch(OneByte(&s), &ring, |b| seen.extend(b.iter().map(|r| r.0)))
+            .unwrap();
+        let plain = [m(0), m(1), a(0x10), a(0x18), m(2), m(0), a(0x20)];
+        assert_eq!(seen, plain);
+        assert_eq!(n, plain.len() as u64);
+        // A notice beyond the ring is an error, not a read outside it.
+        let mut bad = RING_MAGIC.to_vec();
+        bad.extend_from_slice(&notice(u64::from(RING_SLOTS), 1).to_le_bytes());
+        let e = for_each_ring_batch(&bad[..], &ring, |_| {}).unwrap_err();
+        assert!(e.to_string().contains("beyond the ring"), "{e}");
+    }
+
+    /// A reader that returns one byte per read.
+    struct OneByte<'a>(&'a [u8]);
+    impl Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((b, rest)), Some(d)) => {
+                    *d = *b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
     }
 
     #[test]

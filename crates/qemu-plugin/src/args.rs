@@ -16,6 +16,11 @@ pub struct Config {
     pub mem_fd: Option<i32>,
     /// ... or a path (file or FIFO) to open for writing.
     pub mem_out: Option<PathBuf>,
+    /// `memring=RING:TOKENS`: the batches go into the slots of the shared memory `RING`
+    /// (an inherited descriptor of a file both sides map, e.g. a memfd), whose free slots
+    /// arrive as 4-byte numbers on the inherited descriptor `TOKENS`; `memfd` then carries
+    /// only the notices (see the README).
+    pub mem_ring: Option<(i32, i32)>,
     /// `coalesce=BYTES`: consecutive accesses of one shape (size and direction) inside one
     /// aligned block of this many bytes share a record (up to 8 per record). A reader that
     /// simulates caches passes its smallest line size. `None`: one record per access.
@@ -156,6 +161,18 @@ impl Config {
                     )
                 }
                 "memout" => c.mem_out = Some(PathBuf::from(v)),
+                "memring" => {
+                    let fds = v
+                        .split_once(':')
+                        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+                        .filter(|&(a, b): &(i32, i32)| a >= 0 && b >= 0)
+                        .ok_or_else(|| {
+                            format!(
+                                "memring={v}: expected RING:TOKENS, two file descriptors (the shared ring and the pipe of free slots)"
+                            )
+                        })?;
+                    c.mem_ring = Some(fds);
+                }
                 "coalesce" => {
                     let b = parse_u64(v)
                         .filter(|b| b.is_power_of_two() && (8..=1 << 15).contains(b))
@@ -182,13 +199,18 @@ impl Config {
                 "sample" => c.sample = Some(SampleGate::parse(v)?),
                 _ => {
                     return Err(format!(
-                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, coalesce, region, scope, tbs, table, audit, sample)"
+                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, memring, coalesce, region, scope, tbs, table, audit, sample)"
                     ));
                 }
             }
         }
         if c.mem && c.mem_fd.is_none() && c.mem_out.is_none() {
             return Err("mem=on needs memfd=N or memout=PATH for the access stream".into());
+        }
+        if c.mem_ring.is_some() && (!c.mem || c.mem_fd.is_none()) {
+            return Err(
+                "memring= puts the stream's batches in shared memory: it needs mem=on and memfd=N for the notices".into(),
+            );
         }
         if c.sample.is_some() && !c.mem {
             return Err(
@@ -300,6 +322,18 @@ mod tests {
         }
         assert!(c.is_scope_entry(0x400) && !c.is_scope_entry(0x404));
         assert!(c.in_scope(0x47f) && !c.in_scope(0x480));
+    }
+
+    #[test]
+    fn parses_the_ring() {
+        let c = Config::parse(&["mem=on", "memfd=3", "memring=5:6"]).expect("valid");
+        assert_eq!(c.mem_ring, Some((5, 6)));
+        for bad in ["memring=5", "memring=a:6", "memring=5:-1"] {
+            let e = Config::parse(&["mem=on", "memfd=3", bad]).unwrap_err();
+            assert!(e.contains("RING:TOKENS"), "{e}");
+        }
+        let e = Config::parse(&["mem=on", "memout=x", "memring=5:6"]).unwrap_err();
+        assert!(e.contains("memfd=N"), "{e}");
     }
 
     #[test]

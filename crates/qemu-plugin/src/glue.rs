@@ -161,7 +161,11 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
                 .map_err(|e| format!("memout={}: {e}", p.display()))?,
             (None, None) => unreachable!("Config::parse checks a sink is given"),
         };
-        memtrace::open(file, config.coalesce, config.sample.as_ref())
+        // SAFETY: the caller handed these descriptors to the plugin for the ring.
+        let ring = config
+            .mem_ring
+            .map(|(r, t)| unsafe { (File::from_raw_fd(r), File::from_raw_fd(t)) });
+        memtrace::open(file, ring, config.coalesce, config.sample.as_ref())
             .map_err(|e| format!("memory stream: {e}"))?;
     }
     vcpu::set_regions(config.regions.len());

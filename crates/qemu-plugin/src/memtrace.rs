@@ -14,6 +14,13 @@
 //! with one `write` to the sink (a file, a FIFO or an inherited file descriptor), where the
 //! reader (the `mix` driver's cache simulator, on another core) decodes them.
 //!
+//! With `memring=` ([`Ring`]) the batches are copied into the slots of a memory region the
+//! reader maps too, and the sink (a pipe) carries only an 8-byte notice per batch (and the
+//! thread markers written alone): no pipe pages to allocate, charge and copy twice. The
+//! reader returns a slot's number on a second pipe once it has read the slot; the plugin
+//! waits for a number there when every slot is taken. The records, concatenated in notice
+//! order, are the plain stream's byte for byte.
+//!
 //! Stream format: the 8 magic bytes `HPCSMT03`, then records, each a little-endian `u64`:
 //! bits 0..=55 virtual address, bits 56..=59 log2 of the access size in bytes,
 //! bits 60..=62 repeats, bit 63 set for a store. Every batch starts with a thread marker
@@ -54,7 +61,7 @@
 use std::cell::UnsafeCell;
 use std::ffi::{c_uint, c_void};
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -124,10 +131,11 @@ fn write_marker(m: u64) {
     if BROKEN.load(Ordering::Relaxed) {
         return;
     }
+    // A ring's notices carry markers written alone as they are.
     let ok = match SINK.lock() {
         Ok(mut sink) => sink
             .as_mut()
-            .is_some_and(|f| f.write_all(&m.to_le_bytes()).is_ok()),
+            .is_some_and(|f| f.out().write_all(&m.to_le_bytes()).is_ok()),
         Err(_) => false,
     };
     if !ok {
@@ -141,7 +149,132 @@ pub fn set_threaded() {
     LIMIT.store(THREADED_BATCH, Ordering::Relaxed);
 }
 
-static SINK: Mutex<Option<File>> = Mutex::new(None);
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+
+/// Where batches go.
+enum Sink {
+    /// The records themselves, written to a file, FIFO or pipe.
+    Plain(File),
+    /// Into a shared ring, with a notice per batch on the pipe.
+    Ring(Ring),
+}
+
+impl Sink {
+    /// What carries the stream's bytes (the plain stream, or a ring's notices).
+    fn out(&mut self) -> &mut File {
+        match self {
+            Sink::Plain(f) => f,
+            Sink::Ring(r) => &mut r.notices,
+        }
+    }
+}
+
+/// First bytes of the notices of a ring (`memring=`), instead of [`MAGIC`].
+pub const RING_MAGIC: &[u8; 8] = b"HPCSMR03";
+/// Records (8 bytes each) a slot of the ring holds: a full batch and its head. Slot `i`
+/// starts at byte `i * RING_SLOT_RECORDS * 8` of the ring.
+pub const RING_SLOT_RECORDS: usize = BATCH + 8;
+/// Top byte of a notice: bits 32..=55 the slot, bits 0..=31 its records (a load of 2^12
+/// bytes repeated 7 times, no access; notices never stand in the plain stream anyway).
+pub const NOTICE_TOP: u64 = 0x7c;
+
+/// The shared ring of `memring=RING:TOKENS` (see the README): `slots` slots of
+/// [`RING_SLOT_RECORDS`] records mapped from the reader's file; the numbers of free slots
+/// come from `tokens`.
+struct Ring {
+    notices: File,
+    tokens: File,
+    base: *mut u64,
+    slots: u32,
+}
+
+// SAFETY: the mapping is only written by the holder of the sink's lock, into a slot the
+// reader has handed over and does not read until its notice.
+unsafe impl Send for Ring {}
+
+unsafe extern "C" {
+    fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: std::ffi::c_int,
+        flags: std::ffi::c_int,
+        fd: std::ffi::c_int,
+        off: i64,
+    ) -> *mut c_void;
+}
+/// Linux `PROT_READ | PROT_WRITE` and `MAP_SHARED`.
+const PROT_RW: std::ffi::c_int = 3;
+const MAP_SHARED: std::ffi::c_int = 1;
+
+impl Ring {
+    /// Maps the whole of `ring` (a whole number of slots, at least one).
+    fn map(notices: File, ring: File, tokens: File) -> std::io::Result<Ring> {
+        let bytes = ring.metadata()?.len() as usize;
+        let slot_bytes = RING_SLOT_RECORDS * 8;
+        let slots = bytes / slot_bytes;
+        if slots == 0 || slots > 1 << 24 {
+            return Err(std::io::Error::other(format!(
+                "memring: the ring holds {bytes} bytes; it needs 1 to 2^24 slots of {slot_bytes} bytes"
+            )));
+        }
+        // SAFETY: a shared mapping of a file we were handed; never unmapped (it lives as
+        // long as the process).
+        let base = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                bytes,
+                PROT_RW,
+                MAP_SHARED,
+                ring.as_raw_fd(),
+                0,
+            )
+        };
+        if base as isize == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The mapping stays valid once the descriptor is closed.
+        drop(ring);
+        Ok(Ring {
+            notices,
+            tokens,
+            base: base as *mut u64,
+            slots: slots as u32,
+        })
+    }
+
+    /// Puts the batch `head` + `recs` into free slots (waiting for them) and writes one
+    /// notice per slot used.
+    fn put(&mut self, head: &[u8], recs: &[u8]) -> std::io::Result<()> {
+        let cap = RING_SLOT_RECORDS * 8;
+        let (mut head, mut recs) = (head, recs);
+        while !head.is_empty() || !recs.is_empty() {
+            let mut t = [0u8; 4];
+            self.tokens.read_exact(&mut t)?;
+            let slot = u32::from_le_bytes(t);
+            if slot >= self.slots {
+                return Err(std::io::Error::other(format!(
+                    "memring: the reader returned slot {slot} of {}",
+                    self.slots
+                )));
+            }
+            // SAFETY: slot `slot` of the mapping is ours until its notice; `cap` bytes.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.base.add(slot as usize * RING_SLOT_RECORDS) as *mut u8,
+                    cap,
+                )
+            };
+            let h = head.len().min(cap);
+            dst[..h].copy_from_slice(&head[..h]);
+            let r = recs.len().min(cap - h);
+            dst[h..h + r].copy_from_slice(&recs[..r]);
+            (head, recs) = (&head[h..], &recs[r..]);
+            let notice = NOTICE_TOP << 56 | u64::from(slot) << 32 | ((h + r) / 8) as u64;
+            self.notices.write_all(&notice.to_le_bytes())?;
+        }
+        Ok(())
+    }
+}
 /// The stream is on (`mem=on`).
 static STREAMING: AtomicBool = AtomicBool::new(false);
 static BROKEN: AtomicBool = AtomicBool::new(false);
@@ -246,10 +379,12 @@ impl Gate {
 }
 
 /// Set the sink and write the stream header. A pipe gets a 1 MiB buffer so that one batch
-/// fits and the writer rarely waits for the reader. With `sample`, only the accesses to
+/// fits and the writer rarely waits for the reader. With `ring` (the shared ring and the
+/// pipe of its free slots), `file` carries the notices. With `sample`, only the accesses to
 /// its classes of lines are streamed.
 pub fn open(
     mut file: File,
+    ring: Option<(File, File)>,
     coalesce: Option<u64>,
     sample: Option<&SampleGate>,
 ) -> std::io::Result<()> {
@@ -261,11 +396,20 @@ pub fn open(
             bits: g.bits.clone().into_boxed_slice(),
         });
     }
-    // SAFETY: fcntl on a descriptor we own; failure (not a pipe) is harmless.
-    unsafe { fcntl(file.as_raw_fd(), F_SETPIPE_SZ, 1 << 20) };
-    file.write_all(MAGIC)?;
-    if let Ok(mut sink) = SINK.lock() {
-        *sink = Some(file);
+    let sink = match ring {
+        Some((ring, tokens)) => {
+            file.write_all(RING_MAGIC)?;
+            Sink::Ring(Ring::map(file, ring, tokens)?)
+        }
+        None => {
+            // SAFETY: fcntl on a descriptor we own; failure (not a pipe) is harmless.
+            unsafe { fcntl(file.as_raw_fd(), F_SETPIPE_SZ, 1 << 20) };
+            file.write_all(MAGIC)?;
+            Sink::Plain(file)
+        }
+    };
+    if let Ok(mut s) = SINK.lock() {
+        *s = Some(sink);
     }
     STREAMING.store(true, Ordering::Relaxed);
     Ok(())
@@ -781,9 +925,11 @@ fn write_batch(thread: u32, v: &[u64], skipped: (u64, u64)) {
     #[cfg(target_endian = "big")]
     let bytes = &owned[..];
     let ok = match SINK.lock() {
-        Ok(mut sink) => sink
-            .as_mut()
-            .is_some_and(|f| f.write_all(marker).is_ok() && f.write_all(bytes).is_ok()),
+        Ok(mut sink) => match sink.as_mut() {
+            Some(Sink::Plain(f)) => f.write_all(marker).is_ok() && f.write_all(bytes).is_ok(),
+            Some(Sink::Ring(r)) => r.put(marker, bytes).is_ok(),
+            None => false,
+        },
         Err(_) => false,
     };
     if ok {
@@ -810,7 +956,7 @@ pub fn finish() -> (u64, u64) {
     if let Ok(mut sink) = SINK.lock()
         && let Some(f) = sink.as_mut()
     {
-        let _ = f.flush();
+        let _ = f.out().flush();
     }
     (
         WRITTEN.load(Ordering::Relaxed),
