@@ -28,10 +28,15 @@
 //!   sat in the next level when it was filled. A dirty victim written back there tries that
 //!   position first (checked against the tag), which saves the set search of the write-back
 //!   in a streaming miss.
-//! - An access that leaves the fast path after one that missed L1 has the sets below L1
-//!   of the access [`LOOKAHEAD`] records further prefetched into the host's caches: on a miss-bound
-//!   stream the large levels' tag stores do not fit there, and their host-memory latency
-//!   then overlaps the simulation of the accesses in between.
+//! - An access that leaves the fast path after an L1 miss that did not continue a
+//!   sequential stream (its line is not the successor of one of the last [`STREAMS`] L1
+//!   misses) starts a lookahead over the next [`LOOKAHEAD`] records: the sets below L1 of
+//!   each record the memo does not place are prefetched into the host's caches, and for
+//!   the records half as far, whose sets were asked for earlier, the next level's tag of
+//!   the line each level with hints would evict (where a dirty victim is written back). On
+//!   a miss-bound stream the large levels' tag stores do not fit in the host's caches, and
+//!   their host-memory latency then overlaps the simulation of the accesses in between;
+//!   sequential streams, whose sets the host's own prefetchers bring, skip it.
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
@@ -64,7 +69,7 @@ const LOOKAHEAD: usize = 16;
 
 /// L1 misses remembered to tell a sequential stream (see
 /// [`Hierarchy::continues_stream`]).
-const STREAMS: usize = 4;
+const STREAMS: usize = 8;
 
 /// Accesses a fast run takes at most, so that the L1 clock can be checked once per run.
 const RUN_MAX: usize = 1 << 30;

@@ -1,6 +1,6 @@
 //! One cache level: tag store, replacement state and counters, with no policy between levels.
 //!
-//! Layout, chosen for speed: one flat `Vec<u64>` of `sets * ways` entries, set after set,
+//! Layout, chosen for speed: one flat array of `sets * ways` entries, set after set,
 //! each the `line` it holds (`line` = address >> log2(line_bytes)) with its dirty bit in
 //! bit 63 ([`DIRTY`]), or [`INVALID`]. A dirty bit costs no memory of its own, and a
 //! write-back or an eviction touches only the tag's cache line of the host. Entries never
@@ -22,6 +22,11 @@
 //!   (0 = invalid, so a set's minimum stamp is its first invalid way, else its LRU way);
 //!   when the clock would wrap, every set's stamps are renumbered by rank.
 //! - Tree pseudo-LRU: a `u64` per set holds the tree bits.
+//!
+//! Every array starts a host cache line ([`Lines`]), so that a set of 64 bytes (16 narrow
+//! tags, 8 wide ones) is one host line. A narrow LRU level of at most 12 ways without hints
+//! (a last level, e.g. 11 ways) keeps each set in 64 bytes, its tags then its recency word
+//! (`Level::pack_orders`): a search and the update it leads to touch one host line.
 //!
 //! The set index is `line & (sets - 1)` when the set count is a power of two,
 //! and `line mod sets` otherwise (e.g. a 15-way 105 MiB L3), computed with a precomputed
@@ -1207,15 +1212,18 @@ mod tests {
             match (a.lookup(line), b.lookup(line)) {
                 (Some(_), Some(_)) => {}
                 (None, None) => {
-                    if x % 11 == 0 {
+                    if x.is_multiple_of(11) {
                         assert_eq!(a.invalidate(line), b.invalidate(line));
                     } else {
-                        assert_eq!(a.insert(line, x % 3 == 0).1, b.insert(line, x % 3 == 0).1);
+                        assert_eq!(
+                            a.insert(line, x.is_multiple_of(3)).1,
+                            b.insert(line, x.is_multiple_of(3)).1
+                        );
                     }
                 }
                 other => panic!("packed and unpacked disagree on {line}: {other:?}"),
             }
-            if x % 7 == 0 {
+            if x.is_multiple_of(7) {
                 let v = (x >> 20) % (16 * 11 * 3 * 1024);
                 assert_eq!(a.invalidate(v), b.invalidate(v));
             }
