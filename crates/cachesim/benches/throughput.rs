@@ -10,12 +10,24 @@
 //! - `stride_64`, `stride_4k`: one access per line; 4 KiB stride also conflicts in L1 sets.
 //! - `random_1g`: uniformly random over 1 GiB (mostly memory).
 //! - `mixed`: 90 % sequential, 10 % random over 256 MiB, a quarter stores.
+//!
+//! `mix_pair`: the two hierarchies of `hpcscope mix -m cascadelake-8260 -m graviton2` (the
+//! geometries of `data/machines`), fed packed records in batches of 64 Ki as `mix` reads
+//! the plugin's stream, per iteration one whole pass of the stream, timed in CPU time of
+//! the simulating thread (a shared host's waits left out):
+//! - `edge`: one repetition of `workloads/src/edge.c` at its benchmark size (500,000
+//!   nodes, about 10^6 edges in shuffled order: `ea[e]`, `eb[e]`, `q[a]`, `q[b]`, `w[e]`,
+//!   `res[a]` read and written, `res[b]` read and written; 9 records per edge). 24 MB in
+//!   all: the indirect accesses miss L1 and L2 and mostly hit L3; a miss-bound stream.
+//! - `triad_48m`: `a[i] = b[i] + s * c[i]` over three 16 MiB arrays (more than either L3:
+//!   every line comes from memory and every dirty line of `a` is written back through L2
+//!   and L3).
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hpcscope_cachesim::{
-    Access, CacheConfig, Hierarchy, HierarchyConfig, Inclusion, MultiSim, Replacement,
+    Access, CacheConfig, Hierarchy, HierarchyConfig, Inclusion, MultiSim, PackedAccess, Replacement,
 };
 
 const N: usize = 1 << 20;
@@ -49,6 +61,30 @@ fn a64fx() -> HierarchyConfig {
         vec![
             CacheConfig::new("L1d", 64 << 10, 256, 4).with_replacement(Replacement::TreePlru),
             CacheConfig::new("L2", 8 << 20, 256, 16).with_replacement(Replacement::TreePlru),
+        ],
+    )
+}
+
+/// `data/machines/cascadelake-8260.toml`'s caches, as `hpcscope mix` simulates them.
+fn cascadelake_8260() -> HierarchyConfig {
+    HierarchyConfig::new(
+        "cascadelake-8260",
+        vec![
+            CacheConfig::new("L1", 32 << 10, 64, 8),
+            CacheConfig::new("L2", 1 << 20, 64, 16),
+            CacheConfig::new("L3", 37_486_592, 64, 11),
+        ],
+    )
+}
+
+/// `data/machines/graviton2.toml`'s caches, as `hpcscope mix` simulates them.
+fn graviton2() -> HierarchyConfig {
+    HierarchyConfig::new(
+        "graviton2",
+        vec![
+            CacheConfig::new("L1", 64 << 10, 64, 4),
+            CacheConfig::new("L2", 1 << 20, 64, 8),
+            CacheConfig::new("L3", 32 << 20, 64, 16),
         ],
     )
 }
@@ -138,6 +174,132 @@ fn streams() -> Vec<(&'static str, Vec<Access>)> {
     ]
 }
 
+/// Where QEMU user mode puts a guest's heap (near 2^38).
+const GUEST_HEAP: u64 = 0x40_0000_0000;
+
+fn packed(addr: u64, size: u32, write: bool) -> PackedAccess {
+    PackedAccess::new(addr, size, write).expect("small address")
+}
+
+/// One repetition of `workloads/src/edge.c`'s kernel on `n` nodes, as records.
+fn edge_stream(n: u64) -> Vec<PackedAccess> {
+    let g = (n as f64).sqrt() as u64;
+    let n = g * g;
+    let mut edges = Vec::with_capacity((2 * g * (g - 1)) as usize);
+    for i in 0..g {
+        for j in 0..g {
+            if j + 1 < g {
+                edges.push((i * g + j, i * g + j + 1));
+            }
+            if i + 1 < g {
+                edges.push((i * g + j, (i + 1) * g + j));
+            }
+        }
+    }
+    // edge.c's shuffle.
+    let mut s: u64 = 12345;
+    for k in (1..edges.len()).rev() {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let m = ((s >> 33) % (k as u64 + 1)) as usize;
+        edges.swap(k, m);
+    }
+    let ne = edges.len() as u64;
+    // The arrays one after another, 4 KiB apart, as malloc places large blocks.
+    let place = |at: &mut u64, bytes: u64| {
+        let a = *at;
+        *at = (a + bytes + 4096).next_multiple_of(4096);
+        a
+    };
+    let mut at = GUEST_HEAP;
+    let (ea, eb) = (place(&mut at, 4 * ne), place(&mut at, 4 * ne));
+    let (w, q, res) = (
+        place(&mut at, 8 * ne),
+        place(&mut at, 8 * n),
+        place(&mut at, 8 * n),
+    );
+    let mut v = Vec::with_capacity(9 * edges.len());
+    for (e, &(a, b)) in edges.iter().enumerate() {
+        let e = e as u64;
+        v.extend([
+            packed(ea + 4 * e, 4, false),
+            packed(eb + 4 * e, 4, false),
+            packed(q + 8 * a, 8, false),
+            packed(q + 8 * b, 8, false),
+            packed(w + 8 * e, 8, false),
+            packed(res + 8 * a, 8, false),
+            packed(res + 8 * a, 8, true),
+            packed(res + 8 * b, 8, false),
+            packed(res + 8 * b, 8, true),
+        ]);
+    }
+    v
+}
+
+/// `a[i] = b[i] + s * c[i]` over three arrays of `bytes` bytes each, as records.
+fn triad_stream(bytes: u64) -> Vec<PackedAccess> {
+    let (a, b, c) = (
+        GUEST_HEAP,
+        GUEST_HEAP + bytes + 4096,
+        GUEST_HEAP + 2 * (bytes + 4096),
+    );
+    (0..bytes / 8)
+        .flat_map(|i| {
+            [
+                packed(b + 8 * i, 8, false),
+                packed(c + 8 * i, 8, false),
+                packed(a + 8 * i, 8, true),
+            ]
+        })
+        .collect()
+}
+
+/// CPU time of the calling thread so far (Linux: `/proc/thread-self/schedstat`, in
+/// nanoseconds); elsewhere the time since the first call, wall clock.
+fn thread_cpu() -> std::time::Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map(std::time::Duration::from_nanos)
+        .unwrap_or_else(|| {
+            static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+            START.get_or_init(std::time::Instant::now).elapsed()
+        })
+}
+
+fn mix_pair(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mix_pair");
+    for (name, stream) in [
+        ("edge", edge_stream(500_000)),
+        ("triad_48m", triad_stream(16 << 20)),
+    ] {
+        g.throughput(Throughput::Elements(stream.len() as u64));
+        let mut m = MultiSim::new([cascadelake_8260(), graviton2()]).expect("valid geometry");
+        // In batches of 64 Ki records, as `mix` reads the plugin's stream.
+        let pass = |m: &mut MultiSim| {
+            for batch in black_box(&stream).chunks(1 << 16) {
+                m.access_batch(batch);
+            }
+        };
+        // Warm: the measured passes see the caches of a repetition after the first.
+        pass(&mut m);
+        // CPU time of this thread, not wall time: the host is often shared, and a pass
+        // that waits for a CPU would count the wait.
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let t = thread_cpu();
+                for _ in 0..iters {
+                    pass(&mut m);
+                }
+                thread_cpu().saturating_sub(t)
+            })
+        });
+        black_box(m.stats());
+    }
+    g.finish();
+}
+
 fn one_hierarchy(c: &mut Criterion) {
     let streams = streams();
     let mut g = c.benchmark_group("spr_3level");
@@ -177,4 +339,12 @@ criterion_group! {
         .measurement_time(std::time::Duration::from_secs(2));
     targets = one_hierarchy, three_hierarchies
 }
-criterion_main!(benches);
+criterion_group! {
+    name = pair;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(5));
+    targets = mix_pair
+}
+criterion_main!(benches, pair);

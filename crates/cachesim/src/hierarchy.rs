@@ -28,10 +28,15 @@
 //!   sat in the next level when it was filled. A dirty victim written back there tries that
 //!   position first (checked against the tag), which saves the set search of the write-back
 //!   in a streaming miss.
-//! - An access that leaves the fast path after one that missed L1 has the sets below L1
-//!   of the access [`LOOKAHEAD`] records further prefetched into the host's caches: on a miss-bound
-//!   stream the large levels' tag stores do not fit there, and their host-memory latency
-//!   then overlaps the simulation of the accesses in between.
+//! - An access that leaves the fast path after an L1 miss that did not continue a
+//!   sequential stream (its line is not the successor of one of the last [`STREAMS`] L1
+//!   misses) starts a lookahead over the next [`LOOKAHEAD`] records: the sets below L1 of
+//!   each record the memo does not place are prefetched into the host's caches, and for
+//!   the records half as far, whose sets were asked for earlier, the next level's tag of
+//!   the line each level with hints would evict (where a dirty victim is written back). On
+//!   a miss-bound stream the large levels' tag stores do not fit in the host's caches, and
+//!   their host-memory latency then overlaps the simulation of the accesses in between;
+//!   sequential streams, whose sets the host's own prefetchers bring, skip it.
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
@@ -60,7 +65,11 @@ const NO_MEMO: Memo = Memo {
 
 /// How many records ahead of an access that leaves the fast path the sets below L1 are
 /// prefetched (host-memory latency over the time to simulate a miss, about 20 ns).
-const LOOKAHEAD: usize = 8;
+const LOOKAHEAD: usize = 16;
+
+/// L1 misses remembered to tell a sequential stream (see
+/// [`Hierarchy::continues_stream`]).
+const STREAMS: usize = 8;
 
 /// Accesses a fast run takes at most, so that the L1 clock can be checked once per run.
 const RUN_MAX: usize = 1 << 30;
@@ -118,8 +127,16 @@ pub struct Hierarchy {
     mru_write: bool,
     mru_hits: u64,
     mru_bytes: u64,
-    /// The last access that left the fast path missed L1 (the lookahead prefetches then).
+    /// The last access that left the fast path missed L1 and did not continue a stream
+    /// (the lookahead prefetches then).
     missing: bool,
+    /// Records of the current batch before these indices had their lower levels' sets
+    /// (`ahead`) and their victims' next-level tags (`ahead_victims`) prefetched.
+    ahead: usize,
+    ahead_victims: usize,
+    /// The last lines that missed L1, in a ring (next entry: `miss_next % STREAMS`).
+    miss_lines: [u64; STREAMS],
+    miss_next: usize,
     mem_reads: u64,
     mem_bytes: u64,
     mem_writebacks: u64,
@@ -143,6 +160,7 @@ pub(crate) fn build_level(cfg: &HierarchyConfig, i: usize) -> Level {
     {
         level.enable_hints();
     }
+    level.pack_orders();
     level
 }
 
@@ -200,6 +218,10 @@ impl Hierarchy {
             mru_hits: 0,
             mru_bytes: 0,
             missing: false,
+            ahead: 0,
+            ahead_victims: 0,
+            miss_lines: [NO_LINE; STREAMS],
+            miss_next: 0,
             mem_reads: 0,
             mem_bytes: 0,
             mem_writebacks: 0,
@@ -250,6 +272,7 @@ impl Hierarchy {
         // keeps no counters.
         self.mru_hits += n;
         self.mru_bytes += bytes;
+        (self.ahead, self.ahead_victims) = (0, 0);
         let stamps = self.levels[0].uses_stamps();
         // 64-byte lines, the usual size, get a loop with the line geometry as constants.
         let line64 = self.line_shift == 6;
@@ -353,18 +376,16 @@ impl Hierarchy {
             let a = batch[i].into_access();
             let line = a.addr >> shift;
             // Lookahead: a stream that leaves the memo here often does so again soon (a
-            // miss-bound stream: indirect accesses over a large array). The sets the access
-            // LOOKAHEAD records on will search below L1 are fetched into the host's caches
-            // now, so that their host-memory latency overlaps this access's simulation.
-            // Only after an L1 miss: a memo miss that hits L1 (a set search) says nothing of
-            // the levels below.
-            if self.missing
-                && let Some(ahead) = batch.get(i + LOOKAHEAD)
-            {
-                self.prefetch_below_l1(ahead.into_access().addr >> shift);
+            // miss-bound stream: indirect accesses over a large array). The sets the
+            // accesses up to LOOKAHEAD records on will search below L1 are fetched into the
+            // host's caches now, so that their host-memory latency overlaps the simulation
+            // of the accesses in between. Only after an L1 miss: a memo miss that hits L1
+            // (a set search) says nothing of the levels below.
+            if self.missing {
+                self.prefetch_ahead(batch, i, shift);
             }
             let (at, hit) = self.locate(line, u64::from(a.size));
-            self.missing = !hit;
+            self.missing = !hit && !self.continues_stream(line);
             if !hit {
                 self.mru_hits -= 1;
                 self.mru_bytes -= u64::from(a.size);
@@ -374,6 +395,61 @@ impl Hierarchy {
         }
         (self.mru_line, self.mru_index, self.mru_write) = (mru, index, write);
         i
+    }
+
+    /// The lookahead of an access at `i` of `batch` that left the fast path after an L1
+    /// miss that did not continue a stream. The records up to [`LOOKAHEAD`] further (each
+    /// once per batch) whose line the memo does not place in L1 have the lower levels' sets
+    /// of their line prefetched; those up to [`LOOKAHEAD`]` / 2` further, whose sets were
+    /// asked for earlier and may have arrived, have the next level's tag of the line each
+    /// level with hints would evict for them prefetched too (a dirty victim is written back
+    /// there: see [`Hierarchy::prefetch_victims`]).
+    #[inline(never)]
+    fn prefetch_ahead<A: IntoAccess>(&mut self, batch: &[A], i: usize, shift: u32) {
+        let last = batch.len() - 1;
+        let end = last.min(i + LOOKAHEAD);
+        let mut r = self.ahead.max(i + 1);
+        while r <= end {
+            let line = batch[r].into_access().addr >> shift;
+            if self.memo[memo_index(line)].line != line {
+                self.prefetch_below_l1(line);
+            }
+            r += 1;
+        }
+        self.ahead = self.ahead.max(r);
+        let end = last.min(i + LOOKAHEAD / 2);
+        let mut r = self.ahead_victims.max(i + 1);
+        while r <= end {
+            let line = batch[r].into_access().addr >> shift;
+            if self.memo[memo_index(line)].line != line {
+                self.prefetch_victims(line);
+            }
+            r += 1;
+        }
+        self.ahead_victims = self.ahead_victims.max(r);
+    }
+
+    /// Whether `line`, which just missed L1, follows one of the last [`STREAMS`] lines that
+    /// missed it (a sequential stream, whose lower levels' sets come one after another: the
+    /// host's own prefetchers serve them, and the lookahead would only cost); remembers it.
+    #[inline(always)]
+    fn continues_stream(&mut self, line: u64) -> bool {
+        let seq = self.miss_lines.contains(&line.wrapping_sub(1));
+        self.miss_lines[self.miss_next % STREAMS] = line;
+        self.miss_next = self.miss_next.wrapping_add(1);
+        seq
+    }
+
+    /// Prefetches, for each level below L1 that keeps hints, the next level's tag where the
+    /// line that level would evict for `line` sits (see [`Level::victim_hint`]).
+    #[inline(always)]
+    fn prefetch_victims(&self, line: u64) {
+        let n = self.levels.len();
+        for k in 1..n.saturating_sub(1) {
+            if let Some(h) = self.levels[k].victim_hint(line) {
+                self.levels[k + 1].prefetch_index(h as usize);
+            }
+        }
     }
 
     /// Prefetches the sets of `line` in the levels below L1 (see [`Level::prefetch`]).

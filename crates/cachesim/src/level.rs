@@ -1,6 +1,6 @@
 //! One cache level: tag store, replacement state and counters, with no policy between levels.
 //!
-//! Layout, chosen for speed: one flat `Vec<u64>` of `sets * ways` entries, set after set,
+//! Layout, chosen for speed: one flat array of `sets * ways` entries, set after set,
 //! each the `line` it holds (`line` = address >> log2(line_bytes)) with its dirty bit in
 //! bit 63 ([`DIRTY`]), or [`INVALID`]. A dirty bit costs no memory of its own, and a
 //! write-back or an eviction touches only the tag's cache line of the host. Entries never
@@ -23,11 +23,17 @@
 //!   when the clock would wrap, every set's stamps are renumbered by rank.
 //! - Tree pseudo-LRU: a `u64` per set holds the tree bits.
 //!
+//! Every array starts a host cache line ([`Lines`]), so that a set of 64 bytes (16 narrow
+//! tags, 8 wide ones) is one host line. A narrow LRU level of at most 12 ways without hints
+//! (a last level, e.g. 11 ways) keeps each set in 64 bytes, its tags then its recency word
+//! (`Level::pack_orders`): a search and the update it leads to touch one host line.
+//!
 //! The set index is `line & (sets - 1)` when the set count is a power of two,
 //! and `line mod sets` otherwise (e.g. a 15-way 105 MiB L3), computed with a precomputed
 //! reciprocal (one 64×64→128-bit multiply and at most two corrections) instead of a division.
 
 use crate::config::{CacheConfig, Replacement};
+use crate::lines::Lines;
 
 /// An empty way. Never equal to a line, which is below 2^62 (lines are at least 4 bytes),
 /// with or without [`DIRTY`].
@@ -66,12 +72,20 @@ pub(crate) struct Slot {
 #[derive(Clone, Debug)]
 pub(crate) struct Level {
     pub(crate) name: String,
-    tags: Vec<u64>,
+    tags: Lines<u64>,
     /// The narrow tag store (see the module documentation) while `narrow`, with four
     /// trailing [`INVALID32`] entries so that a search may load four tags past the last
     /// set; `tags` is then empty.
-    tags32: Vec<u32>,
+    tags32: Lines<u32>,
     narrow: bool,
+    /// Entries per set in the index space of `tags32`, `tags`, `stamps` and `hints`: the
+    /// ways, or 16 when the narrow store keeps each set's recency word after its tags
+    /// (`packed`).
+    stride: usize,
+    /// The narrow store holds, per set, up to 12 tags (the unused ones [`INVALID32`]) and
+    /// then the set's LRU recency word in entries 12 and 13: one host cache line per set
+    /// (see [`Level::pack_orders`]); `per_set` is then empty.
+    packed: bool,
     /// For quotients: `line >> set_shift` with a power-of-two set count, else
     /// `((line - set) >> set_shift) * set_inv` (exact division: `set_inv` is the inverse of
     /// the set count's odd part modulo 2^64, `set_shift` its trailing zeros).
@@ -80,18 +94,18 @@ pub(crate) struct Level {
     /// Per set, `fp_stride` (the ways rounded up to a multiple of 4) 32-bit fingerprints of
     /// the lines (see [`fingerprint`]), searched four at a time before the tags; empty with
     /// more than 64 ways or [`FP_MAX_ENTRIES`] entries.
-    fps: Vec<u32>,
+    fps: Lines<u32>,
     fp_stride: usize,
     /// Bits of the ways in a fingerprint match mask.
     way_mask: u64,
-    pub(crate) stamps: Vec<u32>,
+    pub(crate) stamps: Lines<u32>,
     pub(crate) clock: u32,
     /// Per entry, where its line was last seen in the next level (an index into that
     /// level's tag store, or [`NO_HINT`]); empty unless the hierarchy asked for hints. A
     /// hint is checked against the next level's tag before use, so a stale one only costs
     /// the set search it failed to save.
-    pub(crate) hints: Vec<u32>,
-    per_set: Vec<u64>,
+    pub(crate) hints: Lines<u32>,
+    per_set: Lines<u64>,
     policy: Policy,
     ways: usize,
     sets: u64,
@@ -139,26 +153,31 @@ impl Level {
             0
         };
         let (per_set, stamps) = match policy {
-            Policy::TreePlru => (vec![0; sets as usize], Vec::new()),
-            Policy::Nibbles => (vec![nib_identity(ways); sets as usize], Vec::new()),
-            Policy::Stamps => (Vec::new(), vec![0; sets as usize * ways]),
+            Policy::TreePlru => (Lines::new(sets as usize, 0), Lines::default()),
+            Policy::Nibbles => (
+                Lines::new(sets as usize, nib_identity(ways)),
+                Lines::default(),
+            ),
+            Policy::Stamps => (Lines::default(), Lines::new(sets as usize * ways, 0)),
         };
         Self {
             name: cfg.name.clone(),
             tags: if narrow {
-                Vec::new()
+                Lines::default()
             } else {
-                vec![INVALID; sets as usize * ways]
+                Lines::new(sets as usize * ways, INVALID)
             },
             tags32: if narrow {
-                vec![INVALID32; sets as usize * ways + 4]
+                Lines::new(sets as usize * ways + 4, INVALID32)
             } else {
-                Vec::new()
+                Lines::default()
             },
             narrow,
+            stride: ways,
+            packed: false,
             set_shift: sets.trailing_zeros(),
             set_inv: odd_inverse(sets >> sets.trailing_zeros()),
-            fps: vec![fingerprint(INVALID); sets as usize * fp_stride],
+            fps: Lines::new(sets as usize * fp_stride, fingerprint(INVALID)),
             fp_stride,
             way_mask: if ways >= 64 {
                 u64::MAX
@@ -167,7 +186,7 @@ impl Level {
             },
             stamps,
             clock: 1,
-            hints: Vec::new(),
+            hints: Lines::default(),
             per_set,
             policy,
             ways,
@@ -185,9 +204,60 @@ impl Level {
         }
     }
 
+    /// Keeps each set's LRU recency word in the set's host cache line, after its narrow
+    /// tags, when the level has narrow tags, at most 12 ways, LRU and no hints: a search
+    /// and the replacement update it leads to then touch one host line instead of two or
+    /// three (11 narrow tags are 44 bytes, which straddle two lines in most sets). A level
+    /// that does not qualify is left as it is.
+    pub(crate) fn pack_orders(&mut self) {
+        if !self.narrow
+            || self.policy != Policy::Nibbles
+            || self.ways > 12
+            || !self.hints.is_empty()
+        {
+            return;
+        }
+        let sets = self.sets as usize;
+        let mut tags32 = Lines::new(sets * 16 + 4, INVALID32);
+        for set in 0..sets {
+            let (old, new) = (set * self.ways, set * 16);
+            tags32[new..new + self.ways].copy_from_slice(&self.tags32[old..old + self.ways]);
+            let order = self.per_set[set];
+            tags32[new + 12] = order as u32;
+            tags32[new + 13] = (order >> 32) as u32;
+        }
+        self.tags32 = tags32;
+        self.per_set = Lines::default();
+        self.stride = 16;
+        self.packed = true;
+    }
+
+    /// The LRU recency word of set `set` (Nibbles policy).
+    #[inline(always)]
+    fn order(&self, set: usize) -> u64 {
+        if self.packed {
+            let at = set * 16 + 12;
+            u64::from(*at_ref(&self.tags32, at)) | u64::from(*at_ref(&self.tags32, at + 1)) << 32
+        } else {
+            *at_ref(&self.per_set, set)
+        }
+    }
+
+    /// Sets the LRU recency word of set `set` (Nibbles policy).
+    #[inline(always)]
+    fn set_order(&mut self, set: usize, order: u64) {
+        if self.packed {
+            let at = set * 16 + 12;
+            *at_mut(&mut self.tags32, at) = order as u32;
+            *at_mut(&mut self.tags32, at + 1) = (order >> 32) as u32;
+        } else {
+            *at_mut(&mut self.per_set, set) = order;
+        }
+    }
+
     /// Keeps a next-level hint per entry (see [`Level::hints`]).
     pub(crate) fn enable_hints(&mut self) {
-        self.hints = vec![NO_HINT; self.sets as usize * self.ways];
+        self.hints = Lines::new(self.sets as usize * self.stride, NO_HINT);
     }
 
     /// What the L1 fast path writes: the stamps (LRU) or per-set tree bits (tree-PLRU), and
@@ -220,8 +290,12 @@ impl Level {
     pub(crate) fn tag_at(&self, index: usize) -> u64 {
         if self.narrow {
             return match self.tags32.get(index) {
-                Some(&t) if t != INVALID32 && index < self.sets as usize * self.ways => {
-                    self.line_of(u64::from(t & !DIRTY32), index / self.ways)
+                Some(&t)
+                    if t != INVALID32
+                        && index < self.sets as usize * self.stride
+                        && index % self.stride < self.ways =>
+                {
+                    self.line_of(u64::from(t & !DIRTY32), index / self.stride)
                 }
                 _ => INVALID,
             };
@@ -265,17 +339,29 @@ impl Level {
     /// Turns a narrow tag store into 64-bit tags (a line's quotient needs more bits).
     #[cold]
     fn widen(&mut self) {
-        let n = self.sets as usize * self.ways;
-        let mut tags = vec![INVALID; n];
-        for (i, (tag, &t)) in tags.iter_mut().zip(&self.tags32).enumerate() {
-            if t != INVALID32 {
-                let line = self.line_of(u64::from(t & !DIRTY32), i / self.ways);
-                *tag = line | u64::from(t >> 31) << 63;
+        let sets = self.sets as usize;
+        let mut tags = Lines::new(sets * self.ways, INVALID);
+        for set in 0..sets {
+            for w in 0..self.ways {
+                let t = self.tags32[set * self.stride + w];
+                if t != INVALID32 {
+                    let line = self.line_of(u64::from(t & !DIRTY32), set);
+                    tags[set * self.ways + w] = line | u64::from(t >> 31) << 63;
+                }
             }
         }
+        if self.packed {
+            let mut per_set = Lines::new(sets, 0);
+            for (set, order) in per_set.iter_mut().enumerate() {
+                *order = self.order(set);
+            }
+            self.per_set = per_set;
+            self.packed = false;
+        }
         self.tags = tags;
-        self.tags32 = Vec::new();
+        self.tags32 = Lines::default();
         self.narrow = false;
+        self.stride = self.ways;
     }
 
     #[inline(always)]
@@ -291,7 +377,7 @@ impl Level {
     #[inline(always)]
     pub(crate) fn set_base(&self, line: u64) -> (usize, usize) {
         let set = self.set_of(line);
-        (set, set * self.ways)
+        (set, set * self.stride)
     }
 
     /// The way of `line` in set `set`, whose first way is at `base`: the ways whose
@@ -346,7 +432,11 @@ impl Level {
     pub(crate) fn prefetch(&self, line: u64) {
         let (set, base) = self.set_base(line);
         if self.narrow {
+            // A packed set's recency word follows its tags, in the same host line.
             prefetch_slice(&self.tags32, base, self.ways * 4);
+            if self.packed {
+                return;
+            }
         } else if self.fp_stride != 0 {
             prefetch_slice(&self.fps, set * self.fp_stride, self.fp_stride * 4);
         } else {
@@ -361,15 +451,41 @@ impl Level {
         }
     }
 
+    /// Where, in the next level, the line sits that this level would evict now to make room
+    /// for `line` (its hint), when the level keeps LRU recency words and hints; reads the
+    /// set's recency word and one hint (which [`Level::prefetch`] asked for). Only a guess
+    /// for prefetching: `line` may hit, and the set may change before it comes.
+    #[inline(always)]
+    pub(crate) fn victim_hint(&self, line: u64) -> Option<u32> {
+        if self.policy != Policy::Nibbles || self.hints.is_empty() {
+            return None;
+        }
+        let (set, base) = self.set_base(line);
+        let w = ((self.order(set) >> (4 * (self.ways - 1))) & 15) as usize;
+        let h = *at_ref(&self.hints, base + w);
+        (h != NO_HINT).then_some(h)
+    }
+
+    /// Asks the host to bring the tag at `index` into its caches (nothing when `index` is
+    /// out of range, e.g. a stale hint).
+    #[inline(always)]
+    pub(crate) fn prefetch_index(&self, index: usize) {
+        if self.narrow {
+            prefetch_slice(&self.tags32, index, 4);
+        } else {
+            prefetch_slice(&self.tags, index, 8);
+        }
+    }
+
     /// Records a use of way `way` of set `set` (entry `index`) in the replacement state.
     #[inline(always)]
     pub(crate) fn touch_way(&mut self, set: usize, index: usize, way: usize) {
         match self.policy {
             Policy::Nibbles => {
-                let order = at_mut(&mut self.per_set, set);
+                let order = self.order(set);
                 // Interleaved streams mostly touch lines that already lead their set.
-                if (*order & 15) as usize != way {
-                    *order = nib_to_front(*order, nib_position(*order, way), way);
+                if (order & 15) as usize != way {
+                    self.set_order(set, nib_to_front(order, nib_position(order, way), way));
                 }
             }
             Policy::Stamps => self.touch_lru(index),
@@ -388,10 +504,12 @@ impl Level {
         line: u64,
         dirty: bool,
     ) -> (usize, u64, u8) {
+        let mut base = base;
         let q = if self.narrow {
             let q = self.quotient(line, set);
             if q > Q_MAX {
                 self.widen();
+                base = set * self.stride;
             }
             q
         } else {
@@ -400,9 +518,9 @@ impl Level {
         let w = match self.policy {
             Policy::Nibbles => {
                 // The last way in recency order: an invalid way if any, else the LRU way.
-                let order = at_mut(&mut self.per_set, set);
-                let w = ((*order >> (4 * (self.ways - 1))) & 15) as usize;
-                *order = nib_to_front(*order, self.ways - 1, w);
+                let order = self.order(set);
+                let w = ((order >> (4 * (self.ways - 1))) & 15) as usize;
+                self.set_order(set, nib_to_front(order, self.ways - 1, w));
                 w
             }
             Policy::Stamps => {
@@ -547,8 +665,8 @@ impl Level {
             ),
             Policy::Nibbles => self.touch(Slot {
                 index,
-                set: index / self.ways,
-                way: (index % self.ways) as u32,
+                set: index / self.stride,
+                way: (index % self.stride) as u32,
             }),
         }
     }
@@ -559,10 +677,10 @@ impl Level {
         let way = slot.way as usize;
         match self.policy {
             Policy::Nibbles => {
-                let order = &mut self.per_set[slot.set];
+                let order = self.order(slot.set);
                 // Interleaved streams mostly touch lines that already lead their set.
-                if (*order & 15) as usize != way {
-                    *order = nib_to_front(*order, nib_position(*order, way), way);
+                if (order & 15) as usize != way {
+                    self.set_order(slot.set, nib_to_front(order, nib_position(order, way), way));
                 }
             }
             Policy::Stamps => self.touch_lru(slot.index),
@@ -593,7 +711,8 @@ impl Level {
         let slot = Slot {
             index,
             set,
-            way: (index - base) as u32,
+            // (A level that widened has moved the set: `base` is stale.)
+            way: (index - set * self.stride) as u32,
         };
         (
             slot,
@@ -616,8 +735,11 @@ impl Level {
         }
         match self.policy {
             Policy::Nibbles => {
-                let order = self.per_set[set];
-                self.per_set[set] = nib_to_back(order, nib_position(order, p), p, self.ways);
+                let order = self.order(set);
+                self.set_order(
+                    set,
+                    nib_to_back(order, nib_position(order, p), p, self.ways),
+                );
             }
             Policy::Stamps => self.stamps[base + p] = 0,
             Policy::TreePlru => {}
@@ -646,8 +768,11 @@ impl Level {
     /// Valid lines held.
     pub(crate) fn valid_lines(&self) -> usize {
         if self.narrow {
-            let n = self.sets as usize * self.ways;
-            return self.tags32[..n].iter().filter(|&&e| e != INVALID32).count();
+            let n = self.sets as usize * self.stride;
+            return self.tags32[..n]
+                .chunks_exact(self.stride)
+                .map(|set| set[..self.ways].iter().filter(|&&e| e != INVALID32).count())
+                .sum();
         }
         self.tags.iter().filter(|&&e| e != INVALID).count()
     }
@@ -665,6 +790,11 @@ impl Level {
             _ => 0,
         };
         self.per_set.fill(init);
+        if self.packed {
+            for set in 0..self.sets as usize {
+                self.set_order(set, init);
+            }
+        }
     }
 
     /// Zeroes the counters.
@@ -1060,6 +1190,49 @@ mod tests {
     }
 
     #[test]
+    fn packed_recency_words_choose_the_same_victims() {
+        // 11 ways over 3 * 1024 sets: a packed narrow level against the same level unpacked,
+        // with hits, fills, invalidations and dirty bits, and a line that widens both.
+        let cfg = CacheConfig::new("L3", 3 * 1024 * 64 * 11, 64, 11);
+        let mut a = Level::build(&cfg, false, true);
+        let mut b = a.clone();
+        b.pack_orders();
+        assert!(b.packed && !a.packed);
+        let mut x = 77u64;
+        for k in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // 16 lines per set on average: hits and evictions.
+            let line = (x >> 8) % (16 * 11 * 3 * 1024);
+            if k == 150_000 {
+                let big = line + (Q_MAX + 1) * 3 * 1024;
+                assert_eq!(a.insert(big, true).1, b.insert(big, true).1);
+            }
+            match (a.lookup(line), b.lookup(line)) {
+                (Some(_), Some(_)) => {}
+                (None, None) => {
+                    if x.is_multiple_of(11) {
+                        assert_eq!(a.invalidate(line), b.invalidate(line));
+                    } else {
+                        assert_eq!(
+                            a.insert(line, x.is_multiple_of(3)).1,
+                            b.insert(line, x.is_multiple_of(3)).1
+                        );
+                    }
+                }
+                other => panic!("packed and unpacked disagree on {line}: {other:?}"),
+            }
+            if x.is_multiple_of(7) {
+                let v = (x >> 20) % (16 * 11 * 3 * 1024);
+                assert_eq!(a.invalidate(v), b.invalidate(v));
+            }
+        }
+        assert!(!a.narrow && !b.narrow && !b.packed);
+        assert_eq!(a.valid_lines(), b.valid_lines());
+    }
+
+    #[test]
     fn lru_policies_agree() {
         // 16 ways use the nibble order, 17 the stamps; the first 16 ways must behave alike.
         let mut a = one_set(16, Replacement::Lru);
@@ -1143,15 +1316,22 @@ mod tests {
     fn narrow_tags_hold_lines_and_widen_when_one_does_not_fit() {
         // Power-of-two and non-power-of-two set counts (2^12 * 13 sets, like a 35.75 MiB
         // 11-way L3), LRU and tree-PLRU.
-        for (sets, ways, r) in [
-            (1024u64, 4u32, Replacement::Lru),
-            (53_248, 11, Replacement::Lru),
-            (3 * 1024, 2, Replacement::TreePlru),
+        // Each with the recency word in the set's line too (`pack_orders`, LRU only).
+        for (sets, ways, r, pack) in [
+            (1024u64, 4u32, Replacement::Lru, false),
+            (1024u64, 4u32, Replacement::Lru, true),
+            (53_248, 11, Replacement::Lru, false),
+            (53_248, 11, Replacement::Lru, true),
+            (3 * 1024, 2, Replacement::TreePlru, true),
         ] {
             let cfg =
                 CacheConfig::new("L3", sets * 64 * u64::from(ways), 64, ways).with_replacement(r);
             let mut l = Level::build(&cfg, false, true);
+            if pack {
+                l.pack_orders();
+            }
             assert!(l.narrow);
+            assert_eq!(l.packed, pack && r == Replacement::Lru);
             let mut x = 0x9e37_79b9u64;
             let mut held = Vec::new();
             for k in 0..3000u64 {

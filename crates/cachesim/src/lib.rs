@@ -50,6 +50,7 @@ mod error;
 mod hierarchy;
 pub mod lackey;
 mod level;
+mod lines;
 mod multi;
 mod node;
 pub mod stats;
