@@ -121,19 +121,6 @@ fn a_bad_worker_count_is_refused_with_the_fix() {
     }
 }
 
-fn build(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("gate.c");
-    std::fs::write(&src, include_str!("data/gate.c")).ok()?;
-    let out = dir.join("gate");
-    let st = Command::new("gcc")
-        .args(["-O2", "-march=x86-64", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .ok()?;
-    st.success().then_some(out)
-}
-
 /// `mix` on a real program: the cache part of its JSON report (every machine's counters,
 /// per thread, and the records read) is the same with the simulation on the reading
 /// thread, cut by set class over 3 workers, and one machine per worker. (The rest of the
@@ -147,7 +134,12 @@ fn mix_reports_the_same_caches_with_partitioning_on_and_off() {
     }
     let _g = ENV.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let Some(bin) = build(dir.path()) else {
+    let Some(bin) = common::gcc(
+        dir.path(),
+        "gate",
+        include_str!("data/gate.c"),
+        &["-O2", "-march=x86-64"],
+    ) else {
         println!("skipping: gcc cannot build the test program");
         return;
     };

@@ -20,20 +20,8 @@ const THREADS: &str = include_str!("data/ring_threads.c");
 /// Words in a slot of the ring, and the notice's top byte (the plugin's README).
 const SLOT_WORDS: usize = (1 << 16) + 8;
 const NOTICE_TOP: u64 = 0x7c;
-
-fn build(dir: &Path, name: &str, src: &str, libs: &[&str]) -> Option<PathBuf> {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).ok()?;
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-O2", "-march=x86-64", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .args(libs)
-        .status()
-        .ok()?;
-    st.success().then_some(out)
-}
+/// How the test programs are built.
+const X86: &[&str] = &["-O2", "-march=x86-64"];
 
 fn ready() -> Option<tempfile::TempDir> {
     if !common::have("qemu-x86_64") || !common::have("gcc") {
@@ -177,7 +165,7 @@ fn per_thread(stream: &[u8]) -> std::collections::BTreeMap<u32, Vec<u64>> {
 #[test]
 fn one_thread_streams_the_same_bytes_through_the_ring() {
     let Some(dir) = ready() else { return };
-    let Some(bin) = build(dir.path(), "gate", GATE, &[]) else {
+    let Some(bin) = common::gcc(dir.path(), "gate", GATE, X86) else {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };
@@ -194,7 +182,12 @@ fn one_thread_streams_the_same_bytes_through_the_ring() {
 #[test]
 fn threads_stream_the_same_records_through_the_ring() {
     let Some(dir) = ready() else { return };
-    let Some(bin) = build(dir.path(), "threads", THREADS, &["-pthread"]) else {
+    let Some(bin) = common::gcc(
+        dir.path(),
+        "threads",
+        THREADS,
+        &["-O2", "-march=x86-64", "-pthread"],
+    ) else {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };
@@ -267,7 +260,7 @@ fn request(bin: &Path, args: &[&str], timeout: Option<Duration>) -> Request {
 #[test]
 fn mix_counts_the_same_through_the_ring_and_the_pipe() {
     let Some(dir) = ready() else { return };
-    let Some(bin) = build(dir.path(), "gate", GATE, &[]) else {
+    let Some(bin) = common::gcc(dir.path(), "gate", GATE, X86) else {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };
@@ -305,7 +298,7 @@ int main(void) {
     return 0;
 }
 "#;
-    let Some(bin) = build(dir.path(), "killed", src, &[]) else {
+    let Some(bin) = common::gcc(dir.path(), "killed", src, X86) else {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };

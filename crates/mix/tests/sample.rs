@@ -3,6 +3,8 @@
 //! the events were set up ahead of the child's exec (a program that exited, or had not yet
 //! exec'd, when its load address was read lost its region time).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -10,21 +12,6 @@ use hpcscope_mix::elf::ElfInfo;
 use hpcscope_mix::sample;
 
 const SPIN: &str = include_str!("data/spin.c");
-
-fn build(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
-    let src = dir.join("spin.c");
-    std::fs::write(&src, SPIN).ok()?;
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-O1"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .ok()?;
-    st.success().then_some(out)
-}
 
 /// Samples of the program with `n` iterations, and those inside `spin`.
 fn sample_spin(bin: &Path, n: &str) -> Option<sample::Sampled> {
@@ -51,7 +38,7 @@ fn sample_spin(bin: &Path, n: &str) -> Option<sample::Sampled> {
 fn region_share_is_measured_for_pie_and_fixed_address_programs() {
     let dir = tempfile::tempdir().unwrap();
     for (name, flags) in [("pie", &["-fPIE", "-pie"][..]), ("nopie", &["-no-pie"][..])] {
-        let Some(bin) = build(dir.path(), name, flags) else {
+        let Some(bin) = common::gcc(dir.path(), name, SPIN, &[&["-O1"], flags].concat()) else {
             eprintln!("skipping: gcc cannot build the test program");
             return;
         };
@@ -72,7 +59,7 @@ fn region_share_is_measured_for_pie_and_fixed_address_programs() {
 #[test]
 fn a_program_that_ends_at_once_is_still_located() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(bin) = build(dir.path(), "short", &["-fPIE", "-pie"]) else {
+    let Some(bin) = common::gcc(dir.path(), "short", SPIN, &["-O1", "-fPIE", "-pie"]) else {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };

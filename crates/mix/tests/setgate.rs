@@ -12,19 +12,6 @@ use hpcscope_mix::{Arch, Placement, SampleSpec};
 
 const KERNEL: &str = include_str!("data/gate.c");
 
-fn build(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("gate.c");
-    std::fs::write(&src, KERNEL).ok()?;
-    let out = dir.join("gate");
-    let st = Command::new("gcc")
-        .args(["-O2", "-march=x86-64", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .ok()?;
-    st.success().then_some(out)
-}
-
 #[test]
 fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
     if !common::have("qemu-x86_64") || !common::have("gcc") {
@@ -32,7 +19,7 @@ fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some(bin) = build(dir.path()) else {
+    let Some(bin) = common::gcc(dir.path(), "gate", KERNEL, &["-O2", "-march=x86-64"]) else {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };

@@ -14,6 +14,22 @@ pub fn have(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// `src` written to `dir/NAME.c` and built by gcc into `dir/NAME` with `args` after the
+/// source (optimisation, `-march`, libraries); `None` when gcc fails.
+pub fn gcc(dir: &Path, name: &str, src: &str, args: &[&str]) -> Option<PathBuf> {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).ok()?;
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .arg("-o")
+        .arg(&out)
+        .arg(&c)
+        .args(args)
+        .status()
+        .ok()?;
+    st.success().then_some(out)
+}
+
 /// The plugin, built into this test binary's profile directory and handed to `mix`.
 pub fn plugin() -> PathBuf {
     static SO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
