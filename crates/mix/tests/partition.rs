@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use hpcscope_cachesim::{PackedAccess, Placement};

@@ -7,7 +7,7 @@ mod common;
 
 use std::io::Read;
 use std::os::fd::FromRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

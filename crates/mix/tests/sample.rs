@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use hpcscope_mix::elf::ElfInfo;
 use hpcscope_mix::sample;
