@@ -252,7 +252,14 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         Ok(m) => m,
         // A request mix refuses (a --sample the machines' caches cannot take) is the
         // user's to fix, not a program that could not be characterized.
-        Err(e @ hpcscope_mix::MixError::Usage { .. }) => return Err(e.into()),
+        // analyze samples cache sets only: mix's other way out is not an option here.
+        Err(hpcscope_mix::MixError::Usage { message, fix }) => {
+            return Err(hpcscope_mix::MixError::Usage {
+                message,
+                fix: fix.replace(", or --sample-method time", ""),
+            }
+            .into());
+        }
         Err(e) => return Err(anyhow::Error::new(e).context(Uncharacterized)),
     };
     timings.characterization_s = started.elapsed().as_secs_f64();

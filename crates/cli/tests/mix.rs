@@ -847,4 +847,18 @@ fn sampled_simulation_keeps_flops_exact_and_estimates_the_hit_ratios() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("--sample 32 or less"), "{e}");
+    // analyze refuses it the same way, as a usage error (exit 2), with only the fixes
+    // analyze has (it samples cache sets only).
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["analyze", "-m", "cascadelake-8260", "-t", "graviton2"])
+        .args(["--sample", "64", "--native-runs", "1", "--no-trace", "--"])
+        .arg(&prog)
+        .args(["4096", "200"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--sample 32 or less"), "{e}");
+    assert!(!e.contains("--sample-method"), "{e}");
 }
