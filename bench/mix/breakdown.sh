@@ -21,10 +21,10 @@
 #
 # Part 2, a CPU profile of one `hpcscope mix` run per workload (perf record -e cpu-clock,
 # QEMU included): CPU seconds of the emulation thread (QEMU's translator and helpers, the
-# translated code, the plugin's callbacks, the kernel's pipe writes) and of the stream reader
-# (reading the pipe, splitting it into threads, the cache simulation), and the time QEMU
-# waited: wall time minus QEMU's CPU time (on 2 CPUs QEMU waits when the reader falls
-# behind and the pipe fills).
+# translated code, the plugin's callbacks and its copy into the shared ring, the kernel's
+# stream notices) and of the stream reader (reading the stream, splitting it into threads,
+# the cache simulation), and the time QEMU waited: wall time minus QEMU's CPU time (on
+# 2 CPUs QEMU waits when the reader falls behind and every slot of the ring is taken).
 #
 # Needs gcc, g++, qemu-user, valgrind, hyperfine, perf, python3 and a release build of
 # hpcscope and the plugin (built here unless HPCSCOPE and PLUGIN are given).
@@ -86,9 +86,10 @@ if "mix, before" in r:
     print(f"  mix / mix before: wall x{m['mean']/b['mean']:.3f}, cpu x{cpu(m)/cpu(b):.3f}")
 
 # Buckets of the profiled run. QEMU's process: translated guest code (no symbol), QEMU
-# itself (translator, helpers, softmmu lookups), the plugin's callbacks, the kernel (pipe
-# writes). hpcscope's reader thread: the cache simulation, the stream's reading and
-# splitting (hpcscope-mix), the kernel (pipe reads), the rest.
+# itself (translator, helpers, softmmu lookups), the plugin's callbacks, its copies into
+# the ring (libc memmove), the kernel (stream notices; the whole stream with
+# HPCSCOPE_MIX_STREAM=pipe). hpcscope's reader thread: the cache simulation, the stream's
+# reading and splitting (hpcscope-mix), the kernel (notices and slot returns), the rest.
 buckets = Counter()
 line = re.compile(r"^\s*(\S+)\s+(\d+)\s+[0-9a-f]+\s+(.*?)\s*\(([^()]*)\)\s*$")
 for l in open(script):
@@ -102,16 +103,18 @@ for l in open(script):
         if "hpcscope_qemu_plugin" in dso:
             b = "qemu: plugin callbacks"
         elif kernel:
-            b = "qemu: kernel (pipe writes, syscalls)"
+            b = "qemu: kernel (stream notices, syscalls)"
         elif "qemu" in dso:
             b = "qemu: translator and helpers"
         elif dso == "[unknown]" or "JIT" in dso or "perf-" in dso:
             b = "qemu: translated guest code"
+        elif "memmove" in sym or "memcpy" in sym:
+            b = "qemu: plugin copy into the ring (memmove)"
         else:
             b = "qemu: libraries (" + dso.rsplit("/", 1)[-1] + ")"
     elif comm.startswith("hpcscope") or comm == "hpcscope":
         if kernel:
-            b = "reader: kernel (pipe reads, syscalls)"
+            b = "reader: kernel (stream notices, syscalls)"
         elif "cachesim" in sym:
             b = "reader: cache simulation"
         elif "hpcscope_mix" in sym:
