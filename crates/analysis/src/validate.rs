@@ -780,7 +780,10 @@ pub fn validation_text(v: &[PairResult], s: &ValidationSummary) -> String {
             }
         ));
     }
-    text.push_str(&summary_lines("all pairs", &s.all));
+    // A node-only run (`--workloads` of OpenMP codes alone) has no core pairs to sum up.
+    if !v.is_empty() {
+        text.push_str(&summary_lines("all pairs", &s.all));
+    }
     if let Some(c) = &s.calibration {
         text.push_str(&summary_lines(
             "pairs of the kind the point estimate was fitted on (vector width)",
@@ -924,6 +927,13 @@ mod tests {
     use super::*;
     use crate::workloads::WORKLOADS;
     use hpcscope_core::AppMetrics;
+
+    #[test]
+    fn a_run_without_core_pairs_prints_no_empty_summary() {
+        let text = validation_text(&[], &summarize(&[]));
+        assert!(!text.contains("all pairs"), "{text}");
+        assert!(!text.contains("x0"), "{text}");
+    }
 
     #[test]
     fn the_bundled_protocol_has_twelve_pairs_per_workload() {

@@ -195,6 +195,8 @@ pub fn run_validate(a: &ValidateArgs) -> Result<ExitCode> {
         (Vec::new(), Vec::new(), 0)
     };
     let ns = summarize_node(&nv);
+    // After the node section too (load_after closes the core protocol, which a fit uses).
+    let load_end = hpcscope_host::facts::loadavg();
     std::fs::create_dir_all(&a.output)?;
     let fitted = match &a.calibrate {
         Some(path) => {
@@ -225,7 +227,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<ExitCode> {
             builds: protocol.builds.clone(),
             calibration: model.clone(),
             fitted_calibration: fitted.clone(),
-            load_average_after: load_after,
+            load_average_after: load_end,
             load_average_before: load_before,
             machine: m.id.clone(),
             node: v::NodeSection {
@@ -264,7 +266,7 @@ pub fn run_validate(a: &ValidateArgs) -> Result<ExitCode> {
     text.push_str(&format!(
         "load average (1, 5, 15 min): {} before, {} after; {:.0} s\n",
         load_text(load_before),
-        load_text(load_after),
+        load_text(load_end),
         started.elapsed().as_secs_f64()
     ));
     if let Some(f) = &fitted {
