@@ -379,10 +379,7 @@ fn validate_counted_by_the_emulator_is_within_half_a_percent() {
         println!("skipping: qemu-x86_64 is not installed (scripts/setup.sh installs it)");
         return;
     }
-    let Some(plugin) = common::plugin() else {
-        println!(
-            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
-        );
+    let Some(plugin) = common::built_plugin() else {
         return;
     };
     let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))

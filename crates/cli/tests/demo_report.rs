@@ -5,27 +5,18 @@
 //! Chromium (`scripts/setup.sh` installs them; `scripts/test.sh` builds the plugin).
 
 mod common;
-use common::{plugin, which};
+use common::{qemu_plugin_ready, which};
 
 use std::path::PathBuf;
 use std::process::Command;
 
 #[test]
 fn demo_report_renders_in_chromium() {
-    for tool in ["gcc", "qemu-x86_64"] {
-        if which(tool).is_none() {
-            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
-            return;
-        }
-    }
-    let Some(chromium) = which("chromium").or_else(|| which("chromium-browser")) else {
-        println!("skipping: chromium is not installed (apt-get install chromium)");
+    let Some(plugin) = qemu_plugin_ready() else {
         return;
     };
-    let Some(plugin) = plugin() else {
-        println!(
-            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
-        );
+    let Some(chromium) = which("chromium").or_else(|| which("chromium-browser")) else {
+        println!("skipping: chromium is not installed (apt-get install chromium)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

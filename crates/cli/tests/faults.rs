@@ -11,7 +11,7 @@
 //! those are missing.
 
 mod common;
-use common::{is_root, plugin, which};
+use common::{is_root, qemu_plugin_ready};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -475,18 +475,7 @@ fn kill9_during_merge_leaves_the_rank_files_and_no_half_result() {
 /// Programs for `analyze` and `mix`; `None` after a `skipping:` line where QEMU, gcc or the
 /// plugin is missing.
 fn qemu_ready(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    for tool in ["qemu-x86_64", "gcc"] {
-        if which(tool).is_none() {
-            println!("skipping: {tool} is not installed (scripts/setup.sh installs it)");
-            return None;
-        }
-    }
-    let Some(p) = plugin() else {
-        println!(
-            "skipping: the QEMU plugin is not built (cargo build --release -p hpcscope-qemu-plugin)"
-        );
-        return None;
-    };
+    let p = qemu_plugin_ready()?;
     let src = dir.join("k.c");
     std::fs::write(
         &src,

@@ -37,6 +37,11 @@ pub fn qemu_plugin_ready() -> Option<PathBuf> {
             return None;
         }
     }
+    built_plugin()
+}
+
+/// The QEMU plugin; `None` after a `skipping:` line saying how to build it.
+pub fn built_plugin() -> Option<PathBuf> {
     let p = plugin();
     if p.is_none() {
         println!(
