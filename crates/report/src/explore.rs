@@ -71,6 +71,23 @@ fn value_axis(values: &[f64], f: &Frame) -> (Scale, Vec<Tick>) {
 /// Category labels under the plot, wrapped to the group width, or, when some label does
 /// not fit its group in three lines, slanted (40 degrees, ending under their group); returns
 /// the lowest point used.
+/// `l` as it is when it is at most `width` wide at `size`, else its longest prefix that
+/// fits with an ellipsis after it.
+fn fit_width(l: &str, size: f64, width: f64) -> String {
+    if text_width(l, size) <= width {
+        return l.to_string();
+    }
+    let mut cut: Vec<char> = l.chars().collect();
+    while !cut.is_empty() {
+        cut.pop();
+        let s = format!("{}…", cut.iter().collect::<String>().trim_end());
+        if text_width(&s, size) <= width {
+            return s;
+        }
+    }
+    "…".to_string()
+}
+
 fn category_labels(svg: &mut Svg, f: &Frame, labels: &[String]) -> f64 {
     let n = labels.len().max(1) as f64;
     let gw = (f.right - f.left) / n;
@@ -85,11 +102,14 @@ fn category_labels(svg: &mut Svg, f: &Frame, labels: &[String]) -> f64 {
         for (i, l) in labels.iter().enumerate() {
             let x = f.left + gw * (i as f64 + 0.5) + 4.0;
             let y = f.bottom + 14.0;
-            bottom = bottom.max(y + text_width(l, 11.0) * angle.sin() + 4.0);
+            // A label that would run past the chart's left edge is shortened to fit (the
+            // table beside the chart names every row in full).
+            let l = fit_width(l, 11.0, (x - 2.0) / angle.cos());
+            bottom = bottom.max(y + text_width(&l, 11.0) * angle.sin() + 4.0);
             svg.text(
                 x,
                 y,
-                l,
+                &l,
                 &TextStyle {
                     anchor: Anchor::End,
                     fill: INK,
@@ -991,6 +1011,37 @@ pub fn ridge_table(rows: &[hpcscope_core::explore::RidgeDiagnostic]) -> crate::T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slanted_labels_stay_inside_the_chart() {
+        // Sixteen long labels, as the node validation has: the rotated labels hang to the
+        // left of their group, and the first ones would run past the chart's left edge.
+        let rows: Vec<ValidationRow> = (0..16)
+            .map(|i| ValidationRow {
+                label: format!("stencil_omp 1 -> 2 threads (SSE2) pair number {i}"),
+                lo: 1.0,
+                hi: 2.0,
+                measured: 1.5,
+                point: Some(1.4),
+            })
+            .collect();
+        let svg = validation_svg(&rows, "node");
+        assert!(
+            svg.contains("pair number 15"),
+            "a label that fits stays whole"
+        );
+        assert!(
+            !svg.contains("pair number 0<"),
+            "the first label is shortened"
+        );
+        assert!(svg.contains('…'));
+        let f = Frame::standard();
+        let gw = (f.right - f.left) / 16.0;
+        let x = f.left + gw * 0.5 + 4.0;
+        let first = fit_width(&rows[0].label, 11.0, (x - 2.0) / 40f64.to_radians().cos());
+        assert!(x - text_width(&first, 11.0) * 40f64.to_radians().cos() >= 2.0 - 1e-9);
+        assert_eq!(fit_width("short", 11.0, 1000.0), "short");
+    }
 
     #[test]
     fn recognises_ordered_sweeps() {
