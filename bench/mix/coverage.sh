@@ -15,7 +15,8 @@
 # (`setsample::class_units`) and prints, per machine and level, a markdown row: the full
 # run's hit ratio, the mean accesses and non-empty classes of a draw, the coverage and
 # median half-width of the earlier Student-t interval and of the interval `mix` reports,
-# and both intervals for the sampler's own choice of classes (`chosen_classes`).
+# both intervals for the sampler's own choice of classes (`chosen_classes`), and the share
+# of the level's hits and misses in the 1/K of the classes that hold most of them.
 #
 # Needs gcc, qemu-x86_64; builds the plugin (release). The streams are deleted at the end.
 set -eu

@@ -390,6 +390,9 @@ impl SetSampler {
     }
 }
 
+/// One node's counters per level, per class: `(accesses, hits)`.
+pub type ClassUnits = Vec<Vec<(u64, u64)>>;
+
 /// Every class's counters, for studies of the interval's coverage (`bench/mix/coverage.sh`):
 /// simulates every class of sets of every node apart on a recorded stream that set sampling
 /// did not thin (the plugin's `memout=` without `sample=`), and returns, per node, per level,
@@ -401,7 +404,7 @@ pub fn class_units(
     mut stream: impl std::io::Read,
     nodes: &[NodeConfig],
     placement: &Placement,
-) -> Result<Vec<Vec<Vec<(u64, u64)>>>, MixError> {
+) -> Result<Vec<ClassUnits>, MixError> {
     let mut bytes = Vec::new();
     stream
         .read_to_end(&mut bytes)

@@ -89,9 +89,9 @@ fn coverage_of_the_set_sampling_interval() {
         })
         .collect();
     println!(
-        "| workload | machine | level | full run | mean accesses sampled | mean non-empty classes | draws without interval | t interval: coverage | design-effect Wilson: coverage | `chosen_classes` draw: t / Wilson |"
+        "| workload | machine | level | full run | mean accesses sampled | mean non-empty classes | draws without interval | t interval: coverage | design-effect Wilson: coverage | `chosen_classes` draw: t / Wilson | hits, misses in the top 1/K classes |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for item in streams.split(',') {
         let (label, path) = item.split_once('=').expect("LABEL=PATH");
         let f = std::fs::File::open(path).expect("the stream");
@@ -108,6 +108,21 @@ fn coverage_of_the_set_sampling_interval() {
                     continue;
                 }
                 let truth = sh as f64 / sa as f64;
+                // How concentrated the level's hits and misses are: the share in the
+                // 1/K of the classes that hold most of them.
+                let top = |v: &mut Vec<u64>, all: u64| {
+                    v.sort_unstable_by(|a, b| b.cmp(a));
+                    let s: u64 = v.iter().take(take).sum();
+                    if all == 0 {
+                        "–".to_string()
+                    } else {
+                        format!("{:.0} %", 100.0 * s as f64 / all as f64)
+                    }
+                };
+                let mut hits: Vec<u64> = classes.iter().map(|u| u.1).collect();
+                let mut misses: Vec<u64> = classes.iter().map(|u| u.0 - u.1).collect();
+                let concentration =
+                    format!("{}, {}", top(&mut hits, sh), top(&mut misses, sa - sh));
                 let (mut old, mut new) = (Tally::default(), Tally::default());
                 let (mut accesses, mut nonempty, mut none) = (0u64, 0u64, 0u64);
                 // xorshift64*, seeded per draw: the same draws for both intervals.
@@ -152,7 +167,7 @@ fn coverage_of_the_set_sampling_interval() {
                     _ => "no accesses".into(),
                 };
                 println!(
-                    "| {label} | {} | {} | {:.2} % | {:.0} of {sa} | {:.1} of {take} | {none} | {} | {} | {} / {} |",
+                    "| {label} | {} | {} | {:.2} % | {:.0} of {sa} | {:.1} of {take} | {none} | {} | {} | {} / {} | {concentration} |",
                     n.name,
                     n.levels
                         .get(j)
