@@ -11,9 +11,10 @@
 //! starts from the same cold caches as a full run.
 //!
 //! Per level, the hit ratio is the ratio estimator over the measured units,
-//! `sum(hits) / sum(accesses)`; its variance is the ratio estimator's, from the
-//! between-unit residuals `hits_i - R * accesses_i`, with the finite-population
-//! correction `1 - n/N` (`n` units measured of `N` in the stream). The counters of each
+//! `sum(hits) / sum(accesses)`; its interval a Wilson score interval on the effective
+//! number of accesses, the design effect from the between-unit residuals
+//! `hits_i - R * accesses_i` ([`ratio_estimate`]), with the finite-population correction
+//! `1 - n/N` (`n` units measured of `N` in the stream). The counters of each
 //! thread (hits, misses, bytes served, fills, write-backs per level and memory) are the
 //! measured ones times the thread's records over its measured records. Instruction and
 //! FLOP counts come from the plugin's block counters and are exact whatever the sampling.
@@ -354,7 +355,22 @@ pub(crate) fn scale_stats(s: &HierarchyStats, f: f64) -> HierarchyStats {
 
 /// The ratio estimate `sum(h) / sum(a)` over units `(a, h)` and the half-width of its
 /// 95 % interval, with the finite-population correction for `n` of `big_n` units.
-pub(crate) fn ratio_estimate(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<f64>) {
+///
+/// The interval is a Wilson score interval on the effective number of accesses, as Korn
+/// and Graubard give for proportions estimated from cluster samples ("Confidence intervals
+/// for proportions with small expected number of positive counts estimated from survey
+/// data", Survey Methodology 24(2), 1998): the design effect `deff` is the ratio
+/// estimator's variance from the between-unit residuals `h_i - R a_i` over the binomial
+/// variance `R (1 - R) / sum(a)`, at least 1; the effective sample is
+/// `sum(a) / deff x (1.96 / t)^2`, `t` Student's 97.5 % quantile with one degree of freedom
+/// less than the units with accesses. The reported half-width is the larger distance from
+/// `R` to the Wilson bounds, times `sqrt(1 - n/N)`. Where accesses are many and spread
+/// over many units, it is the Student-t interval on the residuals; where few accesses fall
+/// in few units (a level most accesses never reach, a ratio near 0 or 1), that interval is
+/// far too narrow (the residuals of a handful of units say little of the variance) and this
+/// one stays honest: `bench/mix/coverage.sh` measures both, docs/mix-performance.md has the
+/// table.
+pub fn ratio_estimate(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<f64>) {
     let used: Vec<(f64, f64)> = units
         .iter()
         .filter(|(a, _)| *a > 0)
@@ -373,13 +389,32 @@ pub(crate) fn ratio_estimate(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, 
     let mean_a = sa / n;
     let s2 = used.iter().map(|&(a, h)| (h - r * a).powi(2)).sum::<f64>() / (n - 1.0);
     let fpc = (1.0 - units.len() as f64 / big_n.max(units.len() as u64) as f64).max(0.0);
-    let var = fpc * s2 / (n * mean_a * mean_a);
-    (Some(r), Some(t975(used.len() - 1) * var.sqrt()))
+    let var_units = s2 / (n * mean_a * mean_a);
+    let var_binomial = r * (1.0 - r) / sa;
+    let deff = if var_binomial > 0.0 {
+        (var_units / var_binomial).max(1.0)
+    } else {
+        1.0
+    };
+    let z = 1.96;
+    let n_eff = sa / deff * (z / t975(used.len() - 1)).powi(2);
+    let (lo, hi) = wilson(r, n_eff, z);
+    let half = (r - lo).max(hi - r) * fpc.sqrt();
+    (Some(r), Some(half))
+}
+
+/// The Wilson score interval of a proportion `p` observed on `n` trials (`n` may be
+/// fractional: an effective sample size), at the normal quantile `z`.
+fn wilson(p: f64, n: f64, z: f64) -> (f64, f64) {
+    let z2n = z * z / n;
+    let centre = (p + z2n / 2.0) / (1.0 + z2n);
+    let half = z / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 /// The 97.5 % quantile of Student's t distribution with `df` degrees of freedom (the
 /// two-sided 95 % interval of a mean of `df + 1` units); 1.96 from 120 on.
-pub(crate) fn t975(df: usize) -> f64 {
+pub fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
@@ -666,14 +701,131 @@ mod tests {
     #[test]
     fn ratio_estimate_matches_hand_computation() {
         // R = 30/40; residuals 8-0.75*10 = 0.5, 22-0.75*30 = -0.5; s2 = 0.5; mean a = 20;
-        // var = (1 - 2/4) * 0.5 / (2 * 400) = 3.125e-4.
+        // between-unit variance 0.5 / (2 * 400) = 6.25e-4, below the binomial
+        // 0.75 * 0.25 / 40 = 4.6875e-3: deff = 1. Effective sample 40 (1.96 / 12.706)^2
+        // = 0.95182 (t with 1 degree of freedom); its Wilson interval is [0.11328, 0.98600],
+        // 0.63672 below R; times sqrt(1 - 2/4).
         let (r, ci) = ratio_estimate(&[(10, 8), (30, 22)], 4);
         assert_eq!(r, Some(0.75));
-        let want = 12.706 * 3.125e-4f64.sqrt(); // t with 1 degree of freedom
-        assert!((ci.expect("two units") - want).abs() < 1e-12);
+        let want = (0.75 - 0.113_279_899_806_641_4) * 0.5f64.sqrt();
+        assert!((ci.expect("two units") - want).abs() < 1e-9, "{ci:?}");
         // Every unit measured: no sampling error.
         assert_eq!(ratio_estimate(&[(10, 8), (30, 22)], 2).1, Some(0.0));
         assert_eq!(ratio_estimate(&[(10, 8)], 4), (Some(0.8), None));
         assert_eq!(ratio_estimate(&[(0, 0)], 4), (None, None));
+        // Many accesses in many units: the Student-t interval on the residuals.
+        let units: Vec<(u64, u64)> = (0..40u64)
+            .map(|i| (10_000 + 37 * i, 5_000 + 400 * (i % 7)))
+            .collect();
+        let (r, ci) = ratio_estimate(&units, 1_000_000);
+        let r = r.expect("accesses");
+        let n = 40.0;
+        let mean_a = units.iter().map(|u| u.0 as f64).sum::<f64>() / n;
+        let s2 = units
+            .iter()
+            .map(|&(a, h)| (h as f64 - r * a as f64).powi(2))
+            .sum::<f64>()
+            / (n - 1.0);
+        let t = 2.0 * (s2 / (n * mean_a * mean_a)).sqrt(); // t with 39 degrees of freedom
+        let ci = ci.expect("40 units");
+        assert!((ci / t - 1.0).abs() < 0.02, "{ci} against {t}");
+    }
+
+    /// The Student-t interval on the between-unit residuals, as `ratio_estimate` gave it
+    /// before the design-effect interval.
+    fn t_interval(units: &[(u64, u64)], big_n: u64) -> Option<(f64, f64)> {
+        let used: Vec<(f64, f64)> = units
+            .iter()
+            .filter(|(a, _)| *a > 0)
+            .map(|&(a, h)| (a as f64, h as f64))
+            .collect();
+        let sa: f64 = used.iter().map(|u| u.0).sum();
+        let sh: f64 = used.iter().map(|u| u.1).sum();
+        if used.len() < 2 {
+            return None;
+        }
+        let (r, n) = (sh / sa, used.len() as f64);
+        let s2 = used.iter().map(|&(a, h)| (h - r * a).powi(2)).sum::<f64>() / (n - 1.0);
+        let fpc = 1.0 - units.len() as f64 / big_n as f64;
+        let var = fpc * s2 / (n * (sa / n).powi(2));
+        Some((r, t975(used.len() - 1) * var.sqrt()))
+    }
+
+    #[test]
+    fn the_interval_covers_a_rare_level_reached_in_few_units() {
+        // A level that 4 sampled classes reach, 10 accesses each, none of which hits: the
+        // residuals are all 0, so the t interval is 0 ± 0 and misses any hit ratio but 0.
+        let units = [
+            (10, 0),
+            (10, 0),
+            (10, 0),
+            (10, 0),
+            (0, 0),
+            (0, 0),
+            (0, 0),
+            (0, 0),
+        ];
+        assert_eq!(t_interval(&units, 64), Some((0.0, 0.0)));
+        let (r, ci) = ratio_estimate(&units, 64);
+        assert_eq!(r, Some(0.0));
+        // Effective sample 40 (1.96 / 3.182)^2 = 15.18; Wilson's upper bound at 0 is
+        // z^2 / (n + z^2) = 0.2019; times sqrt(1 - 8/64).
+        let ci = ci.expect("4 units");
+        let n_eff = 40.0 * (1.96f64 / 3.182).powi(2);
+        let want = 1.96f64.powi(2) / (n_eff + 1.96f64.powi(2)) * (1.0 - 8.0 / 64.0f64).sqrt();
+        assert!((ci - want).abs() < 1e-12, "{ci} against {want}");
+        assert!(ci > 0.05, "covers a hit ratio of 5 %");
+
+        // Over draws: 256 classes, of which 64 see the level, each 5 to 30 accesses that hit
+        // with probability 0.03 (a level most accesses never reach): a draw of 32 classes
+        // holds 8 non-empty ones on average and about 140 accesses.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let pop: Vec<(u64, u64)> = (0..256u64)
+            .map(|c| {
+                if c % 32 >= 8 {
+                    return (0, 0);
+                }
+                let a = 5 + next() % 26;
+                let h = (0..a).filter(|_| next() % 1000 < 30).count() as u64;
+                (a, h)
+            })
+            .collect();
+        let (sa, sh) = pop.iter().fold((0, 0), |(a, h), u| (a + u.0, h + u.1));
+        let truth = sh as f64 / sa as f64;
+        let (mut old, mut new, mut draws) = (0u32, 0u32, 0u32);
+        let mut order: Vec<usize> = (0..256).collect();
+        for _ in 0..2000 {
+            for i in 0..32 {
+                let j = i + (next() % (256 - i) as u64) as usize;
+                order.swap(i, j);
+            }
+            let units: Vec<(u64, u64)> = order[..32].iter().map(|&c| pop[c]).collect();
+            let (Some((r, ci_old)), (Some(r2), Some(ci_new))) =
+                (t_interval(&units, 256), ratio_estimate(&units, 256))
+            else {
+                continue;
+            };
+            assert_eq!(r, r2, "the point estimate is kept");
+            draws += 1;
+            old += u32::from((r - truth).abs() <= ci_old);
+            new += u32::from((r - truth).abs() <= ci_new);
+        }
+        assert!(draws > 1900, "{draws} draws with an interval");
+        let (old, new) = (
+            f64::from(old) / f64::from(draws),
+            f64::from(new) / f64::from(draws),
+        );
+        println!("coverage over {draws} draws: t interval {old}, this one {new}");
+        assert!(old < 0.93, "the t interval covered {old}");
+        assert!(
+            new >= 0.95,
+            "the interval covered {new} (the t interval {old})"
+        );
     }
 }

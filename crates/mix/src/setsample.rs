@@ -21,8 +21,10 @@
 //! each, only its classes, and a stream that was not gated gives the same result.
 //!
 //! Per level, the hit ratio is the ratio estimator over the chosen classes (cluster
-//! sampling: the class is the unit), its interval from the between-class residuals with
-//! Student's t and the finite-population correction `1 - n/g`. Counters are extrapolated
+//! sampling: the class is the unit), its interval a Wilson score interval on the effective
+//! number of accesses (design effect from the between-class residuals, Student's t for the
+//! few classes, the finite-population correction `1 - n/g`; see
+//! [`crate::sampling::ratio_estimate`]). Counters are extrapolated
 //! per thread by the bytes of all its accesses over the bytes of the simulated ones. An
 //! access that straddles two lines is simulated as its pieces (each in its line's class),
 //! so the estimated `split_accesses` is 0 and pieces count as accesses.
@@ -386,6 +388,82 @@ impl SetSampler {
             },
         )
     }
+}
+
+/// One node's counters per level, per class: `(accesses, hits)`.
+pub type ClassUnits = Vec<Vec<(u64, u64)>>;
+
+/// Every class's counters, for studies of the interval's coverage (`bench/mix/coverage.sh`):
+/// simulates every class of sets of every node apart on a recorded stream that set sampling
+/// did not thin (the plugin's `memout=` without `sample=`), and returns, per node, per level,
+/// per class (class `c` at index `c`), `(accesses, hits)`. A draw of `g / K` of these classes is what `--sample K`
+/// measures when it chooses them; the sum over all classes is the full simulation's count.
+/// Records are simulated in stream order, each thread's on its core (exact for a program
+/// of one thread; with more, the interleaving is the stream's, not a live run's).
+pub fn class_units(
+    mut stream: impl std::io::Read,
+    nodes: &[NodeConfig],
+    placement: &Placement,
+) -> Result<Vec<ClassUnits>, MixError> {
+    let mut bytes = Vec::new();
+    stream
+        .read_to_end(&mut bytes)
+        .map_err(|e| MixError::Run(format!("reading the memory stream: {e}")))?;
+    if bytes.len() < 8 || &bytes[..8] != b"HPCSMT03" {
+        return Err(MixError::Run(
+            "not a memory stream of the plugin (no HPCSMT03 header): record one with mem=on,memout=FILE".into(),
+        ));
+    }
+    if (bytes.len() - 8) % 8 != 0 {
+        return Err(MixError::Run(format!(
+            "the memory stream ends inside a record ({} bytes after the header, not a multiple of 8)",
+            bytes.len() - 8
+        )));
+    }
+    let recs: Vec<PackedAccess> = bytes[8..]
+        .chunks_exact(8)
+        .map(|w| PackedAccess(u64::from_le_bytes(w.try_into().expect("8 bytes"))))
+        .collect();
+    drop(bytes);
+    let all = SampleSpec {
+        method: crate::sampling::SampleMethod::Sets,
+        period: 1,
+        unit: 0,
+        warmup: 0,
+    };
+    let mut s = SetSampler::new(all, nodes, placement)?;
+    let mut demux = crate::emulate::Demux::default();
+    let mut events = Vec::new();
+    for chunk in recs.chunks(1 << 17) {
+        demux.split(chunk, &mut events);
+        for e in &events {
+            if let crate::emulate::Event::Run(t, a, b) = *e {
+                s.feed(t, &chunk[a..b]);
+            }
+        }
+    }
+    if demux.skips > 0 {
+        return Err(MixError::Run(
+            "the memory stream was thinned by set sampling (sample=): record it without".into(),
+        ));
+    }
+    Ok(s.machines
+        .iter()
+        .map(|m| {
+            // In class order (the simulators are in the order of `chosen_classes`).
+            let stats: Vec<HierarchyStats> =
+                m.slot.iter().map(|&k| m.sims[k as usize].stats()).collect();
+            let levels = stats.first().map_or(0, |x| x.levels.len());
+            (0..levels)
+                .map(|j| {
+                    stats
+                        .iter()
+                        .map(|c| (c.levels[j].accesses, c.levels[j].hits))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect())
 }
 
 #[cfg(test)]
