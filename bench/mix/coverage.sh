@@ -47,6 +47,6 @@ echo "K=${K:-8}, ${DRAWS:-1000} draws per level"
 (cd "$root" && HPCSCOPE_COVERAGE_STREAMS="$streams" HPCSCOPE_COVERAGE_K="${K:-8}" \
   HPCSCOPE_COVERAGE_DRAWS="${DRAWS:-1000}" \
   HPCSCOPE_COVERAGE_MACHINES="${MACHINES:-cascadelake-8260,graviton2}" \
-  cargo test --release --quiet -p hpcscope-mix --test interval_coverage -- --nocapture) |
+  cargo test --release --quiet -p hpcscope-mix --test interval_coverage -- --ignored --nocapture) |
   grep '^|'
 for w in $workloads; do rm -f "$out/$w.stream"; done
