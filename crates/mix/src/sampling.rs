@@ -371,6 +371,38 @@ pub(crate) fn scale_stats(s: &HierarchyStats, f: f64) -> HierarchyStats {
 /// one stays honest: `bench/mix/coverage.sh` measures both, docs/mix-performance.md has the
 /// table.
 pub fn ratio_estimate(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<f64>) {
+    let (r, res) = match residuals(units, big_n) {
+        Ok(res) => (res.r, res),
+        Err(r) => return (r, None),
+    };
+    let (sa, used, fpc, var_units) = (res.sa, res.used, res.fpc, res.var);
+    let var_binomial = r * (1.0 - r) / sa;
+    let deff = if var_binomial > 0.0 {
+        (var_units / var_binomial).max(1.0)
+    } else {
+        1.0
+    };
+    let z = 1.96;
+    let n_eff = sa / deff * (z / t975(used - 1)).powi(2);
+    let (lo, hi) = wilson(r, n_eff, z);
+    let half = (r - lo).max(hi - r) * fpc.sqrt();
+    (Some(r), Some(half))
+}
+
+/// What both intervals start from: the ratio `r`, the accesses `sa` of the `used` units that
+/// have any, the finite-population correction `fpc` and the ratio estimator's variance
+/// from the between-unit residuals (without the correction).
+struct Residuals {
+    r: f64,
+    sa: f64,
+    used: usize,
+    fpc: f64,
+    var: f64,
+}
+
+/// The [`Residuals`] of `units`; `Err` with the ratio when there is none (no access:
+/// `None`) or no interval (one unit with accesses).
+fn residuals(units: &[(u64, u64)], big_n: u64) -> Result<Residuals, Option<f64>> {
     let used: Vec<(f64, f64)> = units
         .iter()
         .filter(|(a, _)| *a > 0)
@@ -379,28 +411,36 @@ pub fn ratio_estimate(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<
     let sa: f64 = used.iter().map(|u| u.0).sum();
     let sh: f64 = used.iter().map(|u| u.1).sum();
     if sa == 0.0 {
-        return (None, None);
+        return Err(None);
     }
     let r = sh / sa;
     let n = used.len() as f64;
     if used.len() < 2 {
-        return (Some(r), None);
+        return Err(Some(r));
     }
     let mean_a = sa / n;
     let s2 = used.iter().map(|&(a, h)| (h - r * a).powi(2)).sum::<f64>() / (n - 1.0);
     let fpc = (1.0 - units.len() as f64 / big_n.max(units.len() as u64) as f64).max(0.0);
-    let var_units = s2 / (n * mean_a * mean_a);
-    let var_binomial = r * (1.0 - r) / sa;
-    let deff = if var_binomial > 0.0 {
-        (var_units / var_binomial).max(1.0)
-    } else {
-        1.0
-    };
-    let z = 1.96;
-    let n_eff = sa / deff * (z / t975(used.len() - 1)).powi(2);
-    let (lo, hi) = wilson(r, n_eff, z);
-    let half = (r - lo).max(hi - r) * fpc.sqrt();
-    (Some(r), Some(half))
+    Ok(Residuals {
+        r,
+        sa,
+        used: used.len(),
+        fpc,
+        var: s2 / (n * mean_a * mean_a),
+    })
+}
+
+/// The Student-t interval on the between-unit residuals that [`ratio_estimate`] gave before
+/// the Wilson interval (kept for the coverage study, `bench/mix/coverage.sh`): the same
+/// estimate, half-width `t x sqrt(fpc x var)`.
+pub fn t_interval(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<f64>) {
+    match residuals(units, big_n) {
+        Ok(res) => (
+            Some(res.r),
+            Some(t975(res.used - 1) * (res.fpc * res.var).sqrt()),
+        ),
+        Err(r) => (r, None),
+    }
 }
 
 /// The Wilson score interval of a proportion `p` observed on `n` trials (`n` may be
@@ -731,26 +771,6 @@ mod tests {
         assert!((ci / t - 1.0).abs() < 0.02, "{ci} against {t}");
     }
 
-    /// The Student-t interval on the between-unit residuals, as `ratio_estimate` gave it
-    /// before the design-effect interval.
-    fn t_interval(units: &[(u64, u64)], big_n: u64) -> Option<(f64, f64)> {
-        let used: Vec<(f64, f64)> = units
-            .iter()
-            .filter(|(a, _)| *a > 0)
-            .map(|&(a, h)| (a as f64, h as f64))
-            .collect();
-        let sa: f64 = used.iter().map(|u| u.0).sum();
-        let sh: f64 = used.iter().map(|u| u.1).sum();
-        if used.len() < 2 {
-            return None;
-        }
-        let (r, n) = (sh / sa, used.len() as f64);
-        let s2 = used.iter().map(|&(a, h)| (h - r * a).powi(2)).sum::<f64>() / (n - 1.0);
-        let fpc = 1.0 - units.len() as f64 / big_n as f64;
-        let var = fpc * s2 / (n * (sa / n).powi(2));
-        Some((r, t975(used.len() - 1) * var.sqrt()))
-    }
-
     #[test]
     fn the_interval_covers_a_rare_level_reached_in_few_units() {
         // A level that 4 sampled classes reach, 10 accesses each, none of which hits: the
@@ -765,7 +785,7 @@ mod tests {
             (0, 0),
             (0, 0),
         ];
-        assert_eq!(t_interval(&units, 64), Some((0.0, 0.0)));
+        assert_eq!(t_interval(&units, 64), (Some(0.0), Some(0.0)));
         let (r, ci) = ratio_estimate(&units, 64);
         assert_eq!(r, Some(0.0));
         // Effective sample 40 (1.96 / 3.182)^2 = 15.18; Wilson's upper bound at 0 is
@@ -806,7 +826,7 @@ mod tests {
                 order.swap(i, j);
             }
             let units: Vec<(u64, u64)> = order[..32].iter().map(|&c| pop[c]).collect();
-            let (Some((r, ci_old)), (Some(r2), Some(ci_new))) =
+            let ((Some(r), Some(ci_old)), (Some(r2), Some(ci_new))) =
                 (t_interval(&units, 256), ratio_estimate(&units, 256))
             else {
                 continue;

@@ -9,34 +9,9 @@
 //! `mix` reports now ([`hpcscope_mix::sampling::ratio_estimate`]) and, for comparison,
 //! the earlier Student-t interval on the between-class residuals (kept here).
 
-use hpcscope_mix::sampling::{ratio_estimate, t975};
+use hpcscope_mix::sampling::{ratio_estimate, t_interval};
 use hpcscope_mix::setsample::{chosen_classes, class_units};
 use hpcscope_mix::{Placement, node};
-
-/// The Student-t interval `mix` reported before the design-effect interval: ratio
-/// estimator, between-class residuals, finite-population correction.
-fn t_interval(units: &[(u64, u64)], big_n: u64) -> (Option<f64>, Option<f64>) {
-    let used: Vec<(f64, f64)> = units
-        .iter()
-        .filter(|(a, _)| *a > 0)
-        .map(|&(a, h)| (a as f64, h as f64))
-        .collect();
-    let sa: f64 = used.iter().map(|u| u.0).sum();
-    let sh: f64 = used.iter().map(|u| u.1).sum();
-    if sa == 0.0 {
-        return (None, None);
-    }
-    let r = sh / sa;
-    let n = used.len() as f64;
-    if used.len() < 2 {
-        return (Some(r), None);
-    }
-    let mean_a = sa / n;
-    let s2 = used.iter().map(|&(a, h)| (h - r * a).powi(2)).sum::<f64>() / (n - 1.0);
-    let fpc = (1.0 - units.len() as f64 / big_n.max(units.len() as u64) as f64).max(0.0);
-    let var = fpc * s2 / (n * mean_a * mean_a);
-    (Some(r), Some(t975(used.len() - 1) * var.sqrt()))
-}
 
 /// Tally of one interval over the draws.
 #[derive(Default)]
