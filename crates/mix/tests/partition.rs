@@ -126,8 +126,7 @@ fn a_bad_worker_count_is_refused_with_the_fix() {
 /// emulations.)
 #[test]
 fn mix_reports_the_same_caches_with_partitioning_on_and_off() {
-    if !common::have("qemu-x86_64") || !common::have("gcc") {
-        println!("skipping: needs qemu-x86_64 and gcc (apt-get install qemu-user gcc)");
+    if !common::qemu_and_gcc() {
         return;
     }
     let _g = ENV.lock().unwrap_or_else(|e| e.into_inner());

@@ -24,8 +24,7 @@ const NOTICE_TOP: u64 = 0x7c;
 const X86: &[&str] = &["-O2", "-march=x86-64"];
 
 fn ready() -> Option<tempfile::TempDir> {
-    if !common::have("qemu-x86_64") || !common::have("gcc") {
-        eprintln!("skipping: needs qemu-x86_64 and gcc");
+    if !common::qemu_and_gcc() {
         return None;
     }
     Some(tempfile::tempdir().unwrap())

@@ -14,8 +14,7 @@ const KERNEL: &str = include_str!("data/gate.c");
 
 #[test]
 fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
-    if !common::have("qemu-x86_64") || !common::have("gcc") {
-        eprintln!("skipping: needs qemu-x86_64 and gcc");
+    if !common::qemu_and_gcc() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -94,8 +93,7 @@ fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
 /// ratios stay close (within a quarter of a point here; the test prints them).
 #[test]
 fn two_threads_gated_and_ungated_stay_close() {
-    if !common::have("qemu-x86_64") || !common::have("gcc") {
-        eprintln!("skipping: needs qemu-x86_64 and gcc");
+    if !common::qemu_and_gcc() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,15 @@ pub fn have(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether qemu-x86_64 and gcc are installed; prints a `skipping:` line when not.
+pub fn qemu_and_gcc() -> bool {
+    let ok = have("qemu-x86_64") && have("gcc");
+    if !ok {
+        println!("skipping: needs qemu-x86_64 and gcc (apt-get install qemu-user gcc)");
+    }
+    ok
+}
+
 /// `src` written to `dir/NAME.c` and built by gcc into `dir/NAME` with `args` after the
 /// source (optimisation, `-march`, libraries); `None` when gcc fails.
 pub fn gcc(dir: &Path, name: &str, src: &str, args: &[&str]) -> Option<PathBuf> {
