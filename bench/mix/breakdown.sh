@@ -15,7 +15,10 @@
 # (mem=off) | the plugin's access stream written to /dev/null (mem=on, coalesce=64: the
 # producer's whole cost, no reader) | `hpcscope mix` simulating two 3-level hierarchies
 # (cascadelake-8260, graviton2; --native-runs 0) | valgrind --tool=cachegrind --cache-sim=yes.
-# Ratios of wall and CPU time (user + system, all processes) to bare QEMU and cachegrind.
+# When QEMU 10 with plugins is built (scripts/build-qemu.sh; the API v4 plugin is built here),
+# the same three QEMU cases on it too. Ratios of wall and CPU time (user + system, all
+# processes) to bare QEMU and cachegrind, and the producer's floor on each QEMU: counting
+# alone and every access streamed to /dev/null, against bare QEMU of the same version.
 # With HPCSCOPE_BEFORE, the same mix run with that binary (and its plugin, found beside it)
 # is timed in the same hyperfine run and the ratio printed (an A/B of two builds).
 #
@@ -44,6 +47,7 @@ if [ -n "${HPCSCOPE_BEFORE:-}" ]; then
   [ -f "$plugin_before" ] || { echo "no plugin beside $HPCSCOPE_BEFORE ($plugin_before)" >&2; exit 2; }
 fi
 
+mix_qemu10
 MIX_CFLAGS_EXTRA=-fno-omit-frame-pointer mix_build "$out" $workloads
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc)"
@@ -57,6 +61,11 @@ for w in $workloads; do
     -n "plugin, stream to /dev/null" "qemu-x86_64 -plugin $plugin,out=$out/$w.counts.json,mem=on,memout=/dev/null,coalesce=64 $bin $a" \
     -n "mix" "env HPCSCOPE_QEMU_PLUGIN=$plugin $mixcmd" \
     -n cachegrind "valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null $bin $a"
+  if [ -n "$q10" ]; then
+    set -- "$@" -n "qemu 10" "$q10 $bin $a" \
+      -n "qemu 10, plugin counts" "$q10 -plugin $plugin4,out=$out/$w.counts4.json $bin $a" \
+      -n "qemu 10, stream to /dev/null" "$q10 -plugin $plugin4,out=$out/$w.counts4.json,mem=on,memout=/dev/null,coalesce=64 $bin $a"
+  fi
   if [ -n "${HPCSCOPE_BEFORE:-}" ]; then
     set -- "$@" -n "mix, before" "env HPCSCOPE_QEMU_PLUGIN=$plugin_before $HPCSCOPE_BEFORE mix -m cascadelake-8260 -m graviton2 --native-runs 0 -- $bin $a"
   fi
@@ -81,6 +90,16 @@ print(f"\n== {name}: times, mean of the runs (wall s, CPU s, ratios)")
 for k, x in r.items():
     print(f"  {k:28s} wall {x['mean']:7.3f}  x{x['mean']/q['mean']:5.2f} qemu  x{x['mean']/c['mean']:5.2f} cachegrind"
           f"   cpu {cpu(x):7.3f}  x{cpu(x)/cpu(q):5.2f} qemu  x{cpu(x)/cpu(c):5.2f} cachegrind")
+# The producer's floor: what QEMU costs with the plugin's memory callbacks and no reader,
+# against the bounds of the acceptance (full mix at most 1.3x bare QEMU, sampled at most
+# 1.1x): a mix that streams every access cannot be cheaper than its producer.
+for base, counts, stream in (("qemu", "plugin, counts", "plugin, stream to /dev/null"),
+                             ("qemu 10", "qemu 10, plugin counts", "qemu 10, stream to /dev/null")):
+    if base in r and stream in r:
+        b = r[base]
+        print(f"  floor on {base:8s}: plugin counting cpu x{cpu(r[counts])/cpu(b):.2f}, "
+              f"every access streamed cpu x{cpu(r[stream])/cpu(b):.2f} of bare "
+              f"(bounds: 1.1x sampled, 1.3x full)")
 if "mix, before" in r:
     m, b = r["mix"], r["mix, before"]
     print(f"  mix / mix before: wall x{m['mean']/b['mean']:.3f}, cpu x{cpu(m)/cpu(b):.3f}")

@@ -6,6 +6,9 @@
 #   mix_build OUT W...               the workloads built into OUT (-O3, x86-64 baseline;
 #                                    MIX_CFLAGS_EXTRA adds flags; smallfn is C++)
 #   args_of W                        the workload's arguments (each runs 0.03 to 0.2 s native)
+#   mix_qemu10                       q10 and plugin4: QEMU 10 with plugins (scripts/build-qemu.sh)
+#                                    and the API v4 plugin (QEMU10, PLUGIN_V4 override), or
+#                                    both empty when either is missing
 
 mix_need() {
   missing=""
@@ -54,4 +57,24 @@ args_of() {
     triad_stencil) echo "1000 10" ;;
     *) echo "" ;;
   esac
+}
+
+mix_qemu10() {
+  if [ -n "${HPCSCOPE_CACHE_DIR:-}" ]; then
+    cache="$HPCSCOPE_CACHE_DIR"
+  elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+    cache="$XDG_CACHE_HOME/hpcscope"
+  else
+    cache="$HOME/.cache/hpcscope"
+  fi
+  q10=${QEMU10:-"$cache/qemu-10.0.2/bin/qemu-x86_64"}
+  plugin4=${PLUGIN_V4:-"$root/target/plugin-v4/release/libhpcscope_qemu_plugin.so"}
+  if [ -x "$q10" ] && [ -z "${PLUGIN_V4:-}" ]; then
+    (cd "$root" && cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features \
+      --features api-v4 --target-dir target/plugin-v4) || plugin4=""
+  fi
+  if [ ! -x "$q10" ] || [ ! -f "$plugin4" ]; then
+    q10=""
+    plugin4=""
+  fi
 }
