@@ -871,9 +871,10 @@ pub(crate) type SampledResult = (Vec<(HierarchyStats, Vec<ThreadStats>)>, Sampli
 /// whole simulation ([`crate::partition`]), else each worker simulates whole nodes
 /// (`HPCSCOPE_SIM_SPLIT` chooses); every worker reads every buffer, which is read once and
 /// shared. A bounded queue per worker keeps memory bounded when a worker
-/// falls behind. Otherwise the reading thread simulates every node itself: on a 2-CPU
-/// machine that beats worker threads that share QEMU's CPU (they copy every buffer and
-/// compete for the host's caches). `HPCSCOPE_SIM_WORKERS=N` forces N workers (1: none).
+/// falls behind. On a 2-CPU host, three machines or more get two workers too: QEMU waits
+/// for the simulation then, and leaves its CPU idle
+/// ([`crate::partition::simulation_cpus`]). Otherwise the reading thread simulates every
+/// node itself. `HPCSCOPE_SIM_WORKERS=N` forces N workers (1: none).
 pub(crate) fn read_stream(
     f: impl Read,
     sims: Vec<NodeSim>,
@@ -891,7 +892,10 @@ pub(crate) fn read_source(
     sample: Option<SampleSpec>,
 ) -> Result<(Vec<Simulated>, u64, Option<SampledResult>), MixError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let spread = crate::partition::spread(&sims, cpus.saturating_sub(reserved))?;
+    let spread = crate::partition::spread(
+        &sims,
+        crate::partition::simulation_cpus(cpus, reserved, sims.len()),
+    )?;
     let workers = spread.workers;
     let mut demux = Demux::default();
     let mut pacer = Pacer::default();

@@ -111,6 +111,25 @@ pub(crate) struct Spread {
     by_sets: bool,
 }
 
+/// The CPUs the simulation may use for `machines` distinct machines on a host of `cpus`,
+/// `reserved` of them the producer's: the others, but two on a 2-CPU host simulating three
+/// machines or more. QEMU keeps its CPU only while the simulation keeps up; with many
+/// machines (analyze simulates 6 for its default targets) the simulation is far behind and
+/// QEMU waits for free ring slots most of the run, so one worker per machine group uses the
+/// CPU QEMU leaves idle. With two machines the reader is about as busy as QEMU and a second
+/// worker gains nothing. A/B in one hyperfine run per workload (2 CPUs, load average 1.4
+/// to 6; docs/mix-performance.md): `analyze`, wall x0.81 (CG), x0.87 (edge), x0.87
+/// (triad_stencil), x1.02 (Monte-Carlo, QEMU-bound); `mix` of two machines on two workers,
+/// x0.94 to x1.04.
+pub(crate) fn simulation_cpus(cpus: usize, reserved: usize, machines: usize) -> usize {
+    let spare = cpus.saturating_sub(reserved);
+    if reserved > 0 && spare < 2 && cpus >= 2 && machines >= 3 {
+        2
+    } else {
+        spare
+    }
+}
+
 /// The spread for `sims` with `spare` CPUs (or what [`WORKERS_ENV`] and [`SPLIT_ENV`]
 /// force).
 pub(crate) fn spread(sims: &[NodeSim], spare: usize) -> Result<Spread, MixError> {
@@ -603,6 +622,23 @@ pub(crate) fn merge(workers: Vec<Worker>, machines: usize) -> Vec<Simulated> {
 mod tests {
     use super::*;
     use hpcscope_cachesim::{CacheConfig, Inclusion, NodeConfig, NodeLevel, Replacement};
+
+    #[test]
+    fn two_cpus_give_three_machines_or_more_two_workers() {
+        // 2 CPUs, QEMU's one reserved: one or two machines stay on the reading thread,
+        // three or more get two workers.
+        assert_eq!(simulation_cpus(2, 1, 1), 1);
+        assert_eq!(simulation_cpus(2, 1, 2), 1);
+        assert_eq!(simulation_cpus(2, 1, 3), 2);
+        assert_eq!(simulation_cpus(2, 1, 6), 2);
+        // One CPU: no second worker to gain anything.
+        assert_eq!(simulation_cpus(1, 1, 6), 0);
+        // More CPUs: every CPU beyond QEMU's, as before.
+        assert_eq!(simulation_cpus(4, 1, 6), 3);
+        assert_eq!(simulation_cpus(8, 1, 1), 7);
+        // No producer (a replay): every CPU.
+        assert_eq!(simulation_cpus(2, 0, 1), 2);
+    }
 
     fn lvl(name: &str, size: u64, line: u64, ways: u32, shared: u32) -> NodeLevel {
         NodeLevel {
