@@ -237,8 +237,9 @@ pub struct Sweep {
     pub points: Vec<DesignPoint>,
     /// The design points whose bytes per level were simulated for their target's own cache
     /// geometry (a geometry other than the one of the variant's profile), all in the
-    /// characterization's emulation: `simulated` distinct geometries, `mix_runs` 0 (no run
-    /// beyond the characterization), `cached` 0. Absent when no target needed it.
+    /// emulation that simulated the source's and the targets' caches (the target binary's,
+    /// when one was given): `simulated` distinct geometries, `mix_runs` 0 (no run beyond
+    /// those), `cached` 0. Absent when no target needed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resimulation: Option<Resimulation>,
     /// Targets projected with bytes per level of another cache geometry (no cache geometry
@@ -273,7 +274,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     if o.target_binary.is_none() {
         machines.extend(targets.iter().filter(|m| simulable(m)).cloned());
         // The sweep's geometries not simulated already: in the same emulation.
-        push_geometries(&mut machines, &o.sweep_machines, &simulable);
+        push_geometries(&mut machines, &o.sweep_machines);
     }
     let env: Vec<(String, String)> = o
         .threads
@@ -374,7 +375,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         let mut sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
         let n_sim = sim.len();
         // The sweep's geometries not simulated already: in the same runs.
-        push_geometries(&mut sim, &o.sweep_machines, &simulable);
+        push_geometries(&mut sim, &o.sweep_machines);
         let arch = hpcscope_mix::ElfInfo::read(&tb.path)?.arch;
         // (vector length, machines), each machine with whether it is a target (else one
         // of the sweep's geometries).
@@ -613,14 +614,11 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     })
 }
 
-/// Appends to `machines` each machine of `more` that can be simulated and whose cache
-/// geometry none of `machines` has.
-fn push_geometries(
-    machines: &mut Vec<Machine>,
-    more: &[Machine],
-    simulable: &dyn Fn(&Machine) -> bool,
-) {
-    for m in more.iter().filter(|m| simulable(m)) {
+/// Appends to `machines` each machine of `more` whose node the simulator takes (a cache
+/// geometry for every cache level, consistent sharing) and whose cache geometry none of
+/// `machines` has; the others are left to [`sweep`], which says they are approximate.
+fn push_geometries(machines: &mut Vec<Machine>, more: &[Machine]) {
+    for m in more.iter().filter(|m| hpcscope_mix::node(m).is_ok()) {
         let key = cache_geometry_key(m);
         if !machines.iter().any(|x| cache_geometry_key(x) == key) {
             machines.push(m.clone());
@@ -738,15 +736,15 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
                     used.push(k);
                 }
             }
-            None => approximate.push(match hpcscope_mix::hierarchy(m) {
+            None => approximate.push(match hpcscope_mix::node(m) {
                 Err(e) => format!(
-                    "target '{name}' ({}): its caches cannot be simulated ({}), so it is projected with the bytes per level of the analyzed binary on {}'s caches: approximate",
+                    "target '{name}' ({}): its caches cannot be simulated ({}), so it is projected with the bytes per level of {}: approximate",
                     m.id,
                     e.to_string().lines().next().unwrap_or_default(),
                     variant_machine(r)
                 ),
                 Ok(_) => format!(
-                    "target '{name}' ({}): its cache geometry was not simulated, so it is projected with the bytes per level of the analyzed binary on {}'s caches: approximate",
+                    "target '{name}' ({}): its cache geometry was not simulated, so it is projected with the bytes per level of {}: approximate",
                     m.id,
                     variant_machine(r)
                 ),
@@ -795,14 +793,17 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
     })
 }
 
-/// The machine whose caches the sweep's variant profile was simulated for.
+/// The sweep's variant profile: which binary, simulated for which machine's caches.
 fn variant_machine(r: &AnalyzeResult) -> String {
     match &r.target_mix {
-        Some(tm) => tm.variants[0].profiles[0]
-            .machine
-            .clone()
-            .unwrap_or_else(|| "the first target".into()),
-        None => r.source_machine.id.clone(),
+        Some(tm) => format!(
+            "the target binary on {}'s caches",
+            tm.variants[0].profiles[0]
+                .machine
+                .as_deref()
+                .unwrap_or("the first target")
+        ),
+        None => format!("the analyzed binary on {}'s caches", r.source_machine.id),
     }
 }
 

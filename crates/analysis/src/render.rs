@@ -420,7 +420,7 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
 fn sweep_resim_line(sw: &Sweep) -> Option<String> {
     let r = sw.resimulation.as_ref()?;
     Some(format!(
-        "re-simulated: {} design point(s) projected with bytes per level simulated for their target's own cache geometry ({} geometr{} simulated in the characterization's emulation, no extra run)",
+        "re-simulated: {} design point(s) projected with bytes per level simulated for their target's own cache geometry ({} geometr{} simulated in the same emulation as the source's and the targets' caches, no extra run)",
         r.points,
         r.simulated,
         if r.simulated == 1 { "y" } else { "ies" }

@@ -460,6 +460,10 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
         "{approx:?}"
     );
     assert!(text.contains("re-simulated: 2 design point(s)"), "{text}");
+    assert!(
+        text.contains("(2 geometries simulated in the same emulation"),
+        "{text}"
+    );
     assert!(text.contains("approximate: target 'KNL'"), "{text}");
     // Physics: the 256 KiB L2 misses on every line, so L3 serves about 8 times the bytes
     // (the OI at L3 is lower) than behind a 2 MiB L2 that holds the working set.
@@ -468,6 +472,42 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
         big > 5.0 * small,
         "OI at L3: 2 MiB L2 {big}, 256 KiB L2 {small}"
     );
+    // With a target binary (here the same build), the geometries are simulated in its runs:
+    // the same bytes per level.
+    let out_tb = d.join("tb");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args([
+            "analyze",
+            "-m",
+            "cascadelake-8260",
+            "-t",
+            "cascadelake-8260",
+        ])
+        .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
+        .arg("--target-binary")
+        .arg(&prog)
+        .arg("--scenario")
+        .arg(d.join("sweep.toml"))
+        .arg("-o")
+        .arg(&out_tb)
+        .arg("--")
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    ok(&o);
+    let tb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_tb.join("result.json")).unwrap())
+            .unwrap();
+    let tb_pts = tb["sweep"]["points"].as_array().unwrap();
+    for t in ["L2 256K", "L2 2M"] {
+        let p = tb_pts.iter().find(|p| p["target"] == t).unwrap();
+        assert_eq!(p["bytes"], "resimulated", "{t}");
+        for l in ["L1", "L2", "L3", "MM"] {
+            assert_eq!(oi_at(p, l), oi_at(by(t), l), "{t}, OI at {l}");
+        }
+    }
     // The same geometries re-simulated by `explore` from the analyzed profile give the same
     // OI at every level (the simulation is deterministic).
     std::fs::write(d.join("p.json"), r["source_profile"].to_string()).unwrap();
