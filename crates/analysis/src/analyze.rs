@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use hpcscope_core::explore::DesignPoint;
+use hpcscope_core::explore::{DesignPoint, Resimulated, Resimulation, cache_geometry_key};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
 use hpcscope_core::roofline::AccessWidths;
@@ -70,6 +70,10 @@ pub struct AnalyzeOptions {
     /// Simulate the caches sampled (`mix --sample`) and extrapolate the bytes per level;
     /// `None`: every access (the default).
     pub sample: Option<hpcscope_mix::SampleSpec>,
+    /// The targets of a scenario to sweep ([`sweep`]): each distinct cache geometry among
+    /// them is simulated in the same emulation as the source and the targets, so that the
+    /// sweep projects every target with bytes per level simulated for its own caches.
+    pub sweep_machines: Vec<Machine>,
 }
 
 /// One target's projection.
@@ -135,6 +139,36 @@ pub struct AnalyzeResult {
     /// Where the analysis spent its time (wall seconds per phase); not part of the result.
     #[serde(skip)]
     pub timings: Timings,
+    /// The cache geometries simulated for the binary projected onto the targets (the
+    /// analyzed one, or the target binary), each with its profile, for [`sweep`]; not part
+    /// of the result (the profiles are in `mix` or `target_mix`).
+    #[serde(skip)]
+    pub geometries: Geometries,
+}
+
+/// The cache geometries simulated by [`analyze`] for the binary projected onto the targets:
+/// (geometry key, machine id, profile) each, and the key of the geometry whose profile the
+/// sweep's variant is.
+#[derive(Debug, Clone, Default)]
+pub struct Geometries {
+    /// (geometry key ([`cache_geometry_key`]), id of the machine simulated, its profile).
+    pub simulated: Vec<(String, String, Profile)>,
+    /// The geometry of the sweep's variant profile (the source's, or the first target's
+    /// with a target binary).
+    pub variant: String,
+}
+
+impl Geometries {
+    fn add(&mut self, m: &Machine, p: &Profile) {
+        let key = cache_geometry_key(m);
+        if !self.simulated.iter().any(|(k, _, _)| k == &key) {
+            self.simulated.push((key, m.id.clone(), p.clone()));
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&(String, String, Profile)> {
+        self.simulated.iter().find(|(k, _, _)| k == key)
+    }
 }
 
 /// Wall seconds of each phase of [`analyze`], in the order they ran.
@@ -201,6 +235,18 @@ pub struct Sweep {
     pub description: String,
     /// One point per target.
     pub points: Vec<DesignPoint>,
+    /// The design points whose bytes per level were simulated for their target's own cache
+    /// geometry (a geometry other than the one of the variant's profile), all in the
+    /// emulation that simulated the source's and the targets' caches (the target binary's,
+    /// when one was given): `simulated` distinct geometries, `mix_runs` 0 (no run beyond
+    /// those), `cached` 0. Absent when no target needed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resimulation: Option<Resimulation>,
+    /// Targets projected with bytes per level of another cache geometry (no cache geometry
+    /// to simulate): their points' `bytes` is `approximate`, and each has a line here.
+    /// Absent when there is none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approximate: Vec<String>,
 }
 
 /// What a program without floating point can and cannot be told.
@@ -227,6 +273,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let mut machines = vec![source.clone()];
     if o.target_binary.is_none() {
         machines.extend(targets.iter().filter(|m| simulable(m)).cloned());
+        // The sweep's geometries not simulated already: in the same emulation.
+        push_geometries(&mut machines, &o.sweep_machines);
     }
     let env: Vec<(String, String)> = o
         .threads
@@ -279,6 +327,15 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     );
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
+    let mut geometries = Geometries {
+        variant: cache_geometry_key(source),
+        ..Geometries::default()
+    };
+    if o.target_binary.is_none() {
+        for (m, p) in opts.machines.iter().zip(&v.profiles) {
+            geometries.add(m, p);
+        }
+    }
     let source_widths = crate::validate::access_widths(&mix, 0);
     let source_spread = Spread::from_times(&mix.native_times_s);
     let calibration = o.calibration.clone().unwrap_or_else(Calibration::bundled);
@@ -315,18 +372,25 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let started = Instant::now();
     let mut target_profiles: Vec<(String, Profile, String, AccessWidths)> = Vec::new();
     if let Some(tb) = &o.target_binary {
-        let sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
+        let mut sim: Vec<Machine> = targets.iter().filter(|m| simulable(m)).cloned().collect();
+        let n_sim = sim.len();
+        // The sweep's geometries not simulated already: in the same runs.
+        push_geometries(&mut sim, &o.sweep_machines);
         let arch = hpcscope_mix::ElfInfo::read(&tb.path)?.arch;
-        let mut per_len: Vec<(Option<u32>, Vec<Machine>)> = Vec::new();
-        for m in &sim {
+        // (vector length, machines), each machine with whether it is a target (else one
+        // of the sweep's geometries).
+        type Group = (Option<u32>, Vec<(bool, Machine)>);
+        let mut per_len: Vec<Group> = Vec::new();
+        for (i, m) in sim.iter().enumerate() {
+            let entry = (i < n_sim, m.clone());
             let len = match (arch, m.simd.as_str()) {
                 (hpcscope_mix::Arch::Aarch64, "sve") => Some(tb.sve_bits.unwrap_or(m.vector_bits)),
                 (hpcscope_mix::Arch::Aarch64, _) if tb.sve_bits.is_some() => tb.sve_bits,
                 _ => None,
             };
             match per_len.iter_mut().find(|(l, _)| *l == len) {
-                Some((_, v)) => v.push(m.clone()),
-                None => per_len.push((len, vec![m.clone()])),
+                Some((_, v)) => v.push(entry),
+                None => per_len.push((len, vec![entry])),
             }
         }
         let mut reports = Vec::new();
@@ -335,7 +399,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 program: tb.path.clone(),
                 args: args.to_vec(),
                 sve_bits: len.into_iter().collect(),
-                machines: ms,
+                machines: ms.iter().map(|(_, m)| m.clone()).collect(),
                 functions: o.functions.to_vec(),
                 cache_binary: tb.cache_binary.clone(),
                 native_runs: 0,
@@ -347,7 +411,15 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 ..Default::default()
             })?;
             let widths = access_widths(&r, 0);
-            for p in &r.variants[0].profiles {
+            for ((_, m), p) in ms.iter().zip(&r.variants[0].profiles) {
+                if reports.is_empty() && geometries.simulated.is_empty() {
+                    // The sweep's variant is the first profile of the first run.
+                    geometries.variant = cache_geometry_key(m);
+                }
+                geometries.add(m, p);
+            }
+            let of_targets = ms.iter().zip(&r.variants[0].profiles);
+            for (_, p) in of_targets.filter(|((target, _), _)| *target) {
                 let how = match len {
                     Some(b) => format!(
                         "{} at SVE {b} bits, simulated on its caches",
@@ -366,7 +438,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         }
         target_mix = reports.into_iter().next();
     } else {
-        for p in v.profiles.iter().skip(1) {
+        let n_sim = targets.iter().filter(|m| simulable(m)).count();
+        for p in v.profiles.iter().skip(1).take(n_sim) {
             target_profiles.push((
                 p.machine.clone().unwrap_or_default(),
                 p.clone(),
@@ -537,7 +610,20 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         verdict,
         notes,
         timings,
+        geometries,
     })
+}
+
+/// Appends to `machines` each machine of `more` whose node the simulator takes (a cache
+/// geometry for every cache level, consistent sharing) and whose cache geometry none of
+/// `machines` has; the others are left to [`sweep`], which says they are approximate.
+fn push_geometries(machines: &mut Vec<Machine>, more: &[Machine]) {
+    for m in more.iter().filter(|m| hpcscope_mix::node(m).is_ok()) {
+        let key = cache_geometry_key(m);
+        if !machines.iter().any(|x| cache_geometry_key(x) == key) {
+            machines.push(m.clone());
+        }
+    }
 }
 
 /// What a sampled characterization measured, for the notes: the sampling, each machine's
@@ -606,7 +692,10 @@ fn cross_isa_assumption(binary_isa: &str, t: &Machine, target_binary_given: bool
     )
 }
 
-/// Sweeps a scenario's targets with the analyzed program as source and variant.
+/// Sweeps a scenario's targets with the analyzed program as source and variant. A target
+/// whose cache geometry is not the one of the variant's profile is projected with the bytes
+/// per level [`analyze`] simulated for its own caches (when its options had the sweep's
+/// machines); one without a cache geometry keeps the variant's and is said approximate.
 pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
     let Some(g) = r.source_gflops else {
         anyhow::bail!(
@@ -626,6 +715,48 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
             source_widths.clone(),
         ),
     };
+    // Each target: its own geometry's bytes per level where that is not the variant's.
+    let mut resim = Resimulated::default();
+    let mut approximate = Vec::new();
+    let mut used: Vec<&str> = Vec::new();
+    for (ti, (name, m)) in sc.targets.iter().enumerate() {
+        let key = cache_geometry_key(m);
+        if key == r.geometries.variant {
+            continue;
+        }
+        resim.changed.push(ti);
+        match r.geometries.get(&key) {
+            Some((k, id, p)) => {
+                let origin = format!("the profile simulated for target '{name}' ({id})");
+                let sim = p.regions[0].thread_metrics(&origin)?;
+                resim
+                    .metrics
+                    .insert((0, ti), crate::resim::with_bytes(&variant, &sim, &r.application, name)?);
+                if !used.contains(&k.as_str()) {
+                    used.push(k);
+                }
+            }
+            None => approximate.push(match hpcscope_mix::node(m) {
+                Err(e) => format!(
+                    "target '{name}' ({}): its caches cannot be simulated ({}), so it is projected with the bytes per level of {}: approximate",
+                    m.id,
+                    e.to_string().lines().next().unwrap_or_default(),
+                    variant_machine(r)
+                ),
+                Ok(_) => format!(
+                    "target '{name}' ({}): its cache geometry was not simulated, so it is projected with the bytes per level of {}: approximate",
+                    m.id,
+                    variant_machine(r)
+                ),
+            }),
+        }
+    }
+    let resimulation = (!resim.metrics.is_empty()).then_some(Resimulation {
+        points: resim.metrics.len(),
+        simulated: used.len(),
+        mix_runs: 0,
+        cached: 0,
+    });
     let res = hpcscope_core::explore::Resolved {
         source_machine: r.source_machine.clone(),
         source_threads: r.source_profile.regions[0].thread_metrics(origin_p)?,
@@ -642,7 +773,7 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
         }],
     };
     let model = Calibration::bundled();
-    let points = hpcscope_core::explore::sweep(
+    let points = hpcscope_core::explore::sweep_with(
         &res,
         r.source_profile.precision,
         Options::default(),
@@ -651,12 +782,29 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
             carried_time: true,
             ..Inputs::default()
         },
+        &resim,
     )?;
     Ok(Sweep {
         name: sc.name,
         description: sc.description,
         points,
+        resimulation,
+        approximate,
     })
+}
+
+/// The sweep's variant profile: which binary, simulated for which machine's caches.
+fn variant_machine(r: &AnalyzeResult) -> String {
+    match &r.target_mix {
+        Some(tm) => format!(
+            "the target binary on {}'s caches",
+            tm.variants[0].profiles[0]
+                .machine
+                .as_deref()
+                .unwrap_or("the first target")
+        ),
+        None => format!("the analyzed binary on {}'s caches", r.source_machine.id),
+    }
 }
 
 /// One native run under the eBPF probes (syscalls, scheduler, page faults) with CPU stack

@@ -162,6 +162,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             placement: Default::default(),
             calibration: None,
             sample: None,
+            sweep_machines: Vec::new(),
         })?;
         overview.push(vec![
             w.name.to_string(),
@@ -312,6 +313,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 placement: Default::default(),
                 calibration: None,
                 sample: None,
+                sweep_machines: Vec::new(),
             })?;
             if let Some(n) = &r.node {
                 node_sections.push(crate::node::node_section(

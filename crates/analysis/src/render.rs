@@ -366,6 +366,7 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
                 format!("x{} - x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
                 format!("{} of {}", p.memory_bound_points, p.points),
                 p.lower_bound_by.clone(),
+                p.bytes.label().to_string(),
             ]
         })
         .collect();
@@ -384,6 +385,12 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
         None => sw.name.clone(),
     };
     let mut body = format!("<p>{}</p>", escape(&sw.description));
+    if let Some(line) = sweep_resim_line(sw) {
+        body.push_str(&format!("<p>{}</p>", escape(&line)));
+    }
+    for a in &sw.approximate {
+        body.push_str(&format!("<p>approximate: {}</p>", escape(a)));
+    }
     body.push_str(&html_table(
         &[
             "target",
@@ -393,6 +400,7 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
             "speed-up",
             "memory-bound points",
             "lower bound set by",
+            "bytes/level",
         ],
         &rows,
     ));
@@ -406,6 +414,17 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
             r.source_gflops.unwrap_or(0.0),
         )],
     }
+}
+
+/// What the sweep re-simulated, in one sentence (none when no target needed it).
+fn sweep_resim_line(sw: &Sweep) -> Option<String> {
+    let r = sw.resimulation.as_ref()?;
+    Some(format!(
+        "re-simulated: {} design point(s) projected with bytes per level simulated for their target's own cache geometry ({} geometr{} simulated in the same emulation as the source's and the targets' caches, no extra run)",
+        r.points,
+        r.simulated,
+        if r.simulated == 1 { "y" } else { "ies" }
+    ))
 }
 
 /// The whole `analyze` report page.
@@ -457,15 +476,22 @@ pub fn text(r: &AnalyzeResult) -> String {
     }
     if let Some(sw) = &r.sweep {
         text.push_str(&format!("sweep: {}\n", sw.name));
+        if let Some(line) = sweep_resim_line(sw) {
+            text.push_str(&format!("  {line}\n"));
+        }
         for p in &sw.points {
             text.push_str(&format!(
-                "  {}: {} to {} GFLOP/s, point {} (lower bound set by {})\n",
+                "  {}: {} to {} GFLOP/s, point {} (lower bound set by {}; bytes per level: {})\n",
                 p.target,
                 num(p.interval.lo, 4),
                 num(p.interval.hi, 4),
                 point_cell(&p.projection),
-                p.lower_bound_by
+                p.lower_bound_by,
+                p.bytes.label()
             ));
+        }
+        for a in &sw.approximate {
+            text.push_str(&format!("  approximate: {a}\n"));
         }
     }
     for n in &r.notes {

@@ -281,7 +281,7 @@ pub fn resimulate(
 
 /// The profile's threads with the bytes per level of the re-simulated ones (FLOPs, FP
 /// instructions and times stay the profile's).
-fn with_bytes(
+pub(crate) fn with_bytes(
     profile: &[AppMetrics],
     sim: &[AppMetrics],
     variant: &str,

@@ -385,3 +385,159 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
     let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
     assert_eq!(v["points"][0]["bytes"], "approximate");
 }
+
+/// `analyze --scenario` simulates each target's own cache geometry in the characterization's
+/// emulation: two targets differing only in their L2 size get different bytes per level,
+/// the same as `explore` re-simulates for those geometries, and a target without a cache
+/// geometry is said approximate.
+#[test]
+fn analyze_sweep_simulates_each_targets_cache_geometry() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = cc(d, "triad", TRIAD, &[]);
+    // 3 arrays x 32768 x 8 B = 768 KiB: fits a 2 MiB L2, not a 256 KiB one.
+    let (n, reps) = ("32768", "8");
+    let targets = r#"
+[[targets]]
+name = "L2 256K"
+machine = "cascadelake-8260"
+transforms = [{ cache_size = { level = "L2", size_bytes = 262144 } }]
+
+[[targets]]
+name = "L2 2M"
+machine = "cascadelake-8260"
+transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
+"#;
+    std::fs::write(
+        d.join("sweep.toml"),
+        format!(
+            "name = \"L2 size\"\n{targets}\n[[targets]]\nname = \"KNL\"\nmachine = \"knl-flat-dram\"\n"
+        ),
+    )
+    .unwrap();
+    let out = d.join("a");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args([
+            "analyze",
+            "-m",
+            "cascadelake-8260",
+            "-t",
+            "cascadelake-8260",
+        ])
+        .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
+        .arg("--scenario")
+        .arg(d.join("sweep.toml"))
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let sw = &r["sweep"];
+    let pts = sw["points"].as_array().unwrap();
+    let by = |t: &str| pts.iter().find(|p| p["target"] == t).unwrap();
+    for t in ["L2 256K", "L2 2M"] {
+        assert_eq!(by(t)["bytes"], "resimulated", "{t}");
+    }
+    assert_eq!(by("KNL")["bytes"], "approximate");
+    let r2 = &sw["resimulation"];
+    assert_eq!(
+        ["points", "simulated", "mix_runs", "cached"].map(|k| r2[k].as_u64().unwrap()),
+        [2, 2, 0, 0],
+        "{r2}"
+    );
+    let approx = sw["approximate"].as_array().unwrap();
+    assert_eq!(approx.len(), 1, "{approx:?}");
+    assert!(
+        approx[0].as_str().unwrap().contains("'KNL'")
+            && approx[0].as_str().unwrap().contains("cannot be simulated"),
+        "{approx:?}"
+    );
+    assert!(text.contains("re-simulated: 2 design point(s)"), "{text}");
+    assert!(
+        text.contains("(2 geometries simulated in the same emulation"),
+        "{text}"
+    );
+    assert!(text.contains("approximate: target 'KNL'"), "{text}");
+    // Physics: the 256 KiB L2 misses on every line, so L3 serves about 8 times the bytes
+    // (the OI at L3 is lower) than behind a 2 MiB L2 that holds the working set.
+    let (small, big) = (oi_at(by("L2 256K"), "L3"), oi_at(by("L2 2M"), "L3"));
+    assert!(
+        big > 5.0 * small,
+        "OI at L3: 2 MiB L2 {big}, 256 KiB L2 {small}"
+    );
+    // With a target binary (here the same build), the geometries are simulated in its runs:
+    // the same bytes per level.
+    let out_tb = d.join("tb");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args([
+            "analyze",
+            "-m",
+            "cascadelake-8260",
+            "-t",
+            "cascadelake-8260",
+        ])
+        .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
+        .arg("--target-binary")
+        .arg(&prog)
+        .arg("--scenario")
+        .arg(d.join("sweep.toml"))
+        .arg("-o")
+        .arg(&out_tb)
+        .arg("--")
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    ok(&o);
+    let tb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_tb.join("result.json")).unwrap())
+            .unwrap();
+    let tb_pts = tb["sweep"]["points"].as_array().unwrap();
+    for t in ["L2 256K", "L2 2M"] {
+        let p = tb_pts.iter().find(|p| p["target"] == t).unwrap();
+        assert_eq!(p["bytes"], "resimulated", "{t}");
+        for l in ["L1", "L2", "L3", "MM"] {
+            assert_eq!(oi_at(p, l), oi_at(by(t), l), "{t}, OI at {l}");
+        }
+    }
+    // The same geometries re-simulated by `explore` from the analyzed profile give the same
+    // OI at every level (the simulation is deterministic).
+    std::fs::write(d.join("p.json"), r["source_profile"].to_string()).unwrap();
+    std::fs::write(
+        d.join("explore.toml"),
+        format!(
+            "name = \"L2 size\"\n[source]\nmachine = \"cascadelake-8260\"\nprofile = \"p.json\"\ngflops = 1.0\n\n[[variants]]\nname = \"triad\"\nprofile = \"p.json\"\n{targets}"
+        ),
+    )
+    .unwrap();
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .arg("explore")
+        .arg(d.join("explore.toml"))
+        .args(["--format", "json", "--function", "kernel", "--"])
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    let e: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let epts = e["points"].as_array().unwrap();
+    for t in ["L2 256K", "L2 2M"] {
+        let ep = epts.iter().find(|p| p["target"] == t).unwrap();
+        assert_eq!(ep["bytes"], "resimulated", "{t}");
+        for l in ["L1", "L2", "L3", "MM"] {
+            let (a, x) = (oi_at(by(t), l), oi_at(ep, l));
+            assert!(
+                (a - x).abs() <= 1e-9 * x.abs(),
+                "{t}, OI at {l}: analyze {a}, explore {x}"
+            );
+        }
+    }
+}

@@ -124,6 +124,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         placement: a.placement.clone(),
         calibration: None,
         sample: a.sample.map(hpcscope_mix::SampleSpec::sets).transpose()?,
+        sweep_machines: sweep_targets
+            .iter()
+            .flat_map(|s| s.targets.iter().map(|(_, m)| m.clone()))
+            .collect(),
     };
     if a.threads == Some(0) {
         anyhow::bail!(hpcscope_core::InputError::new(
