@@ -8,7 +8,7 @@
 mod common;
 use common::{TRIAD, cc, qemu_plugin_ready as ready};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn bin() -> Command {
@@ -416,26 +416,31 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
         ),
     )
     .unwrap();
+    // analyze of the triad with the sweep, and `extra` arguments, into `out`.
+    let analyze = |out: &Path, extra: &[&std::ffi::OsStr]| {
+        bin()
+            .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+            .args([
+                "analyze",
+                "-m",
+                "cascadelake-8260",
+                "-t",
+                "cascadelake-8260",
+            ])
+            .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
+            .args(extra)
+            .arg("--scenario")
+            .arg(d.join("sweep.toml"))
+            .arg("-o")
+            .arg(out)
+            .arg("--")
+            .arg(&prog)
+            .args([n, reps])
+            .output()
+            .unwrap()
+    };
     let out = d.join("a");
-    let o = bin()
-        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
-        .args([
-            "analyze",
-            "-m",
-            "cascadelake-8260",
-            "-t",
-            "cascadelake-8260",
-        ])
-        .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
-        .arg("--scenario")
-        .arg(d.join("sweep.toml"))
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(&prog)
-        .args([n, reps])
-        .output()
-        .unwrap();
+    let o = analyze(&out, &[]);
     let text = ok(&o);
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
@@ -475,27 +480,7 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
     // With a target binary (here the same build), the geometries are simulated in its runs:
     // the same bytes per level.
     let out_tb = d.join("tb");
-    let o = bin()
-        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
-        .args([
-            "analyze",
-            "-m",
-            "cascadelake-8260",
-            "-t",
-            "cascadelake-8260",
-        ])
-        .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
-        .arg("--target-binary")
-        .arg(&prog)
-        .arg("--scenario")
-        .arg(d.join("sweep.toml"))
-        .arg("-o")
-        .arg(&out_tb)
-        .arg("--")
-        .arg(&prog)
-        .args([n, reps])
-        .output()
-        .unwrap();
+    let o = analyze(&out_tb, &["--target-binary".as_ref(), prog.as_os_str()]);
     ok(&o);
     let tb: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_tb.join("result.json")).unwrap())
