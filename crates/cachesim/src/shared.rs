@@ -177,6 +177,11 @@ impl SharedNodes {
         self.parts.iter().map(|p| p.levels).sum()
     }
 
+    /// The part that simulates node `i`'s L1: nodes with the same one share some levels.
+    pub fn root_of(&self, i: usize) -> usize {
+        self.paths[i][0]
+    }
+
     /// The nodes, in the order given.
     pub fn nodes(&self) -> &[NodeConfig] {
         &self.nodes
