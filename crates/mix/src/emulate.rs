@@ -874,6 +874,9 @@ pub(crate) type SampledResult = (Vec<(HierarchyStats, Vec<ThreadStats>)>, Sampli
 /// falls behind. Otherwise the reading thread simulates every node itself: on a 2-CPU
 /// machine that beats worker threads that share QEMU's CPU (they copy every buffer and
 /// compete for the host's caches). `HPCSCOPE_SIM_WORKERS=N` forces N workers (1: none).
+/// Nodes simulated whole (on the reading thread, or a worker's whole machines) that have
+/// first levels in common simulate those once (`hpcscope_cachesim::SharedNodes`); sampled
+/// simulations and machines cut by set class do not share.
 pub(crate) fn read_stream(
     f: impl Read,
     sims: Vec<NodeSim>,
