@@ -762,7 +762,9 @@ impl Hierarchy {
         };
         if victim != INVALID {
             lvl.evictions += 1;
-            if j == 0 {
+            // (A tail's first level has no memo in use: its entries would only cost a
+            // host-cache miss each.)
+            if j == 0 && !self.tail {
                 self.l1_dropped(victim);
             }
             // A clean victim just leaves. A dirty one goes to the next level, first where
