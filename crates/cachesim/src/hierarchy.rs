@@ -14,6 +14,15 @@
 //!   everywhere fills L1 only. Each level's victim moves to the next level; the last level's
 //!   dirty victims are written back to memory.
 //!
+//! In parts (non-inclusive only): a hierarchy can record what leaves its last level
+//! ([`LineEvent`]s: demand lookups of the lines it missed, with the access's bytes, and
+//! dirty victims written back, in the order the next level receives them), and a hierarchy
+//! of the levels below (a *tail*, whose first level is built like a level below L1) can be
+//! fed those events instead of program accesses. The two count exactly what the whole
+//! hierarchy counts, level for level: a non-inclusive level's state depends only on what
+//! arrives from above. In a tail the L1 fast paths below do not apply (no program access
+//! reaches it); a replayed event prefetches the sets of the event [`LOOKAHEAD`] further.
+//!
 //! Fast paths (they change no result, only the time to get it):
 //! - The hierarchy remembers the last line L1 served and where it sits. An access to that
 //!   line again is an L1 hit that needs no replacement update (the line is already most

@@ -21,6 +21,13 @@
 //! Counters are kept per thread: each thread's [`HierarchyStats`] counts the accesses of
 //! that thread, the levels that served them (its core's private levels, the shared
 //! instances), and the write-backs and fills its accesses caused.
+//!
+//! A non-inclusive node can be simulated in parts cut below private levels
+//! ([`NodeSim::part`]): the first part is fed the accesses and passes on what leaves its
+//! last level, batch by batch, to the part below ([`NodeSim::replay`], same thread), and
+//! [`join_parts`] / [`join_thread_parts`] put the counters together, equal to the whole
+//! node's. [`crate::SharedNodes`] uses it to simulate first levels that several nodes have
+//! in common once.
 
 use std::collections::HashMap;
 
