@@ -162,8 +162,8 @@ pub struct Hierarchy {
     outflow: Option<Vec<LineEvent>>,
 }
 
-/// [`LineEvent::bytes`] of a write-back.
-const WRITE_BACK: u32 = u32::MAX;
+/// [`LineEvent::bytes`] of a write-back (more than any piece of an access: sizes are u32).
+const WRITE_BACK: u64 = u64::MAX;
 
 /// What leaves the last level of a (non-inclusive) hierarchy for the level below it, in
 /// the order the levels below receive it: a demand lookup of a line the last level missed
@@ -175,16 +175,16 @@ const WRITE_BACK: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineEvent {
     line: u64,
-    bytes: u32,
+    bytes: u64,
 }
 
 impl LineEvent {
     /// A demand lookup of `line` serving `bytes` program bytes.
     pub fn demand(line: u64, bytes: u64) -> Self {
-        // A piece of an access lies inside one line (at most 2^31 bytes: validated).
+        // A piece of an access has at most u32::MAX bytes: never taken for a write-back.
         Self {
             line,
-            bytes: u32::try_from(bytes).unwrap_or(WRITE_BACK - 1),
+            bytes: bytes.min(WRITE_BACK - 1),
         }
     }
 
@@ -203,7 +203,7 @@ impl LineEvent {
 
     /// The program bytes a demand lookup serves (`None`: a write-back).
     pub fn bytes(&self) -> Option<u64> {
-        (self.bytes != WRITE_BACK).then_some(u64::from(self.bytes))
+        (self.bytes != WRITE_BACK).then_some(self.bytes)
     }
 }
 
@@ -337,7 +337,7 @@ impl Hierarchy {
             if e.bytes == WRITE_BACK {
                 self.write_back_search(0, e.line);
             } else {
-                self.demand(e.line, u64::from(e.bytes));
+                self.demand(e.line, e.bytes);
             }
         }
     }
