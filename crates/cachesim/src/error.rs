@@ -122,6 +122,20 @@ pub enum ConfigError {
         /// The level above's.
         previous: u32,
     },
+    /// A node cannot be simulated in parts split at this level (see `NodeSim::part`).
+    #[error(
+        "node '{hierarchy}': cannot simulate levels {from}..{to} apart from the others: {reason}"
+    )]
+    Split {
+        /// Node name.
+        hierarchy: String,
+        /// First level of the part (0 = L1).
+        from: usize,
+        /// One past its last level.
+        to: usize,
+        /// Why not.
+        reason: &'static str,
+    },
 }
 
 /// The background simulator's worker stopped.

@@ -14,6 +14,15 @@
 //!   everywhere fills L1 only. Each level's victim moves to the next level; the last level's
 //!   dirty victims are written back to memory.
 //!
+//! In parts (non-inclusive only): a hierarchy can record what leaves its last level
+//! ([`LineEvent`]s: demand lookups of the lines it missed, with the access's bytes, and
+//! dirty victims written back, in the order the next level receives them), and a hierarchy
+//! of the levels below (a *tail*, whose first level is built like a level below L1) can be
+//! fed those events instead of program accesses. The two count exactly what the whole
+//! hierarchy counts, level for level: a non-inclusive level's state depends only on what
+//! arrives from above. In a tail the L1 fast paths below do not apply (no program access
+//! reaches it); a replayed event prefetches the sets of the event [`LOOKAHEAD`] further.
+//!
 //! Fast paths (they change no result, only the time to get it):
 //! - The hierarchy remembers the last line L1 served and where it sits. An access to that
 //!   line again is an L1 hit that needs no replacement update (the line is already most
@@ -146,13 +155,65 @@ pub struct Hierarchy {
     /// level (level, line, dirty), so that copies in other cores' caches, kept outside
     /// this hierarchy, can be back-invalidated too.
     evict_log: Option<Vec<(usize, u64, bool)>>,
+    /// The levels below a part simulated elsewhere (see [`Hierarchy::replay`]): level 0 is
+    /// built like a level below L1 and never sees program accesses.
+    tail: bool,
+    /// When asked for ([`Hierarchy::capture_outflow`]): what went to memory, in order.
+    outflow: Option<Vec<LineEvent>>,
+}
+
+/// [`LineEvent::bytes`] of a write-back (more than any piece of an access: sizes are u32).
+const WRITE_BACK: u64 = u64::MAX;
+
+/// What leaves the last level of a (non-inclusive) hierarchy for the level below it, in
+/// the order the levels below receive it: a demand lookup of a line the last level missed
+/// (with the bytes of the access it serves) or a dirty victim written back. A hierarchy
+/// made of the levels below, fed these events ([`Hierarchy::replay`]), counts exactly
+/// what those levels count under the whole hierarchy: with the non-inclusive policy a
+/// level's state depends only on what arrives from above it (fills from below are clean
+/// and go outermost first, and nothing is invalidated from below).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineEvent {
+    line: u64,
+    bytes: u64,
+}
+
+impl LineEvent {
+    /// A demand lookup of `line` serving `bytes` program bytes.
+    pub fn demand(line: u64, bytes: u64) -> Self {
+        // A piece of an access has at most u32::MAX bytes: never taken for a write-back.
+        Self {
+            line,
+            bytes: bytes.min(WRITE_BACK - 1),
+        }
+    }
+
+    /// A dirty copy of `line` written back.
+    pub fn write_back(line: u64) -> Self {
+        Self {
+            line,
+            bytes: WRITE_BACK,
+        }
+    }
+
+    /// The line number (address / line size).
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The program bytes a demand lookup serves (`None`: a write-back).
+    pub fn bytes(&self) -> Option<u64> {
+        (self.bytes != WRITE_BACK).then_some(self.bytes)
+    }
 }
 
 /// Builds level `i` of `cfg` (validated) as [`Hierarchy::new`] does: L1 keeps LRU stamps,
 /// levels below L1 may keep narrow tags, and levels above the last keep hints to the next.
-pub(crate) fn build_level(cfg: &HierarchyConfig, i: usize) -> Level {
+/// In a `tail` (levels below a part simulated elsewhere) level 0 is built like those below.
+pub(crate) fn build_level(cfg: &HierarchyConfig, i: usize, tail: bool) -> Level {
     let n = cfg.levels.len();
-    let mut level = Level::build(&cfg.levels[i], i == 0, i > 0);
+    let l1 = i == 0 && !tail;
+    let mut level = Level::build(&cfg.levels[i], l1, !l1);
     // Hints index the next level's tag store with a u32.
     if cfg.inclusion != Inclusion::Exclusive
         && i + 1 < n
@@ -205,7 +266,7 @@ impl Hierarchy {
         cfg.validate()?;
         let line_bytes = cfg.levels[0].line_bytes;
         let n = cfg.levels.len();
-        let levels = (0..n).map(|i| build_level(&cfg, i)).collect();
+        let levels = (0..n).map(|i| build_level(&cfg, i, false)).collect();
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
             line_mask: line_bytes - 1,
@@ -228,7 +289,103 @@ impl Hierarchy {
             split_accesses: 0,
             extra_pieces: 0,
             evict_log: None,
+            tail: false,
+            outflow: None,
         })
+    }
+
+    /// A hierarchy of levels that sit below a part simulated elsewhere: it is fed what
+    /// leaves that part ([`Hierarchy::replay`]), never program accesses. Non-inclusive only.
+    pub(crate) fn new_tail(cfg: HierarchyConfig) -> Result<Self, ConfigError> {
+        let mut h = Self::new(cfg)?;
+        h.tail = true;
+        h.levels[0] = build_level(&h.cfg, 0, true);
+        Ok(h)
+    }
+
+    /// Whether this hierarchy is fed by [`Hierarchy::replay`] only.
+    pub(crate) fn is_tail(&self) -> bool {
+        self.tail
+    }
+
+    /// Records from now on what leaves the last level (demand lookups and write-backs that
+    /// reach memory), for [`Hierarchy::take_outflow`]. Memory still counts them.
+    pub(crate) fn capture_outflow(&mut self) {
+        self.outflow.get_or_insert_with(Vec::new);
+    }
+
+    /// Appends what left the last level since the last call to `into`, in order.
+    pub(crate) fn take_outflow(&mut self, into: &mut Vec<LineEvent>) {
+        if let Some(o) = &mut self.outflow {
+            into.append(o);
+        }
+    }
+
+    /// Feeds `events`, what left the levels above these (see [`LineEvent`]), in order:
+    /// a demand lookup goes down the levels until one holds the line (or memory serves it)
+    /// and fills the levels above that one, outermost first; a write-back marks this
+    /// hierarchy's first level's copy dirty or allocates it. Non-inclusive hierarchies only.
+    pub(crate) fn replay(&mut self, events: &[LineEvent]) {
+        debug_assert_eq!(self.cfg.inclusion, Inclusion::NonInclusive);
+        for (i, e) in events.iter().enumerate() {
+            // The sets of an event a few ahead come into the host's caches meanwhile.
+            if let Some(next) = events.get(i + LOOKAHEAD) {
+                for lvl in &self.levels {
+                    lvl.prefetch(next.line);
+                }
+            }
+            if e.bytes == WRITE_BACK {
+                self.write_back_search(0, e.line);
+            } else {
+                self.demand(e.line, e.bytes);
+            }
+        }
+    }
+
+    /// A demand lookup of `line` arriving at the first level (see [`Hierarchy::replay`]):
+    /// [`Hierarchy::locate_non_inclusive`] below L1.
+    fn demand(&mut self, line: u64, bytes: u64) {
+        let n = self.levels.len();
+        let mut served = n;
+        let mut at = NO_HINT;
+        for k in 0..n {
+            let lvl = &mut self.levels[k];
+            let (set, base) = lvl.set_base(line);
+            if let Some(w) = lvl.find_way(set, base, line) {
+                lvl.touch_way(set, base + w, w);
+                lvl.hits += 1;
+                lvl.bytes += bytes;
+                served = k;
+                at = hint(base + w);
+                break;
+            }
+            lvl.misses += 1;
+        }
+        if served == n {
+            self.read_memory(line, bytes);
+        }
+        for k in (0..served).rev() {
+            at = hint(self.fill_non_inclusive(k, line, false, at));
+        }
+    }
+
+    /// A demand lookup of `line` for `bytes` bytes missed every level: memory serves it.
+    #[inline(always)]
+    fn read_memory(&mut self, line: u64, bytes: u64) {
+        self.mem_reads += 1;
+        self.mem_bytes += bytes;
+        if let Some(o) = &mut self.outflow {
+            o.push(LineEvent::demand(line, bytes));
+        }
+    }
+
+    /// A dirty `line` leaves the last level for memory.
+    #[inline(always)]
+    fn write_to_memory(&mut self, line: u64) {
+        self.mem_writebacks += 1;
+        if let Some(o) = &mut self.outflow {
+            o.push(LineEvent::write_back(line));
+        }
     }
 
     /// The configuration this hierarchy was built from.
@@ -588,8 +745,7 @@ impl Hierarchy {
             lvl.misses += 1;
         }
         if served == n {
-            self.mem_reads += 1;
-            self.mem_bytes += bytes;
+            self.read_memory(line, bytes);
         }
         for k in (1..served).rev() {
             at = hint(self.fill_non_inclusive(k, line, false, at));
@@ -615,7 +771,9 @@ impl Hierarchy {
         };
         if victim != INVALID {
             lvl.evictions += 1;
-            if j == 0 {
+            // (A tail's first level has no memo in use: its entries would only cost a
+            // host-cache miss each.)
+            if j == 0 && !self.tail {
                 self.l1_dropped(victim);
             }
             // A clean victim just leaves. A dirty one goes to the next level, first where
@@ -624,7 +782,7 @@ impl Hierarchy {
             if vdirty != 0 {
                 self.levels[j].writebacks += 1;
                 if j + 1 == n {
-                    self.mem_writebacks += 1;
+                    self.write_to_memory(victim);
                 } else if self.levels[j + 1].holds(vhint as usize, victim) {
                     self.levels[j + 1].set_dirty(vhint as usize);
                 } else {
@@ -756,7 +914,7 @@ impl Hierarchy {
     /// is where it may sit there.
     fn write_back(&mut self, k: usize, line: u64, at: u32) {
         if k == self.levels.len() {
-            self.mem_writebacks += 1;
+            self.write_to_memory(line);
             return;
         }
         let lvl = &mut self.levels[k];

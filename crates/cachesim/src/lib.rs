@@ -18,6 +18,8 @@
 //! - [`MultiSim`]: several hierarchies fed from one stream.
 //! - [`NodeSim`]: a node's caches fed with several threads' accesses: private levels per
 //!   core, shared levels per group of cores, threads placed on cores.
+//! - [`SharedNodes`]: several nodes fed one stream, the first levels they have in common
+//!   (private, non-inclusive) simulated once, every counter as if each node ran alone.
 //! - [`BackgroundSim`]: a [`MultiSim`] on a worker thread behind a bounded buffer queue.
 //! - [`lackey`]: reads valgrind lackey traces (used to validate against cachegrind).
 //!
@@ -53,6 +55,7 @@ mod level;
 mod lines;
 mod multi;
 mod node;
+mod shared;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
@@ -60,9 +63,12 @@ use serde::{Deserialize, Serialize};
 pub use background::{BackgroundOptions, BackgroundReport, BackgroundSim, Segment};
 pub use config::{CacheConfig, HierarchyConfig, Inclusion, Replacement};
 pub use error::{BackgroundError, ConfigError, TraceError};
-pub use hierarchy::Hierarchy;
+pub use hierarchy::{Hierarchy, LineEvent};
 pub use multi::MultiSim;
-pub use node::{NodeConfig, NodeLevel, NodeSim, Placement, ThreadStats};
+pub use node::{
+    NodeConfig, NodeLevel, NodeSim, Placement, ThreadStats, join_parts, join_thread_parts,
+};
+pub use shared::SharedNodes;
 pub use stats::{HierarchyStats, LevelStats};
 
 /// What a batch may hold: [`Access`] or [`PackedAccess`].

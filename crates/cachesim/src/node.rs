@@ -21,6 +21,13 @@
 //! Counters are kept per thread: each thread's [`HierarchyStats`] counts the accesses of
 //! that thread, the levels that served them (its core's private levels, the shared
 //! instances), and the write-backs and fills its accesses caused.
+//!
+//! A non-inclusive node can be simulated in parts cut below private levels
+//! ([`NodeSim::part`]): the first part is fed the accesses and passes on what leaves its
+//! last level, batch by batch, to the part below ([`NodeSim::replay`], same thread), and
+//! [`join_parts`] / [`join_thread_parts`] put the counters together, equal to the whole
+//! node's. [`crate::SharedNodes`] uses it to simulate first levels that several nodes have
+//! in common once.
 
 use std::collections::HashMap;
 
@@ -29,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::IntoAccess;
 use crate::config::{CacheConfig, HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
-use crate::hierarchy::{Hierarchy, L1State, build_level};
+use crate::hierarchy::{Hierarchy, L1State, LineEvent, build_level};
 use crate::level::Level;
 use crate::stats::{HierarchyStats, LevelStats};
 
@@ -223,6 +230,9 @@ pub struct ThreadStats {
 pub struct NodeSim {
     cfg: NodeConfig,
     placement: Placement,
+    /// Cores sharing the outermost shared level of the whole node (a part's own levels may
+    /// not include it), for [`Placement::core_of`].
+    widest: u32,
     sharing: Vec<u32>,
     /// The levels of the running thread's core.
     active: Hierarchy,
@@ -244,13 +254,69 @@ pub struct NodeSim {
 impl NodeSim {
     /// Validates `cfg` and builds a cold node.
     pub fn new(cfg: NodeConfig, placement: Placement) -> Result<Self, ConfigError> {
+        let n = cfg.levels.len();
+        Self::part(&cfg, 0..n, placement)
+    }
+
+    /// Levels `levels` of node `cfg` alone, to be simulated apart from the others: the
+    /// first part (from L1) is fed program accesses ([`NodeSim::access_batch`]), a part
+    /// below it is fed what leaves the part above ([`NodeSim::take_outflow`],
+    /// [`NodeSim::replay`]). Threads land on the cores the whole node puts them on, and
+    /// each part counts exactly what its levels count in the whole node (for each thread;
+    /// [`join_parts`] puts the counters back together).
+    ///
+    /// Exact, and so accepted, only where a level's state depends on nothing but what
+    /// arrives from above: the non-inclusive policy, and every level above the cut private
+    /// to a core (`shared_by_cores = 1`). Whole nodes (`0..n`) are always accepted.
+    pub fn part(
+        cfg: &NodeConfig,
+        levels: std::ops::Range<usize>,
+        placement: Placement,
+    ) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        let mut active = Hierarchy::new(cfg.hierarchy())?;
+        let n = cfg.levels.len();
+        let err = |reason| ConfigError::Split {
+            hierarchy: cfg.name.clone(),
+            from: levels.start,
+            to: levels.end,
+            reason,
+        };
+        if levels.start >= levels.end || levels.end > n {
+            return Err(err("the part has no level of the node"));
+        }
+        let whole = levels.start == 0 && levels.end == n;
+        if !whole {
+            if cfg.inclusion != Inclusion::NonInclusive {
+                return Err(err("only non-inclusive levels can be simulated in parts"));
+            }
+            let cut = if levels.end < n {
+                levels.end
+            } else {
+                levels.start
+            };
+            if cfg.levels[..cut].iter().any(|l| l.shared_by_cores != 1) {
+                return Err(err(
+                    "a level above the cut is shared by several cores (only private levels can be simulated apart)",
+                ));
+            }
+        }
+        let widest = cfg.widest_sharing();
+        let start = levels.start;
+        let cfg = NodeConfig {
+            levels: cfg.levels[levels].to_vec(),
+            ..cfg.clone()
+        };
+        let mut active = if start > 0 {
+            Hierarchy::new_tail(cfg.hierarchy())?
+        } else {
+            Hierarchy::new(cfg.hierarchy())?
+        };
         if cfg.levels.iter().any(|l| l.shared_by_cores > 1) {
             active.log_evictions();
         }
         let n = cfg.levels.len();
         Ok(Self {
+            widest,
             sharing: cfg.levels.iter().map(|l| l.shared_by_cores).collect(),
             snapshot: active.stats(),
             active,
@@ -276,8 +342,47 @@ impl NodeSim {
 
     /// The core thread `thread` runs on.
     pub fn core_of(&self, thread: u32) -> u32 {
-        self.placement
-            .core_of(thread, self.cfg.cores, self.cfg.widest_sharing())
+        self.placement.core_of(thread, self.cfg.cores, self.widest)
+    }
+
+    /// Records from now on what leaves this node's (or part's) last level, for a part
+    /// below it ([`NodeSim::take_outflow`]). Only non-inclusive nodes whose levels are all
+    /// private to a core (see [`NodeSim::part`]).
+    pub fn capture_outflow(&mut self) -> Result<(), ConfigError> {
+        if self.cfg.inclusion != Inclusion::NonInclusive || self.widest_here() != 1 {
+            return Err(ConfigError::Split {
+                hierarchy: self.cfg.name.clone(),
+                from: 0,
+                to: self.sharing.len(),
+                reason: "only non-inclusive levels private to a core can pass on what leaves them",
+            });
+        }
+        self.active.capture_outflow();
+        Ok(())
+    }
+
+    /// Whether this is a first part (or a whole node), fed program accesses.
+    pub fn is_head(&self) -> bool {
+        !self.active.is_tail()
+    }
+
+    fn widest_here(&self) -> u32 {
+        self.sharing.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Appends to `into` what left the last level since the last call, in order (the
+    /// events of the thread of the last batch: take them after each batch).
+    pub fn take_outflow(&mut self, into: &mut Vec<LineEvent>) {
+        self.active.take_outflow(into);
+    }
+
+    /// Feeds a part below others ([`NodeSim::part`]) what left the part above while it
+    /// simulated a batch of thread `thread`'s accesses. The thread counts as having run
+    /// here even when nothing reached these levels.
+    pub fn replay(&mut self, thread: u32, events: &[LineEvent]) {
+        debug_assert!(self.active.is_tail(), "replay into a part fed by accesses");
+        self.switch_to(thread);
+        self.active.replay(events);
     }
 
     /// Simulates a batch of thread `thread`'s accesses, in order.
@@ -311,7 +416,7 @@ impl NodeSim {
             }
             let mut level = self.stash[k]
                 .remove(&want)
-                .unwrap_or_else(|| build_level(self.active.config(), k));
+                .unwrap_or_else(|| build_level(self.active.config(), k, self.active.is_tail()));
             if k == 0 {
                 let mut st = self.l1_stash.remove(&want).unwrap_or_else(L1State::cold);
                 self.active.swap_level(0, &mut level, Some(&mut st));
@@ -425,6 +530,76 @@ impl NodeSim {
             .get(&iid)
             .is_some_and(|l| l.contains(line))
     }
+}
+
+/// The counters of node `cfg` from those of its parts ([`NodeSim::part`]), nearest the
+/// core first: each part's levels in turn (under `cfg`'s level names), memory from the last
+/// part, program accesses and splits from the first. `None` when the parts' levels do not
+/// add up to `cfg`'s.
+pub fn join_parts(cfg: &NodeConfig, parts: &[HierarchyStats]) -> Option<HierarchyStats> {
+    let first = parts.first()?;
+    let levels: Vec<LevelStats> = parts
+        .iter()
+        .flat_map(|p| p.levels.iter().cloned())
+        .collect();
+    if levels.len() != cfg.levels.len() {
+        return None;
+    }
+    let levels: Vec<LevelStats> = levels
+        .into_iter()
+        .zip(&cfg.levels)
+        .map(|(mut l, c)| {
+            l.name.clone_from(&c.cache.name);
+            l
+        })
+        .collect();
+    let memory = parts.last()?.memory.clone();
+    let bytes = levels.iter().map(|l| l.bytes_served).sum::<u64>() + memory.bytes_served;
+    Some(HierarchyStats {
+        name: cfg.name.clone(),
+        line_bytes: first.line_bytes,
+        accesses: first.accesses,
+        split_accesses: first.split_accesses,
+        bytes,
+        levels,
+        memory,
+    })
+}
+
+/// [`join_parts`] per thread: the threads of the first part (every thread that made an
+/// access), each with its counters in every part (zero in a part it did not reach).
+pub fn join_thread_parts(cfg: &NodeConfig, parts: &[Vec<ThreadStats>]) -> Option<Vec<ThreadStats>> {
+    let first = parts.first()?;
+    first
+        .iter()
+        .map(|t| {
+            let stats: Vec<HierarchyStats> = parts
+                .iter()
+                .map(|p| match p.iter().find(|x| x.thread == t.thread) {
+                    Some(x) => x.stats.clone(),
+                    None => HierarchyStats {
+                        levels: p
+                            .first()
+                            .map(|x| {
+                                x.stats
+                                    .levels
+                                    .iter()
+                                    .map(|l| LevelStats::named(&l.name))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        memory: LevelStats::named("MM"),
+                        ..HierarchyStats::default()
+                    },
+                })
+                .collect();
+            Some(ThreadStats {
+                thread: t.thread,
+                core: t.core,
+                stats: join_parts(cfg, &stats)?,
+            })
+        })
+        .collect()
 }
 
 /// Adds the counters of `b` to `a` (same levels).

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use hpcscope_cachesim::{
-    HierarchyStats, NodeConfig, NodeSim, PackedAccess, Placement, ThreadStats,
+    HierarchyStats, NodeConfig, NodeSim, PackedAccess, Placement, SharedNodes, ThreadStats,
 };
 use serde::{Deserialize, Serialize};
 
@@ -875,6 +875,9 @@ pub(crate) type SampledResult = (Vec<(HierarchyStats, Vec<ThreadStats>)>, Sampli
 /// for the simulation then, and leaves its CPU idle
 /// ([`crate::partition::simulation_cpus`]). Otherwise the reading thread simulates every
 /// node itself. `HPCSCOPE_SIM_WORKERS=N` forces N workers (1: none).
+/// Nodes simulated whole (on the reading thread, or a worker's whole machines) that have
+/// first levels in common simulate those once (`hpcscope_cachesim::SharedNodes`); sampled
+/// simulations and machines cut by set class do not share.
 pub(crate) fn read_stream(
     f: impl Read,
     sims: Vec<NodeSim>,
@@ -963,6 +966,32 @@ pub(crate) fn read_source(
         return Ok((crate::partition::whole(sims), records, Some(result)));
     }
     if workers <= 1 {
+        // Machines with first levels in common simulate them once (every counter as each
+        // machine's own simulation: `SharedNodes`).
+        if let Some(first) = sims.first() {
+            let nodes: Vec<NodeConfig> = sims.iter().map(|s| s.config().clone()).collect();
+            let shared = SharedNodes::new(&nodes, first.placement())
+                .map_err(|e| MixError::Run(e.to_string()))?;
+            if shared.shares() {
+                drop(sims);
+                let mut shared = shared;
+                let mut records = 0;
+                let mut feed = |t: u32, r: &[PackedAccess]| shared.access_batch(t, r);
+                f.for_each_batch(|b| {
+                    records += demux.split(b, &mut runs);
+                    pacer.events(b, &runs, Instant::now(), &mut feed);
+                })?;
+                pacer.finish(&mut feed);
+                ungated(&demux)?;
+                let out = (0..nodes.len())
+                    .map(|i| Simulated::Merged {
+                        stats: shared.stats(i),
+                        threads: shared.thread_stats(i),
+                    })
+                    .collect();
+                return Ok((out, records, None));
+            }
+        }
         let mut sims = sims;
         let mut records = 0;
         let mut feed = |t: u32, r: &[PackedAccess]| {

@@ -200,6 +200,12 @@ pub fn replay_stream(
 /// Graviton 2 and 3, A64FX and its node in `analyze`). A node's number of cores only places
 /// threads with the scatter placement (`Placement::core_of`): with compact or a list of
 /// cores, nodes that differ only in their cores share a simulation.
+///
+/// The distinct nodes then share what they still have in common: first levels of the same
+/// geometry and replacement, private to a core, under the non-inclusive policy (Cascade
+/// Lake's and ThunderX2's L1; Graviton 2's, EPI-like's and Neoverse N1's L1 and L2) are
+/// simulated once, and what leaves them replayed into each node's own levels below
+/// (`hpcscope_cachesim::SharedNodes`, with the same counters as separate simulations).
 #[derive(Debug, Clone)]
 pub struct Distinct {
     /// The nodes to simulate (the first of each group, under its own name).

@@ -48,7 +48,7 @@
 use std::collections::BTreeMap;
 
 use hpcscope_cachesim::{
-    Access, HierarchyStats, IntoAccess, NodeSim, PackedAccess, Placement, ThreadStats,
+    Access, HierarchyStats, IntoAccess, NodeSim, PackedAccess, Placement, SharedNodes, ThreadStats,
 };
 
 use crate::error::MixError;
@@ -434,6 +434,11 @@ impl IntoAccess for Item {
 enum Job {
     /// The whole machine, fed the stream as it comes.
     Whole { machine: usize, sim: Box<NodeSim> },
+    /// Whole machines that have first levels in common, simulated once for them all.
+    Shared {
+        machines: Vec<usize>,
+        sim: Box<SharedNodes>,
+    },
     /// Some of the machine's parts.
     Parts(Parts),
 }
@@ -463,6 +468,7 @@ impl Worker {
         for j in &mut self.jobs {
             match j {
                 Job::Whole { sim, .. } => sim.access_batch(t, recs),
+                Job::Shared { sim, .. } => sim.access_batch(t, recs),
                 Job::Parts(p) => p.flush(t),
             }
         }
@@ -503,6 +509,24 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
             _ => shapes.push((1, 0, Some(sim), cfg, placement)),
         }
     }
+    // Whole machines with first levels in common go to one worker, which simulates those
+    // levels once for them all (`SharedNodes`).
+    let mut workers: Vec<Worker> = (0..w).map(|_| Worker::default()).collect();
+    let mut load = vec![0f64; w];
+    for (machines, sim) in shared_groups(&shapes)? {
+        // Cost: its level simulations, in machines of its members' mean depth.
+        let levels: usize = machines.iter().map(|&m| shapes[m].3.levels.len()).sum();
+        let cost = sim.level_simulations() as f64 * machines.len() as f64 / levels as f64;
+        let k = (0..w)
+            .min_by(|&a, &b| load[a].total_cmp(&load[b]))
+            .expect("one worker at least");
+        load[k] += cost;
+        for &m in &machines {
+            shapes[m].2 = None;
+            shapes[m].0 = 0;
+        }
+        workers[k].jobs.push(Job::Shared { machines, sim });
+    }
     // Longest first: a whole machine, then the parts of the machines cut in fewest; each to
     // the least busy worker (the first of them). Each machine is assumed to cost the same.
     let mut jobs: Vec<(usize, u64)> = shapes
@@ -511,7 +535,6 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
         .flat_map(|(m, s)| (0..s.0).map(move |p| (m, p)))
         .collect();
     jobs.sort_by_key(|&(m, _)| shapes[m].0);
-    let mut load = vec![0f64; w];
     let mut owner: Vec<Vec<usize>> = shapes.iter().map(|s| vec![0; s.0 as usize]).collect();
     for &(m, p) in &jobs {
         let k = (0..w)
@@ -520,8 +543,10 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
         load[k] += 1.0 / shapes[m].0 as f64;
         owner[m][p as usize] = k;
     }
-    let mut workers: Vec<Worker> = (0..w).map(|_| Worker::default()).collect();
     for (m, (p, shift, sim, cfg, placement)) in shapes.into_iter().enumerate() {
+        if p == 0 {
+            continue; // in a shared job
+        }
         if let Some(sim) = sim {
             workers[owner[m][0]].jobs.push(Job::Whole {
                 machine: m,
@@ -561,6 +586,47 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
     Ok(workers)
 }
 
+/// The machines of `shapes` to simulate whole (one part) that have first levels in common
+/// with others, in groups that share them, each with its [`SharedNodes`].
+#[allow(clippy::type_complexity)]
+fn shared_groups(
+    shapes: &[(
+        u64,
+        u32,
+        Option<NodeSim>,
+        hpcscope_cachesim::NodeConfig,
+        Placement,
+    )],
+) -> Result<Vec<(Vec<usize>, Box<SharedNodes>)>, MixError> {
+    let whole: Vec<usize> = (0..shapes.len())
+        .filter(|&m| shapes[m].2.is_some())
+        .collect();
+    let Some(&first) = whole.first() else {
+        return Ok(Vec::new());
+    };
+    let placement = &shapes[first].4;
+    let cfgs: Vec<_> = whole.iter().map(|&m| shapes[m].3.clone()).collect();
+    let err = |e: hpcscope_cachesim::ConfigError| MixError::Run(e.to_string());
+    let all = SharedNodes::new(&cfgs, placement).map_err(err)?;
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, &m) in whole.iter().enumerate() {
+        let root = all.root_of(i);
+        match groups.iter_mut().find(|g| g.0 == root) {
+            Some(g) => g.1.push(m),
+            None => groups.push((root, vec![m])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| g.1.len() > 1)
+        .map(|(_, machines)| {
+            let cfgs: Vec<_> = machines.iter().map(|&m| shapes[m].3.clone()).collect();
+            let sim = SharedNodes::new(&cfgs, placement).map_err(err)?;
+            Ok((machines, Box::new(sim)))
+        })
+        .collect()
+}
+
 /// The machines' simulations from what the workers did, in the order [`plan`] was given
 /// them: the counters of a cut machine added up over its parts, with its accesses and
 /// split accesses counted as one simulator counts them.
@@ -569,9 +635,18 @@ pub(crate) fn merge(workers: Vec<Worker>, machines: usize) -> Vec<Simulated> {
     let mut zero: Vec<Option<HierarchyStats>> = vec![None; machines];
     let mut threads: Vec<BTreeMap<u32, ThreadStats>> = vec![BTreeMap::new(); machines];
     let mut splits: Vec<BTreeMap<u32, (u64, u64)>> = vec![BTreeMap::new(); machines];
+    let mut shared: Vec<Option<Simulated>> = (0..machines).map(|_| None).collect();
     for job in workers.into_iter().flat_map(|w| w.jobs) {
         match job {
             Job::Whole { machine, sim } => whole[machine] = Some(sim),
+            Job::Shared { machines, sim } => {
+                for (i, &m) in machines.iter().enumerate() {
+                    shared[m] = Some(Simulated::Merged {
+                        stats: sim.stats(i),
+                        threads: sim.thread_stats(i),
+                    });
+                }
+            }
             Job::Parts(p) => {
                 let m = p.machine;
                 for sim in &p.sims {
@@ -601,6 +676,10 @@ pub(crate) fn merge(workers: Vec<Worker>, machines: usize) -> Vec<Simulated> {
     for m in 0..machines {
         if let Some(sim) = whole[m].take() {
             out.push(Simulated::Node(sim));
+            continue;
+        }
+        if let Some(s) = shared[m].take() {
+            out.push(s);
             continue;
         }
         let mut stats = zero[m].take().unwrap_or_default();
@@ -848,6 +927,7 @@ mod tests {
             for j in &w.jobs {
                 match j {
                     Job::Whole { machine, .. } => whole.push(*machine),
+                    Job::Shared { machines, .. } => whole.extend(machines),
                     Job::Parts(p) => *parts.entry(p.machine).or_default() += p.sims.len() as u64,
                 }
             }

@@ -1,5 +1,7 @@
 //! The plugin's record stream as mix replays it, from bytes nobody vouches for.
 
+mod common;
+
 use hpcscope_cachesim::{PackedAccess, Placement};
 
 /// A thread marker naming thread 4,294,967,280 (a damaged or forged stream; the plugin
@@ -50,31 +52,6 @@ fn line_crossing_accesses_stay_with_their_thread_across_a_core_switch() {
     assert_eq!(t[1].stats.accesses, 1, "{t:?}");
 }
 
-/// A stream of two threads over 48 MiB (a linear congruential walk, loads and stores), so
-/// that every level of every bundled machine hits and misses.
-fn two_thread_stream(n: u64) -> Vec<u8> {
-    let mut s = b"HPCSMT03".to_vec();
-    let mut x = 12345u64;
-    for i in 0..n {
-        if i % 1000 == 0 {
-            let t = (i / 1000) % 2;
-            s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
-        }
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        // Half the accesses walk a small array (hits), half anywhere in 48 MiB.
-        let addr = if i % 2 == 0 {
-            0x100_0000 + (i * 8) % (256 << 10)
-        } else {
-            0x400_0000 + (x >> 20) % (48 << 20)
-        };
-        let a = PackedAccess::new(addr, 8, x & 1 == 1).unwrap();
-        s.extend_from_slice(&a.0.to_le_bytes());
-    }
-    s
-}
-
 /// Machines with the same caches are simulated once and their counters shared: every
 /// bundled machine's counters (all threads and per thread) are those of its own simulation
 /// alone, with the compact and the scatter placement, and the groups are the expected ones.
@@ -98,7 +75,7 @@ fn machines_with_the_same_caches_share_one_simulation_and_count_the_same() {
         .iter()
         .map(|m| hpcscope_mix::node(m).unwrap())
         .collect();
-    let stream = two_thread_stream(60_000);
+    let stream = common::two_thread_stream(60_000);
     for (placement, distinct) in [(Placement::Compact, 6), (Placement::Scatter, 7)] {
         let d = hpcscope_mix::Distinct::new(&nodes, &placement);
         assert_eq!(d.nodes.len(), distinct, "{placement:?}: {:?}", d.of);

@@ -99,3 +99,28 @@ pub fn plugin_v4() -> PathBuf {
     v4.join(if release { "release" } else { "debug" })
         .join("libhpcscope_qemu_plugin.so")
 }
+
+/// A stream of two threads over 48 MiB (a linear congruential walk, loads and stores), so
+/// that every level of every bundled machine hits and misses.
+pub fn two_thread_stream(n: u64) -> Vec<u8> {
+    let mut s = b"HPCSMT03".to_vec();
+    let mut x = 12345u64;
+    for i in 0..n {
+        if i % 1000 == 0 {
+            let t = (i / 1000) % 2;
+            s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
+        }
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // Half the accesses walk a small array (hits), half anywhere in 48 MiB.
+        let addr = if i % 2 == 0 {
+            0x100_0000 + (i * 8) % (256 << 10)
+        } else {
+            0x400_0000 + (x >> 20) % (48 << 20)
+        };
+        let a = hpcscope_cachesim::PackedAccess::new(addr, 8, x & 1 == 1).unwrap();
+        s.extend_from_slice(&a.0.to_le_bytes());
+    }
+    s
+}
