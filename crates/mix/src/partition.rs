@@ -120,7 +120,8 @@ pub(crate) struct Spread {
 /// worker gains nothing. A/B in one hyperfine run per workload (2 CPUs, load average 1.4
 /// to 6; docs/mix-performance.md): `analyze`, wall x0.81 (CG), x0.87 (edge), x0.87
 /// (triad_stencil), x1.02 (Monte-Carlo, QEMU-bound); `mix` of two machines on two workers,
-/// x0.94 to x1.04.
+/// x0.94 to x1.04. With first levels in common simulated once: `analyze` x0.75 (edge) to
+/// x1.02 (Monte-Carlo).
 pub(crate) fn simulation_cpus(cpus: usize, reserved: usize, machines: usize) -> usize {
     let spare = cpus.saturating_sub(reserved);
     if reserved > 0 && spare < 2 && cpus >= 2 && machines >= 3 {
