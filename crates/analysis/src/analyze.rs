@@ -181,6 +181,9 @@ pub struct Timings {
     pub emulation_s: f64,
     /// Cache hierarchies simulated in that emulation, and machines they stand for.
     pub simulations: (usize, usize),
+    /// Cache levels those simulations comprise, first levels in common counted once, and
+    /// all their levels (`hpcscope_mix::Distinct::level_simulations`).
+    pub levels: Option<(usize, usize)>,
     /// The characterizations of the target binary (`--target-binary`).
     pub target_binary_s: f64,
     /// Rooflines and projections.
@@ -194,8 +197,14 @@ pub struct Timings {
 impl Timings {
     /// One line for the text report: `analysis 8.4 s: characterization 7.9 s (...), ...`.
     pub fn line(&self, total_s: f64) -> String {
+        let levels = match self.levels {
+            Some((shared, all)) if shared < all => {
+                format!(", {shared} level simulations for their {all} levels")
+            }
+            _ => String::new(),
+        };
         let mut parts = vec![format!(
-            "characterization {:.1} s (native runs and set-up {:.1} s, emulation with {} cache simulations for {} machines {:.1} s)",
+            "characterization {:.1} s (native runs and set-up {:.1} s, emulation with {} cache simulations for {} machines{levels} {:.1} s)",
             self.characterization_s,
             (self.characterization_s - self.emulation_s).max(0.0),
             self.simulations.0,
@@ -312,19 +321,16 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     };
     timings.characterization_s = started.elapsed().as_secs_f64();
     timings.emulation_s = mix.variants.iter().map(|v| v.emulation_s).sum();
-    timings.simulations = (
-        hpcscope_mix::Distinct::new(
-            &opts
-                .machines
-                .iter()
-                .filter_map(|m| hpcscope_mix::node(m).ok())
-                .collect::<Vec<_>>(),
-            &opts.placement,
-        )
-        .nodes
-        .len(),
-        opts.machines.len(),
+    let distinct = hpcscope_mix::Distinct::new(
+        &opts
+            .machines
+            .iter()
+            .filter_map(|m| hpcscope_mix::node(m).ok())
+            .collect::<Vec<_>>(),
+        &opts.placement,
     );
+    timings.simulations = (distinct.nodes.len(), opts.machines.len());
+    timings.levels = distinct.level_simulations(&opts.placement);
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
     let mut geometries = Geometries {
@@ -999,4 +1005,62 @@ pub fn summary_metrics(r: &AnalyzeResult) -> serde_json::Value {
         );
     }
     serde_json::Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_phase_line_says_how_many_levels_were_simulated_when_some_are_shared() {
+        let mut t = Timings {
+            characterization_s: 2.0,
+            emulation_s: 1.5,
+            simulations: (6, 9),
+            levels: Some((10, 15)),
+            ..Timings::default()
+        };
+        let line = t.line(2.5);
+        assert!(
+            line.contains(
+                "emulation with 6 cache simulations for 9 machines, 10 level simulations for their 15 levels 1.5 s"
+            ),
+            "{line}"
+        );
+        // Nothing shared, or not known: no level count.
+        for levels in [Some((15, 15)), None] {
+            t.levels = levels;
+            let line = t.line(2.5);
+            assert!(
+                line.contains("emulation with 6 cache simulations for 9 machines 1.5 s"),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn analyze_default_machines_share_first_levels() {
+        // cascadelake-8260 as the source and every bundled machine as a target, as
+        // `analyze -m cascadelake-8260` simulates them.
+        let nodes: Vec<_> = [
+            "cascadelake-8260",
+            "a64fx",
+            "a64fx-node",
+            "cascadelake-8260",
+            "epi-like",
+            "graviton2",
+            "graviton3",
+            "neoverse-n1",
+            "thunderx2",
+        ]
+        .iter()
+        .map(|id| hpcscope_mix::node(&hpcscope_core::load::machine(id).unwrap()).unwrap())
+        .collect();
+        let placement = hpcscope_mix::Placement::default();
+        let d = hpcscope_mix::Distinct::new(&nodes, &placement);
+        assert_eq!(d.nodes.len(), 6);
+        // Cascade Lake's L1 with ThunderX2's; Graviton's L1 and L2 with EPI-like's and
+        // Neoverse N1's: 3 L1s, 4 L2s, 3 L3s.
+        assert_eq!(d.level_simulations(&placement), Some((10, 15)));
+    }
 }

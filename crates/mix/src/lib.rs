@@ -247,6 +247,16 @@ impl Distinct {
         }
     }
 
+    /// Cache levels simulated for the distinct nodes on the reading thread, first levels in
+    /// common counted once, and the levels of those nodes: `(10, 15)` for analyze's default
+    /// machines. `None` when the nodes cannot be simulated together.
+    pub fn level_simulations(&self, placement: &Placement) -> Option<(usize, usize)> {
+        let all = self.nodes.iter().map(|n| n.levels.len()).sum();
+        hpcscope_cachesim::SharedNodes::new(&self.nodes, placement)
+            .ok()
+            .map(|s| (s.level_simulations(), all))
+    }
+
     /// The counters of every node asked, from those of the distinct simulations.
     pub fn caches(&self, distinct: Vec<HierarchyStats>) -> Vec<HierarchyStats> {
         if distinct.len() != self.nodes.len() {
