@@ -18,18 +18,21 @@
 #
 # Safe to run again: it does nothing when the binaries are there. Exit status 0 when built
 # or present, 1 when a step failed (the message says which); the machine's qemu-user is
-# never touched. Options: --jobs N (default: all CPUs), --force (rebuild).
+# never touched. Options: --jobs N (default: all CPUs), --force (rebuild), --print-bin (print
+# the directory the emulators go to, and exit).
 set -euo pipefail
 
 VERSION=10.0.2
 jobs=$(nproc 2>/dev/null || echo 2)
 force=0
+print_bin=0
 while (($#)); do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
     --force) force=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-    *) echo "build-qemu: unknown option $1 (use --jobs N or --force)" >&2; exit 2 ;;
+    --print-bin) print_bin=1; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "build-qemu: unknown option $1 (use --jobs N, --force or --print-bin)" >&2; exit 2 ;;
   esac
 done
 
@@ -41,6 +44,10 @@ else
   cache="$HOME/.cache/hpcscope"
 fi
 dest="$cache/qemu-$VERSION"
+if ((print_bin)); then
+  echo "$dest/bin"
+  exit 0
+fi
 
 present() {
   local v

@@ -60,14 +60,8 @@ args_of() {
 }
 
 mix_qemu10() {
-  if [ -n "${HPCSCOPE_CACHE_DIR:-}" ]; then
-    cache="$HPCSCOPE_CACHE_DIR"
-  elif [ -n "${XDG_CACHE_HOME:-}" ]; then
-    cache="$XDG_CACHE_HOME/hpcscope"
-  else
-    cache="$HOME/.cache/hpcscope"
-  fi
-  q10=${QEMU10:-"$cache/qemu-10.0.2/bin/qemu-x86_64"}
+  bin10=$(bash "$root/scripts/build-qemu.sh" --print-bin)
+  q10=${QEMU10:-"$bin10/qemu-x86_64"}
   plugin4=${PLUGIN_V4:-"$root/target/plugin-v4/release/libhpcscope_qemu_plugin.so"}
   if [ -x "$q10" ] && [ -z "${PLUGIN_V4:-}" ]; then
     (cd "$root" && cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features \
