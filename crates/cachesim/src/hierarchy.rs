@@ -345,10 +345,20 @@ impl Hierarchy {
     /// A demand lookup of `line` arriving at the first level (see [`Hierarchy::replay`]):
     /// [`Hierarchy::locate_non_inclusive`] below L1.
     fn demand(&mut self, line: u64, bytes: u64) {
+        self.serve_non_inclusive(0, line, bytes);
+    }
+
+    /// A non-inclusive demand for `line` looked up from level `from` down: the first level
+    /// holding it (or memory) serves its `bytes`, each level before that one counts a miss
+    /// and gets the line, outermost first. Returns where the line sits in level `from` (the
+    /// hint for a fill of the level above: L1's own path fills L1 with it).
+    #[inline(always)]
+    fn serve_non_inclusive(&mut self, from: usize, line: u64, bytes: u64) -> u32 {
         let n = self.levels.len();
         let mut served = n;
+        // Where the line sits in level `served`.
         let mut at = NO_HINT;
-        for k in 0..n {
+        for k in from..n {
             let lvl = &mut self.levels[k];
             let (set, base) = lvl.set_base(line);
             if let Some(w) = lvl.find_way(set, base, line) {
@@ -364,9 +374,10 @@ impl Hierarchy {
         if served == n {
             self.read_memory(line, bytes);
         }
-        for k in (0..served).rev() {
+        for k in (from..served).rev() {
             at = hint(self.fill_non_inclusive(k, line, false, at));
         }
+        at
     }
 
     /// A demand lookup of `line` for `bytes` bytes missed every level: memory serves it.
@@ -727,29 +738,7 @@ impl Hierarchy {
             return (base + w, true);
         }
         l1.misses += 1;
-        let n = self.levels.len();
-        let mut served = n;
-        // Where the line sits in level `served`.
-        let mut at = NO_HINT;
-        for k in 1..n {
-            let lvl = &mut self.levels[k];
-            let (set, base) = lvl.set_base(line);
-            if let Some(w) = lvl.find_way(set, base, line) {
-                lvl.touch_way(set, base + w, w);
-                lvl.hits += 1;
-                lvl.bytes += bytes;
-                served = k;
-                at = hint(base + w);
-                break;
-            }
-            lvl.misses += 1;
-        }
-        if served == n {
-            self.read_memory(line, bytes);
-        }
-        for k in (1..served).rev() {
-            at = hint(self.fill_non_inclusive(k, line, false, at));
-        }
+        let at = self.serve_non_inclusive(1, line, bytes);
         let index = self.fill_non_inclusive(0, line, false, at);
         self.memo[memo] = Memo { line, index };
         (index, false)
