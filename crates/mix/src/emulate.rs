@@ -940,28 +940,11 @@ pub(crate) fn read_source(
         let records = result.1.records;
         return Ok((crate::partition::whole(sims), records, Some(result)));
     }
-    // Only set sampling gates the stream: a gated stream read any other way would miss
-    // the accesses left out.
-    let ungated = |demux: &Demux| {
-        if demux.skips > 0 {
-            Err(MixError::Run(
-                "the memory stream was thinned by set sampling (the plugin's sample= argument): it can only be read by a set-sampled simulation with the same classes".into(),
-            ))
-        } else {
-            Ok(())
-        }
-    };
     if let Some(spec) = sample {
         let mut sims = sims;
-        let mut records = 0;
         let mut sampler = Sampler::new(spec);
         let mut feed = |t: u32, r: &[PackedAccess]| sampler.feed(&mut sims, t, r);
-        f.for_each_batch(|b| {
-            records += demux.split(b, &mut runs);
-            pacer.events(b, &runs, Instant::now(), &mut feed);
-        })?;
-        pacer.finish(&mut feed);
-        ungated(&demux)?;
+        let records = drive(f, &mut demux, &mut pacer, &mut runs, &mut feed)?;
         let result = sampler.finish(&sims, records);
         return Ok((crate::partition::whole(sims), records, Some(result)));
     }
@@ -975,14 +958,8 @@ pub(crate) fn read_source(
             if shared.shares() {
                 drop(sims);
                 let mut shared = shared;
-                let mut records = 0;
                 let mut feed = |t: u32, r: &[PackedAccess]| shared.access_batch(t, r);
-                f.for_each_batch(|b| {
-                    records += demux.split(b, &mut runs);
-                    pacer.events(b, &runs, Instant::now(), &mut feed);
-                })?;
-                pacer.finish(&mut feed);
-                ungated(&demux)?;
+                let records = drive(f, &mut demux, &mut pacer, &mut runs, &mut feed)?;
                 let out = (0..nodes.len())
                     .map(|i| Simulated::Merged {
                         stats: shared.stats(i),
@@ -993,18 +970,12 @@ pub(crate) fn read_source(
             }
         }
         let mut sims = sims;
-        let mut records = 0;
         let mut feed = |t: u32, r: &[PackedAccess]| {
             for sim in sims.iter_mut() {
                 sim.access_batch(t, r);
             }
         };
-        f.for_each_batch(|b| {
-            records += demux.split(b, &mut runs);
-            pacer.events(b, &runs, Instant::now(), &mut feed);
-        })?;
-        pacer.finish(&mut feed);
-        ungated(&demux)?;
+        let records = drive(f, &mut demux, &mut pacer, &mut runs, &mut feed)?;
         return Ok((crate::partition::whole(sims), records, None));
     }
     // Each worker simulates its parts of the machines (crate::partition): by set class,
@@ -1078,6 +1049,37 @@ pub(crate) fn read_source(
         ungated(&demux)?;
         Ok((crate::partition::merge(done, n), records, None))
     })
+}
+
+/// Only set sampling gates the stream: a gated stream read any other way would miss the
+/// accesses left out.
+fn ungated(demux: &Demux) -> Result<(), MixError> {
+    if demux.skips > 0 {
+        Err(MixError::Run(
+            "the memory stream was thinned by set sampling (the plugin's sample= argument): it can only be read by a set-sampled simulation with the same classes".into(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Reads every batch of `f` on this thread, splits it into the guest threads' runs and
+/// lets the pacer hand them to `feed`; returns the records read.
+fn drive(
+    f: Source<impl Read>,
+    demux: &mut Demux,
+    pacer: &mut Pacer,
+    runs: &mut Vec<Event>,
+    feed: &mut impl FnMut(u32, &[PackedAccess]),
+) -> Result<u64, MixError> {
+    let mut records = 0;
+    f.for_each_batch(|b| {
+        records += demux.split(b, runs);
+        pacer.events(b, runs, Instant::now(), feed);
+    })?;
+    pacer.finish(feed);
+    ungated(demux)?;
+    Ok(records)
 }
 
 /// First bytes of the notices of a ring (see the plugin's README).
