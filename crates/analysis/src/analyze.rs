@@ -1042,20 +1042,12 @@ mod tests {
     fn analyze_default_machines_share_first_levels() {
         // cascadelake-8260 as the source and every bundled machine as a target, as
         // `analyze -m cascadelake-8260` simulates them.
-        let nodes: Vec<_> = [
-            "cascadelake-8260",
-            "a64fx",
-            "a64fx-node",
-            "cascadelake-8260",
-            "epi-like",
-            "graviton2",
-            "graviton3",
-            "neoverse-n1",
-            "thunderx2",
-        ]
-        .iter()
-        .map(|id| hpcscope_mix::node(&hpcscope_core::load::machine(id).unwrap()).unwrap())
-        .collect();
+        let mut machines = vec![hpcscope_core::library::builtin("cascadelake-8260").unwrap()];
+        machines.extend(hpcscope_core::library::all().unwrap());
+        let nodes: Vec<_> = machines
+            .iter()
+            .filter_map(|m| hpcscope_mix::node(m).ok())
+            .collect();
         let placement = hpcscope_mix::Placement::default();
         let d = hpcscope_mix::Distinct::new(&nodes, &placement);
         assert_eq!(d.nodes.len(), 6);
