@@ -13,6 +13,11 @@
 //! a point when its source was noisy. Each pair keeps the model's interval and how the width
 //! splits into those parts, and the calibrated point estimate inside the interval, as the
 //! core scope's pairs do.
+//!
+//! The measurement is checked as the core scope checks it ([`Projection::validate`]): the
+//! band of the target's timed runs against the interval (the headline, comparable with the
+//! core scope's inside fraction), and its median alone against the interval (the strict
+//! check, kept beside it).
 
 use std::path::Path;
 
@@ -20,7 +25,7 @@ use anyhow::{Context, Result};
 use hpcscope_core::node::cores_alone;
 use hpcscope_core::point::{Calibration, PointEstimate};
 use hpcscope_core::project::{
-    Check, Inputs, Interval, Options, Projection, Side, Spread, Widening, check, project_with,
+    Inputs, Interval, Options, Projection, Side, Spread, Validation, Widening, project_with,
 };
 use hpcscope_core::roofline::Scope;
 use hpcscope_core::{AppMetrics, Precision};
@@ -62,8 +67,10 @@ pub struct NodePair {
     pub point: Option<PointEstimate>,
     /// The point estimate's error against the measurement: (point - measured) / measured.
     pub point_error: Option<f64>,
-    /// Measured GFLOP/s of the target run and how it compares.
-    pub check: Check,
+    /// Measured GFLOP/s of the target run (its median) and how it compares, as the core
+    /// scope's pairs do: `inside_within_noise` when the band of the target's runs meets the
+    /// interval (the headline); `check` the median alone against the interval (strict).
+    pub validation: Validation,
     /// Interval width over the measurement: (hi - lo) / measured.
     pub width: f64,
     /// Distance of the interval's midpoint from the measurement: |(lo + hi)/2 - m| / m.
@@ -76,8 +83,11 @@ pub struct NodePair {
 pub struct NodeSummary {
     /// Pairs evaluated.
     pub pairs: usize,
-    /// Fraction of measurements inside their interval.
+    /// Fraction whose measurement, with the band of the target's runs, meets the interval
+    /// (which carries the source's band): what the core scope's `inside_fraction` counts.
     pub inside_fraction: f64,
+    /// Fraction whose median measurement alone is inside the interval (the strict check).
+    pub inside_fraction_strict: f64,
     /// Median of (hi - lo) / measured.
     pub median_width: f64,
     /// Median of |midpoint - measured| / measured.
@@ -88,9 +98,10 @@ pub struct NodeSummary {
     pub median_point_error: Option<f64>,
     /// Largest |point - measured| / measured.
     pub max_point_error: Option<f64>,
-    /// Median error of the nearest bound (0 inside).
+    /// Median error of the interval's nearest bound against the median measurement (0
+    /// inside; the strict check's).
     pub median_error: f64,
-    /// Largest error of the nearest bound.
+    /// Largest error of the nearest bound against the median measurement.
     pub max_error: f64,
 }
 
@@ -170,18 +181,19 @@ pub fn node_projection(
 }
 
 /// Projects `from` (on `src_machine`) to `to` (on `m`) at node scope and checks against
-/// `to`'s measured performance; `None` when a side has no time.
+/// `to`'s measured performance with the spread of its runs; `None` when a side has no time.
 pub fn node_pair(
     src_machine: &Machine,
     m: &Machine,
     w: &str,
     pair: &str,
     from: &Threaded,
-    to: &Profile,
+    to: &Threaded,
     calibration: Option<&Calibration>,
 ) -> Result<Option<NodePair>> {
     let spread = from.spread;
     let from = &from.profile;
+    let (to, to_spread) = (&to.profile, to.spread);
     let fo = format!("{w} ({pair}, source)");
     let to_o = format!("{w} ({pair}, target)");
     let fa = from.regions[0].aggregate(&fo)?;
@@ -202,17 +214,24 @@ pub fn node_pair(
         calibration,
         (&fo, &to_o),
     )?;
-    Ok(Some(pair_result(w, pair, (ft.len(), tt.len()), fg, tg, &p)))
+    Ok(Some(pair_result(
+        w,
+        pair,
+        (ft.len(), tt.len()),
+        fg,
+        (tg, to_spread),
+        &p,
+    )))
 }
 
 /// The node pair of projection `p` (`threads` source and target threads, `source_gflops`
-/// and `measured` the two runs' GFLOP/s).
+/// the source run's GFLOP/s, `measured` the target's and the spread of its runs).
 fn pair_result(
     w: &str,
     pair: &str,
     threads: (usize, usize),
     source_gflops: f64,
-    measured: f64,
+    (measured, spread): (f64, Option<Spread>),
     p: &Projection,
 ) -> NodePair {
     let i = p.interval;
@@ -228,7 +247,7 @@ fn pair_result(
         widening: p.widening,
         point_error: point.as_ref().map(|e| (e.gflops - measured) / measured),
         point,
-        check: check(i, measured),
+        validation: p.validate(measured, spread),
         width: (i.hi - i.lo) / measured,
         midpoint_error: ((i.lo + i.hi) / 2.0 - measured).abs() / measured,
     }
@@ -304,7 +323,7 @@ pub fn validate_node(
             w.name,
             &format!("1 -> {t} threads (SSE2)"),
             &s1,
-            &sn.profile,
+            &sn,
             calibration,
         )?);
         out.extend(node_pair(
@@ -313,7 +332,7 @@ pub fn validate_node(
             w.name,
             &format!("1 -> {t} threads (AVX2)"),
             &a1,
-            &an.profile,
+            &an,
             calibration,
         )?);
         out.extend(node_pair(
@@ -322,7 +341,7 @@ pub fn validate_node(
             w.name,
             &format!("SSE2 -> AVX2 ({t} threads)"),
             &sn,
-            &an.profile,
+            &an,
             calibration,
         )?);
         out.extend(node_pair(
@@ -331,7 +350,7 @@ pub fn validate_node(
             w.name,
             &format!("AVX2 -> SSE2 ({t} threads)"),
             &an,
-            &sn.profile,
+            &sn,
             calibration,
         )?);
     }
@@ -344,19 +363,26 @@ pub fn summarize_node(v: &[NodePair]) -> NodeSummary {
         x.sort_by(f64::total_cmp);
         hpcscope_core::stats::median(&x).unwrap_or(0.0)
     };
-    let errs: Vec<f64> = v.iter().map(|r| r.check.nearest_bound_error).collect();
+    let errs: Vec<f64> = v
+        .iter()
+        .map(|r| r.validation.check.nearest_bound_error)
+        .collect();
     let point_errs: Vec<f64> = v
         .iter()
         .filter_map(|r| r.point_error)
         .map(f64::abs)
         .collect();
-    NodeSummary {
-        pairs: v.len(),
-        inside_fraction: if v.is_empty() {
+    let frac = |inside: &dyn Fn(&Validation) -> bool| {
+        if v.is_empty() {
             0.0
         } else {
-            v.iter().filter(|r| r.check.inside).count() as f64 / v.len() as f64
-        },
+            v.iter().filter(|r| inside(&r.validation)).count() as f64 / v.len() as f64
+        }
+    };
+    NodeSummary {
+        pairs: v.len(),
+        inside_fraction: frac(&|c| c.inside_within_noise),
+        inside_fraction_strict: frac(&|c| c.check.inside),
         median_width: med(v.iter().map(|r| r.width).collect()),
         median_midpoint_error: med(v.iter().map(|r| r.midpoint_error).collect()),
         point_pairs: point_errs.len(),
@@ -372,25 +398,23 @@ pub fn node_validation_text(v: &[NodePair], s: &NodeSummary) -> String {
     let mut text = String::new();
     for r in v {
         text.push_str(&format!(
-            "{:<11} {:<24} projected [{}, {}] point {} GFLOP/s, measured {} -> {}\n",
+            "{:<11} {:<24} projected [{}, {}] point {} GFLOP/s, measured {}{} -> {}\n",
             r.workload,
             r.pair,
             num(r.interval.lo, 4),
             num(r.interval.hi, 4),
             r.point.as_ref().map_or("-".into(), |p| num(p.gflops, 4)),
-            num(r.check.measured_gflops, 4),
-            if r.check.inside {
-                "inside".to_string()
-            } else {
-                format!("outside, nearest bound {:+.1} %", r.check.error * 100.0)
-            }
+            num(r.validation.check.measured_gflops, 4),
+            crate::validate::band_text(r.validation.spread),
+            verdict(&r.validation)
         ));
         text.push_str(&format!("{:<36} {}\n", "", width_parts(r)));
     }
     text.push_str(&format!(
-        "node summary: {} pairs, {:.0} % inside, median width {:.1} %, median midpoint error {:.1} %, median error {:.1} %, max error {:.1} %; {}\n",
+        "node summary: {} pairs, {:.0} % inside with the runs' spread ({:.0} % for the median alone), median width {:.1} %, median midpoint error {:.1} %, the median's nearest bound off by {:.1} % at the median ({:.1} % at most); {}\n",
         s.pairs,
         s.inside_fraction * 100.0,
+        s.inside_fraction_strict * 100.0,
         s.median_width * 100.0,
         s.median_midpoint_error * 100.0,
         s.median_error * 100.0,
@@ -398,6 +422,33 @@ pub fn node_validation_text(v: &[NodePair], s: &NodeSummary) -> String {
         point_summary(s)
     ));
     text
+}
+
+/// A pair's result: `inside`; `inside with the runs' spread (median outside, nearest bound
+/// +3.2 %)`; or `outside by -4.0 % (median: nearest bound -9.1 %)`.
+fn verdict(v: &Validation) -> String {
+    let c = &v.check;
+    match (v.inside_within_noise, c.inside) {
+        (true, true) => "inside".into(),
+        (true, false) => format!(
+            "inside with the runs' spread (median outside, nearest bound {:+.1} %)",
+            c.error * 100.0
+        ),
+        (false, _) => format!(
+            "outside by {:+.1} % (median: nearest bound {:+.1} %)",
+            v.error_within_noise * 100.0,
+            c.error * 100.0
+        ),
+    }
+}
+
+/// `inside`, or the signed distance `+3.2 %`.
+fn result_cell(inside: bool, error: f64) -> String {
+    if inside {
+        "inside".into()
+    } else {
+        format!("{:+.1} %", error * 100.0)
+    }
 }
 
 /// `point error 4.1 % at the median (9.0 % at most) over 16 pairs`, or why there is none.
@@ -456,12 +507,12 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
                 format!("[{}, {}]", num(r.interval.lo, 4), num(r.interval.hi, 4)),
                 crate::render::estimate_cell(r.point.as_ref()),
                 crate::render::widening_cell(r.widening),
-                num(r.check.measured_gflops, 4),
-                if r.check.inside {
-                    "inside".into()
-                } else {
-                    format!("{:+.1} %", r.check.error * 100.0)
-                },
+                num(r.validation.check.measured_gflops, 4),
+                result_cell(
+                    r.validation.inside_within_noise,
+                    r.validation.error_within_noise,
+                ),
+                result_cell(r.validation.check.inside, r.validation.check.error),
             ]
         })
         .collect();
@@ -471,17 +522,18 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
             label: format!("{} {}", r.workload, r.pair),
             lo: r.interval.lo,
             hi: r.interval.hi,
-            measured: r.check.measured_gflops,
+            measured: r.validation.check.measured_gflops,
             point: r.point.as_ref().map(|p| p.gflops),
         })
         .collect();
     Section {
         title: "Validation at node scope: thread counts and vector widths, measured here".into(),
         summary: format!(
-            "On {}, the node projection (per thread, eqs. 7.1-7.5) fell inside the interval for {:.0} % of {} pairs; median width {:.1} % and median midpoint error {:.1} % of the measurement; the nearest bound was off by {:.1} % at the median and {:.1} % at most; {}.",
+            "On {}, {} pairs: the measurement met the node projection (per thread, eqs. 7.1-7.5; both with their run-to-run spread) for {:.0} % of them, the median measurement alone fell inside the interval for {:.0} %; median width {:.1} % and median midpoint error {:.1} % of the measurement; the median's nearest bound was off by {:.1} % at the median and {:.1} % at most; {}.",
             machine.name,
-            s.inside_fraction * 100.0,
             s.pairs,
+            s.inside_fraction * 100.0,
+            s.inside_fraction_strict * 100.0,
             s.median_width * 100.0,
             s.median_midpoint_error * 100.0,
             s.median_error * 100.0,
@@ -497,7 +549,8 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
                 "point GFLOP/s",
                 "width: model / margin / noise",
                 "measured GFLOP/s",
-                "result",
+                "result (with the runs' spread)",
+                "median alone",
             ],
             &rows,
         ),
@@ -663,12 +716,15 @@ mod tests {
             profile: profile(1, 0.5),
             spread,
         };
-        let to = profile(2, 2.0 / 3.5);
+        let to = Threaded {
+            profile: profile(2, 2.0 / 3.5),
+            spread: None,
+        };
         let r = node_pair(&alone, &m, "w", "1 -> 2 threads", &from, &to, Some(&cal))
             .unwrap()
             .expect("both sides have a time");
         assert_eq!((r.source_threads, r.target_threads), (1, 2));
-        assert!((r.check.measured_gflops - 3.5).abs() < 1e-9);
+        assert!((r.validation.check.measured_gflops - 3.5).abs() < 1e-9);
         // The same projection as node_projection gives: its point and its widening.
         let tm = |p: &Profile| p.regions[0].thread_metrics("x").unwrap();
         let p = node_projection(
@@ -677,7 +733,7 @@ mod tests {
             2.0,
             spread,
             &m,
-            &tm(&to),
+            &tm(&to.profile),
             Precision::F64,
             Some(&cal),
             ("s", "t"),
@@ -754,6 +810,144 @@ mod tests {
                 .count(),
             0
         );
+    }
+
+    /// The 1 -> 2 thread pair of `node_pairs_carry_the_point_estimate_and_the_width_parts`
+    /// (source band about +-10 %, no calibration) with the target measured at `measured`
+    /// GFLOP/s, its runs spread by `spread`.
+    fn measured_pair(measured: f64, spread: Option<Spread>) -> NodePair {
+        let mut m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        m.peaks[0].core_gflops = Some(80.0);
+        for (l, c) in m.levels.iter_mut().zip([400.0, 150.0, 40.0, 15.0]) {
+            l.core_gbs = Some(c);
+        }
+        let from = Threaded {
+            profile: profile(1, 0.5),
+            spread: Spread::from_times(&[1.0, 1.1, 0.9, 1.05, 0.95]),
+        };
+        // Two threads of 1 GFLOP each: `measured` GFLOP/s over the longest one's time.
+        let to = Threaded {
+            profile: profile(2, 2.0 / measured),
+            spread,
+        };
+        node_pair(
+            &cores_alone(&m),
+            &m,
+            "w",
+            "1 -> 2 threads",
+            &from,
+            &to,
+            None,
+        )
+        .unwrap()
+        .unwrap()
+    }
+
+    /// The target's runs: rates of +-20 % around the median, a band of about +-10 %.
+    fn target_spread() -> Option<Spread> {
+        let s = Spread::from_rates(&[1.0, 0.8, 1.2, 0.9, 1.1, 0.85, 1.15]);
+        assert!(s.is_some_and(|s| s.low < 0.95 && s.high > 1.05), "{s:?}");
+        s
+    }
+
+    #[test]
+    fn a_median_outside_whose_band_meets_the_interval_is_inside_with_the_spread() {
+        let hi = measured_pair(1.0, None).interval.hi;
+        // 4 % above the interval: the median is outside, its band reaches into it.
+        let r = measured_pair(hi * 1.04, target_spread());
+        // The target's measurement does not move the projection.
+        assert_eq!(r.interval.hi, hi);
+        let v = r.validation;
+        assert!(!v.check.inside && v.inside_within_noise, "{v:?}");
+        assert!((v.check.error - (1.0 / 1.04 - 1.0)).abs() < 1e-9, "{v:?}");
+        assert_eq!(v.error_within_noise, 0.0);
+        assert_eq!(v.spread, target_spread());
+        let s = summarize_node(std::slice::from_ref(&r));
+        assert_eq!((s.inside_fraction, s.inside_fraction_strict), (1.0, 0.0));
+        // The strict check's errors stay the median's.
+        assert!((s.max_error - v.check.nearest_bound_error).abs() < 1e-12);
+        let text = node_validation_text(std::slice::from_ref(&r), &s);
+        assert!(
+            text.contains("(band ")
+                && text.contains(
+                    "-> inside with the runs' spread (median outside, nearest bound -3.8 %)"
+                )
+                && text.contains("100 % inside with the runs' spread (0 % for the median alone)"),
+            "{text}"
+        );
+        let m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        let sec = node_validation_section(&[r], &m);
+        assert!(
+            sec.summary.contains("for 100 % of them")
+                && sec
+                    .summary
+                    .contains("alone fell inside the interval for 0 %"),
+            "{}",
+            sec.summary
+        );
+        assert!(
+            sec.body_html
+                .contains("<td>inside</td><td class=\"num\">-3.8 %</td>"),
+            "{}",
+            sec.body_html
+        );
+    }
+
+    #[test]
+    fn a_band_that_misses_the_interval_is_outside_both_ways() {
+        let hi = measured_pair(1.0, None).interval.hi;
+        let sp = target_spread().unwrap();
+        let measured = hi * 1.5;
+        let r = measured_pair(measured, Some(sp));
+        let v = r.validation;
+        assert!(!v.check.inside && !v.inside_within_noise, "{v:?}");
+        // The distance from the interval to the band's low end, nearer than the median's.
+        let d = (hi - measured * sp.low) / measured;
+        assert!(d < 0.0 && (v.error_within_noise - d).abs() < 1e-9, "{v:?}");
+        assert!(v.error_within_noise > v.check.error, "{v:?}");
+        let s = summarize_node(std::slice::from_ref(&r));
+        assert_eq!((s.inside_fraction, s.inside_fraction_strict), (0.0, 0.0));
+        let text = node_validation_text(std::slice::from_ref(&r), &s);
+        assert!(
+            text.contains(&format!(
+                "-> outside by {:+.1} % (median: nearest bound {:+.1} %)",
+                d * 100.0,
+                (hi / measured - 1.0) * 100.0
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_single_target_run_is_checked_by_its_median_alone() {
+        // One run has no spread: the check with the spread is the strict one.
+        let one = Spread::from_times(&[0.7]);
+        assert!(one.is_none());
+        let i = measured_pair(1.0, None).interval;
+        let mut v = Vec::new();
+        for measured in [i.hi * 1.04, i.lo * 0.9, (i.lo + i.hi) / 2.0] {
+            let r = measured_pair(measured, one);
+            let c = r.validation;
+            assert_eq!(c.spread, None);
+            assert_eq!(c.inside_within_noise, c.check.inside, "{c:?}");
+            assert!(
+                (c.error_within_noise - c.check.error).abs() < 1e-12,
+                "{c:?}"
+            );
+            v.push(r);
+        }
+        let s = summarize_node(&v);
+        assert!((s.inside_fraction - 1.0 / 3.0).abs() < 1e-12, "{s:?}");
+        assert_eq!(s.inside_fraction, s.inside_fraction_strict);
+        let text = node_validation_text(&v, &s);
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+        assert!(
+            text.contains("33 % inside with the runs' spread (33 % for the median alone)"),
+            "{text}"
+        );
+        // No pair: zeros, not NaN.
+        let e = summarize_node(&[]);
+        assert_eq!((e.inside_fraction, e.inside_fraction_strict), (0.0, 0.0));
     }
 
     #[test]

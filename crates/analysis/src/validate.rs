@@ -743,22 +743,25 @@ fn summary_lines(title: &str, s: &Summary) -> String {
     )
 }
 
+/// ` (band -4.1/+5.3 %)`: the band of a median over its runs, or nothing without one.
+pub(crate) fn band_text(sp: Option<Spread>) -> String {
+    sp.map(|s| {
+        format!(
+            " (band {:+.1}/{:+.1} %)",
+            (s.low - 1.0) * 100.0,
+            (s.high - 1.0) * 100.0
+        )
+    })
+    .unwrap_or_default()
+}
+
 /// What `validate` prints: one line per pair, then the summaries.
 pub fn validation_text(v: &[PairResult], s: &ValidationSummary) -> String {
     let mut text = String::new();
     let gw = v.iter().map(|r| r.group.len()).max().unwrap_or(0);
     let pw = v.iter().map(|r| r.pair().len()).max().unwrap_or(0);
     for r in v {
-        let spread = |sp: Option<Spread>| {
-            sp.map(|s| {
-                format!(
-                    " (band {:+.1}/{:+.1} %)",
-                    (s.low - 1.0) * 100.0,
-                    (s.high - 1.0) * 100.0
-                )
-            })
-            .unwrap_or_default()
-        };
+        let spread = band_text;
         text.push_str(&format!(
             "{:<gw$}  {:<pw$}  projected [{}, {}]{} point {} Kwack {}, measured {}{} -> {}\n",
             r.group,

@@ -1110,8 +1110,8 @@ pub struct Validation {
     pub check: Check,
     /// The measurement's run-to-run spread, when it was timed more than once.
     pub spread: Option<Spread>,
-    /// Whether the measured range (slowest to fastest run) meets the interval; with no
-    /// spread, whether the median is inside.
+    /// Whether the measured range (the band of the median over its runs: `low` to `high` of
+    /// its spread) meets the interval; with no spread, whether the median is inside.
     pub inside_within_noise: bool,
     /// Distance from the interval to the measured range relative to the median measurement:
     /// 0 when they meet; > 0 when the interval is above it, < 0 below.
