@@ -98,32 +98,40 @@ enum Approx {
 
 /// The machine whose caches a variant's profile was simulated for: the one it names
 /// (`machine`), found as the source, a target, a built-in id or a machine file beside the
-/// profile or the scenario; the source's when it names none or one that cannot be found
-/// (with a remark).
+/// profile or the scenario; the source's when it names none (`Some(None)`) or one that
+/// cannot be found (`Some(Some(id))`).
 fn profile_machine(
     pc: &ProfileCaches,
     r: &Resolved,
     base: &Path,
-    vname: &str,
-) -> (Machine, Option<String>) {
+) -> (Machine, Option<Option<String>>) {
     match pc.machine.as_deref() {
-        None => (
-            r.source_machine.clone(),
-            Some(format!(
-                "variant '{vname}': its profile names no machine (`machine`), so its bytes per level are taken as simulated for the source's caches ({})",
-                r.source_machine.id
-            )),
-        ),
+        None => (r.source_machine.clone(), Some(None)),
         Some(id) => match machine_named(id, r, &[&pc.dir, base]) {
             Some(m) => (m, None),
-            None => (
-                r.source_machine.clone(),
-                Some(format!(
-                    "variant '{vname}': its profile was simulated for machine '{id}', which is neither the source, a target, a built-in machine nor a machine file beside the profile or the scenario, so its bytes per level are taken as simulated for the source's caches ({})",
-                    r.source_machine.id
-                )),
-            ),
+            None => (r.source_machine.clone(), Some(Some(id.to_string()))),
         },
+    }
+}
+
+/// `the profile of variant 'a'`, `the profiles of variants 'a', 'b'`, `the profiles of N
+/// variants`, and the verb's ending for it (`""` or `"s"`: `name{}`, and `"was"`/`"were"`).
+fn profiles_of(names: &[&str]) -> (String, &'static str, &'static str) {
+    let one = names.len() == 1;
+    let who = if names.len() > 4 {
+        format!("the profiles of {} variants", names.len())
+    } else {
+        let q: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+        if one {
+            format!("the profile of variant {}", q.join(", "))
+        } else {
+            format!("the profiles of variants {}", q.join(", "))
+        }
+    };
+    if one {
+        (who, "s", "was")
+    } else {
+        (who, "", "were")
     }
 }
 
@@ -177,26 +185,38 @@ pub fn resimulate(
     let mut approx: Vec<((usize, usize), Approx, String)> = Vec::new();
     // The design points to re-simulate, per variant.
     let mut to_run: Vec<(usize, Vec<usize>)> = Vec::new();
-    // The profile machine of each distinct profile (many variants share one).
-    let mut known: Vec<(*const ProfileCaches, Machine)> = Vec::new();
+    // The profile machine of each distinct profile (many variants share one), and whether
+    // it was assumed (the source's: the profile names no machine, or one not found).
+    type Known = (*const ProfileCaches, Machine, Option<Option<String>>);
+    let mut known: Vec<Known> = Vec::new();
+    // Variants whose profile names no machine; (machine not found, variants).
+    let mut unnamed: Vec<&str> = Vec::new();
+    let mut not_found: Vec<(String, Vec<&str>)> = Vec::new();
     for (vi, (vname, _, threads)) in r.variants.iter().enumerate() {
         let Some(pc) = caches.get(vi) else {
             continue;
         };
-        let pm = match known
+        let i = match known
             .iter()
-            .find(|(p, _)| std::ptr::eq(*p, Arc::as_ptr(pc)))
+            .position(|(p, _, _)| std::ptr::eq(*p, Arc::as_ptr(pc)))
         {
-            Some((_, m)) => m.clone(),
+            Some(i) => i,
             None => {
-                let (m, note) = profile_machine(pc, r, base, vname);
-                if let Some(n) = note {
-                    out.notes.push(n);
-                }
-                known.push((Arc::as_ptr(pc), m.clone()));
-                m
+                let (m, assumed) = profile_machine(pc, r, base);
+                known.push((Arc::as_ptr(pc), m, assumed));
+                known.len() - 1
             }
         };
+        let (_, pm, assumed) = &known[i];
+        let pm = pm.clone();
+        match assumed {
+            Some(None) => unnamed.push(vname),
+            Some(Some(id)) => match not_found.iter_mut().find(|(x, _)| x == id) {
+                Some((_, v)) => v.push(vname),
+                None => not_found.push((id.clone(), vec![vname])),
+            },
+            None => {}
+        }
         let spec = s.variants.iter().find(|v| &v.name == vname);
         let has_program =
             spec.is_some_and(|v| !v.command.is_empty()) || !default.command.is_empty();
@@ -233,6 +253,24 @@ pub fn resimulate(
         }
         if !run.is_empty() {
             to_run.push((vi, run));
+        }
+    }
+    // The assumption matters where some target's caches are not the source's.
+    let src = &r.source_machine;
+    if r.targets.iter().any(|(_, m)| caches_differ(src, m)) {
+        if !unnamed.is_empty() {
+            let (who, s_, _) = profiles_of(&unnamed);
+            out.notes.push(format!(
+                "{who} name{s_} no machine (`machine`), so the bytes per level are taken as simulated for the source's caches ({})",
+                src.id
+            ));
+        }
+        for (id, vs) in &not_found {
+            let (who, _, was) = profiles_of(vs);
+            out.notes.push(format!(
+                "{who} {was} simulated for machine '{id}', which is neither the source, a target, a built-in machine nor a machine file beside the profile or the scenario, so the bytes per level are taken as simulated for the source's caches ({})",
+                src.id
+            ));
         }
     }
     out.approximate = approximate_lines(s, r, &approx);
@@ -435,10 +473,10 @@ fn approximate_lines(
         let Some((_, why, _)) = here.first() else {
             continue;
         };
-        let mut variants: Vec<String> = Vec::new();
+        let mut variants: Vec<&str> = Vec::new();
         let mut from: Vec<&str> = Vec::new();
         for ((vi, _), _, pm) in &here {
-            let v = format!("'{}'", r.variants[*vi].0);
+            let v = r.variants[*vi].0.as_str();
             if !variants.contains(&v) {
                 variants.push(v);
             }
@@ -446,21 +484,11 @@ fn approximate_lines(
                 from.push(pm);
             }
         }
-        let variants = if variants.len() > 4 {
-            format!("{} variants", variants.len())
-        } else {
-            format!(
-                "variant{} {}",
-                if variants.len() == 1 { "" } else { "s" },
-                variants.join(", ")
-            )
-        };
+        let (variants, _, was) = profiles_of(&variants);
         let from = from.join(", ");
         // The transforms that changed a cache, if any.
-        let changed: Vec<String> = s
-            .targets
-            .iter()
-            .find(|t| &t.name == tname)
+        let spec = s.targets.iter().find(|t| &t.name == tname);
+        let changed: Vec<String> = spec
             .map(|t| {
                 t.transforms
                     .iter()
@@ -474,14 +502,23 @@ fn approximate_lines(
         } else {
             format!("its caches ({})", changed.join(", "))
         };
+        // A profile with both machines' caches: `mix -m` the target's machine (its file
+        // from `machine derive` when a transform changed a cache).
+        let other = match spec {
+            Some(t) if changed.is_empty() => format!("-m {}", t.machine),
+            Some(t) => format!(
+                "-m FILE, FILE from `hpcscope machine derive {} --set ...`",
+                t.machine
+            ),
+            None => format!("-m {}", tm.id),
+        };
         out.push(match why {
             Approx::Unsimulable(e) => format!(
-                "target '{tname}' ({}): its caches cannot be simulated ({e}), so it is projected with the bytes per level of the profile of {variants}, simulated for {from}'s caches: approximate",
+                "target '{tname}' ({}): its caches cannot be simulated ({e}), so it is projected with the bytes per level of {variants}, simulated for {from}'s caches: approximate",
                 tm.id
             ),
             Approx::NoProgram => format!(
-                "target '{tname}' ({}): {caches} differ from those of {from}, for which the profile of {variants} was simulated, and were not re-simulated: approximate. Give the program to re-simulate: `command = [\"PROGRAM\", \"ARG\"...]` in the variant, or `hpcscope explore SCENARIO -- PROGRAM ARGS`; or a profile from a `mix` run that simulated both machines (`hpcscope mix -m {from} -m {} -o DIR`, its mix-report.json beside the profile)",
-                tm.id,
+                "target '{tname}' ({}): {caches} differ from those of {from}, for which {variants} {was} simulated, and were not re-simulated: approximate. Give the program to re-simulate: `command = [\"PROGRAM\", \"ARG\"...]` in the variant, or `hpcscope explore SCENARIO -- PROGRAM ARGS`; or a profile from a `mix` run that simulated both (`hpcscope mix -m {from} {other} -o DIR`, its mix-report.json beside the profile)",
                 tm.id
             ),
         });
