@@ -148,19 +148,17 @@ fn machine_named(id: &str, r: &Resolved, dirs: &[&Path]) -> Option<Machine> {
         .find_map(|d| hpcscope_core::load::machine_rel(id, d).ok())
 }
 
-/// The profile of `pc`'s `mix` run simulated for caches equal to `target`'s, if any.
-fn same_run_profile<'a>(
-    pc: &'a ProfileCaches,
-    target: &Machine,
-    r: &Resolved,
-    base: &Path,
-) -> Option<&'a Profile> {
-    pc.same_run.iter().find(|q| {
-        q.machine
-            .as_deref()
-            .and_then(|id| machine_named(id, r, &[&pc.dir, base]))
-            .is_some_and(|m| !caches_differ(&m, target))
-    })
+/// The machines of `pc`'s other `mix` profiles (`same_run`), each with its index there; a
+/// profile whose machine cannot be found is left out.
+fn same_run_machines(pc: &ProfileCaches, r: &Resolved, base: &Path) -> Vec<(Machine, usize)> {
+    pc.same_run
+        .iter()
+        .enumerate()
+        .filter_map(|(i, q)| {
+            let id = q.machine.as_deref()?;
+            Some((machine_named(id, r, &[&pc.dir, base])?, i))
+        })
+        .collect()
 }
 
 /// Re-simulates the bytes per level of every design point whose target's caches differ
@@ -187,7 +185,12 @@ pub fn resimulate(
     let mut to_run: Vec<(usize, Vec<usize>)> = Vec::new();
     // The profile machine of each distinct profile (many variants share one), and whether
     // it was assumed (the source's: the profile names no machine, or one not found).
-    type Known = (*const ProfileCaches, Machine, Option<Option<String>>);
+    type Known = (
+        *const ProfileCaches,
+        Machine,
+        Option<Option<String>>,
+        Vec<(Machine, usize)>,
+    );
     let mut known: Vec<Known> = Vec::new();
     // Variants whose profile names no machine; (machine not found, variants).
     let mut unnamed: Vec<&str> = Vec::new();
@@ -198,17 +201,17 @@ pub fn resimulate(
         };
         let i = match known
             .iter()
-            .position(|(p, _, _)| std::ptr::eq(*p, Arc::as_ptr(pc)))
+            .position(|(p, _, _, _)| std::ptr::eq(*p, Arc::as_ptr(pc)))
         {
             Some(i) => i,
             None => {
                 let (m, assumed) = profile_machine(pc, r, base);
-                known.push((Arc::as_ptr(pc), m, assumed));
+                let same_run = same_run_machines(pc, r, base);
+                known.push((Arc::as_ptr(pc), m, assumed, same_run));
                 known.len() - 1
             }
         };
-        let (_, pm, assumed) = &known[i];
-        let pm = pm.clone();
+        let (_, pm, assumed, same_run) = &known[i];
         match assumed {
             Some(None) => unnamed.push(vname),
             Some(Some(id)) => match not_found.iter_mut().find(|(x, _)| x == id) {
@@ -222,11 +225,15 @@ pub fn resimulate(
             spec.is_some_and(|v| !v.command.is_empty()) || !default.command.is_empty();
         let mut run = Vec::new();
         for (ti, (tname, tm)) in r.targets.iter().enumerate() {
-            if !caches_differ(&pm, tm) {
+            if !caches_differ(pm, tm) {
                 continue;
             }
             out.resim.changed.push((vi, ti));
-            if let Some(p) = same_run_profile(pc, tm, r, base) {
+            let mine = same_run
+                .iter()
+                .find(|(m, _)| !caches_differ(m, tm))
+                .map(|(_, i)| &pc.same_run[*i]);
+            if let Some(p) = mine {
                 let origin = format!(
                     "the profile of {} from the mix run of variant '{vname}'s profile",
                     p.machine.as_deref().unwrap_or_default()
