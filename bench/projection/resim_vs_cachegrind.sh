@@ -2,8 +2,8 @@
 # The cache-size axis of `hpcscope explore` against valgrind's cachegrind: a scenario sweeps
 # the L2 size of cascadelake-8260 (128 KiB to 4 MiB, 16 ways, 64-byte lines) over a STREAM
 # triad (crates/cli/tests/data/triad.c, the program the CLI tests build) whose working set
-# (3 arrays x N x 8 B) crosses it; explore re-simulates each geometry (one mix run) and
-# keeps each profile in resim-cache/. For each size, the number of data accesses the
+# (3 arrays x N x 8 B) crosses it; explore re-simulates each geometry other than the
+# profile's own (one mix run) and keeps each profile in resim-cache/. For each size, the number of data accesses the
 # re-simulation sends past L2 (bytes served by L3 and memory / 8: the triad's accesses are
 # 8-byte) is printed beside cachegrind's LL misses (DLmr + DLmw) with
 # --D1=32768,8,64 --LL=SIZE,16,64, the same program and arguments, and their ratio; then
@@ -50,13 +50,23 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 "$HPCSCOPE" explore sweep.toml >second.txt
 t2=$(date +%s.%N)
+# Where each target's bytes came from (profile, resimulated, approximate).
+"$HPCSCOPE" explore sweep.toml --format json >third.json
 echo "triad n=$n reps=$reps ($(( 24 * n / 1024 )) KiB working set), valgrind $(valgrind --version | sed 's/^valgrind-//')"
 printf '%-9s %16s %16s %16s %8s\n' "L2 size" "explore past L2" "analyze past L2" "cachegrind LLm" ratio
 fail=0
 prev=""
 for s in "${sizes[@]}"; do
-  f=$(grep -l "\"cascadelake-8260+L2.size=$s+L2.ways=16\"" resim-cache/*.json | head -1) \
-    || { echo "no re-simulated profile for L2 = $s"; exit 1; }
+  origin=$(jq -r --arg t "L2 $s" '.points[] | select(.target == $t) | .bytes' third.json)
+  case "$origin" in
+    resimulated)
+      f=$(grep -l "\"cascadelake-8260+L2.size=$s+L2.ways=16\"" resim-cache/*.json | head -1) \
+        || { echo "no re-simulated profile for L2 = $s"; exit 1; } ;;
+    # The profile's own geometry (cascadelake-8260's L2 is 1 MiB, 16 ways): explore, like
+    # analyze, keeps the profile's bytes per level and simulates nothing for it.
+    profile) f=base.json ;;
+    *) echo "L2 = $s: explore's bytes per level are '$origin'"; exit 1 ;;
+  esac
   past_l2='[.regions[0].threads[0].memory.bytes_per_level[] | select(.level == "L3" or .level == "MM") | .bytes] | add / 8'
   ours=$(jq "$past_l2" "$f")
   # analyze: the profile simulated for this geometry, or the source's when it is the

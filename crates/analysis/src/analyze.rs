@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use hpcscope_core::explore::{DesignPoint, Resimulated, Resimulation, cache_geometry_key};
+use hpcscope_core::explore::{DesignPoint, Resimulated, Resimulation, caches_differ};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
 use hpcscope_core::roofline::AccessWidths;
@@ -147,27 +147,27 @@ pub struct AnalyzeResult {
 }
 
 /// The cache geometries simulated by [`analyze`] for the binary projected onto the targets:
-/// (geometry key, machine id, profile) each, and the key of the geometry whose profile the
-/// sweep's variant is.
+/// (machine simulated, profile) each, one per distinct geometry, and the machine whose
+/// caches the sweep's variant profile was simulated for.
 #[derive(Debug, Clone, Default)]
 pub struct Geometries {
-    /// (geometry key ([`cache_geometry_key`]), id of the machine simulated, its profile).
-    pub simulated: Vec<(String, String, Profile)>,
-    /// The geometry of the sweep's variant profile (the source's, or the first target's
-    /// with a target binary).
-    pub variant: String,
+    /// (machine simulated, its profile), no two with the same caches.
+    pub simulated: Vec<(Machine, Profile)>,
+    /// The machine of the sweep's variant profile (the source, or the first target with a
+    /// target binary); `None` before [`analyze`] sets it.
+    pub variant: Option<Machine>,
 }
 
 impl Geometries {
     fn add(&mut self, m: &Machine, p: &Profile) {
-        let key = cache_geometry_key(m);
-        if !self.simulated.iter().any(|(k, _, _)| k == &key) {
-            self.simulated.push((key, m.id.clone(), p.clone()));
+        if self.get(m).is_none() {
+            self.simulated.push((m.clone(), p.clone()));
         }
     }
 
-    fn get(&self, key: &str) -> Option<&(String, String, Profile)> {
-        self.simulated.iter().find(|(k, _, _)| k == key)
+    /// The profile simulated for caches equal to `m`'s ([`caches_differ`]).
+    fn get(&self, m: &Machine) -> Option<&(Machine, Profile)> {
+        self.simulated.iter().find(|(x, _)| !caches_differ(x, m))
     }
 }
 
@@ -334,7 +334,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
     let mut geometries = Geometries {
-        variant: cache_geometry_key(source),
+        variant: Some(source.clone()),
         ..Geometries::default()
     };
     if o.target_binary.is_none() {
@@ -420,7 +420,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             for ((_, m), p) in ms.iter().zip(&r.variants[0].profiles) {
                 if reports.is_empty() && geometries.simulated.is_empty() {
                     // The sweep's variant is the first profile of the first run.
-                    geometries.variant = cache_geometry_key(m);
+                    geometries.variant = Some(m.clone());
                 }
                 geometries.add(m, p);
             }
@@ -625,8 +625,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
 /// `machines` has; the others are left to [`sweep`], which says they are approximate.
 fn push_geometries(machines: &mut Vec<Machine>, more: &[Machine]) {
     for m in more.iter().filter(|m| hpcscope_mix::node(m).is_ok()) {
-        let key = cache_geometry_key(m);
-        if !machines.iter().any(|x| cache_geometry_key(x) == key) {
+        if machines.iter().all(|x| caches_differ(x, m)) {
             machines.push(m.clone());
         }
     }
@@ -725,21 +724,21 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
     let mut resim = Resimulated::default();
     let mut approximate = Vec::new();
     let mut used: Vec<&str> = Vec::new();
+    let variant_m = r.geometries.variant.as_ref().unwrap_or(&r.source_machine);
     for (ti, (name, m)) in sc.targets.iter().enumerate() {
-        let key = cache_geometry_key(m);
-        if key == r.geometries.variant {
+        if !caches_differ(variant_m, m) {
             continue;
         }
-        resim.changed.push(ti);
-        match r.geometries.get(&key) {
-            Some((k, id, p)) => {
-                let origin = format!("the profile simulated for target '{name}' ({id})");
+        resim.changed.push((0, ti));
+        match r.geometries.get(m) {
+            Some((sm, p)) => {
+                let origin = format!("the profile simulated for target '{name}' ({})", sm.id);
                 let sim = p.regions[0].thread_metrics(&origin)?;
                 resim
                     .metrics
                     .insert((0, ti), crate::resim::with_bytes(&variant, &sim, &r.application, name)?);
-                if !used.contains(&k.as_str()) {
-                    used.push(k);
+                if !used.contains(&sm.id.as_str()) {
+                    used.push(&sm.id);
                 }
             }
             None => approximate.push(match hpcscope_mix::node(m) {
@@ -762,6 +761,7 @@ pub fn sweep(sc: SweepTargets, r: &AnalyzeResult) -> Result<Sweep> {
         simulated: used.len(),
         mix_runs: 0,
         cached: 0,
+        from_mix_run: 0,
     });
     let res = hpcscope_core::explore::Resolved {
         source_machine: r.source_machine.clone(),

@@ -3,6 +3,7 @@
 //! targets (a machine, then its transforms) the same way.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Result;
 use hpcscope_core::explore::{Resolved, Scenario, TargetSpec, apply};
@@ -55,14 +56,90 @@ impl Default for Limits {
     }
 }
 
+/// What a variant's profile says of the caches its bytes per level were simulated for.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileCaches {
+    /// The machine the profile names (`machine`: the one whose caches were simulated, or
+    /// that it ran on), if any.
+    pub machine: Option<String>,
+    /// The profile file's directory (a machine file it names is looked for there too).
+    pub dir: std::path::PathBuf,
+    /// The profiles of the same `hpcscope mix` run for its other machines, at the same
+    /// vector length: `mix -m A -m B -o DIR` writes one profile per machine and
+    /// `DIR/mix-report.json` with all of them; a variant whose profile is one of those has
+    /// the others here (empty otherwise).
+    pub same_run: Vec<hpcscope_core::Profile>,
+}
+
+/// The profiles of a `mix-report.json`, one list per vector length (empty: no report, or
+/// one that does not parse).
+type RunProfiles = Vec<Vec<hpcscope_core::Profile>>;
+
+fn read_report(dir: &Path) -> RunProfiles {
+    let Ok(text) = std::fs::read_to_string(dir.join("mix-report.json")) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    v["variants"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .map(|var| {
+            var["profiles"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(|x| serde_json::from_value(x.clone()).ok())
+                .collect()
+        })
+        .collect()
+}
+
+/// What `p`, read from `path`, says of its caches; `reports` keeps each directory's
+/// `mix-report.json`, read once. The report's other profiles count only when it holds `p`
+/// itself (equal in every field): else the report is another run's.
+fn profile_caches(
+    p: &hpcscope_core::Profile,
+    path: &Path,
+    reports: &mut std::collections::HashMap<std::path::PathBuf, RunProfiles>,
+) -> ProfileCaches {
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let runs = reports
+        .entry(dir.clone())
+        .or_insert_with(|| read_report(&dir));
+    let same_run = runs
+        .iter()
+        .find_map(|profiles| {
+            let i = profiles.iter().position(|q| q == p)?;
+            let mut others = profiles.clone();
+            others.remove(i);
+            Some(others)
+        })
+        .unwrap_or_default();
+    ProfileCaches {
+        machine: p.machine.clone(),
+        dir,
+        same_run,
+    }
+}
+
 /// Loads an `explore` scenario and every file it names, within the default [`Limits`].
 pub fn resolve(path: &Path) -> Result<(Scenario, Resolved)> {
-    resolve_within(path, Limits::default())
+    resolve_within(path, Limits::default()).map(|(s, r, _)| (s, r))
 }
 
 /// Loads an `explore` scenario and every file it names, refusing a sweep past `limits`: the
 /// number of design points is checked before any profile is read, the whole cost after.
-pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved)> {
+/// Also gives what each variant's profile says of its caches (in the order of the
+/// variants), for [`crate::resim::resimulate`].
+pub fn resolve_within(
+    path: &Path,
+    limits: Limits,
+) -> Result<(Scenario, Resolved, Vec<Arc<ProfileCaches>>)> {
     let text = load::read(
         path,
         "scenario",
@@ -124,6 +201,10 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
     // Many variants name the same profile: read each file once.
     let mut loaded: std::collections::HashMap<std::path::PathBuf, hpcscope_core::Profile> =
         std::collections::HashMap::new();
+    let mut caches: std::collections::HashMap<std::path::PathBuf, Arc<ProfileCaches>> =
+        std::collections::HashMap::new();
+    let mut reports = std::collections::HashMap::new();
+    let mut variant_caches = Vec::new();
     let mut variant_widths = Vec::new();
     let mut variant_instructions = Vec::new();
     for (i, v) in s.variants.iter().enumerate() {
@@ -136,6 +217,12 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
             }
         };
         let vo = vp.display().to_string();
+        variant_caches.push(
+            caches
+                .entry(vp.clone())
+                .or_insert_with(|| Arc::new(profile_caches(p, &vp, &mut reports)))
+                .clone(),
+        );
         if p.precision != s.precision {
             return Err(InputError::new(
                 &origin,
@@ -197,7 +284,7 @@ pub fn resolve_within(path: &Path, limits: Limits) -> Result<(Scenario, Resolved
     hpcscope_core::explore::Cost::of(&r)
         .check(limits.max_points, limits.max_bytes)
         .map_err(|f| hpcscope_core::Failure::input(format!("{origin}: {}", f.message)))?;
-    Ok((s, r))
+    Ok((s, r, variant_caches))
 }
 
 /// The scenario `analyze --scenario` reads: the targets of an `explore` scenario; the

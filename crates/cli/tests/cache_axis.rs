@@ -526,3 +526,187 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
         }
     }
 }
+
+/// A target that is simply another machine (examples/scenarios/analyze-memory.toml's N1 and
+/// ThunderX2, untransformed) has other caches than the machine the profile was simulated
+/// for: `explore` re-simulates it, as `analyze --scenario` does, and gives it the same OI at
+/// every level; a profile from a `mix` run that simulated that machine too gives it those
+/// bytes without running anything.
+#[test]
+fn explore_resimulates_other_machines_as_analyze_does() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = cc(d, "triad", TRIAD, &[]);
+    // 768 KiB: held by cascadelake-8260's and N1's 1 MiB L2, not by ThunderX2's 256 KiB.
+    let (n, reps) = ("32768", "8");
+    let targets = r#"
+[[targets]]
+name = "CLX"
+machine = "cascadelake-8260"
+
+[[targets]]
+name = "N1"
+machine = "neoverse-n1"
+
+[[targets]]
+name = "N1 + HBM2"
+machine = "neoverse-n1"
+transforms = [{ replace_memory = "a64fx" }]
+
+[[targets]]
+name = "TX2"
+machine = "thunderx2"
+"#;
+    std::fs::write(
+        d.join("sweep.toml"),
+        format!("name = \"machines\"\n{targets}"),
+    )
+    .unwrap();
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args([
+            "analyze",
+            "-m",
+            "cascadelake-8260",
+            "-t",
+            "cascadelake-8260",
+        ])
+        .args(["--no-trace", "--native-runs", "1", "--function", "kernel"])
+        .arg("--scenario")
+        .arg(d.join("sweep.toml"))
+        .arg("-o")
+        .arg(d.join("a"))
+        .arg("--")
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    ok(&o);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("a/result.json")).unwrap()).unwrap();
+    let apts = r["sweep"]["points"].as_array().unwrap().clone();
+    let point = |pts: &[serde_json::Value], t: &str| -> serde_json::Value {
+        pts.iter()
+            .find(|p| p["target"] == t)
+            .unwrap_or_else(|| panic!("no point for {t}"))
+            .clone()
+    };
+    for t in ["N1", "N1 + HBM2", "TX2"] {
+        assert_eq!(point(&apts, t)["bytes"], "resimulated", "analyze, {t}");
+    }
+    assert_eq!(point(&apts, "CLX")["bytes"], "profile");
+    // The same OI at every level (the target's levels: N1 and ThunderX2 have no L3), to the
+    // last digit (the simulation is deterministic).
+    let same_oi = |pts: &[serde_json::Value], t: &str, what: &str| {
+        let levels = |p: &serde_json::Value| -> Vec<String> {
+            let mut v: Vec<String> = p["projection"]["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x["oi_level"].as_str().unwrap().to_string())
+                .collect();
+            v.dedup();
+            v
+        };
+        let (a, x) = (point(&apts, t), point(pts, t));
+        assert_eq!(levels(&a), levels(&x), "{what}, {t}");
+        assert!(levels(&a).len() >= 3, "{what}, {t}: {:?}", levels(&a));
+        for l in levels(&a) {
+            let (a, x) = (oi_at(&a, &l), oi_at(&x, &l));
+            assert!(
+                (a - x).abs() <= 1e-9 * x.abs(),
+                "{what}, {t}, OI at {l}: analyze {a}, explore {x}"
+            );
+        }
+    };
+    // explore from the analyzed profile (simulated for cascadelake-8260), with the program.
+    std::fs::write(d.join("p.json"), r["source_profile"].to_string()).unwrap();
+    let scenario = |profile: &str| {
+        format!(
+            "name = \"machines\"\n[source]\nmachine = \"cascadelake-8260\"\nprofile = \"{profile}\"\ngflops = 1.0\n\n[[variants]]\nname = \"triad\"\nprofile = \"{profile}\"\n{targets}"
+        )
+    };
+    std::fs::write(d.join("explore.toml"), scenario("p.json")).unwrap();
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .arg("explore")
+        .arg(d.join("explore.toml"))
+        .args(["--format", "json", "--function", "kernel", "--"])
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    let e: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let epts = e["points"].as_array().unwrap();
+    assert_eq!(point(epts, "CLX")["bytes"], "profile");
+    for t in ["N1", "N1 + HBM2", "TX2"] {
+        assert_eq!(point(epts, t)["bytes"], "resimulated", "explore, {t}");
+        same_oi(epts, t, "explore -- PROGRAM");
+    }
+    // Two geometries (N1 with either memory has N1's caches) in one mix run.
+    let rs = &e["resimulation"];
+    assert_eq!(
+        ["points", "simulated", "mix_runs", "cached"].map(|k| rs[k].as_u64().unwrap()),
+        [3, 2, 1, 0],
+        "{rs}"
+    );
+    assert!(e.get("approximate").is_none(), "{}", e["approximate"]);
+    // ThunderX2's 256 KiB L2 does not hold the working set, N1's 1 MiB does: the memory
+    // serves far more bytes (a lower OI at MM) behind ThunderX2's.
+    let (n1, tx2) = (
+        oi_at(&point(epts, "N1"), "MM"),
+        oi_at(&point(epts, "TX2"), "MM"),
+    );
+    assert!(n1 > 5.0 * tx2, "OI at MM: N1 {n1}, TX2 {tx2}");
+    // A profile of `mix -m cascadelake-8260 -m thunderx2`: TX2 takes the run's thunderx2
+    // profile, nothing runs; N1, never simulated, is approximate and says how to fix it.
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["mix", "-m", "cascadelake-8260", "-m", "thunderx2"])
+        .args(["--native-runs", "0", "--function", "kernel", "-o"])
+        .arg(d.join("mix"))
+        .arg("--")
+        .arg(&prog)
+        .args([n, reps])
+        .output()
+        .unwrap();
+    ok(&o);
+    std::fs::write(
+        d.join("from-mix.toml"),
+        scenario("mix/triad-cascadelake-8260.json"),
+    )
+    .unwrap();
+    let cache = d.join("no-cache");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
+        .arg("explore")
+        .arg(d.join("from-mix.toml"))
+        .args(["--format", "json", "--resim-dir"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    let m: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let mpts = m["points"].as_array().unwrap();
+    assert_eq!(point(mpts, "TX2")["bytes"], "resimulated");
+    same_oi(mpts, "TX2", "explore from mix -m A -m B");
+    for t in ["N1", "N1 + HBM2"] {
+        assert_eq!(point(mpts, t)["bytes"], "approximate", "{t}");
+    }
+    let rs = &m["resimulation"];
+    assert_eq!(
+        ["points", "simulated", "mix_runs", "cached", "from_mix_run"]
+            .map(|k| rs[k].as_u64().unwrap()),
+        [1, 0, 0, 0, 1],
+        "{rs}"
+    );
+    let approx = m["approximate"].as_array().unwrap();
+    assert_eq!(approx.len(), 2, "{approx:?}");
+    assert!(
+        approx[0].as_str().unwrap().starts_with(
+            "target 'N1' (neoverse-n1): its caches differ from those of cascadelake-8260"
+        ) && approx[0].as_str().unwrap().contains("-- PROGRAM ARGS"),
+        "{approx:?}"
+    );
+    assert!(!cache.exists());
+}

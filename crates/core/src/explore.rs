@@ -664,9 +664,9 @@ pub struct VariantSpec {
     #[serde(default)]
     pub vector_bits: Option<u32>,
     /// The program and its arguments that produced the profile (the program's path is
-    /// relative to the scenario's directory): a target whose transforms change the cache
-    /// geometry gets this variant's bytes per level re-simulated on its caches with
-    /// `hpcscope mix`, rather than the profile's, simulated on the base machine's.
+    /// relative to the scenario's directory): a target whose caches differ from those the
+    /// profile was simulated for (a transformed cache geometry, or another machine) gets
+    /// this variant's bytes per level re-simulated on its caches with `hpcscope mix`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     /// With `command`: count only inside these functions, as `mix --function` (the
@@ -813,23 +813,26 @@ pub struct ExploreResult {
     /// The OI_L1 - OI_ridge diagnostic of each design point (section 7.4.1, Fig. 7.5).
     #[serde(default)]
     pub ridge: Vec<RidgeDiagnostic>,
-    /// What makes some results approximate (a target whose cache geometry changed).
+    /// What makes some results approximate (a target whose caches differ from those the
+    /// variant's profile was simulated for, and were not simulated).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approximate: Vec<String>,
     /// Which peak the projections used (`listed` or `dgemm`).
     #[serde(default)]
     pub peak: crate::machine::PeakChoice,
-    /// What re-simulating the transformed cache geometries took, when any target's
-    /// transforms change a cache (absent otherwise).
+    /// What giving design points their target's own bytes per level took, when any
+    /// target's caches differ from those the variant's profile was simulated for (absent
+    /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resimulation: Option<Resimulation>,
 }
 
-/// What re-simulating the transformed cache geometries took (`explore` with a program).
+/// What giving design points the bytes per level of their target's own caches took
+/// (`explore` with a program, `analyze --scenario`).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resimulation {
-    /// Design points whose bytes per level were re-simulated.
+    /// Design points whose bytes per level were simulated for their target's own caches.
     pub points: usize,
     /// Geometries simulated in this run.
     pub simulated: usize,
@@ -837,6 +840,15 @@ pub struct Resimulation {
     pub mix_runs: usize,
     /// (program, geometry) pairs taken from the cache instead.
     pub cached: usize,
+    /// Design points whose bytes came from a profile of the same `mix` run as the
+    /// variant's (`mix -m A -m B` writes one per machine, and `mix-report.json` with all),
+    /// simulated for the target's geometry: nothing re-run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_mix_run: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Resimulation {
@@ -846,6 +858,7 @@ impl Resimulation {
         self.simulated += o.simulated;
         self.mix_runs += o.mix_runs;
         self.cached += o.cached;
+        self.from_mix_run += o.from_mix_run;
     }
 }
 
@@ -932,31 +945,6 @@ pub fn ridge_diagnostics(points: &[DesignPoint]) -> Vec<RidgeDiagnostic> {
     points.iter().filter_map(RidgeDiagnostic::of).collect()
 }
 
-/// What an exploration says about targets whose cache geometry a transform changed and
-/// whose bytes per level were not re-simulated: the variants' bytes per level (their
-/// fractions per level) were simulated for the base machine's caches, so the results for
-/// those targets are approximate. One line per such target.
-pub fn geometry_warnings(specs: &[TargetSpec]) -> Vec<String> {
-    specs
-        .iter()
-        .filter_map(|t| {
-            let changed: Vec<String> = t
-                .transforms
-                .iter()
-                .filter(|tr| tr.cache_geometry_level().is_some())
-                .map(Transform::label)
-                .collect();
-            (!changed.is_empty()).then(|| {
-                format!(
-                    "target '{}': {} changes the cache geometry; the variants' bytes per level are the ones of their profiles (simulated for the base machine's caches), not re-simulated: approximate. Give the program to re-simulate: `command = [\"PROGRAM\", \"ARG\"...]` in the variant, or `hpcscope explore SCENARIO -- PROGRAM ARGS`",
-                    t.name,
-                    changed.join(", "),
-                )
-            })
-        })
-        .collect()
-}
-
 /// One design point of a sweep.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -995,10 +983,13 @@ pub enum BytesOrigin {
     /// (or measured) with.
     #[default]
     Profile,
-    /// Re-simulated on the target's own caches (its cache geometry was transformed).
+    /// Simulated for the target's own caches, which differ from those of the machine the
+    /// variant's profile was simulated for (a transformed cache geometry, or another
+    /// machine): re-simulated, or taken from the same `mix` run's profile of that geometry.
     Resimulated,
-    /// The profile's, although a transform changed the target's cache geometry: the
-    /// result is approximate (no program was given to re-simulate).
+    /// The profile's, although the target's caches differ from those of the machine the
+    /// profile was simulated for: the result is approximate (no program was given to
+    /// re-simulate, or the target's caches cannot be simulated).
     Approximate,
 }
 
@@ -1013,14 +1004,25 @@ impl BytesOrigin {
     }
 }
 
-/// Bytes per level re-simulated on transformed cache geometries, for [`sweep_with`].
+/// Bytes per level simulated for targets whose caches are not those of the variants'
+/// profiles (transformed geometries, other machines), for [`sweep_with`].
 #[derive(Debug, Clone, Default)]
 pub struct Resimulated {
     /// (variant index, target index) -> the variant's per-thread metrics with the bytes per
     /// level simulated on that target's caches (indices into [`Resolved`]'s lists).
     pub metrics: std::collections::BTreeMap<(usize, usize), Vec<AppMetrics>>,
-    /// Indices of the targets whose cache geometry a transform changed.
-    pub changed: Vec<usize>,
+    /// (variant index, target index) of the design points whose target's caches differ
+    /// from those the variant's profile was simulated for ([`caches_differ`]): their bytes
+    /// come from `metrics`, or the point is approximate.
+    pub changed: Vec<(usize, usize)>,
+}
+
+/// Whether bytes per level simulated for the caches of `simulated` fail to describe the
+/// caches of `target`: their [`cache_geometry_key`]s differ (a level's size, associativity,
+/// line, sharing or inclusion, the level list, the core count). `explore` and `analyze
+/// --scenario` both decide with this which design points need their own simulation.
+pub fn caches_differ(simulated: &Machine, target: &Machine) -> bool {
+    cache_geometry_key(simulated) != cache_geometry_key(target)
 }
 
 /// The cache geometry of a machine as one canonical line (level names, kinds, sizes,
@@ -1170,7 +1172,7 @@ pub fn sweep_with(
         for (ti, (tname, tm)) in r.targets.iter().enumerate() {
             let (threads, origin) = match resim.metrics.get(&(vi, ti)) {
                 Some(m) => (m.as_slice(), BytesOrigin::Resimulated),
-                None if resim.changed.contains(&ti) => {
+                None if resim.changed.contains(&(vi, ti)) => {
                     (vthreads.as_slice(), BytesOrigin::Approximate)
                 }
                 None => (vthreads.as_slice(), BytesOrigin::Profile),

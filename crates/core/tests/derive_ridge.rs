@@ -3,9 +3,7 @@
 //! diagnostic of a design point, the DGEMM peak as the projection's peak, and `machine
 //! diff` over per-width values and compute ceilings.
 
-use hpcscope_core::explore::{
-    DesignPoint, RidgeDiagnostic, TargetSpec, Transform, derive, geometry_warnings,
-};
+use hpcscope_core::explore::{DesignPoint, RidgeDiagnostic, Transform, derive};
 use hpcscope_core::library::builtin;
 use hpcscope_core::machine::{CeilingOp, PeakChoice, SustainedPeak, diff};
 use hpcscope_core::profile::AppMetrics;
@@ -159,28 +157,6 @@ fn derive_checks_the_result() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("no cache geometry"), "{e}");
-}
-
-#[test]
-fn explore_says_which_targets_reuse_the_base_fractions() {
-    let t = |name: &str, tr: Vec<Transform>| TargetSpec {
-        name: name.into(),
-        machine: "graviton3".into(),
-        transforms: tr,
-    };
-    let w = geometry_warnings(&[
-        t("hbm", vec![set("MM.node_gbs=850")]),
-        t(
-            "big L3",
-            vec![set("L3.size_bytes=128M"), set("L3.associativity=8")],
-        ),
-    ]);
-    assert_eq!(w.len(), 1, "{w:?}");
-    assert!(
-        w[0].contains("'big L3'") && w[0].contains("approximate"),
-        "{w:?}"
-    );
-    assert!(w[0].contains("L3.size=134217728, L3.ways=8"), "{w:?}");
 }
 
 #[test]
@@ -378,7 +354,7 @@ fn sweep_with_takes_the_resimulated_bytes_and_marks_each_point() {
         variant_instructions: vec![None],
     };
     let mut resim = Resimulated {
-        changed: vec![1, 2],
+        changed: vec![(0, 1), (0, 2)],
         ..Resimulated::default()
     };
     // Only the 256 KiB target was re-simulated: every byte past L1 now comes from L3.

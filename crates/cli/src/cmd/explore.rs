@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use hpcscope_analysis::scenario::{Limits, resolve_within};
-use hpcscope_core::explore::{ExploreResult, geometry_warnings, ridge_diagnostics, sweep_with};
+use hpcscope_core::explore::{ExploreResult, ridge_diagnostics, sweep_with};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::Inputs;
 use hpcscope_core::project::Options;
@@ -75,8 +75,9 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "DIR")]
     pub resim_dir: Option<PathBuf>,
     /// The program (and its arguments) of the variants whose scenario entry has no
-    /// `command`: targets whose transforms change the cache geometry get their bytes per
-    /// level re-simulated with it (one `mix` run per program, every geometry at once).
+    /// `command`: targets whose caches differ from those the profile was simulated for (a
+    /// transformed cache, or another machine) get their bytes per level re-simulated with
+    /// it (one `mix` run per program, every geometry at once).
     #[arg(last = true, value_name = "PROGRAM ARGS")]
     pub command: Vec<String>,
 }
@@ -123,7 +124,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
     } else {
         limits
     };
-    let (s, mut r) = resolve_within(&a.scenario, limits)?;
+    let (s, mut r, mut caches) = resolve_within(&a.scenario, limits)?;
     let n = r.variants.len() * r.targets.len();
     let cost = hpcscope_core::explore::Cost::of(&r);
     if cost.points >= 1000 {
@@ -152,6 +153,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         // Sweep order: variants outer, targets inner.
         let nt = r.targets.len();
         r.variants = vec![r.variants.swap_remove(i / nt)];
+        caches = vec![caches.swap_remove(i / nt)];
         r.targets = vec![r.targets.swap_remove(i % nt)];
     }
     let session = match a.point {
@@ -205,6 +207,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
     let outcome = hpcscope_analysis::resim::resimulate(
         &s,
         &r,
+        &caches,
         &base,
         &hpcscope_analysis::resim::Program {
             command: a.command.clone(),
@@ -224,29 +227,13 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         },
         &outcome.resim,
     )?;
-    // Targets with a changed geometry some variant's bytes were not re-simulated for.
-    let approximate_targets: Vec<&str> = outcome
-        .resim
-        .changed
-        .iter()
-        .filter(|&&ti| {
-            (0..r.variants.len()).any(|vi| !outcome.resim.metrics.contains_key(&(vi, ti)))
-        })
-        .map(|&ti| r.targets[ti].0.as_str())
-        .collect();
     let result = ExploreResult {
         scenario: s.name.clone(),
         description: s.description.clone(),
         source_machine: r.source_machine.id.clone(),
         source_gflops: r.source_gflops,
         ridge: ridge_diagnostics(&points),
-        approximate: geometry_warnings(
-            &s.targets
-                .iter()
-                .filter(|t| approximate_targets.contains(&t.name.as_str()))
-                .cloned()
-                .collect::<Vec<_>>(),
-        ),
+        approximate: outcome.approximate.clone(),
         peak,
         points,
         resimulation: (!outcome.resim.metrics.is_empty()).then_some(
@@ -255,6 +242,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
                 simulated: outcome.simulated,
                 mix_runs: outcome.runs,
                 cached: outcome.cached,
+                from_mix_run: outcome.from_mix_run,
             },
         ),
     };
@@ -293,8 +281,13 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         ));
     }
     if !outcome.resim.metrics.is_empty() {
+        let same_run = if outcome.from_mix_run > 0 {
+            format!(", {} from the profiles' own mix runs", outcome.from_mix_run)
+        } else {
+            String::new()
+        };
         pre.push(format!(
-            "re-simulated: {} design point(s) on transformed cache geometries ({} geometr{} simulated in {} mix run(s), {} from the cache in {})",
+            "re-simulated: {} design point(s) on caches other than their profile's ({} geometr{} simulated in {} mix run(s), {} from the cache in {}{same_run})",
             outcome.resim.metrics.len(),
             outcome.simulated,
             if outcome.simulated == 1 { "y" } else { "ies" },
@@ -309,7 +302,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
     }
     if !a.command.is_empty() && outcome.resim.changed.is_empty() {
         post.push(
-            "note: no target's transforms change the cache geometry, so the program after -- was not run (the profiles' bytes per level hold)".to_string(),
+            "note: every target has the caches its variants' profiles were simulated for, so the program after -- was not run (the profiles' bytes per level hold)".to_string(),
         );
     }
     if !result.ridge.is_empty() {
