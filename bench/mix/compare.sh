@@ -5,7 +5,7 @@
 #   bench/mix/compare.sh [OUTDIR]   (env: RUNS=3 WORKLOADS="cg edge montecarlo triad_stencil"
 #                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope PLUGIN=path/to/plugin.so
 #                                    ANALYZE=1 to time `hpcscope analyze` too,
-#                                    QEMU10=1 to run on QEMU 10 from scripts/build-qemu.sh)
+#                                    ON_QEMU10=1 to run on QEMU 10 from scripts/build-qemu.sh)
 #
 # Workloads (x86-64, SSE2, gcc -O3 -march=x86-64): the bundled CG (workloads/src/cg.c,
 # 400,000 rows, 10 iterations), edge loop (edge.c, 500,000 nodes, 10 repetitions),
@@ -22,7 +22,7 @@
 # the FLOPs are equal. With ANALYZE=1, one `hpcscope analyze` run per workload against the
 # native time (its own native runs are not overlapped by anything else of this script).
 #
-# With QEMU10=1, bare QEMU and every mix run are QEMU 10 as scripts/build-qemu.sh builds it
+# With ON_QEMU10=1, bare QEMU and every mix run are QEMU 10 as scripts/build-qemu.sh builds it
 # (with the API v4 plugin, built here); when that QEMU writes the stream's records from its
 # translated code (hpcscope's patch), the full mix with a callback per access instead
 # (HPCSCOPE_MEMINLINE=off) joins the same hyperfine run, an A/B of the two producers.
@@ -49,9 +49,9 @@ mix_build "$out" $workloads
 qemu=qemu-x86_64
 mixenv="HPCSCOPE_QEMU_PLUGIN=$plugin"
 inline=0
-if [ "${QEMU10:-0}" = 1 ]; then
+if [ "${ON_QEMU10:-0}" = 1 ]; then
   mix_qemu10
-  [ -n "$q10" ] || { echo "QEMU10=1: QEMU 10 or its plugin is not built (scripts/build-qemu.sh)" >&2; exit 2; }
+  [ -n "$q10" ] || { echo "ON_QEMU10=1: QEMU 10 or its plugin is not built (scripts/build-qemu.sh)" >&2; exit 2; }
   qemu=$q10
   mixenv="HPCSCOPE_QEMU=$q10 HPCSCOPE_QEMU_PLUGIN=$plugin4"
   grep -q qemu_plugin_register_vcpu_mem_record_per_vcpu "$q10" && inline=1
