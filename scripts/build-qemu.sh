@@ -10,11 +10,18 @@
 # predicate registers. Debian's own qemu-user of that version (bookworm-backports) is built
 # without plugin support, so this script builds it from the source Debian ships.
 #
+# hpcscope's patches (scripts/qemu-patches/*.patch, each says what it does) are applied to
+# the source: one adds a plugin API function that writes each memory access's record from
+# QEMU's translated code, with no call into the plugin per access (the plugin's
+# `meminline=`). The installed build is marked with the patches' checksum, and a build
+# with other patches (or none) is built again.
+#
 # Steps: build dependencies from apt; the upstream tarball through `apt-get source
 # --download-only` with a private source list for the backports suite (the mirror is the
 # one this machine's apt configuration already uses; apt checks the tarball against the
 # signed index); meson and pycotap in a virtual environment (the +ds tarball has no bundled
-# wheels); configure, `ninja qemu-aarch64 qemu-x86_64`, install the two binaries.
+# wheels); the patches; configure, `ninja qemu-aarch64 qemu-x86_64`, install the two
+# binaries.
 #
 # Safe to run again: it does nothing when the binaries are there. Exit status 0 when built
 # or present, 1 when a step failed (the message says which); the machine's qemu-user is
@@ -44,6 +51,11 @@ else
   cache="$HOME/.cache/hpcscope"
 fi
 dest="$cache/qemu-$VERSION"
+patch_dir="$(cd "$(dirname "$0")" && pwd)/qemu-patches"
+patches=("$patch_dir"/*.patch)
+[ -e "${patches[0]}" ] || patches=()
+# The patches' checksum, recorded in the installed build's README.
+patch_sum=$( ((${#patches[@]})) && cat "${patches[@]}" | sha256sum | cut -c1-16 || echo none)
 if ((print_bin)); then
   echo "$dest/bin"
   exit 0
@@ -55,6 +67,7 @@ present() {
     v=$("$dest/bin/qemu-$arch" --version 2>/dev/null || true)
     grep -q "version $VERSION" <<<"$v" || return 1
   done
+  grep -qx "patches: $patch_sum" "$dest/README" 2>/dev/null
 }
 if ((force == 0)) && present; then
   echo "build-qemu: QEMU $VERSION with plugins is already in $dest/bin"
@@ -65,7 +78,7 @@ fail() { echo "build-qemu: $*" >&2; exit 1; }
 started=$(date +%s)
 
 # 1. Build dependencies.
-deps=(ninja-build libglib2.0-dev pkg-config python3-venv flex bison xz-utils gcc make)
+deps=(ninja-build libglib2.0-dev pkg-config python3-venv flex bison xz-utils gcc make patch)
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -115,6 +128,11 @@ if '#include "loader.h"' not in text:
 EOF
 fi
 
+for p in "${patches[@]}"; do
+  patch -p1 -d "$src" --forward --quiet <"$p" >"$work/patch.log" 2>&1 \
+    || { tail -5 "$work/patch.log" >&2; fail "$(basename "$p") does not apply to QEMU $VERSION"; }
+done
+
 # 3. Python build tools.
 python3 -m venv "$work/venv" || fail "python3 -m venv failed (apt-get install python3-venv)"
 "$work/venv/bin/pip" install -q 'meson>=1.5' 'pycotap==1.3.1' >"$work/pip.log" 2>&1 \
@@ -131,7 +149,8 @@ echo "build-qemu: building qemu-aarch64 and qemu-x86_64 with $jobs jobs" >&2
 ninja -C "$src/build" -j "$jobs" qemu-aarch64 qemu-x86_64 >"$work/ninja.log" 2>&1 \
   || { tail -15 "$work/ninja.log" >&2; fail "ninja failed (log above)"; }
 syms=$(nm -D "$src/build/qemu-aarch64" 2>/dev/null || true)
-for sym in qemu_plugin_path_to_binary qemu_plugin_start_code qemu_plugin_read_register; do
+for sym in qemu_plugin_path_to_binary qemu_plugin_start_code qemu_plugin_read_register \
+  qemu_plugin_register_vcpu_mem_record_per_vcpu; do
   grep -q " T $sym\$" <<<"$syms" || fail "the built qemu-aarch64 does not export $sym"
 done
 
@@ -141,8 +160,8 @@ stage="$cache/.qemu-$VERSION.partial"
 rm -rf "$stage"
 mkdir -p "$stage/bin"
 install -m 755 "$src/build/qemu-aarch64" "$src/build/qemu-x86_64" "$stage/bin/"
-printf 'QEMU %s user mode with TCG plugins (plugin API v4), built by hpcscope scripts/build-qemu.sh\nsource: %s\n' \
-  "$VERSION" "$(basename "$tarball")" >"$stage/README"
+printf 'QEMU %s user mode with TCG plugins (plugin API v4), built by hpcscope scripts/build-qemu.sh\nsource: %s\npatches: %s\n' \
+  "$VERSION" "$(basename "$tarball")" "$patch_sum" >"$stage/README"
 rm -rf "$dest"
 mv "$stage" "$dest"
 present || fail "the installed binaries in $dest/bin do not run"

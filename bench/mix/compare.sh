@@ -4,7 +4,8 @@
 #
 #   bench/mix/compare.sh [OUTDIR]   (env: RUNS=3 WORKLOADS="cg edge montecarlo triad_stencil"
 #                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope PLUGIN=path/to/plugin.so
-#                                    ANALYZE=1 to time `hpcscope analyze` too)
+#                                    ANALYZE=1 to time `hpcscope analyze` too,
+#                                    ON_QEMU10=1 to run on QEMU 10 from scripts/build-qemu.sh)
 #
 # Workloads (x86-64, SSE2, gcc -O3 -march=x86-64): the bundled CG (workloads/src/cg.c,
 # 400,000 rows, 10 iterations), edge loop (edge.c, 500,000 nodes, 10 repetitions),
@@ -20,6 +21,11 @@
 # one's 95 % interval and its error against the full run (percentage points), and whether
 # the FLOPs are equal. With ANALYZE=1, one `hpcscope analyze` run per workload against the
 # native time (its own native runs are not overlapped by anything else of this script).
+#
+# With ON_QEMU10=1, bare QEMU and every mix run are QEMU 10 as scripts/build-qemu.sh builds it
+# (with the API v4 plugin, built here); when that QEMU writes the stream's records from its
+# translated code (hpcscope's patch), the full mix with a callback per access instead
+# (HPCSCOPE_MEMINLINE=off) joins the same hyperfine run, an A/B of the two producers.
 #
 # Verdicts (the criteria of the mix speed target): full mix at most 1.0x cachegrind and
 # 1.3x bare QEMU (wall); sampled at most 1.1x bare QEMU (wall), hit ratios within 1
@@ -40,17 +46,30 @@ mix_need gcc qemu-x86_64 valgrind hyperfine python3 -- gcc qemu-user valgrind hy
 mix_binaries
 mix_build "$out" $workloads
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc); mix --sample $sample"
+qemu=qemu-x86_64
+mixenv="HPCSCOPE_QEMU_PLUGIN=$plugin"
+inline=0
+if [ "${ON_QEMU10:-0}" = 1 ]; then
+  mix_qemu10
+  [ -n "$q10" ] || { echo "ON_QEMU10=1: QEMU 10 or its plugin is not built (scripts/build-qemu.sh)" >&2; exit 2; }
+  qemu=$q10
+  mixenv="HPCSCOPE_QEMU=$q10 HPCSCOPE_QEMU_PLUGIN=$plugin4"
+  grep -q qemu_plugin_register_vcpu_mem_record_per_vcpu "$q10" && inline=1
+fi
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc); mix --sample $sample; bare QEMU: $($qemu --version | head -1)"
 for w in $workloads; do
   bin="$out/$w"
   a=$(args_of "$w")
-  mix="env HPCSCOPE_QEMU_PLUGIN=$plugin $hs mix -m cascadelake-8260 -m graviton2 --native-runs 0"
-  hyperfine -N --warmup 1 --runs "$runs" --export-json "$out/$w.times.json" \
-    -n native "$bin $a" \
-    -n qemu "qemu-x86_64 $bin $a" \
+  mix="env $mixenv $hs mix -m cascadelake-8260 -m graviton2 --native-runs 0"
+  set -- -n native "$bin $a" \
+    -n qemu "$qemu $bin $a" \
     -n cachegrind "valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null $bin $a" \
     -n "mix full" "$mix -- $bin $a" \
-    -n "mix sampled" "$mix --sample $sample -- $bin $a" >/dev/null 2>&1 || {
+    -n "mix sampled" "$mix --sample $sample -- $bin $a"
+  if [ "$inline" = 1 ]; then
+    set -- "$@" -n "mix full, callbacks" "env HPCSCOPE_MEMINLINE=off $mixenv $hs mix -m cascadelake-8260 -m graviton2 --native-runs 0 -- $bin $a"
+  fi
+  hyperfine -N --warmup 1 --runs "$runs" --export-json "$out/$w.times.json" "$@" >/dev/null 2>&1 || {
     echo "$w: hyperfine failed; rerun with --show-output to see why" >&2
     exit 1
   }
@@ -60,7 +79,7 @@ for w in $workloads; do
   analyze_s=""
   if [ "${ANALYZE:-0}" = 1 ]; then
     start=$(date +%s.%N)
-    env HPCSCOPE_QEMU_PLUGIN="$plugin" "$hs" analyze -m cascadelake-8260 -o "$out/$w.analyze" -- "$bin" $a >"$out/$w.analyze.log" 2>&1 || true
+    env $mixenv "$hs" analyze -m cascadelake-8260 -o "$out/$w.analyze" -- "$bin" $a >"$out/$w.analyze.log" 2>&1 || true
     analyze_s=$(echo "$(date +%s.%N) - $start" | bc)
   fi
   python3 - "$w" "$out/$w.times.json" "$out/$w.full.json" "$out/$w.sampled.json" "$analyze_s" <<'PY'
@@ -113,6 +132,9 @@ print(f"  verdict full: x{m['mean']/c['mean']:.2f} cachegrind (<= 1.0: {ok(m['me
       f"x{m['mean']/q['mean']:.2f} bare qemu (<= 1.3: {ok(m['mean'] <= 1.3 * q['mean'])})")
 print(f"  verdict sampled: x{ms['mean']/q['mean']:.2f} bare qemu (<= 1.1: {ok(ms['mean'] <= 1.1 * q['mean'])}), "
       f"worst hit-ratio error {worst:.2f} pp (<= 1: {ok(worst <= 1.0)}), FLOPs exact: {ok(flops_equal)}")
+if "mix full, callbacks" in r:
+    cb = r["mix full, callbacks"]
+    print(f"  full mix, records written by QEMU's code / by a callback per access: wall x{m['mean']/cb['mean']:.2f}, cpu x{cpu(m)/cpu(cb):.2f}")
 if analyze_s:
     a = float(analyze_s)
     print(f"  verdict analyze: {a:.1f} s end to end, x{a/n['mean']:.0f} native (<= 50: {ok(a <= 50 * n['mean'])})")

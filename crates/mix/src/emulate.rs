@@ -180,6 +180,14 @@ pub struct StreamStats {
     pub records: u64,
     /// Records dropped.
     pub dropped: u64,
+    /// Whether QEMU's translated code wrote the records (QEMU built by
+    /// scripts/build-qemu.sh), rather than a plugin callback per access.
+    #[serde(default)]
+    pub inline: bool,
+    /// Buffers of those records that overflowed before the plugin emptied them (records
+    /// lost; 0 normally).
+    #[serde(default)]
+    pub overflowed_buffers: u64,
 }
 
 /// Counts of one translation block.
@@ -307,6 +315,10 @@ impl Transport {
     }
 }
 
+/// Environment variable that turns the records written by QEMU's translated code `on` or
+/// `off` (default: wherever the emulator has them).
+pub const MEMINLINE_ENV: &str = "HPCSCOPE_MEMINLINE";
+
 /// Runs one emulation (the stream through the [`Transport`] `HPCSCOPE_MIX_STREAM` asks
 /// for, the ring by default).
 pub fn run(req: &Request) -> Result<Outcome, MixError> {
@@ -354,6 +366,13 @@ pub fn run_via(req: &Request, transport: Transport) -> Result<Outcome, MixError>
             .min()
             .unwrap_or(64);
         plugin_args.push_str(&format!(",mem=on,memfd={},coalesce={line}", pipe_fds[1]));
+        // `HPCSCOPE_MEMINLINE=off` keeps the plugin's callback per access where QEMU could
+        // write the records itself (to compare the two; `on` insists on QEMU's records).
+        if let Ok(v) = std::env::var(MEMINLINE_ENV)
+            && (v == "on" || v == "off")
+        {
+            plugin_args.push_str(&format!(",meminline={v}"));
+        }
         if transport == Transport::Ring {
             ring = RingSetup::new();
             if let Some(r) = &ring {

@@ -949,6 +949,14 @@ fn profile(
             s.records + s.dropped
         ));
     }
+    if let Some(s) = &c.mem_stream
+        && s.overflowed_buffers > 0
+    {
+        notes.push(format!(
+            "{} buffers of the memory stream overflowed before the plugin emptied them: records were lost and the cache simulation misses them (run again with HPCSCOPE_MEMINLINE=off, and report the program)",
+            s.overflowed_buffers
+        ));
+    }
     if c.lost_executions > 0 {
         notes.push(format!(
             "{} block executions could not be counted (more translation blocks than the plugin's counters hold): counts are low",

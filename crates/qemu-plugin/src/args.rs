@@ -25,6 +25,10 @@ pub struct Config {
     /// aligned block of this many bytes share a record (up to 8 per record). A reader that
     /// simulates caches passes its smallest line size. `None`: one record per access.
     pub coalesce: Option<u64>,
+    /// `meminline=on|off`: the stream's records written by QEMU's translated code instead
+    /// of a callback per access (QEMU built by `scripts/build-qemu.sh`). `None` (the
+    /// default): when this QEMU can and `scope=` is not given.
+    pub mem_inline: Option<bool>,
     /// Count only instructions whose address is in one of these `[start, end)` ranges.
     pub regions: Vec<(u64, u64)>,
     /// Functions `[start, end)` counted with their callees: counting is on while one of
@@ -154,6 +158,7 @@ impl Config {
                     c.vl_bits = Some(bits);
                 }
                 "mem" => c.mem = parse_bool(k, v)?,
+                "meminline" => c.mem_inline = Some(parse_bool(k, v)?),
                 "memfd" => {
                     c.mem_fd = Some(
                         v.parse()
@@ -199,10 +204,15 @@ impl Config {
                 "sample" => c.sample = Some(SampleGate::parse(v)?),
                 _ => {
                     return Err(format!(
-                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, memring, coalesce, region, scope, tbs, table, audit, sample)"
+                        "unknown argument '{k}' (known: out, vl, mem, memfd, memout, memring, meminline, coalesce, region, scope, tbs, table, audit, sample)"
                     ));
                 }
             }
+        }
+        if c.mem_inline == Some(true) && !c.scopes.is_empty() {
+            return Err(
+                "meminline=on cannot follow scope=: a scope's records depend on the call depth at run time; drop one of them".into(),
+            );
         }
         if c.mem && c.mem_fd.is_none() && c.mem_out.is_none() {
             return Err("mem=on needs memfd=N or memout=PATH for the access stream".into());
@@ -322,6 +332,24 @@ mod tests {
         }
         assert!(c.is_scope_entry(0x400) && !c.is_scope_entry(0x404));
         assert!(c.in_scope(0x47f) && !c.in_scope(0x480));
+    }
+
+    #[test]
+    fn parses_meminline() {
+        let c = Config::parse(&["mem=on", "memfd=3"]).expect("valid");
+        assert_eq!(c.mem_inline, None);
+        for (v, want) in [("on", true), ("off", false)] {
+            let c =
+                Config::parse(&["mem=on", "memfd=3", &format!("meminline={v}")]).expect("valid");
+            assert_eq!(c.mem_inline, Some(want));
+        }
+        let e = Config::parse(&["mem=on", "memfd=3", "meminline=maybe"]).unwrap_err();
+        assert!(e.contains("meminline"), "{e}");
+        let e =
+            Config::parse(&["mem=on", "memfd=3", "scope=0x400-0x480", "meminline=on"]).unwrap_err();
+        assert!(e.contains("scope="), "{e}");
+        // Off with a scope is what the default does anyway.
+        Config::parse(&["mem=on", "memfd=3", "scope=0x400-0x480", "meminline=off"]).expect("valid");
     }
 
     #[test]

@@ -167,6 +167,7 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
             .map(|(r, t)| unsafe { (File::from_raw_fd(r), File::from_raw_fd(t)) });
         memtrace::open(file, ring, config.coalesce, config.sample.as_ref())
             .map_err(|e| format!("memory stream: {e}"))?;
+        enable_inline(&config)?;
     }
     vcpu::set_regions(config.regions.len());
     if !config.scopes.is_empty() {
@@ -185,6 +186,30 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
         qemu_api: u32::try_from(info.version.current).unwrap_or(0),
         load_bias: None,
     })
+}
+
+/// Turns on the records written by QEMU's translated code (`meminline=`) where asked for,
+/// or by default where this QEMU has them and no `scope=` is given.
+#[cfg(not(feature = "api-v1"))]
+fn enable_inline(config: &Config) -> Result<(), String> {
+    match config.mem_inline {
+        Some(false) => Ok(()),
+        Some(true) => memtrace::inline::enable(),
+        None if config.scopes.is_empty() && memtrace::inline::available() => {
+            memtrace::inline::enable()
+        }
+        None => Ok(()),
+    }
+}
+
+#[cfg(feature = "api-v1")]
+fn enable_inline(config: &Config) -> Result<(), String> {
+    match config.mem_inline {
+        Some(true) => Err(
+            "meminline=on needs QEMU 10 built by scripts/build-qemu.sh and the plugin built for its API (v4)".into(),
+        ),
+        _ => Ok(()),
+    }
 }
 
 impl Register for Plugin {
@@ -229,6 +254,8 @@ extern "C" fn on_vcpu_init(id: qemu_plugin_id_t, vcpu: c_uint) {
     }
     // A new guest thread: its slot (and thread number) starts here.
     let _ = vcpu::get(vcpu);
+    #[cfg(not(feature = "api-v1"))]
+    memtrace::inline::vcpu_init(vcpu);
     memtrace::thread_started(vcpu);
     if vcpu != 0 {
         // Several threads: their batches of the memory stream interleave more finely.
@@ -405,6 +432,7 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
             }
         }
         let mut per_region: Vec<(usize, [u64; N_COUNTERS])> = Vec::new();
+        let mut inline_records = false;
         for (&insn, info) in insns.iter().zip(&infos) {
             let pc = qemu_plugin_insn_vaddr(insn);
             let region = st.config.region_of(pc);
@@ -445,7 +473,11 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
             let needs_desc =
                 audit || info.counted_from_reports() || (kind == MemKind::Clipped && stream);
             if !needs_desc {
-                if stream && kind == MemKind::Exact {
+                if stream && kind == MemKind::Exact && memtrace::inline::on() {
+                    #[cfg(not(feature = "api-v1"))]
+                    memtrace::inline::register(insn);
+                    inline_records = true;
+                } else if stream && kind == MemKind::Exact {
                     qemu_plugin_register_vcpu_mem_cb(
                         insn,
                         Some(pass_cb),
@@ -517,6 +549,11 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                     ud,
                 );
             }
+        }
+        if inline_records {
+            // The buffer is emptied at the start of a block once it is full.
+            #[cfg(not(feature = "api-v1"))]
+            memtrace::inline::register_check(tb);
         }
         let vaddr = qemu_plugin_tb_vaddr(tb);
         let entry = scoped && st.config.is_scope_entry(vaddr);

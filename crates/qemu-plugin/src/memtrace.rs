@@ -21,6 +21,10 @@
 //! waits for a number there when every slot is taken. The records, concatenated in notice
 //! order, are the plain stream's byte for byte.
 //!
+//! With QEMU 10 as `scripts/build-qemu.sh` builds it, the records of the instructions QEMU
+//! reports exactly are written by QEMU's translated code instead of [`on_mem`]
+//! (`meminline=`, [`inline`]); the other callbacks append to the same buffer.
+//!
 //! Stream format: the 8 magic bytes `HPCSMT03`, then records, each a little-endian `u64`:
 //! bits 0..=55 virtual address, bits 56..=59 log2 of the access size in bytes,
 //! bits 60..=62 repeats, bit 63 set for a store. Every batch starts with a thread marker
@@ -73,6 +77,30 @@ use qemu_plugin::sys::{
 use crate::args::SampleGate;
 use crate::isa::{Counter, MemKind};
 use crate::vcpu;
+
+#[cfg(not(feature = "api-v1"))]
+pub mod inline;
+
+/// Without QEMU's inline records (API v1): the callbacks' buffers only.
+#[cfg(feature = "api-v1")]
+pub mod inline {
+    use std::ffi::c_uint;
+    #[inline(always)]
+    pub fn on() -> bool {
+        false
+    }
+    pub fn push(_: c_uint, _: u64) -> bool {
+        false
+    }
+    pub fn tail(_: c_uint) -> Option<(*mut u64, usize)> {
+        None
+    }
+    pub fn truncate(_: c_uint, _: usize) {}
+    pub fn flush(_: c_uint) {}
+    pub fn losses() -> u64 {
+        0
+    }
+}
 
 /// First bytes of the stream.
 pub const MAGIC: &[u8; 8] = b"HPCSMT03";
@@ -308,6 +336,10 @@ struct Slot {
     pend: u64,
     pend_len: u64,
     pend_desc: usize,
+    /// With inline records: the run's first record and the record after its last, in the
+    /// vCPU's buffer.
+    pend_at: usize,
+    pend_end: usize,
     /// Accesses and bytes left out by `sample=` since the last batch was written.
     skipped: u64,
     skipped_bytes: u64,
@@ -329,6 +361,8 @@ static SLOTS: Slots = Slots(
             pend: 0,
             pend_len: 0,
             pend_desc: 0,
+            pend_at: 0,
+            pend_end: 0,
             skipped: 0,
             skipped_bytes: 0,
         })
@@ -483,6 +517,9 @@ fn emit(vcpu: c_uint, rec: u64) {
         if unsafe { (*slot.get()).pend_len } != 0 {
             close_merge(vcpu);
         }
+        if inline::on() && inline::push(vcpu, rec) {
+            return;
+        }
         if gated_out(slot, rec) {
             return;
         }
@@ -527,6 +564,12 @@ fn merge(vcpu: c_uint, desc: usize, rec: u64) {
     };
     let size = 1u64 << ((rec >> 56) & 0xf);
     let start = (rec & ADDR_MASK) | (rec & (1 << 63));
+    if inline::on()
+        && let Some((_, used)) = inline::tail(vcpu)
+    {
+        merge_in_place(vcpu, slot, desc, start, size, used);
+        return;
+    }
     {
         // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
         let s = unsafe { &mut *slot.get() };
@@ -546,12 +589,58 @@ fn merge(vcpu: c_uint, desc: usize, rec: u64) {
     (s.pend, s.pend_len, s.pend_desc) = (start, size, desc);
 }
 
-/// Writes the SVE access being merged on `vcpu` (if any) as records.
+/// [`merge`] with inline records: the run's records are the last of the vCPU's buffer
+/// (`used` records) while nothing follows them, and are rewritten as the run grows; a run
+/// that something followed is closed (its records stay as they are).
+fn merge_in_place(
+    vcpu: c_uint,
+    slot: &UnsafeCell<Slot>,
+    desc: usize,
+    start: u64,
+    size: u64,
+    used: usize,
+) {
+    // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+    let s = unsafe { &mut *slot.get() };
+    let grows = s.pend_len != 0
+        && s.pend_desc == desc
+        && s.pend_end == used
+        && (s.pend ^ start) >> 63 == 0
+        && (s.pend & ADDR_MASK) + s.pend_len == start & ADDR_MASK
+        && s.pend_len + size <= MERGE_MAX;
+    let at = if grows {
+        s.pend_len += size;
+        inline::truncate(vcpu, s.pend_at);
+        s.pend_at
+    } else {
+        (s.pend, s.pend_len, s.pend_desc) = (start, size, desc);
+        used
+    };
+    let (run, len) = (s.pend, s.pend_len);
+    let mut pieces = 0;
+    for r in merged_records(run, len) {
+        inline::push(vcpu, r);
+        pieces += 1;
+    }
+    // A buffer written out in the middle closes the run.
+    match inline::tail(vcpu) {
+        Some((_, now)) if now == at + pieces => (s.pend_at, s.pend_end) = (at, now),
+        _ => s.pend_len = 0,
+    }
+}
+
+/// Writes the SVE access being merged on `vcpu` (if any) as records (with inline records,
+/// they are in the buffer already: the run is closed).
 #[inline(never)]
 fn close_merge(vcpu: c_uint) {
     let Some(slot) = SLOTS.0.get(vcpu as usize) else {
         return;
     };
+    if inline::on() {
+        // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
+        unsafe { (*slot.get()).pend_len = 0 };
+        return;
+    }
     let (start, len) = {
         // SAFETY: only this vCPU's thread uses this slot (see `Slots`).
         let s = unsafe { &mut *slot.get() };
@@ -853,6 +942,10 @@ pub extern "C" fn on_mem_drop(_: c_uint, _: qemu_plugin_meminfo_t, _: u64, _: *m
 /// stopped). The thread leaves the vCPU: the next one to run on it starts a new batch under
 /// its own number.
 pub fn flush_vcpu(vcpu: u32) {
+    if inline::on() {
+        on_merge_exec(vcpu, std::ptr::null_mut());
+        inline::flush(vcpu);
+    }
     if let Some(slot) = SLOTS.0.get(vcpu as usize) {
         // SAFETY: called by the vCPU's own thread, or at exit.
         if unsafe { (*slot.get()).pend_len } != 0 {
@@ -938,6 +1031,45 @@ fn write_batch(thread: u32, v: &[u64], skipped: (u64, u64)) {
         BROKEN.store(true, Ordering::Relaxed);
         DROPPED.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+#[cfg(not(feature = "api-v1"))]
+/// Writes out a buffer of inline records of vCPU `vcpu`: `sample=` leaves out the accesses
+/// of unsampled classes (counted in the batch's skip records), then coalescing.
+fn write_inline_batch(vcpu: c_uint, v: &mut [u64]) {
+    let mut n = v.len();
+    let mut skipped = (0, 0);
+    if let Some(g) = GATE.get() {
+        let mut k = 0;
+        for i in 0..n {
+            let rec = v[i];
+            if g.keeps(rec & !REPEATS) {
+                v[k] = rec;
+                k += 1;
+            } else {
+                let times = 1 + ((rec & REPEATS) >> 60);
+                skipped.0 += times;
+                skipped.1 += times << ((rec >> 56) & 0xf);
+            }
+        }
+        n = k;
+    }
+    let n = inline::coalesce_in_place(&mut v[..n], BLOCK_MASK.load(Ordering::Relaxed));
+    write_batch(vcpu::get(vcpu).thread, &v[..n], skipped);
+}
+
+/// What [`push`] makes of `accesses` with coalescing blocks of `mask + 1` bytes (one
+/// unbounded batch).
+#[cfg(all(test, not(feature = "api-v1")))]
+pub(crate) fn push_reference(accesses: &[u64], mask: u64) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    for &rec in accesses {
+        match out.last_mut() {
+            Some(last) if coalesces(*last, rec, mask) => *last += REPEAT_ONE,
+            _ => out.push(rec),
+        }
+    }
+    out
 }
 
 /// Flush the sink; returns (records written, records dropped after a write error).

@@ -192,6 +192,15 @@ pub fn summary(run: &RunInfo, tally: &Tally, with_tbs: bool) -> Value {
             // Accesses `sample=` left out of the stream (counted in its skip records).
             o.insert("sampled_out".into(), json!(skipped));
         }
+        if let Some(Value::Object(o)) = m.get_mut("mem_stream") {
+            // Whether QEMU's translated code wrote the records, and how many of its
+            // buffers overflowed before the plugin emptied them (records lost).
+            o.insert("inline".into(), json!(crate::memtrace::inline::on()));
+            let losses = crate::memtrace::inline::losses();
+            if losses > 0 {
+                o.insert("overflowed_buffers".into(), json!(losses));
+            }
+        }
     }
     if with_tbs {
         m.insert(
