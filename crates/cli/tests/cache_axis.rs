@@ -386,6 +386,67 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
     assert_eq!(v["points"][0]["bytes"], "approximate");
 }
 
+/// `analyze` of `prog n reps` (its function `kernel`) on cascadelake-8260 with the sweep
+/// `scenario`, `runs` native runs and `extra` arguments, into `out`.
+fn analyze_sweep(
+    plugin: &Path,
+    prog: &Path,
+    args: [&str; 2],
+    scenario: &Path,
+    runs: &str,
+    extra: &[&std::ffi::OsStr],
+    out: &Path,
+) -> Output {
+    bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", plugin)
+        .args([
+            "analyze",
+            "-m",
+            "cascadelake-8260",
+            "-t",
+            "cascadelake-8260",
+        ])
+        .args(["--no-trace", "--native-runs", runs, "--function", "kernel"])
+        .args(extra)
+        .arg("--scenario")
+        .arg(scenario)
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The `explore` scenario `name` of one variant, `triad`, whose profile (and the source's)
+/// is `profile`, with `targets` (TOML).
+fn explore_scenario(name: &str, profile: &str, targets: &str) -> String {
+    format!(
+        "name = \"{name}\"\n[source]\nmachine = \"cascadelake-8260\"\nprofile = \"{profile}\"\ngflops = 1.0\n\n[[variants]]\nname = \"triad\"\nprofile = \"{profile}\"\n{targets}"
+    )
+}
+
+/// `explore scenario --format json` re-simulating with `prog args` (its function
+/// `kernel`): the JSON it prints.
+fn explore_with_program(
+    plugin: &Path,
+    scenario: &Path,
+    prog: &Path,
+    args: [&str; 2],
+) -> serde_json::Value {
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", plugin)
+        .arg("explore")
+        .arg(scenario)
+        .args(["--format", "json", "--function", "kernel", "--"])
+        .arg(prog)
+        .args(args)
+        .output()
+        .unwrap();
+    serde_json::from_str(&ok(&o)).unwrap()
+}
+
 /// `analyze --scenario` simulates each target's own cache geometry in the characterization's
 /// emulation: two targets differing only in their L2 size get different bytes per level,
 /// the same as `explore` re-simulates for those geometries, and a target without a cache
@@ -418,26 +479,15 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
     .unwrap();
     // analyze of the triad with the sweep, and `extra` arguments, into `out`.
     let analyze = |out: &Path, extra: &[&std::ffi::OsStr]| {
-        bin()
-            .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
-            .args([
-                "analyze",
-                "-m",
-                "cascadelake-8260",
-                "-t",
-                "cascadelake-8260",
-            ])
-            .args(["--no-trace", "--native-runs", "2", "--function", "kernel"])
-            .args(extra)
-            .arg("--scenario")
-            .arg(d.join("sweep.toml"))
-            .arg("-o")
-            .arg(out)
-            .arg("--")
-            .arg(&prog)
-            .args([n, reps])
-            .output()
-            .unwrap()
+        analyze_sweep(
+            &plugin,
+            &prog,
+            [n, reps],
+            &d.join("sweep.toml"),
+            "2",
+            extra,
+            out,
+        )
     };
     let out = d.join("a");
     let o = analyze(&out, &[]);
@@ -498,21 +548,10 @@ transforms = [{ cache_size = { level = "L2", size_bytes = 2097152 } }]
     std::fs::write(d.join("p.json"), r["source_profile"].to_string()).unwrap();
     std::fs::write(
         d.join("explore.toml"),
-        format!(
-            "name = \"L2 size\"\n[source]\nmachine = \"cascadelake-8260\"\nprofile = \"p.json\"\ngflops = 1.0\n\n[[variants]]\nname = \"triad\"\nprofile = \"p.json\"\n{targets}"
-        ),
+        explore_scenario("L2 size", "p.json", targets),
     )
     .unwrap();
-    let o = bin()
-        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
-        .arg("explore")
-        .arg(d.join("explore.toml"))
-        .args(["--format", "json", "--function", "kernel", "--"])
-        .arg(&prog)
-        .args([n, reps])
-        .output()
-        .unwrap();
-    let e: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let e = explore_with_program(&plugin, &d.join("explore.toml"), &prog, [n, reps]);
     let epts = e["points"].as_array().unwrap();
     for t in ["L2 256K", "L2 2M"] {
         let ep = epts.iter().find(|p| p["target"] == t).unwrap();
@@ -563,25 +602,15 @@ machine = "thunderx2"
         format!("name = \"machines\"\n{targets}"),
     )
     .unwrap();
-    let o = bin()
-        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
-        .args([
-            "analyze",
-            "-m",
-            "cascadelake-8260",
-            "-t",
-            "cascadelake-8260",
-        ])
-        .args(["--no-trace", "--native-runs", "1", "--function", "kernel"])
-        .arg("--scenario")
-        .arg(d.join("sweep.toml"))
-        .arg("-o")
-        .arg(d.join("a"))
-        .arg("--")
-        .arg(&prog)
-        .args([n, reps])
-        .output()
-        .unwrap();
+    let o = analyze_sweep(
+        &plugin,
+        &prog,
+        [n, reps],
+        &d.join("sweep.toml"),
+        "1",
+        &[],
+        &d.join("a"),
+    );
     ok(&o);
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("a/result.json")).unwrap()).unwrap();
@@ -622,22 +651,9 @@ machine = "thunderx2"
     };
     // explore from the analyzed profile (simulated for cascadelake-8260), with the program.
     std::fs::write(d.join("p.json"), r["source_profile"].to_string()).unwrap();
-    let scenario = |profile: &str| {
-        format!(
-            "name = \"machines\"\n[source]\nmachine = \"cascadelake-8260\"\nprofile = \"{profile}\"\ngflops = 1.0\n\n[[variants]]\nname = \"triad\"\nprofile = \"{profile}\"\n{targets}"
-        )
-    };
+    let scenario = |profile: &str| explore_scenario("machines", profile, targets);
     std::fs::write(d.join("explore.toml"), scenario("p.json")).unwrap();
-    let o = bin()
-        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
-        .arg("explore")
-        .arg(d.join("explore.toml"))
-        .args(["--format", "json", "--function", "kernel", "--"])
-        .arg(&prog)
-        .args([n, reps])
-        .output()
-        .unwrap();
-    let e: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let e = explore_with_program(&plugin, &d.join("explore.toml"), &prog, [n, reps]);
     let epts = e["points"].as_array().unwrap();
     assert_eq!(point(epts, "CLX")["bytes"], "profile");
     for t in ["N1", "N1 + HBM2", "TX2"] {
