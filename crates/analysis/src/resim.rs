@@ -646,6 +646,16 @@ machine = "knl-flat-dram"
         })]
     }
 
+    /// [`resimulate`] with profiles of `caches` and no program to run.
+    fn without_program(
+        s: &Scenario,
+        r: &Resolved,
+        caches: Vec<Arc<ProfileCaches>>,
+        dir: &Path,
+    ) -> Outcome {
+        resimulate(s, r, &caches, Path::new("."), &Program::default(), dir).unwrap()
+    }
+
     fn names<'a>(r: &'a Resolved, pairs: &[(usize, usize)]) -> Vec<&'a str> {
         pairs
             .iter()
@@ -657,15 +667,12 @@ machine = "knl-flat-dram"
     fn other_machines_are_changed_like_transformed_caches_and_said_approximate_without_a_program() {
         let (s, r) = scenario();
         let dir = tempfile::tempdir().unwrap();
-        let out = resimulate(
+        let out = without_program(
             &s,
             &r,
-            &caches(Some("cascadelake-8260"), Vec::new()),
-            Path::new("."),
-            &Program::default(),
+            caches(Some("cascadelake-8260"), Vec::new()),
             dir.path(),
-        )
-        .unwrap();
+        );
         // Every target whose caches are not cascadelake-8260's, transformed or not; a new
         // memory alone keeps the caches.
         assert_eq!(
@@ -716,29 +723,13 @@ machine = "knl-flat-dram"
         let (s, r) = scenario();
         let dir = tempfile::tempdir().unwrap();
         // A profile simulated for thunderx2: the TX2 target keeps it, CLX does not.
-        let out = resimulate(
-            &s,
-            &r,
-            &caches(Some("thunderx2"), Vec::new()),
-            Path::new("."),
-            &Program::default(),
-            dir.path(),
-        )
-        .unwrap();
+        let out = without_program(&s, &r, caches(Some("thunderx2"), Vec::new()), dir.path());
         assert_eq!(
             names(&r, &out.resim.changed),
             ["CLX", "CLX + HBM2", "N1", "N1 + HBM2", "CLX, L2 2M", "KNL"]
         );
         // No machine named: the source's caches, said in a note.
-        let out = resimulate(
-            &s,
-            &r,
-            &caches(None, Vec::new()),
-            Path::new("."),
-            &Program::default(),
-            dir.path(),
-        )
-        .unwrap();
+        let out = without_program(&s, &r, caches(None, Vec::new()), dir.path());
         assert_eq!(out.resim.changed.len(), 5);
         assert!(
             out.notes.iter().any(|n| n.contains("names no machine")),
@@ -752,15 +743,12 @@ machine = "knl-flat-dram"
         let (s, r) = scenario();
         let dir = tempfile::tempdir().unwrap();
         let n1 = profile("neoverse-n1", [9.0e9, 2.5e9, 0.4e9, 0.1e9]);
-        let out = resimulate(
+        let out = without_program(
             &s,
             &r,
-            &caches(Some("cascadelake-8260"), vec![n1]),
-            Path::new("."),
-            &Program::default(),
+            caches(Some("cascadelake-8260"), vec![n1]),
             dir.path(),
-        )
-        .unwrap();
+        );
         // N1, and N1 with another memory (the same caches), take the N1 profile's bytes.
         let idx = |t: &str| r.targets.iter().position(|(n, _)| n == t).unwrap();
         for t in ["N1", "N1 + HBM2"] {
