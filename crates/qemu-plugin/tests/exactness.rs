@@ -19,7 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{have, plugin_for, qemus, symbol_range};
+use common::{aarch64_gcc, have, plugin_for, qemus, symbol_range};
 use serde_json::Value;
 
 const N1: u64 = 4096;
@@ -207,10 +207,7 @@ fn x86_64_sse2_and_avx2_fma() {
 
 #[test]
 fn aarch64_sve_all_vector_lengths() {
-    if !have("aarch64-linux-gnu-gcc") {
-        println!(
-            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
-        );
+    if !aarch64_gcc() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");

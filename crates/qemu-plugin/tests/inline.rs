@@ -10,17 +10,14 @@ mod common;
 
 use std::path::Path;
 
-use common::{compile, have, qemu10, range, run_records};
+use common::{aarch64_gcc, compile, qemu10_or_skip, range, run_records};
 
 /// The patched function's name, as the binary's dynamic symbol table holds it.
 const RECORD_FN: &[u8] = b"qemu_plugin_register_vcpu_mem_record_per_vcpu";
 
 /// QEMU 10 for `arch` when it has the inline records; prints a `skipping:` line otherwise.
 fn patched_qemu10(arch: &str) -> Option<String> {
-    let Some(q) = qemu10(arch) else {
-        println!("skipping: QEMU 10 (plugin API v4) is not built (scripts/build-qemu.sh)");
-        return None;
-    };
+    let q = qemu10_or_skip(arch)?;
     let bin = std::fs::read(&q).expect("read the QEMU binary");
     if !bin.windows(RECORD_FN.len()).any(|w| w == RECORD_FN) {
         println!(
@@ -147,10 +144,7 @@ fn sampled_records_match_the_callbacks() {
 
 #[test]
 fn sve_records_match_the_callbacks() {
-    if !have("aarch64-linux-gnu-gcc") {
-        println!(
-            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
-        );
+    if !aarch64_gcc() {
         return;
     }
     let Some(qemu) = patched_qemu10("aarch64") else {

@@ -16,18 +16,14 @@
 
 mod common;
 
-use common::{compile, field, get, have, qemu10, range, run, run_records};
+use common::{aarch64_gcc, compile, field, get, qemu10_or_skip, range, run, run_records};
 
 #[test]
 fn sve_partial_vectors_count_exactly_on_qemu10() {
-    if !have("aarch64-linux-gnu-gcc") {
-        println!(
-            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
-        );
+    if !aarch64_gcc() {
         return;
     }
-    let Some(qemu) = qemu10("aarch64") else {
-        println!("skipping: QEMU 10 (plugin API v4) is not built (scripts/build-qemu.sh)");
+    let Some(qemu) = qemu10_or_skip("aarch64") else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -92,14 +88,10 @@ fn sve_partial_vectors_count_exactly_on_qemu10() {
 
 #[test]
 fn sve_contiguous_accesses_are_one_per_vector_on_qemu10() {
-    if !have("aarch64-linux-gnu-gcc") {
-        println!(
-            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
-        );
+    if !aarch64_gcc() {
         return;
     }
-    let Some(qemu) = qemu10("aarch64") else {
-        println!("skipping: QEMU 10 (plugin API v4) is not built (scripts/build-qemu.sh)");
+    let Some(qemu) = qemu10_or_skip("aarch64") else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");

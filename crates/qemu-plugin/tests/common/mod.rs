@@ -107,6 +107,26 @@ pub fn qemu10(arch: &str) -> Option<String> {
     p.is_file().then(|| p.display().to_string())
 }
 
+/// Whether the aarch64 cross compiler is there; prints a `skipping:` line when not.
+pub fn aarch64_gcc() -> bool {
+    let ok = have("aarch64-linux-gnu-gcc");
+    if !ok {
+        println!(
+            "skipping: aarch64-linux-gnu-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
+        );
+    }
+    ok
+}
+
+/// [`qemu10`], with a `skipping:` line when it is not built.
+pub fn qemu10_or_skip(arch: &str) -> Option<String> {
+    let q = qemu10(arch);
+    if q.is_none() {
+        println!("skipping: QEMU 10 (plugin API v4) is not built (scripts/build-qemu.sh)");
+    }
+    q
+}
+
 /// The emulators to run a test on: the system's `qemu-ARCH` (QEMU 7.2, plugin API v1)
 /// and the cached QEMU 10 (API v4), those present; prints a `skipping:` line for QEMU 10
 /// when it is not built.
