@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{aarch64_gcc, compile, qemu10_or_skip, range, run_records};
+use common::{aarch64_gcc, compile, qemu10_or_skip, range, run_records, sve_kernel};
 
 /// The patched function's name, as the binary's dynamic symbol table holds it.
 const RECORD_FN: &[u8] = b"qemu_plugin_register_vcpu_mem_record_per_vcpu";
@@ -151,13 +151,7 @@ fn sve_records_match_the_callbacks() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let bin = compile(
-        "aarch64-linux-gnu-gcc",
-        &["-O3", "-march=armv8.2-a+sve", "-static"],
-        "triad.c",
-        dir.path(),
-    );
-    let region = format!("region={}", range(&bin, "kernel_triad"));
+    let (bin, region) = sve_kernel("triad", dir.path());
     // SVE contiguous accesses, merged per vector: in place in the buffer with inline
     // records, at the close of the run with callbacks. A length that leaves a partial
     // vector at the end.

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{aarch64_gcc, compile, field, get, qemu10_or_skip, range, run, run_records};
+use common::{aarch64_gcc, field, get, qemu10_or_skip, run, run_records, sve_kernel};
 
 #[test]
 fn sve_partial_vectors_count_exactly_on_qemu10() {
@@ -32,13 +32,7 @@ fn sve_partial_vectors_count_exactly_on_qemu10() {
         ("triad", "4099", "2"),
         ("dot", "4099", "2"),
     ] {
-        let bin = compile(
-            "aarch64-linux-gnu-gcc",
-            &["-O3", "-march=armv8.2-a+sve", "-static"],
-            &format!("{kernel}.c"),
-            dir.path(),
-        );
-        let region = format!("region={}", range(&bin, &format!("kernel_{kernel}")));
+        let (bin, region) = sve_kernel(kernel, dir.path());
         for vl in [128u32, 256, 512, 1024, 2048] {
             let cpu = format!("max,sve-default-vector-length={}", vl / 8);
             let r = run(
@@ -95,13 +89,7 @@ fn sve_contiguous_accesses_are_one_per_vector_on_qemu10() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let bin = compile(
-        "aarch64-linux-gnu-gcc",
-        &["-O3", "-march=armv8.2-a+sve", "-static"],
-        "triad.c",
-        dir.path(),
-    );
-    let region = format!("region={}", range(&bin, "kernel_triad"));
+    let (bin, region) = sve_kernel("triad", dir.path());
     let (n, reps) = (4099u64, 2u64);
     for vl in [128u64, 512, 2048] {
         let cpu = format!("max,sve-default-vector-length={}", vl / 8);

@@ -118,6 +118,19 @@ pub fn aarch64_gcc() -> bool {
     ok
 }
 
+/// `workloads/src/{kernel}.c` built for aarch64 with SVE (static), and the plugin's
+/// `region=` argument for its function `kernel_{kernel}`.
+pub fn sve_kernel(kernel: &str, dir: &Path) -> (PathBuf, String) {
+    let bin = compile(
+        "aarch64-linux-gnu-gcc",
+        &["-O3", "-march=armv8.2-a+sve", "-static"],
+        &format!("{kernel}.c"),
+        dir,
+    );
+    let region = format!("region={}", range(&bin, &format!("kernel_{kernel}")));
+    (bin, region)
+}
+
 /// [`qemu10`], with a `skipping:` line when it is not built.
 pub fn qemu10_or_skip(arch: &str) -> Option<String> {
     let q = qemu10(arch);
