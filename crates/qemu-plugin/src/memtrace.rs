@@ -617,14 +617,11 @@ fn merge_in_place(
         used
     };
     let (run, len) = (s.pend, s.pend_len);
-    let mut pieces = 0;
-    for r in merged_records(run, len) {
-        inline::push(vcpu, r);
-        pieces += 1;
-    }
-    // A buffer written out in the middle closes the run.
+    inline::push_run(vcpu, merged_records(run, len));
+    let pieces = merged_records(run, len).count();
     match inline::tail(vcpu) {
         Some((_, now)) if now == at + pieces => (s.pend_at, s.pend_end) = (at, now),
+        // The buffer's end was reached (records lost, counted when it is written).
         _ => s.pend_len = 0,
     }
 }

@@ -173,13 +173,31 @@ pub fn push(vcpu: c_uint, rec: u64) -> bool {
     if s[1] == 0 {
         return false;
     }
-    // SAFETY: `used` is at most the limit, and the buffer holds limit + 8 bytes.
-    unsafe { *((s[1] + s[0]) as *mut u64) = rec };
-    s[0] = (s[0] + 8).min(s[2]);
+    append(s, rec);
     if s[0] >= LIMIT.load(Ordering::Relaxed).min(BATCH) as u64 * 8 {
         flush(vcpu);
     }
     true
+}
+
+/// Appends the records of an SVE run being merged at the end of vCPU `vcpu`'s buffer,
+/// without emptying it (a run written out in two batches would be two accesses): the
+/// next block's check does, and [`RESERVE`] holds a run (at most 13 records).
+pub fn push_run(vcpu: c_uint, recs: impl Iterator<Item = u64>) {
+    if let Some(s) = state(vcpu)
+        && s[1] != 0
+    {
+        for rec in recs {
+            append(s, rec);
+        }
+    }
+}
+
+#[inline(always)]
+fn append(s: &mut [u64; 4], rec: u64) {
+    // SAFETY: `used` is at most the limit, and the buffer holds limit + 8 bytes.
+    unsafe { *((s[1] + s[0]) as *mut u64) = rec };
+    s[0] = (s[0] + 8).min(s[2]);
 }
 
 /// The records in vCPU `vcpu`'s buffer, and where the next goes (for merging SVE runs in
