@@ -92,6 +92,7 @@ pub mod inline {
     pub fn push(_: c_uint, _: u64) -> bool {
         false
     }
+    pub fn push_run(_: c_uint, _: impl Iterator<Item = u64>) {}
     pub fn tail(_: c_uint) -> Option<(*mut u64, usize)> {
         None
     }
