@@ -62,6 +62,10 @@ pub struct PluginOutput {
     /// hold; 0 normally).
     #[serde(default)]
     pub lost_executions: u64,
+    /// Processes the program forked (without exec): QEMU ran them under the plugin, which
+    /// left them out of the counts and the stream.
+    #[serde(default)]
+    pub forked_processes: u64,
     /// Stream statistics.
     #[serde(default)]
     pub mem_stream: Option<StreamStats>,

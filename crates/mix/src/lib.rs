@@ -957,6 +957,12 @@ fn profile(
             s.overflowed_buffers
         ));
     }
+    if c.forked_processes > 0 {
+        notes.push(format!(
+            "the program forked {} process(es) without exec: their instructions, FLOPs and memory accesses are not in these counts or the cache simulation (only the process started is characterized)",
+            c.forked_processes
+        ));
+    }
     if c.lost_executions > 0 {
         notes.push(format!(
             "{} block executions could not be counted (more translation blocks than the plugin's counters hold): counts are low",

@@ -169,6 +169,7 @@ fn setup(args: &Args, info: &Info) -> Result<State, String> {
             .map_err(|e| format!("memory stream: {e}"))?;
         enable_inline(&config)?;
     }
+    crate::fork::watch();
     vcpu::set_regions(config.regions.len());
     if !config.scopes.is_empty() {
         // Scoped blocks count with callbacks from the start; translations follow the
@@ -902,6 +903,10 @@ fn write_audit(path: &std::path::Path) {
 
 fn on_exit() {
     EXITED.store(true, Ordering::Release);
+    if crate::fork::is_child() {
+        // A child the guest forked: its parent reports (see `fork`).
+        return;
+    }
     let mem = memtrace::finish();
     let Some(text) = render(Some(mem)) else {
         return;

@@ -25,6 +25,7 @@
 pub mod api;
 pub mod args;
 pub mod elf;
+pub mod fork;
 pub mod isa;
 pub mod memtrace;
 pub mod report;

@@ -157,7 +157,7 @@ pub fn thread_ended(vcpu: u32) {
 }
 
 fn write_marker(m: u64) {
-    if BROKEN.load(Ordering::Relaxed) {
+    if BROKEN.load(Ordering::Relaxed) || crate::fork::is_child() {
         return;
     }
     // A ring's notices carry markers written alone as they are.
@@ -1002,6 +1002,10 @@ fn write_batch(thread: u32, v: &[u64], skipped: (u64, u64)) {
         return;
     }
     let n = v.len() as u64;
+    if crate::fork::is_child() {
+        // A forked child's records are not the program's stream (see `fork`).
+        return;
+    }
     if BROKEN.load(Ordering::Relaxed) {
         DROPPED.fetch_add(n, Ordering::Relaxed);
         return;
@@ -1068,6 +1072,15 @@ pub(crate) fn push_reference(accesses: &[u64], mask: u64) -> Vec<u64> {
         }
     }
     out
+}
+
+/// In a child the guest forked: the stream's descriptors are closed (the reader sees the
+/// end of the stream when the parent ends), when no other thread held the sink's lock at the
+/// fork (otherwise they stay open, unused).
+pub fn forked() {
+    if let Ok(mut sink) = SINK.try_lock() {
+        *sink = None;
+    }
 }
 
 /// Flush the sink; returns (records written, records dropped after a write error).

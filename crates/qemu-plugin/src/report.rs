@@ -174,6 +174,11 @@ pub fn summary(run: &RunInfo, tally: &Tally, with_tbs: bool) -> Value {
     if run.lost_executions > 0 {
         m.insert("lost_executions".into(), json!(run.lost_executions));
     }
+    let forks = crate::fork::forks();
+    if forks > 0 {
+        // Children the guest forked, left out of the counts and the stream.
+        m.insert("forked_processes".into(), json!(forks));
+    }
     if run.predicate_failures > 0 {
         m.insert(
             "predicate_read_failures".into(),
