@@ -92,7 +92,9 @@ pub mod inline {
     pub fn push(_: c_uint, _: u64) -> bool {
         false
     }
-    pub fn push_run(_: c_uint, _: impl Iterator<Item = u64>) {}
+    pub fn push_run(_: c_uint, _: impl Iterator<Item = u64>) -> usize {
+        0
+    }
     pub fn tail(_: c_uint) -> Option<(*mut u64, usize)> {
         None
     }
@@ -618,8 +620,7 @@ fn merge_in_place(
         used
     };
     let (run, len) = (s.pend, s.pend_len);
-    inline::push_run(vcpu, merged_records(run, len));
-    let pieces = merged_records(run, len).count();
+    let pieces = inline::push_run(vcpu, merged_records(run, len));
     match inline::tail(vcpu) {
         Some((_, now)) if now == at + pieces => (s.pend_at, s.pend_end) = (at, now),
         // The buffer's end was reached (records lost, counted when it is written).

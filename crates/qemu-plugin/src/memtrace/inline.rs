@@ -182,15 +182,13 @@ pub fn push(vcpu: c_uint, rec: u64) -> bool {
 
 /// Appends the records of an SVE run being merged at the end of vCPU `vcpu`'s buffer,
 /// without emptying it (a run written out in two batches would be two accesses): the
-/// next block's check does, and [`RESERVE`] holds a run (at most 13 records).
-pub fn push_run(vcpu: c_uint, recs: impl Iterator<Item = u64>) {
-    if let Some(s) = state(vcpu)
-        && s[1] != 0
-    {
-        for rec in recs {
-            append(s, rec);
-        }
-    }
+/// next block's check does, and [`RESERVE`] holds a run (at most 13 records). Returns the
+/// records appended.
+pub fn push_run(vcpu: c_uint, recs: impl Iterator<Item = u64>) -> usize {
+    let Some(s) = state(vcpu).filter(|s| s[1] != 0) else {
+        return 0;
+    };
+    recs.map(|rec| append(s, rec)).count()
 }
 
 #[inline(always)]
