@@ -24,8 +24,14 @@
 //! sampling: the class is the unit), its interval a Wilson score interval on the effective
 //! number of accesses (design effect from the between-class residuals, Student's t for the
 //! few classes, the finite-population correction `1 - n/g`; see
-//! [`crate::sampling::ratio_estimate`]). Counters are extrapolated
-//! per thread by the bytes of all its accesses over the bytes of the simulated ones. An
+//! [`crate::sampling::ratio_estimate`]). L1, whose accesses are all the program's and whose
+//! units' bytes add up to a known total, has the regression estimator on the bytes instead
+//! ([`crate::sampling::regression_estimate`]): a level whose hits sit in a few hot classes
+//! while its misses are spread no longer swings with how many hot classes were drawn.
+//! Counters are extrapolated per thread by the bytes of all its accesses over the bytes of
+//! the simulated ones, then L1's to its regression estimate and everything its misses
+//! drive by the same factor (`L1Factors`), so that the counters and the reported hit
+//! ratios agree. An
 //! access that straddles two lines is simulated as its pieces (each in its line's class),
 //! so the estimated `split_accesses` is 0 and pieces count as accesses.
 
@@ -37,7 +43,10 @@ use hpcscope_cachesim::{
 };
 
 use crate::error::MixError;
-use crate::sampling::{LevelEstimate, MachineSampling, SampleSpec, SamplingReport, ratio_estimate};
+use crate::sampling::{
+    LevelEstimate, MachineSampling, RegressionFit, SampleSpec, SamplingReport, ratio_estimate,
+    scale_level,
+};
 
 /// Greatest common divisor.
 fn gcd(a: u64, b: u64) -> u64 {
@@ -339,6 +348,18 @@ impl SetSampler {
                 .first()
                 .map(|s| s.stats().since(&s.stats()))
                 .unwrap_or_default();
+            // L1: the regression on the bytes, whose total is known (every access's bytes
+            // are counted, sampled or not).
+            let total_bytes: u64 = self.threads.values().map(|b| b.all).sum();
+            let l1_units: Vec<(u64, u64, u64)> = per_class
+                .iter()
+                .map(|c| {
+                    c.levels
+                        .first()
+                        .map_or((c.bytes, 0, 0), |l| (c.bytes, l.accesses, l.hits))
+                })
+                .collect();
+            let l1_fit = RegressionFit::new(&l1_units, m.g, total_bytes);
             let mut threads = Vec::new();
             for (t, mut ts) in per_thread {
                 let b = &self.threads[&t];
@@ -349,8 +370,20 @@ impl SetSampler {
                 };
                 ts.stats = crate::sampling::scale_stats(&ts.stats, f);
                 ts.stats.name.clone_from(&m.name);
-                crate::sampling::add_stats(&mut total, &ts.stats);
                 threads.push(ts);
+            }
+            if let Some(fit) = l1_fit {
+                let mut scaled = total.clone();
+                for ts in &threads {
+                    crate::sampling::add_stats(&mut scaled, &ts.stats);
+                }
+                let k = L1Factors::new(&fit, &scaled);
+                for ts in &mut threads {
+                    k.apply(&mut ts.stats);
+                }
+            }
+            for ts in &threads {
+                crate::sampling::add_stats(&mut total, &ts.stats);
             }
             total.name.clone_from(&m.name);
             let n_levels = total.levels.len();
@@ -360,7 +393,10 @@ impl SetSampler {
                         .iter()
                         .map(|c| c.levels.get(j).map_or((0, 0), |l| (l.accesses, l.hits)))
                         .collect();
-                    let (hit_ratio, ci95) = ratio_estimate(&units, m.g);
+                    let (hit_ratio, ci95) = match l1_fit {
+                        Some(fit) if j == 0 => (Some(fit.ratio), Some(fit.half)),
+                        _ => ratio_estimate(&units, m.g),
+                    };
                     LevelEstimate {
                         level: total.levels[j].name.clone(),
                         hit_ratio,
@@ -390,13 +426,62 @@ impl SetSampler {
     }
 }
 
-/// One node's counters per level, per class: `(accesses, hits)`.
-pub type ClassUnits = Vec<Vec<(u64, u64)>>;
+/// The factors that take the counters extrapolated by bytes to L1's regression estimate:
+/// L1's accesses and hits to the fitted totals, and what L1's misses drive (its fills,
+/// write-backs and evictions, and every counter of the levels below and of memory) by the
+/// fitted misses over the extrapolated ones, so that L2's accesses stay L1's misses and
+/// the lower levels' hit ratios stay their ratio estimates. L1's served bytes are what the
+/// levels below do not serve of all the bytes.
+struct L1Factors {
+    accesses: f64,
+    hits: f64,
+    misses: f64,
+}
+
+impl L1Factors {
+    fn new(fit: &RegressionFit, scaled: &HierarchyStats) -> Self {
+        let ratio = |want: f64, got: u64| if got > 0 { want / got as f64 } else { 1.0 };
+        let l1 = scaled.levels.first().cloned().unwrap_or_default();
+        Self {
+            accesses: ratio(fit.accesses, l1.accesses),
+            hits: ratio(fit.hits, l1.hits),
+            misses: ratio(fit.accesses - fit.hits, l1.misses),
+        }
+    }
+
+    fn apply(&self, s: &mut HierarchyStats) {
+        let Some((l1, below)) = s.levels.split_first_mut() else {
+            return;
+        };
+        let scale = |x: u64, f: f64| (x as f64 * f).round() as u64;
+        l1.accesses = scale(l1.accesses, self.accesses);
+        l1.hits = scale(l1.hits, self.hits).min(l1.accesses);
+        l1.misses = l1.accesses - l1.hits;
+        l1.fills = scale(l1.fills, self.misses);
+        l1.writebacks = scale(l1.writebacks, self.misses);
+        l1.evictions = scale(l1.evictions, self.misses);
+        for l in below.iter_mut() {
+            *l = scale_level(l, self.misses);
+        }
+        s.memory = scale_level(&s.memory, self.misses);
+        let lower: u64 = below.iter().map(|l| l.bytes_served).sum::<u64>() + s.memory.bytes_served;
+        l1.bytes_served = s.bytes.saturating_sub(lower);
+    }
+}
+
+/// One node's counters per class.
+#[derive(Debug, Clone, Default)]
+pub struct ClassUnits {
+    /// Per class, the bytes of its accesses (of their pieces in the class).
+    pub bytes: Vec<u64>,
+    /// Per level, per class: `(accesses, hits)`.
+    pub levels: Vec<Vec<(u64, u64)>>,
+}
 
 /// Every class's counters, for studies of the interval's coverage (`bench/mix/coverage.sh`):
 /// simulates every class of sets of every node apart on a recorded stream that set sampling
-/// did not thin (the plugin's `memout=` without `sample=`), and returns, per node, per level,
-/// per class (class `c` at index `c`), `(accesses, hits)`. A draw of `g / K` of these classes is what `--sample K`
+/// did not thin (the plugin's `memout=` without `sample=`), and returns, per node, per class
+/// (class `c` at index `c`), its bytes and, per level, `(accesses, hits)`. A draw of `g / K` of these classes is what `--sample K`
 /// measures when it chooses them; the sum over all classes is the full simulation's count.
 /// Records are simulated in stream order, each thread's on its core (exact for a program
 /// of one thread; with more, the interleaving is the stream's, not a live run's).
@@ -454,14 +539,17 @@ pub fn class_units(
             let stats: Vec<HierarchyStats> =
                 m.slot.iter().map(|&k| m.sims[k as usize].stats()).collect();
             let levels = stats.first().map_or(0, |x| x.levels.len());
-            (0..levels)
-                .map(|j| {
-                    stats
-                        .iter()
-                        .map(|c| (c.levels[j].accesses, c.levels[j].hits))
-                        .collect()
-                })
-                .collect()
+            ClassUnits {
+                bytes: stats.iter().map(|c| c.bytes).collect(),
+                levels: (0..levels)
+                    .map(|j| {
+                        stats
+                            .iter()
+                            .map(|c| (c.levels[j].accesses, c.levels[j].hits))
+                            .collect()
+                    })
+                    .collect(),
+            }
         })
         .collect())
 }
@@ -534,6 +622,67 @@ mod tests {
         for l in &rep.machines[0].levels {
             assert_eq!(l.ci95, Some(0.0), "every class measured: no sampling error");
         }
+    }
+
+    #[test]
+    fn l1_counters_follow_the_regression_estimate_and_stay_consistent() {
+        // Nine accesses in ten go to 12 hot lines (a few classes of the 64), the others
+        // spread over 8 MiB: L1's hits sit in a few classes, its misses everywhere.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let recs: Vec<PackedAccess> = (0..400_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let addr = if x.is_multiple_of(10) {
+                    0x100_0000 + (x >> 8) % (8 << 20)
+                } else {
+                    0x4_0000 + 64 * 37 * ((x >> 8) % 12) + 8 * ((x >> 20) % 8)
+                };
+                PackedAccess::new(addr & !7, 8, i % 4 == 0).expect("small")
+            })
+            .collect();
+        let mut full = NodeSim::new(node(), Placement::Compact).expect("valid");
+        full.access_batch(0, &recs);
+        let full = full.stats();
+        let mut s = SetSampler::new(
+            SampleSpec::sets(8).expect("valid"),
+            &[node()],
+            &Placement::Compact,
+        )
+        .expect("valid");
+        for piece in recs.chunks(10_000) {
+            s.feed(0, piece);
+        }
+        let (est, rep) = s.finish();
+        let got = &est[0].0;
+        let l1 = &got.levels[0];
+        let reported = rep.machines[0].levels[0].hit_ratio.expect("L1 accesses");
+        let truth = full.levels[0].hits as f64 / full.levels[0].accesses as f64;
+        println!(
+            "L1 full {truth}, reported {reported} ± {:?}, counters {}",
+            rep.machines[0].levels[0].ci95,
+            l1.hits as f64 / l1.accesses as f64
+        );
+        // The counters say what the report says, L2 is reached by L1's misses, and the
+        // bytes add up to the program's.
+        assert!((l1.hits as f64 / l1.accesses as f64 - reported).abs() < 1e-5);
+        assert_eq!(l1.misses, l1.accesses - l1.hits);
+        assert!(
+            l1.misses.abs_diff(got.levels[1].accesses) <= 2,
+            "{} {}",
+            l1.misses,
+            got.levels[1].accesses
+        );
+        let served: u64 =
+            got.levels.iter().map(|l| l.bytes_served).sum::<u64>() + got.memory.bytes_served;
+        assert_eq!(served, got.bytes);
+        assert_eq!(got.bytes, 8 * recs.len() as u64);
+        // And L1's estimate holds the full run's ratio within a tenth of a point.
+        assert!(
+            (reported - truth).abs() < 1e-3,
+            "{reported} against {truth}"
+        );
     }
 
     /// The plugin's gate keeps an access exactly when some machine simulates a line it

@@ -9,7 +9,7 @@
 //! `mix` reports now ([`hpcscope_mix::sampling::ratio_estimate`]) and, for comparison,
 //! the earlier Student-t interval on the between-class residuals (kept here).
 
-use hpcscope_mix::sampling::{ratio_estimate, t_interval};
+use hpcscope_mix::sampling::{ratio_estimate, regression_estimate, t_interval};
 use hpcscope_mix::setsample::{chosen_classes, class_units};
 use hpcscope_mix::{Placement, node};
 
@@ -19,6 +19,8 @@ struct Tally {
     covered: u64,
     with_interval: u64,
     half_widths: Vec<f64>,
+    /// Draws whose estimate is within 1 percentage point of the truth.
+    close: u64,
 }
 
 impl Tally {
@@ -29,6 +31,9 @@ impl Tally {
             if (r - truth).abs() <= ci + 1e-12 {
                 self.covered += 1;
             }
+            if (r - truth).abs() <= 0.01 {
+                self.close += 1;
+            }
         }
     }
     fn cell(&mut self) -> String {
@@ -37,9 +42,10 @@ impl Tally {
         }
         self.half_widths.sort_by(f64::total_cmp);
         format!(
-            "{:.1} % (median ± {:.2})",
+            "{:.1} % (median ± {:.2}; {:.0} % within 1 pp)",
             100.0 * self.covered as f64 / self.with_interval as f64,
-            100.0 * self.half_widths[self.half_widths.len() / 2]
+            100.0 * self.half_widths[self.half_widths.len() / 2],
+            100.0 * self.close as f64 / self.with_interval as f64
         )
     }
 }
@@ -61,16 +67,18 @@ fn coverage_of_the_set_sampling_interval() {
         })
         .collect();
     println!(
-        "| workload | machine | level | full run | mean accesses sampled | mean non-empty classes | draws without interval | t interval: coverage | design-effect Wilson: coverage | `chosen_classes` draw: t / Wilson | hits, misses in the top 1/K classes |"
+        "| workload | machine | level | full run | mean accesses sampled | mean non-empty classes | draws without interval | t interval: coverage | design-effect Wilson: coverage | regression on bytes: coverage | `chosen_classes` draw: t / Wilson / regression | hits, misses in the top 1/K classes |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for item in streams.split(',') {
         let (label, path) = item.split_once('=').expect("LABEL=PATH");
         let f = std::fs::File::open(path).expect("the stream");
         let all =
             class_units(std::io::BufReader::new(f), &nodes, &Placement::Compact).expect("a stream");
-        for (n, levels) in nodes.iter().zip(&all) {
-            let g = levels.first().map_or(0, |l| l.len()) as u64;
+        for (n, units) in nodes.iter().zip(&all) {
+            let levels = &units.levels;
+            let total_bytes: u64 = units.bytes.iter().sum();
+            let g = units.bytes.len() as u64;
             let take = (g / k) as usize;
             for (j, classes) in levels.iter().enumerate() {
                 let (sa, sh) = classes
@@ -95,7 +103,14 @@ fn coverage_of_the_set_sampling_interval() {
                 let mut misses: Vec<u64> = classes.iter().map(|u| u.0 - u.1).collect();
                 let concentration =
                     format!("{}, {}", top(&mut hits, sh), top(&mut misses, sa - sh));
-                let (mut old, mut new) = (Tally::default(), Tally::default());
+                let (mut old, mut new, mut reg) =
+                    (Tally::default(), Tally::default(), Tally::default());
+                let with_bytes = |picked: &[usize]| -> Vec<(u64, u64, u64)> {
+                    picked
+                        .iter()
+                        .map(|&c| (units.bytes[c], classes[c].0, classes[c].1))
+                        .collect()
+                };
                 let (mut accesses, mut nonempty, mut none) = (0u64, 0u64, 0u64);
                 // xorshift64*, seeded per draw: the same draws for both intervals.
                 let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (j as u64 + 1);
@@ -119,11 +134,13 @@ fn coverage_of_the_set_sampling_interval() {
                     }
                     old.add(o, truth);
                     new.add(ratio_estimate(&units, g), truth);
+                    reg.add(
+                        regression_estimate(&with_bytes(&order[..take]), g, total_bytes),
+                        truth,
+                    );
                 }
-                let fixed: Vec<(u64, u64)> = chosen_classes(g, k)
-                    .iter()
-                    .map(|&c| classes[c as usize])
-                    .collect();
+                let chosen: Vec<usize> = chosen_classes(g, k).iter().map(|&c| c as usize).collect();
+                let fixed: Vec<(u64, u64)> = chosen.iter().map(|&c| classes[c]).collect();
                 let verdict = |e: (Option<f64>, Option<f64>)| match e {
                     (Some(r), Some(ci)) => format!(
                         "{:.2} ± {:.2} {}",
@@ -139,7 +156,7 @@ fn coverage_of_the_set_sampling_interval() {
                     _ => "no accesses".into(),
                 };
                 println!(
-                    "| {label} | {} | {} | {:.2} % | {:.0} of {sa} | {:.1} of {take} | {none} | {} | {} | {} / {} | {concentration} |",
+                    "| {label} | {} | {} | {:.2} % | {:.0} of {sa} | {:.1} of {take} | {none} | {} | {} | {} | {} / {} / {} | {concentration} |",
                     n.name,
                     n.levels
                         .get(j)
@@ -149,8 +166,10 @@ fn coverage_of_the_set_sampling_interval() {
                     nonempty as f64 / draws as f64,
                     old.cell(),
                     new.cell(),
+                    reg.cell(),
                     verdict(t_interval(&fixed, g)),
                     verdict(ratio_estimate(&fixed, g)),
+                    verdict(regression_estimate(&with_bytes(&chosen), g, total_bytes)),
                 );
             }
         }
