@@ -13,9 +13,11 @@
 # once (`mem=on,memfd=3,coalesce=64`, not thinned by sample=); the test
 # crates/mix/tests/interval_coverage.rs then simulates every class of every machine
 # (`setsample::class_units`) and prints, per machine and level, a markdown row: the full
-# run's hit ratio, the mean accesses and non-empty classes of a draw, the coverage and
-# median half-width of the earlier Student-t interval and of the interval `mix` reports,
-# both intervals for the sampler's own choice of classes (`chosen_classes`), and the share
+# run's hit ratio, the mean accesses and non-empty classes of a draw, the coverage, median
+# half-width and share of draws within 1 percentage point of the earlier Student-t
+# interval, of the ratio estimator's Wilson interval (what `mix` reports below L1) and of
+# the regression estimator on the bytes (what it reports for L1; computed at every level
+# for comparison), the three for the sampler's own choice of classes (`chosen_classes`), and the share
 # of the level's hits and misses in the 1/K of the classes that hold most of them.
 #
 # Needs gcc, qemu-x86_64; builds the plugin (release). The streams are deleted at the end.
