@@ -18,7 +18,8 @@
 # hierarchies, every access) | the same with `--sample $SAMPLE`. Wall and CPU ratios (user +
 # system, all processes) to bare QEMU and to cachegrind. Then one full and one sampled mix
 # run with --format json: per machine and level, the local hit ratio of each, the sampled
-# one's 95 % interval and its error against the full run (percentage points), and whether
+# one's 95 % interval, its error against the full run (percentage points) and whether the
+# interval holds the full run's value, and whether
 # the FLOPs are equal. With ANALYZE=1, one `hpcscope analyze` run per workload against the
 # native time (its own native runs are not overlapped by anything else of this script).
 #
@@ -123,7 +124,8 @@ for fc, sc in zip(fv["caches"], sv["caches"]):
         worst = max(worst, err)
         ci = e.get("ci95")
         cis = f"±{ci*100:.2f}" if ci is not None else "±?"
-        cells.append(f"{fl['name']} {fr*100:.2f} vs {sr_*100:.2f} {cis} (err {err:.2f} pp)")
+        inside = "inside" if ci is not None and abs(sr_ - fr) <= ci + 1e-12 else "outside"
+        cells.append(f"{fl['name']} {fr*100:.2f} vs {sr_*100:.2f} {cis} (err {err:.2f} pp, {inside})")
     print(f"  {fc['name']:18s} hit ratio full vs sampled: " + ", ".join(cells))
 
 m, ms = r["mix full"], r["mix sampled"]
