@@ -355,6 +355,9 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     if let Some(sr) = &v.sampling {
         notes.extend(sampling_notes(sr));
     }
+    // The sampling reports of every characterization (the source's run, and the target
+    // binary's): each machine's bytes per level with their errors.
+    let mut sampled: Vec<hpcscope_mix::SamplingReport> = v.sampling.iter().cloned().collect();
     let origin = format!("the profile of {}", program.display());
     let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
     let agg = source_profile.regions[0].aggregate(&origin)?;
@@ -440,6 +443,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                     widths.clone(),
                 ));
             }
+            sampled.extend(r.variants[0].sampling.clone());
             reports.push(r);
         }
         target_mix = reports.into_iter().next();
@@ -514,6 +518,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         if source_spread.is_some() && !o.functions.is_empty() {
             notes.push("the spread that widens the intervals is the one of the whole program's native runs (mix gives the function's median time only)".into());
         }
+        let mut widest_sampling = 1.0f64;
         for t in targets {
             let (prof, how, twidths) =
                 match target_profiles.iter().find(|(id, _, _, _)| id == &t.id) {
@@ -530,38 +535,65 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 .then(|| cross_isa_assumption(&binary_isa, t, o.target_binary.is_some()));
             let to = format!("the target profile for {}", t.id);
             let tm: Vec<AppMetrics> = prof.regions[0].thread_metrics(&to)?;
-            let p = match project_with(
-                Side {
-                    machine: source,
-                    threads: &src_metrics,
-                    origin: &origin,
-                },
-                g,
-                Side {
-                    machine: t,
-                    threads: &tm,
-                    origin: &to,
-                },
-                source_profile.precision,
-                Options::default(),
-                &Inputs {
-                    source_widths: Some(source_widths.clone()),
-                    target_widths: Some(twidths),
-                    source_spread,
-                    calibration: Some(&calibration),
-                    carried_time: true,
-                    instructions: source_profile.regions[0]
-                        .instructions()
-                        .zip(prof.regions[0].instructions()),
-                    drop_contradicted: false,
-                },
-            ) {
+            let run = |src: &[AppMetrics], tgt: &[AppMetrics]| {
+                project_with(
+                    Side {
+                        machine: source,
+                        threads: src,
+                        origin: &origin,
+                    },
+                    g,
+                    Side {
+                        machine: t,
+                        threads: tgt,
+                        origin: &to,
+                    },
+                    source_profile.precision,
+                    Options::default(),
+                    &Inputs {
+                        source_widths: Some(source_widths.clone()),
+                        target_widths: Some(twidths.clone()),
+                        source_spread,
+                        calibration: Some(&calibration),
+                        carried_time: true,
+                        instructions: source_profile.regions[0]
+                            .instructions()
+                            .zip(prof.regions[0].instructions()),
+                        drop_contradicted: false,
+                    },
+                )
+            };
+            let mut p = match run(&src_metrics, &tm) {
                 Ok(p) => p,
                 Err(e) => {
                     notes.push(format!("{}: not projected: {e}", t.id));
                     continue;
                 }
             };
+            // A sampled characterization's bytes per level are estimates: the interval
+            // takes in the projections with each side's bytes at the ends of their 95 %
+            // intervals (each level's point depends on its own bytes, monotonically, so the
+            // four corners bound it).
+            let (se, te) = (
+                bytes_errors(&sampled, source_profile.machine.as_deref()),
+                bytes_errors(&sampled, prof.machine.as_deref()),
+            );
+            if se.iter().chain(&te).any(|e| *e > 0.0) {
+                let before = p.interval;
+                for (a, b) in [(-1.0, -1.0), (-1.0, 1.0), (1.0, -1.0), (1.0, 1.0)] {
+                    if let Ok(q) = run(&moved(&src_metrics, &se, a), &moved(&tm, &te, b)) {
+                        p.interval.lo = p.interval.lo.min(q.interval.lo);
+                        p.interval.hi = p.interval.hi.max(q.interval.hi);
+                        if let (Some(x), Some(y)) = (p.target_time_s.as_mut(), q.target_time_s) {
+                            x.lo = x.lo.min(y.lo);
+                            x.hi = x.hi.max(y.hi);
+                        }
+                    }
+                }
+                widest_sampling = widest_sampling
+                    .max(before.lo / p.interval.lo)
+                    .max(p.interval.hi / before.hi);
+            }
             let verdict = target_verdict(t, &p);
             results.push(TargetResult {
                 machine: t.id.clone(),
@@ -573,6 +605,12 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 verdict,
                 target: t.clone(),
             });
+        }
+        if !sampled.is_empty() {
+            notes.push(format!(
+                "the projected intervals include the sampling error of the bytes per level: each side's bytes moved to the ends of their 95 % intervals widened them by at most {:.2} % (these intervals measure the variation between the sampled sets, not what the sample cannot see)",
+                (widest_sampling - 1.0).max(0.0) * 100.0
+            ));
         }
     }
     timings.projection_s = started.elapsed().as_secs_f64();
@@ -631,12 +669,44 @@ fn push_geometries(machines: &mut Vec<Machine>, more: &[Machine]) {
     }
 }
 
+/// The relative errors (half-widths of the 95 % intervals) of the bytes per level of the
+/// machine whose caches were simulated, cache levels then memory (the order of a profile's
+/// levels), from the sampling reports; empty when none has that machine.
+fn bytes_errors(reports: &[hpcscope_mix::SamplingReport], machine: Option<&str>) -> Vec<f64> {
+    reports
+        .iter()
+        .flat_map(|r| &r.machines)
+        .find(|m| Some(m.machine.as_str()) == machine)
+        .map(|m| {
+            m.levels
+                .iter()
+                .map(|l| l.bytes_ci95.unwrap_or(0.0))
+                .chain(std::iter::once(m.memory_bytes_ci95.unwrap_or(0.0)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `metrics` with each level's bytes moved by `sign` times its relative error (not below 0).
+fn moved(metrics: &[AppMetrics], errors: &[f64], sign: f64) -> Vec<AppMetrics> {
+    metrics
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            for (b, e) in m.bytes.iter_mut().zip(errors) {
+                *b = (*b * (1.0 + sign * e)).max(0.0);
+            }
+            m
+        })
+        .collect()
+}
+
 /// What a sampled characterization measured, for the notes: the sampling, each machine's
 /// hit ratios with their 95 % intervals, and what the intervals do not cover.
 fn sampling_notes(sr: &hpcscope_mix::SamplingReport) -> Vec<String> {
     let lines = sr.lines();
     let mut out = vec![format!(
-        "{} (analyze --sample): the bytes per level of every profile, and so the intensities, rooflines and projections, are estimates extrapolated from the sampled sets; FLOPs, instructions and times are exact. The projected intervals do not include the sampling error; each machine's hit ratios and their 95 % intervals follow",
+        "{} (analyze --sample): the bytes per level of every profile, and so the intensities, rooflines and projections, are estimates extrapolated from the sampled sets; FLOPs, instructions and times are exact. The projected intervals include the sampling error of the bytes (see below) with one thread, not at node scope (several threads); each machine's hit ratios and their 95 % intervals follow",
         lines[0]
     )];
     out.extend(lines[1..].iter().map(|l| l.trim().to_string()));
@@ -1010,6 +1080,64 @@ pub fn summary_metrics(r: &AnalyzeResult) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampled_bytes_move_to_the_ends_of_their_intervals() {
+        let level = |name: &str, e: Option<f64>| hpcscope_mix::sampling::LevelEstimate {
+            level: name.into(),
+            hit_ratio: Some(0.5),
+            ci95: Some(0.01),
+            units: 8,
+            bytes_ci95: e,
+        };
+        let report = |machine: &str, l2: f64| hpcscope_mix::SamplingReport {
+            spec: hpcscope_mix::SampleSpec::sets(8).expect("valid"),
+            records: 1000,
+            warmed: 0,
+            machines: vec![hpcscope_mix::sampling::MachineSampling {
+                machine: machine.into(),
+                units: 8,
+                population: 64,
+                simulated: 125,
+                levels: vec![
+                    level("L1", Some(0.001)),
+                    level("L2", Some(l2)),
+                    level("L3", None),
+                ],
+                memory_bytes_ci95: Some(1.5),
+            }],
+        };
+        let reports = [report("a", 0.1), report("b", 0.2)];
+        assert_eq!(
+            bytes_errors(&reports, Some("b")),
+            vec![0.001, 0.2, 0.0, 1.5]
+        );
+        assert!(bytes_errors(&reports, Some("c")).is_empty());
+        assert!(bytes_errors(&reports, None).is_empty());
+        let m = AppMetrics {
+            flops: 1e9,
+            fp_instructions: 1e9,
+            levels: vec!["L1".into(), "L2".into(), "L3".into(), "MM".into()],
+            bytes: vec![1000.0, 100.0, 10.0, 1.0],
+            time_s: Some(1.0),
+        };
+        let e = bytes_errors(&reports, Some("a"));
+        let lo = moved(std::slice::from_ref(&m), &e, -1.0);
+        let hi = moved(std::slice::from_ref(&m), &e, 1.0);
+        let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
+        // Memory's lower end is 0, not below.
+        assert!(
+            close(&lo[0].bytes, &[999.0, 90.0, 10.0, 0.0]),
+            "{:?}",
+            lo[0].bytes
+        );
+        assert!(
+            close(&hi[0].bytes, &[1001.0, 110.0, 10.0, 2.5]),
+            "{:?}",
+            hi[0].bytes
+        );
+        assert_eq!(moved(std::slice::from_ref(&m), &[], 1.0)[0].bytes, m.bytes);
+    }
 
     #[test]
     fn the_phase_line_says_how_many_levels_were_simulated_when_some_are_shared() {

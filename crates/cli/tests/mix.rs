@@ -828,6 +828,36 @@ fn sampled_simulation_keeps_flops_exact_and_estimates_the_hit_ratios() {
         (l1["hit_ratio"].as_f64().unwrap() - 0.875).abs() < 0.01,
         "{l1}"
     );
+    // Each level's bytes and memory's have the relative error of their estimate.
+    let e = l1["bytes_ci95"].as_f64().expect("L1 served bytes");
+    assert!((0.0..0.05).contains(&e), "{l1}");
+    assert!(
+        m["memory_bytes_ci95"].as_f64().is_some_and(|x| x >= 0.0),
+        "{m}"
+    );
+    // analyze --sample: the projections take the bytes' errors in, and say so.
+    let out = dir.path().join("analysis");
+    let o = bin()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["analyze", "-m", "cascadelake-8260", "-t", "graviton2"])
+        .args(["--sample", "8", "--native-runs", "1", "--no-trace", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&prog)
+        .args(["4096", "200"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("the projected intervals include the sampling error of the bytes per level"),
+        "{notes}"
+    );
+    let i = &r["targets"][0]["projection"]["interval"];
+    let (lo, hi) = (i["lo"].as_f64().unwrap(), i["hi"].as_f64().unwrap());
+    assert!(lo > 0.0 && lo <= hi, "{i}");
     // Too few classes for the period: said before anything runs, with what to give.
     let o = mix(
         &plugin,

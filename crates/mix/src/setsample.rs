@@ -44,8 +44,8 @@ use hpcscope_cachesim::{
 
 use crate::error::MixError;
 use crate::sampling::{
-    LevelEstimate, MachineSampling, RegressionFit, SampleSpec, SamplingReport, ratio_estimate,
-    scale_level,
+    LevelEstimate, MachineSampling, RegressionFit, SampleSpec, SamplingReport, bytes_half_width,
+    ratio_estimate, scale_level,
 };
 
 /// Greatest common divisor.
@@ -397,13 +397,22 @@ impl SetSampler {
                         Some(fit) if j == 0 => (Some(fit.ratio), Some(fit.half)),
                         _ => ratio_estimate(&units, m.g),
                     };
+                    let served: Vec<(u64, u64)> = per_class
+                        .iter()
+                        .map(|c| (c.bytes, c.levels.get(j).map_or(0, |l| l.bytes_served)))
+                        .collect();
                     LevelEstimate {
                         level: total.levels[j].name.clone(),
                         hit_ratio,
                         ci95,
                         units: units.iter().filter(|(a, _)| *a > 0).count() as u64,
+                        bytes_ci95: bytes_half_width(&served, m.g),
                     }
                 })
+                .collect();
+            let memory: Vec<(u64, u64)> = per_class
+                .iter()
+                .map(|c| (c.bytes, c.memory.bytes_served))
                 .collect();
             machines.push(MachineSampling {
                 machine: m.name.clone(),
@@ -411,6 +420,7 @@ impl SetSampler {
                 population: m.g,
                 simulated: m.simulated,
                 levels,
+                memory_bytes_ci95: bytes_half_width(&memory, m.g),
             });
             nodes.push((total, threads));
         }
