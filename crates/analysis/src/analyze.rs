@@ -579,20 +579,13 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 bytes_errors(&sampled, prof.machine.as_deref()),
             );
             if se.iter().chain(&te).any(|e| *e > 0.0) {
-                let before = p.interval;
-                for (a, b) in [(-1.0, -1.0), (-1.0, 1.0), (1.0, -1.0), (1.0, 1.0)] {
-                    if let Ok(q) = run(&moved(&src_metrics, &se, a), &moved(&tm, &te, b)) {
-                        p.interval.lo = p.interval.lo.min(q.interval.lo);
-                        p.interval.hi = p.interval.hi.max(q.interval.hi);
-                        if let (Some(x), Some(y)) = (p.target_time_s.as_mut(), q.target_time_s) {
-                            x.lo = x.lo.min(y.lo);
-                            x.hi = x.hi.max(y.hi);
-                        }
-                    }
-                }
-                widest_sampling = widest_sampling
-                    .max(before.lo / p.interval.lo)
-                    .max(p.interval.hi / before.hi);
+                let corners: Vec<Projection> = [(-1.0, -1.0), (-1.0, 1.0), (1.0, -1.0), (1.0, 1.0)]
+                    .iter()
+                    .filter_map(|&(a, b)| {
+                        run(&moved(&src_metrics, &se, a), &moved(&tm, &te, b)).ok()
+                    })
+                    .collect();
+                widest_sampling = widest_sampling.max(p.take_in(&corners));
             }
             let verdict = target_verdict(t, &p);
             results.push(TargetResult {

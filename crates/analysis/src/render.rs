@@ -105,17 +105,23 @@ pub fn noise_cell(p: &hpcscope_core::project::Projection) -> String {
     widening_cell(p.widening)
 }
 
-/// How a width splits (model, calibrated margin, noise), as a table cell: `12 / 40 / 48 %`.
+/// How a width splits (model, calibrated margin, noise), as a table cell: `12 / 40 / 48 %`,
+/// with the sampling error's share after a `+` when the bytes were sampled.
 pub fn widening_cell(w: Option<hpcscope_core::project::Widening>) -> String {
     w.map_or("model only".into(), |w| {
         format!(
-            "{:.0} / {:.0} / {}",
+            "{:.0} / {:.0} / {}{}",
             w.model_share * 100.0,
             w.margin_share * 100.0,
             if w.source.is_some() {
                 format!("{:.0} %", w.noise_share * 100.0)
             } else {
                 "not measured".into()
+            },
+            if w.sampling_share > 0.0 {
+                format!(" + sampling {:.1} %", w.sampling_share * 100.0)
+            } else {
+                String::new()
             }
         )
     })

@@ -123,7 +123,11 @@ pub fn target_verdict(t: &Machine, p: &Projection) -> String {
                 } else {
                     "the source's noise not measured".to_string()
                 }
-            )
+            ) + &if w.sampling_share > 0.0 {
+                format!(", {:.1} % the sampling error of the bytes per level", w.sampling_share * 100.0)
+            } else {
+                String::new()
+            }
         })
         .unwrap_or_default();
     format!(

@@ -380,9 +380,50 @@ pub struct Widening {
     pub margin_share: f64,
     /// Share of the source's noise.
     pub noise_share: f64,
+    /// Share of the sampling error of the bytes per level (`analyze --sample`; see
+    /// [`Projection::take_in`]), 0 otherwise.
+    #[serde(default)]
+    pub sampling_share: f64,
 }
 
 impl Projection {
+    /// Widens the interval (and the target's time) to take in `others`: the same
+    /// projection with inputs moved within their errors (`analyze --sample` moves each
+    /// side's bytes per level to the ends of their intervals). The widening, when there is
+    /// one, gives the part of the width that adds as [`Widening::sampling_share`] and
+    /// scales the other shares down. Returns how many times wider the interval became
+    /// (1 when it did not).
+    pub fn take_in(&mut self, others: &[Projection]) -> f64 {
+        let before = self.interval;
+        for q in others {
+            if !(q.interval.lo > 0.0 && q.interval.hi.is_finite()) {
+                continue;
+            }
+            self.interval.lo = self.interval.lo.min(q.interval.lo);
+            self.interval.hi = self.interval.hi.max(q.interval.hi);
+            if let (Some(x), Some(y)) = (self.target_time_s.as_mut(), q.target_time_s) {
+                x.lo = x.lo.min(y.lo);
+                x.hi = x.hi.max(y.hi);
+            }
+        }
+        if !(before.lo > 0.0 && self.interval.lo > 0.0) {
+            return 1.0;
+        }
+        let total = self.interval.hi / self.interval.lo;
+        if let Some(w) = self.widening.as_mut()
+            && total > w.total_width
+            && w.total_width >= 1.0
+        {
+            let f = w.total_width.ln() / total.ln();
+            w.model_share *= f;
+            w.margin_share *= f;
+            w.noise_share *= f;
+            w.sampling_share = 1.0 - w.model_share - w.margin_share - w.noise_share;
+            w.total_width = total;
+        }
+        (before.lo / self.interval.lo).max(self.interval.hi / before.hi)
+    }
+
     /// The projected speed-up over the source: the interval divided by the source GFLOP/s.
     pub fn speedup(&self) -> Interval {
         Interval {
@@ -568,6 +609,7 @@ pub fn project_with(
             model_share,
             margin_share,
             noise_share,
+            sampling_share: 0.0,
         });
     }
     let tgt_flops: f64 = target.threads.iter().map(|t| t.flops).sum();

@@ -283,6 +283,30 @@ fn the_source_spread_widens_the_interval_and_is_accounted_for() {
         "{w:?}"
     );
     assert!(c.point.is_some());
+    // Taking in the same projection with inputs moved within their errors (analyze
+    // --sample's bytes): the union, and the part of the width that adds is the sampling's.
+    let mut moved = c.clone();
+    moved.interval.lo *= 0.9;
+    moved.interval.hi *= 1.02;
+    let mut wide = c.clone();
+    let inner = c.clone();
+    let f = wide.take_in(&[inner, moved.clone()]);
+    assert_eq!(wide.interval.lo, moved.interval.lo);
+    assert_eq!(wide.interval.hi, moved.interval.hi);
+    assert!((f - 1.0 / 0.9).abs() < 1e-12, "{f}");
+    let ww = wide.widening.unwrap();
+    assert!((ww.total_width - wide.interval.hi / wide.interval.lo).abs() < 1e-9);
+    assert!(ww.sampling_share > 0.0, "{ww:?}");
+    assert!(
+        (ww.model_share + ww.margin_share + ww.noise_share + ww.sampling_share - 1.0).abs() < 1e-9,
+        "{ww:?}"
+    );
+    let (t0, t1) = (c.target_time_s.unwrap(), wide.target_time_s.unwrap());
+    assert!(t1.lo <= t0.lo && t1.hi >= t0.hi);
+    // Nothing wider: nothing changes.
+    let mut same = c.clone();
+    assert_eq!(same.take_in(std::slice::from_ref(&c)), 1.0);
+    assert_eq!(same, c);
     // Without inputs the projection is the seeds' one, plus the Kwack value beside it.
     let q = project_with(
         ss,
