@@ -522,6 +522,9 @@ impl RegressionFit {
         // grows with how far the draw's mean bytes lie from the population's (a draw
         // without the few hot units extrapolates far).
         let var = s2 * (1.0 / n + shift * shift / sxx) / (a_reg * a_reg);
+        if !(var.is_finite() && r.is_finite()) {
+            return None;
+        }
         let fpc = (1.0 - n / big).max(0.0);
         Some(Self {
             accesses: a_reg * big,
