@@ -484,6 +484,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             &o.placement.label(),
             source_spread,
             Some(&calibration),
+            &|m| bytes_errors(&sampled, m),
         )?;
         for t in &na.targets {
             let same_isa = isa_matches(&source_profile.isa, &t.target.isa);
@@ -518,7 +519,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         if source_spread.is_some() && !o.functions.is_empty() {
             notes.push("the spread that widens the intervals is the one of the whole program's native runs (mix gives the function's median time only)".into());
         }
-        let mut widest_sampling = 1.0f64;
+        let mut widest_sampling = None;
         for t in targets {
             let (prof, how, twidths) =
                 match target_profiles.iter().find(|(id, _, _, _)| id == &t.id) {
@@ -579,13 +580,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 bytes_errors(&sampled, prof.machine.as_deref()),
             );
             if se.iter().chain(&te).any(|e| *e > 0.0) {
-                let corners: Vec<Projection> = [(-1.0, -1.0), (-1.0, 1.0), (1.0, -1.0), (1.0, 1.0)]
-                    .iter()
-                    .filter_map(|&(a, b)| {
-                        run(&moved(&src_metrics, &se, a), &moved(&tm, &te, b)).ok()
-                    })
-                    .collect();
-                widest_sampling = widest_sampling.max(p.take_in(&corners));
+                let c = corners(&src_metrics, &se, &tm, &te, |a, b| run(a, b).ok());
+                widest_sampling = Some(widest_sampling.unwrap_or(1.0f64).max(p.take_in(&c)));
             }
             let verdict = target_verdict(t, &p);
             results.push(TargetResult {
@@ -599,11 +595,8 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 target: t.clone(),
             });
         }
-        if !sampled.is_empty() {
-            notes.push(format!(
-                "the projected intervals include the sampling error of the bytes per level: each side's bytes moved to the ends of their 95 % intervals widened them by at most {:.2} % (these intervals measure the variation between the sampled sets, not what the sample cannot see)",
-                (widest_sampling - 1.0).max(0.0) * 100.0
-            ));
+        if let Some(w) = widest_sampling {
+            notes.push(sampling_widening_note(w));
         }
     }
     timings.projection_s = started.elapsed().as_secs_f64();
@@ -680,8 +673,33 @@ fn bytes_errors(reports: &[hpcscope_mix::SamplingReport], machine: Option<&str>)
         .unwrap_or_default()
 }
 
+/// The note on how much the bytes' sampling error widened the projections: `widest` is the
+/// largest factor.
+pub(crate) fn sampling_widening_note(widest: f64) -> String {
+    format!(
+        "the projected intervals include the sampling error of the bytes per level: each side's bytes moved to the ends of their 95 % intervals widened them by at most {:.2} % (these intervals measure the variation between the sampled sets, not what the sample cannot see)",
+        (widest - 1.0).max(0.0) * 100.0
+    )
+}
+
+/// The projections (by `run`) with the source's and the target's bytes per level each moved
+/// to the lower and the upper end of their intervals (relative errors `se`, `te`): the four
+/// corners, those that project.
+pub(crate) fn corners(
+    src: &[AppMetrics],
+    se: &[f64],
+    tgt: &[AppMetrics],
+    te: &[f64],
+    run: impl Fn(&[AppMetrics], &[AppMetrics]) -> Option<Projection>,
+) -> Vec<Projection> {
+    [(-1.0, -1.0), (-1.0, 1.0), (1.0, -1.0), (1.0, 1.0)]
+        .iter()
+        .filter_map(|&(a, b)| run(&moved(src, se, a), &moved(tgt, te, b)))
+        .collect()
+}
+
 /// `metrics` with each level's bytes moved by `sign` times its relative error (not below 0).
-fn moved(metrics: &[AppMetrics], errors: &[f64], sign: f64) -> Vec<AppMetrics> {
+pub(crate) fn moved(metrics: &[AppMetrics], errors: &[f64], sign: f64) -> Vec<AppMetrics> {
     metrics
         .iter()
         .map(|m| {
@@ -699,7 +717,7 @@ fn moved(metrics: &[AppMetrics], errors: &[f64], sign: f64) -> Vec<AppMetrics> {
 fn sampling_notes(sr: &hpcscope_mix::SamplingReport) -> Vec<String> {
     let lines = sr.lines();
     let mut out = vec![format!(
-        "{} (analyze --sample): the bytes per level of every profile, and so the intensities, rooflines and projections, are estimates extrapolated from the sampled sets; FLOPs, instructions and times are exact. The projected intervals include the sampling error of the bytes (see below) with one thread, not at node scope (several threads); each machine's hit ratios and their 95 % intervals follow",
+        "{} (analyze --sample): the bytes per level of every profile, and so the intensities, rooflines and projections, are estimates extrapolated from the sampled sets; FLOPs, instructions and times are exact. The projected intervals include the sampling error of the bytes (see below); each machine's hit ratios and their 95 % intervals follow",
         lines[0]
     )];
     out.extend(lines[1..].iter().map(|l| l.trim().to_string()));

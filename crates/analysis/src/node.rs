@@ -199,7 +199,10 @@ pub fn imbalance_verdict(r: &NodeRoofline) -> String {
 /// and projections onto `targets` (from [`node_targets`]). `profile_for` gives the target
 /// profile simulated for a machine id, with where its bytes come from. The intervals are
 /// widened like the core scope's: carried-time points, `calibration`'s margin and the
-/// source's run-to-run band `source_spread`.
+/// source's run-to-run band `source_spread`, and, for a sampled characterization, the
+/// bytes per level's errors (`bytes_errors` of the machine whose caches were simulated: the
+/// relative half-widths of their 95 % intervals, empty when not sampled), each side's
+/// bytes moved to the ends of their intervals ([`crate::analyze::moved`]).
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_node(
     source: &Machine,
@@ -210,6 +213,7 @@ pub fn analyze_node(
     placement: &str,
     source_spread: Option<Spread>,
     calibration: Option<&Calibration>,
+    bytes_errors: &dyn Fn(Option<&str>) -> Vec<f64>,
 ) -> Result<NodeAnalysis> {
     let origin = "the source profile";
     let region = &source_profile.regions[0];
@@ -218,6 +222,7 @@ pub fn analyze_node(
     let rl = node_roofline(source, source_profile.precision, &threads, &ids, origin)?;
     let mut notes = Vec::new();
     let mut out = Vec::new();
+    let mut widest = None;
     if let Some(g) = source_gflops.filter(|g| *g > 0.0) {
         for (t, base) in targets {
             let id = base.as_deref().unwrap_or(&t.id);
@@ -230,39 +235,51 @@ pub fn analyze_node(
             };
             let to = format!("the target profile for {}", t.id);
             let tm = prof.regions[0].thread_metrics(&to)?;
-            let p = match project_with(
-                Side {
-                    machine: source,
-                    threads: &threads,
-                    origin,
-                },
-                g,
-                Side {
-                    machine: t,
-                    threads: &tm,
-                    origin: &to,
-                },
-                source_profile.precision,
-                Options {
-                    scope: Scope::Node,
-                    ..Options::default()
-                },
-                &Inputs {
-                    source_spread,
-                    calibration,
-                    carried_time: true,
-                    instructions: source_profile.regions[0]
-                        .instructions()
-                        .zip(prof.regions[0].instructions()),
-                    ..Inputs::default()
-                },
-            ) {
+            let run = |src: &[AppMetrics], tgt: &[AppMetrics]| {
+                project_with(
+                    Side {
+                        machine: source,
+                        threads: src,
+                        origin,
+                    },
+                    g,
+                    Side {
+                        machine: t,
+                        threads: tgt,
+                        origin: &to,
+                    },
+                    source_profile.precision,
+                    Options {
+                        scope: Scope::Node,
+                        ..Options::default()
+                    },
+                    &Inputs {
+                        source_spread,
+                        calibration,
+                        carried_time: true,
+                        instructions: source_profile.regions[0]
+                            .instructions()
+                            .zip(prof.regions[0].instructions()),
+                        ..Inputs::default()
+                    },
+                )
+            };
+            let mut p = match run(&threads, &tm) {
                 Ok(p) => p,
                 Err(e) => {
                     notes.push(format!("{}: not projected at node scope: {e}", t.id));
                     continue;
                 }
             };
+            let (se, te) = (
+                bytes_errors(source_profile.machine.as_deref()),
+                bytes_errors(prof.machine.as_deref()),
+            );
+            if se.iter().chain(&te).any(|e| *e > 0.0) {
+                let corners: Vec<Projection> =
+                    crate::analyze::corners(&threads, &se, &tm, &te, |a, b| run(a, b).ok());
+                widest = Some(widest.unwrap_or(1.0f64).max(p.take_in(&corners)));
+            }
             out.push(NodeTarget {
                 machine: t.id.clone(),
                 name: t.name.clone(),
@@ -272,6 +289,9 @@ pub fn analyze_node(
                 projection: p,
                 target: t.clone(),
             });
+        }
+        if let Some(w) = widest {
+            notes.push(crate::analyze::sampling_widening_note(w));
         }
     } else {
         notes.push("the run has no measured time: nothing is projected at node scope".into());
@@ -568,6 +588,7 @@ mod tests {
             "compact",
             None,
             None,
+            &|_| Vec::new(),
         )
         .unwrap();
         assert_eq!(n.threads, 2);
@@ -596,8 +617,53 @@ mod tests {
             let sum: f64 = t.projection.threads.iter().map(|x| x.interval.lo).sum();
             assert!((sum - t.projection.interval.lo).abs() < 1e-9);
         }
+        // Sampled bytes, known to 30 % at every level: every interval takes in the
+        // projections with the bytes at the ends of theirs, and a note says by how much.
+        let sampled = analyze_node(
+            &m,
+            &p,
+            Some(4e9 / 0.3 / 1e9),
+            &targets,
+            &|_| None,
+            "compact",
+            None,
+            None,
+            &|_| vec![0.3; 4],
+        )
+        .unwrap();
+        for (a, b) in n.targets.iter().zip(&sampled.targets) {
+            let (x, y) = (a.projection.interval, b.projection.interval);
+            assert!(y.lo <= x.lo && y.hi >= x.hi, "{x:?} {y:?}");
+        }
+        assert!(
+            sampled
+                .targets
+                .iter()
+                .zip(&n.targets)
+                .any(|(a, b)| a.projection.interval != b.projection.interval),
+            "the bytes' errors widen some interval"
+        );
+        assert!(
+            sampled
+                .notes
+                .iter()
+                .any(|x| x.contains("include the sampling error")),
+            "{:?}",
+            sampled.notes
+        );
         // Without a time, nothing is projected, and a note says so.
-        let n = analyze_node(&m, &p, None, &targets, &|_| None, "compact", None, None).unwrap();
+        let n = analyze_node(
+            &m,
+            &p,
+            None,
+            &targets,
+            &|_| None,
+            "compact",
+            None,
+            None,
+            &|_| Vec::new(),
+        )
+        .unwrap();
         assert!(n.targets.is_empty() && !n.notes.is_empty());
     }
 }
