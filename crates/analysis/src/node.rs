@@ -452,6 +452,9 @@ pub fn node_text(n: &NodeAnalysis) -> String {
     for t in &n.targets {
         s.push_str(&format!("  {}\n", t.verdict));
     }
+    for x in &n.notes {
+        s.push_str(&format!("  note: {x}\n"));
+    }
     s
 }
 
@@ -650,6 +653,11 @@ mod tests {
                 .any(|x| x.contains("include the sampling error")),
             "{:?}",
             sampled.notes
+        );
+        // The text report shows the node's notes.
+        assert!(
+            node_text(&sampled)
+                .contains("note: the projected intervals include the sampling error")
         );
         // Without a time, nothing is projected, and a note says so.
         let n = analyze_node(
