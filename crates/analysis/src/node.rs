@@ -582,18 +582,23 @@ mod tests {
         // Thread 1 has three times thread 0's work and time.
         let p = profile(vec![thread(0, 1e9, 0.1), thread(1, 3e9, 0.3)]);
         let targets = node_targets(&[library::builtin("graviton2").unwrap()], 2, &mut vec![]);
-        let n = analyze_node(
-            &m,
-            &p,
-            Some(4e9 / 0.3 / 1e9),
-            &targets,
-            &|_| None,
-            "compact",
-            None,
-            None,
-            &|_| Vec::new(),
-        )
-        .unwrap();
+        // The node analysis of `p` with this source rate and these errors of the bytes.
+        let node = |gflops: Option<f64>, errors: Vec<f64>| {
+            let e = move |_: Option<&str>| errors.clone();
+            analyze_node(
+                &m,
+                &p,
+                gflops,
+                &targets,
+                &|_| None,
+                "compact",
+                None,
+                None,
+                &e,
+            )
+            .unwrap()
+        };
+        let n = node(Some(4e9 / 0.3 / 1e9), Vec::new());
         assert_eq!(n.threads, 2);
         assert!((n.roofline.imbalance.flops_balance - 2.0 / 3.0).abs() < 1e-12);
         assert!(
@@ -622,18 +627,7 @@ mod tests {
         }
         // Sampled bytes, known to 30 % at every level: every interval takes in the
         // projections with the bytes at the ends of theirs, and a note says by how much.
-        let sampled = analyze_node(
-            &m,
-            &p,
-            Some(4e9 / 0.3 / 1e9),
-            &targets,
-            &|_| None,
-            "compact",
-            None,
-            None,
-            &|_| vec![0.3; 4],
-        )
-        .unwrap();
+        let sampled = node(Some(4e9 / 0.3 / 1e9), vec![0.3; 4]);
         for (a, b) in n.targets.iter().zip(&sampled.targets) {
             let (x, y) = (a.projection.interval, b.projection.interval);
             assert!(y.lo <= x.lo && y.hi >= x.hi, "{x:?} {y:?}");
@@ -660,18 +654,7 @@ mod tests {
                 .contains("note: the projected intervals include the sampling error")
         );
         // Without a time, nothing is projected, and a note says so.
-        let n = analyze_node(
-            &m,
-            &p,
-            None,
-            &targets,
-            &|_| None,
-            "compact",
-            None,
-            None,
-            &|_| Vec::new(),
-        )
-        .unwrap();
+        let n = node(None, Vec::new());
         assert!(n.targets.is_empty() && !n.notes.is_empty());
     }
 }
