@@ -62,8 +62,9 @@ pub struct PluginOutput {
     /// hold; 0 normally).
     #[serde(default)]
     pub lost_executions: u64,
-    /// Processes the program forked (without exec): QEMU ran them under the plugin, which
-    /// left them out of the counts and the stream.
+    /// Processes the program forked (a shell's commands among them): the plugin left them
+    /// out of the counts and the stream, what they ran under QEMU and, after an exec,
+    /// what they ran then.
     #[serde(default)]
     pub forked_processes: u64,
     /// Stream statistics.

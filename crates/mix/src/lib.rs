@@ -959,7 +959,7 @@ fn profile(
     }
     if c.forked_processes > 0 {
         notes.push(format!(
-            "the program forked {} process(es) without exec: their instructions, FLOPs and memory accesses are not in these counts or the cache simulation (only the process started is characterized)",
+            "the program forked {} process(es) (a shell's commands among them): their instructions, FLOPs and memory accesses, before and after any exec, are not in these counts or the cache simulation (only the process started is characterized)",
             c.forked_processes
         ));
     }
