@@ -15,10 +15,12 @@
 # (`setsample::class_units`) and prints, per machine and level, a markdown row: the full
 # run's hit ratio, the mean accesses and non-empty classes of a draw, the coverage, median
 # half-width and share of draws within 1 percentage point of the earlier Student-t
-# interval, of the ratio estimator's Wilson interval (what `mix` reports below L1) and of
-# the regression estimator on the bytes (what it reports for L1; computed at every level
-# for comparison), the three for the sampler's own choice of classes (`chosen_classes`), and the share
-# of the level's hits and misses in the 1/K of the classes that hold most of them.
+# interval, of the ratio estimator's Wilson interval (what `mix` reports below L1), of the
+# regression estimator on the bytes (what it reported for L1 before; computed at every
+# level for comparison) and of L1's misses expanded over its known accesses (what it
+# reports for L1), the four for the sampler's own choice of classes (`chosen_classes`),
+# and the share of the level's hits and misses in the 1/K of the classes that hold most
+# of them.
 #
 # Needs gcc, qemu-x86_64; builds the plugin (release). The streams are deleted at the end.
 set -eu

@@ -24,16 +24,17 @@
 //! sampling: the class is the unit), its interval a Wilson score interval on the effective
 //! number of accesses (design effect from the between-class residuals, Student's t for the
 //! few classes, the finite-population correction `1 - n/g`; see
-//! [`crate::sampling::ratio_estimate`]). L1, whose accesses are all the program's and whose
-//! units' bytes add up to a known total, has the regression estimator on the bytes instead
-//! ([`crate::sampling::regression_estimate`]): a level whose hits sit in a few hot classes
-//! while its misses are spread no longer swings with how many hot classes were drawn.
-//! Counters are extrapolated per thread by the bytes of all its accesses over the bytes of
-//! the simulated ones, then L1's to its regression estimate and everything its misses
-//! drive by the same factor (`L1Factors`), so that the counters and the reported hit
-//! ratios agree. An
-//! access that straddles two lines is simulated as its pieces (each in its line's class),
-//! so the estimated `split_accesses` is 0 and pieces count as accesses.
+//! [`crate::sampling::ratio_estimate`]). L1, whose accesses are all the program's and are
+//! counted (the plugin counts those it leaves out), has its misses expanded from the
+//! measured classes over those known accesses instead
+//! ([`crate::sampling::miss_expansion_estimate`]): a level whose hits sit in a few hot
+//! classes while its misses are spread no longer swings with whether the hot classes were
+//! drawn. Counters are extrapolated per thread by the bytes of all its accesses over the
+//! bytes of the simulated ones, then L1's to its estimate and everything its misses drive
+//! by the same factor (`L1Factors`), so that the counters and the reported hit ratios
+//! agree. An access that straddles two lines is simulated as its pieces (each in its
+//! line's class), so the estimated `split_accesses` is 0 and pieces count as accesses;
+//! the pieces after the first are counted per class, to expand them too.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +45,7 @@ use hpcscope_cachesim::{
 
 use crate::error::MixError;
 use crate::sampling::{
-    LevelEstimate, MachineSampling, RegressionFit, SampleSpec, SamplingReport, bytes_half_width,
+    ExpansionFit, LevelEstimate, MachineSampling, SampleSpec, SamplingReport, bytes_half_width,
     ratio_estimate, scale_level,
 };
 
@@ -165,6 +166,9 @@ struct Classes {
     /// Accesses simulated (a coalesced record counts its repeats; a line-crossing access
     /// one per piece).
     simulated: u64,
+    /// Per chosen class, the pieces of line-crossing accesses in it that are not their
+    /// access's first.
+    extra: Vec<u64>,
 }
 
 /// Per thread: bytes of all its accesses and of those simulated on each machine.
@@ -232,6 +236,7 @@ impl SetSampler {
                 bufs: vec![Vec::new(); chosen as usize],
                 sims,
                 simulated: 0,
+                extra: vec![0; chosen as usize],
             });
         }
         Ok(Self {
@@ -306,6 +311,9 @@ impl SetSampler {
                             size: (hi - lo + 1) as u32,
                             is_write: a.is_write,
                         });
+                        if l != line {
+                            m.extra[s as usize] += 1;
+                        }
                         kept_bytes += hi - lo + 1;
                         kept += 1;
                     }
@@ -348,18 +356,18 @@ impl SetSampler {
                 .first()
                 .map(|s| s.stats().since(&s.stats()))
                 .unwrap_or_default();
-            // L1: the regression on the bytes, whose total is known (every access's bytes
-            // are counted, sampled or not).
-            let total_bytes: u64 = self.threads.values().map(|b| b.all).sum();
+            // L1: its misses expanded over its accesses, which are known (every access is
+            // counted, sampled or not).
             let l1_units: Vec<(u64, u64, u64)> = per_class
                 .iter()
-                .map(|c| {
+                .zip(&m.extra)
+                .map(|(c, &x)| {
                     c.levels
                         .first()
-                        .map_or((c.bytes, 0, 0), |l| (c.bytes, l.accesses, l.hits))
+                        .map_or((0, 0, x), |l| (l.accesses, l.hits, x))
                 })
                 .collect();
-            let l1_fit = RegressionFit::new(&l1_units, m.g, total_bytes);
+            let l1_fit = ExpansionFit::new(&l1_units, m.g, records);
             let mut threads = Vec::new();
             for (t, mut ts) in per_thread {
                 let b = &self.threads[&t];
@@ -436,7 +444,7 @@ impl SetSampler {
     }
 }
 
-/// The factors that take the counters extrapolated by bytes to L1's regression estimate:
+/// The factors that take the counters extrapolated by bytes to L1's estimate:
 /// L1's accesses and hits to the fitted totals, and what L1's misses drive (its fills,
 /// write-backs and evictions, and every counter of the levels below and of memory) by the
 /// fitted misses over the extrapolated ones, so that L2's accesses stay L1's misses and
@@ -449,7 +457,7 @@ struct L1Factors {
 }
 
 impl L1Factors {
-    fn new(fit: &RegressionFit, scaled: &HierarchyStats) -> Self {
+    fn new(fit: &ExpansionFit, scaled: &HierarchyStats) -> Self {
         let ratio = |want: f64, got: u64| if got > 0 { want / got as f64 } else { 1.0 };
         let l1 = scaled.levels.first().cloned().unwrap_or_default();
         Self {
@@ -484,6 +492,10 @@ impl L1Factors {
 pub struct ClassUnits {
     /// Per class, the bytes of its accesses (of their pieces in the class).
     pub bytes: Vec<u64>,
+    /// Per class, the pieces of line-crossing accesses in it that are not their first.
+    pub extra: Vec<u64>,
+    /// The stream's accesses, each counted whole.
+    pub records: u64,
     /// Per level, per class: `(accesses, hits)`.
     pub levels: Vec<Vec<(u64, u64)>>,
 }
@@ -551,6 +563,8 @@ pub fn class_units(
             let levels = stats.first().map_or(0, |x| x.levels.len());
             ClassUnits {
                 bytes: stats.iter().map(|c| c.bytes).collect(),
+                extra: m.slot.iter().map(|&k| m.extra[k as usize]).collect(),
+                records: s.accesses,
                 levels: (0..levels)
                     .map(|j| {
                         stats
@@ -635,7 +649,7 @@ mod tests {
     }
 
     #[test]
-    fn l1_counters_follow_the_regression_estimate_and_stay_consistent() {
+    fn l1_counters_follow_the_estimate_and_stay_consistent() {
         // Nine accesses in ten go to 12 hot lines (a few classes of the 64), the others
         // spread over 8 MiB: L1's hits sit in a few classes, its misses everywhere.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;

@@ -5,11 +5,15 @@
 //!
 //! Every class of sets is simulated once ([`hpcscope_mix::setsample::class_units`]); a draw
 //! is `g / K` classes taken at random (the sampler's own choice is one such draw), the
-//! truth the ratio over all classes. Each draw's interval is computed twice: the one
-//! `mix` reports now ([`hpcscope_mix::sampling::ratio_estimate`]) and, for comparison,
-//! the earlier Student-t interval on the between-class residuals (kept here).
+//! truth the ratio over all classes. Each draw's interval is computed as `mix` reports it
+//! ([`hpcscope_mix::sampling::ratio_estimate`] below L1,
+//! [`hpcscope_mix::sampling::miss_expansion_estimate`] for L1) and, for comparison, as the
+//! earlier Student-t interval on the between-class residuals and the regression on the
+//! bytes `mix` used for L1 before (kept here).
 
-use hpcscope_mix::sampling::{ratio_estimate, regression_estimate, t_interval};
+use hpcscope_mix::sampling::{
+    miss_expansion_estimate, ratio_estimate, regression_estimate, t_interval,
+};
 use hpcscope_mix::setsample::{chosen_classes, class_units};
 use hpcscope_mix::{Placement, node};
 
@@ -67,9 +71,9 @@ fn coverage_of_the_set_sampling_interval() {
         })
         .collect();
     println!(
-        "| workload | machine | level | full run | mean accesses sampled | mean non-empty classes | draws without interval | t interval: coverage | design-effect Wilson: coverage | regression on bytes: coverage | `chosen_classes` draw: t / Wilson / regression | hits, misses in the top 1/K classes |"
+        "| workload | machine | level | full run | mean accesses sampled | mean non-empty classes | draws without interval | t interval: coverage | design-effect Wilson: coverage | regression on bytes: coverage | L1's misses expanded: coverage | `chosen_classes` draw: t / Wilson / regression / expanded | hits, misses in the top 1/K classes |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for item in streams.split(',') {
         let (label, path) = item.split_once('=').expect("LABEL=PATH");
         let f = std::fs::File::open(path).expect("the stream");
@@ -103,8 +107,24 @@ fn coverage_of_the_set_sampling_interval() {
                 let mut misses: Vec<u64> = classes.iter().map(|u| u.0 - u.1).collect();
                 let concentration =
                     format!("{}, {}", top(&mut hits, sh), top(&mut misses, sa - sh));
-                let (mut old, mut new, mut reg) =
-                    (Tally::default(), Tally::default(), Tally::default());
+                let (mut old, mut new, mut reg, mut exp) = (
+                    Tally::default(),
+                    Tally::default(),
+                    Tally::default(),
+                    Tally::default(),
+                );
+                // L1's misses expanded over its known accesses (what `mix` reports for L1).
+                let expanded = |picked: &[usize]| {
+                    let u: Vec<(u64, u64, u64)> = picked
+                        .iter()
+                        .map(|&c| (classes[c].0, classes[c].1, units.extra[c]))
+                        .collect();
+                    if j == 0 {
+                        miss_expansion_estimate(&u, g, units.records)
+                    } else {
+                        (None, None)
+                    }
+                };
                 let with_bytes = |picked: &[usize]| -> Vec<(u64, u64, u64)> {
                     picked
                         .iter()
@@ -138,6 +158,7 @@ fn coverage_of_the_set_sampling_interval() {
                         regression_estimate(&with_bytes(&order[..take]), g, total_bytes),
                         truth,
                     );
+                    exp.add(expanded(&order[..take]), truth);
                 }
                 let chosen: Vec<usize> = chosen_classes(g, k).iter().map(|&c| c as usize).collect();
                 let fixed: Vec<(u64, u64)> = chosen.iter().map(|&c| classes[c]).collect();
@@ -153,10 +174,10 @@ fn coverage_of_the_set_sampling_interval() {
                         }
                     ),
                     (Some(r), None) => format!("{:.2} ± unknown", 100.0 * r),
-                    _ => "no accesses".into(),
+                    _ => "–".into(),
                 };
                 println!(
-                    "| {label} | {} | {} | {:.2} % | {:.0} of {sa} | {:.1} of {take} | {none} | {} | {} | {} | {} / {} / {} | {concentration} |",
+                    "| {label} | {} | {} | {:.2} % | {:.0} of {sa} | {:.1} of {take} | {none} | {} | {} | {} | {} | {} / {} / {} / {} | {concentration} |",
                     n.name,
                     n.levels
                         .get(j)
@@ -167,9 +188,11 @@ fn coverage_of_the_set_sampling_interval() {
                     old.cell(),
                     new.cell(),
                     reg.cell(),
+                    exp.cell(),
                     verdict(t_interval(&fixed, g)),
                     verdict(ratio_estimate(&fixed, g)),
                     verdict(regression_estimate(&with_bytes(&chosen), g, total_bytes)),
+                    verdict(expanded(&chosen)),
                 );
             }
         }
