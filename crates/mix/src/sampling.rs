@@ -906,6 +906,27 @@ mod tests {
         NodeSim::new(cfg, Placement::Compact).expect("valid")
     }
 
+    /// A xorshift64 generator for the tests' populations and draws.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// Puts a random choice of `k` of `order`'s elements first (a partial Fisher-Yates
+    /// shuffle): one draw of `k` classes.
+    fn draw(order: &mut [usize], k: usize, next: &mut impl FnMut() -> u64) {
+        let n = order.len();
+        for i in 0..k {
+            let j = i + (next() % (n - i) as u64) as usize;
+            order.swap(i, j);
+        }
+    }
+
     /// A stream of `n` accesses: a loop over 32 KiB (misses L1, hits L2) with a random
     /// access in 1 MiB now and then (misses both).
     fn stream(n: u64) -> Vec<PackedAccess> {
@@ -1025,13 +1046,7 @@ mod tests {
         // Over draws: 256 classes, of which 64 see the level, each 5 to 30 accesses that hit
         // with probability 0.03 (a level most accesses never reach): a draw of 32 classes
         // holds 8 non-empty ones on average and about 140 accesses.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let pop: Vec<(u64, u64)> = (0..256u64)
             .map(|c| {
                 if c % 32 >= 8 {
@@ -1047,10 +1062,7 @@ mod tests {
         let (mut old, mut new, mut draws) = (0u32, 0u32, 0u32);
         let mut order: Vec<usize> = (0..256).collect();
         for _ in 0..2000 {
-            for i in 0..32 {
-                let j = i + (next() % (256 - i) as u64) as usize;
-                order.swap(i, j);
-            }
+            draw(&mut order, 32, &mut next);
             let units: Vec<(u64, u64)> = order[..32].iter().map(|&c| pop[c]).collect();
             let ((Some(r), Some(ci_old)), (Some(r2), Some(ci_new))) =
                 (t_interval(&units, 256), ratio_estimate(&units, 256))
@@ -1099,13 +1111,7 @@ mod tests {
         // and 178,000 misses each, one of which (a loop's scalars) has 800,000 accesses
         // more, all hits; some straddling accesses give extra pieces. Draws of 8 classes
         // miss the hot one 7 times in 8.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let pop: Vec<(u64, u64, u64)> = (0..64u64)
             .map(|c| {
                 let a = 1_593_000 + next() % 2_000 + if c == 26 { 800_000 } else { 0 };
@@ -1121,10 +1127,7 @@ mod tests {
         let (mut ratio_covers, mut exp_covers, mut draws) = (0u32, 0u32, 0u32);
         let mut order: Vec<usize> = (0..64).collect();
         for _ in 0..2000 {
-            for i in 0..8 {
-                let j = i + (next() % (64 - i) as u64) as usize;
-                order.swap(i, j);
-            }
+            draw(&mut order, 8, &mut next);
             let units: Vec<(u64, u64, u64)> = order[..8].iter().map(|&c| pop[c]).collect();
             let plain: Vec<(u64, u64)> = units.iter().map(|u| (u.0, u.1)).collect();
             let (Some(r), Some(rc)) = ratio_estimate(&plain, 64) else {
@@ -1166,13 +1169,7 @@ mod tests {
         // from 5,000 to 33 million, while every class misses about 3,000 times (misses
         // spread evenly, accesses not: a few hot lines, as Monte-Carlo's L1, where the
         // eighth of the classes with most hits holds 99 % of them). Draws of 8 classes.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let pop: Vec<(u64, u64, u64)> = (0..64u64)
             .map(|c| {
                 let a = (5_000.0 * 1.15f64.powi(c as i32)) as u64 + next() % 100;
@@ -1187,10 +1184,7 @@ mod tests {
         let (mut ratio_close, mut reg_close, mut reg_covers, mut draws) = (0u32, 0u32, 0u32, 0u32);
         let mut order: Vec<usize> = (0..64).collect();
         for _ in 0..2000 {
-            for i in 0..8 {
-                let j = i + (next() % (64 - i) as u64) as usize;
-                order.swap(i, j);
-            }
+            draw(&mut order, 8, &mut next);
             let units: Vec<(u64, u64, u64)> = order[..8].iter().map(|&c| pop[c]).collect();
             let plain: Vec<(u64, u64)> = units.iter().map(|u| (u.1, u.2)).collect();
             let (Some(r), _) = ratio_estimate(&plain, 64) else {
