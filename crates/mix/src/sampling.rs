@@ -477,8 +477,8 @@ impl ExpansionFit {
             return None;
         }
         let misses = (g * mean(&m)).min(accesses);
-        let ratio = 1.0 - misses / accesses;
         let rho = misses / accesses;
+        let ratio = 1.0 - rho;
         let z: Vec<f64> = m.iter().zip(&x).map(|(mi, xi)| mi - rho * xi).collect();
         let mz = mean(&z);
         let s2 = z.iter().map(|v| (v - mz).powi(2)).sum::<f64>() / (n - 1.0);
@@ -930,12 +930,10 @@ mod tests {
     /// A stream of `n` accesses: a loop over 32 KiB (misses L1, hits L2) with a random
     /// access in 1 MiB now and then (misses both).
     fn stream(n: u64) -> Vec<PackedAccess> {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         (0..n)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = next();
                 let addr = if x.is_multiple_of(8) {
                     0x100_0000 + (x >> 8) % (1 << 20)
                 } else {
