@@ -15,6 +15,12 @@
 //!
 //! A missing directory is an error that names the directory ([`MissingDirectory`]); it is an
 //! environment limit (exit 3), as a full disk or a read-only directory is.
+//!
+//! An output never replaces what the command reads, nor another of its outputs: a set of
+//! [`Outputs`] refuses a regular file that is the same file (the same device and inode, so a
+//! hard link, a symbolic link or another spelling of the name is caught) as one of the
+//! command's inputs ([`Outputs::reading`], [`note_input`]) or as another file of the set,
+//! before anything is written ([`SameFile`], bad input: exit 2).
 
 use std::fmt;
 use std::io::Write;
@@ -41,6 +47,98 @@ impl fmt::Display for MissingDirectory {
 }
 
 impl std::error::Error for MissingDirectory {}
+
+/// An output that is the same file as an input of the command or as another of its outputs:
+/// writing it would destroy the other. Carried inside the [`std::io::Error`] (kind
+/// `InvalidInput`, bad input) that [`Outputs::add`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SameFile {
+    /// The output, as given.
+    pub output: PathBuf,
+    /// The input or the other output, as given.
+    pub other: PathBuf,
+    /// Whether `other` is an input (else an output of the same command).
+    pub input: bool,
+}
+
+impl fmt::Display for SameFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let same = if self.output == self.other {
+            String::new()
+        } else {
+            format!(" '{}'", self.other.display())
+        };
+        if self.input {
+            write!(
+                f,
+                "'{}' is the same file as the input{same} of this command: writing the \
+                 result there would replace it; nothing was written, give another output file",
+                self.output.display()
+            )
+        } else {
+            write!(
+                f,
+                "'{}' is the same file as another output{same} of this command: one would \
+                 replace the other; nothing was written, give each output its own file",
+                self.output.display()
+            )
+        }
+    }
+}
+
+impl std::error::Error for SameFile {}
+
+/// The files this process read as inputs (see [`note_input`]).
+static INPUTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes `path` as an input of this process: the result of a command ([`Outputs::reading`]
+/// with [`inputs`]) must not replace it. The bounded reader
+/// ([`crate::load::read_bytes`]) notes every regular file it reads; a command notes the
+/// inputs it opens otherwise (a database, a program).
+pub fn note_input(path: &Path) {
+    let p = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut v = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+    if !v.contains(&p) {
+        v.push(p);
+    }
+}
+
+/// The inputs this process noted so far ([`note_input`]), absolute.
+pub fn inputs() -> Vec<PathBuf> {
+    INPUTS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// What makes two paths the same file: the device and inode of an existing file; the
+/// canonical directory and name of one not created yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum FileId {
+    Inode(u64, u64),
+    New(PathBuf),
+}
+
+/// The identity of the regular file `path` names (through its links), `None` for a special
+/// file or one that cannot be looked at (the write itself then says why).
+fn file_id(path: &Path) -> Option<FileId> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                Some(FileId::Inode(m.dev(), m.ino()))
+            }
+            #[cfg(not(unix))]
+            {
+                std::fs::canonicalize(path).ok().map(FileId::New)
+            }
+        }
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = std::fs::canonicalize(parent_dir(path)).ok()?;
+            Some(FileId::New(dir.join(path.file_name()?)))
+        }
+        Err(_) => None,
+    }
+}
 
 /// Where bytes for a path go (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,9 +268,16 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// temporary file (so a missing directory, a full disk or a permission problem with any of
 /// them fails before any is in place), then all are put in place. A failure before
 /// [`Outputs::commit`] leaves nothing behind.
+///
+/// No two files of a set are the same file, and none is one of the inputs the set was
+/// given ([`Outputs::reading`]): [`Outputs::add`] refuses it ([`SameFile`]).
 #[derive(Default)]
 pub struct Outputs {
     staged: Vec<Staged>,
+    /// Files no output may be.
+    inputs: Vec<PathBuf>,
+    /// The identity and name of each regular file staged.
+    taken: Vec<(FileId, PathBuf)>,
 }
 
 enum Staged {
@@ -186,11 +291,47 @@ impl Outputs {
         Outputs::default()
     }
 
+    /// An empty set whose files may not be any of `inputs` (the files the command read:
+    /// [`inputs`] and its own).
+    pub fn reading<P: AsRef<Path>>(inputs: impl IntoIterator<Item = P>) -> Outputs {
+        Outputs {
+            inputs: inputs
+                .into_iter()
+                .map(|p| p.as_ref().to_path_buf())
+                .collect(),
+            ..Outputs::default()
+        }
+    }
+
     /// Stages `contents` for `path`: a regular file's temporary file is written and flushed
-    /// now; standard output, descriptors and special files are written at commit.
+    /// now; standard output, descriptors and special files are written at commit. Refuses
+    /// ([`SameFile`]) a regular file that is one of the inputs or a file already staged.
     pub fn add(&mut self, path: &Path, contents: Vec<u8>) -> std::io::Result<()> {
         match Destination::of(path)? {
             Destination::File(target) => {
+                if let Some(id) = file_id(&target) {
+                    let same = |other: &Path, input: bool| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            SameFile {
+                                output: path.to_path_buf(),
+                                other: other.to_path_buf(),
+                                input,
+                            },
+                        )
+                    };
+                    if let Some(i) = self
+                        .inputs
+                        .iter()
+                        .find(|i| file_id(i).as_ref() == Some(&id))
+                    {
+                        return Err(same(i, true));
+                    }
+                    if let Some((_, o)) = self.taken.iter().find(|(t, _)| *t == id) {
+                        return Err(same(o, false));
+                    }
+                    self.taken.push((id, path.to_path_buf()));
+                }
                 let tmp = stage_file(&target, &contents)?;
                 self.staged.push(Staged::File(tmp, target));
             }
@@ -608,6 +749,70 @@ mod tests {
         preflight(Path::new("-")).unwrap();
         assert!(preflight(d.path()).is_err());
         assert!(names(d.path()).is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_output_that_is_an_input_or_another_output_is_refused_and_nothing_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let input = d.path().join("runs.db");
+        std::fs::write(&input, b"SQLite format 3\0 the runs").unwrap();
+        let hard = d.path().join("hard.db");
+        std::fs::hard_link(&input, &hard).unwrap();
+        let soft = d.path().join("soft.db");
+        std::os::unix::fs::symlink("runs.db", &soft).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let spelled = d.path().join("sub/../runs.db");
+        for out in [&input, &hard, &soft, &spelled] {
+            let mut set = Outputs::reading([&input]);
+            let e = set.add(out, b"csv".to_vec()).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+            assert_eq!(crate::kind::io_kind(&e), crate::ErrorKind::Input);
+            let same = e.get_ref().unwrap().downcast_ref::<SameFile>().unwrap();
+            assert!(same.input && same.other == input, "{same:?}");
+            assert!(e.to_string().contains("same file as the input"), "{e}");
+        }
+        // The input given through a link is found too.
+        let mut set = Outputs::reading([&soft]);
+        assert!(set.add(&hard, b"x".to_vec()).is_err());
+        // Two outputs naming one file, existing or not: the second is refused.
+        for name in ["chart.svg", "runs.db"] {
+            let p = d.path().join(name);
+            let mut set = Outputs::new();
+            set.add(&p, b"<svg/>".to_vec()).unwrap();
+            let e = set.add(&d.path().join(format!("sub/../{name}")), b"x".to_vec());
+            let e = e.unwrap_err();
+            assert!(e.to_string().contains("same file as another output"), "{e}");
+        }
+        // Special files are written through, never replaced: not refused.
+        let mut set = Outputs::reading(["/dev/null"]);
+        set.add(Path::new("/dev/null"), b"x".to_vec()).unwrap();
+        set.add(Path::new("/dev/null"), b"y".to_vec()).unwrap();
+        set.commit().unwrap();
+        // Another file is fine; nothing else was written, the input is intact.
+        let mut set = Outputs::reading([&input]);
+        set.add(&d.path().join("runs.csv"), b"csv".to_vec())
+            .unwrap();
+        set.commit().unwrap();
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            b"SQLite format 3\0 the runs"
+        );
+        assert_eq!(
+            names(d.path()),
+            vec!["hard.db", "runs.csv", "runs.db", "soft.db", "sub"]
+        );
+    }
+
+    #[test]
+    fn noted_inputs_are_absolute_and_listed_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("noted.toml");
+        note_input(&p);
+        note_input(&p);
+        assert_eq!(inputs().iter().filter(|i| **i == p).count(), 1);
+        note_input(Path::new("relative-noted.toml"));
+        assert!(inputs().iter().all(|i| i.is_absolute()));
     }
 
     #[test]
