@@ -121,9 +121,14 @@ fn no_flops_gives_no_efficiency_instead_of_nan_and_threads_get_a_note() {
 
 #[test]
 fn inputs_that_never_end_are_bounded() {
-    // /dev/zero used to be read until the memory ran out.
+    // /dev/zero used to be read until the memory ran out; as text it is refused at its
+    // first byte, as bytes once past the limit.
     unsafe { std::env::set_var("HPCSCOPE_MAX_INPUT_MB", "1") };
     let e = load::profile(Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("byte 0x00 at line 1 (byte offset 0)"), "{e}");
+    let e = load::read_bytes(Path::new("/dev/zero"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("larger than the input limit of 1 MiB"), "{e}");
