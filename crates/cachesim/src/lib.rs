@@ -132,12 +132,12 @@ impl Access {
     }
 }
 
-/// An access packed into 8 bytes, the record of hpcscope's QEMU plugin stream: bits 0-55
-/// the address, bits 56-59 log2 of the size (1 to 2^15 bytes), bits 60-62 repeats, bit 63
-/// set for a store. A record with `r` repeats stands for `r + 1` accesses of that size and
-/// direction inside one line (the producer guarantees it for the smallest line size
-/// simulated), the first at the address. A batch of these is simulated without first
-/// unpacking it into [`Access`] values.
+/// An access packed into 8 bytes, the record of hpcscope's QEMU plugin stream (its layout is
+/// `hpcscope_plugin_format`'s): bits 0-55 the address, bits 56-59 log2 of the size (1 to
+/// 2^15 bytes), bits 60-62 repeats, bit 63 set for a store. A record with `r` repeats stands
+/// for `r + 1` accesses of that size and direction inside one line (the producer guarantees
+/// it for the smallest line size simulated), the first at the address. A batch of these is
+/// simulated without first unpacking it into [`Access`] values.
 ///
 /// ```
 /// use hpcscope_cachesim::{Access, IntoAccess, PackedAccess};
@@ -147,49 +147,25 @@ impl Access {
 /// assert_eq!(p.with_count(4).unwrap().count(), 4);
 /// assert_eq!(PackedAccess::new(0x10, 12, false), None); // not a power of two
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[repr(transparent)]
-pub struct PackedAccess(pub u64);
-
-impl PackedAccess {
-    /// Packs one access; `None` when the address needs more than 56 bits or the size is
-    /// not a power of two up to 2^15.
-    pub fn new(addr: u64, size: u32, is_write: bool) -> Option<Self> {
-        if addr >> 56 != 0 || !size.is_power_of_two() || size > 1 << 15 {
-            return None;
-        }
-        Some(Self(
-            addr | u64::from(size.trailing_zeros()) << 56 | u64::from(is_write) << 63,
-        ))
-    }
-
-    /// The same record standing for `n` accesses (1 to 8); the caller vouches that they
-    /// fall in one line. `None` for any other `n`.
-    pub fn with_count(self, n: u64) -> Option<Self> {
-        (1..=8)
-            .contains(&n)
-            .then(|| Self(self.0 & !(7 << 60) | (n - 1) << 60))
-    }
-}
+pub use hpcscope_plugin_format::Record as PackedAccess;
 
 impl IntoAccess for PackedAccess {
     #[inline(always)]
     fn into_access(self) -> Access {
-        let r = self.0;
         Access {
-            addr: r & ((1 << 56) - 1),
-            size: 1u32 << ((r >> 56) & 0xf),
-            is_write: r >> 63 == 1,
+            addr: self.addr(),
+            size: 1u32 << self.size_shift(),
+            is_write: self.is_write(),
         }
     }
 
     #[inline(always)]
     fn count(self) -> u64 {
-        ((self.0 >> 60) & 7) + 1
+        PackedAccess::count(self)
     }
 
     #[inline(always)]
     fn bytes(self) -> u64 {
-        self.count() << ((self.0 >> 56) & 0xf)
+        PackedAccess::count(self) << self.size_shift()
     }
 }

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use hpcscope_cachesim::{
     HierarchyStats, NodeConfig, NodeSim, PackedAccess, Placement, SharedNodes, ThreadStats,
 };
-use serde::{Deserialize, Serialize};
+use hpcscope_plugin_format::{
+    Demux, Event, MAGIC, RING_MAGIC, RING_SLOT_RECORDS, ReadError, notice_parts,
+};
+use serde::Serialize;
 
 use crate::elf::Arch;
 use crate::error::MixError;
@@ -22,202 +25,11 @@ use crate::partition::Simulated;
 use crate::sampling::{SampleMethod, SampleSpec, Sampler, SamplingReport};
 use crate::setsample::SetSampler;
 
-/// What the plugin writes at exit (`out=`), the fields mix reads.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct PluginOutput {
-    /// `hpcscope-qemu-plugin/1`.
-    #[serde(default)]
-    pub format: String,
-    /// SVE vector length used, bits.
-    #[serde(default)]
-    pub sve_vl_bits: Option<u32>,
-    /// How predicated lanes were counted: `full_lanes` (plugin API v1) or `active_lanes`
-    /// (API v4, SVE).
-    #[serde(default)]
-    pub predication: Option<String>,
-    /// The plugin API the plugin was built for, and the one QEMU ran (absent from plugins
-    /// before these keys).
-    #[serde(default)]
-    pub plugin_api: Option<u32>,
-    /// The plugin API version of the QEMU that ran.
-    #[serde(default)]
-    pub qemu_plugin_api: Option<u32>,
-    /// Load bias of the main binary.
-    #[serde(default)]
-    pub load_bias: u64,
-    /// How executions were counted: `inline` (one guest thread all along) or `per_vcpu`.
-    #[serde(default)]
-    pub counting: Option<String>,
-    /// Totals of the counted regions, all threads.
-    pub totals: Totals,
-    /// Counts of each guest thread (start order; thread 0 is the main thread).
-    #[serde(default)]
-    pub threads: Vec<ThreadCounts>,
-    /// Counts per region (one per function counted with `--function`, in order), total
-    /// and per thread.
-    #[serde(default)]
-    pub regions: Vec<RegionCounts>,
-    /// Executions the plugin could not count (more translation blocks than its counters
-    /// hold; 0 normally).
-    #[serde(default)]
-    pub lost_executions: u64,
-    /// Processes the program forked (a shell's commands among them): the plugin left them
-    /// out of the counts and the stream, what they ran under QEMU and, after an exec,
-    /// what they ran then.
-    #[serde(default)]
-    pub forked_processes: u64,
-    /// Stream statistics.
-    #[serde(default)]
-    pub mem_stream: Option<StreamStats>,
-    /// Per translation block counts (with `tbs=on`).
-    #[serde(default)]
-    pub tbs: Vec<TbCounts>,
-}
-
-/// Counts of one guest thread.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ThreadCounts {
-    /// Thread number in start order (0: the main thread).
-    pub thread: u32,
-    /// QEMU vCPU index it ran on (reused after a thread exits).
-    pub vcpu: u32,
-    /// Its counts.
-    pub totals: Totals,
-}
-
-/// Counts of one region (`region=` range of the plugin).
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RegionCounts {
-    /// Run-time start address.
-    pub start: u64,
-    /// Run-time end address (exclusive).
-    pub end: u64,
-    /// All threads.
-    #[serde(default)]
-    pub totals: Totals,
-    /// Per thread.
-    #[serde(default)]
-    pub threads: Vec<ThreadCounts>,
-}
-
-/// Totals of the counted region.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Totals {
-    /// Instructions.
-    pub instructions: u64,
-    /// Instructions that load.
-    pub loads: u64,
-    /// Instructions that store.
-    pub stores: u64,
-    /// Bytes loaded.
-    pub bytes_loaded: u64,
-    /// Bytes stored.
-    pub bytes_stored: u64,
-    /// Of the bytes loaded and stored, those counted from QEMU's access reports (string
-    /// instructions with `rep`, masked stores, gathers, `xsave`).
-    #[serde(default)]
-    pub bytes_dynamic: u64,
-    /// Of the bytes loaded and stored, those of accesses QEMU does not report to plugins
-    /// (SVE loads and stores, DC ZVA, in QEMU 7.2): absent from the memory stream.
-    #[serde(default)]
-    pub bytes_unreported: u64,
-    /// FP arithmetic instructions.
-    pub fp_instructions: u64,
-    /// FLOPs.
-    pub flops: u64,
-    /// Lane FLOPs left out by the rule for reductions and unused lanes.
-    #[serde(default)]
-    pub flops_excluded: u64,
-    /// Fused multiply-add instructions.
-    #[serde(default)]
-    pub fma_instructions: u64,
-    /// FP instructions and FLOPs per precision and width (`f64_256`...).
-    #[serde(default)]
-    pub fp_by_width: BTreeMap<String, WidthCounts>,
-    /// Loads and stores per access width in bits (`8` ... `2048`, `other`), from each
-    /// instruction's memory operands. Only bytes known from the encoding are split; those
-    /// counted from QEMU's access reports are `bytes_dynamic`. Absent from plugins before
-    /// this key.
-    #[serde(default)]
-    pub mem_by_width: BTreeMap<String, MemWidthCounts>,
-    /// Instructions per class.
-    #[serde(default)]
-    pub classes: BTreeMap<String, u64>,
-}
-
-/// FP instructions and FLOPs of one precision and width.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct WidthCounts {
-    /// Instructions.
-    pub instructions: u64,
-    /// FLOPs.
-    pub flops: u64,
-}
-
-/// Loads and stores of one access width.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemWidthCounts {
-    /// Executions of instructions loading at this width.
-    #[serde(default)]
-    pub loads: u64,
-    /// Their bytes.
-    #[serde(default)]
-    pub bytes_loaded: u64,
-    /// Executions of instructions storing at this width.
-    #[serde(default)]
-    pub stores: u64,
-    /// Their bytes.
-    #[serde(default)]
-    pub bytes_stored: u64,
-}
-
-/// Stream statistics.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StreamStats {
-    /// Records written.
-    pub records: u64,
-    /// Records dropped.
-    pub dropped: u64,
-    /// Whether QEMU's translated code wrote the records (QEMU built by
-    /// scripts/build-qemu.sh), rather than a plugin callback per access.
-    #[serde(default)]
-    pub inline: bool,
-    /// Buffers of those records that overflowed before the plugin emptied them (records
-    /// lost; 0 normally).
-    #[serde(default)]
-    pub overflowed_buffers: u64,
-}
-
-/// Counts of one translation block.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct TbCounts {
-    /// Start address (run time).
-    pub pc: u64,
-    /// Executions.
-    pub executions: u64,
-    /// Instructions executed.
-    pub instructions: u64,
-    /// FP instructions executed.
-    pub fp_instructions: u64,
-    /// FLOPs.
-    pub flops: u64,
-    /// Load instructions.
-    pub loads: u64,
-    /// Store instructions.
-    pub stores: u64,
-    /// Bytes loaded.
-    pub bytes_loaded: u64,
-    /// Bytes stored.
-    pub bytes_stored: u64,
-}
+/// What the plugin writes at exit (`out=`), the fields mix reads: the plugin's report.
+pub use hpcscope_plugin_format::report::{
+    MemWidthCounts, PluginOutput, RegionCounts, StreamStats, TbCounts, ThreadCounts, Totals,
+    WidthCounts,
+};
 
 /// One emulation to run.
 #[derive(Debug, Clone)]
@@ -599,97 +411,8 @@ fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<En
     }
 }
 
-/// Stream magic (see the plugin's README).
-const MAGIC: &[u8; 8] = b"HPCSMT03";
-
-/// Top byte of a thread marker record (see the plugin's README).
-const MARKER_TOP: u64 = 0x7f;
-
-/// Records per stream buffer (1 MiB).
-const STREAM_BUF: usize = 1 << 17;
-
-/// Top byte of the marker of a thread that exited.
-const END_TOP: u64 = 0x7e;
-
-/// Top byte of a skip record: accesses (or, with [`SKIP_BYTES`], bytes) the plugin left out
-/// of the thread's batch (`sample=`).
-const SKIP_TOP: u64 = 0x7d;
-/// Bit of a skip record that says it counts bytes.
-const SKIP_BYTES: u64 = 1 << 55;
-
 /// A run of one thread's records in a buffer: (thread, start, end).
 type Run = (u32, usize, usize);
-
-/// What a buffer of the stream holds, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// Records of a thread (possibly none: a thread's marker alone, when it starts).
-    Run(u32, usize, usize),
-    /// A thread exited.
-    Ended(u32),
-    /// The plugin left out this many accesses of a thread (set sampling).
-    Skipped(u32, u64),
-    /// ... and this many bytes.
-    SkippedBytes(u32, u64),
-}
-
-/// Cuts the records of a buffer into runs of one thread each, at the thread markers; the
-/// thread of the last marker carries over to the next buffer. Returns the access records
-/// (markers left out).
-#[derive(Debug, Default)]
-pub(crate) struct Demux {
-    thread: u32,
-    /// Skip records seen (a stream gated by set sampling).
-    pub(crate) skips: u64,
-}
-
-impl Demux {
-    pub(crate) fn split(&mut self, recs: &[PackedAccess], events: &mut Vec<Event>) -> u64 {
-        events.clear();
-        let mut start = 0;
-        let mut markers = 0u64;
-        // A marker opens a run even if no record follows it (a thread that starts).
-        let mut open = false;
-        for (i, r) in recs.iter().enumerate() {
-            let top = r.0 >> 56;
-            if top == SKIP_TOP {
-                // After the thread's marker: the run it opened goes on after this record.
-                if i > start {
-                    events.push(Event::Run(self.thread, start, i));
-                    open = false;
-                }
-                let n = r.0 & (SKIP_BYTES - 1);
-                events.push(if r.0 & SKIP_BYTES != 0 {
-                    Event::SkippedBytes(self.thread, n)
-                } else {
-                    Event::Skipped(self.thread, n)
-                });
-                self.skips += 1;
-                markers += 1;
-                start = i + 1;
-                continue;
-            }
-            if top == MARKER_TOP || top == END_TOP {
-                if i > start || open {
-                    events.push(Event::Run(self.thread, start, i));
-                }
-                markers += 1;
-                start = i + 1;
-                if top == MARKER_TOP {
-                    self.thread = r.0 as u32;
-                    open = true;
-                } else {
-                    events.push(Event::Ended(r.0 as u32));
-                    open = false;
-                }
-            }
-        }
-        if recs.len() > start || open {
-            events.push(Event::Run(self.thread, start, recs.len()));
-        }
-        recs.len() as u64 - markers
-    }
-}
 
 /// Records of one thread that may wait for a thread behind it (2 MiB).
 const PACE_BOUND: usize = 1 << 18;
@@ -713,7 +436,7 @@ struct Paced {
 
 /// Accesses the records stand for (a coalesced record is `1 + repeats`).
 fn accesses(recs: &[PackedAccess]) -> u64 {
-    recs.iter().map(|r| 1 + ((r.0 >> 60) & 7)).sum()
+    recs.iter().map(|r| r.count()).sum()
 }
 
 /// Feeds the threads' runs to the simulator at equal rates: threads as if they ran
@@ -1103,14 +826,8 @@ fn drive(
     Ok(records)
 }
 
-/// First bytes of the notices of a ring (see the plugin's README).
-const RING_MAGIC: &[u8; 8] = b"HPCSMR03";
-/// Records a slot of the ring holds (the plugin's largest batch and its head).
-const RING_SLOT_RECORDS: usize = (1 << 16) + 8;
 /// Slots of the ring (8 MiB): a batch being simulated, the next ones written meanwhile.
 const RING_SLOTS: u32 = 16;
-/// Top byte of a notice: bits 32..=55 the slot, bits 0..=31 its records.
-const NOTICE_TOP: u64 = 0x7c;
 
 /// A shared mapping, unmapped when dropped.
 struct Mapping {
@@ -1297,16 +1014,14 @@ fn for_each_ring_batch(
         }
         let mut start = 0;
         for (i, w) in words.iter().enumerate() {
-            if w.0 >> 56 != NOTICE_TOP {
+            let Some((slot, n)) = notice_parts(w.0) else {
                 continue;
-            }
+            };
             if i > start {
                 records += (i - start) as u64;
                 each(&words[start..i]);
             }
             start = i + 1;
-            let slot = ((w.0 >> 32) & 0xff_ffff) as u32;
-            let n = (w.0 & 0xffff_ffff) as usize;
             match ring.slot(slot, n) {
                 Ok(recs) => {
                     records += n as u64;
@@ -1348,62 +1063,18 @@ fn for_each_batch(f: impl Read, mut each: impl FnMut(&[PackedAccess])) -> Result
     read_words(f, MAGIC, &mut each)
 }
 
-/// Reads a stream of header `magic`, then 8-byte little-endian words, and hands the words
-/// to `each` in batches, in order; returns the number of words read.
+/// [`hpcscope_plugin_format::read_words`], its errors in mix's words.
 fn read_words(
-    mut f: impl Read,
+    f: impl Read,
     magic: &[u8; 8],
     each: &mut impl FnMut(&[PackedAccess]),
 ) -> Result<u64, MixError> {
-    // Records are read straight into 8-byte words. A read may end inside a record: its
-    // first bytes move to the front and the next read completes it.
-    let mut buf = vec![PackedAccess(0); STREAM_BUF];
-    let mut filled = 0usize; // bytes held in `buf`
-    let mut header = false;
-    let mut records = 0u64;
-    loop {
-        // SAFETY: `PackedAccess` is a `u64` (repr(transparent)); every byte pattern is a
-        // valid `u64`, and the byte view lives only until the records are handed out.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
-        let n = match f.read(&mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(MixError::Run(format!("reading the memory stream: {e}"))),
-        };
-        filled += n;
-        let mut start = 0;
-        if !header {
-            if filled < magic.len() {
-                continue;
-            }
-            if &bytes[..magic.len()] != magic {
-                return Err(MixError::Run(
-                    "the memory stream does not start with the hpcscope header: the plugin and hpcscope come from different versions".into(),
-                ));
-            }
-            header = true;
-            start = magic.len() / 8;
-        }
-        let whole = filled / 8;
-        let rest = filled - whole * 8;
-        let recs = &mut buf[start..whole];
-        if cfg!(target_endian = "big") {
-            // The plugin writes little-endian records.
-            recs.iter_mut().for_each(|r| r.0 = u64::from_le(r.0));
-        }
-        records += recs.len() as u64;
-        if !recs.is_empty() {
-            each(recs);
-        }
-        // SAFETY: as above.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
-        bytes.copy_within(whole * 8..filled, 0);
-        filled = rest;
-    }
-    Ok(records)
+    hpcscope_plugin_format::read_words(f, magic, each).map_err(|e| match e {
+        ReadError::Header => MixError::Run(
+            "the memory stream does not start with the hpcscope header: the plugin and hpcscope come from different versions".into(),
+        ),
+        e => MixError::Run(e.to_string()),
+    })
 }
 
 /// The glibc variable that bounds the number of malloc arenas.
@@ -1458,6 +1129,7 @@ fn quiet_fixed_layout(cmd: &mut Command) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hpcscope_plugin_format::{notice, skip_record, thread_marker};
 
     #[test]
     fn the_guest_keeps_its_own_arena_setting() {
@@ -1591,7 +1263,7 @@ mod tests {
             return;
         };
         let ring = setup.into_reader();
-        let m = |t: u64| MARKER_TOP << 56 | t;
+        let m = |t: u32| thread_marker(t);
         let a = |x: u64| PackedAccess::new(x, 8, false).expect("small").0;
         let put = |slot: usize, recs: &[u64]| {
             // SAFETY: slot inside the mapping; nobody else uses it in this test.
@@ -1603,7 +1275,6 @@ mod tests {
         };
         put(3, &[m(1), a(0x10), a(0x18)]);
         put(0, &[m(0), a(0x20)]);
-        let notice = |slot: u64, n: u64| NOTICE_TOP << 56 | slot << 32 | n;
         // Thread 0 starts (its marker alone), slot 3, thread 2 starts, slot 0.
         let words = [m(0), notice(3, 3), m(2), notice(0, 2)];
         let mut s = RING_MAGIC.to_vec();
@@ -1619,7 +1290,7 @@ mod tests {
         assert_eq!(n, plain.len() as u64);
         // A notice beyond the ring is an error, not a read outside it.
         let mut bad = RING_MAGIC.to_vec();
-        bad.extend_from_slice(&notice(u64::from(RING_SLOTS), 1).to_le_bytes());
+        bad.extend_from_slice(&notice(RING_SLOTS, 1).to_le_bytes());
         let e = for_each_ring_batch(&bad[..], &ring, |_| {}).unwrap_err();
         assert!(e.to_string().contains("beyond the ring"), "{e}");
     }
@@ -1640,64 +1311,14 @@ mod tests {
     }
 
     #[test]
-    fn markers_cut_the_stream_into_thread_runs() {
-        let m = |t: u64| PackedAccess(MARKER_TOP << 56 | t);
-        let end = |t: u64| PackedAccess(END_TOP << 56 | t);
-        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
-        let mut d = Demux::default();
-        let mut ev = Vec::new();
-        use Event::{Ended, Run};
-        // Thread 0's records, then thread 3's, cut in the middle of thread 3's batch.
-        let b1 = [m(0), a(1), a(2), m(3), a(4)];
-        assert_eq!(d.split(&b1, &mut ev), 3);
-        assert_eq!(ev, [Run(0, 1, 3), Run(3, 4, 5)]);
-        // The next buffer goes on with thread 3; thread 1 starts (its marker alone), thread
-        // 3 ends, thread 2 sends a record.
-        let b2 = [a(5), a(6), m(1), end(3), m(2), a(7)];
-        assert_eq!(d.split(&b2, &mut ev), 3);
-        assert_eq!(ev, [Run(3, 0, 2), Run(1, 3, 3), Ended(3), Run(2, 5, 6)]);
-        assert_eq!(d.split(&[], &mut ev), 0);
-        assert!(ev.is_empty());
-    }
-
-    #[test]
-    fn skip_records_count_for_the_thread_of_their_batch() {
-        let m = |t: u64| PackedAccess(MARKER_TOP << 56 | t);
-        let skip = |n: u64| PackedAccess(SKIP_TOP << 56 | n);
-        let skip_bytes = |n: u64| PackedAccess(SKIP_TOP << 56 | SKIP_BYTES | n);
-        let a = |x: u64| PackedAccess::new(x, 8, false).expect("small");
-        let mut d = Demux::default();
-        let mut ev = Vec::new();
-        use Event::{Run, Skipped, SkippedBytes};
-        // A batch of thread 2 after 5 accesses (36 bytes) left out; then one of thread 0
-        // with none left out; then thread 2's counts alone (its last accesses all left out).
-        let b = [m(2), skip(5), skip_bytes(36), a(1), a(2), m(0), a(3)];
-        assert_eq!(d.split(&b, &mut ev), 3);
-        assert_eq!(
-            ev,
-            [
-                Skipped(2, 5),
-                SkippedBytes(2, 36),
-                Run(2, 3, 5),
-                Run(0, 6, 7)
-            ]
-        );
-        assert_eq!(d.split(&[m(2), skip(1), skip_bytes(8)], &mut ev), 0);
-        assert_eq!(ev, [Skipped(2, 1), SkippedBytes(2, 8), Run(2, 3, 3)]);
-        assert_eq!(d.skips, 4);
-        // A skip record reads as no access: a load of 2^13 bytes repeated 7 times.
-        assert_eq!(skip(0).0 >> 56, 0x7d);
-    }
-
-    #[test]
     fn a_thinned_stream_is_refused_by_a_full_simulation() {
         let m = hpcscope_core::library::builtin("thunderx2").unwrap();
         let node = crate::node(&m).unwrap();
         let mut s = MAGIC.to_vec();
         for r in [
-            MARKER_TOP << 56,
-            SKIP_TOP << 56 | 3,
-            SKIP_TOP << 56 | SKIP_BYTES | 24,
+            thread_marker(0),
+            skip_record(3, false),
+            skip_record(24, true),
         ] {
             s.extend_from_slice(&r.to_le_bytes());
         }

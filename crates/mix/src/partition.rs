@@ -209,9 +209,6 @@ fn parts_for(g: u64, w: usize) -> u64 {
 /// Records a worker takes at a time (32 KiB of them).
 const CHUNK: usize = 4096;
 
-/// The address bits of a [`PackedAccess`].
-const ADDR: u64 = (1 << 56) - 1;
-
 /// A worker's parts of one machine.
 #[derive(Debug)]
 struct Parts {
@@ -283,7 +280,7 @@ impl Parts {
         while i < recs.len() {
             let r = recs[i];
             i += 1;
-            let addr = r.0 & ADDR;
+            let addr = r.addr();
             let line = addr >> shift;
             let off = addr & mask;
             if off + (1u64 << ((r.0 >> 56) & 0xf)) > mask + 1 {
@@ -315,7 +312,7 @@ impl Parts {
         loop {
             let buf = &mut self.bufs[0][..];
             while let Some(&r) = recs.get(i) {
-                let addr = r.0 & ADDR;
+                let addr = r.addr();
                 let line = addr >> shift;
                 let off = addr & mask;
                 if off + (1u64 << ((r.0 >> 56) & 0xf)) > mask + 1 {
@@ -408,8 +405,8 @@ impl Item {
     fn of(r: PackedAccess, addr: u64) -> Self {
         Item {
             addr,
-            size: 1 << ((r.0 >> 56) & 0xf),
-            meta: (((r.0 >> 60) & 7) as u32 + 1) | (((r.0 >> 63) as u32) << 31),
+            size: 1 << r.size_shift(),
+            meta: r.count() as u32 | u32::from(r.is_write()) << 31,
         }
     }
 }

@@ -42,6 +42,7 @@ use hpcscope_cachesim::{
     Access, CacheConfig, HierarchyStats, IntoAccess, NodeConfig, NodeLevel, NodeSim, PackedAccess,
     Placement, ThreadStats,
 };
+use hpcscope_plugin_format::{Demux, Event, ReadError};
 
 use crate::error::MixError;
 use crate::sampling::{
@@ -516,21 +517,12 @@ pub fn class_units(
     stream
         .read_to_end(&mut bytes)
         .map_err(|e| MixError::Run(format!("reading the memory stream: {e}")))?;
-    if bytes.len() < 8 || &bytes[..8] != b"HPCSMT03" {
-        return Err(MixError::Run(
+    let recs = hpcscope_plugin_format::read::records(&bytes).map_err(|e| match e {
+        ReadError::Header => MixError::Run(
             "not a memory stream of the plugin (no HPCSMT03 header): record one with mem=on,memout=FILE".into(),
-        ));
-    }
-    if (bytes.len() - 8) % 8 != 0 {
-        return Err(MixError::Run(format!(
-            "the memory stream ends inside a record ({} bytes after the header, not a multiple of 8)",
-            bytes.len() - 8
-        )));
-    }
-    let recs: Vec<PackedAccess> = bytes[8..]
-        .chunks_exact(8)
-        .map(|w| PackedAccess(u64::from_le_bytes(w.try_into().expect("8 bytes"))))
-        .collect();
+        ),
+        e => MixError::Run(e.to_string()),
+    })?;
     drop(bytes);
     let all = SampleSpec {
         method: crate::sampling::SampleMethod::Sets,
@@ -539,12 +531,12 @@ pub fn class_units(
         warmup: 0,
     };
     let mut s = SetSampler::new(all, nodes, placement)?;
-    let mut demux = crate::emulate::Demux::default();
+    let mut demux = Demux::default();
     let mut events = Vec::new();
     for chunk in recs.chunks(1 << 17) {
         demux.split(chunk, &mut events);
         for e in &events {
-            if let crate::emulate::Event::Run(t, a, b) = *e {
+            if let Event::Run(t, a, b) = *e {
                 s.feed(t, &chunk[a..b]);
             }
         }

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use hpcscope_cachesim::{PackedAccess, Placement};
 use hpcscope_mix::{MixOptions, analyze};
+use hpcscope_plugin_format::{MAGIC, thread_marker};
 
 /// The variables are the process's: one test sets them at a time.
 static ENV: Mutex<()> = Mutex::new(());
@@ -44,11 +45,11 @@ fn nodes() -> Vec<hpcscope_cachesim::NodeConfig> {
 /// 48 MiB array (beyond every last level) and private ones, with stores, repeated accesses
 /// and accesses across lines.
 fn stream() -> Vec<u8> {
-    let mut s = b"HPCSMT03".to_vec();
+    let mut s = MAGIC.to_vec();
     let mut x = 0x2545_f491_4f6c_dd1du64;
     for batch in 0..120u64 {
         let t = batch % 3;
-        s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
+        s.extend_from_slice(&thread_marker(t as u32).to_le_bytes());
         for i in 0..2000u64 {
             x ^= x << 13;
             x ^= x >> 7;

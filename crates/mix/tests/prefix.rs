@@ -9,6 +9,7 @@ mod common;
 use std::sync::Mutex;
 
 use hpcscope_cachesim::{PackedAccess, Placement, SharedNodes};
+use hpcscope_plugin_format::marker_thread;
 
 /// The variables are the process's: one test sets them at a time.
 static ENV: Mutex<()> = Mutex::new(());
@@ -20,7 +21,7 @@ fn stream_with_splits(n: u64) -> Vec<u8> {
     let mut s = base[..8].to_vec();
     for (i, r) in base[8..].chunks_exact(8).enumerate() {
         let v = u64::from_le_bytes(r.try_into().expect("8 bytes"));
-        if v >> 56 == 0x7f || i % 7 != 3 {
+        if marker_thread(v).is_some() || i % 7 != 3 {
             s.extend_from_slice(r);
             continue;
         }

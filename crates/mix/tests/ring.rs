@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use hpcscope_mix::emulate::{self, Ending, Request, Transport};
 use hpcscope_mix::{Arch, Placement};
+use hpcscope_plugin_format::{
+    END_TOP, MAGIC, MARKER_TOP, RING_MAGIC, RING_SLOT_RECORDS as SLOT_WORDS, SKIP_TOP, notice_parts,
+};
 
 const GATE: &str = include_str!("data/gate.c");
 const THREADS: &str = include_str!("data/ring_threads.c");
 
-/// Words in a slot of the ring, and the notice's top byte (the plugin's README).
-const SLOT_WORDS: usize = (1 << 16) + 8;
-const NOTICE_TOP: u64 = 0x7c;
 /// How the test programs are built.
 const X86: &[&str] = &["-O2", "-march=x86-64"];
 
@@ -114,17 +114,16 @@ fn ring_stream(dir: &Path, bin: &Path, args: &[&str], slots: u32) -> (Vec<u8>, S
     // Each notice as it comes: the plugin waits for the slot's token to go on.
     let mut head = [0u8; 8];
     notices.read_exact(&mut head).unwrap();
-    assert_eq!(&head, b"HPCSMR03");
-    let mut stream = b"HPCSMT03".to_vec();
+    assert_eq!(&head, RING_MAGIC);
+    let mut stream = MAGIC.to_vec();
     let mut used = 0;
     let mut word = [0u8; 8];
     while notices.read_exact(&mut word).is_ok() {
         let w = u64::from_le_bytes(word);
-        if w >> 56 != NOTICE_TOP {
+        let Some((slot, n)) = notice_parts(w) else {
             stream.extend_from_slice(&word);
             continue;
-        }
-        let (slot, n) = ((w >> 32) as u32 & 0xff_ffff, w as u32 as usize);
+        };
         assert!(slot < slots && n <= SLOT_WORDS, "notice {w:#x}");
         // SAFETY: inside the mapping; the plugin leaves the slot alone until its token.
         let recs = unsafe { std::slice::from_raw_parts(base.add(slot as usize * SLOT_WORDS), n) };
@@ -153,8 +152,8 @@ fn per_thread(stream: &[u8]) -> std::collections::BTreeMap<u32, Vec<u64>> {
     for w in stream[8..].chunks_exact(8) {
         let w = u64::from_le_bytes(w.try_into().unwrap());
         match w >> 56 {
-            0x7f => thread = w as u32,
-            0x7e | 0x7d => {}
+            MARKER_TOP => thread = w as u32,
+            END_TOP | SKIP_TOP => {}
             _ => m.entry(thread).or_default().push(w),
         }
     }

@@ -3,6 +3,7 @@
 mod common;
 
 use hpcscope_cachesim::{PackedAccess, Placement};
+use hpcscope_plugin_format::{MAGIC, thread_marker};
 
 /// A thread marker naming thread 4,294,967,280 (a damaged or forged stream; the plugin
 /// numbers threads densely from 0) costs one entry, not a table of that many threads: the
@@ -11,8 +12,8 @@ use hpcscope_cachesim::{PackedAccess, Placement};
 fn a_forged_thread_id_in_the_stream_costs_one_entry() {
     let m = hpcscope_core::library::builtin("thunderx2").unwrap();
     let node = hpcscope_mix::node(&m).unwrap();
-    let mut s = b"HPCSMT03".to_vec();
-    let marker = 0x7fu64 << 56 | 0xffff_fff0;
+    let mut s = MAGIC.to_vec();
+    let marker = thread_marker(0xffff_fff0);
     s.extend_from_slice(&marker.to_le_bytes());
     for i in 0..16u64 {
         let a = PackedAccess::new(0x1000 + 64 * i, 8, i % 2 == 1).unwrap();
@@ -33,8 +34,8 @@ fn a_forged_thread_id_in_the_stream_costs_one_entry() {
 fn line_crossing_accesses_stay_with_their_thread_across_a_core_switch() {
     let m = hpcscope_core::library::builtin("thunderx2").unwrap();
     let node = hpcscope_mix::node(&m).unwrap();
-    let mut s = b"HPCSMT03".to_vec();
-    let mark = |s: &mut Vec<u8>, t: u64| s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
+    let mut s = MAGIC.to_vec();
+    let mark = |s: &mut Vec<u8>, t: u32| s.extend_from_slice(&thread_marker(t).to_le_bytes());
     let acc = |s: &mut Vec<u8>, a: u64| {
         s.extend_from_slice(&PackedAccess::new(a, 8, false).unwrap().0.to_le_bytes())
     };

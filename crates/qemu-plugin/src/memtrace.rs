@@ -25,16 +25,16 @@
 //! reports exactly are written by QEMU's translated code instead of [`on_mem`]
 //! (`meminline=`, [`inline`]); the other callbacks append to the same buffer.
 //!
-//! Stream format: the 8 magic bytes `HPCSMT03`, then records, each a little-endian `u64`:
-//! bits 0..=55 virtual address, bits 56..=59 log2 of the access size in bytes,
-//! bits 60..=62 repeats, bit 63 set for a store. Every batch starts with a thread marker
-//! ([`thread_marker`]): top byte `0x7f` (a load of 2^15 bytes repeated 7 times, which no
-//! access can be: repeats stay inside one line) and the guest thread's number (start order,
-//! 0 the main thread) in the low 32 bits; the records up to the next marker are that
-//! thread's. A thread also writes its marker alone when it starts, and a marker with top
-//! byte `0x7e` when it exits. Records of one thread keep their order; batches of different
-//! threads interleave whole, in the order their buffers filled. At exit, pending records of
-//! every vCPU are written.
+//! Stream format (defined in `hpcscope_plugin_format`, which the reader uses too): the 8
+//! magic bytes `HPCSMT03`, then records, each a little-endian `u64`: bits 0..=55 virtual
+//! address, bits 56..=59 log2 of the access size in bytes, bits 60..=62 repeats, bit 63 set
+//! for a store. Every batch starts with a thread marker ([`thread_marker`]): top byte `0x7f`
+//! (a load of 2^15 bytes repeated 7 times, which no access can be: repeats stay inside one
+//! line) and the guest thread's number (start order, 0 the main thread) in the low 32 bits;
+//! the records up to the next marker are that thread's. A thread also writes its marker
+//! alone when it starts, and a marker with top byte `0x7e` when it exits. Records of one
+//! thread keep their order; batches of different threads interleave whole, in the order
+//! their buffers filled. At exit, pending records of every vCPU are written.
 //!
 //! With `coalesce=B`, an access of the same size and direction as the vCPU's previous
 //! record, inside the same aligned `B`-byte block, and with neither crossing the block's end,
@@ -46,10 +46,11 @@
 //! With `sample=` (set sampling, see [`crate::args::SampleGate`]), an access none of whose
 //! lines is in a sampled class is left out before it reaches the batch: one shift, mask and
 //! bitmap test. Its vCPU counts the accesses and bytes left out, and the next batch of its
-//! thread carries them after the marker in two skip records ([`SKIP_TOP`]), so that the
-//! reader can extrapolate from the sampled accesses to all of them. An access that crosses
-//! a line boundary is kept whole when any line it touches is sampled (the reader splits
-//! it). Coalescing applies to the accesses kept.
+//! thread carries them after the marker in two skip records
+//! ([`hpcscope_plugin_format::skip_record`]), so that the reader can extrapolate from the
+//! sampled accesses to all of them. An access that crosses a line boundary is kept whole
+//! when any line it touches is sampled (the reader splits it). Coalescing applies to the
+//! accesses kept.
 //!
 //! SVE contiguous loads and stores ([`sve_contiguous`]) reach the plugin one report per
 //! active element (QEMU 9.2 and later). Their records are merged ([`MemDesc::merge`]): the
@@ -72,6 +73,13 @@ use std::sync::{Mutex, OnceLock};
 
 use qemu_plugin::sys::{
     qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
+};
+
+#[cfg(not(feature = "api-v1"))]
+use hpcscope_plugin_format::REPEATS;
+use hpcscope_plugin_format::{
+    ADDR_MASK, BATCH, MAGIC, REPEAT_ONE, RING_MAGIC, RING_SLOT_RECORDS, coalesces, end_marker,
+    notice, record, skip_record, thread_marker,
 };
 
 use crate::args::SampleGate;
@@ -105,43 +113,11 @@ pub mod inline {
     }
 }
 
-/// First bytes of the stream.
-pub const MAGIC: &[u8; 8] = b"HPCSMT03";
-/// Address bits kept in a record.
-pub const ADDR_MASK: u64 = (1 << 56) - 1;
-/// Records per batch while the guest has one thread.
-const BATCH: usize = 1 << 16;
 /// Records per batch once the guest has several threads: the threads' batches interleave
 /// in the stream at this granularity.
 const THREADED_BATCH: usize = 1 << 12;
 /// Records a vCPU's buffer takes before it is written (`BATCH`, then `THREADED_BATCH`).
 static LIMIT: AtomicUsize = AtomicUsize::new(BATCH);
-/// Top byte of a thread marker.
-pub const MARKER_TOP: u64 = 0x7f;
-/// Top byte of the marker of a thread that exited (a load of 2^14 bytes repeated 7 times:
-/// no access either).
-pub const END_TOP: u64 = 0x7e;
-
-/// Top byte of a skip record (a load of 2^13 bytes repeated 7 times: no access, merged
-/// accesses stay at most [`MERGE_MAX`] bytes): bits 0..=54 a count of the accesses left
-/// out by `sample=` (bit 55 clear) or of their bytes (bit 55 set), for the thread of the
-/// batch, since its previous batch.
-pub const SKIP_TOP: u64 = 0x7d;
-/// Bit of a skip record that says it counts bytes.
-pub const SKIP_BYTES: u64 = 1 << 55;
-
-/// The record that starts a batch of guest thread `thread`'s records.
-#[inline]
-pub fn thread_marker(thread: u32) -> u64 {
-    MARKER_TOP << 56 | u64::from(thread)
-}
-
-/// The thread a record names, when it is a thread marker.
-#[inline]
-pub fn marker_thread(rec: u64) -> Option<u32> {
-    (rec >> 56 == MARKER_TOP).then_some(rec as u32)
-}
-
 /// A guest thread started on `vcpu` (called on its own thread): its marker, with no
 /// records, tells the reader that one more thread runs.
 pub fn thread_started(vcpu: u32) {
@@ -154,7 +130,7 @@ pub fn thread_started(vcpu: u32) {
 /// reader need not wait for its accesses any more.
 pub fn thread_ended(vcpu: u32) {
     if streaming() {
-        write_marker(END_TOP << 56 | u64::from(vcpu::get(vcpu).thread));
+        write_marker(end_marker(vcpu::get(vcpu).thread));
     }
 }
 
@@ -199,15 +175,6 @@ impl Sink {
         }
     }
 }
-
-/// First bytes of the notices of a ring (`memring=`), instead of [`MAGIC`].
-pub const RING_MAGIC: &[u8; 8] = b"HPCSMR03";
-/// Records (8 bytes each) a slot of the ring holds: a full batch and its head. Slot `i`
-/// starts at byte `i * RING_SLOT_RECORDS * 8` of the ring.
-pub const RING_SLOT_RECORDS: usize = BATCH + 8;
-/// Top byte of a notice: bits 32..=55 the slot, bits 0..=31 its records (a load of 2^12
-/// bytes repeated 7 times, no access; notices never stand in the plain stream anyway).
-pub const NOTICE_TOP: u64 = 0x7c;
 
 /// The shared ring of `memring=RING:TOKENS` (see the README): `slots` slots of
 /// [`RING_SLOT_RECORDS`] records mapped from the reader's file; the numbers of free slots
@@ -300,8 +267,8 @@ impl Ring {
             let r = recs.len().min(cap - h);
             dst[h..h + r].copy_from_slice(&recs[..r]);
             (head, recs) = (&head[h..], &recs[r..]);
-            let notice = NOTICE_TOP << 56 | u64::from(slot) << 32 | ((h + r) / 8) as u64;
-            self.notices.write_all(&notice.to_le_bytes())?;
+            self.notices
+                .write_all(&notice(slot, (h + r) / 8).to_le_bytes())?;
         }
         Ok(())
     }
@@ -313,10 +280,6 @@ static WRITTEN: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// `coalesce=` block size minus one; 0: no coalescing.
 static BLOCK_MASK: AtomicU64 = AtomicU64::new(0);
-/// One repeat in a record.
-const REPEAT_ONE: u64 = 1 << 60;
-/// The repeats field.
-const REPEATS: u64 = 7 << 60;
 
 /// vCPUs with a buffer of their own (as many as have counters of their own); higher
 /// indices share one behind a lock.
@@ -455,12 +418,6 @@ pub fn open(
 /// Whether the stream is on.
 pub fn streaming() -> bool {
     STREAMING.load(Ordering::Relaxed)
-}
-
-/// Pack one access into a record.
-#[inline(always)]
-pub fn record(vaddr: u64, size_shift: u32, store: bool) -> u64 {
-    (vaddr & ADDR_MASK) | (u64::from(size_shift & 0xf) << 56) | (u64::from(store) << 63)
 }
 
 /// Decoded meminfo values: 0 = not yet seen, else the record's top byte (bits 0..=3
@@ -736,18 +693,6 @@ fn push(vcpu: c_uint, rec: u64) {
     push_slow(vcpu, rec);
 }
 
-/// Whether access `rec` can be counted as a repeat of record `last` (see the module
-/// documentation): same size, direction and `mask + 1`-byte block, fewer than 7 repeats so
-/// far, and neither crossing the block's end.
-#[inline(always)]
-pub fn coalesces(last: u64, rec: u64, mask: u64) -> bool {
-    let crosses = |r: u64| (r & mask) + (1 << ((r >> 56) & 0xf)) > mask + 1;
-    (last ^ rec) & !REPEATS & !mask == 0
-        && last & REPEATS != REPEATS
-        && !crosses(rec)
-        && !crosses(last)
-}
-
 /// A vCPU without a buffer yet, with a full buffer, starting after its thread exited, or
 /// beyond `MAX_VCPUS`.
 #[cold]
@@ -981,9 +926,8 @@ fn batch_head(thread: u32, (skipped, skipped_bytes): (u64, u64)) -> ([u8; 24], u
     if skipped == 0 {
         return (head, 8);
     }
-    let field = |n: u64| n.min(SKIP_BYTES - 1);
-    head[8..16].copy_from_slice(&(SKIP_TOP << 56 | field(skipped)).to_le_bytes());
-    head[16..].copy_from_slice(&(SKIP_TOP << 56 | SKIP_BYTES | field(skipped_bytes)).to_le_bytes());
+    head[8..16].copy_from_slice(&skip_record(skipped, false).to_le_bytes());
+    head[16..].copy_from_slice(&skip_record(skipped_bytes, true).to_le_bytes());
     SKIPPED.fetch_add(skipped, Ordering::Relaxed);
     (head, 24)
 }
@@ -1121,37 +1065,6 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_marker_is_no_access() {
-        for t in [0u32, 1, 7, 1023, u32::MAX] {
-            let m = thread_marker(t);
-            assert_eq!(marker_thread(m), Some(t));
-            // A load of 2^15 bytes repeated 7 times: no record coalesces into that (a
-            // 32 KiB access crosses every block), and no access record has that top byte.
-            assert!(!coalesces(m, m, 63));
-            assert_eq!(m >> 56, 0x7f);
-        }
-        for shift in 0..16 {
-            for store in [false, true] {
-                let r = record(ADDR_MASK, shift, store);
-                assert_eq!(marker_thread(r), None, "shift {shift} store {store}");
-                // With the most repeats coalescing can give (coalesced records are at
-                // most 2^6 bytes on 64-byte blocks, far from 2^15).
-                if shift < 15 {
-                    assert_eq!(marker_thread(r | REPEATS), None);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn record_layout() {
-        let r = record(0x7fff_1234_5678, 3, true);
-        assert_eq!(r & ADDR_MASK, 0x7fff_1234_5678);
-        assert_eq!((r >> 56) & 0xf, 3);
-        assert_eq!(r >> 63, 1);
-    }
-
-    #[test]
     fn sve_contiguous_forms() {
         // Encodings from the GNU assembler (-march=armv8.2-a+sve).
         let contiguous = [
@@ -1220,35 +1133,5 @@ mod tests {
             pieces(0x4000, MERGE_MAX, false),
             vec![(0x4000, MERGE_MAX, false)]
         );
-    }
-
-    #[test]
-    fn coalescing_rule() {
-        let m = 63; // 64-byte blocks
-        let a = record(0x1000, 3, false);
-        // The second half of a 16-byte load, and the rest of the line.
-        assert!(coalesces(a, record(0x1008, 3, false), m));
-        assert!(coalesces(a, record(0x1038, 3, false), m));
-        // Another line, size or direction.
-        assert!(!coalesces(a, record(0x1040, 3, false), m));
-        assert!(!coalesces(a, record(0x1008, 2, false), m));
-        assert!(!coalesces(a, record(0x1008, 3, true), m));
-        // An access crossing the block's end, either one.
-        assert!(!coalesces(a, record(0x103c, 3, false), m));
-        assert!(!coalesces(
-            record(0x103c, 3, false),
-            record(0x1030, 3, false),
-            m
-        ));
-        // At most 8 accesses per record.
-        let mut r = a;
-        for _ in 0..7 {
-            assert!(coalesces(r, record(0x1010, 3, false), m));
-            r += REPEAT_ONE;
-        }
-        assert_eq!((r >> 60) & 7, 7);
-        assert!(!coalesces(r, record(0x1010, 3, false), m));
-        // The repeats never reach the direction bit.
-        assert_eq!(r >> 63, 0);
     }
 }

@@ -6,7 +6,7 @@ use crate::isa::{Counter, N_COUNTERS, fp_breakdown, mem_breakdown};
 use crate::tally::Tally;
 
 /// Format tag of the summary; bumped only on incompatible changes (new keys are not).
-pub const FORMAT: &str = "hpcscope-qemu-plugin/1";
+pub use hpcscope_plugin_format::report::FORMAT;
 
 /// Counts of one translation block start address, summed over its translations.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,5 +277,73 @@ mod tests {
         assert!(s.get("lost_executions").is_none());
         assert_eq!(s["predication"], "full_lanes");
         assert_eq!(s["plugin_api"], 1);
+        // The reader's typed report takes the summary, with the same values.
+        let typed: hpcscope_plugin_format::report::PluginOutput =
+            serde_json::from_value(s.clone()).expect("the reader takes the summary");
+        assert_eq!(typed.format, FORMAT);
+        assert_eq!(typed.predication.as_deref(), Some("full_lanes"));
+        assert_eq!(
+            (typed.plugin_api, typed.qemu_plugin_api),
+            (Some(1), Some(1))
+        );
+        assert_eq!(typed.counting.as_deref(), Some("per_vcpu"));
+        assert_eq!(typed.totals.flops, 42);
+        assert_eq!(typed.totals.loads, 1);
+        assert_eq!(typed.totals.bytes_loaded, 16);
+        assert_eq!(typed.totals.mem_by_width["128"].bytes_loaded, 16);
+        assert_eq!(typed.threads.len(), 2);
+        assert_eq!((typed.threads[1].thread, typed.threads[1].vcpu), (1, 1));
+        assert_eq!(typed.threads[1].totals.flops, 2);
+        assert_eq!((typed.regions[0].start, typed.regions[0].end), (1, 2));
+        assert_eq!(typed.regions[0].totals.flops, 42);
+        assert_eq!(typed.regions[0].threads[1].totals.flops, 2);
+        assert!(typed.tbs.is_empty() && typed.mem_stream.is_none());
+        assert_eq!(typed.lost_executions, 0);
+    }
+
+    #[test]
+    fn the_reader_takes_blocks_and_the_stream() {
+        let mut v = [0u64; N_COUNTERS];
+        v[Counter::Instructions as usize] = 3;
+        v[Counter::Flops as usize] = 8;
+        let tally = Tally {
+            threads: vec![ThreadTally {
+                thread: 0,
+                vcpu: 0,
+                regions: vec![v],
+            }],
+            tbs: vec![TbCounts {
+                pc: 0x40_1000,
+                executions: 2,
+                counts: v,
+            }],
+        };
+        let run = RunInfo {
+            target: "aarch64",
+            vl: Some((512, "argument")),
+            regions: &[],
+            load_bias: 0x1000,
+            scopes: &[],
+            mem_records: Some((5, 1)),
+            counting: "inline",
+            lost_executions: 4,
+            predication: "active_lanes",
+            plugin_api: 4,
+            qemu_api: 5,
+            predicate_failures: 0,
+        };
+        let s = summary(&run, &tally, true);
+        let typed: hpcscope_plugin_format::report::PluginOutput =
+            serde_json::from_value(s).expect("the reader takes the summary");
+        assert_eq!(typed.sve_vl_bits, Some(512));
+        assert_eq!(typed.load_bias, 0x1000);
+        assert_eq!(typed.lost_executions, 4);
+        let tb = &typed.tbs[0];
+        assert_eq!(
+            (tb.pc, tb.executions, tb.instructions, tb.flops),
+            (0x40_1000, 2, 3, 8)
+        );
+        let m = typed.mem_stream.expect("stream statistics");
+        assert_eq!((m.records, m.dropped, m.overflowed_buffers), (5, 1, 0));
     }
 }

@@ -19,7 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{aarch64_gcc, have, plugin_for, qemus, symbol_range};
+use common::{aarch64_gcc, have, is_marker, plugin_for, qemus, symbol_range};
 use serde_json::Value;
 
 const N1: u64 = 4096;
@@ -310,12 +310,12 @@ fn mem_stream_matches_byte_counts() {
         &dir.path().join("m.json"),
     );
     let b = std::fs::read(&stream).expect("stream file");
-    assert_eq!(&b[..8], b"HPCSMT03");
+    assert_eq!(&b[..8], hpcscope_plugin_format::MAGIC);
     let (mut loaded, mut stored, mut records, mut accesses) = (0u64, 0u64, 0u64, 0u64);
     for rec in b[8..].chunks_exact(8) {
         let r = u64::from_le_bytes(rec.try_into().expect("8 bytes"));
-        // A thread marker (top byte 0x7f, or 0x7e when a thread exits): no access.
-        if r >> 57 == 0x3f {
+        // A thread marker (or the marker of a thread that exits): no access.
+        if is_marker(r) {
             continue;
         }
         // A record stands for 1 + repeats accesses of its size, inside one 64-byte block.

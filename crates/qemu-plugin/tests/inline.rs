@@ -11,6 +11,7 @@ mod common;
 use std::path::Path;
 
 use common::{aarch64_gcc, compile, qemu10_or_skip, range, run_records, sve_kernel};
+use hpcscope_plugin_format::{SKIP_BYTES, SKIP_TOP};
 
 /// The patched function's name, as the binary's dynamic symbol table holds it.
 const RECORD_FN: &[u8] = b"qemu_plugin_register_vcpu_mem_record_per_vcpu";
@@ -55,14 +56,14 @@ fn both(
     // places in the two modes, so their sums are compared, not their places.
     let skips = |v: &[u64], bytes: bool| -> u64 {
         v.iter()
-            .filter(|r| *r >> 56 == 0x7d && (*r >> 55 & 1 == 1) == bytes)
-            .map(|r| r & ((1 << 55) - 1))
+            .filter(|r| *r >> 56 == SKIP_TOP && (*r >> 55 & 1 == 1) == bytes)
+            .map(|r| r & (SKIP_BYTES - 1))
             .sum()
     };
     let (left_on, left_off) = (skips(&on, false), skips(&off, false));
     let left_bytes = skips(&on, true);
-    let on: Vec<u64> = on.into_iter().filter(|r| r >> 56 != 0x7d).collect();
-    let mut off: Vec<u64> = off.into_iter().filter(|r| r >> 56 != 0x7d).collect();
+    let on: Vec<u64> = on.into_iter().filter(|r| r >> 56 != SKIP_TOP).collect();
+    let mut off: Vec<u64> = off.into_iter().filter(|r| r >> 56 != SKIP_TOP).collect();
     let accesses = |v: &[u64]| v.iter().map(|r| 1 + (r >> 60 & 7)).sum::<u64>();
     assert_eq!(
         accesses(&on) + left_on,

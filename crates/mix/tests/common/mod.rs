@@ -103,12 +103,12 @@ pub fn plugin_v4() -> PathBuf {
 /// A stream of two threads over 48 MiB (a linear congruential walk, loads and stores), so
 /// that every level of every bundled machine hits and misses.
 pub fn two_thread_stream(n: u64) -> Vec<u8> {
-    let mut s = b"HPCSMT03".to_vec();
+    let mut s = hpcscope_plugin_format::MAGIC.to_vec();
     let mut x = 12345u64;
     for i in 0..n {
         if i % 1000 == 0 {
             let t = (i / 1000) % 2;
-            s.extend_from_slice(&(0x7fu64 << 56 | t).to_le_bytes());
+            s.extend_from_slice(&hpcscope_plugin_format::thread_marker(t as u32).to_le_bytes());
         }
         x = x
             .wrapping_mul(6364136223846793005)

@@ -8,6 +8,12 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+/// Whether stream record `r` is a thread marker (or the marker of a thread that exits).
+pub fn is_marker(r: u64) -> bool {
+    use hpcscope_plugin_format::{END_TOP, MARKER_TOP};
+    matches!(r >> 56, MARKER_TOP | END_TOP)
+}
+
 /// Whether `cmd --version` runs.
 pub fn have(cmd: &str) -> bool {
     Command::new(cmd)
@@ -311,12 +317,12 @@ pub fn run(
         serde_json::from_str(&std::fs::read_to_string(&out).expect("plugin output")).expect("JSON");
     let stream = stream.then(|| {
         let b = std::fs::read(&mem).expect("stream file");
-        assert_eq!(&b[..8], b"HPCSMT03");
+        assert_eq!(&b[..8], hpcscope_plugin_format::MAGIC);
         let (mut ld, mut st) = (0u64, 0u64);
         for rec in b[8..].chunks_exact(8) {
             let r = u64::from_le_bytes(rec.try_into().expect("8 bytes"));
-            // A thread marker (top byte 0x7f, or 0x7e when a thread exits): no access.
-            if r >> 57 == 0x3f {
+            // A thread marker (or the marker of a thread that exits): no access.
+            if is_marker(r) {
                 continue;
             }
             let bytes = (1 + ((r >> 60) & 7)) << ((r >> 56) & 0xf);
@@ -370,11 +376,11 @@ pub fn run_records(
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("plugin output")).expect("JSON");
     let b = std::fs::read(&mem).expect("stream file");
-    assert_eq!(&b[..8], b"HPCSMT03");
+    assert_eq!(&b[..8], hpcscope_plugin_format::MAGIC);
     let recs = b[8..]
         .chunks_exact(8)
         .map(|r| u64::from_le_bytes(r.try_into().expect("8 bytes")))
-        .filter(|r| r >> 57 != 0x3f)
+        .filter(|r| !is_marker(*r))
         .collect();
     let _ = std::fs::remove_file(&mem);
     let _ = std::fs::remove_file(&out);
