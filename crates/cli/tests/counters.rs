@@ -483,3 +483,79 @@ fn validate_with_perf_runs_the_suite_here() {
         c => panic!("exit {c:?}: {out}\n{}", String::from_utf8_lossy(&o.stderr)),
     }
 }
+
+/// The commands that depend on the CPU they run on, run as if on CPUs nobody here has (an
+/// Intel Xeon VM reporting model 0xa7 with AMX, an Intel core without AVX-512, an unknown
+/// AMD model, an Arm part without a recipe; `HPCSCOPE_CPUINFO`): each takes the closest
+/// recipe and says so, none fails for want of one, and reading a recorded file gives the same
+/// bytes on every CPU.
+#[test]
+fn host_dependent_commands_pass_on_cpus_nobody_here_has() {
+    let fixtures = format!(
+        "{}/../counters/tests/data/cpuinfo",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let cases = [
+        ("intel-6-167-amx.txt", "intel-sapphirerapids", true),
+        ("intel-6-190-no-avx512.txt", "generic-pmu", false),
+        ("amd-26-208.txt", "amd-zen5", true),
+        ("arm-0x41-0xd8e-sve2.txt", "arm-neoverse-v2", false),
+    ];
+    let run = |cpu: Option<&str>, args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hpcscope"));
+        c.arg("counters").args(args);
+        match cpu {
+            Some(f) => c.env("HPCSCOPE_CPUINFO", format!("{fixtures}/{f}")),
+            None => c.env_remove("HPCSCOPE_CPUINFO"),
+        };
+        let o = c.output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let vm = data("perf-stat-vm.csv");
+    let import = ["import", vm.as_str(), "--format", "json"];
+    let (code, here, err) = run(None, &import);
+    assert_eq!(code, 0, "{err}");
+    assert!(here.contains("generic-pmu"), "{here}");
+    for (file, want, synthetic) in cases {
+        let cpu = Some(file);
+        let (code, out, err) = run(cpu, &["recipes"]);
+        assert_eq!(code, 0, "{file}: {err}");
+        assert!(
+            out.contains(&format!("no recipe of its own; takes {want}")),
+            "{file}: {out}"
+        );
+        // Counting a command: the closest recipe, said; exit 0 with a PMU, else 3 (this VM).
+        let (code, _, err) = run(cpu, &["run", "--", "true"]);
+        assert!(matches!(code, 0 | 3), "{file}: exit {code}: {err}");
+        assert!(err.contains(&format!("took '{want}'")), "{file}: {err}");
+        let (code, out, err) = run(cpu, &["validate", "--quick", "--kernels", "fp,stream"]);
+        match code {
+            0 => assert!(out.contains(" 0 failed"), "{file}: {out}"),
+            3 => assert!(out.contains("NA") && out.contains(want), "{file}: {out}"),
+            c => panic!("{file}: exit {c}: {out}\n{err}"),
+        }
+        let (code, _, err) = run(cpu, &["validate", "--kernels", "fpu"]);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(err.contains("unknown group"), "{file}: {err}");
+        // The synthetic triad exists for some recipes; the others are named, not a crash.
+        let (code, out, err) = run(cpu, &["validate", "--synthetic"]);
+        if synthetic {
+            assert_eq!(code, 0, "{file}: {out}{err}");
+            assert!(err.contains(&format!("took '{want}'")), "{file}: {err}");
+        } else {
+            assert_eq!(code, 2, "{file}: {err}");
+            assert!(
+                err.contains(&format!("no synthetic triad counters for recipe '{want}'")),
+                "{file}: {err}"
+            );
+        }
+        // A recorded file reads the same on every CPU.
+        let (code, out, err) = run(cpu, &import);
+        assert_eq!(code, 0, "{file}: {err}");
+        assert_eq!(out, here, "{file}: importing depends on the CPU that reads");
+    }
+}

@@ -323,10 +323,78 @@ const BUILTIN_RECIPES: &[(&str, &str)] = &[
         include_str!("../../../data/metrics/recipes/arm-neoverse-v2.toml"),
     ),
     (
+        "generic-pmu.toml",
+        include_str!("../../../data/metrics/recipes/generic-pmu.toml"),
+    ),
+    (
         "software.toml",
         include_str!("../../../data/metrics/recipes/software.toml"),
     ),
 ];
+
+/// A recipe and why it was taken, when it was not the user's choice or this CPU's own.
+#[derive(Debug, Clone)]
+pub struct Chosen<'a> {
+    /// The recipe.
+    pub recipe: &'a Recipe,
+    /// Why this recipe, when it is a stand-in (the closest microarchitecture, the
+    /// architectural events, or the one the data's event names fit): said with the results.
+    pub why: Option<&'static str>,
+    /// The same, with the CPU or the file named.
+    pub note: Option<String>,
+}
+
+impl<'a> Chosen<'a> {
+    fn exact(recipe: &'a Recipe) -> Chosen<'a> {
+        Chosen {
+            recipe,
+            why: None,
+            note: None,
+        }
+    }
+}
+
+/// The recipe of the closest known microarchitecture for a CPU without one of its own, from
+/// its vendor, family and feature flags, with the reason; `None` when nothing is close
+/// (the architectural events are all that is common then).
+fn closest_id(cpu: &crate::cpu::CpuId) -> Option<(&'static str, &'static str)> {
+    match cpu.vendor.as_str() {
+        "GenuineIntel" if cpu.has("avx512f") && cpu.has("amx_tile") => Some((
+            "intel-sapphirerapids",
+            "AVX-512 and AMX: the Sapphire Rapids family (Sapphire, Emerald, Granite Rapids)",
+        )),
+        "GenuineIntel" if cpu.has("avx512f") => Some((
+            "intel-cascadelake",
+            "AVX-512 without AMX: the Skylake-SP family (Skylake-SP, Cascade Lake, Ice Lake SP share the FP_ARITH_INST_RETIRED encodings)",
+        )),
+        "AuthenticAMD" if cpu.family == Some(0x1a) => {
+            Some(("amd-zen5", "family 1Ah: the Zen 5 family"))
+        }
+        "AuthenticAMD" if cpu.family == Some(0x19) && cpu.has("avx512f") => {
+            Some(("amd-zen4", "family 19h with AVX-512: the Zen 4 family"))
+        }
+        "AuthenticAMD" if cpu.family == Some(0x19) => {
+            Some(("amd-zen3", "family 19h without AVX-512: the Zen 3 family"))
+        }
+        "arm" if cpu.implementer == Some(0x46) => Some((
+            "fujitsu-a64fx",
+            "Fujitsu implementer 0x46: the A64FX recipe",
+        )),
+        "arm" if cpu.has("sve2") => Some((
+            "arm-neoverse-v2",
+            "SVE2: the Neoverse V2 recipe (its events are Arm PMUv3 common events)",
+        )),
+        "arm" if cpu.has("sve") => Some((
+            "arm-neoverse-v1",
+            "SVE: the Neoverse V1 recipe (its events are Arm PMUv3 common events)",
+        )),
+        "arm" => Some((
+            "arm-neoverse-n1",
+            "Arm without SVE: the Neoverse N1 recipe (its events are Arm PMUv3 common events)",
+        )),
+        _ => None,
+    }
+}
 
 fn toml_err(origin: &str, src: &str, e: &toml::de::Error) -> Error {
     if let Some(span) = e.span() {
@@ -519,6 +587,124 @@ impl Catalogue {
                     .map(|(_, r)| format!("{} ({})", r.recipe.id, r.recipe.name))
                     .collect(),
             })
+    }
+
+    /// The recipe for a CPU, never failing: its own recipe; else the recipe of the closest
+    /// known microarchitecture its vendor, family and feature flags identify (a VM that
+    /// reports an odd model number is the common case); else the architectural instructions
+    /// and cycles (`generic-pmu`) for a known vendor, or software events for an unknown one.
+    /// [`Chosen::note`] says which and why when it is not the CPU's own.
+    pub fn for_cpu_or_closest(&self, cpu: &crate::cpu::CpuId) -> Chosen<'_> {
+        if let Ok(r) = self.for_cpu(cpu) {
+            return Chosen::exact(r);
+        }
+        let (id, why) = match closest_id(cpu) {
+            Some(c) => c,
+            None if matches!(cpu.vendor.as_str(), "GenuineIntel" | "AuthenticAMD" | "arm") => (
+                "generic-pmu",
+                "no known microarchitecture is close: only the architectural instructions and cycles",
+            ),
+            None => ("software", "unknown vendor: software events only"),
+        };
+        let recipe = self
+            .find(id)
+            .expect("the shipped catalogue holds every fallback recipe (tested)");
+        Chosen {
+            recipe,
+            why: Some(why),
+            note: Some(format!(
+                "this CPU ({cpu}) has no counter recipe of its own; took '{}' ({why}); pass --recipe ID to choose another",
+                recipe.recipe.id
+            )),
+        }
+    }
+
+    /// The recipe that counter data recorded elsewhere was counted with, from its event
+    /// names alone (never from the CPU reading it): the recipe with the most events whose
+    /// model-specific spellings (perf, PAPI or likwid names, aliases) appear in the data, the
+    /// first in catalogue order on a tie; `generic-pmu` when only `instructions` or `cycles`
+    /// appear; else `software`. [`Chosen::note`] says which and why.
+    pub fn for_data(&self, raw: &crate::raw::RawData, origin: &str) -> Chosen<'_> {
+        let names: std::collections::BTreeSet<String> = raw
+            .regions
+            .iter()
+            .flat_map(|r| r.threads.iter())
+            .flat_map(|t| t.counters.keys())
+            .map(|k| crate::compute::normalize(k))
+            .collect();
+        let present = |spelling: &str| {
+            let n = crate::compute::normalize(spelling);
+            if n.contains('*') {
+                names.iter().any(|k| crate::compute::glob(&n, k))
+            } else {
+                names.contains(&n) || names.iter().any(|k| k.split('@').next() == Some(&n))
+            }
+        };
+        let mut best: Option<(usize, &Recipe)> = None;
+        let mut tied: Vec<&str> = Vec::new();
+        for (_, r) in &self.recipes {
+            if r.recipe.cpus.is_empty() {
+                continue;
+            }
+            let score = r
+                .events
+                .values()
+                .filter(|e| {
+                    [&e.perf, &e.papi, &e.likwid]
+                        .into_iter()
+                        .flatten()
+                        .chain(e.aliases.iter())
+                        .filter(|s| Some(*s) != e.generic.as_ref())
+                        .any(|s| present(s))
+                })
+                .count();
+            match best {
+                Some((b, _)) if score < b || score == 0 => {}
+                Some((b, _)) if score == b => tied.push(&r.recipe.id),
+                _ if score > 0 => {
+                    best = Some((score, r));
+                    tied = vec![&r.recipe.id];
+                }
+                _ => {}
+            }
+        }
+        if let Some((n, r)) = best {
+            let also = if tied.len() > 1 {
+                format!(
+                    "; they fit {} equally: took the first, pass --recipe ID to choose",
+                    tied.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            return Chosen {
+                recipe: r,
+                why: Some("the data's event names"),
+                note: Some(format!(
+                    "{origin}: counted with recipe '{}' ({n} of its events are in the file){also}",
+                    r.recipe.id
+                )),
+            };
+        }
+        let (id, why) = if present("instructions") || present("cycles") {
+            (
+                "generic-pmu",
+                "the data names no model-specific event: only instructions and cycles are computed; the other hardware metrics need --recipe ID",
+            )
+        } else {
+            (
+                "software",
+                "the data names no hardware event: software metrics only; hardware metrics need --recipe ID",
+            )
+        };
+        let recipe = self
+            .find(id)
+            .expect("the shipped catalogue holds every fallback recipe (tested)");
+        Chosen {
+            recipe,
+            why: Some(why),
+            note: Some(format!("{origin}: recipe '{}' ({why})", recipe.recipe.id)),
+        }
     }
 
     /// Parses and checks a recipe's formulas for a variant.

@@ -142,7 +142,7 @@ pub fn normalize(name: &str) -> String {
         .collect()
 }
 
-fn glob(pat: &str, s: &str) -> bool {
+pub(crate) fn glob(pat: &str, s: &str) -> bool {
     // `*` matches any run of characters.
     let parts: Vec<&str> = pat.split('*').collect();
     if parts.len() == 1 {

@@ -24,6 +24,8 @@ pub struct CpuId {
     pub model_name: String,
     /// Whether the kernel reports running under a hypervisor.
     pub hypervisor: bool,
+    /// The feature flags (`flags` on x86, `Features` on Arm), as the kernel spells them.
+    pub flags: Vec<String>,
 }
 
 fn num(v: &str) -> Option<u32> {
@@ -57,7 +59,8 @@ pub struct CpuMatch {
 }
 
 impl CpuId {
-    /// Reads `/proc/cpuinfo` of this machine.
+    /// Reads `/proc/cpuinfo` of this machine (or the file `HPCSCOPE_CPUINFO` names: see
+    /// [`hpcscope_host::facts::cpuinfo`]).
     pub fn detect() -> CpuId {
         CpuId::from_cpuinfo(&hpcscope_host::facts::cpuinfo())
     }
@@ -84,13 +87,19 @@ impl CpuId {
                     c.vendor = "arm".into();
                 }
                 "CPU part" => c.part = num(v),
-                "flags" | "Features" if v.split_whitespace().any(|f| f == "hypervisor") => {
-                    c.hypervisor = true;
+                "flags" | "Features" if c.flags.is_empty() => {
+                    c.flags = v.split_whitespace().map(str::to_string).collect();
+                    c.hypervisor = c.has("hypervisor");
                 }
                 _ => {}
             }
         }
         c
+    }
+
+    /// Whether the CPU reports a feature flag (`avx512f`, `amx_tile`, `sve2`).
+    pub fn has(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
     }
 
     /// Whether a recipe's CPU entry matches.
@@ -148,6 +157,7 @@ mod tests {
             (Some(6), Some(85), Some(7))
         );
         assert!(x.hypervisor);
+        assert!(x.has("avx512f") && x.has("fpu") && !x.has("amx_tile"));
         assert!(x.to_string().contains("model 0x55"));
         let a = CpuId::from_cpuinfo(
             "processor\t: 0\nBogoMIPS\t: 200.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd40\nCPU revision\t: 1\n",

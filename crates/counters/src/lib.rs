@@ -56,7 +56,7 @@ pub mod suite;
 pub mod uprobe;
 pub mod validate;
 
-pub use catalogue::{Catalogue, Variant};
+pub use catalogue::{Catalogue, Chosen, Variant};
 pub use compute::{Options, Precision, Report, compute};
 pub use error::{EnvLimit, Error, Result};
 /// The marker library (environment variable names, output format), for the CLI.

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::catalogue::{Catalogue, Recipe, Variant};
+use crate::catalogue::{Catalogue, Chosen, Recipe, Variant};
 use crate::compute::{self, Options, Precision, Report};
 use crate::cpu::CpuId;
 use crate::error::{Error, Result};
@@ -34,17 +34,51 @@ impl RecipeChoice {
         Ok(cat)
     }
 
-    /// The recipe: `id` when given, else the one named, else the recipe file's, else this
-    /// CPU's.
-    pub fn pick<'a>(&self, cat: &'a Catalogue, id: Option<&str>) -> Result<&'a Recipe> {
+    /// The recipe: `id` when given, else the one named, else the recipe file's; `None`
+    /// when the user chose none.
+    fn named<'a>(&self, cat: &'a Catalogue, id: Option<&str>) -> Result<Option<&'a Recipe>> {
         if let Some(id) = id.or(self.recipe.as_deref()) {
-            return cat.find(id);
+            return cat.find(id).map(Some);
         }
         if self.recipe_file.is_some() {
             // A recipe file given without a recipe id is the one to use (added first).
-            return Ok(&cat.recipes[0].1);
+            return Ok(Some(&cat.recipes[0].1));
         }
-        cat.for_cpu(&CpuId::detect())
+        Ok(None)
+    }
+
+    /// The recipe to count on this CPU: the user's choice, else this CPU's own, else the
+    /// closest one its flags identify (see [`Catalogue::for_cpu_or_closest`]; the choice's
+    /// note says which and why).
+    pub fn pick<'a>(&self, cat: &'a Catalogue, id: Option<&str>) -> Result<Chosen<'a>> {
+        Ok(match self.named(cat, id)? {
+            Some(recipe) => Chosen {
+                recipe,
+                why: None,
+                note: None,
+            },
+            None => cat.for_cpu_or_closest(&CpuId::detect()),
+        })
+    }
+
+    /// The recipe to read counter data recorded elsewhere (`origin` names it): the user's
+    /// choice, else the one the data's event names fit (see [`Catalogue::for_data`]); never
+    /// the CPU that reads it.
+    pub fn pick_for_data<'a>(
+        &self,
+        cat: &'a Catalogue,
+        id: Option<&str>,
+        raw: &RawData,
+        origin: &str,
+    ) -> Result<Chosen<'a>> {
+        Ok(match self.named(cat, id)? {
+            Some(recipe) => Chosen {
+                recipe,
+                why: None,
+                note: None,
+            },
+            None => cat.for_data(raw, origin),
+        })
     }
 
     /// The computation options.
@@ -144,18 +178,9 @@ pub fn measure_with(command: &[String], o: &MeasureOptions) -> Result<Measuremen
     }
     let cat = o.recipe.catalogue()?;
     let mut notes = Vec::new();
-    let recipe = match o.recipe.pick(&cat, None) {
-        Ok(r) => r,
-        // A recipe asked for by name must exist (a typo is not a reason to measure less).
-        Err(e) if o.recipe.recipe.is_some() => return Err(e),
-        Err(e) => {
-            // An unknown CPU still gets its software events.
-            notes.push(format!(
-                "{e}\ncontinuing with software events only (--recipe software)"
-            ));
-            cat.find("software")?
-        }
-    };
+    let chosen = o.recipe.pick(&cat, None)?;
+    notes.extend(chosen.note.clone());
+    let recipe = chosen.recipe;
     let compiled = cat.compile(recipe, o.recipe.variant)?;
     let label = label_of(command);
     let events = recipe.needed_events(&cat.metrics, o.recipe.variant);
@@ -218,10 +243,7 @@ pub fn measure_with(command: &[String], o: &MeasureOptions) -> Result<Measuremen
 pub fn measure(command: &[String]) -> Result<Report> {
     let o = MeasureOptions::default();
     let cat = o.recipe.catalogue()?;
-    let recipe = o
-        .recipe
-        .pick(&cat, None)
-        .or_else(|_| cat.find("software"))?;
+    let recipe = o.recipe.pick(&cat, None)?.recipe;
     let compiled = cat.compile(recipe, o.recipe.variant)?;
     let events = recipe.needed_events(&cat.metrics, o.recipe.variant);
     let copts = perf::CollectOptions {

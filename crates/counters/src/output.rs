@@ -392,14 +392,16 @@ pub fn recipes_text(cat: &crate::catalogue::Catalogue, here: &crate::cpu::CpuId)
         );
     }
     let _ = writeln!(out);
-    match cat.for_cpu(here) {
-        Ok(r) => {
-            let _ = writeln!(out, "this CPU ({here}): recipe {}", r.recipe.id);
+    let c = cat.for_cpu_or_closest(here);
+    match c.why {
+        None => {
+            let _ = writeln!(out, "this CPU ({here}): recipe {}", c.recipe.recipe.id);
         }
-        Err(_) => {
+        Some(why) => {
             let _ = writeln!(
                 out,
-                "this CPU ({here}): no recipe; use --recipe ID or --recipe-file FILE (software events are still counted)"
+                "this CPU ({here}): no recipe of its own; takes {} ({why}); choose another with --recipe ID or --recipe-file FILE",
+                c.recipe.recipe.id
             );
         }
     }

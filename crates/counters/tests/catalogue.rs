@@ -295,3 +295,82 @@ fn variant_text() {
     assert!(a.formulas["ld_bytes"].source().contains("8 if #sp else 4"));
     assert!(c.formulas["ld_bytes"].source().contains("#element_bytes"));
 }
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/data/cpuinfo/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// A CPU without a recipe of its own gets the closest known microarchitecture its vendor,
+/// family and flags name, or the architectural events, and the note says which and why.
+#[test]
+fn unknown_cpus_take_the_closest_recipe_and_say_so() {
+    let cat = Catalogue::builtin();
+    let cases = [
+        (
+            "intel-6-167-amx.txt",
+            "intel-sapphirerapids",
+            "AVX-512 and AMX",
+        ),
+        ("intel-6-190-no-avx512.txt", "generic-pmu", "architectural"),
+        ("amd-26-208.txt", "amd-zen5", "family 1Ah"),
+        ("arm-0x41-0xd8e-sve2.txt", "arm-neoverse-v2", "SVE2"),
+    ];
+    for (file, want, why) in cases {
+        let cpu = CpuId::from_cpuinfo(&fixture(file));
+        assert!(cat.for_cpu(&cpu).is_err(), "{file} has a recipe of its own");
+        let c = cat.for_cpu_or_closest(&cpu);
+        assert_eq!(c.recipe.recipe.id, want, "{file}");
+        let note = c.note.unwrap();
+        assert!(
+            note.contains(why) && note.contains(want) && note.contains("--recipe ID"),
+            "{file}: {note}"
+        );
+    }
+    // The CPU's own recipe is taken without a note.
+    let genoa = CpuId::from_cpuinfo(
+        "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nflags\t\t: fpu avx512f\n",
+    );
+    let c = cat.for_cpu_or_closest(&genoa);
+    assert_eq!((c.recipe.recipe.id.as_str(), c.note), ("amd-zen4", None));
+    // Flags decide within a family: Zen 3 has no AVX-512.
+    let zen3ish = CpuId::from_cpuinfo(
+        "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 159\nflags\t\t: fpu avx2\n",
+    );
+    assert_eq!(
+        cat.for_cpu_or_closest(&zen3ish).recipe.recipe.id,
+        "amd-zen3"
+    );
+    // An unknown vendor: software events, said.
+    let c = cat.for_cpu_or_closest(&CpuId::from_cpuinfo("vendor_id\t: HygonGenuine\n"));
+    assert_eq!(c.recipe.recipe.id, "software");
+    assert!(c.note.unwrap().contains("unknown vendor"));
+}
+
+/// Data recorded elsewhere is read with the recipe its event names fit, whatever CPU reads it.
+#[test]
+fn recorded_data_takes_the_recipe_its_events_name() {
+    let cat = Catalogue::builtin();
+    let data = |f: &str| {
+        let p = format!("{}/tests/data/import/{f}", env!("CARGO_MANIFEST_DIR"));
+        hpcscope_counters::import::import_file(std::path::Path::new(&p), None, "x").unwrap()
+    };
+    // Cascade Lake and Sapphire Rapids spell these events alike: the first in the catalogue
+    // is taken and the note says the file fits both.
+    let c = cat.for_data(&data("perf-stat-clx.csv"), "clx.csv");
+    assert_eq!(c.recipe.recipe.id, "intel-cascadelake");
+    let note = c.note.unwrap();
+    assert!(
+        note.contains("clx.csv")
+            && note.contains("intel-sapphirerapids")
+            && note.contains("--recipe"),
+        "{note}"
+    );
+    // A VM's perf stat names instructions and cycles (not supported) and software events.
+    let c = cat.for_data(&data("perf-stat-vm.csv"), "vm.csv");
+    assert_eq!(c.recipe.recipe.id, "generic-pmu");
+    assert!(c.note.unwrap().contains("need --recipe ID"));
+}

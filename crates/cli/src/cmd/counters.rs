@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_core::Classify;
-use hpcscope_counters::catalogue::{Catalogue, Recipe, Variant};
+use hpcscope_counters::catalogue::{Catalogue, Chosen, Variant};
 use hpcscope_counters::compute::{self, Options, Precision, Report};
 use hpcscope_counters::import::{self, Format as InFormat};
 use hpcscope_counters::measure::metric_order;
@@ -317,8 +317,28 @@ fn catalogue(o: &RecipeOpts) -> Result<Catalogue> {
     Ok(o.choice().catalogue()?)
 }
 
-fn pick<'a>(cat: &'a Catalogue, o: &RecipeOpts, id: Option<&str>) -> Result<&'a Recipe> {
+/// The recipe to count on this CPU (the choice's note says when it is a stand-in).
+fn pick<'a>(cat: &'a Catalogue, o: &RecipeOpts, id: Option<&str>) -> Result<Chosen<'a>> {
     Ok(o.choice().pick(cat, id)?)
+}
+
+/// Computes the metrics of data recorded elsewhere with the recipe chosen for it (the user's,
+/// or the one its event names fit: never this CPU's); the choice's note leads the report's.
+fn compute_recorded(
+    cat: &Catalogue,
+    o: &RecipeOpts,
+    id: Option<&str>,
+    raw: &RawData,
+    origin: &str,
+    per_thread: bool,
+) -> Result<Report> {
+    let chosen = o.choice().pick_for_data(cat, id, raw, origin)?;
+    let compiled = cat.compile(chosen.recipe, variant(o))?;
+    let mut rep = compute::compute(&compiled, &metric_order(cat), raw, &options(o, per_thread));
+    if let Some(n) = chosen.note {
+        rep.notes.insert(0, n);
+    }
+    Ok(rep)
 }
 
 fn options(o: &RecipeOpts, per_thread: bool) -> Options {
@@ -528,14 +548,13 @@ fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
     let cat = catalogue(&a.recipe)?;
     let label = a.label.clone().unwrap_or_else(|| label_of(&a.files[0]));
     let raw = load(&a.files, a.from, &label)?;
-    let recipe = pick(&cat, &a.recipe, None)?;
-    let compiled = cat.compile(recipe, variant(&a.recipe))?;
-    let rep = compute::compute(
-        &compiled,
-        &metric_order(&cat),
-        &raw,
-        &options(&a.recipe, a.out.per_thread),
-    );
+    let origin = a
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rep = compute_recorded(&cat, &a.recipe, None, &raw, &origin, a.out.per_thread)?;
     report(&cat, std::slice::from_ref(&rep), &a.out, &label)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -555,14 +574,8 @@ fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
         let label = a.labels.get(i).cloned().unwrap_or_else(|| label_of(f));
         let rid = if i == 0 { &a.recipe_a } else { &a.recipe_b };
         let raw = load(std::slice::from_ref(f), a.from, &label)?;
-        let recipe = pick(&cat, &a.recipe, rid.as_deref())?;
-        let compiled = cat.compile(recipe, variant(&a.recipe))?;
-        let mut rep = compute::compute(
-            &compiled,
-            &metric_order(&cat),
-            &raw,
-            &options(&a.recipe, false),
-        );
+        let origin = f.display().to_string();
+        let mut rep = compute_recorded(&cat, &a.recipe, rid.as_deref(), &raw, &origin, false)?;
         rep.label = label;
         reps.push(rep);
     }
@@ -728,23 +741,22 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
             }
             rep
         } else {
-            let cat = catalogue(&a.recipe)?;
-            let recipe = pick(&cat, &a.recipe, None)?;
-            let compiled = cat.compile(recipe, variant(&a.recipe))?;
-            let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
             let widths = suite::host_widths();
             let plan = if a.quick {
                 suite::Plan::emulated(widths)
             } else {
                 suite::Plan::native(widths, &suite::host_data_caches())
             };
-            let mut rep = validate::measure_suite(
-                &compiled,
-                &metric_order(&cat),
-                recipe,
-                &events,
-                &suite_kernels(a, &plan)?,
-            )?;
+            // The arguments first: a typo in --kernels is refused before any recipe is needed.
+            let kernels = suite_kernels(a, &plan)?;
+            let cat = catalogue(&a.recipe)?;
+            let chosen = pick(&cat, &a.recipe, None)?;
+            let recipe = chosen.recipe;
+            let compiled = cat.compile(recipe, variant(&a.recipe))?;
+            let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
+            let mut rep =
+                validate::measure_suite(&compiled, &metric_order(&cat), recipe, &events, &kernels)?;
+            rep.notes.splice(0..0, chosen.note);
             if runs_group(a, "fp") {
                 let omitted = suite::crunch_omissions(&plan.widths, false);
                 rep.notes = [omitted, std::mem::take(&mut rep.notes)].concat();
@@ -775,7 +787,11 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let cat = catalogue(&a.recipe)?;
-    let recipe = pick(&cat, &a.recipe, None)?;
+    let chosen = pick(&cat, &a.recipe, None)?;
+    if let Some(n) = &chosen.note {
+        eprintln!("note: {n}");
+    }
+    let recipe = chosen.recipe;
     let compiled = cat.compile(recipe, variant(&a.recipe))?;
     let e = validate::triad_expected(a.n, a.reps);
     let raw = if a.synthetic {
