@@ -103,7 +103,8 @@ snap() {
   normalize "$out/$name.out" "$out/$name.err"
   if [ -d "$out/$name.files" ]; then
     find "$out/$name.files" -type f -print0 | while IFS= read -r -d '' p; do
-      grep -qI '' "$p" 2>/dev/null && normalize "$p"
+      # Text files only (a pprof file is gzip).
+      if grep -qI '' "$p" 2>/dev/null; then normalize "$p"; fi
     done
   fi
   return 0
