@@ -13,7 +13,9 @@
 //! * [`validate`]: the seeds' validation protocol on builds measurable here;
 //!   [`node_validate`]: the same at node scope (thread counts, vector widths);
 //! * [`workloads`], [`demo`]: the bundled reference workloads and the demo over them;
-//! * [`host_machine`]: this machine's description, measured once and cached.
+//! * [`host_machine`]: this machine's description, measured once and cached;
+//! * [`hosts`]: host records (a machine file and the bundled workloads measured there) and
+//!   projections from one recorded host onto another, checked against its measurements.
 //!
 //! Errors are `anyhow` chains whose links keep their types: the command line reads their
 //! kind ([`hpcscope_core::Classify`]) to choose the exit code.
@@ -22,6 +24,7 @@
 pub mod analyze;
 pub mod demo;
 pub mod host_machine;
+pub mod hosts;
 pub mod node;
 pub mod node_validate;
 pub mod render;

@@ -114,6 +114,14 @@ pub const NAMES: &[(&str, &str)] = &[
         "the validation.json of `validate`: every pair projected and checked, the summaries",
     ),
     (
+        "host-record",
+        "the measurements.json of a host record (`hosts record` writes it, `hosts validate` reads it)",
+    ),
+    (
+        "hosts-validate",
+        "`hosts validate --format json`: every pair of hosts projected and checked, the summaries and targets",
+    ),
+    (
         "counters",
         "`counters run`/`counters import --format json`: one report per configuration",
     ),
@@ -247,6 +255,8 @@ pub fn schema(name: &str) -> Option<String> {
         "sweep" => make::<crate::scenario::SweepScenario>(name, about, false),
         "result" => make::<ResultJson>(name, about, true),
         "validation" => make::<crate::validate::ValidationFile>(name, about, true),
+        "host-record" => make::<crate::hosts::MeasurementsFile>(name, about, false),
+        "hosts-validate" => make::<crate::hosts::HostsValidation>(name, about, true),
         "counters" => make::<Vec<hpcscope_counters::compute::Report>>(name, about, true),
         "mix" => make::<hpcscope_mix::MixReport>(name, about, true),
         "trace" => make::<hpcscope_trace::TraceOutcome>(name, about, true),

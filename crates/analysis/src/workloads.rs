@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use hpcscope_core::point::ChangeKind;
 
 /// Every source file of `workloads/src`.
 pub const SOURCES: &[(&str, &str)] = &[
@@ -314,6 +315,21 @@ pub enum Change {
     OptimizationLevel,
     /// Two builds a user gave.
     Builds,
+    /// The same binary on two machines (`hosts validate`).
+    Machine,
+}
+
+impl Change {
+    /// The kind of change whose error a projection of this pair states.
+    pub fn kind(self) -> ChangeKind {
+        match self {
+            Change::VectorWidth => ChangeKind::VectorWidth,
+            Change::Compiler => ChangeKind::Compiler,
+            Change::OptimizationLevel => ChangeKind::OptimizationLevel,
+            Change::Builds => ChangeKind::Builds,
+            Change::Machine => ChangeKind::SameIsaMachine,
+        }
+    }
 }
 
 impl std::fmt::Display for Change {
@@ -323,6 +339,7 @@ impl std::fmt::Display for Change {
             Change::Compiler => "compiler",
             Change::OptimizationLevel => "optimization level",
             Change::Builds => "builds",
+            Change::Machine => "machine",
         })
     }
 }
@@ -373,6 +390,26 @@ pub fn build_protocol(
         ));
     }
     Ok(out)
+}
+
+/// Builds workload `name` as a host record's build `march` (`x86-64`, `x86-64-v3`: gcc -O3
+/// with that `-march`, `-fopenmp` for the OpenMP ones) into `DIR/<march>/<name>`.
+pub fn build_one(dir: &Path, name: &str, march: &str) -> Result<PathBuf> {
+    if std::env::consts::ARCH != "x86_64" || !have("gcc") {
+        return Err(hpcscope_core::Failure::environment(
+            "the host records' builds are made with gcc for x86-64: install gcc (apt-get install gcc) on an x86-64 machine",
+        )
+        .into());
+    }
+    let src = write_sources(dir)?;
+    compile(
+        dir,
+        &src,
+        name,
+        march,
+        "gcc",
+        &["-O3", &format!("-march={march}")],
+    )
 }
 
 fn write_sources(dir: &Path) -> Result<PathBuf> {

@@ -44,6 +44,10 @@ enum Command {
     /// Check projections against measurements: builds of the bundled workloads (vector
     /// width, compiler, optimization level) or your own (--build), on this machine.
     Validate(cmd::demo::ValidateArgs),
+    /// Host records (a machine file and the bundled workloads measured there): record this
+    /// host, and check projections from one recorded host onto another.
+    #[command(subcommand)]
+    Hosts(cmd::hosts::HostsCmd),
     /// Portable hardware-counter metrics: collect, import, compare, validate.
     Counters(cmd::counters::CountersArgs),
     /// Run a command N times and keep each run in the history store.
@@ -78,6 +82,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze(a) => cmd::analyze::run(&a),
         Command::Demo(a) => cmd::demo::run(&a),
         Command::Validate(a) => cmd::demo::run_validate(&a),
+        Command::Hosts(c) => cmd::hosts::run(c),
         Command::Counters(a) => cmd::counters::run(&a),
         Command::Record(a) => cmd::record::run(&a),
         Command::Merge(a) => cmd::merge::run(&a),

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod doctor;
 pub mod explore;
 pub mod history;
+pub mod hosts;
 pub mod machine;
 pub mod merge;
 pub mod mix;

@@ -1,0 +1,74 @@
+#!/bin/sh
+# Projections checked across machines: `hpcscope hosts validate` on the host records of
+# data/hosts (or the directories given), then, per pair, the projection beside each host's
+# own measurement (the reference: the same binary timed on both hosts, its measured ratio),
+# and the summary with the verdict against the targets (>= 80 % inside, median width <= 1.4,
+# median point error <= 10 %, and on the changed pairs a point error at most half the Kwack
+# baseline's).
+#
+#   bench/hosts/cross.sh [DIR DIR...]     (env: OUT=target/bench-hosts WORKLOADS=a,b)
+#
+# Needs gcc, qemu-user, python3 and a release build of hpcscope and the plugin (cargo build
+# --release -p hpcscope -p hpcscope-qemu-plugin). The records' binaries are rebuilt from the
+# bundled sources when a record has no bin/ directory; a compiler that builds them otherwise
+# is refused (their sha256 must be the records').
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${OUT:-"$root/target/bench-hosts"}
+bin="$root/target/release/hpcscope"
+mkdir -p "$out"
+
+for tool in gcc qemu-x86_64 python3; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "missing $tool (apt-get install gcc qemu-user python3)" >&2
+    exit 3
+  }
+done
+[ -x "$bin" ] || {
+  echo "missing $bin (cargo build --release -p hpcscope -p hpcscope-qemu-plugin)" >&2
+  exit 3
+}
+if [ $# -eq 0 ]; then
+  set -- "$root"/data/hosts/*/
+fi
+wl=""
+[ -z "${WORKLOADS:-}" ] || wl="--workloads $WORKLOADS"
+start=$(date +%s)
+# shellcheck disable=SC2086
+"$bin" hosts validate "$@" $wl --build-dir "$out/build" --format json -o "$out/hosts.json" \
+  --html "$out/hosts.html"
+echo "hosts validate: $(( $(date +%s) - start )) s; $out/hosts.json, $out/hosts.html"
+
+python3 - "$out/hosts.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+pct = lambda x: f"{x * 100:.1f} %"
+for h in v["hosts"]:
+    print(f"host {h['name']}: {h['cpu']}")
+print()
+print(f"{'key':26} {'pair':40} {'A GF/s':>8} {'B GF/s':>8} {'B/A':>6} {'chg':>3} "
+      f"{'interval':>19} {'width':>6} {'in':>3} {'point':>8} {'Kwack':>8} {'no chg':>8}")
+for p in v["pairs"]:
+    r = p["pair"]; val = r["validation"]; i = r["interval"]
+    pe = val.get("point_error"); ke = val.get("kwack_error")
+    f = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
+    print(f"{p['key']:26} {p['source'] + ' -> ' + p['target']:40} {r['source_gflops']:8.3f} "
+          f"{r['measured_gflops']:8.3f} {p['measured_ratio']:6.3f} {'yes' if p['changed'] else '':>3} "
+          f"[{i['lo']:7.3f}, {i['hi']:7.3f}] {i['hi'] / i['lo']:6.3f} "
+          f"{'yes' if val['inside_within_noise'] else 'no':>3} {f(pe):>8} {f(ke):>8} "
+          f"{f(p['no_change_error']):>8}")
+print()
+print(f"{'pairs':32} {'n':>3} {'inside':>7} {'width':>6} {'point':>7} {'max pt':>7} {'Kwack':>7} {'no chg':>7}")
+for s in v["summary"]["subsets"]:
+    w = s["summary"]["weighted"]; k = s["summary"]["kwack"]
+    print(f"{s['label']:32} {w['pairs']:3} {pct(w['inside_fraction']):>7} {w['median_width']:6.3f} "
+          f"{pct(w['median_point_error']):>7} {pct(w['max_point_error']):>7} "
+          f"{pct(k['median_point_error']):>7} {pct(s['no_change']['median_error']):>7}")
+print()
+for t in v["summary"]["targets"]:
+    val = f"x{t['value']:.3f}" if "width" in t["goal"] else pct(t["value"])
+    print(f"target {t['subset']:20} {t['goal']:52} {'met' if t['met'] else 'NOT met':8} ({val})")
+for n in v["notes"]:
+    print("note:", n)
+PY

@@ -1,0 +1,1898 @@
+//! Host records and projections checked across machines.
+//!
+//! A **host record** is a directory that describes one machine and what the bundled
+//! workloads measured on it (format: `docs/hosts.md`):
+//!
+//! * `machine.toml`: the machine file of `hpcscope bench` on that host;
+//! * `measurements.json`: per build key (`x86-64/cg@1`, `x86-64-v3/triad_omp@2`: build,
+//!   workload, threads) the binary's SHA-256, its arguments, every timed run as the kernel's
+//!   own result line gave it, the median and the spread; and a `host` object (CPU, kernel,
+//!   compiler, when);
+//! * optionally `bin/<build>/<workload>`: the binaries themselves.
+//!
+//! [`validate`] takes two or more records and, for every ordered pair of hosts (A -> B) and
+//! every key both measured with the same binary (SHA-256) and the same arguments,
+//! characterizes the binary once under `mix` with its caches simulated as A's and as B's
+//! (one run for every host that has it), projects A's measurement onto B exactly as
+//! `validate` projects one build onto another ([`project_with`], A's machine and median and
+//! spread on the source side, B's machine and the profile on B's caches on the target side)
+//! and checks the projection against B's measurement. Keys measured with two threads are
+//! projected at node scope, the source being A's whole node (the path of `validate`'s
+//! SSE2 <-> AVX2 node pairs, [`crate::node_validate::node_projection`]).
+//!
+//! [`record`] writes such a record of this host.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use hpcscope_core::point::Calibration;
+use hpcscope_core::project::{Inputs, Options, Side, Spread, project_with};
+use hpcscope_core::{Machine, Profile};
+use hpcscope_mix::MixOptions;
+use hpcscope_report::fmt::num;
+use serde::{Deserialize, Serialize};
+
+use crate::validate::{MethodSummary, PairResult, Summary, summary_of};
+use crate::workloads::{Change, NODE_WORKLOADS, WORKLOADS};
+
+/// The builds a record holds: `-march` of `gcc -O3` (the directory name under `bin/`).
+pub const BUILDS: &[&str] = &["x86-64", "x86-64-v3"];
+
+/// The arguments every record runs each workload with (a run takes 0.2 to 0.5 s on the
+/// recorded hosts): the demo's problem sizes with more repetitions.
+pub const RECORD_ARGS: &[(&str, &[&str])] = &[
+    ("triad", &["1000000", "300"]),
+    ("stencil", &["1000", "500"]),
+    ("gemm", &["300", "100"]),
+    ("cg", &["100000", "400"]),
+    ("edge", &["100000", "500"]),
+    ("montecarlo", &["150000", "20"]),
+    ("nbody", &["1000", "100"]),
+    ("triad_omp", &["2000000", "150"]),
+    ("stencil_omp", &["1000", "500"]),
+    ("cg_omp", &["100000", "400"]),
+    ("trmv_omp", &["2000", "300"]),
+];
+
+/// One timed run: the numbers of the kernel's own result line.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Run {
+    /// FLOPs of the kernel loop.
+    pub flops: f64,
+    /// Bytes the kernel loop moves by its own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<f64>,
+    /// Wall time of the kernel loop, seconds.
+    pub time_s: f64,
+    /// CPU time of the kernel loop, seconds (the one-thread workloads give it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+}
+
+/// One binary measured on a host.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Measurement {
+    /// The build: `-march` of `gcc -O3` (`x86-64`, `x86-64-v3`).
+    pub build: String,
+    /// The workload (its source is `workloads/src/<workload>.c`).
+    pub workload: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Threads (`OMP_NUM_THREADS`, with `OMP_PROC_BIND=true`).
+    pub threads: u32,
+    /// SHA-256 of the binary.
+    pub sha256: String,
+    /// Every timed run, in the order run (rounds interleaved over the binaries).
+    pub runs: Vec<Run>,
+    /// Which time the median is over: `cpu_s` (one thread) or `time_s` (OpenMP runs).
+    pub timed_by: String,
+    /// FLOPs of one run (the first run's).
+    pub flops: f64,
+    /// Median of the runs' `timed_by` times, seconds.
+    pub median_s: f64,
+    /// (slowest - fastest) / median of those times.
+    pub spread: f64,
+    /// `flops / median_s / 1e9`.
+    pub gflops_median: f64,
+}
+
+impl Measurement {
+    /// The rate of each run, GFLOP/s (its FLOPs over its `timed_by` time).
+    pub fn rates(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .filter_map(|r| {
+                let t = if self.timed_by == "cpu_s" {
+                    r.cpu_s?
+                } else {
+                    r.time_s
+                };
+                (t > 0.0).then(|| r.flops / t / 1e9)
+            })
+            .collect()
+    }
+
+    /// The band of the median over the runs ([`Spread::from_rates`]).
+    pub fn band(&self) -> Option<Spread> {
+        Spread::from_rates(&self.rates())
+    }
+}
+
+/// What a record says of its host.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct HostInfo {
+    /// `model name` of /proc/cpuinfo.
+    pub cpu_model: String,
+    /// `cpu family`.
+    #[serde(default)]
+    pub family: Option<String>,
+    /// `model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `stepping`.
+    #[serde(default)]
+    pub stepping: Option<String>,
+    /// Whether the CPU has AVX-512F.
+    #[serde(default)]
+    pub flags_avx512: Option<bool>,
+    /// Kernel release.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// First line of `gcc --version`.
+    #[serde(default)]
+    pub compiler: Option<String>,
+    /// When the runs ended (RFC 3339, UTC).
+    #[serde(default)]
+    pub measured_at: Option<String>,
+    /// Load average (1, 5, 15 min) after the runs, as /proc/loadavg writes it.
+    #[serde(default)]
+    pub loadavg_after: Option<Vec<String>>,
+    /// Timed runs per binary.
+    #[serde(default)]
+    pub runs_per_binary: Option<u32>,
+    /// Output of `lscpu`.
+    #[serde(default)]
+    pub lscpu: Option<String>,
+}
+
+/// `measurements.json` of a host record.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MeasurementsFile {
+    /// The host.
+    pub host: HostInfo,
+    /// Per key `<build>/<workload>@<threads>`.
+    pub measurements: BTreeMap<String, Measurement>,
+}
+
+/// A host record, read.
+#[derive(Debug, Clone)]
+pub struct HostRecord {
+    /// The directory's name (`amd-epyc-25-17`): what the pairs call the host.
+    pub name: String,
+    /// The directory.
+    pub dir: PathBuf,
+    /// `machine.toml`.
+    pub machine: Machine,
+    /// `measurements.json`.
+    pub file: MeasurementsFile,
+}
+
+/// `<build>/<workload>@<threads>`.
+pub fn key_of(build: &str, workload: &str, threads: u32) -> String {
+    format!("{build}/{workload}@{threads}")
+}
+
+fn bad(path: &Path, field: &str, what: String, fix: &str) -> anyhow::Error {
+    hpcscope_core::InputError::new(path.display().to_string(), field, what, fix).into()
+}
+
+/// Parses and checks `measurements.json` (`origin` names it in errors).
+pub fn parse_measurements(text: &str, origin: &Path) -> Result<MeasurementsFile> {
+    let f: MeasurementsFile = serde_json::from_str(text).map_err(|e| {
+        bad(
+            origin,
+            "",
+            format!("not a host record's measurements: {e}"),
+            "give the measurements.json written by hpcscope hosts record (format: docs/hosts.md)",
+        )
+    })?;
+    let fix = "record the host again (hpcscope hosts record DIR), or correct the entry";
+    for (k, m) in &f.measurements {
+        let field = |x: &str| format!("measurements.{k}.{x}");
+        if *k != key_of(&m.build, &m.workload, m.threads) {
+            return Err(bad(
+                origin,
+                &format!("measurements.{k}"),
+                format!(
+                    "the key does not match its entry ({})",
+                    key_of(&m.build, &m.workload, m.threads)
+                ),
+                fix,
+            ));
+        }
+        if m.threads == 0 {
+            return Err(bad(origin, &field("threads"), "is 0".into(), fix));
+        }
+        if m.sha256.len() != 64 || !m.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad(
+                origin,
+                &field("sha256"),
+                format!("'{}' is not a SHA-256 (64 hex digits)", m.sha256),
+                fix,
+            ));
+        }
+        if m.timed_by != "cpu_s" && m.timed_by != "time_s" {
+            return Err(bad(
+                origin,
+                &field("timed_by"),
+                format!("'{}' is neither cpu_s nor time_s", m.timed_by),
+                fix,
+            ));
+        }
+        for (x, v) in [
+            ("flops", m.flops),
+            ("median_s", m.median_s),
+            ("gflops_median", m.gflops_median),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(bad(
+                    origin,
+                    &field(x),
+                    format!("{v} is not a positive number"),
+                    fix,
+                ));
+            }
+        }
+        if !(m.spread.is_finite() && m.spread >= 0.0) {
+            return Err(bad(
+                origin,
+                &field("spread"),
+                format!("{} is not a number >= 0", m.spread),
+                fix,
+            ));
+        }
+        if m.rates().len() != m.runs.len() || m.runs.is_empty() {
+            return Err(bad(
+                origin,
+                &field("runs"),
+                format!(
+                    "{} of {} runs have a positive {} time",
+                    m.rates().len(),
+                    m.runs.len(),
+                    m.timed_by
+                ),
+                fix,
+            ));
+        }
+    }
+    Ok(f)
+}
+
+/// Reads the host record in `dir`.
+pub fn load_record(dir: &Path) -> Result<HostRecord> {
+    if !dir.is_dir() {
+        bail!(hpcscope_core::InputError::new(
+            dir.display().to_string(),
+            "",
+            "is not a directory",
+            "give a host record: a directory with machine.toml and measurements.json (hpcscope hosts record DIR writes one)"
+        ));
+    }
+    let mp = dir.join("machine.toml");
+    let machine = hpcscope_core::load::machine(&mp.display().to_string())
+        .with_context(|| format!("host record {}", dir.display()))?;
+    let jp = dir.join("measurements.json");
+    let text = hpcscope_core::load::read(
+        &jp,
+        "a host record's measurements",
+        "give a directory written by hpcscope hosts record (machine.toml and measurements.json)",
+    )?;
+    let file = parse_measurements(&text, &jp)?;
+    let name = dir
+        .canonicalize()
+        .ok()
+        .as_deref()
+        .unwrap_or(dir)
+        .file_name()
+        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into());
+    Ok(HostRecord {
+        name,
+        dir: dir.to_path_buf(),
+        machine,
+        file,
+    })
+}
+
+/// One binary to characterize: a key with the same binary and arguments on two or more
+/// hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// `<build>/<workload>@<threads>`.
+    pub key: String,
+    /// The build (`x86-64`).
+    pub build: String,
+    /// The workload.
+    pub workload: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Threads.
+    pub threads: u32,
+    /// SHA-256 of the binary.
+    pub sha256: String,
+    /// Indices of the records that measured it (two or more).
+    pub hosts: Vec<usize>,
+}
+
+impl Planned {
+    /// Every ordered pair of its hosts, as indices into the records.
+    pub fn ordered_pairs(&self) -> Vec<(usize, usize)> {
+        let h = &self.hosts;
+        h.iter()
+            .flat_map(|&a| h.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
+            .collect()
+    }
+}
+
+/// The keys to characterize (every key measured by two or more hosts with the same binary
+/// and arguments; only `workloads` when not empty), and notes on what is left out and why.
+pub fn plan(records: &[HostRecord], workloads: &[String]) -> Result<(Vec<Planned>, Vec<String>)> {
+    let known: Vec<&str> = WORKLOADS
+        .iter()
+        .chain(NODE_WORKLOADS)
+        .map(|w| w.name)
+        .collect();
+    for w in workloads {
+        if !known.contains(&w.as_str()) {
+            bail!(hpcscope_core::InputError::new(
+                "--workloads",
+                "",
+                format!("no workload named '{w}'"),
+                format!("choose among {}", known.join(", "))
+            ));
+        }
+    }
+    let mut keys: Vec<&String> = records
+        .iter()
+        .flat_map(|r| r.file.measurements.keys())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let mut alone = Vec::new();
+    for k in keys {
+        let have: Vec<(usize, &Measurement)> = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.file.measurements.get(k).map(|m| (i, m)))
+            .collect();
+        let m0 = have[0].1;
+        if !workloads.is_empty() && !workloads.contains(&m0.workload) {
+            continue;
+        }
+        if have.len() < 2 {
+            alone.push(format!("{k} ({})", records[have[0].0].name));
+            continue;
+        }
+        // Hosts grouped by the binary and arguments they measured.
+        let mut groups: Vec<(&Measurement, Vec<usize>)> = Vec::new();
+        for (i, m) in &have {
+            match groups
+                .iter_mut()
+                .find(|(g, _)| g.sha256 == m.sha256 && g.args == m.args)
+            {
+                Some((_, v)) => v.push(*i),
+                None => groups.push((m, vec![*i])),
+            }
+        }
+        if groups.len() > 1 {
+            let what: Vec<String> = groups
+                .iter()
+                .map(|(m, v)| {
+                    format!(
+                        "{} (sha256 {}, args {})",
+                        v.iter()
+                            .map(|i| records[*i].name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        &m.sha256[..12],
+                        m.args.join(" ")
+                    )
+                })
+                .collect();
+            notes.push(format!(
+                "{k}: the hosts measured different binaries or arguments, only hosts with the same are paired: {}",
+                what.join("; ")
+            ));
+        }
+        for (m, v) in groups {
+            if v.len() < 2 {
+                continue;
+            }
+            out.push(Planned {
+                key: k.clone(),
+                build: m.build.clone(),
+                workload: m.workload.clone(),
+                args: m.args.clone(),
+                threads: m.threads,
+                sha256: m.sha256.clone(),
+                hosts: v,
+            });
+        }
+    }
+    if !alone.is_empty() {
+        notes.push(format!(
+            "measured on one host only, not paired: {}",
+            alone.join(", ")
+        ));
+    }
+    Ok((out, notes))
+}
+
+/// The binary of `p`: `bin/<build>/<workload>` of a record that has it, else built from the
+/// bundled sources into `build_dir`; either way its SHA-256 must be the record's.
+pub fn binary_for(p: &Planned, records: &[HostRecord], build_dir: &Path) -> Result<PathBuf> {
+    for &i in &p.hosts {
+        let b = records[i].dir.join("bin").join(&p.build).join(&p.workload);
+        if b.is_file() {
+            let sha = hpcscope_host::hash::sha256_file(&b)
+                .with_context(|| format!("cannot read {}", b.display()))?;
+            if sha != p.sha256 {
+                bail!(hpcscope_core::InputError::new(
+                    b.display().to_string(),
+                    "",
+                    format!(
+                        "its sha256 is {sha}, not the {} measurements.json gives for {}",
+                        p.sha256, p.key
+                    ),
+                    "put the binary that was measured there, or remove it to build one from the bundled sources"
+                ));
+            }
+            return Ok(b);
+        }
+    }
+    if !BUILDS.contains(&p.build.as_str()) {
+        bail!(hpcscope_core::InputError::new(
+            format!("{}/bin/{}", records[p.hosts[0]].dir.display(), p.build),
+            "",
+            format!(
+                "no binary for {}, and build '{}' is not one hpcscope builds ({})",
+                p.key,
+                p.build,
+                BUILDS.join(", ")
+            ),
+            "put the measured binaries in DIR/bin/<build>/<workload>"
+        ));
+    }
+    let exe = crate::workloads::build_one(build_dir, &p.workload, &p.build)?;
+    let sha = hpcscope_host::hash::sha256_file(&exe)
+        .with_context(|| format!("cannot read {}", exe.display()))?;
+    if sha != p.sha256 {
+        let compilers: Vec<String> = p
+            .hosts
+            .iter()
+            .map(|&i| {
+                format!(
+                    "{}: {}",
+                    records[i].name,
+                    records[i]
+                        .file
+                        .host
+                        .compiler
+                        .as_deref()
+                        .unwrap_or("unknown")
+                )
+            })
+            .collect();
+        bail!(hpcscope_core::Failure::environment(format!(
+            "{}: the compiler differs: gcc here built {} with sha256 {sha}, the records measured {} ({}); the projection must characterize the binary that was measured\n  fix: run on a host with the records' compiler, or put the measured binary in {}/bin/{}/{}",
+            p.key,
+            exe.display(),
+            p.sha256,
+            compilers.join("; "),
+            records[p.hosts[0]].dir.display(),
+            p.build,
+            p.workload
+        )));
+    }
+    Ok(exe)
+}
+
+/// The function a workload's work is counted in.
+fn region_of(workload: &str) -> String {
+    if workload.ends_with("_omp") {
+        format!("kernel_{workload}._omp_fn.0")
+    } else {
+        format!("kernel_{workload}")
+    }
+}
+
+/// A binary characterized once for every host of its key.
+#[derive(Debug, Clone)]
+pub struct Characterization {
+    /// The key.
+    pub key: String,
+    /// One profile per host of the key (the order of [`Planned::hosts`]).
+    pub profiles: Vec<Profile>,
+    /// Its FP instructions and bytes by width.
+    pub widths: hpcscope_core::roofline::AccessWidths,
+    /// Seconds the characterization took.
+    pub seconds: f64,
+}
+
+/// Characterizes `bin` (the binary of `p`) under `mix`, its caches simulated as each of
+/// `p`'s hosts' in one run.
+pub fn characterize(
+    p: &Planned,
+    bin: &Path,
+    records: &[HostRecord],
+    sample: Option<hpcscope_mix::SampleSpec>,
+) -> Result<Characterization> {
+    let started = std::time::Instant::now();
+    let r = hpcscope_mix::analyze(&MixOptions {
+        program: bin.to_path_buf(),
+        args: p.args.clone(),
+        machines: p
+            .hosts
+            .iter()
+            .map(|&i| records[i].machine.clone())
+            .collect(),
+        functions: vec![region_of(&p.workload)],
+        application: Some(p.workload.clone()),
+        sample,
+        env: if p.workload.ends_with("_omp") {
+            vec![
+                ("OMP_NUM_THREADS".into(), p.threads.to_string()),
+                ("OMP_PROC_BIND".into(), "true".into()),
+            ]
+        } else {
+            Vec::new()
+        },
+        ..Default::default()
+    })
+    .with_context(|| format!("characterizing {} ({})", p.key, bin.display()))?;
+    let v = &r.variants[0];
+    if v.partial {
+        bail!(
+            "{}: the characterization under QEMU did not finish ({:?}): its counts are partial\n  fix: run again; see hpcscope mix {} {} for details",
+            p.key,
+            v.ending,
+            bin.display(),
+            p.args.join(" ")
+        );
+    }
+    Ok(Characterization {
+        key: p.key.clone(),
+        profiles: v.profiles.clone(),
+        widths: crate::validate::access_widths(&r, 0),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// One cross-host pair: A's measurement projected onto B and checked against B's.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct HostPair {
+    /// `<build>/<workload>@<threads>`.
+    pub key: String,
+    /// The build.
+    pub build: String,
+    /// The workload.
+    pub workload: String,
+    /// Threads of both runs.
+    pub threads: u32,
+    /// `core` (one thread) or `node` (several: projected at node scope).
+    pub scope: String,
+    /// Source host (record name).
+    pub source: String,
+    /// Target host.
+    pub target: String,
+    /// Measured change, target median / source median.
+    pub measured_ratio: f64,
+    /// The larger of the two hosts' spreads, (slowest - fastest) / median of their runs.
+    pub spread: f64,
+    /// Whether the measured change is larger than twice that spread.
+    pub changed: bool,
+    /// Error of "no change" (the source's rate as the target's): source / target - 1.
+    pub no_change_error: f64,
+    /// The projection and its check, as `validate` reports a pair (`group` is the key,
+    /// `source` and `target` the hosts).
+    pub pair: PairResult,
+}
+
+/// Projects A's measurement of `p` onto B (`a`, `b`: positions in `p.hosts`).
+pub fn project_pair(
+    p: &Planned,
+    c: &Characterization,
+    records: &[HostRecord],
+    (a, b): (usize, usize),
+    calibration: Option<&Calibration>,
+) -> Result<HostPair> {
+    let (ra, rb) = (&records[p.hosts[a]], &records[p.hosts[b]]);
+    let (ma, mb) = (&ra.file.measurements[&p.key], &rb.file.measurements[&p.key]);
+    let so = format!("{} on {}", p.key, ra.name);
+    let to = format!("{} on {}", p.key, rb.name);
+    let (sa, sb) = (ma.band(), mb.band());
+    // Each profile carries the time its rate comes from (the measured median).
+    let timed = |prof: &Profile, gflops: f64| -> Profile {
+        let mut prof = prof.clone();
+        let total: f64 = prof.regions[0].threads.iter().map(|t| t.flops).sum();
+        for th in &mut prof.regions[0].threads {
+            th.time_s = (gflops > 0.0 && total > 0.0).then(|| total / gflops / 1e9);
+        }
+        prof
+    };
+    let (pa, pb) = (
+        timed(&c.profiles[a], ma.gflops_median),
+        timed(&c.profiles[b], mb.gflops_median),
+    );
+    let flops: f64 = pa.regions[0].threads.iter().map(|t| t.flops).sum();
+    if !(flops.is_finite() && flops > 0.0) {
+        bail!(
+            "{}: mix counted no FLOP in {}, so its rate cannot be projected\n  fix: check that the binary is the bundled workload (hpcscope mix --function {} BIN ARGS)",
+            p.key,
+            region_of(&p.workload),
+            region_of(&p.workload)
+        );
+    }
+    let (ta, tb) = (
+        pa.regions[0].thread_metrics(&so)?,
+        pb.regions[0].thread_metrics(&to)?,
+    );
+    let node = p.threads > 1;
+    let proj = if node {
+        crate::node_validate::node_projection(
+            &ra.machine,
+            &ta,
+            ma.gflops_median,
+            sa,
+            &rb.machine,
+            &tb,
+            pa.precision,
+            calibration,
+            (&so, &to),
+        )?
+    } else {
+        project_with(
+            Side {
+                machine: &ra.machine,
+                threads: &ta,
+                origin: &so,
+            },
+            ma.gflops_median,
+            Side {
+                machine: &rb.machine,
+                threads: &tb,
+                origin: &to,
+            },
+            pa.precision,
+            Options::default(),
+            &Inputs {
+                source_widths: Some(c.widths.clone()),
+                target_widths: Some(c.widths.clone()),
+                source_spread: sa,
+                calibration,
+                carried_time: true,
+                instructions: pa.regions[0]
+                    .instructions()
+                    .zip(pb.regions[0].instructions()),
+                drop_contradicted: false,
+            },
+        )?
+    };
+    Ok(pair_of(p, (&ra.name, ma), (&rb.name, mb), proj, (sa, sb)))
+}
+
+/// The pair of projection `proj` of `source`'s measurement onto `target`'s.
+fn pair_of(
+    p: &Planned,
+    (sname, ms): (&str, &Measurement),
+    (tname, mt): (&str, &Measurement),
+    proj: hpcscope_core::project::Projection,
+    (ss, ts): (Option<Spread>, Option<Spread>),
+) -> HostPair {
+    let v = proj.validate(mt.gflops_median, ts);
+    let kwack_inside_within_noise = proj.kwack_gflops.map(|k| {
+        let (sl, sh) = ss.map_or((1.0, 1.0), |x| (x.low, x.high));
+        let (tl, th) = ts.map_or((1.0, 1.0), |x| (x.low, x.high));
+        k * sl <= mt.gflops_median * th * (1.0 + 1e-9)
+            && mt.gflops_median * tl <= k * sh * (1.0 + 1e-9)
+    });
+    let ratio = mt.gflops_median / ms.gflops_median;
+    let spread = ms.spread.max(mt.spread);
+    HostPair {
+        key: p.key.clone(),
+        build: p.build.clone(),
+        workload: p.workload.clone(),
+        threads: p.threads,
+        scope: if p.threads > 1 { "node" } else { "core" }.into(),
+        source: sname.to_string(),
+        target: tname.to_string(),
+        measured_ratio: ratio,
+        spread,
+        changed: (ratio - 1.0).abs() > 2.0 * spread,
+        no_change_error: ms.gflops_median / mt.gflops_median - 1.0,
+        pair: PairResult {
+            group: p.key.clone(),
+            source: sname.to_string(),
+            target: tname.to_string(),
+            change: Change::Machine,
+            calibration: false,
+            source_gflops: ms.gflops_median,
+            measured_gflops: mt.gflops_median,
+            interval: proj.interval,
+            model_interval: proj.widening.map_or(proj.interval, |w| w.model_interval),
+            point: proj.point.clone(),
+            kwack_gflops: proj.kwack_gflops,
+            validation: v,
+            kwack_inside_within_noise,
+            projection: proj,
+        },
+    }
+}
+
+/// "No change" as a method: the source's rate as the target's.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct NoChange {
+    /// Pairs.
+    pub pairs: usize,
+    /// Median |source / target - 1|.
+    pub median_error: f64,
+    /// Largest |source / target - 1|.
+    pub max_error: f64,
+}
+
+/// The figures of one set of pairs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct Subset {
+    /// What the set is (`all, 1 thread`, `amd -> intel, 2 threads`, `changed, 1 thread`).
+    pub label: String,
+    /// Source host, when the set is one direction.
+    pub source: Option<String>,
+    /// Target host, when the set is one direction.
+    pub target: Option<String>,
+    /// Threads of its pairs (None: all).
+    pub threads: Option<u32>,
+    /// Only the pairs whose measured change is larger than twice the runs' spread.
+    pub changed_only: bool,
+    /// The weighted projection and the Kwack baseline, as `validate` sums them up.
+    pub summary: Summary,
+    /// The "no change" baseline.
+    pub no_change: NoChange,
+    /// Pairs with a point estimate.
+    pub point_pairs: usize,
+}
+
+/// One acceptance target and whether it is met.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// The set of pairs.
+    pub subset: String,
+    /// The target (`inside >= 80 %`).
+    pub goal: String,
+    /// The measured figure.
+    pub value: f64,
+    /// Whether it is met (false when there is no pair to judge).
+    pub met: bool,
+}
+
+/// The summaries of a cross-host validation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct HostsSummary {
+    /// All pairs, per thread count, per direction and thread count, and the changed pairs.
+    pub subsets: Vec<Subset>,
+    /// The targets: at least 80 % inside, median width at most 1.4, median point error at
+    /// most 10 %, and on the changed pairs a median point error at most half the Kwack
+    /// baseline's.
+    pub targets: Vec<Target>,
+}
+
+fn median(v: Vec<f64>) -> f64 {
+    hpcscope_core::stats::median(&v).unwrap_or(0.0)
+}
+
+fn subset(
+    label: String,
+    v: &[&HostPair],
+    source: Option<&str>,
+    target: Option<&str>,
+    threads: Option<u32>,
+    changed_only: bool,
+) -> Subset {
+    let pairs: Vec<&PairResult> = v.iter().map(|h| &h.pair).collect();
+    let nc: Vec<f64> = v.iter().map(|h| h.no_change_error.abs()).collect();
+    Subset {
+        label,
+        source: source.map(str::to_string),
+        target: target.map(str::to_string),
+        threads,
+        changed_only,
+        summary: summary_of(&pairs),
+        no_change: NoChange {
+            pairs: nc.len(),
+            max_error: nc.iter().copied().fold(0.0, f64::max),
+            median_error: median(nc),
+        },
+        point_pairs: v.iter().filter(|h| h.pair.point.is_some()).count(),
+    }
+}
+
+/// Sums up `pairs`: all, per thread count, per direction and thread count, changed pairs
+/// per thread count; and the targets on all pairs and per thread count.
+pub fn summarize(pairs: &[HostPair]) -> HostsSummary {
+    let mut subsets = Vec::new();
+    let mut threads: Vec<u32> = pairs.iter().map(|p| p.threads).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut dirs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|p| (p.source.as_str(), p.target.as_str()))
+        .collect();
+    dirs.sort_unstable();
+    dirs.dedup();
+    let th = |t: u32| {
+        if t == 1 {
+            "1 thread".into()
+        } else {
+            format!("{t} threads")
+        }
+    };
+    let all: Vec<&HostPair> = pairs.iter().collect();
+    if all.is_empty() {
+        return HostsSummary {
+            subsets,
+            targets: Vec::new(),
+        };
+    }
+    subsets.push(subset("all pairs".into(), &all, None, None, None, false));
+    for &t in &threads {
+        let v: Vec<&HostPair> = pairs.iter().filter(|p| p.threads == t).collect();
+        subsets.push(subset(
+            format!("all, {}", th(t)),
+            &v,
+            None,
+            None,
+            Some(t),
+            false,
+        ));
+    }
+    for &(s, d) in &dirs {
+        for &t in &threads {
+            let v: Vec<&HostPair> = pairs
+                .iter()
+                .filter(|p| p.threads == t && p.source == s && p.target == d)
+                .collect();
+            if !v.is_empty() {
+                subsets.push(subset(
+                    format!("{s} -> {d}, {}", th(t)),
+                    &v,
+                    Some(s),
+                    Some(d),
+                    Some(t),
+                    false,
+                ));
+            }
+        }
+    }
+    for &t in &threads {
+        let v: Vec<&HostPair> = pairs
+            .iter()
+            .filter(|p| p.threads == t && p.changed)
+            .collect();
+        if !v.is_empty() {
+            subsets.push(subset(
+                format!("changed, {}", th(t)),
+                &v,
+                None,
+                None,
+                Some(t),
+                true,
+            ));
+        }
+    }
+    let mut targets = Vec::new();
+    for s in subsets
+        .iter()
+        .filter(|s| s.source.is_none() && !s.changed_only)
+    {
+        let w = &s.summary.weighted;
+        targets.push(Target {
+            subset: s.label.clone(),
+            goal: "inside >= 80 %".into(),
+            value: w.inside_fraction,
+            met: w.pairs > 0 && w.inside_fraction >= 0.8,
+        });
+        targets.push(Target {
+            subset: s.label.clone(),
+            goal: "median width <= 1.4".into(),
+            value: w.median_width,
+            met: w.pairs > 0 && w.median_width <= 1.4,
+        });
+        let has_point = s.point_pairs > 0;
+        targets.push(Target {
+            subset: s.label.clone(),
+            goal: "median point error <= 10 %".into(),
+            value: w.median_point_error,
+            met: w.pairs > 0 && has_point && w.median_point_error <= 0.10,
+        });
+    }
+    for s in subsets.iter().filter(|s| s.changed_only) {
+        let (w, k) = (&s.summary.weighted, &s.summary.kwack);
+        targets.push(Target {
+            subset: s.label.clone(),
+            goal: "median point error <= half the Kwack baseline's".into(),
+            value: w.median_point_error,
+            met: s.point_pairs > 0
+                && k.pairs > 0
+                && w.median_point_error <= 0.5 * k.median_point_error,
+        });
+        targets.push(Target {
+            subset: s.label.clone(),
+            goal: "median point error <= half the no-change baseline's".into(),
+            value: w.median_point_error,
+            met: s.point_pairs > 0 && w.median_point_error <= 0.5 * s.no_change.median_error,
+        });
+    }
+    HostsSummary { subsets, targets }
+}
+
+/// What `hosts validate` found.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct HostsValidation {
+    /// The hosts: record name, machine id and name, CPU.
+    pub hosts: Vec<HostSummaryLine>,
+    /// Every pair.
+    pub pairs: Vec<HostPair>,
+    /// The summaries and targets.
+    pub summary: HostsSummary,
+    /// Remarks: keys left out and why, how node pairs are projected.
+    pub notes: Vec<String>,
+    /// Seconds the characterizations took.
+    pub seconds: f64,
+}
+
+/// A host of [`HostsValidation`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct HostSummaryLine {
+    /// Record name.
+    pub name: String,
+    /// The machine file's name.
+    pub machine: String,
+    /// CPU model, family and model of the record.
+    pub cpu: String,
+    /// Keys measured.
+    pub keys: usize,
+}
+
+/// Options of [`validate`].
+#[derive(Debug, Clone, Default)]
+pub struct ValidateOptions {
+    /// Only these workloads (all when empty).
+    pub workloads: Vec<String>,
+    /// Where binaries are built when a record has none.
+    pub build_dir: PathBuf,
+    /// The point-estimate rule and margin.
+    pub calibration: Option<Calibration>,
+    /// Simulate the caches sampled (`mix --sample`): faster, the bytes per level estimated.
+    pub sample: Option<hpcscope_mix::SampleSpec>,
+    /// Keep each characterization here and take it back when the binary, its arguments,
+    /// threads, the hosts' machine files and the sampling are the same.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// A characterization as the cache keeps it.
+#[derive(Serialize, Deserialize)]
+struct Cached {
+    profiles: Vec<Profile>,
+    widths: hpcscope_core::roofline::AccessWidths,
+    seconds: f64,
+}
+
+/// The cache file of `p`'s characterization for its hosts' machines.
+fn cache_file(
+    dir: &Path,
+    p: &Planned,
+    records: &[HostRecord],
+    sample: Option<hpcscope_mix::SampleSpec>,
+) -> PathBuf {
+    let mut s = format!(
+        "hosts {}\n{}\n{}\n{}\n{}\n{sample:?}\n",
+        env!("CARGO_PKG_VERSION"),
+        p.sha256,
+        p.args.join(" "),
+        p.threads,
+        region_of(&p.workload)
+    );
+    for &i in &p.hosts {
+        s.push_str(&records[i].machine.to_toml_string());
+    }
+    let h = hpcscope_host::hash::sha256_hex(s.as_bytes());
+    dir.join(format!(
+        "hosts-{}-{}.json",
+        p.key.replace(['/', '@'], "-"),
+        &h[..16]
+    ))
+}
+
+/// [`characterize`], or its result kept in `cache_dir` by an earlier run.
+fn characterize_cached(
+    p: &Planned,
+    bin: &Path,
+    records: &[HostRecord],
+    o: &ValidateOptions,
+) -> Result<(Characterization, bool)> {
+    let file = o
+        .cache_dir
+        .as_deref()
+        .map(|d| cache_file(d, p, records, o.sample));
+    if let Some(f) = &file
+        && let Ok(text) = std::fs::read_to_string(f)
+        && let Ok(c) = serde_json::from_str::<Cached>(&text)
+        && c.profiles.len() == p.hosts.len()
+    {
+        return Ok((
+            Characterization {
+                key: p.key.clone(),
+                profiles: c.profiles,
+                widths: c.widths,
+                seconds: c.seconds,
+            },
+            true,
+        ));
+    }
+    let c = characterize(p, bin, records, o.sample)?;
+    if let Some(f) = &file {
+        let keep = Cached {
+            profiles: c.profiles.clone(),
+            widths: c.widths.clone(),
+            seconds: c.seconds,
+        };
+        // A cache that cannot be written only costs the next run this characterization.
+        let written = f.parent().map(std::fs::create_dir_all).transpose().is_ok()
+            && serde_json::to_vec(&keep)
+                .ok()
+                .is_some_and(|b| hpcscope_core::fs::write_atomic(f, &b).is_ok());
+        if !written {
+            eprintln!(
+                "note: could not keep the characterization in {}",
+                f.display()
+            );
+        }
+    }
+    Ok((c, false))
+}
+
+/// Checks projections between every ordered pair of `records`.
+pub fn validate(
+    records: &[HostRecord],
+    o: &ValidateOptions,
+    progress: &dyn Fn(&str),
+) -> Result<HostsValidation> {
+    if records.len() < 2 {
+        bail!(hpcscope_core::InputError::new(
+            "hosts validate",
+            "",
+            format!("{} host record given", records.len()),
+            "give two or more host directories (hpcscope hosts validate data/hosts/*)"
+        ));
+    }
+    for (i, r) in records.iter().enumerate() {
+        if let Some(o) = records[..i].iter().find(|o| o.name == r.name) {
+            bail!(hpcscope_core::InputError::new(
+                r.dir.display().to_string(),
+                "",
+                format!("has the same name as {}", o.dir.display()),
+                "give each host record once, in directories of different names"
+            ));
+        }
+    }
+    let started = std::time::Instant::now();
+    let (planned, mut notes) = plan(records, &o.workloads)?;
+    if planned.is_empty() {
+        bail!(hpcscope_core::Failure::input(format!(
+            "no key was measured by two of the hosts with the same binary and arguments{}",
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
+        )));
+    }
+    let mut pairs = Vec::new();
+    for (n, p) in planned.iter().enumerate() {
+        let bin = binary_for(p, records, &o.build_dir)?;
+        progress(&format!(
+            "[{}/{}] {}: characterizing under QEMU for {}",
+            n + 1,
+            planned.len(),
+            p.key,
+            p.hosts
+                .iter()
+                .map(|&i| records[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let (c, cached) = characterize_cached(p, &bin, records, o)?;
+        progress(&format!(
+            "[{}/{}] {}: {:.1} s{}",
+            n + 1,
+            planned.len(),
+            p.key,
+            c.seconds,
+            if cached {
+                " (taken from the cache)"
+            } else {
+                ""
+            }
+        ));
+        for (a, b) in p.ordered_pairs() {
+            let pa = p.hosts.iter().position(|&h| h == a).unwrap_or(0);
+            let pb = p.hosts.iter().position(|&h| h == b).unwrap_or(0);
+            pairs.push(project_pair(
+                p,
+                &c,
+                records,
+                (pa, pb),
+                o.calibration.as_ref(),
+            )?);
+        }
+    }
+    if pairs.iter().any(|p| p.threads > 1) {
+        notes.push(
+            "keys with several threads are projected at node scope: the source is the source host's whole node running the same threads (as validate's SSE2 <-> AVX2 node pairs), timed by the wall time of the kernel loop".into(),
+        );
+    }
+    if let Some(sp) = o.sample {
+        notes.push(format!(
+            "the caches were simulated sampled (one set in {} of every level): each host's bytes per level are estimates",
+            sp.period
+        ));
+    }
+    let summary = summarize(&pairs);
+    Ok(HostsValidation {
+        hosts: records
+            .iter()
+            .map(|r| HostSummaryLine {
+                name: r.name.clone(),
+                machine: r.machine.name.clone(),
+                cpu: format!(
+                    "{} (family {}, model {})",
+                    r.file.host.cpu_model,
+                    r.file.host.family.as_deref().unwrap_or("?"),
+                    r.file.host.model.as_deref().unwrap_or("?")
+                ),
+                keys: r.file.measurements.len(),
+            })
+            .collect(),
+        pairs,
+        summary,
+        notes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+fn spct(x: f64) -> String {
+    format!("{:+.1} %", x * 100.0)
+}
+
+fn method_line(w: &MethodSummary) -> String {
+    format!(
+        "{} inside, median width x{}, point error {} (max {})",
+        pct(w.inside_fraction),
+        num(w.median_width, 3),
+        pct(w.median_point_error),
+        pct(w.max_point_error)
+    )
+}
+
+/// What `hosts validate` prints: the hosts, one line per pair, the summaries, the targets.
+pub fn text(v: &HostsValidation) -> String {
+    let mut t = String::new();
+    for h in &v.hosts {
+        t.push_str(&format!(
+            "host {}: {}, machine '{}', {} keys\n",
+            h.name, h.cpu, h.machine, h.keys
+        ));
+    }
+    let kw = v.pairs.iter().map(|p| p.key.len()).max().unwrap_or(0);
+    let dw = v
+        .pairs
+        .iter()
+        .map(|p| p.source.len() + p.target.len() + 4)
+        .max()
+        .unwrap_or(0);
+    for p in &v.pairs {
+        let r = &p.pair;
+        let dir = format!("{} -> {}", p.source, p.target);
+        t.push_str(&format!(
+            "{:<kw$}  {:<dw$}  source {} measured {} (x{}{}) projected [{}, {}] x{} point {} ({}) Kwack {} ({}) no change {} -> {}\n",
+            p.key,
+            dir,
+            num(r.source_gflops, 4),
+            num(r.measured_gflops, 4),
+            num(p.measured_ratio, 3),
+            if p.changed { ", changed" } else { "" },
+            num(r.interval.lo, 4),
+            num(r.interval.hi, 4),
+            num(r.interval.hi / r.interval.lo, 3),
+            r.point.as_ref().map_or("-".into(), |x| num(x.gflops, 4)),
+            r.validation.point_error.map_or("-".into(), spct),
+            r.kwack_gflops.map_or("-".into(), |k| num(k, 4)),
+            r.validation.kwack_error.map_or("-".into(), spct),
+            spct(p.no_change_error),
+            if r.validation.inside_within_noise {
+                "inside".to_string()
+            } else {
+                format!("outside by {}", spct(r.validation.error_within_noise))
+            }
+        ));
+    }
+    for s in &v.summary.subsets {
+        let (w, k) = (&s.summary.weighted, &s.summary.kwack);
+        t.push_str(&format!(
+            "{}: {} pairs\n  projection: {}\n  Kwack:      {} inside, median error {} (max {})\n  no change:  median error {} (max {})\n",
+            s.label,
+            w.pairs,
+            method_line(w),
+            pct(k.inside_fraction),
+            pct(k.median_point_error),
+            pct(k.max_point_error),
+            pct(s.no_change.median_error),
+            pct(s.no_change.max_error),
+        ));
+    }
+    for g in &v.summary.targets {
+        let value = if g.goal.contains("width") {
+            format!("x{}", num(g.value, 3))
+        } else {
+            pct(g.value)
+        };
+        t.push_str(&format!(
+            "target {}: {} -> {} ({})\n",
+            g.subset,
+            g.goal,
+            if g.met { "met" } else { "not met" },
+            value
+        ));
+    }
+    for n in &v.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    t
+}
+
+/// The cross-host validation as a report section: one table of pairs and the summaries.
+pub fn section(v: &HostsValidation) -> hpcscope_report::Section {
+    let rows: Vec<Vec<String>> = v
+        .pairs
+        .iter()
+        .map(|p| {
+            let r = &p.pair;
+            vec![
+                p.key.clone(),
+                format!("{} -> {}", p.source, p.target),
+                num(r.source_gflops, 4),
+                format!("[{}, {}]", num(r.interval.lo, 4), num(r.interval.hi, 4)),
+                r.point.as_ref().map_or("-".into(), |x| num(x.gflops, 4)),
+                r.kwack_gflops.map_or("-".into(), |k| num(k, 4)),
+                num(r.measured_gflops, 4),
+                if r.validation.inside_within_noise {
+                    "inside".into()
+                } else {
+                    spct(r.validation.error_within_noise)
+                },
+            ]
+        })
+        .collect();
+    let srows: Vec<Vec<String>> = v
+        .summary
+        .subsets
+        .iter()
+        .map(|s| {
+            let (w, k) = (&s.summary.weighted, &s.summary.kwack);
+            vec![
+                s.label.clone(),
+                w.pairs.to_string(),
+                pct(w.inside_fraction),
+                format!("x{}", num(w.median_width, 3)),
+                pct(w.median_point_error),
+                pct(k.median_point_error),
+                pct(s.no_change.median_error),
+            ]
+        })
+        .collect();
+    let all = v.summary.subsets.first();
+    hpcscope_report::Section {
+        title: "Validation across hosts: the same binary measured on two machines".into(),
+        summary: all.map_or("No pair.".into(), |s| {
+            format!(
+                "{} pairs: the measurement met the projected interval for {:.0} % of them; median width x{}; point estimate off by {:.1} % at the median, the Kwack baseline by {:.1} %, no change by {:.1} %.",
+                s.summary.weighted.pairs,
+                s.summary.weighted.inside_fraction * 100.0,
+                num(s.summary.weighted.median_width, 3),
+                s.summary.weighted.median_point_error * 100.0,
+                s.summary.kwack.median_point_error * 100.0,
+                s.no_change.median_error * 100.0
+            )
+        }),
+        body_html: hpcscope_report::html_table(
+            &[
+                "pairs",
+                "count",
+                "inside",
+                "median width",
+                "median point error",
+                "Kwack median error",
+                "no-change median error",
+            ],
+            &srows,
+        ) + &hpcscope_report::html_table(
+            &[
+                "key",
+                "hosts",
+                "source GFLOP/s",
+                "projected GFLOP/s",
+                "point GFLOP/s",
+                "Kwack GFLOP/s",
+                "measured GFLOP/s",
+                "result",
+            ],
+            &rows,
+        ),
+        svgs: Vec::new(),
+    }
+}
+
+/// Options of [`record`].
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Where the binaries are built.
+    pub build_dir: PathBuf,
+    /// Timed rounds (each round runs every binary once).
+    pub runs: u32,
+    /// Only these workloads (all of [`RECORD_ARGS`] when empty).
+    pub workloads: Vec<String>,
+    /// Thread counts of the OpenMP workloads.
+    pub threads: Vec<u32>,
+}
+
+/// The `key=value` numbers of the last line of a workload's output.
+pub fn parse_result_line(stdout: &str) -> Option<Run> {
+    let last = stdout.lines().rev().find(|l| !l.trim().is_empty())?;
+    let kv: BTreeMap<&str, f64> = last
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|v| (k, v)))
+        .collect();
+    let run = Run {
+        flops: *kv.get("flops")?,
+        bytes: kv.get("bytes").copied(),
+        time_s: *kv.get("time_s")?,
+        cpu_s: kv.get("cpu_s").copied(),
+    };
+    (run.flops.is_finite() && run.flops > 0.0 && run.time_s.is_finite() && run.time_s > 0.0)
+        .then_some(run)
+}
+
+/// Median, spread and rate of `m`'s runs, as `measure.py` computes them: the median over
+/// `cpu_s` for one thread (when every run gives it), `time_s` otherwise; spread (max - min)
+/// / median.
+pub fn finish(m: &mut Measurement) {
+    let cpu = m.threads == 1 && m.runs.iter().all(|r| r.cpu_s.is_some());
+    m.timed_by = if cpu { "cpu_s" } else { "time_s" }.into();
+    let ts: Vec<f64> = m
+        .runs
+        .iter()
+        .map(|r| {
+            if cpu {
+                r.cpu_s.unwrap_or(0.0)
+            } else {
+                r.time_s
+            }
+        })
+        .collect();
+    m.flops = m.runs.first().map_or(0.0, |r| r.flops);
+    m.median_s = median(ts.clone());
+    let (lo, hi) = ts
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
+    m.spread = if m.median_s > 0.0 {
+        (hi - lo) / m.median_s
+    } else {
+        0.0
+    };
+    m.gflops_median = if m.median_s > 0.0 {
+        m.flops / m.median_s / 1e9
+    } else {
+        0.0
+    };
+}
+
+fn one_run(exe: &Path, args: &[String], threads: u32) -> Result<Run> {
+    let o = Command::new(exe)
+        .args(args)
+        .env("OMP_NUM_THREADS", threads.to_string())
+        .env("OMP_PROC_BIND", "true")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .with_context(|| format!("cannot run {}", exe.display()))?;
+    if !o.status.success() {
+        bail!(
+            "{} {} failed ({}):\n{}",
+            exe.display(),
+            args.join(" "),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let out = String::from_utf8_lossy(&o.stdout);
+    parse_result_line(&out).with_context(|| {
+        format!(
+            "{}: its last line has no flops= and time_s= ({})\n  fix: the record runs the bundled workloads, whose last line gives them",
+            exe.display(),
+            out.trim()
+        )
+    })
+}
+
+fn cpuinfo_text(key: &str) -> Option<String> {
+    let c = hpcscope_host::facts::cpuinfo();
+    hpcscope_host::facts::cpuinfo_field(&c, key).map(str::to_string)
+}
+
+fn output_of(cmd: &str, args: &[&str]) -> Option<String> {
+    let o = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// This host, as a record describes it (the runs' end time and load average are the
+/// caller's to set after them).
+pub fn this_host(runs: u32) -> HostInfo {
+    let flags = cpuinfo_text("flags").unwrap_or_default();
+    HostInfo {
+        cpu_model: hpcscope_host::facts::cpu_model(),
+        family: cpuinfo_text("cpu family"),
+        model: cpuinfo_text("model"),
+        stepping: cpuinfo_text("stepping"),
+        flags_avx512: Some(flags.split_whitespace().any(|f| f == "avx512f")),
+        kernel: hpcscope_host::facts::kernel_release(),
+        compiler: output_of("gcc", &["--version"])
+            .and_then(|s| s.lines().next().map(str::to_string)),
+        measured_at: None,
+        loadavg_after: None,
+        runs_per_binary: Some(runs),
+        lscpu: hpcscope_host::tools::on_path("lscpu").and_then(|_| output_of("lscpu", &[])),
+    }
+}
+
+/// Builds the bundled workloads of the record ([`BUILDS`] x [`RECORD_ARGS`]), runs each
+/// `o.runs` times in interleaved rounds (the OpenMP ones at each of `o.threads`) and returns
+/// the measurements of this host.
+pub fn record(o: &RecordOptions, progress: &dyn Fn(&str)) -> Result<MeasurementsFile> {
+    if o.runs < 3 {
+        bail!(hpcscope_core::InputError::new(
+            "--runs",
+            "",
+            format!("{} rounds are too few for a median and a spread", o.runs),
+            "give 3 or more (default 11)"
+        ));
+    }
+    let known: Vec<&str> = RECORD_ARGS.iter().map(|(n, _)| *n).collect();
+    for w in &o.workloads {
+        if !known.contains(&w.as_str()) {
+            bail!(hpcscope_core::InputError::new(
+                "--workloads",
+                "",
+                format!("no workload named '{w}'"),
+                format!("choose among {}", known.join(", "))
+            ));
+        }
+    }
+    let mut todo: Vec<(String, PathBuf, Vec<String>, u32)> = Vec::new();
+    let mut entries: BTreeMap<String, Measurement> = BTreeMap::new();
+    for build in BUILDS {
+        for (name, args) in RECORD_ARGS {
+            if !o.workloads.is_empty() && !o.workloads.iter().any(|w| w == name) {
+                continue;
+            }
+            progress(&format!("build {build}/{name}"));
+            let exe = crate::workloads::build_one(&o.build_dir, name, build)?;
+            let sha = hpcscope_host::hash::sha256_file(&exe)
+                .with_context(|| format!("cannot read {}", exe.display()))?;
+            let threads: Vec<u32> = if name.ends_with("_omp") {
+                o.threads.clone()
+            } else {
+                vec![1]
+            };
+            for t in threads {
+                let key = key_of(build, name, t);
+                let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+                entries.insert(
+                    key.clone(),
+                    Measurement {
+                        build: build.to_string(),
+                        workload: name.to_string(),
+                        args: args.clone(),
+                        threads: t,
+                        sha256: sha.clone(),
+                        runs: Vec::new(),
+                        timed_by: String::new(),
+                        flops: 0.0,
+                        median_s: 0.0,
+                        spread: 0.0,
+                        gflops_median: 0.0,
+                    },
+                );
+                todo.push((key, exe.clone(), args, t));
+            }
+        }
+    }
+    for round in 0..o.runs {
+        progress(&format!(
+            "round {}/{} over {} binaries",
+            round + 1,
+            o.runs,
+            todo.len()
+        ));
+        for (key, exe, args, t) in &todo {
+            let run = one_run(exe, args, *t)?;
+            if let Some(m) = entries.get_mut(key) {
+                m.runs.push(run);
+            }
+        }
+    }
+    for m in entries.values_mut() {
+        finish(m);
+    }
+    let mut host = this_host(o.runs);
+    host.measured_at = Some(hpcscope_host::time::utc_now());
+    host.loadavg_after = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).map(str::to_string).collect());
+    Ok(MeasurementsFile {
+        host,
+        measurements: entries,
+    })
+}
+
+/// This host's machine file as a record takes it: `hpcscope bench --cpu-clock --statistic
+/// best` (double and single precision).
+pub fn bench_machine() -> Result<Machine> {
+    let cfg = hpcscope_bench::BenchConfig {
+        precisions: vec![hpcscope_core::Precision::F64, hpcscope_core::Precision::F32],
+        progress: true,
+        statistic: hpcscope_bench::stats::Statistic::Best,
+        cpu_clock: true,
+        ..Default::default()
+    };
+    Ok(hpcscope_bench::run(&cfg)
+        .context("measuring this host (hpcscope bench --cpu-clock --statistic best)")?
+        .machine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measurement of `key` timed by CPU time (one thread) or wall time, from `times`.
+    fn meas(key: &str, sha: char, args: &[&str], times: &[f64]) -> Measurement {
+        let (bw, threads) = key.split_once('@').unwrap();
+        let (build, workload) = bw.split_once('/').unwrap();
+        let threads: u32 = threads.parse().unwrap();
+        let mut m = Measurement {
+            build: build.into(),
+            workload: workload.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            threads,
+            sha256: sha.to_string().repeat(64),
+            runs: times
+                .iter()
+                .map(|&t| Run {
+                    flops: 6e8,
+                    bytes: Some(7.2e9),
+                    time_s: t,
+                    cpu_s: (threads == 1).then_some(t),
+                })
+                .collect(),
+            timed_by: String::new(),
+            flops: 0.0,
+            median_s: 0.0,
+            spread: 0.0,
+            gflops_median: 0.0,
+        };
+        finish(&mut m);
+        m
+    }
+
+    fn record(name: &str, machine: &str, ms: Vec<Measurement>) -> HostRecord {
+        HostRecord {
+            name: name.into(),
+            dir: PathBuf::from(format!("hosts/{name}")),
+            machine: hpcscope_core::library::builtin(machine).unwrap(),
+            file: MeasurementsFile {
+                host: HostInfo {
+                    cpu_model: name.into(),
+                    ..HostInfo::default()
+                },
+                measurements: ms
+                    .into_iter()
+                    .map(|m| (key_of(&m.build, &m.workload, m.threads), m))
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn median_and_spread_are_measure_py_s() {
+        // x86-64/triad@1 of the Intel Xeon record: median 0.25738 s, spread 3.0709 %.
+        let cpu = [
+            0.260886, 0.258207, 0.257664, 0.258596, 0.254817, 0.259097, 0.253684, 0.252982,
+            0.25738, 0.257051, 0.254358,
+        ];
+        let m = meas("x86-64/triad@1", 'a', &["1000000", "300"], &cpu);
+        assert_eq!(m.timed_by, "cpu_s");
+        assert_eq!(m.median_s, 0.25738);
+        assert!(
+            (m.spread - 0.03070945683425294).abs() < 1e-15,
+            "{}",
+            m.spread
+        );
+        assert!((m.gflops_median - 2.3311834641386273).abs() < 1e-12);
+        // OpenMP runs are timed by the wall time, even with one thread on their line.
+        let mut o = meas("x86-64/triad_omp@2", 'b', &["1"], &[0.2, 0.1, 0.3, 0.1]);
+        assert_eq!(o.timed_by, "time_s");
+        assert!((o.median_s - 0.15).abs() < 1e-12, "{}", o.median_s);
+        assert!((o.spread - 0.2 / 0.15).abs() < 1e-12);
+        o.runs[0].cpu_s = Some(1.0);
+        finish(&mut o);
+        assert_eq!(o.timed_by, "time_s");
+        let band = m.band().unwrap();
+        assert!(
+            band.low < 1.0 && band.high > 1.0 && band.runs == 11,
+            "{band:?}"
+        );
+    }
+
+    #[test]
+    fn the_result_line_is_the_last_one() {
+        let out = "triad n=1000000\nflops=6e8 bytes=7.2e9 time_s=0.26 cpu_s=0.25 check=1\n\n";
+        let r = parse_result_line(out).unwrap();
+        assert_eq!(
+            (r.flops, r.bytes, r.time_s, r.cpu_s),
+            (6e8, Some(7.2e9), 0.26, Some(0.25))
+        );
+        assert!(parse_result_line("flops=6e8 bytes=1\n").is_none());
+        assert!(parse_result_line("flops=0 time_s=1\n").is_none());
+        assert!(parse_result_line("").is_none());
+    }
+
+    #[test]
+    fn keys_pair_on_the_same_binary_and_arguments_only() {
+        let t = [0.2, 0.21, 0.19];
+        let a = record(
+            "a",
+            "thunderx2",
+            vec![
+                meas("x86-64/triad@1", '1', &["10"], &t),
+                meas("x86-64/cg@1", '2', &["10"], &t),
+                meas("x86-64/edge@1", '3', &["10"], &t),
+                meas("x86-64/gemm@1", '4', &["10"], &t),
+            ],
+        );
+        let b = record(
+            "b",
+            "a64fx",
+            vec![
+                meas("x86-64/triad@1", '1', &["10"], &t),
+                // Another compiler's binary, other arguments.
+                meas("x86-64/cg@1", '9', &["10"], &t),
+                meas("x86-64/edge@1", '3', &["20"], &t),
+                meas("x86-64-v3/triad@1", '5', &["10"], &t),
+            ],
+        );
+        let c = record(
+            "c",
+            "thunderx2",
+            vec![meas("x86-64/triad@1", '1', &["10"], &t)],
+        );
+        let (p, notes) = plan(&[a.clone(), b.clone(), c], &[]).unwrap();
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            (p[0].key.as_str(), &p[0].hosts),
+            ("x86-64/triad@1", &vec![0, 1, 2])
+        );
+        // Three hosts: every ordered pair.
+        assert_eq!(
+            p[0].ordered_pairs(),
+            vec![(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+        );
+        let all = notes.join("\n");
+        assert!(
+            all.contains("x86-64/cg@1: the hosts measured different binaries"),
+            "{all}"
+        );
+        assert!(
+            all.contains("x86-64/edge@1") && all.contains("args 20"),
+            "{all}"
+        );
+        assert!(
+            all.contains("one host only, not paired: x86-64-v3/triad@1 (b), x86-64/gemm@1 (a)"),
+            "{all}"
+        );
+        // --workloads limits; an unknown name is refused with the known ones.
+        let (p, _) = plan(&[a.clone(), b.clone()], &["cg".into()]).unwrap();
+        assert!(p.is_empty());
+        let e = plan(&[a, b], &["nope".into()]).unwrap_err().to_string();
+        assert!(
+            e.contains("no workload named 'nope'") && e.contains("triad_omp"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_record_is_checked_field_by_field() {
+        let m = meas("x86-64/triad@1", 'a', &["1"], &[0.2, 0.3, 0.25]);
+        let good = MeasurementsFile {
+            host: HostInfo::default(),
+            measurements: [("x86-64/triad@1".to_string(), m.clone())].into(),
+        };
+        let text = serde_json::to_string(&good).unwrap();
+        let back = parse_measurements(&text, Path::new("m.json")).unwrap();
+        assert_eq!(back, good);
+        let mut wrong = good.clone();
+        wrong.measurements.get_mut("x86-64/triad@1").unwrap().sha256 = "xyz".into();
+        let e = parse_measurements(&serde_json::to_string(&wrong).unwrap(), Path::new("m.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("m.json") && e.contains("sha256") && e.contains("64 hex"),
+            "{e}"
+        );
+        let mut moved = good.clone();
+        let v = moved.measurements.remove("x86-64/triad@1").unwrap();
+        moved.measurements.insert("x86-64/triad@2".into(), v);
+        let e = parse_measurements(&serde_json::to_string(&moved).unwrap(), Path::new("m.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does not match its entry (x86-64/triad@1)"),
+            "{e}"
+        );
+    }
+
+    /// Two hosts, one key: the example profile stands for the binary on both hosts' caches.
+    fn projected(ta: &[f64], tb: &[f64]) -> (Vec<HostPair>, HostsSummary) {
+        let a = record(
+            "tx2",
+            "thunderx2",
+            vec![meas("x86-64/triad@1", '1', &["10"], ta)],
+        );
+        let b = record(
+            "a64fx",
+            "a64fx",
+            vec![meas("x86-64/triad@1", '1', &["10"], tb)],
+        );
+        let recs = [a, b];
+        let (p, _) = plan(&recs, &[]).unwrap();
+        let prof = hpcscope_core::load::profile(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/scenarios/tx2-source.json"
+        )))
+        .unwrap();
+        let c = Characterization {
+            key: p[0].key.clone(),
+            profiles: vec![prof.clone(), prof],
+            widths: hpcscope_core::roofline::AccessWidths::single(128, "test"),
+            seconds: 0.0,
+        };
+        let cal = Calibration::bundled();
+        let pairs: Vec<HostPair> = p[0]
+            .ordered_pairs()
+            .into_iter()
+            .map(|(x, y)| project_pair(&p[0], &c, &recs, (x, y), Some(&cal)).unwrap())
+            .collect();
+        let s = summarize(&pairs);
+        (pairs, s)
+    }
+
+    #[test]
+    fn a_pair_is_projected_from_one_host_onto_the_other_and_checked() {
+        let ta = [0.30, 0.31, 0.29, 0.30, 0.305];
+        let (pairs, _) = projected(&ta, &ta);
+        assert_eq!(pairs.len(), 2);
+        let (ab, ba) = (&pairs[0], &pairs[1]);
+        assert_eq!((ab.source.as_str(), ab.target.as_str()), ("tx2", "a64fx"));
+        assert_eq!((ba.source.as_str(), ba.target.as_str()), ("a64fx", "tx2"));
+        assert_eq!(ab.scope, "core");
+        // The same rate on both: no change, not "changed".
+        assert_eq!(ab.measured_ratio, 1.0);
+        assert!(!ab.changed && ab.no_change_error == 0.0);
+        let r = &ab.pair;
+        assert!(r.point.is_some() && r.kwack_gflops.is_some());
+        // A measurement half as fast again as the interval's top: outside, below it.
+        let hi = r.interval.hi / r.source_gflops;
+        let tb: Vec<f64> = ta.iter().map(|t| t / (hi * 1.5)).collect();
+        let (pairs, _) = projected(&ta, &tb);
+        let v = &pairs[0].pair.validation;
+        assert!(
+            !v.inside_within_noise && v.error_within_noise < 0.0,
+            "{v:?}"
+        );
+        assert!(pairs[0].changed);
+        // The measurement as the projection expects it: inside, and "changed".
+        let mid = (r.interval.lo * r.interval.hi).sqrt() / r.source_gflops;
+        let tb: Vec<f64> = ta.iter().map(|t| t / mid).collect();
+        let (pairs, s) = projected(&ta, &tb);
+        let ab = &pairs[0];
+        assert!(
+            ab.pair.validation.inside_within_noise,
+            "{:?}",
+            ab.pair.validation
+        );
+        assert!(ab.changed && (ab.measured_ratio - mid).abs() < 1e-9);
+        assert!((ab.no_change_error - (1.0 / mid - 1.0)).abs() < 1e-9);
+        // Summaries: all, per thread count, per direction, and the changed pairs.
+        let labels: Vec<&str> = s.subsets.iter().map(|x| x.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "all pairs",
+                "all, 1 thread",
+                "a64fx -> tx2, 1 thread",
+                "tx2 -> a64fx, 1 thread",
+                "changed, 1 thread"
+            ]
+        );
+        let d = &s.subsets[3];
+        assert_eq!(d.summary.weighted.inside_fraction, 1.0);
+        assert_eq!(d.no_change.pairs, 1);
+        assert!((d.no_change.median_error - (1.0 / mid - 1.0).abs()).abs() < 1e-9);
+        assert_eq!(s.subsets[0].summary.weighted.pairs, 2);
+        let inside = s
+            .targets
+            .iter()
+            .find(|t| t.subset == "all pairs" && t.goal.starts_with("inside"))
+            .unwrap();
+        assert_eq!(inside.value, s.subsets[0].summary.weighted.inside_fraction);
+        assert_eq!(inside.met, inside.value >= 0.8);
+        assert!(s.targets.iter().any(|t| t.subset == "changed, 1 thread"));
+        let t = text(&HostsValidation {
+            hosts: Vec::new(),
+            pairs: pairs.clone(),
+            summary: s,
+            notes: vec![],
+            seconds: 0.0,
+        });
+        assert!(t.contains("tx2 -> a64fx") && t.contains("inside"), "{t}");
+        assert!(!t.contains("NaN") && !t.contains("inf"), "{t}");
+    }
+
+    #[test]
+    fn no_pair_no_summary() {
+        let s = summarize(&[]);
+        assert!(s.subsets.is_empty() && s.targets.is_empty());
+    }
+}
