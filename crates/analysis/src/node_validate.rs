@@ -154,7 +154,7 @@ pub fn node_projection(
     calibration: Option<&Calibration>,
     origins: (&str, &str),
 ) -> Result<Projection> {
-    Ok(project_with(
+    let mut p = project_with(
         Side {
             machine: src_machine,
             threads: from,
@@ -177,7 +177,16 @@ pub fn node_projection(
             carried_time: true,
             ..Inputs::default()
         },
-    )?)
+    )?;
+    // One machine, other thread counts: the error of thread-count pairs, if any were measured.
+    if let Some(c) = calibration
+        && from.len() != to.len()
+        && hpcscope_core::project::machine_change(src_machine, m)
+            == hpcscope_core::point::ChangeKind::Builds
+    {
+        p.restate_change(c, hpcscope_core::point::ChangeKind::ThreadCount);
+    }
+    Ok(p)
 }
 
 /// Projects `from` (on `src_machine`) to `to` (on `m`) at node scope and checks against

@@ -95,8 +95,9 @@ pub fn point_cell(p: &hpcscope_core::project::Projection) -> String {
 
 /// A point estimate as a table cell: `3.1 (±4 %)`, or `-` without one.
 pub fn estimate_cell(e: Option<&hpcscope_core::point::PointEstimate>) -> String {
-    e.map_or("-".into(), |e| {
-        format!("{} (±{:.0} %)", num(e.gflops, 4), e.error_median * 100.0)
+    e.map_or("-".into(), |e| match e.error {
+        Some(er) => format!("{} (±{:.0} %)", num(e.gflops, 4), er.median * 100.0),
+        None => format!("{} (not validated)", num(e.gflops, 4)),
     })
 }
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use hpcscope_core::point::{Calibration, PointEstimate, Sample, fit};
+use hpcscope_core::point::{Calibration, ChangeKind, PointEstimate, Sample, fit};
 use hpcscope_core::project::{
     Inputs, Interval, Options, Projection, Side, Spread, Validation, project_with,
 };
@@ -462,7 +462,7 @@ pub fn validate_pairs(
                 t.profile.precision
             );
         }
-        let p = project_with(
+        let mut p = project_with(
             Side {
                 machine: m,
                 threads: &s.profile.regions[0].thread_metrics(&so)?,
@@ -488,6 +488,9 @@ pub fn validate_pairs(
                 drop_contradicted: false,
             },
         )?;
+        if let Some(c) = model {
+            p.restate_change(c, ps.change.kind());
+        }
         let v = p.validate(t.gflops, t.spread);
         let kwack_inside_within_noise = p.kwack_gflops.map(|k| {
             let (sl, sh) = s.spread.map_or((1.0, 1.0), |x| (x.low, x.high));
@@ -699,23 +702,39 @@ pub fn summarize(v: &[PairResult]) -> ValidationSummary {
 pub const COVERAGE: f64 = 0.9;
 
 /// Fits the calibration (point rule and interval margin) on the calibration pairs of `v`
-/// (the vector-width pairs of the bundled protocol). `None` without such a pair.
+/// (the vector-width pairs of the bundled protocol), then states the rule's error for each
+/// other kind of change from the held-out pairs of that kind only. `None` without a
+/// calibration pair.
 pub fn calibrate(v: &[PairResult], provenance: &str) -> Option<Calibration> {
-    let cal: Vec<&PairResult> = v.iter().filter(|r| r.calibration).collect();
-    let samples: Vec<Sample<'_>> = cal
-        .iter()
-        .map(|r| Sample {
+    fn sample(r: &PairResult) -> Sample<'_> {
+        Sample {
             projection: &r.projection,
             source_spread: r.projection.widening.and_then(|w| w.source),
             measured_gflops: r.measured_gflops,
             measured_spread: r.validation.spread,
-        })
-        .collect();
+        }
+    }
+    let cal: Vec<&PairResult> = v.iter().filter(|r| r.calibration).collect();
+    let samples: Vec<Sample<'_>> = cal.iter().map(|r| sample(r)).collect();
     let labels: Vec<String> = cal
         .iter()
         .map(|r| format!("{}: {}", r.group, r.pair()))
         .collect();
-    fit(&samples, COVERAGE, &labels, provenance)
+    let fitted = cal.first().map(|r| r.change.kind())?;
+    // One fit states one kind's error: pairs of several kinds would blur it.
+    if cal.iter().any(|r| r.change.kind() != fitted) {
+        return None;
+    }
+    let mut c = fit(&samples, COVERAGE, &labels, provenance, fitted)?;
+    for kind in ChangeKind::ALL.into_iter().filter(|k| *k != fitted) {
+        let held: Vec<Sample<'_>> = v
+            .iter()
+            .filter(|r| !r.calibration && r.change.kind() == kind)
+            .map(sample)
+            .collect();
+        c.measure_error(kind, &held);
+    }
+    Some(c)
 }
 
 fn pct(x: f64) -> String {

@@ -104,10 +104,10 @@ pub fn target_verdict(t: &Machine, p: &Projection) -> String {
         .as_ref()
         .map(|e| {
             format!(
-                ", point estimate {} GFLOP/s (x{}, typically within {:.0} %)",
+                ", point estimate {} GFLOP/s (x{}, {})",
                 num(e.gflops, 3),
                 num(e.speedup, 3),
-                e.error_median * 100.0
+                e.error_words()
             )
         })
         .unwrap_or_default();

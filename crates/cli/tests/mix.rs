@@ -501,6 +501,15 @@ fn analyze_sweeps_a_scenario_of_targets() {
         "{text}"
     );
     assert!(html.contains("Machines of another ISA"));
+    // Its point estimate states no error: no cross-ISA pair was ever measured.
+    let e = &t["projection"]["point"];
+    assert_eq!(e["change"], "cross-isa-machine", "{t}");
+    assert!(e["error"].is_null(), "{e}");
+    assert!(
+        text.contains("not validated for this kind of change (cross-ISA machine)")
+            && !text.contains("typically within"),
+        "{text}"
+    );
 }
 
 /// `validate --build A --build B -- ARGS`: the protocol on a user's own builds, every

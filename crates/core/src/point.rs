@@ -80,6 +80,60 @@ impl PointMethod {
     }
 }
 
+/// What a projection changes between its source and its target: the point rule's error
+/// is stated per kind, from pairs of that kind only, and a projection of a kind without
+/// pairs says "not validated for this kind of change" instead of borrowing another kind's.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeKind {
+    /// The vector width of one program's builds (scalar, SSE2, AVX2, ...), same machine.
+    VectorWidth,
+    /// The compiler, same machine and width.
+    Compiler,
+    /// The optimization level, same machine.
+    OptimizationLevel,
+    /// The floating-point precision (float and double builds).
+    Precision,
+    /// The number of threads.
+    ThreadCount,
+    /// The same binary on another machine of the same instruction set.
+    SameIsaMachine,
+    /// Another machine of another instruction set (another build of the program).
+    CrossIsaMachine,
+    /// Two builds of unknown difference on one machine (a user's builds).
+    Builds,
+}
+
+impl ChangeKind {
+    /// Every kind.
+    pub const ALL: [ChangeKind; 8] = [
+        ChangeKind::VectorWidth,
+        ChangeKind::Compiler,
+        ChangeKind::OptimizationLevel,
+        ChangeKind::Precision,
+        ChangeKind::ThreadCount,
+        ChangeKind::SameIsaMachine,
+        ChangeKind::CrossIsaMachine,
+        ChangeKind::Builds,
+    ];
+}
+
+impl std::fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ChangeKind::VectorWidth => "vector width",
+            ChangeKind::Compiler => "compiler",
+            ChangeKind::OptimizationLevel => "optimization level",
+            ChangeKind::Precision => "precision",
+            ChangeKind::ThreadCount => "thread count",
+            ChangeKind::SameIsaMachine => "same-ISA machine",
+            ChangeKind::CrossIsaMachine => "cross-ISA machine",
+            ChangeKind::Builds => "builds",
+        })
+    }
+}
+
 /// Relative errors `(estimate - measured) / measured` of a rule on a set of pairs, as
 /// magnitudes.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -127,8 +181,16 @@ pub struct PointRule {
     pub method: PointMethod,
     /// Its fitted parameter.
     pub parameter: f64,
-    /// Its error on the pairs it was fitted on: the error the estimate states.
+    /// Its error on the pairs it was fitted on (all of the kind `fitted_change`).
     pub error: PointError,
+    /// The kind of change of the pairs it was fitted on (older files: vector width, the only
+    /// kind they were fitted on).
+    #[serde(default = "vector_width")]
+    pub fitted_change: ChangeKind,
+}
+
+fn vector_width() -> ChangeKind {
+    ChangeKind::VectorWidth
 }
 
 /// The margin of a calibration.
@@ -157,6 +219,11 @@ pub struct Calibration {
     pub interval: IntervalMargin,
     /// The pairs it was fitted on (`workload: build -> build`).
     pub fitted_on: Vec<String>,
+    /// The rule's error on pairs of each kind of change, each from pairs of that kind only
+    /// (held-out kinds included: measured, not fitted). The fitted kind's is `point.error`
+    /// when absent here.
+    #[serde(default)]
+    pub errors: std::collections::BTreeMap<ChangeKind, PointError>,
     /// Where, when and how it was fitted (machine, date, load, command).
     pub provenance: String,
 }
@@ -247,16 +314,41 @@ impl Calibration {
         value(self.point.method, self.point.parameter, p)
     }
 
-    /// The estimate of `p`, with the error the calibration states.
-    pub fn estimate(&self, p: &Projection) -> Option<PointEstimate> {
+    /// Measures the fitted rule's error on `samples`, all pairs of kind `change` (not fitted
+    /// on: held out), and states it for that kind; samples the rule cannot place are left
+    /// out. Nothing is stated for a kind without a usable sample.
+    pub fn measure_error(&mut self, change: ChangeKind, samples: &[Sample<'_>]) {
+        let errors: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| {
+                value(self.point.method, self.point.parameter, s.projection)
+                    .map(|v| (v - s.measured_gflops) / s.measured_gflops)
+            })
+            .collect();
+        if let Some(e) = PointError::of(&errors) {
+            self.errors.insert(change, e);
+        }
+    }
+
+    /// The rule's error on pairs of kind `change`; `None` when no pair of that kind was
+    /// measured (the estimate is then not validated for that kind of change).
+    pub fn error_for(&self, change: ChangeKind) -> Option<PointError> {
+        self.errors
+            .get(&change)
+            .copied()
+            .or_else(|| (change == self.point.fitted_change).then_some(self.point.error))
+    }
+
+    /// The estimate of `p`, a projection of kind `change`, with the error the calibration
+    /// states for that kind (none when it has no pairs of that kind).
+    pub fn estimate(&self, p: &Projection, change: ChangeKind) -> Option<PointEstimate> {
         let gflops = self.value(p)?;
         Some(PointEstimate {
             gflops,
             speedup: gflops / p.source_gflops,
-            error_median: self.point.error.median,
-            error_p90: self.point.error.p90,
+            change,
+            error: self.error_for(change),
             rule: self.point.method.describe(self.point.parameter),
-            calibration_pairs: self.point.error.pairs,
         })
     }
 }
@@ -269,14 +361,37 @@ pub struct PointEstimate {
     pub gflops: f64,
     /// Estimated speed-up over the source.
     pub speedup: f64,
-    /// Median relative error of the rule on its calibration pairs.
-    pub error_median: f64,
-    /// 90th percentile of that error.
-    pub error_p90: f64,
+    /// What the projection changes.
+    pub change: ChangeKind,
+    /// The rule's error on measured pairs of this kind of change; `None`: not validated for
+    /// this kind of change (no pair of the kind was measured), and no figure is stated.
+    pub error: Option<PointError>,
     /// The rule, in words.
     pub rule: String,
-    /// Pairs the rule was fitted on.
-    pub calibration_pairs: usize,
+}
+
+impl PointEstimate {
+    /// "typically within 2 % (on 42 vector width pairs)", or "not validated for this kind of
+    /// change (cross-ISA machine)".
+    pub fn error_words(&self) -> String {
+        match &self.error {
+            Some(e) => format!(
+                "typically within {:.0} % (90 % within {:.0} %, on {} measured {} pairs)",
+                e.median * 100.0,
+                e.p90 * 100.0,
+                e.pairs,
+                self.change
+            ),
+            None => format!("not validated for this kind of change ({})", self.change),
+        }
+    }
+
+    /// The median error as a short suffix, " ±2 %", or "" when not validated.
+    pub fn error_suffix(&self) -> String {
+        self.error
+            .map(|e| format!(" ±{:.0} %", e.median * 100.0))
+            .unwrap_or_default()
+    }
 }
 
 fn value(method: PointMethod, parameter: f64, p: &Projection) -> Option<f64> {
@@ -368,12 +483,14 @@ pub fn miss_factor(s: &Sample<'_>) -> f64 {
 /// range, least median |log error|, ties broken by the mean), keeping the rule with the
 /// lowest median error, and the margin that makes the intervals hold `coverage` of the
 /// samples (split conformal). `labels` name the samples (`workload: build -> build`),
-/// `provenance` says where and how. `None` without a usable sample.
+/// `provenance` says where and how, `change` what kind of change every sample is (the
+/// error is stated for that kind only). `None` without a usable sample.
 pub fn fit(
     samples: &[Sample<'_>],
     coverage: f64,
     labels: &[String],
     provenance: &str,
+    change: ChangeKind,
 ) -> Option<Calibration> {
     let mut best: Option<(f64, f64, PointMethod, f64)> = None;
     for method in PointMethod::ALL {
@@ -420,13 +537,16 @@ pub fn fit(
         .iter()
         .filter(|m| **m <= margin * (1.0 + 1e-12))
         .count();
+    let error = PointError::of(&errors)?;
     Some(Calibration {
         format_version: FORMAT_VERSION,
         point: PointRule {
             method,
             parameter,
-            error: PointError::of(&errors)?,
+            error,
+            fitted_change: change,
         },
+        errors: [(change, error)].into(),
         interval: IntervalMargin {
             margin,
             coverage,

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::machine::{Machine, Precision};
-use crate::point::{Calibration, PointEstimate};
+use crate::point::{Calibration, ChangeKind, PointEstimate};
 use crate::profile::AppMetrics;
 use crate::roofline::{
     AccessWidths, Bound, Ceilings, Scope, attainable, cumulative_oi, match_levels,
@@ -512,6 +512,31 @@ pub struct Inputs<'a> {
     pub drop_contradicted: bool,
 }
 
+/// The kind of change of a projection from `source` onto `target` as far as the machines
+/// tell: another machine of the same or another instruction set, else two builds on one
+/// machine (a caller that knows what differs between them says so with
+/// [`Projection::restate_change`]).
+pub fn machine_change(source: &Machine, target: &Machine) -> ChangeKind {
+    if std::ptr::eq(source, target) || source == target {
+        ChangeKind::Builds
+    } else if source.isa == target.isa {
+        ChangeKind::SameIsaMachine
+    } else {
+        ChangeKind::CrossIsaMachine
+    }
+}
+
+impl Projection {
+    /// States the point estimate's error for the kind of change the caller knows the
+    /// projection makes (a vector width, a compiler, ...), from `c`'s pairs of that kind.
+    pub fn restate_change(&mut self, c: &Calibration, change: ChangeKind) {
+        if let Some(pt) = &mut self.point {
+            pt.change = change;
+            pt.error = c.error_for(change);
+        }
+    }
+}
+
 /// [`project`] with what the seeds do not use: ceilings at each binary's vector widths, the
 /// carried-time points, a point estimate and a calibrated margin ([`Calibration`]), the
 /// source's run-to-run spread (the interval becomes `[lo x low / (1 + margin), hi x high x
@@ -574,7 +599,7 @@ pub fn project_with(
         p.kwack_gflops = Some(k.interval.lo);
     }
     if let Some(c) = inputs.calibration {
-        p.point = c.estimate(&p);
+        p.point = c.estimate(&p, machine_change(source.machine, target.machine));
     }
     let margin = inputs
         .calibration

@@ -4,7 +4,7 @@
 use hpcscope_core::explore::{Transform, apply};
 use hpcscope_core::library::builtin;
 use hpcscope_core::machine::{WidthBandwidth, WidthPeak};
-use hpcscope_core::point::{Calibration, PointMethod, Sample, fit, miss_factor};
+use hpcscope_core::point::{Calibration, ChangeKind, PointMethod, Sample, fit, miss_factor};
 use hpcscope_core::project::{Inputs, Options, Side, Spread, project, project_with};
 use hpcscope_core::roofline::{AccessWidths, Bound, Ceilings, Scope, analyze};
 use hpcscope_core::{AppMetrics, Machine, Precision};
@@ -526,7 +526,7 @@ fn the_fit_recovers_the_exponent_that_made_the_measurements() {
         })
         .collect();
     let labels: Vec<String> = (0..samples.len()).map(|i| format!("pair {i}")).collect();
-    let f = fit(&samples, 0.9, &labels, "test").unwrap();
+    let f = fit(&samples, 0.9, &labels, "test", ChangeKind::VectorWidth).unwrap();
     assert_eq!(f.point.method, PointMethod::ExplainedTime);
     assert!((f.point.parameter - 0.6).abs() < 1e-9, "{f:?}");
     assert!(f.point.error.median < 1e-9 && f.point.error.pairs == 7);
@@ -539,10 +539,31 @@ fn the_fit_recovers_the_exponent_that_made_the_measurements() {
     // Written and read back.
     let back = Calibration::from_toml_str(&f.to_toml_string(), "fit").unwrap();
     assert_eq!(back, f);
-    // Its estimate states the fitted error.
-    let e = f.estimate(&projections[3]).unwrap();
+    // Its estimate states the fitted error for the kind it was fitted on, and none for
+    // another kind: no figure is borrowed.
+    let e = f
+        .estimate(&projections[3], ChangeKind::VectorWidth)
+        .unwrap();
     assert!((e.gflops - measured[3]).abs() < 1e-9 * measured[3]);
-    assert_eq!(e.calibration_pairs, 7);
+    assert_eq!(e.error.unwrap().pairs, 7);
+    assert!(e.error_words().contains("on 7 measured vector width pairs"));
+    for kind in ChangeKind::ALL.into_iter().skip(1) {
+        let e = f.estimate(&projections[3], kind).unwrap();
+        assert!(e.error.is_none(), "{kind}");
+        assert_eq!(
+            e.error_words(),
+            format!("not validated for this kind of change ({kind})")
+        );
+        assert_eq!(e.error_suffix(), "");
+    }
+    // Pairs of another kind, held out, give that kind its own figure.
+    let mut g = f.clone();
+    g.measure_error(ChangeKind::Compiler, &samples[..3]);
+    let c = g.error_for(ChangeKind::Compiler).unwrap();
+    assert_eq!(c.pairs, 3);
+    assert!(g.error_for(ChangeKind::CrossIsaMachine).is_none());
+    let back = Calibration::from_toml_str(&g.to_toml_string(), "fit").unwrap();
+    assert_eq!(back, g);
 }
 
 #[test]

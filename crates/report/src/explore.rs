@@ -964,7 +964,7 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
             num(p.interval.lo, 4),
             num(p.interval.hi, 4),
             p.projection.point.as_ref().map_or("-".into(), |e| {
-                format!("{} ±{:.0} %", num(e.gflops, 4), e.error_median * 100.0)
+                format!("{}{}", num(e.gflops, 4), e.error_suffix())
             }),
             format!("x{}-x{}", num(p.speedup.lo, 3), num(p.speedup.hi, 3)),
             format!("{}/{}", p.memory_bound_points, p.points),

@@ -871,7 +871,7 @@ pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, titl
     if let Some(e) = &p.point {
         rows.push((
             "point estimate".into(),
-            format!("{} ±{:.0} %", fmt_value(e.gflops), e.error_median * 100.0),
+            format!("{}{}", fmt_value(e.gflops), e.error_suffix()),
         ));
     }
     svg.open_group("points-table");

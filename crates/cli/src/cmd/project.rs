@@ -528,12 +528,10 @@ fn epilogue(r: &ProjectResult) -> Vec<String> {
     }
     if let Some(e) = &p.point {
         v.push(format!(
-            "point estimate: {} GFLOP/s (x{}), typically within {:.1} % (90 % within {:.1} %, on the {} build changes it was calibrated on); rule: {}",
+            "point estimate: {} GFLOP/s (x{}), {}; rule: {}",
             num(e.gflops, 6),
             num(e.speedup, 3),
-            e.error_median * 100.0,
-            e.error_p90 * 100.0,
-            e.calibration_pairs,
+            e.error_words(),
             e.rule
         ));
     }
