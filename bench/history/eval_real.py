@@ -19,7 +19,11 @@ indices are mapped back (hpcscope does the same internally). Scores are per seri
 averaged over series (as in the paper); the tables give them per family and overall.
 
 Usage: python3 bench/history/eval_real.py [--split dev|test] [--per-family 24] [--out DIR]
-(`bash bench/history/run.sh` installs the pinned packages of requirements.txt into a virtual
+[--set base|stress] [--exe PATH]
+(`--set stress`: the stress families of evalset.build_stress, long and large series, scored
+for hpcscope robust and E-divisive only, with precision and recall as well; `--exe` runs
+another build of the cpd_eval example, e.g. an older one to compare with;
+`bash bench/history/run.sh` installs the pinned packages of requirements.txt into a virtual
 environment and runs this script and eval.py).
 """
 import argparse
@@ -82,22 +86,75 @@ def run_python_methods(series):
     return found, secs
 
 
+def cpd_eval(a):
+    """The cpd_eval binary: `--exe`, else the release build (built unless `--no-build`)."""
+    if a.exe:
+        return a.exe
+    if not a.no_build:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "hpcscope-history", "--example", "cpd_eval"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "examples", "cpd_eval")
+
+
+def stress(a):
+    """The stress families: hpcscope robust and E-divisive (PELT takes minutes on 100,000 runs
+    without a change, the Python methods longer), per family precision, recall, F1 (margin 5),
+    cover and the changes found per series (true ones in brackets)."""
+    out = a.out or tempfile.mkdtemp(prefix="hpcscope-cpd-stress-")
+    os.makedirs(out, exist_ok=True)
+    series = evalset.build_stress(a.split)
+    sp = os.path.join(out, f"stress_{a.split}.json")
+    json.dump(series, open(sp, "w"))
+    exe = cpd_eval(a)
+    op = os.path.join(out, f"hpcscope_stress_{a.split}.json")
+    subprocess.run([exe, "--series", sp, op, "--methods", "robust,edivisive"], check=True)
+    ours = json.load(open(op))
+    names = {"robust": "hpcscope robust", "edivisive": "hpcscope E-divisive"}
+    found = {f["id"]: f for f in ours["found"]}
+    fams = list(evalset.STRESS_FAMILIES)
+    print(f"stress set ({a.split} split): {len(series)} series; precision / recall / F1 (margin 5) / cover, mean over series; changes found per series [true]")
+    print()
+    print("| family | series | runs | " + " | ".join(names.values()) + " |")
+    print("|---|---:|---:|" + "---|" * len(names))
+    rows = {m: [] for m in names}
+    for s in series:
+        n = len(s["values"])
+        for m in names:
+            pred = sorted(set(found[s["id"]][m]))
+            f1, p, r = f_measure([s["change_points"]], pred, 5, return_pr=True)
+            cov = covering([s["change_points"]], pred, n)
+            rows[m].append((s["family"], p, r, f1, cov, len(pred), len(s["change_points"])))
+    for fam in fams + ["all"]:
+        sel = [s for s in series if fam in ("all", s["family"])]
+        runs = sorted({len(s["values"]) for s in sel})
+        rr = f"{runs[0]:,}" if len(runs) == 1 else f"{runs[0]:,}-{runs[-1]:,}"
+        line = f"| {fam} | {len(sel)} | {rr} |"
+        for m in names:
+            v = [x for x in rows[m] if fam in ("all", x[0])]
+            avg = lambda k: sum(x[k] for x in v) / len(v)  # noqa: E731
+            line += f" {avg(1):.3f} / {avg(2):.3f} / {avg(3):.3f} / {avg(4):.3f}, {avg(5):.2f} [{avg(6):.2f}] |"
+        print(line)
+    print()
+    print("seconds: " + ", ".join(f"{names[k]} {v:.2f}" for k, v in ours["seconds"].items() if k in names))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", default="test", choices=["dev", "test"])
     ap.add_argument("--per-family", type=int, default=24)
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-build", action="store_true", help="use the cpd_eval example already built")
+    ap.add_argument("--set", default="base", choices=["base", "stress"])
+    ap.add_argument("--exe", default=None, help="the cpd_eval binary to run (default: build it)")
     a = ap.parse_args()
+    if a.set == "stress":
+        return stress(a)
     out = a.out or tempfile.mkdtemp(prefix="hpcscope-cpd-real-")
     os.makedirs(out, exist_ok=True)
     series = evalset.build(a.split, a.per_family)
     sp = os.path.join(out, f"series_{a.split}.json")
     json.dump(series, open(sp, "w"))
-    if not a.no_build:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "hpcscope-history", "--example", "cpd_eval"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    exe = os.path.join(target, "release", "examples", "cpd_eval")
+    exe = cpd_eval(a)
     op = os.path.join(out, f"hpcscope_{a.split}.json")
     subprocess.run([exe, "--series", sp, op], check=True)
     ours = json.load(open(op))

@@ -24,6 +24,21 @@ Families of series, each with the index of every true change (first point after 
 Steps are 2 to 8 noise sd (random sign) unless said otherwise, at least 15 runs apart and
 10 from the ends; 0 to 4 per series; lengths 80 to 500. Two disjoint splits: `dev` (seeds
 1000+, recording A) to develop with, `test` (seeds 5000+, recording B) to report.
+
+The stress set (`build_stress`, `eval_real.py --set stress`): families where a detector
+fails at scale or under strong autocorrelation, each a reported failure of hpcscope's
+detectors turned into labelled series:
+
+* tail        one step of 7 to 20 noise sd at 30 to 70 % of a long history (200,000 to
+              1,000,000 runs), then nothing: uniform noise of width w (as timers give) or
+              Gaussian noise; the detectors must not cut the stationary tail;
+* tail1m      the same with 1,000,000 runs: uniform noise [1.00, 1.01], a step to
+              [1.05, 1.06] at run 600,001 (index 600,000);
+* ar1big      300 runs around 100 with three large steps (x1.15 to x1.25 near run 80, x0.82
+              to x0.88 near 170, x1.25 to x1.35 near 240, each moved by up to 10 runs) in
+              AR(1) noise e_t = 0.9 e_(t-1) + N(0, 2 sqrt(1 - 0.81)) (sd 2);
+* iid10k      10,000 runs of i.i.d. noise (uniform or Gaussian), no change;
+* iid100k     100,000 runs of the same, no change.
 """
 import csv
 import json
@@ -178,4 +193,62 @@ def build(split, per_family=24):
             series.append({"id": len(series), "family": fam, "values": vals, "change_points": cps})
     for name, vals, cps in real(split, base):
         series.append({"id": len(series), "family": name.split("/")[0], "name": name, "values": vals, "change_points": cps})
+    return series
+
+
+STRESS_FAMILIES = {"tail": 6, "tail1m": 1, "ar1big": 24, "iid10k": 12, "iid100k": 4}
+
+
+def _iid(rng, n, width):
+    """Uniform noise on [0, width) or Gaussian noise of the same sd, centred."""
+    if rng.random() < 0.5:
+        return rng.uniform(0.0, width, n) - width / 2
+    return rng.standard_normal(n) * width / np.sqrt(12.0)
+
+
+def make_stress(family, seed):
+    rng = np.random.default_rng(seed)
+    if family == "tail":
+        n = int(rng.integers(200_000, 1_000_001))
+        w = 0.01
+        c = int(n * rng.uniform(0.3, 0.7))
+        step = float(rng.uniform(7, 20) * w / np.sqrt(12.0) * rng.choice([-1, 1]))
+        x = 1.0 + _iid(rng, n, w) + np.where(np.arange(n) >= c, step, 0.0)
+        cps = [c]
+    elif family == "tail1m":
+        n = 1_000_000
+        x = rng.uniform(1.00, 1.01, n)
+        x[600_000:] += 0.05
+        cps = [600_000]
+    elif family == "ar1big":
+        n = 300
+        cps = [80 + int(rng.integers(-10, 11)), 170 + int(rng.integers(-10, 11)), 240 + int(rng.integers(-10, 11))]
+        f = [rng.uniform(1.15, 1.25), rng.uniform(0.82, 0.88), rng.uniform(1.25, 1.35)]
+        lev = np.full(n, 100.0)
+        for c, k in zip(cps, f):
+            lev[c:] *= k
+        phi, sd = 0.9, 2.0
+        e = np.zeros(n)
+        e[0] = sd * rng.standard_normal()
+        inn = rng.standard_normal(n) * sd * np.sqrt(1 - phi * phi)
+        for t in range(1, n):
+            e[t] = phi * e[t - 1] + inn[t]
+        x = lev + e
+    elif family in ("iid10k", "iid100k"):
+        n = 10_000 if family == "iid10k" else 100_000
+        x = 1.0 + _iid(rng, n, 0.01)
+        cps = []
+    else:
+        raise ValueError(family)
+    return [float(v) for v in x], [int(c) for c in cps]
+
+
+def build_stress(split):
+    """The stress families (see the module documentation), seeds 2000+ (dev) or 6000+ (test)."""
+    base = 2000 if split == "dev" else 6000
+    series = []
+    for fi, (fam, count) in enumerate(STRESS_FAMILIES.items()):
+        for i in range(count):
+            vals, cps = make_stress(fam, base + 100 * fi + i)
+            series.append({"id": len(series), "family": fam, "values": vals, "change_points": cps})
     return series

@@ -4,9 +4,10 @@
 //!   labelled synthetic histories with their true change points) and `OUT_DIR/hpcscope.json`
 //!   (what the robust detector, E-divisive and PELT found in each, and how long they took),
 //!   and prints precision/recall/F1 per (step, noise) cell.
-//! * `cpd_eval --series IN.json OUT.json` runs the three detectors, default settings, on every
-//!   series of IN.json (`[{"id": .., "values": [number or null, ...]}, ...]`, null = missing)
-//!   and writes their change points and times to OUT.json.
+//! * `cpd_eval --series IN.json OUT.json [--methods robust,edivisive,pelt]` runs the three
+//!   detectors (or those named), default settings, on every series of IN.json
+//!   (`[{"id": .., "values": [number or null, ...]}, ...]`, null = missing) and writes their
+//!   change points and times to OUT.json.
 //! * `cpd_eval --big N` times the detectors on one N-point history.
 
 use std::time::Instant;
@@ -45,7 +46,21 @@ fn main() {
             eprintln!("usage: cpd_eval --series IN.json OUT.json");
             std::process::exit(2);
         };
-        series(inp, out);
+        let only: Vec<String> = match args.iter().position(|a| a == "--methods") {
+            Some(j) => match args.get(j + 1) {
+                Some(v) => v.split(',').map(str::to_string).collect(),
+                None => {
+                    eprintln!("--methods: give a comma-separated list of robust, edivisive, pelt");
+                    std::process::exit(2);
+                }
+            },
+            None => Vec::new(),
+        };
+        if let Some(bad) = only.iter().find(|m| !methods().iter().any(|(n, _)| n == m)) {
+            eprintln!("--methods: unknown method `{bad}`; give robust, edivisive or pelt");
+            std::process::exit(2);
+        }
+        series(inp, out, &only);
         return;
     }
     let Some(out) = args.first().filter(|a| !a.starts_with("--")) else {
@@ -134,7 +149,8 @@ fn main() {
     );
 }
 
-fn series(inp: &str, out: &str) {
+/// Runs the detectors named in `only` (all when empty) on every series of `inp`.
+fn series(inp: &str, out: &str, only: &[String]) {
     let text = std::fs::read_to_string(inp).unwrap_or_else(|e| panic!("reading {inp}: {e}"));
     let all: Vec<serde_json::Value> =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{inp}: not a JSON list: {e}"));
@@ -149,6 +165,9 @@ fn series(inp: &str, out: &str) {
             .collect();
         let mut row = json!({"id": s["id"]});
         for (j, (name, m)) in methods().iter().enumerate() {
+            if !only.is_empty() && !only.iter().any(|o| o == name) {
+                continue;
+            }
             let t0 = Instant::now();
             let d = detect(&values, m);
             secs[j] += t0.elapsed().as_secs_f64();
@@ -160,7 +179,13 @@ fn series(inp: &str, out: &str) {
         }
         found.push(row);
     }
-    let v = json!({"seconds": {"robust": secs[0], "edivisive": secs[1], "pelt": secs[2]}, "found": found});
+    let mut seconds = serde_json::Map::new();
+    for (j, (name, _)) in methods().iter().enumerate() {
+        if only.is_empty() || only.iter().any(|o| o == name) {
+            seconds.insert(name.to_string(), json!(secs[j]));
+        }
+    }
+    let v = json!({"seconds": seconds, "found": found});
     std::fs::write(out, serde_json::to_string(&v).unwrap()).expect("write the output");
 }
 
