@@ -473,21 +473,26 @@ impl Sums {
         s
     }
 
-    /// Moments of segment [a, b).
+    /// Moments of segment [a, b). Times are taken from the segment's start: the sums of t
+    /// and t² over a short segment far into a long history are differences of numbers near
+    /// n³/3, which lose every digit beyond a few 100,000 points (a 7-run segment at run
+    /// 900,000 got a spread of times of 28 ± 60 and with it any slope).
     fn seg(&self, a: usize, b: usize) -> Seg {
-        let n = (b - a) as f64;
-        let st = sum_t(a, b);
-        let tbar = st / n;
+        let len = b - a;
+        let n = len as f64;
+        // Local time u = t − a: Σu = n(n−1)/2, Σ(u − ū)² = n(n² − 1)/12, exactly.
+        let ubar = (n - 1.0) / 2.0;
         let sy = self.y[b] - self.y[a];
         let ybar = sy / n;
-        let sxx = (sum_t2(a, b) - st * tbar).max(0.0);
-        let sxy = (self.ty[b] - self.ty[a]) - st * ybar;
+        let sxx = n * (n * n - 1.0) / 12.0;
+        let suy = (self.ty[b] - self.ty[a]) - a as f64 * sy;
+        let sxy = suy - ubar * sy;
         let syy = ((self.yy[b] - self.yy[a]) - sy * ybar).max(0.0);
         Seg {
             a,
             b,
             n,
-            tbar,
+            tbar: a as f64 + ubar,
             ybar,
             sxx,
             sxy,
@@ -495,42 +500,34 @@ impl Sums {
         }
     }
 
-    /// Σ over consecutive pairs inside [a, b) of e_t e_{t−1}, e_t = y_t − (α + β t).
-    fn lag_resid(&self, a: usize, b: usize, alpha: f64, beta: f64) -> f64 {
+    /// Σ over consecutive pairs inside [a, b) of e_t e_{t−1}, the residuals of the line
+    /// `e_t = y_t − (ybar + beta · (t − tbar))` (`tbar` the segment's mean time), in the
+    /// segment's own time u = t − a (see [`Sums::seg`]).
+    fn lag_resid(&self, a: usize, b: usize, ybar: f64, beta: f64, tbar: f64) -> f64 {
         if b < a + 2 {
             return 0.0;
         }
+        let af = a as f64;
+        // The line in local time: level `al` at u = 0, slope `beta`.
+        let al = ybar - beta * (tbar - af);
         let yab = |x: usize, z: usize| self.y[z] - self.y[x];
-        let tyab = |x: usize, z: usize| self.ty[z] - self.ty[x];
+        // Σ (t − o) y_t over [x, z).
+        let uy = |x: usize, z: usize, o: f64| (self.ty[z] - self.ty[x]) - o * yab(x, z);
         // Σ_{t=a+1}^{b−1} y_t y_{t−1}: lag[b] − lag[a+1].
         let p = self.lag[b] - self.lag[a + 1];
         let s_cur = yab(a + 1, b); // Σ y_t
         let s_prev = yab(a, b - 1); // Σ y_{t−1}
-        let t_prev = tyab(a, b - 1) + yab(a, b - 1); // Σ t y_{t−1}
-        let t1_cur = tyab(a + 1, b) - yab(a + 1, b); // Σ (t−1) y_t
+        // With u = t − a for t = a+1..b−1: Σ (u − 1) y_t and Σ u y_{t−1}.
+        let u1_cur = uy(a + 1, b, af + 1.0);
+        let u_prev = uy(a, b - 1, af - 1.0);
         let q = (b - a - 1) as f64;
-        let st = sum_t(a + 1, b);
-        let st2 = sum_t2(a + 1, b);
-        p - alpha * (s_cur + s_prev) - beta * (t_prev + t1_cur)
-            + q * alpha * alpha
-            + alpha * beta * (2.0 * st - q)
-            + beta * beta * (st2 - st)
+        let su = q * (q + 1.0) / 2.0;
+        let su2 = q * (q + 1.0) * (2.0 * q + 1.0) / 6.0;
+        p - al * (s_cur + s_prev) - beta * (u1_cur + u_prev)
+            + q * al * al
+            + al * beta * (2.0 * su - q)
+            + beta * beta * (su2 - su)
     }
-}
-
-/// Σ t for t in [a, b).
-fn sum_t(a: usize, b: usize) -> f64 {
-    let f = |k: usize| (k as f64) * (k as f64 - 1.0) / 2.0; // Σ_{t<k} t
-    f(b) - f(a)
-}
-
-/// Σ t² for t in [a, b).
-fn sum_t2(a: usize, b: usize) -> f64 {
-    let f = |k: usize| {
-        let k = k as f64;
-        (k - 1.0) * k * (2.0 * k - 1.0) / 6.0
-    };
-    f(b) - f(a)
 }
 
 #[derive(Clone, Copy)]
@@ -595,7 +592,7 @@ impl Ctx<'_> {
         if self.opts.trend && big_n >= 6.0 && sxx > 0.0 {
             let b = (sl.sxy + sr.sxy) / sxx;
             let rss = (sl.syy + sr.syy - b * b * sxx).max(0.0);
-            let step = (sr.ybar - b * sr.tbar) - (sl.ybar - b * sl.tbar);
+            let step = (sr.ybar - sl.ybar) - b * (sr.tbar - sl.tbar);
             let cs = 1.0 / sl.n + 1.0 / sr.n + (sr.tbar - sl.tbar).powi(2) / sxx;
             let lb = sl.ybar + b * (c - sl.tbar);
             fits.push((
@@ -656,10 +653,8 @@ impl Ctx<'_> {
         let sigma = (rss / df0).sqrt().max(self.sigma_floor);
         // Lag-1 autocorrelation of the residuals, pairs inside each segment.
         let rho = if rss > 0.0 {
-            let al = sl.ybar - bl * sl.tbar;
-            let ar = sr.ybar - br * sr.tbar;
-            let num =
-                self.sums.lag_resid(sl.a, sl.b, al, bl) + self.sums.lag_resid(sr.a, sr.b, ar, br);
+            let num = self.sums.lag_resid(sl.a, sl.b, sl.ybar, bl, sl.tbar)
+                + self.sums.lag_resid(sr.a, sr.b, sr.ybar, br, sr.tbar);
             (num / rss).clamp(0.0, self.opts.max_autocorrelation)
         } else {
             0.0
@@ -1012,24 +1007,70 @@ mod tests {
         d.changes.iter().map(|c| c.index).collect()
     }
 
+    /// Σ (t − t̄) y and Σ (y − ȳ)² of y[a..b] with times measured from the segment's mean.
+    fn direct_moments(y: &[f64], a: usize, b: usize) -> (f64, f64, f64) {
+        let ys = &y[a..b];
+        let ym = mean(ys);
+        let tb = (a + b - 1) as f64 / 2.0;
+        let sxx: f64 = (a..b).map(|t| (t as f64 - tb).powi(2)).sum();
+        let sxy: f64 = (a..b).map(|t| (t as f64 - tb) * (y[t] - ym)).sum();
+        let syy: f64 = ys.iter().map(|v| (v - ym).powi(2)).sum();
+        (sxx, sxy, syy)
+    }
+
     #[test]
     fn lag_products_match_a_direct_sum() {
         let y: Vec<f64> = (0..40)
             .map(|i| ((i * 7) % 11) as f64 + 0.1 * i as f64)
             .collect();
         let s = Sums::new(&y);
-        let (a, b, al, be) = (5, 31, 0.7, 0.21);
+        let (a, b, ym, be) = (5, 31, 0.7, 0.21);
+        let tb = s.seg(a, b).tbar;
+        let line = |t: usize| ym + be * (t as f64 - tb);
         let direct: f64 = (a + 1..b)
-            .map(|t| (y[t] - al - be * t as f64) * (y[t - 1] - al - be * (t - 1) as f64))
+            .map(|t| (y[t] - line(t)) * (y[t - 1] - line(t - 1)))
             .sum();
-        assert!((s.lag_resid(a, b, al, be) - direct).abs() < 1e-9);
+        assert!((s.lag_resid(a, b, ym, be, tb) - direct).abs() < 1e-9);
         let g = s.seg(3, 20);
-        let ys = &y[3..20];
-        let ym = mean(ys);
-        let syy: f64 = ys.iter().map(|v| (v - ym).powi(2)).sum();
-        assert!((g.syy - syy).abs() < 1e-9 && (g.ybar - ym).abs() < 1e-12);
-        assert_eq!(sum_t(3, 6), 12.0);
-        assert_eq!(sum_t2(3, 6), 50.0);
+        let (sxx, sxy, syy) = direct_moments(&y, 3, 20);
+        assert!((g.syy - syy).abs() < 1e-9 && (g.ybar - mean(&y[3..20])).abs() < 1e-12);
+        assert!((g.sxx - sxx).abs() < 1e-9 && (g.sxy - sxy).abs() < 1e-9);
+        assert_eq!(g.tbar, 11.0);
+    }
+
+    #[test]
+    fn short_segments_far_into_a_long_history_keep_their_digits() {
+        // A million points of noise 17 sd above the median (the tail after a step, in the
+        // detector's units). The sums of t and t² over a 7-run segment at run 777,568 used
+        // to be differences of numbers near 2·10^17: sxx came out as 28 ± 60, the slope of
+        // that segment as anything, and the "step" of a trend model as -25 noise sd.
+        let y: Vec<f64> = noise(1_000_000, 9, 1.0).iter().map(|v| 17.0 + v).collect();
+        let s = Sums::new(&y);
+        for (a, b) in [(777_568, 777_575), (999_990, 1_000_000), (600_000, 777_568)] {
+            let g = s.seg(a, b);
+            let (sxx, sxy, syy) = direct_moments(&y, a, b);
+            assert!(
+                (g.sxx - sxx).abs() <= 1e-9 * sxx,
+                "{a}..{b}: {} vs {sxx}",
+                g.sxx
+            );
+            // A slope error below a thousandth of a noise sd over the segment.
+            let tol = 1e-6 * (sxx * syy).sqrt() + 1e-3 * sxx.sqrt();
+            assert!((g.sxy - sxy).abs() <= tol, "{a}..{b}: {} vs {sxy}", g.sxy);
+            assert!((g.syy - syy).abs() <= 1e-6 * syy + 1e-6, "{a}..{b}");
+        }
+        let opts = RobustOptions::default();
+        let ctx = Ctx {
+            sums: &s,
+            beta: 3.0 * (1e6f64).ln(),
+            sigma_floor: 0.5,
+            opts: &opts,
+        };
+        // A 7-run stretch of the same noise is no step.
+        for tau in [777_568, 904_864, 999_993] {
+            let t = ctx.test(600_000, tau, (tau + 7).min(1_000_000));
+            assert!(t.step.abs() < 3.0 && t.strength < 1.0, "{tau}: {t:?}");
+        }
     }
 
     #[test]
