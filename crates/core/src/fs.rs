@@ -63,7 +63,8 @@ pub struct SameFile {
 
 impl fmt::Display for SameFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let same = if self.output == self.other {
+        let output = std::path::absolute(&self.output).unwrap_or_else(|_| self.output.clone());
+        let same = if self.output == self.other || output == self.other {
             String::new()
         } else {
             format!(" '{}'", self.other.display())
@@ -301,6 +302,21 @@ impl Outputs {
                 .collect(),
             ..Outputs::default()
         }
+    }
+
+    /// Also refuses the files `outputs` (the outputs of the command already written by other
+    /// sets): each is another output of the same command.
+    pub fn written_before<P: AsRef<Path>>(mut self, outputs: impl IntoIterator<Item = P>) -> Self {
+        for p in outputs {
+            let p = p.as_ref();
+            if let Some(id) = Destination::of(p).ok().and_then(|d| match d {
+                Destination::File(t) => file_id(&t),
+                _ => None,
+            }) {
+                self.taken.push((id, p.to_path_buf()));
+            }
+        }
+        self
     }
 
     /// Stages `contents` for `path`: a regular file's temporary file is written and flushed

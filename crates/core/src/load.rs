@@ -386,7 +386,7 @@ pub fn text(bytes: Vec<u8>) -> std::result::Result<String, String> {
 /// Reads a whole text file (bounded, see [`read_bytes`]; see [`text`]); the error says what
 /// the file was for (`what`) and how to fix it.
 pub fn read(p: &Path, what: &str, fix: &str) -> Result<String> {
-    let e = |msg: String| -> crate::Error {
+    let e = |msg: String, fix: &str| -> crate::Error {
         InputError::new(
             p.display().to_string(),
             "",
@@ -395,8 +395,12 @@ pub fn read(p: &Path, what: &str, fix: &str) -> Result<String> {
         )
         .into()
     };
-    let bytes = read_text_bytes(p).map_err(|r| e(r.to_string()))?;
-    text(bytes).map_err(e)
+    let bytes = read_text_bytes(p).map_err(|r| match r {
+        // These say their own fix (the limit to raise, the variable to correct).
+        ReadError::TooLarge { .. } | ReadError::BadLimit(_) => e(r.to_string(), ""),
+        r => e(r.to_string(), fix),
+    })?;
+    text(bytes).map_err(|m| e(m, fix))
 }
 
 /// `arg` resolved against `base` (the directory of the file that names it), unless absolute.
