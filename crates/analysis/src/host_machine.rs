@@ -17,7 +17,7 @@ const GENERATION: u32 = 2;
 /// The key of this machine in the cache: its fingerprint, the hpcscope version and the
 /// generation of the description.
 pub fn cache_key() -> String {
-    let f = hpcscope_host::Fingerprint::current(None).unwrap_or_default();
+    let f = hpcscope_host::Fingerprint::current();
     format!("{}-{}-g{GENERATION}", f.id(), env!("CARGO_PKG_VERSION"))
 }
 

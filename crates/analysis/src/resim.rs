@@ -76,10 +76,12 @@ fn cache_file(dir: &Path, program_key: &str, geometry: &str) -> PathBuf {
 /// The cached profile at `path`: `Ok(None)` when there is none, `Err` (a remark) when a
 /// file is there but is not a valid profile (it is simulated again and overwritten).
 fn read_cached(path: &Path) -> std::result::Result<Option<Profile>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    use hpcscope_core::load::{ReadError, read_text_bytes, text};
+    let text = match read_text_bytes(path).map(text) {
+        Ok(Ok(t)) => t,
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", path.display())),
+        Ok(Err(m)) => return Err(format!("{}: {m}", path.display())),
     };
     Profile::from_json_str(&text, &path.display().to_string())
         .map(Some)

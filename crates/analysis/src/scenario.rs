@@ -76,10 +76,10 @@ pub struct ProfileCaches {
 type RunProfiles = Vec<Vec<hpcscope_core::Profile>>;
 
 fn read_report(dir: &Path) -> RunProfiles {
-    let Ok(text) = std::fs::read_to_string(dir.join("mix-report.json")) else {
+    let Ok(text) = load::read_text_bytes(&dir.join("mix-report.json")) else {
         return Vec::new();
     };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else {
         return Vec::new();
     };
     v["variants"]

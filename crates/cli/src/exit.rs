@@ -55,6 +55,7 @@ fn classify(e: &(dyn StdError + 'static)) -> Option<ErrorKind> {
         hpcscope_core::Failure,
         hpcscope_core::Error,
         hpcscope_core::InputError,
+        hpcscope_core::load::BadLimit,
         hpcscope_bench::BenchError,
         hpcscope_mix::MixError,
         hpcscope_counters::Error,

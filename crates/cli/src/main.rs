@@ -72,6 +72,8 @@ enum Command {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // A bad input limit is refused before any work, not after a run whose input it bounds.
+    hpcscope_core::load::max_input_bytes()?;
     match cli.command {
         Command::Machine(c) => cmd::machine::run(c),
         Command::Roofline(a) => cmd::roofline::run(&a),

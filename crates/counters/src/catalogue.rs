@@ -539,10 +539,7 @@ impl Catalogue {
 
     /// Adds a user recipe file (checked), which takes precedence over shipped ones.
     pub fn add_recipe_file(&mut self, path: &std::path::Path) -> Result<&Recipe> {
-        let src = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
+        let src = crate::import::read_text(path)?;
         let origin = path.display().to_string();
         let r = Recipe::parse(&src, &origin)?;
         for v in [Variant::AsPublished, Variant::Corrected] {

@@ -23,10 +23,8 @@ use crate::raw::{Collector, Count, RawData};
 /// the symbol tables (`.symtab`, then `.dynsym`), through the loadable segment holding it.
 pub fn function_offset(path: &Path, name: &str) -> Result<u64> {
     use object::{Object, ObjectSegment, ObjectSymbol};
-    let data = std::fs::read(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+    let data =
+        hpcscope_core::load::read_bytes(path).map_err(|e| crate::import::read_error(path, e))?;
     let bad = |m: &str| Error::Input(format!("{}: {m}", path.display()));
     let file = object::File::parse(&*data)
         .map_err(|e| bad(&format!("not an ELF file this host can read ({e})")))?;

@@ -26,7 +26,7 @@
 //! let mut store = Store::open(dir.path().join("history.sqlite")).unwrap();
 //! for t in [1.00, 1.01, 0.99, 1.00, 1.12] {
 //!     let mut run = RunRecord::new("./stream --size 1G", "bench");
-//!     run.fingerprint = Fingerprint::current(None).unwrap();
+//!     run.fingerprint = Fingerprint::current();
 //!     run.metrics.push(Metric::new("time_s", t, "s"));
 //!     run.tags.insert("kernel".into(), "triad".into());
 //!     store.record(&run).unwrap();

@@ -136,10 +136,7 @@ pub fn record_json_result(
     };
     let mut store = Store::open(&path)?;
     let mut run = RunRecord::new(command, source);
-    run.fingerprint = Fingerprint::current(None).map_err(|e| HistoryError::Io {
-        path: PathBuf::from("/proc/cpuinfo"),
-        source: e,
-    })?;
+    run.fingerprint = Fingerprint::current();
     if let Ok(cwd) = std::env::current_dir() {
         run.git = GitInfo::detect(&cwd);
     }

@@ -1,12 +1,10 @@
 //! What identifies the machine a run ran on. Runs on different fingerprints are not compared
 //! unless asked: a new CPU, kernel, frequency governor or machine file is not a code change.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 
 use crate::facts;
-use crate::hash::{sha256_file, sha256_hex};
+use crate::hash::sha256_hex;
 
 /// The identity of a machine.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -75,28 +73,24 @@ impl Fingerprint {
     }
 
     /// Fingerprint of this machine (fields that cannot be read are left empty).
-    /// `machine_file` ties the run to an hpcscope machine description.
-    pub fn current(machine_file: Option<&Path>) -> std::io::Result<Fingerprint> {
-        let (machine_file, machine_file_sha256) = match machine_file {
-            Some(p) => (
-                Some(
-                    p.file_name()
-                        .map(|f| f.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| p.display().to_string()),
-                ),
-                Some(sha256_file(p)?),
-            ),
-            None => (None, None),
-        };
-        Ok(Fingerprint {
+    pub fn current() -> Fingerprint {
+        Fingerprint {
             cpu_model: facts::cpu_model(),
             cpu_count: facts::logical_cpus(),
             kernel: facts::kernel_release().unwrap_or_default(),
             governor: facts::governor(),
-            machine_file,
-            machine_file_sha256,
+            machine_file: None,
+            machine_file_sha256: None,
             hostname: facts::hostname().or_else(|| std::env::var("HOSTNAME").ok()),
-        })
+        }
+    }
+
+    /// The fingerprint tied to an hpcscope machine description: its file name and the
+    /// contents the caller read (with the input limit: a file is never read here).
+    pub fn with_machine_file(mut self, name: &str, contents: &[u8]) -> Fingerprint {
+        self.machine_file = Some(name.to_string());
+        self.machine_file_sha256 = Some(sha256_hex(contents));
+        self
     }
 }
 
@@ -127,7 +121,14 @@ mod tests {
         c.governor = Some("powersave".into());
         assert_ne!(a.id(), c.id());
         assert_eq!(a.diff(&c)[0].0, "governor");
-        let here = Fingerprint::current(None).unwrap();
+        let here = Fingerprint::current();
         assert!(here.cpu_count >= 1 && !here.cpu_model.is_empty());
+        let tied = here.clone().with_machine_file("m.toml", b"abc");
+        assert_eq!(tied.machine_file.as_deref(), Some("m.toml"));
+        assert_eq!(
+            tied.machine_file_sha256.as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        assert_ne!(tied.id(), here.id());
     }
 }

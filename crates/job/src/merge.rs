@@ -422,9 +422,9 @@ pub fn list_jobs(run_dir: &Path) -> Result<Vec<JobDir>> {
                     continue;
                 }
                 files += 1;
-                if let Ok(v) = std::fs::read_to_string(e.path())
+                if let Ok(v) = hpcscope_core::load::read_text_bytes(&e.path())
                     .map_err(|_| ())
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|_| ()))
+                    .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t).map_err(|_| ()))
                 {
                     if let Some(t) = v["started_unix"].as_f64() {
                         started = Some(started.map_or(t, |s| s.min(t)));
@@ -499,7 +499,7 @@ fn scan(dir: &Path) -> Result<Scan> {
         if !is_rank_file(&n) {
             continue;
         }
-        let text = match std::fs::read(&path) {
+        let text = match hpcscope_core::load::read_bytes(&path) {
             Ok(b) => b,
             Err(e) => {
                 s.unreadable
@@ -1361,12 +1361,11 @@ pub fn load_reference(p: &Path) -> Result<ReferenceInfo> {
             ),
         }
     } else {
-        let text = std::fs::read_to_string(p).with_context(|| {
-            format!(
-                "cannot read the reference {}; give a run directory or the JSON of `hpcscope merge --format json`",
-                p.display()
-            )
-        })?;
+        let text = hpcscope_core::load::read(
+            p,
+            "the reference",
+            "give a run directory or the JSON of `hpcscope merge --format json`",
+        )?;
         serde_json::from_str(&text).with_context(|| {
             format!(
                 "--reference {}: not the JSON of `hpcscope merge --format json` (one job)",

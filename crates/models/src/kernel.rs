@@ -225,12 +225,24 @@ pub fn with_spills(counts: &ClassCounts, s: &Spills) -> ClassCounts {
     c
 }
 
+/// The bytes of the binary `path`, bounded by the input limit
+/// ([`hpcscope_core::load::read_bytes`]).
+fn read_binary(path: &Path) -> Result<Vec<u8>> {
+    hpcscope_core::load::read_bytes(path).map_err(|e| match e {
+        hpcscope_core::load::ReadError::Io(source) => ModelError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => ModelError::Binary {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    })
+}
+
 /// The instruction set of an ELF binary (`x86-64` or `aarch64`), to pick its class table.
 pub fn binary_isa(path: &Path) -> Result<&'static str> {
-    let data = std::fs::read(path).map_err(|e| ModelError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+    let data = read_binary(path)?;
     let file = object::File::parse(&*data).map_err(|e| ModelError::Binary {
         path: path.to_path_buf(),
         message: format!("not an ELF/object file this tool reads: {e}"),
@@ -247,10 +259,7 @@ pub fn binary_isa(path: &Path) -> Result<&'static str> {
 
 /// Extracts and classifies the loops of a function (or address range) of an ELF binary.
 pub fn extract(path: &Path, sel: &Selector, table: &ClassTable) -> Result<KernelReport> {
-    let data = std::fs::read(path).map_err(|e| ModelError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+    let data = read_binary(path)?;
     let bin = |m: String| ModelError::Binary {
         path: path.to_path_buf(),
         message: m,

@@ -12,13 +12,25 @@ use crate::error::BenchError;
 /// Reads and validates the machine file of `--update` before anything is measured, so a bad
 /// file fails in a second: its text and the machine.
 pub fn read_machine(p: &Path) -> Result<(String, Machine), BenchError> {
-    let src = std::fs::read_to_string(p).map_err(|e| {
-        BenchError::bad_input(
-            "--update",
-            format!("cannot read '{}': {e}", p.display()),
-            "give an existing machine file; write one first with `hpcscope bench --quick -o FILE` or copy one (`hpcscope machine show ID --format toml`)",
-        )
-    })?;
+    let src = hpcscope_core::load::read_text_bytes(p)
+        .map_err(|e| {
+            let fix = match e {
+                hpcscope_core::load::ReadError::Io(_) => {
+                    "give an existing machine file; write one first with `hpcscope bench --quick -o FILE` or copy one (`hpcscope machine show ID --format toml`)"
+                }
+                _ => "give a machine file (TOML)",
+            };
+            BenchError::bad_input("--update", format!("cannot read '{}': {e}", p.display()), fix)
+        })
+        .and_then(|b| {
+            hpcscope_core::load::text(b).map_err(|m| {
+                BenchError::bad_input(
+                    "--update",
+                    format!("'{}': {m}", p.display()),
+                    "give a machine file (TOML)",
+                )
+            })
+        })?;
     let m = Machine::from_toml_str(&src, &p.display().to_string()).map_err(|e| {
         BenchError::bad_input(
             "--update",

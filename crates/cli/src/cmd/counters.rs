@@ -723,8 +723,11 @@ fn mix_suite(kernels: &[suite::Kernel]) -> Result<validate::SuiteReport> {
 fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
     if !a.synthetic && !a.triad {
         let rep = if let Some(f) = &a.counted {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read {}", f.display()))?;
+            let text = hpcscope_core::load::read(
+                f,
+                "the counted file",
+                "give the JSON of counts this command describes (--help)",
+            )?;
             validate::validate_file(&text, &f.display().to_string())?
         } else if a.counted_by == CountedBy::Mix {
             // The widths QEMU's TCG emulates (no AVX-512).

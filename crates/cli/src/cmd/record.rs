@@ -65,12 +65,20 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let path = args.db.path()?;
     // Open (and migrate) the store before running anything, so a bad store fails fast.
     let mut store = Store::open(&path)?;
-    let fingerprint = Fingerprint::current(args.machine.as_deref()).with_context(|| {
-        format!(
-            "cannot read the machine file {} (--machine)",
-            args.machine.as_deref().unwrap_or(Path::new("")).display()
-        )
-    })?;
+    let mut fingerprint = Fingerprint::current();
+    if let Some(m) = &args.machine {
+        // Bounded, as every input: a device that never ends is refused, not hashed forever.
+        let text = hpcscope_core::load::read(
+            m,
+            "the machine file (--machine)",
+            "give an hpcscope machine file (TOML)",
+        )?;
+        let name = m
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| m.display().to_string());
+        fingerprint = fingerprint.with_machine_file(&name, text.as_bytes());
+    }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let git = GitInfo::detect(&cwd);
     let binary = resolve_program(&args.command[0]);
@@ -82,6 +90,8 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         eprintln!("warm-up {}/{}: {:.4} s", i + 1, args.warmup, m.wall_s);
     }
     let mut failed = None;
+    // Runs whose --metrics-json was refused: recorded with their times, reported at the end.
+    let mut refused: Vec<(i64, String)> = Vec::new();
     eprintln!(
         "recording {} run(s) of `{command}` into {} (machine {})",
         args.runs,
@@ -109,19 +119,21 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             Metric::new("user_s", m.user_s, "s"),
             Metric::new("sys_s", m.sys_s, "s"),
         ];
-        if let Some(p) = &args.metrics_json {
-            let text = std::fs::read_to_string(p).with_context(|| {
-                format!(
-                    "run {}: the command did not write {} (--metrics-json); write a JSON object of numbers there",
-                    i + 1,
-                    p.display()
-                )
-            })?;
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not valid JSON (--metrics-json)", p.display()))?;
-            r.add_json_metrics("", &v);
+        // The run is measured: a metrics file that cannot be taken loses its numbers, never
+        // the run.
+        let metrics = args.metrics_json.as_deref().map(metrics_of);
+        if let Some(Ok(v)) = &metrics {
+            r.add_json_metrics("", v);
         }
         let id = store.record(&r)?;
+        if let Some(Err(why)) = metrics {
+            eprintln!(
+                "run {}/{} -> #{id}: {why}; the run is recorded with its times only",
+                i + 1,
+                args.runs
+            );
+            refused.push((id, why));
+        }
         eprintln!(
             "run {}/{} -> #{id}: {:.4} s (user {:.4} s, sys {:.4} s){}",
             i + 1,
@@ -138,6 +150,14 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         if m.exit_status != Some(0) {
             failed = Some(m.exit_status);
         }
+    }
+    if let Some((_, why)) = refused.first() {
+        let ids: Vec<String> = refused.iter().map(|(id, _)| format!("#{id}")).collect();
+        bail!(
+            "{why}; run(s) {} are recorded without the numbers of --metrics-json (their times \
+             are kept): fix what the command writes there",
+            ids.join(", ")
+        );
     }
     if let Some(status) = failed {
         bail!(
@@ -182,15 +202,9 @@ fn run_rank(args: &RecordArgs) -> Result<ExitCode> {
         "tags": args.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
     });
     if let Some(p) = &metrics_path {
-        match std::fs::read_to_string(p)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        {
-            Some(v) => data["metrics"] = v,
-            None => out.notes.push(format!(
-                "--metrics-json: {} is missing or not JSON after the run",
-                p.display()
-            )),
+        match metrics_of(p) {
+            Ok(v) => data["metrics"] = v,
+            Err(why) => out.notes.push(why),
         }
     }
     out.data = data;
@@ -247,6 +261,39 @@ fn write_slurm(args: &RecordArgs) -> Result<ExitCode> {
     };
     args.slurm.write(&plan)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The numbers the command wrote to `p` (`--metrics-json`), read with the input limit; the
+/// error says what is wrong with the file and how to fix it.
+fn metrics_of(p: &Path) -> std::result::Result<serde_json::Value, String> {
+    if !p.exists() {
+        return Err(format!(
+            "the command did not write {} (--metrics-json): write a JSON object of numbers there",
+            p.display()
+        ));
+    }
+    let text = hpcscope_core::load::read(
+        p,
+        "the metrics file (--metrics-json)",
+        "write a JSON object of numbers there",
+    )
+    .map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            format!(
+                "{}: JSON nested deeper than 128 levels at line {} column {} (--metrics-json): \
+                 write a JSON object of numbers, nested less",
+                p.display(),
+                e.line(),
+                e.column()
+            )
+        } else {
+            format!(
+                "{}: not valid JSON (--metrics-json): {e}: write a JSON object of numbers there",
+                p.display()
+            )
+        }
+    })
 }
 
 fn cannot_run(prog: &str) -> String {

@@ -67,10 +67,29 @@ impl Format {
     }
 }
 
+/// Why the file `path` could not be read ([`hpcscope_core::load`]): the system's error, or
+/// what is wrong with the file (too large, not text) as bad input.
+pub(crate) fn read_error(path: &Path, e: hpcscope_core::load::ReadError) -> Error {
+    match e {
+        hpcscope_core::load::ReadError::Io(source) => Error::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => Error::Input(format!("{}: {other}", path.display())),
+    }
+}
+
+/// The text of the file `path`, bounded by the input limit
+/// ([`hpcscope_core::load::read_text_bytes`]).
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    let bytes = hpcscope_core::load::read_text_bytes(path).map_err(|e| read_error(path, e))?;
+    hpcscope_core::load::text(bytes).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
+}
+
 /// Imports a file; `format` `None` guesses from the content. `label` names the configuration.
 pub fn import_file(path: &Path, format: Option<Format>, label: &str) -> Result<RawData> {
     let origin = path.display().to_string();
-    let bytes = hpcscope_core::load::read_bytes(path).map_err(|e| match e {
+    let bytes = hpcscope_core::load::read_text_bytes(path).map_err(|e| match e {
         hpcscope_core::load::ReadError::Io(source) => Error::Io {
             path: path.to_path_buf(),
             source,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hpcscope_core::kerncraft::{self, ImportOverrides};
 
@@ -62,7 +62,11 @@ pub fn import(a: &ImportArgs) -> Result<ExitCode> {
         anyhow::bail!("--dp-flops-per-cycle {n}: give a positive number, e.g. 32");
     }
     let origin = a.file.display().to_string();
-    let src = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read {origin}"))?;
+    let src = hpcscope_core::load::read(
+        &a.file,
+        "the Kerncraft machine file",
+        "give a Kerncraft or OSACA machine file (YAML)",
+    )?;
     let stem = a
         .file
         .file_stem()
