@@ -846,3 +846,232 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
     }
     t.report("read-only");
 }
+
+/// Runs `args` and checks that it is refused as bad usage (exit 2) with `why` said, and that
+/// each of `intact` still holds its bytes (`(file, bytes before)`).
+fn refused_intact(
+    t: &mut Tally,
+    what: &str,
+    args: &[&std::ffi::OsStr],
+    intact: &[(&Path, Vec<u8>)],
+) {
+    let o = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    t.check(
+        o.status.code() == Some(2) && err.contains("is the same file as"),
+        || format!("{what}: exit {:?}: {err}", o.status.code()),
+    );
+    for (p, before) in intact {
+        t.check(std::fs::read(p).ok().as_ref() == Some(before), || {
+            format!("{what}: {} was changed", p.display())
+        });
+    }
+}
+
+#[test]
+fn an_output_naming_an_input_or_another_output_is_refused_and_the_input_is_intact() {
+    use std::ffi::OsStr;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = Tally::default();
+    let os = |p: &Path| p.as_os_str().to_owned();
+    // The history store: `history list --db H -o H` replaced the store with its CSV, exit 0.
+    let db = d.join("h.db");
+    let o = bin()
+        .args(["record", "-n", "2", "--db"])
+        .arg(&db)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let hard = d.join("hard.db");
+    std::fs::hard_link(&db, &hard).unwrap();
+    let soft = d.join("soft.db");
+    std::os::unix::fs::symlink("h.db", &soft).unwrap();
+    let store = std::fs::read(&db).unwrap();
+    for out in [&db, &hard, &soft, &d.join(".").join("h.db")] {
+        let args = [
+            OsStr::new("history"),
+            OsStr::new("list"),
+            OsStr::new("--db"),
+        ];
+        let mut a: Vec<std::ffi::OsString> = args.iter().map(|s| s.to_os_string()).collect();
+        a.extend([os(&db), "-o".into(), os(out)]);
+        let a: Vec<&OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        refused_intact(
+            &mut t,
+            &format!("history list -o {}", out.display()),
+            &a,
+            &[(&db, store.clone())],
+        );
+    }
+    let n = history_count(&db);
+    t.check(n.as_ref().is_ok_and(|&n| n == 2), || {
+        format!("the store after the refusals: {n:?}")
+    });
+    // roofline: -o naming its profile or its machine file; --svg X -o X.
+    let prof = d.join("p.json");
+    std::fs::copy(root().join("examples/scenarios/tx2-source.json"), &prof).unwrap();
+    let mach = d.join("m.toml");
+    let o = bin()
+        .args(["machine", "show", "thunderx2", "--format", "toml"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(&mach, &o.stdout).unwrap();
+    let pb = std::fs::read(&prof).unwrap();
+    let mb = std::fs::read(&mach).unwrap();
+    let inputs = [(prof.as_path(), pb.clone()), (mach.as_path(), mb.clone())];
+    for out in [&prof, &mach] {
+        let a = [
+            OsStr::new("roofline"),
+            OsStr::new("-m"),
+            mach.as_os_str(),
+            OsStr::new("-p"),
+            prof.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ];
+        refused_intact(
+            &mut t,
+            &format!("roofline -o {}", out.display()),
+            &a,
+            &inputs,
+        );
+    }
+    let chart = d.join("x.svg");
+    let a = [
+        OsStr::new("roofline"),
+        OsStr::new("-m"),
+        mach.as_os_str(),
+        OsStr::new("-p"),
+        prof.as_os_str(),
+        OsStr::new("--svg"),
+        chart.as_os_str(),
+        OsStr::new("-o"),
+        chart.as_os_str(),
+    ];
+    refused_intact(&mut t, "roofline --svg X -o X", &a, &inputs);
+    t.check(!chart.exists(), || "--svg X -o X wrote X".into());
+    // explore: -o naming its scenario, or a profile the scenario names.
+    let sc = d.join("sc");
+    std::fs::create_dir(&sc).unwrap();
+    for e in std::fs::read_dir(root().join("examples/scenarios")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), sc.join(e.file_name())).unwrap();
+    }
+    let scenario = sc.join("tx2-sve-hbm.toml");
+    let named = sc.join("sve-128.json");
+    let intact = [
+        (scenario.as_path(), std::fs::read(&scenario).unwrap()),
+        (named.as_path(), std::fs::read(&named).unwrap()),
+    ];
+    for out in [&scenario, &named] {
+        let a = [
+            OsStr::new("explore"),
+            scenario.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ];
+        refused_intact(
+            &mut t,
+            &format!("explore -o {}", out.display()),
+            &a,
+            &intact,
+        );
+    }
+    // Another file is written as before.
+    let ok = d.join("explore.txt");
+    let o = bin()
+        .arg("explore")
+        .arg(&scenario)
+        .arg("-o")
+        .arg(&ok)
+        .output()
+        .unwrap();
+    t.check(o.status.success() && ok.exists(), || {
+        format!(
+            "explore -o another file: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    t.report("outputs over inputs");
+}
+
+/// A working directory whose name is not UTF-8 (Latin-1 `caf\xe9`, which `cd` leaves in
+/// `PWD`) and a recorded variable that is not UTF-8: `record`, `counters run` and any
+/// `--record` panicked reading the environment (exit 101). Each now runs to its own end,
+/// and what the store keeps of such bytes is marked with U+FFFD.
+#[test]
+fn a_working_directory_named_in_latin1_is_no_fault() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let latin1 = dir.path().join(OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&latin1).unwrap();
+    let db = dir.path().join("h.db");
+    let mut t = Tally::default();
+    let run = |args: &[String]| -> Output {
+        bin()
+            .current_dir(&latin1)
+            .env("PWD", &latin1)
+            .env("OMP_PLACES", OsStr::from_bytes(b"cores(caf\xe9)"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let db_arg = db.display().to_string();
+    // Relative output files: into the directory itself.
+    let mut roofline = roofline_args(Path::new("roof.txt"));
+    roofline.extend(["--record".into(), "--db".into(), db_arg.clone()]);
+    for (args, ok_codes) in [
+        (
+            vec![
+                "record".into(),
+                "--db".into(),
+                db_arg.clone(),
+                "--".into(),
+                "true".into(),
+            ],
+            &[0][..],
+        ),
+        (roofline, &[0]),
+        // Without hardware counters here, `counters run` may end with an environment
+        // limit (exit 3); it must not panic.
+        (
+            ["counters", "run", "--", "true"].map(String::from).to_vec(),
+            &[0, 3],
+        ),
+    ] {
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        t.check(
+            o.status.code().is_some_and(|c| ok_codes.contains(&c)) && !err.contains("panicked"),
+            || format!("{args:?}: exit {:?}\n{err}", o.status.code()),
+        );
+    }
+    // Both recorded runs keep the variable, its bytes marked, and the directory.
+    let o = bin()
+        .args(["history", "list", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let runs = v.as_array().cloned().unwrap_or_default();
+    t.check(runs.len() == 2, || {
+        format!("{} runs stored, not 2", runs.len())
+    });
+    for r in &runs {
+        let rec = &r["record"];
+        t.check(rec["env"]["OMP_PLACES"] == "cores(caf\u{FFFD})", || {
+            format!("OMP_PLACES stored as {}", rec["env"]["OMP_PLACES"])
+        });
+        t.check(
+            rec["cwd"]
+                .as_str()
+                .is_some_and(|c| c.ends_with("/caf\u{FFFD}")),
+            || format!("cwd stored as {}", rec["cwd"]),
+        );
+    }
+    t.report("a working directory named in Latin-1");
+}

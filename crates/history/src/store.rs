@@ -672,6 +672,8 @@ impl Store {
         }
         check_existing(&path)?;
         check_writable(&path)?;
+        // No output of the command may replace the store.
+        hpcscope_core::fs::note_input(&path);
         let conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -713,6 +715,7 @@ impl Store {
             return Err(HistoryError::Missing { path });
         }
         check_existing(&path)?;
+        hpcscope_core::fs::note_input(&path);
         let conn = open_reader(&path)?;
         let store = Store { conn, path };
         let v = store.schema_version()?;

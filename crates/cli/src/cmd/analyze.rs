@@ -192,14 +192,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
 fn write_report(a: &AnalyzeArgs, json: &str, page: &str) -> Result<()> {
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("cannot create {}", a.output.display()))?;
-    // Both staged first: a failure (a full disk) leaves neither half of the pair.
-    let mut set = hpcscope_core::fs::Outputs::new();
-    for (name, text) in [("result.json", json), ("report.html", page)] {
-        let p = a.output.join(name);
-        set.add(&p, text.as_bytes().to_vec())
-            .with_context(|| format!("cannot write '{}'", p.display()))?;
-    }
-    set.commit()
+    // Both staged first: a failure (a full disk) leaves neither half of the pair, and
+    // neither replaces an input.
+    let (j, h) = (a.output.join("result.json"), a.output.join("report.html"));
+    crate::output::write_files(&[(&j, json), (&h, page)])
         .with_context(|| format!("cannot write the report into {}", a.output.display()))
 }
 

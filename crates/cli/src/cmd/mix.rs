@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 use hpcscope_mix::{MixOptions, MixReport, analyze};
 
-use crate::output::{Format, Table, emit, num, render, write_atomic};
+use crate::output::{Format, Table, emit, num, render, write_atomic, write_files};
 use hpcscope_core::load;
 
 /// Arguments of `mix`.
@@ -171,6 +171,7 @@ pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
     }
     std::fs::create_dir_all(out)
         .map_err(|e| anyhow::anyhow!("cannot create directory {}: {e}", out.display()))?;
+    let mut texts = Vec::new();
     for v in &r.variants {
         for p in &v.profiles {
             let f = out.join(profile_file(
@@ -178,13 +179,19 @@ pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
                 v.sve_bits,
                 p.machine.as_deref().unwrap_or("machine"),
             ));
-            write_atomic(&f, &p.to_json_string())?;
+            texts.push(p.to_json_string());
             written.push(f);
         }
     }
-    let rep = out.join("mix-report.json");
-    write_atomic(&rep, &(serde_json::to_string_pretty(r)? + "\n"))?;
-    written.push(rep);
+    texts.push(serde_json::to_string_pretty(r)? + "\n");
+    written.push(out.join("mix-report.json"));
+    // All together: none is left when one cannot be written, and none replaces another.
+    let files: Vec<(&Path, &str)> = written
+        .iter()
+        .zip(&texts)
+        .map(|(p, t)| (p.as_path(), t.as_str()))
+        .collect();
+    write_files(&files)?;
     Ok(written)
 }
 

@@ -2,17 +2,17 @@
 //! scheduler, page faults, block and file I/O, user functions, USDT probes, rates over time)
 //! and print a summary per level.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use hpcscope_core::{Classify, ErrorKind};
 use hpcscope_job::rank::{Exit, Outcome};
 use hpcscope_trace::mpitime::MpiTime;
 use hpcscope_trace::{FunctionSpec, Probes, TraceOptions, TraceOutcome};
 
-use crate::output::{Format, Table, emit, render, write_atomic};
+use crate::output::{Format, Table, emit, emit_with, render};
 
 /// Arguments of `trace`.
 #[derive(Args, Debug)]
@@ -195,10 +195,11 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     let opts = options(a)?;
     hpcscope_trace::install_signal_handlers();
     let out = hpcscope_trace::trace(&opts)?;
+    // The side files and the result, written together (all or none, none over another).
+    let mut files: Vec<(&Path, String)> = Vec::new();
     if let Some(path) = &a.timeline {
         let json = serde_json::to_string(&out.report.chrome_trace())?;
-        write_atomic(path, &(json + "\n"))
-            .with_context(|| format!("writing the timeline {}", path.display()))?;
+        files.push((path, json + "\n"));
     }
     let text = match a.format {
         Format::Table => text(&out),
@@ -226,10 +227,10 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
             &format!("hpcscope trace: {}", out.report.target),
             &sections,
         );
-        write_atomic(path, &page)
-            .with_context(|| format!("writing the HTML report {}", path.display()))?;
+        files.push((path, page));
     }
-    emit(&text, a.output.as_deref())?;
+    let files: Vec<(&Path, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    emit_with(&text, a.output.as_deref(), &files)?;
     if let Some(line) = a
         .record
         .store("trace", &out.report.target, &summary(&out))?

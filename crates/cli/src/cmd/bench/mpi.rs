@@ -17,7 +17,7 @@ use hpcscope_bench::mpi::machine_file::{link_toml, read_machine, upsert_network}
 use hpcscope_bench::mpi::render::{chart_svg, csv_table, text_report};
 use hpcscope_core::machine::Placement;
 
-use crate::output::{num, write_atomic};
+use crate::output::num;
 
 /// Output format of `bench mpi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -311,16 +311,11 @@ fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
         MpiFormat::Table => text_report(&report, false),
         MpiFormat::Md => text_report(&report, true),
     };
-    if let Some(svg) = &a.svg {
-        write_atomic(svg, &chart_svg(&report)).map_err(|e| BenchError::Write {
-            path: svg.display().to_string(),
-            source: std::io::Error::other(format!("{e:#}")),
-        })?;
-    }
     if let Some((path, (src, _))) = &update {
         let l = need_link()?;
         let new = upsert_network(src, &l, &path.display().to_string())?;
-        write_atomic(path, &new).map_err(|e| BenchError::Write {
+        // In place, on purpose: the one output that may be an input.
+        hpcscope_core::fs::write_atomic(path, new.as_bytes()).map_err(|e| BenchError::Write {
             path: path.display().to_string(),
             source: std::io::Error::other(format!("{e:#}")),
         })?;
@@ -332,12 +327,27 @@ fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
             num(l.bandwidth_gbs, 3)
         );
     }
-    crate::output::emit(&text, a.output.as_deref()).map_err(|e| BenchError::Write {
-        path: a
-            .output
-            .as_deref()
-            .map_or("standard output".into(), |p| p.display().to_string()),
-        source: std::io::Error::other(format!("{e:#}")),
+    let chart = a
+        .svg
+        .as_ref()
+        .map(|svg| (svg.as_path(), chart_svg(&report)));
+    let files: Vec<(&Path, &str)> = chart.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    crate::output::emit_with(&text, a.output.as_deref(), &files).map_err(|e| {
+        if crate::output::is_same_file(&e) {
+            // An output naming an input or another output: bad usage, not the environment.
+            return BenchError::bad_input(
+                "-o/--svg",
+                format!("{e:#}"),
+                "give each output its own file, none of them the --update machine file",
+            );
+        }
+        BenchError::Write {
+            path: a
+                .output
+                .as_deref()
+                .map_or("standard output".into(), |p| p.display().to_string()),
+            source: std::io::Error::other(format!("{e:#}")),
+        }
     })?;
     // The text and Markdown reports carry the notes; elsewhere they go to stderr.
     let notes_shown = matches!(format, MpiFormat::Table | MpiFormat::Md) && a.output.is_none();

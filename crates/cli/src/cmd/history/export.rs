@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use hpcscope_history::export::{otava_config, otava_csv};
 
 use super::FilterArgs;
-use crate::output::{emit, write_atomic};
+use crate::output::emit_with;
 
 /// Formats of `history export`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,11 +50,18 @@ pub fn run(a: &ExportArgs) -> Result<ExitCode> {
         );
     }
     let e = otava_csv(&runs, &a.metrics);
-    emit(&e.csv, a.output.as_deref())?;
-    if let (Some(cfg), Some(out)) = (&a.otava_config, &a.output) {
-        let file = std::path::absolute(out).unwrap_or_else(|_| out.clone());
-        write_atomic(cfg, &otava_config(&a.test, &file.display().to_string(), &e))?;
-    }
+    let cfg = match (&a.otava_config, &a.output) {
+        (Some(cfg), Some(out)) => {
+            let file = std::path::absolute(out).unwrap_or_else(|_| out.clone());
+            Some((
+                cfg.as_path(),
+                otava_config(&a.test, &file.display().to_string(), &e),
+            ))
+        }
+        _ => None,
+    };
+    let files: Vec<(&std::path::Path, &str)> = cfg.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    emit_with(&e.csv, a.output.as_deref(), &files)?;
     if a.output.is_some() {
         eprintln!(
             "wrote {} runs x {} metrics{}{}",
