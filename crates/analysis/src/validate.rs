@@ -293,6 +293,13 @@ pub fn characterize(
     runs: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Characterized>> {
+    // Each build runs once natively first: a program that fails is reported with its own
+    // output before anything is emulated (the run also warms the caches and the page cache).
+    for b in &g.builds {
+        progress(&format!("{}: a native run of {}", g.name, b.label));
+        run_checked(&b.path, &g.args)
+            .with_context(|| format!("{} ({}) before characterizing it", g.name, b.label))?;
+    }
     let mut mixes = Vec::new();
     for b in &g.builds {
         progress(&format!("{}: characterize {}", g.name, b.label));
@@ -390,23 +397,8 @@ pub fn characterize(
 /// One native run of `program`, its time by `timer`, seconds.
 fn timed_run(program: &Path, args: &[String], timer: Timer) -> Result<f64> {
     let (u0, s0) = children_cpu_s();
-    let o = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .output()
-        .with_context(|| format!("cannot run {}", program.display()))?;
+    let o = run_checked(program, args)?;
     let (u1, s1) = children_cpu_s();
-    if !o.status.success() {
-        bail!(
-            "{} {} failed natively ({}):\n{}",
-            program.display(),
-            args.join(" "),
-            o.status,
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
     let t = match timer {
         Timer::KernelLine => {
             let out = String::from_utf8_lossy(&o.stdout);
@@ -430,6 +422,53 @@ fn timed_run(program: &Path, args: &[String], timer: Timer) -> Result<f64> {
         );
     }
     Ok(t)
+}
+
+/// Runs `program` natively with `args` (no input, output captured); a failure is an error
+/// that quotes the end of what it printed.
+fn run_checked(program: &Path, args: &[String]) -> Result<std::process::Output> {
+    let o = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .output()
+        .with_context(|| format!("cannot run {}", program.display()))?;
+    if !o.status.success() {
+        bail!(
+            "{} {} failed natively ({}): {}\n  fix: give the arguments it needs after `--`, and check that it runs on its own",
+            program.display(),
+            args.join(" "),
+            o.status,
+            output_tail(&o.stdout, &o.stderr)
+        );
+    }
+    Ok(o)
+}
+
+/// The last lines of a failed program's standard output and error, said as such; "it
+/// printed nothing" when both are empty.
+fn output_tail(stdout: &[u8], stderr: &[u8]) -> String {
+    const LINES: usize = 20;
+    let tail = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b);
+        let lines: Vec<&str> = s.trim_end().lines().collect();
+        let skip = lines.len().saturating_sub(LINES);
+        let mut t = lines[skip..].join("\n");
+        if skip > 0 {
+            t = format!("({skip} earlier lines left out)\n{t}");
+        }
+        hpcscope_core::error::escape_control(&t).into_owned()
+    };
+    let (out, err) = (tail(stdout), tail(stderr));
+    match (out.trim().is_empty(), err.trim().is_empty()) {
+        (true, true) => "it printed nothing".into(),
+        (false, true) => format!("its standard output ends:\n{out}"),
+        (true, false) => format!("its standard error ends:\n{err}"),
+        (false, false) => {
+            format!("its standard output ends:\n{out}\nits standard error ends:\n{err}")
+        }
+    }
 }
 
 fn children_cpu_s() -> (f64, f64) {
@@ -946,6 +985,58 @@ pub struct NodeSection {
 
 #[cfg(test)]
 mod tests {
+    /// A program that fails is reported with the end of its own output, before any build is
+    /// emulated; one that prints nothing says so.
+    #[test]
+    fn a_failing_program_is_reported_with_its_output_before_emulation() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = |name: &str, body: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            p
+        };
+        let ok = script("ok", "exit 0");
+        let bad = script("bad", "echo 'usage: bad N'; echo 'N missing' >&2; exit 3");
+        let quiet = script("quiet", "exit 1");
+        let m = hpcscope_core::library::builtin("thunderx2").unwrap();
+        let group = |b: &std::path::Path| Group {
+            name: "w".into(),
+            args: vec![],
+            function: None,
+            timer: Timer::Process,
+            builds: vec![
+                Build {
+                    label: "a".into(),
+                    path: ok.clone(),
+                },
+                Build {
+                    label: "b".into(),
+                    path: b.to_path_buf(),
+                },
+            ],
+            pairs: vec![],
+        };
+        let steps = std::cell::RefCell::new(Vec::new());
+        let progress = |s: &str| steps.borrow_mut().push(s.to_string());
+        let e = format!("{:#}", characterize(&m, &group(&bad), 3, &progress).unwrap_err());
+        assert!(
+            e.contains("w (b) before characterizing it")
+                && e.contains("exit status: 3")
+                && e.contains("usage: bad N")
+                && e.contains("N missing"),
+            "{e}"
+        );
+        assert!(
+            !steps.borrow().iter().any(|s| s.contains("characterize")),
+            "{:?}",
+            steps.borrow()
+        );
+        let e = format!("{:#}", characterize(&m, &group(&quiet), 3, &progress).unwrap_err());
+        assert!(e.contains("it printed nothing"), "{e}");
+    }
+
     use super::*;
     use crate::workloads::WORKLOADS;
     use hpcscope_core::AppMetrics;

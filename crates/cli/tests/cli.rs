@@ -927,3 +927,31 @@ fn trace_and_profile_exit_with_the_command_status() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     assert!(String::from_utf8_lossy(&o.stdout).contains("--out-prefix"));
 }
+
+/// `validate --build A --build B --threads N` says that node pairs of a user's builds are not
+/// projected, instead of running without them and saying nothing.
+#[test]
+fn validate_builds_with_threads_is_refused_not_ignored() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        .args([
+            "validate",
+            "-m",
+            "thunderx2",
+            "--build",
+            "a=/bin/true",
+            "--build",
+            "b=/bin/true",
+            "--threads",
+            "2",
+            "--",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--threads with --build") && err.contains("fix:"),
+        "{err}"
+    );
+}

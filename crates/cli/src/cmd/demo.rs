@@ -140,6 +140,13 @@ pub fn run_validate(a: &ValidateArgs) -> Result<ExitCode> {
         )?;
         v::bundled_groups(&ws, &builds)
     } else {
+        if a.threads.is_some() {
+            // Said, not ignored: the node section projects the bundled OpenMP workloads only.
+            return Err(hpcscope_core::Failure::input(
+                "--threads with --build: node-scope pairs of your own builds are not projected yet (only the bundled OpenMP workloads get a node section); your builds are validated with one thread\n  fix: leave out --threads, or time each build at N threads yourself (OMP_NUM_THREADS=N) and compare with `hpcscope project --scope node`",
+            )
+            .into());
+        }
         if a.builds.len() < 2 {
             anyhow::bail!(
                 "--build: give at least two builds to project one onto the other\n  fix: --build sse2=./app-sse2 --build avx2=./app-avx2 -- ARGS"
