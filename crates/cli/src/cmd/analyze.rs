@@ -65,7 +65,7 @@ pub struct AnalyzeArgs {
     /// How the threads sit on each simulated node's cores: compact (thread t on core t),
     /// scatter (spread over the groups of cores sharing the last cache level) or a list of
     /// cores (0,12,24,36).
-    #[arg(long, default_value = "compact", value_parser = parse_placement)]
+    #[arg(long, default_value = "compact", value_parser = hpcscope_mix::Placement::parse)]
     pub placement: hpcscope_mix::Placement,
     /// Simulate one cache set in K of every level (as `mix --sample K`) and extrapolate the
     /// bytes per level: much faster on miss-heavy programs, at an error the report gives
@@ -197,9 +197,4 @@ fn write_report(a: &AnalyzeArgs, json: &str, page: &str) -> Result<()> {
     let (j, h) = (a.output.join("result.json"), a.output.join("report.html"));
     crate::output::write_files(&[(&j, json), (&h, page)])
         .with_context(|| format!("cannot write the report into {}", a.output.display()))
-}
-
-/// Parses `--placement` (shared by `mix` and `analyze`).
-pub fn parse_placement(s: &str) -> Result<hpcscope_mix::Placement, String> {
-    hpcscope_mix::Placement::parse(s)
 }

@@ -51,7 +51,7 @@ pub struct MixArgs {
     /// How the threads sit on each simulated node's cores: compact (thread t on core t),
     /// scatter (spread over the groups of cores sharing the last cache level) or a list of
     /// cores (0,12,24,36).
-    #[arg(long, default_value = "compact", value_parser = crate::cmd::analyze::parse_placement)]
+    #[arg(long, default_value = "compact", value_parser = hpcscope_mix::Placement::parse)]
     pub placement: hpcscope_mix::Placement,
     /// Sampled cache simulation: simulate one cache set in K of every level (or, with
     /// --sample-method time, one window of accesses in K) and extrapolate, each level's

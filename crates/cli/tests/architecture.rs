@@ -1,0 +1,61 @@
+//! The house stays as built (docs/ARCHITECTURE.md): no command module imports another, and
+//! the binary does not grow back. A failure here names the file and what to do.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// What several commands share lives in `args.rs`, `output.rs` or a library, not in another
+/// command's module: a command module never names `crate::cmd::` (a sibling) nor climbs
+/// past its parent (`super::super::`). A subcommand's module may use its parent's.
+#[test]
+fn no_command_module_imports_another() {
+    let mut files = Vec::new();
+    rust_files(&src().join("cmd"), &mut files);
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("crate::cmd::") || code.contains("super::super::") {
+                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "command modules import another command's module:\n{}\nfix: move what they share into args.rs, output.rs or the library crate of its domain",
+        bad.join("\n")
+    );
+}
+
+/// The lines of crates/cli/src may only go down, toward the 5,000 of docs/ARCHITECTURE.md:
+/// lower the ceiling when a change makes the binary thinner, never raise it.
+const CLI_LINES_CEILING: usize = 10_000;
+
+#[test]
+fn the_binary_does_not_grow() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let lines: usize = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+        .sum();
+    assert!(
+        lines <= CLI_LINES_CEILING,
+        "crates/cli/src has {lines} lines, over its ceiling of {CLI_LINES_CEILING}\nfix: put the new logic in the library crate of its domain (docs/ARCHITECTURE.md, 'Where new things go'); the command module only converts arguments, calls and prints"
+    );
+}
