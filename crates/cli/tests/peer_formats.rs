@@ -202,6 +202,130 @@ fn perf_record_imported_has_the_top_functions_of_perf_report() {
     assert!(svg.contains("hot_b") && svg.contains("<svg"));
 }
 
+/// perf's self overhead by symbol (`perf report`), weighted by period: (name, percent).
+fn perf_report_top(perf: &Path, data: &Path) -> Vec<(String, f64)> {
+    let rep = stdout(&run(Command::new(perf)
+        .args([
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "symbol",
+            "-g",
+            "none",
+            "-q",
+            "-i",
+        ])
+        .arg(data)));
+    rep.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let pct: f64 = it.next()?.trim_end_matches('%').parse().ok()?;
+            let _kind = it.next()?;
+            Some((it.next()?.to_string(), pct))
+        })
+        .collect()
+}
+
+/// Functions named in UTF-8 (`计算密集型函数内核`, `café_crème`), run under a command name
+/// perf cuts inside a character: `profile import` of the perf script text and of perf.data
+/// names the top functions of `perf report` with its shares (inferno 0.12 panicked on the
+/// first name, exit 101), and `diff` and `export` read the same files.
+#[test]
+fn perf_record_of_utf8_function_names_imports_diffs_and_exports() {
+    let Some(perf) = need("perf (linux-perf)", common::which("perf")) else {
+        return;
+    };
+    let Some(cc) = need("a C compiler", common::which("cc")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // 20 bytes: perf keeps 15, the last one inside `型`.
+    let bin = dir.path().join("ab计算密集型");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/utf8_names.c");
+    run(Command::new(cc)
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src));
+    let data = dir.path().join("perf.data");
+    let o = Command::new(&perf)
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&bin)
+        .arg("200000000")
+        .output()
+        .expect("perf runs");
+    if !o.status.success() {
+        println!(
+            "skipping: perf record is refused here: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+        return;
+    }
+    let perf_top = perf_report_top(&perf, &data);
+    assert!(perf_top.len() >= 2, "perf report: {perf_top:?}");
+    let script = dir.path().join("perf.script");
+    let text = run(Command::new(&perf).arg("script").arg("-i").arg(&data));
+    assert!(
+        std::str::from_utf8(&text.stdout).is_err(),
+        "perf no longer cuts the command name inside a character: the test lost its case"
+    );
+    std::fs::write(&script, &text.stdout).unwrap();
+    for input in [&script, &data] {
+        let o = run(hpcscope()
+            .args(["profile", "import", "--format", "json", "--top", "5"])
+            .arg(input));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ours: Vec<(String, f64)> = v["hot_functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["name"].as_str().unwrap().to_string(),
+                    h["self_pct"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        println!(
+            "perf report: {perf_top:?}\nhpcscope ({}): {ours:?}",
+            input.display()
+        );
+        assert_eq!(ours[0].0, "计算密集型函数内核");
+        assert_eq!(ours[1].0, "café_crème");
+        for i in 0..2 {
+            assert_eq!(ours[i].0, perf_top[i].0, "top function {i}");
+            assert!(
+                (ours[i].1 - perf_top[i].1).abs() < 0.1,
+                "{}: {} % here, {} % in perf report",
+                ours[i].0,
+                ours[i].1,
+                perf_top[i].1
+            );
+        }
+    }
+    let svg = dir.path().join("diff.svg");
+    run(hpcscope()
+        .args(["profile", "diff", "--format", "json", "--svg"])
+        .arg(&svg)
+        .arg(&script)
+        .arg(&data));
+    assert!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("café_crème")
+    );
+    for to in ["pprof", "speedscope", "hatchet"] {
+        let out = dir.path().join(format!("p.{to}"));
+        run(hpcscope()
+            .args(["profile", "export", "--to", to, "-o"])
+            .arg(&out)
+            .arg(&script));
+        assert!(std::fs::metadata(&out).unwrap().len() > 0, "{to}");
+    }
+}
+
 #[test]
 fn go_tool_pprof_reads_the_export_and_shows_the_same_top_functions() {
     let Some(go) = need("go (golang-go)", common::which("go")) else {

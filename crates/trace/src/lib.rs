@@ -35,6 +35,7 @@
 
 pub mod doctor;
 pub mod error;
+mod guard;
 pub mod hatchet;
 pub mod hist;
 pub mod linux;

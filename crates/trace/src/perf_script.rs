@@ -8,6 +8,16 @@
 //! perf's stacks are collapsed by inferno's `perf script` collapser, which weighs each
 //! sample by its period, as `perf report` does by default: for `cpu-clock` the weights are
 //! nanoseconds of CPU time.
+//!
+//! The format is recognised before any library sees the text: JSON starts with `{` or `[`;
+//! `perf script` output has a sample header (`comm pid time: period event:`, read as inferno
+//! reads it) before its first stack; anything else is read as folded stacks. Two faults of
+//! inferno 0.12 (the latest release) are kept away from it: its collapser slices function
+//! names by bytes (a name of 17 bytes or more whose last 17 bytes start inside a UTF-8
+//! character, such as `计算密集型函数内核`, panicked), so every character outside ASCII is
+//! handed to it escaped and restored in its output; and it asserts that the first stack
+//! names an event, so the event of the first sample header is given to it. Any other panic
+//! of the library becomes an error naming the file ([`LIBRARY_FAULT`]).
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -103,20 +113,36 @@ pub fn import(path: &Path) -> Result<Imported, Failure> {
         imp.format = SourceFormat::PerfData;
         return Ok(imp);
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        Failure::input(format!(
-            "{origin}: not text (invalid UTF-8 at byte {}) and not a perf.data file; give perf \
-             script output, folded stacks, hpcscope profile JSON or a perf.data file",
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
-    from_text(&text, &origin)
+    match String::from_utf8(bytes) {
+        Ok(text) => from_text(&text, &origin),
+        Err(e) => {
+            // perf writes names as the bytes it has: a command name cut at 15 bytes can end
+            // inside a UTF-8 character. Text with such bytes is read with each replaced by
+            // U+FFFD; a NUL byte says the file is not text at all.
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            if bytes.contains(&0) {
+                return Err(Failure::input(format!(
+                    "{origin}: not text (invalid UTF-8 at byte {at}, NUL bytes) and not a \
+                     perf.data file; give perf script output, folded stacks, hpcscope profile \
+                     JSON or a perf.data file"
+                )));
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let mut imp = from_text(&text, &origin)?;
+            imp.notes.push(format!(
+                "bytes that are not UTF-8 (the first at byte {at}) were read as the \
+                 replacement character U+FFFD: perf cuts command names at 15 bytes, which can split a character"
+            ));
+            Ok(imp)
+        }
+    }
 }
 
 /// Reads a profile from text: hpcscope JSON, `perf script` output or folded stacks.
 pub fn from_text(text: &str, origin: &str) -> Result<Imported, Failure> {
     let trimmed = text.trim_start();
-    if trimmed.starts_with('{') {
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
         return from_hpcscope_json(text, origin);
     }
     if looks_like_perf_script(text) {
@@ -125,11 +151,145 @@ pub fn from_text(text: &str, origin: &str) -> Result<Imported, Failure> {
     from_folded(text, origin)
 }
 
-/// `perf script` output has indented frame lines under each sample's header line.
+/// `perf script` output: its first line that is neither a comment nor blank is a sample
+/// header (as inferno reads one), and an indented frame line follows a header somewhere in
+/// the first 200 lines.
 fn looks_like_perf_script(text: &str) -> bool {
+    let first = text
+        .lines()
+        .take(200)
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty());
+    if first.is_none_or(|l| header_event(l.trim_end()).is_none()) {
+        return false;
+    }
     text.lines()
         .take(200)
         .any(|l| l.starts_with('\t') || (l.starts_with("  ") && !l.trim().is_empty()))
+}
+
+/// What marks an error that is a fault of inferno rather than of the input: a panic of the
+/// library, caught.
+pub const LIBRARY_FAULT: &str = "a fault of the flame graph library (inferno)";
+
+/// The error for a panic of inferno on `origin`.
+fn library_fault(origin: &str, what: &str, caught: crate::guard::Caught) -> Failure {
+    Failure::new(
+        hpcscope_core::ErrorKind::Internal,
+        format!(
+            "{origin}: {what} failed, {LIBRARY_FAULT}: {}; nothing was written. Check that \
+             the input is unmodified `perf script` output, folded stacks or hpcscope profile \
+             JSON; if it is, report it to hpcscope with this message",
+            caught.0
+        ),
+    )
+}
+
+/// The event of a `perf script` sample header, read as inferno's collapser reads it: the
+/// command name ends before the first word of digits (a thread id, or `pid/tid`) that a
+/// space follows, and the event is the last word before the second colon after that word
+/// (`comm 123/456 [001] 7.5: 250000 cpu-clock:` gives `cpu-clock`; `cycles:u:` gives
+/// `cycles`). `None` for a line inferno does not take as a header with an event.
+fn header_event(line: &str) -> Option<&str> {
+    header_parts(line).map(|h| h.event)
+}
+
+/// A sample header, as inferno reads it (see [`header_event`]).
+struct Header<'a> {
+    /// The event.
+    event: &'a str,
+    /// The period: the word before the event, when it is a number.
+    period: Option<u64>,
+    /// What follows the colon after the event.
+    rest: Option<&'a str>,
+}
+
+/// The parts of a sample header (see [`header_event`]).
+fn header_parts(line: &str) -> Option<Header<'_>> {
+    let mut all_digits = false;
+    let mut last_was_space = false;
+    let mut end = None;
+    for (i, c) in line.char_indices() {
+        if c == ' ' {
+            if all_digits && !last_was_space {
+                end = Some(i + 1);
+                break;
+            }
+            all_digits = true;
+        } else if !(c == '/' || c.is_ascii_digit()) {
+            all_digits = false;
+        }
+        last_was_space = c == ' ';
+    }
+    let mut parts = line[end?..].splitn(3, ':').skip(1);
+    let mut words = parts.next()?.rsplit(' ');
+    let event = words.next()?;
+    let period = words.next().and_then(|w| w.parse().ok());
+    Some(Header {
+        event,
+        period,
+        rest: parts.next(),
+    })
+}
+
+/// Whether a header line carries its only frame after the event (`cycles:  ffff8 f ([k])`),
+/// as inferno decides it.
+fn header_has_frame(line: &str) -> bool {
+    let Some(Header {
+        rest: Some(post), ..
+    }) = header_parts(line)
+    else {
+        return false;
+    };
+    let start = post.find([':', ' ']).map_or(0, |i| i + 1);
+    !post[start..].trim().is_empty()
+}
+
+/// `text` with each character outside ASCII written as `%XX` per byte of its UTF-8 form and
+/// each `%` as `%25`, lines stripped of trailing whitespace (as inferno strips them): what
+/// inferno's collapser reads without slicing inside a character. [`unescape`] restores it.
+fn escape_non_ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end();
+        for c in body.chars() {
+            if c.is_ascii() && c != '%' {
+                out.push(c);
+            } else {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+        }
+        if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The text [`escape_non_ascii`] escaped (any `%` not followed by two hex digits is kept).
+fn unescape(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
 }
 
 /// Runs `perf script` on a perf.data file and returns its text.
@@ -160,26 +320,51 @@ fn perf_script_of(path: &Path) -> Result<String, Failure> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// An event of a `perf script` text: its samples and the sum of their periods (a sample
+/// without one weighs 1, as in inferno), `None` when the sum passes 2^64 - 1.
+struct EventCount {
+    name: String,
+    samples: u64,
+    weight: Option<u64>,
+}
+
 /// The event of each sample header (`comm pid [cpu] time: period event:`), in order of
-/// first appearance, with its sample count.
-fn perf_events(text: &str) -> Vec<(String, u64)> {
-    let mut out: Vec<(String, u64)> = Vec::new();
+/// first appearance, with its samples and their weight. Headers and frame lines are told
+/// apart as inferno tells them apart: after a header, every line up to a blank one is a
+/// frame.
+fn perf_events(text: &str) -> Vec<EventCount> {
+    let mut out: Vec<EventCount> = Vec::new();
+    let mut in_sample = false;
     for l in text.lines() {
-        if l.is_empty() || l.starts_with(char::is_whitespace) || l.starts_with('#') {
+        if l.starts_with('#') {
             continue;
         }
-        // The event is the last `name:` of the header, after the period.
-        let trimmed = l.trim_end().trim_end_matches(':');
-        let Some(ev) = trimmed.rsplit([' ', '\t']).next() else {
+        let l = l.trim_end();
+        if l.is_empty() {
+            in_sample = false;
+            continue;
+        }
+        if in_sample {
+            continue;
+        }
+        let Some(h) = header_parts(l) else {
             continue;
         };
-        let ev = ev.split(':').next().unwrap_or(ev).to_string();
-        if ev.is_empty() {
-            continue;
-        }
-        match out.iter_mut().find(|(e, _)| *e == ev) {
-            Some((_, n)) => *n += 1,
-            None => out.push((ev, 1)),
+        // A header of the kept event (the first) may carry its only frame; inferno reads
+        // the lines after any other header as its frames.
+        let kept = out.first().is_none_or(|e| e.name == h.event);
+        in_sample = !(kept && header_has_frame(l));
+        let period = h.period.unwrap_or(1);
+        match out.iter_mut().find(|e| e.name == h.event) {
+            Some(e) => {
+                e.samples += 1;
+                e.weight = e.weight.and_then(|w| w.checked_add(period));
+            }
+            None => out.push(EventCount {
+                name: h.event.to_string(),
+                samples: 1,
+                weight: Some(period),
+            }),
         }
     }
     out
@@ -191,15 +376,39 @@ fn perf_events(text: &str) -> Vec<(String, u64)> {
 pub fn from_perf_script(text: &str, origin: &str) -> Result<Imported, Failure> {
     use inferno::collapse::Collapse;
     let events = perf_events(text);
+    let Some(EventCount {
+        name: first,
+        weight,
+        ..
+    }) = events.first()
+    else {
+        return Err(Failure::input(format!(
+            "{origin}: no perf script sample header (`comm pid time: period event:`) was \
+             found; give the output of `perf script`, folded stacks, hpcscope profile JSON or \
+             a perf.data file"
+        )));
+    };
+    if weight.is_none() {
+        return Err(Failure::input(format!(
+            "{origin}: the periods of the {first} samples add up past 2^64 - 1, more than \
+             perf writes for a recording: check that the file is unmodified `perf script` \
+             output"
+        )));
+    }
     let mut opts = inferno::collapse::perf::Options::default();
     opts.annotate_kernel = true;
     opts.nthreads = 1;
-    let mut folder = inferno::collapse::perf::Folder::from(opts);
+    // The event to keep, given: inferno would otherwise take it from the first stack and
+    // assert that it found one.
+    opts.event_filter = Some(escape_non_ascii(first));
+    let escaped = escape_non_ascii(text);
     let mut out = Vec::new();
-    folder
-        .collapse(text.as_bytes(), &mut out)
-        .map_err(|e| Failure::input(format!("{origin}: not perf script output: {e}")))?;
-    let folded = String::from_utf8_lossy(&out).into_owned();
+    crate::guard::no_panic(|| {
+        inferno::collapse::perf::Folder::from(opts).collapse(escaped.as_bytes(), &mut out)
+    })
+    .map_err(|c| library_fault(origin, "collapsing the perf script stacks", c))?
+    .map_err(|e| Failure::input(format!("{origin}: not perf script output: {e}")))?;
+    let folded = unescape(&String::from_utf8_lossy(&out));
     if folded.trim().is_empty() {
         return Err(Failure::input(format!(
             "{origin}: no sample with a call chain was found; record with `perf record -g` (or \
@@ -208,10 +417,7 @@ pub fn from_perf_script(text: &str, origin: &str) -> Result<Imported, Failure> {
     }
     let mut imp = from_folded(&folded, origin)?;
     imp.format = SourceFormat::PerfScript;
-    let event = events
-        .first()
-        .map(|(e, _)| e.clone())
-        .unwrap_or_else(|| "unknown".into());
+    let event = first.clone();
     let unit = if event.ends_with("-clock") {
         "nanoseconds"
     } else {
@@ -222,7 +428,12 @@ pub fn from_perf_script(text: &str, origin: &str) -> Result<Imported, Failure> {
         unit: unit.into(),
     };
     imp.notes.clear();
-    for (e, n) in events.iter().skip(1) {
+    for EventCount {
+        name: e,
+        samples: n,
+        ..
+    } in events.iter().skip(1)
+    {
         imp.notes.push(format!(
             "{n} samples of event {e} left out: only the first event ({event}) is read, as perf \
              report shows one event at a time"
@@ -236,6 +447,8 @@ pub fn from_perf_script(text: &str, origin: &str) -> Result<Imported, Failure> {
 pub fn from_folded(text: &str, origin: &str) -> Result<Imported, Failure> {
     let mut agg: BTreeMap<(String, Vec<String>), u64> = BTreeMap::new();
     let mut lines = 0usize;
+    // The sum of every count: no stack's, nor the profile's total, can pass it.
+    let mut total = 0u64;
     for (i, l) in text.lines().enumerate() {
         let l = l.trim_end();
         if l.is_empty() || l.starts_with('#') {
@@ -264,6 +477,9 @@ pub fn from_folded(text: &str, origin: &str) -> Result<Imported, Failure> {
         if comm.is_empty() {
             return Err(bad("empty stack"));
         }
+        total = total
+            .checked_add(count)
+            .ok_or_else(|| bad("the counts add up past 2^64 - 1 here"))?;
         *agg.entry((comm, frames.collect())).or_default() += count;
         lines += 1;
     }
@@ -313,6 +529,17 @@ pub fn from_hpcscope_json(text: &str, origin: &str) -> Result<Imported, Failure>
              --format json`"
         ))
     })?;
+    if profile
+        .samples
+        .iter()
+        .try_fold(0u64, |t, s| t.checked_add(s.count))
+        .is_none()
+    {
+        return Err(Failure::input(format!(
+            "{origin}: the sample counts add up past 2^64 - 1, more than a profile holds: \
+             check that the file is unmodified `hpcscope profile --format json` output"
+        )));
+    }
     Ok(Imported {
         origin: origin.to_string(),
         format: SourceFormat::HpcscopeJson,
@@ -417,23 +644,35 @@ pub fn diff_flamegraph_svg(
         ));
     }
     let mut diff = Vec::new();
-    inferno::differential::from_readers(
-        inferno::differential::Options {
-            normalize,
-            strip_hex: false,
-        },
-        a.as_bytes(),
-        b.as_bytes(),
-        &mut diff,
-    )
+    crate::guard::no_panic(|| {
+        inferno::differential::from_readers(
+            inferno::differential::Options {
+                normalize,
+                strip_hex: false,
+            },
+            a.as_bytes(),
+            b.as_bytes(),
+            &mut diff,
+        )
+    })
+    .map_err(|c| library_fault("the two profiles", "comparing their stacks", c))?
     .map_err(|e| Failure::new(hpcscope_core::ErrorKind::Internal, e.to_string()))?;
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "samples".into();
     let mut out = Vec::new();
     let lines: Vec<String> = diff.lines().map_while(Result::ok).collect();
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut out)
-        .map_err(|e| Failure::new(hpcscope_core::ErrorKind::Internal, e.to_string()))?;
+    crate::guard::no_panic(|| {
+        inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut out)
+    })
+    .map_err(|c| {
+        library_fault(
+            "the two profiles",
+            "drawing the differential flame graph",
+            c,
+        )
+    })?
+    .map_err(|e| Failure::new(hpcscope_core::ErrorKind::Internal, e.to_string()))?;
     String::from_utf8(out)
         .map_err(|e| Failure::new(hpcscope_core::ErrorKind::Internal, e.to_string()))
 }
@@ -493,6 +732,199 @@ w  9965  7898.098061:    1001001 cpu-clock:
         let e = from_text("app;main;dot 60\napp;main x\n", "f.folded").unwrap_err();
         assert!(e.message.contains("f.folded:2"), "{e}");
         assert!(from_text("\n\n", "e").is_err());
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name)
+    }
+
+    /// `perf record -e cpu-clock -g` of a C program whose functions are named
+    /// `计算密集型函数内核` and `café_crème`, run as `./ab计算密集型` (perf cuts the command
+    /// name at 15 bytes, inside `型`), then `perf script`, cut to 22 samples of 250000 ns:
+    /// 4 of the start-up (loader and kernel), 10 with the first function on top, 7 with the
+    /// second and one in the kernel.
+    #[test]
+    fn perf_script_with_utf8_names_imports() {
+        let imp = import(&fixture("perf-script-utf8.txt")).unwrap();
+        assert_eq!(imp.format, SourceFormat::PerfScript);
+        let p = &imp.profile;
+        assert_eq!(p.total(), 22 * 250_000);
+        let h = p.hot_functions(3);
+        assert_eq!(h[0].name, "计算密集型函数内核");
+        assert_eq!(h[0].self_samples, 10 * 250_000);
+        assert_eq!(h[1].name, "café_crème");
+        assert_eq!(h[1].self_samples, 7 * 250_000);
+        // The command name as perf wrote it, its cut character replaced (and said so).
+        assert!(
+            p.samples.iter().all(|s| s.comm == "ab计算密集\u{FFFD}"),
+            "{:?}",
+            p.samples[0].comm
+        );
+        assert!(
+            imp.notes.iter().any(|n| n.contains("U+FFFD")),
+            "{:?}",
+            imp.notes
+        );
+        assert!(
+            p.folded()
+                .contains(";__libc_start_call_main;计算密集型函数内核 2500000\n"),
+            "{}",
+            p.folded()
+        );
+        // The flame graph of these names draws.
+        assert!(p.flamegraph_svg("t").unwrap().contains("café_crème"));
+    }
+
+    /// inferno 0.12.8 panicked (`byte index 10 is not a char boundary`) on a function name
+    /// whose last 17 bytes start inside a character: every length of such names, around a
+    /// Rust hash too (which inferno still recognises and strips).
+    #[test]
+    fn names_that_inferno_sliced_inside_a_character() {
+        for n in 1..=12 {
+            for name in [
+                "计".repeat(n),
+                format!("x{}", "é".repeat(n)),
+                format!("{}::h0123456789abcdef", "é".repeat(n)),
+                format!("100%_{}", "€".repeat(n)),
+            ] {
+                let text = format!(
+                    "app 1 1.0: 1000 cpu-clock:\n\t1 {name}+0x10 (/bin/app)\n\t2 main (/bin/app)\n\n"
+                );
+                let imp = from_text(&text, "t").unwrap_or_else(|e| panic!("{name}: {e}"));
+                let want = name.strip_suffix("::h0123456789abcdef").unwrap_or(&name);
+                assert_eq!(imp.profile.hot_functions(1)[0].name, want);
+                assert_eq!(imp.profile.total(), 1000);
+            }
+        }
+    }
+
+    /// inferno asserted that the first stack names an event: text whose first content is
+    /// an indented line, or JSON that does not parse, went to it and panicked.
+    #[test]
+    fn text_without_a_sample_header_is_an_error() {
+        for text in [
+            "\t",
+            "\n  foo",
+            "\n\n[\n  1,\n  2\n",
+            "\n\n[\n  {\"a\": 1}\n]\n",
+            "#c\n\n\tffff f (k)\n\nw 1 1.0: 1 cpu-clock:\n\t1 f (m)\n",
+            "garbage\n\tffff f (k)\n",
+        ] {
+            let e = from_text(text, "in.txt").unwrap_err();
+            assert!(e.message.starts_with("in.txt"), "{text:?}: {e}");
+            assert!(!e.message.contains(LIBRARY_FAULT), "{text:?}: {e}");
+        }
+        // Given to the perf script reader directly, the same texts are refused, not passed
+        // to inferno without an event.
+        for text in ["\t", "\n  foo", "garbage\n\tffff f (k)\n", "\n\nx\n"] {
+            let e = from_perf_script(text, "in.txt").unwrap_err();
+            assert!(e.message.contains("no perf script sample header"), "{e}");
+        }
+        // A stray frame line before the first header: inferno gets the event of that
+        // header, so its first stack need not name one.
+        let imp = from_perf_script(
+            "#c\n\n\tffff f (k)\n\nw 1 1.0: 1 cpu-clock:\n\t1 f (m)\n",
+            "in.txt",
+        )
+        .unwrap();
+        assert_eq!(imp.profile.folded(), "w;f 1\n");
+    }
+
+    #[test]
+    fn events_are_read_as_inferno_reads_them() {
+        assert_eq!(
+            header_event("java 12688/12764 [002] 6544038.708352: 250000 cpu-clock:"),
+            Some("cpu-clock")
+        );
+        assert_eq!(
+            header_event("vote   913    72.176760:     257597 cycles:uppp:"),
+            Some("cycles")
+        );
+        assert_eq!(
+            header_event("V8 WorkerThread 25607 4794564.109216: cycles:"),
+            Some("cycles")
+        );
+        assert_eq!(header_event("\t1170 hot_a+0x27 (/tmp/w)"), None);
+        assert_eq!(header_event("no digits here: x:"), None);
+        assert!(header_has_frame(
+            "false 64414 20110.539270:      34467 cycles:u:  ffffffff9aa3c8de [unknown] ([unknown])"
+        ));
+        assert!(!header_has_frame(
+            "vote   913    72.176760:     257597 cycles:uppp:"
+        ));
+        // Two events: the second is counted and left out, as perf report would.
+        let text = format!(
+            "{PERF_SCRIPT}\nw  9965  7898.099061:    7 page-faults: \n\t            1170 hot_a+0x27 (/tmp/w)\n"
+        );
+        let ev: Vec<(String, u64, Option<u64>)> = perf_events(&text)
+            .into_iter()
+            .map(|e| (e.name, e.samples, e.weight))
+            .collect();
+        assert_eq!(
+            ev,
+            vec![
+                ("cpu-clock".to_string(), 4, Some(4_504_504)),
+                ("page-faults".to_string(), 1, Some(7))
+            ]
+        );
+        let imp = from_text(&text, "t").unwrap();
+        assert_eq!(imp.profile.total(), 4_504_504);
+        assert!(
+            imp.notes[0].contains("1 samples of event page-faults"),
+            "{:?}",
+            imp.notes
+        );
+    }
+
+    /// Counts whose sum passes 2^64 - 1 overflowed the total (a panic in a debug build, a
+    /// wrong total in a release one): each format refuses them.
+    #[test]
+    fn counts_past_u64_are_refused() {
+        let max = u64::MAX;
+        for (text, want) in [
+            (format!("a {max}\nb;c {max}\n"), "t:2: the counts add up"),
+            (format!("a {max}\na 1\n"), "t:2: the counts add up"),
+            (
+                format!(
+                    r#"{{"profile": {{"hz": 0, "duration_s": 0.0, "missing_user_stacks": 0, "samples": [
+                    {{"pid": 1, "tid": 1, "comm": "a", "frames": [], "count": {max}}},
+                    {{"pid": 1, "tid": 1, "comm": "b", "frames": [], "count": 1}}]}}}}"#
+                ),
+                "t: the sample counts add up",
+            ),
+            (
+                format!(
+                    "w 1 1.0: {max} cpu-clock:\n\t1 f (m)\n\nw 1 2.0: 1 cpu-clock:\n\t1 f (m)\n"
+                ),
+                "t: the periods of the cpu-clock samples add up",
+            ),
+        ] {
+            let e = from_text(&text, "t").unwrap_err();
+            assert!(e.message.starts_with(want), "{text}: {e}");
+        }
+        // Up to the limit, the total is exact.
+        let imp = from_text(&format!("a {}\nb 1\n", max - 1), "t").unwrap();
+        assert_eq!(imp.profile.total(), max);
+    }
+
+    #[test]
+    fn escaping_round_trips() {
+        for s in [
+            "",
+            "abc",
+            "100%",
+            "%25",
+            "计算 café\n",
+            "a%E8b",
+            "%",
+            "%4",
+            "\u{10FFFF}",
+        ] {
+            assert_eq!(unescape(&escape_non_ascii(s)), s, "{s:?}");
+            assert!(escape_non_ascii(s).is_ascii());
+        }
     }
 
     #[test]

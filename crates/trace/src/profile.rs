@@ -108,15 +108,23 @@ impl Profile {
         opts.title = title.to_string();
         opts.count_name = "samples".to_string();
         let mut out = Vec::new();
-        if folded.is_empty() {
-            // inferno refuses empty input; draw an explicit empty graph instead.
-            let line = ["[no samples] 1"];
-            inferno::flamegraph::from_lines(&mut opts, line.iter().copied(), &mut out)
-                .map_err(|e| e.to_string())?;
-        } else {
-            inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
-                .map_err(|e| e.to_string())?;
-        }
+        // inferno refuses empty input; draw an explicit empty graph instead.
+        let empty = ["[no samples] 1"];
+        crate::guard::no_panic(|| {
+            if folded.is_empty() {
+                inferno::flamegraph::from_lines(&mut opts, empty.iter().copied(), &mut out)
+            } else {
+                inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
+            }
+        })
+        .map_err(|c| {
+            format!(
+                "drawing the flame graph failed, {}: {}",
+                crate::perf_script::LIBRARY_FAULT,
+                c.0
+            )
+        })?
+        .map_err(|e| e.to_string())?;
         String::from_utf8(out).map_err(|e| e.to_string())
     }
 
