@@ -354,4 +354,151 @@ fn job_arrays_run_and_merge_on_a_single_node_slurm() {
         m["sweep"]["points"], d["points"],
         "the merged sweep differs"
     );
+
+    // A run directory with a space, quotes, `#` and `%`, which `#SBATCH --output=` took
+    // raw (sbatch read `--output=.../my` and the rest as other words): the tasks' and the
+    // merge's logs are in it, under their own names.
+    let hostile = work.join("my runs/it's \"q\" #1 100%");
+    let script = work.join("hostile.sh");
+    let o = hpcscope(&[
+        "record",
+        "-n",
+        "2",
+        "--slurm",
+        &s(&script),
+        "--run-dir",
+        &s(&hostile),
+        "--",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let (_, run) = cluster.submit_and_wait(&script);
+    assert_eq!(run.parent(), Some(hostile.as_path()), "{}", run.display());
+    let logs: Vec<String> = std::fs::read_dir(&hostile)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("slurm-"))
+        .collect();
+    for end in ["_0.out", "_1.out", "-merge.out"] {
+        assert!(
+            logs.iter().any(|n| n.ends_with(end)),
+            "no slurm-*{end} in {}: {logs:?}\n{}",
+            hostile.display(),
+            cluster.logs()
+        );
+    }
+}
+
+/// A newline in `--run-dir` (or in the working directory's path, which a relative one
+/// starts with) was written raw into the script's `# Results:` comment and `#SBATCH
+/// --output=` line, and `bash SCRIPT` ran the text after it; the script was made 0755
+/// whatever the umask. Such a run directory is refused (exit 2, nothing written); a
+/// working directory with a newline is quoted on its line; the mode follows the umask.
+/// No Slurm is needed: a stand-in `sbatch` records its arguments.
+#[test]
+fn hostile_paths_cannot_inject_into_the_script_and_its_mode_follows_the_umask() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let log = d.join("sbatch.log");
+    std::fs::write(
+        bin.join("sbatch"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{}'\necho 4242\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let evil = d.join("w\ntouch pwned;");
+    std::fs::create_dir(&evil).unwrap();
+    let record = |cwd: &Path, script: &Path, run_dir: &Path, umask: &str| -> Output {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$@\""))
+            .arg("sh")
+            .arg(HPCSCOPE)
+            .args(["record", "-n", "2", "--slurm"])
+            .arg(script)
+            .arg("--run-dir")
+            .arg(run_dir)
+            .args(["--", "true"])
+            .current_dir(cwd)
+            .output()
+            .unwrap()
+    };
+    // The text after a newline of the run directory never becomes a command: the run
+    // directory is refused, whether the newline is its own or the working directory's.
+    for (cwd, run_dir) in [
+        (d, PathBuf::from("runs\ntouch pwned;")),
+        (evil.as_path(), PathBuf::from("runs")),
+    ] {
+        let script = d.join("sweep.sh");
+        let o = record(cwd, &script, &run_dir, "022");
+        let err = String::from_utf8_lossy(&o.stderr);
+        if script.exists() {
+            // Before the fix: show what the script did.
+            let _ = Command::new("bash")
+                .arg(&script)
+                .current_dir(d)
+                .env("PATH", &path)
+                .output();
+        }
+        assert!(!d.join("pwned").exists(), "the script ran injected text");
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        assert!(
+            err.contains("control character") && err.contains("--run-dir"),
+            "{err}"
+        );
+        assert!(!script.exists(), "a refused script was written");
+    }
+    // From that working directory, an absolute run directory with a space, quotes, `#`
+    // and `%`: the script runs its submit step and passes each path through whole.
+    let runs = d.join("my runs/it's \"q\" #1 100%");
+    let script = d.join("ok.sh");
+    let o = record(&evil, &script, &runs, "077");
+    assert!(o.status.success(), "{}", show(&o));
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "umask 077: the script is {mode:o}");
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(
+        text.contains(r#"#SBATCH --output="#)
+            && text.contains(r#"it's \"q\" \#1 100%%/slurm-%A_%a.out""#),
+        "{text}"
+    );
+    let o = Command::new("bash")
+        .arg(&script)
+        .current_dir(d)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(!d.join("pwned").exists() && !evil.join("pwned").exists());
+    assert!(runs.is_dir(), "the run directory was not made:\n{text}");
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        args.lines().any(|l| l
+            == format!(
+                "--output={}/slurm-%j-merge.out",
+                runs.display().to_string().replace('%', "%%")
+            )),
+        "{args}"
+    );
+    // Rewritten under umask 022, an existing private script stays private; a new one is
+    // 0755.
+    let o = record(&evil, &script, &runs, "022");
+    assert!(o.status.success(), "{}", show(&o));
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "an existing 0700 script became {mode:o}");
+    let fresh = d.join("fresh.sh");
+    assert!(record(&evil, &fresh, &runs, "022").status.success());
+    let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "umask 022: the script is {mode:o}");
 }
