@@ -355,14 +355,23 @@ pub fn run_once(
         .map(|a| CString::new(a.as_bytes()))
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| Error::Input("a command argument contains a NUL byte".into()))?;
-    let mut envs: Vec<(String, String)> = std::env::vars().collect();
+    // The environment as bytes: a variable that is not UTF-8 (`PWD` in a directory named in
+    // Latin-1) is passed on as it is.
+    use std::os::unix::ffi::OsStrExt;
+    let mut envs: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
     for (k, v) in env {
-        envs.retain(|(a, _)| a != k);
-        envs.push((k.clone(), v.clone()));
+        envs.retain(|(a, _)| a != k.as_bytes());
+        envs.push((k.as_bytes().to_vec(), v.as_bytes().to_vec()));
     }
     let c_env: Vec<CString> = envs
-        .iter()
-        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .into_iter()
+        .filter_map(|(mut k, v)| {
+            k.push(b'=');
+            k.extend(v);
+            CString::new(k).ok()
+        })
         .collect();
     let mut argv_p: Vec<*const libc::c_char> = c_argv.iter().map(|c| c.as_ptr()).collect();
     argv_p.push(std::ptr::null());

@@ -209,18 +209,32 @@ pub const ENV_PREFIXES: &[&str] = &[
 
 /// The environment variables that match [`ENV_PREFIXES`] (an exact name for entries without a
 /// trailing underscore).
+///
+/// The environment is bytes, and any variable may not be UTF-8 (`PWD` after `cd` into a
+/// directory named in Latin-1): such a variable never fails the run. A name or value that
+/// is not UTF-8 is kept lossily but marked: each byte sequence that is not UTF-8 becomes
+/// U+FFFD, the replacement character (the store is text), so the record shows that bytes
+/// were there and where.
 pub fn capture_env() -> BTreeMap<String, String> {
-    std::env::vars()
-        .filter(|(k, _)| {
-            ENV_PREFIXES.iter().any(|p| {
-                if p.ends_with('_') {
-                    k.starts_with(p)
-                } else {
-                    k == p
-                }
-            })
-        })
-        .collect()
+    env_matching(std::env::vars_os())
+}
+
+/// [`capture_env`] of the variables `vars`.
+fn env_matching(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> BTreeMap<String, String> {
+    vars.filter_map(|(k, v)| {
+        let k = k.to_string_lossy();
+        let kept = ENV_PREFIXES.iter().any(|p| {
+            if p.ends_with('_') {
+                k.starts_with(p)
+            } else {
+                k == *p
+            }
+        });
+        kept.then(|| (k.into_owned(), v.to_string_lossy().into_owned()))
+    })
+    .collect()
 }
 
 pub use hpcscope_host::tools::resolve_program;
@@ -299,6 +313,36 @@ pub fn measure_command(argv: &[String]) -> std::io::Result<Measured> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `std::env::vars` panicked on the first variable that is not UTF-8 (`PWD` after `cd`
+    /// into `caf\xe9`), whatever its name.
+    #[test]
+    fn variables_that_are_not_utf8_are_kept_marked() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        let os = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let env = env_matching(
+            [
+                (os(b"PWD"), os(b"/tmp/caf\xe9")),
+                (os(b"OMP_NUM_THREADS"), os(b"4")),
+                (os(b"LD_LIBRARY_PATH"), os(b"/opt/caf\xe9/lib")),
+                (os(b"OMP_\xff"), os(b"x")),
+                (os(b"CC"), os(b"gcc")),
+                (os(b"CCX"), os(b"no")),
+            ]
+            .into_iter(),
+        );
+        let want: BTreeMap<String, String> = [
+            ("CC", "gcc"),
+            ("LD_LIBRARY_PATH", "/opt/caf\u{FFFD}/lib"),
+            ("OMP_NUM_THREADS", "4"),
+            ("OMP_\u{FFFD}", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(env, want);
+    }
 
     #[test]
     fn rfc3339() {

@@ -82,11 +82,28 @@ impl Config {
                 events.len()
             )));
         }
-        let out = std::env::var(ENV_OUT)
-            .ok()
-            .map(|p| std::path::PathBuf::from(p.replace("%p", &std::process::id().to_string())));
+        // A path is bytes: one that is not UTF-8 is kept as it is, not dropped.
+        let out = std::env::var_os(ENV_OUT).map(|p| with_pid(&p, std::process::id()));
         Some(Ok(Config { events, out }))
     }
+}
+
+/// `path` with each `%p` replaced by `pid`, byte for byte.
+fn with_pid(path: &std::ffi::OsStr, pid: u32) -> std::path::PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let b = path.as_bytes();
+    let mut out = Vec::with_capacity(b.len() + 8);
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"%p") {
+            out.extend_from_slice(pid.to_string().as_bytes());
+            i += 2;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    std::ffi::OsString::from_vec(out).into()
 }
 
 const UNINIT: u8 = 0;
@@ -615,4 +632,21 @@ fn region_stop_slow(name: *const c_char) {
 #[unsafe(no_mangle)]
 pub extern "C" fn hpcscope_markers_close() {
     let _ = finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// `std::env::var` dropped an output path that is not UTF-8: the markers wrote nothing.
+    #[test]
+    fn an_output_path_that_is_not_utf8_is_kept() {
+        let p = with_pid(std::ffi::OsStr::from_bytes(b"/tmp/caf\xe9/m-%p.json"), 42);
+        assert_eq!(p.as_os_str().as_bytes(), b"/tmp/caf\xe9/m-42.json");
+        assert_eq!(
+            with_pid(std::ffi::OsStr::new("%p%p%"), 7),
+            std::path::PathBuf::from("77%")
+        );
+    }
 }
