@@ -11,7 +11,7 @@ use crate::changepoint::{Method, detect};
 use crate::error::{HistoryError, Result};
 use crate::gate::{
     AnomalyReport, Direction, Explanation, GateOptions, GateResult, Verdict, anomaly_scores,
-    explain, gate,
+    change_text, explain, gate,
 };
 use crate::stats::benjamini_hochberg;
 use crate::store::{Filter, Store, StoredRun};
@@ -272,8 +272,14 @@ pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
         Some(p) if base_v.len() >= 3 => Some(explain(p, &base_v, &cand_v, 0.01)),
         _ => None,
     };
-    let anomalies =
-        (base_v.len() >= 3).then(|| anomaly_scores(&base_v, &newest_v, opts.gate.z_threshold));
+    let anomalies = (base_v.len() >= 3).then(|| {
+        anomaly_scores(
+            &base_v,
+            &newest_v,
+            opts.gate.z_threshold,
+            opts.gate.min_effect,
+        )
+    });
     let mut change_points = Vec::new();
     if let Some(method) = &opts.change_points {
         let mut per_metric = Vec::new();
@@ -355,11 +361,10 @@ pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
 
 use hpcscope_report::fmt::plain as fmt_num;
 
-fn fmt_pct(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:+.2}%", x * 100.0)
-    } else {
-        "–".into()
+fn fmt_pct(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x.is_finite() => format!("{:+.2}%", x * 100.0),
+        _ => "–".into(),
     }
 }
 
@@ -410,11 +415,15 @@ impl CheckReport {
                 r.metric,
                 fmt_num(r.baseline_median),
                 fmt_num(r.candidate_median),
-                fmt_pct(r.rel_change),
-                if r.robust_z.is_finite() {
-                    format!("{:+.2}", r.robust_z)
-                } else {
+                if r.verdict == Verdict::Insufficient {
                     "–".into()
+                } else {
+                    change_text(r.rel_change, r.baseline_median, r.candidate_median)
+                },
+                match r.robust_z {
+                    Some(z) => format!("{z:+.2}"),
+                    None if r.verdict != Verdict::Insufficient => "none (constant baseline)".into(),
+                    None => "–".into(),
                 },
                 r.p_worse.map(|p| format!("{p:.2e}")).unwrap_or("–".into()),
                 r.ratio_ci
@@ -454,12 +463,19 @@ impl CheckReport {
                         flagged
                             .iter()
                             .take(8)
-                            .map(|m| format!(
-                                "`{}` (z {:+.1}, {})",
-                                m.metric,
-                                m.z,
-                                fmt_pct(m.rel_change)
-                            ))
+                            .map(|m| match m.z {
+                                Some(z) => format!(
+                                    "`{}` (z {z:+.1}, {})",
+                                    m.metric,
+                                    change_text(m.rel_change, m.baseline_median, m.value)
+                                ),
+                                None => format!(
+                                    "`{}` (baseline constant at {}; now {})",
+                                    m.metric,
+                                    fmt_num(m.baseline_median),
+                                    fmt_num(m.value)
+                                ),
+                            })
                             .collect::<Vec<_>>()
                             .join(", ")
                     )
@@ -486,7 +502,7 @@ impl CheckReport {
                     fmt_num(c.mean_before),
                     fmt_num(c.mean_after),
                     fmt_num(c.step),
-                    fmt_pct(c.rel_change),
+                    fmt_pct(Some(c.rel_change)),
                     c.step_over_noise,
                     c.model,
                     c.pvalue,
@@ -547,7 +563,7 @@ impl CheckReport {
                         s,
                         "\n      <failure message=\"{} regressed by {}\" type=\"regression\">{}</failure>\n    ",
                         esc(&r.metric),
-                        fmt_pct(r.rel_change),
+                        change_text(r.rel_change, r.baseline_median, r.candidate_median),
                         esc(&body)
                     );
                 }

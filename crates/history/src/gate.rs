@@ -145,10 +145,13 @@ pub struct GateResult {
     pub baseline_median: f64,
     /// Median of the candidate runs.
     pub candidate_median: f64,
-    /// `candidate_median / baseline_median − 1`.
-    pub rel_change: f64,
-    /// Modified z-score of the candidate median against the baseline.
-    pub robust_z: f64,
+    /// `candidate_median / baseline_median − 1`; null when the baseline median is 0 and the
+    /// candidate median is not (no relative change of 0 exists), or with too few runs.
+    pub rel_change: Option<f64>,
+    /// Modified z-score of the candidate median against the baseline; null when the
+    /// baseline is constant (no spread to measure against, see [`RobustScale::z`]) or with
+    /// too few runs.
+    pub robust_z: Option<f64>,
     /// Mann-Whitney test (when both samples have at least 2 runs).
     pub mann_whitney: Option<MannWhitney>,
     /// One-sided p-value in the worse direction.
@@ -309,8 +312,8 @@ pub fn gate(
         n_candidate: candidate.len(),
         baseline_median: median(baseline),
         candidate_median: median(candidate),
-        rel_change: f64::NAN,
-        robust_z: f64::NAN,
+        rel_change: None,
+        robust_z: None,
         mann_whitney: None,
         p_worse: None,
         ratio_ci: None,
@@ -327,11 +330,7 @@ pub fn gate(
         return res;
     }
     let scale = RobustScale::of(baseline);
-    res.rel_change = if res.baseline_median != 0.0 {
-        res.candidate_median / res.baseline_median - 1.0
-    } else {
-        0.0
-    };
+    res.rel_change = rel_change(res.baseline_median, res.candidate_median);
     res.robust_z = scale.z(res.candidate_median);
     let s = direction.worse_sign();
     if baseline.len() >= 2 && candidate.len() >= 2 {
@@ -345,8 +344,8 @@ pub fn gate(
         bootstrap_ratio_of_medians(candidate, baseline, opts.resamples, opts.level, opts.seed);
     let judge = |sign: f64| -> (bool, String) {
         // `sign` = +1 tests "worse", −1 tests "better".
-        let rel = s * sign * res.rel_change;
-        let z = s * sign * res.robust_z;
+        let t = s * sign;
+        let departure = t * (res.candidate_median - res.baseline_median);
         let p = if sign > 0.0 {
             res.p_worse
         } else {
@@ -364,19 +363,29 @@ pub fn gate(
             }
         });
         let rank = p.is_some_and(|p| p < opts.alpha) && ci_clear;
-        let robust = z > opts.z_threshold;
-        let material = rel > opts.min_effect;
-        let why = format!(
-            "median {:+.2}% (floor {:.2}%), modified z {:+.2} (threshold {:.1}){}",
-            res.rel_change * 100.0,
-            opts.min_effect * 100.0,
-            res.robust_z,
-            opts.z_threshold,
-            match p {
-                Some(p) => format!(", Mann-Whitney p = {p:.2e} (alpha {})", opts.alpha),
-                None => String::new(),
-            }
-        );
+        // A constant baseline has no noise: any departure from it is beyond the noise.
+        let robust = match res.robust_z {
+            Some(z) => t * z > opts.z_threshold,
+            None => departure > 0.0,
+        };
+        let material = beyond_floor(res.rel_change.map(|r| t * r), departure, opts.min_effect);
+        let mw = match p {
+            Some(p) => format!(", Mann-Whitney p = {p:.2e} (alpha {})", opts.alpha),
+            None => String::new(),
+        };
+        let why = match res.robust_z {
+            Some(z) => format!(
+                "median {} (floor {:.2}%), modified z {z:+.2} (threshold {:.1}){mw}",
+                change_text(res.rel_change, res.baseline_median, res.candidate_median),
+                opts.min_effect * 100.0,
+                opts.z_threshold,
+            ),
+            None => format!(
+                "{}; a baseline without spread has no z-score, so any departure beyond the floor ({:.2}% of the baseline value; any non-zero value when it is 0) is a change{mw}",
+                constant_text(res.n_baseline, res.baseline_median, res.candidate_median),
+                opts.min_effect * 100.0,
+            ),
+        };
         (material && (rank || robust), why)
     };
     let (worse, why) = judge(1.0);
@@ -396,6 +405,46 @@ pub fn gate(
     res
 }
 
+/// `to / from − 1`: `Some(0)` when both are 0, `None` when only `from` is (a move away from
+/// 0 has no relative size).
+pub fn rel_change(from: f64, to: f64) -> Option<f64> {
+    if from != 0.0 {
+        Some(to / from - 1.0)
+    } else if to == 0.0 {
+        Some(0.0)
+    } else {
+        None
+    }
+}
+
+/// The practical floor: a (signed) relative change above `min_effect`; without a relative
+/// change (the baseline is 0), any `departure` above 0.
+fn beyond_floor(rel: Option<f64>, departure: f64, min_effect: f64) -> bool {
+    match rel {
+        Some(r) => r > min_effect,
+        None => departure > 0.0,
+    }
+}
+
+/// A change for the reader: `+2.23%`, or `0 -> 0.001` when it has no relative size.
+pub fn change_text(rel: Option<f64>, from: f64, to: f64) -> String {
+    match rel {
+        Some(r) => format!("{:+.2}%", r * 100.0),
+        None => format!("{} -> {}", fmt_num(from), fmt_num(to)),
+    }
+}
+
+/// `baseline constant at 0 over 5 runs; now 0.001`.
+fn constant_text(n: usize, baseline: f64, now: f64) -> String {
+    format!(
+        "baseline constant at {} over {n} runs; now {}",
+        fmt_num(baseline),
+        fmt_num(now)
+    )
+}
+
+use hpcscope_report::fmt::plain as fmt_num;
+
 /// One metric's score in an anomaly report.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -408,11 +457,14 @@ pub struct MetricScore {
     pub baseline_median: f64,
     /// Baseline MAD (unscaled).
     pub baseline_mad: f64,
-    /// Modified z-score.
-    pub z: f64,
-    /// Relative change against the baseline median.
-    pub rel_change: f64,
-    /// `|z| > threshold`.
+    /// Modified z-score; null when the baseline is constant (no spread).
+    pub z: Option<f64>,
+    /// Relative change against the baseline median; null when that median is 0 and the
+    /// value is not.
+    pub rel_change: Option<f64>,
+    /// `|z| > threshold`; with a constant baseline (no z-score), the value departs from it
+    /// beyond the floor: by more than `min_effect` of the baseline value, or by anything when
+    /// the baseline is 0 (the rule of [`gate`]).
     pub flagged: bool,
 }
 
@@ -421,20 +473,23 @@ pub struct MetricScore {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnomalyReport {
-    /// Largest |modified z| over the metrics.
+    /// Largest |modified z| over the metrics that have one (0 when none has).
     pub max_abs_z: f64,
-    /// Root mean square of the modified z-scores.
+    /// Root mean square of the modified z-scores (over the metrics that have one).
     pub rms_z: f64,
     /// Per metric, most anomalous first.
     pub metrics: Vec<MetricScore>,
 }
 
 /// Scores `run` (metric → value) against `baseline` runs with modified z-scores
-/// (median/MAD per metric, threshold `z_threshold`).
+/// (median/MAD per metric, threshold `z_threshold`). A metric whose baseline is constant has
+/// no z-score; it is flagged when it departs from the baseline value by more than
+/// `min_effect` of it (by anything when the baseline is 0), as [`gate`] decides.
 pub fn anomaly_scores(
     baseline: &[BTreeMap<String, f64>],
     run: &BTreeMap<String, f64>,
     z_threshold: f64,
+    min_effect: f64,
 ) -> AnomalyReport {
     let mut metrics = Vec::new();
     for (name, &value) in run {
@@ -447,32 +502,34 @@ pub fn anomaly_scores(
         }
         let s = RobustScale::of(&b);
         let z = s.z(value);
+        let rel_change = rel_change(s.median, value);
+        let flagged = match z {
+            Some(z) => z.abs() > z_threshold,
+            None => {
+                let d = (value - s.median).abs();
+                beyond_floor(rel_change.map(f64::abs), d, min_effect)
+            }
+        };
         metrics.push(MetricScore {
             metric: name.clone(),
             value,
             baseline_median: s.median,
             baseline_mad: s.mad,
             z,
-            rel_change: if s.median != 0.0 {
-                value / s.median - 1.0
-            } else {
-                0.0
-            },
-            flagged: z.abs() > z_threshold,
+            rel_change,
+            flagged,
         });
     }
-    metrics.sort_by(|a, b| {
-        b.z.abs()
-            .total_cmp(&a.z.abs())
-            .then(a.metric.cmp(&b.metric))
-    });
-    let finite: Vec<f64> = metrics
-        .iter()
-        .map(|m| m.z)
-        .filter(|z| z.is_finite())
-        .collect();
+    // Most anomalous first: a flagged departure from a constant baseline before any z-score.
+    let rank = |m: &MetricScore| match m.z {
+        Some(z) => z.abs(),
+        None if m.flagged => f64::INFINITY,
+        None => 0.0,
+    };
+    metrics.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.metric.cmp(&b.metric)));
+    let finite: Vec<f64> = metrics.iter().filter_map(|m| m.z).collect();
     AnomalyReport {
-        max_abs_z: metrics.iter().map(|m| m.z.abs()).fold(0.0, f64::max),
+        max_abs_z: finite.iter().map(|z| z.abs()).fold(0.0, f64::max),
         rms_z: if finite.is_empty() {
             0.0
         } else {
@@ -488,10 +545,10 @@ pub fn anomaly_scores(
 pub struct Movement {
     /// Metric name.
     pub metric: String,
-    /// Relative change of the median.
-    pub rel_change: f64,
-    /// Modified z-score of the candidate median.
-    pub robust_z: f64,
+    /// Relative change of the median (null from a baseline median of 0).
+    pub rel_change: Option<f64>,
+    /// Modified z-score of the candidate median (null against a constant baseline).
+    pub robust_z: Option<f64>,
     /// Whether it changed (gate verdict regression or improvement, with the explanation's
     /// lower floor).
     pub changed: bool,
@@ -529,7 +586,7 @@ pub fn explain(
     let mut names: Vec<&String> = candidate.iter().flat_map(|m| m.keys()).collect();
     names.sort();
     names.dedup();
-    let movement = |name: &str| -> Option<Movement> {
+    let movement = |name: &str| -> Option<(Movement, String)> {
         let b: Vec<f64> = baseline
             .iter()
             .filter_map(|m| m.get(name).copied())
@@ -543,49 +600,47 @@ pub fn explain(
         }
         // Direction does not matter for "did it move": test both ways.
         let g = gate(name, "", &b, &c, Direction::LowerIsBetter, &opts);
-        Some(Movement {
-            metric: name.to_string(),
-            rel_change: g.rel_change,
-            robust_z: g.robust_z,
-            changed: matches!(g.verdict, Verdict::Regression | Verdict::Improvement),
-        })
+        Some((
+            Movement {
+                metric: name.to_string(),
+                rel_change: g.rel_change,
+                robust_z: g.robust_z,
+                changed: matches!(g.verdict, Verdict::Regression | Verdict::Improvement),
+            },
+            match g.rel_change {
+                Some(r) => format!("{:+.1}%", r * 100.0),
+                None => change_text(None, g.baseline_median, g.candidate_median),
+            },
+        ))
     };
-    let primary_m = movement(primary).unwrap_or(Movement {
-        metric: primary.to_string(),
-        rel_change: f64::NAN,
-        robust_z: f64::NAN,
-        changed: false,
-    });
+    let (primary_m, primary_text) = movement(primary).unwrap_or((
+        Movement {
+            metric: primary.to_string(),
+            rel_change: None,
+            robust_z: None,
+            changed: false,
+        },
+        "not measured".to_string(),
+    ));
     let mut moved = Vec::new();
     let mut unchanged = Vec::new();
     for n in names {
         if n == primary {
             continue;
         }
-        if let Some(m) = movement(n) {
+        if let Some((m, text)) = movement(n) {
             if m.changed {
-                moved.push(m);
+                moved.push((m, text));
             } else {
                 unchanged.push(m.metric);
             }
         }
     }
-    moved.sort_by(|a, b| {
-        b.robust_z
-            .abs()
-            .total_cmp(&a.robust_z.abs())
-            .then(a.metric.cmp(&b.metric))
-    });
-    let mut parts = vec![format!(
-        "{} {:+.1}%",
-        primary_m.metric,
-        primary_m.rel_change * 100.0
-    )];
-    parts.extend(
-        moved
-            .iter()
-            .map(|m| format!("{} {:+.1}%", m.metric, m.rel_change * 100.0)),
-    );
+    // Largest |z| first; a change from a constant baseline (no z) before any.
+    let rank = |m: &Movement| m.robust_z.map_or(f64::INFINITY, f64::abs);
+    moved.sort_by(|(a, _), (b, _)| rank(b).total_cmp(&rank(a)).then(a.metric.cmp(&b.metric)));
+    let mut parts = vec![format!("{} {primary_text}", primary_m.metric)];
+    parts.extend(moved.iter().map(|(m, t)| format!("{} {t}", m.metric)));
     match unchanged.len() {
         0 => {}
         1..=3 => parts.push(format!("{} unchanged", unchanged.join(", "))),
@@ -597,7 +652,7 @@ pub fn explain(
     Explanation {
         summary: parts.join(", "),
         primary: primary_m,
-        moved,
+        moved: moved.into_iter().map(|(m, _)| m).collect(),
         unchanged,
     }
 }
@@ -620,8 +675,8 @@ mod tests {
         let d = Direction::LowerIsBetter;
         let r = gate("time_ratio", "", &TABLE_3_2, &[1.030], d, &o);
         assert_eq!(r.verdict, Verdict::Regression, "{}", r.reason);
-        assert!((r.robust_z - 5.059).abs() < 1e-3);
-        assert!((r.rel_change - 0.02233).abs() < 1e-4);
+        assert!((r.robust_z.unwrap() - 5.059).abs() < 1e-3);
+        assert!((r.rel_change.unwrap() - 0.02233).abs() < 1e-4);
         for x in [1.020, 1.015, 0.994] {
             let r = gate("time_ratio", "", &TABLE_3_2, &[x], d, &o);
             assert_eq!(r.verdict, Verdict::Unchanged, "{x}: {}", r.reason);
@@ -655,16 +710,16 @@ mod tests {
         run.insert("time_ratio".to_string(), 1.012);
         run.insert("syscalls_per_s".to_string(), 14_500.0);
         run.insert("page_faults_per_s".to_string(), 305.0);
-        let rep = anomaly_scores(&base, &run, 3.5);
+        let rep = anomaly_scores(&base, &run, 3.5, 0.02);
         assert_eq!(rep.metrics[0].metric, "syscalls_per_s");
-        assert!((rep.metrics[0].z - 4.216).abs() < 1e-3, "{rep:?}");
+        assert!((rep.metrics[0].z.unwrap() - 4.216).abs() < 1e-3, "{rep:?}");
         assert!(rep.metrics[0].flagged);
         let t = rep
             .metrics
             .iter()
             .find(|m| m.metric == "time_ratio")
             .unwrap();
-        assert!((t.z - 1.012).abs() < 1e-3 && !t.flagged);
+        assert!((t.z.unwrap() - 1.012).abs() < 1e-3 && !t.flagged);
     }
 
     #[test]

@@ -31,10 +31,10 @@ pub fn annotations(report: &CheckReport) -> String {
             Verdict::Unchanged => continue,
         };
         let mut msg = format!(
-            "{} {}: {:+.2}% (median {} -> {}{}). {}",
+            "{} {}: {} (median {} -> {}{}). {}",
             r.metric,
             r.verdict.label(),
-            100.0 * r.rel_change,
+            crate::gate::change_text(r.rel_change, r.baseline_median, r.candidate_median),
             r.baseline_median,
             r.candidate_median,
             if r.unit.is_empty() {

@@ -85,24 +85,28 @@ impl RobustScale {
     /// Modified z-score of `x`: `M = 0.6745 (x − median) / MAD` (Iglewicz and Hoaglin).
     ///
     /// When MAD is 0 (more than half the baseline is identical), the mean absolute deviation
-    /// is used instead, `M = (x − median) / (1.253314 MeanAD)`; when that is 0 too, `M` is 0
-    /// for `x == median` and ±infinity otherwise.
-    pub fn z(&self, x: f64) -> f64 {
+    /// is used instead, `M = (x − median) / (1.253314 MeanAD)`. When that is 0 too the
+    /// baseline is constant ([`RobustScale::is_constant`]): it has no spread to measure a
+    /// departure against, and there is no z-score (`None`, never an infinity).
+    pub fn z(&self, x: f64) -> Option<f64> {
         let d = x - self.median;
         if self.mad > 0.0 {
-            MODIFIED_Z * d / self.mad
+            Some(MODIFIED_Z * d / self.mad)
         } else if self.mean_ad > 0.0 {
-            d / (1.253314 * self.mean_ad)
-        } else if d == 0.0 {
-            0.0
+            Some(d / (1.253314 * self.mean_ad))
         } else {
-            d.signum() * f64::INFINITY
+            None
         }
+    }
+
+    /// Every baseline value is the same (both spreads are 0).
+    pub fn is_constant(&self) -> bool {
+        !(self.mad > 0.0 || self.mean_ad > 0.0)
     }
 }
 
 /// Modified z-scores of every value of `xs` against `baseline` (see [`RobustScale::z`]).
-pub fn robust_z_scores(baseline: &[f64], xs: &[f64]) -> Vec<f64> {
+pub fn robust_z_scores(baseline: &[f64], xs: &[f64]) -> Vec<Option<f64>> {
     let s = RobustScale::of(baseline);
     xs.iter().map(|&x| s.z(x)).collect()
 }
@@ -716,9 +720,9 @@ mod tests {
         let s = RobustScale::of(&r);
         assert!(close(s.median, 1.0075, 1e-12));
         assert!(close(s.mad, 0.0030, 1e-9));
-        assert!(close(s.z(1.030), 5.059, 1e-3));
-        assert!(close(s.z(1.020), 2.810, 1e-3));
-        assert!(close(s.z(0.994), -3.035, 1e-3));
+        assert!(close(s.z(1.030).unwrap(), 5.059, 1e-3));
+        assert!(close(s.z(1.020).unwrap(), 2.810, 1e-3));
+        assert!(close(s.z(0.994).unwrap(), -3.035, 1e-3));
         assert!(close(mean(&r), 1.005_812_5, 1e-12));
         assert!(close(variance(&r), 3.536_25e-5, 1e-9));
     }
@@ -727,10 +731,13 @@ mod tests {
     fn zero_mad_falls_back() {
         let s = RobustScale::of(&[1.0, 1.0, 1.0, 2.0]);
         assert_eq!(s.mad, 0.0);
-        assert!(s.z(2.0) > 0.0 && s.z(2.0).is_finite());
+        assert!(s.z(2.0).is_some_and(|z| z > 0.0 && z.is_finite()));
+        assert!(!s.is_constant());
+        // A constant baseline has no spread and no z-score, not an infinite one.
         let c = RobustScale::of(&[1.0, 1.0]);
-        assert_eq!(c.z(1.0), 0.0);
-        assert_eq!(c.z(2.0), f64::INFINITY);
+        assert!(c.is_constant());
+        assert_eq!(c.z(1.0), None);
+        assert_eq!(c.z(2.0), None);
     }
 
     #[test]

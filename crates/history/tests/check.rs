@@ -222,3 +222,96 @@ fn change_points_are_explained_and_false_discoveries_controlled() {
         strict.notes
     );
 }
+
+/// Issue 38, item 7: a metric at 0 in every baseline run and 0.001 now had a z-score of
+/// +infinity (null in the JSON, against the schema's number), a change of "+0.00%", the
+/// verdict "unchanged" and an anomaly flag. A constant baseline has no z-score; any
+/// departure beyond the floor (anything, from 0) is a change, the same in text, JSON and
+/// the regression flag that decides the exit code.
+#[test]
+fn a_departure_from_a_constant_baseline_is_a_change_without_a_z_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(dir.path().join("h.sqlite")).unwrap();
+    let with = |i: usize, t: f64, misses: f64, level: f64| {
+        let mut r = run(i, t, 1e9, "6.1");
+        r.metrics.push(Metric::new("misses", misses, "count"));
+        r.metrics.push(Metric::new("level", level, "count"));
+        r
+    };
+    for (i, &r) in TABLE_3_2.iter().enumerate() {
+        s.record(&with(i, 2.0 * r, 0.0, 100.0)).unwrap();
+    }
+    let opts = CheckOptions {
+        metrics: vec!["misses".into(), "level".into()],
+        ..CheckOptions::default()
+    };
+    // Still 0 and 100: unchanged, no z-score, nothing flagged.
+    s.record(&with(16, 2.0, 0.0, 100.0)).unwrap();
+    let rep = check(&s, &opts).unwrap();
+    assert!(!rep.regression, "{}", rep.to_markdown());
+    for r in &rep.results {
+        assert_eq!(r.verdict, Verdict::Unchanged, "{}", r.reason);
+        assert_eq!(r.robust_z, None);
+    }
+    assert_eq!(rep.results[0].rel_change, Some(0.0));
+    let a = rep.anomalies.as_ref().unwrap();
+    assert!(a.metrics.iter().all(|m| !m.flagged), "{a:?}");
+
+    // 0 -> 0.001 and 100 -> 100.5 (0.5 %, below the 2 % floor).
+    s.record(&with(17, 2.0, 0.001, 100.5)).unwrap();
+    let rep = check(&s, &opts).unwrap();
+    let md = rep.to_markdown();
+    let misses = &rep.results[0];
+    assert_eq!(misses.verdict, Verdict::Regression, "{md}");
+    assert_eq!(misses.robust_z, None);
+    assert_eq!(misses.rel_change, None);
+    assert!(
+        misses
+            .reason
+            .contains("baseline constant at 0 over 17 runs; now 0.001"),
+        "{}",
+        misses.reason
+    );
+    assert_eq!(rep.results[1].verdict, Verdict::Unchanged, "{md}");
+    assert!(rep.regression, "{md}");
+    assert!(
+        md.contains("0 -> 0.001") && md.contains("none (constant baseline)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("`misses` (baseline constant at 0; now 0.001)"),
+        "{md}"
+    );
+    let a = rep.anomalies.as_ref().unwrap();
+    let m = a.metrics.iter().find(|m| m.metric == "misses").unwrap();
+    assert!(
+        m.flagged && m.z.is_none() && m.rel_change.is_none(),
+        "{m:?}"
+    );
+    let l = a.metrics.iter().find(|m| m.metric == "level").unwrap();
+    assert!(!l.flagged && l.z.is_none(), "{l:?}");
+    assert!(a.max_abs_z.is_finite() && a.rms_z.is_finite(), "{a:?}");
+    // Never an infinity or a NaN in any rendering.
+    let json = serde_json::to_string(&rep).unwrap();
+    let xml = rep.to_junit_xml();
+    for text in [&md, &json, &xml] {
+        for bad in ["inf", "NaN"] {
+            assert!(!text.contains(bad), "{bad} in {text}");
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["regression"], true);
+    assert!(v["results"][0]["robust_z"].is_null());
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+
+    // Once the baseline has a spread again, the modified z-score decides as before.
+    s.record(&with(18, 2.0, 0.0, 103.0)).unwrap();
+    let rep = check(&s, &opts).unwrap();
+    assert_eq!(rep.results[0].verdict, Verdict::Unchanged);
+    assert_eq!(
+        rep.results[1].verdict,
+        Verdict::Regression,
+        "{}",
+        rep.to_markdown()
+    );
+}
