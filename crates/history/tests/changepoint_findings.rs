@@ -147,3 +147,64 @@ fn edivisive_still_finds_real_steps() {
         "{idx:?}"
     );
 }
+
+/// 300 runs around 100 with steps x1.20 at run 80, x0.85 at 170 and x1.30 at 240, in
+/// AR(1) noise `e_t = 0.9 e_(t-1) + N(0, 2 sqrt(1 - 0.81))` (sd 2) or in white noise of
+/// sd 2, seeded.
+fn three_steps(seed: u64, phi: f64) -> Vec<f64> {
+    let mut r = Rng::new(seed);
+    let innov = 2.0 * (1.0 - phi * phi).sqrt();
+    let mut e = 2.0 * r.normal();
+    (0..300)
+        .map(|t| {
+            if t > 0 {
+                e = phi * e + innov * r.normal();
+            }
+            let level = match t {
+                0..80 => 100.0,
+                80..170 => 120.0,
+                170..240 => 102.0,
+                _ => 132.6,
+            };
+            level + e
+        })
+        .collect()
+}
+
+/// Issue 38, item 7: in AR(1) noise with phi 0.9 the robust detector reported none of three
+/// large steps on about 8 of 20 seeds (each step test took its autocorrelation and degrees
+/// of freedom from the two segments around a candidate only: next to a spurious neighbour a
+/// true step had 1 degree of freedom). The same steps in white noise were always found.
+/// Still open: fails today (all three steps in 12 of the 20 AR(1) series, none of them in
+/// the other 8); run it with `--ignored`.
+#[test]
+#[ignore = "open: issue 38 item 7, robust misses steps in AR(1) noise with phi 0.9"]
+fn three_large_steps_in_strongly_autocorrelated_noise_are_found() {
+    for (phi, label) in [(0.9, "AR(1) 0.9"), (0.0, "white")] {
+        let mut all_three = 0;
+        let mut reported = 0;
+        let mut misses = Vec::new();
+        for seed in 1..=20 {
+            let x = three_steps(seed, phi);
+            let idx = indices(&x, &robust());
+            let found = [80, 170, 240]
+                .iter()
+                .filter(|&&c| idx.iter().any(|&i| i.abs_diff(c) <= 5))
+                .count();
+            if found == 3 {
+                all_three += 1;
+            } else {
+                misses.push((seed, idx.clone()));
+            }
+            reported += idx.len();
+        }
+        assert!(
+            all_three >= 19,
+            "{label}: all three steps in {all_three} of 20 series; missed: {misses:?}"
+        );
+        assert!(
+            reported as f64 / 20.0 <= 4.0,
+            "{label}: {reported} changes reported in 20 series of 3"
+        );
+    }
+}
