@@ -17,8 +17,9 @@
 //! `validate` projects one build onto another ([`project_with`], A's machine and median and
 //! spread on the source side, B's machine and the profile on B's caches on the target side)
 //! and checks the projection against B's measurement. Keys measured with two threads are
-//! projected at node scope, the source being A's whole node (the path of `validate`'s
-//! SSE2 <-> AVX2 node pairs, [`crate::node_validate::node_projection`]).
+//! projected at node scope, the source being A's whole node (as `validate`'s SSE2 <-> AVX2
+//! node pairs are, [`crate::node_validate::node_projection`], but with the ceilings at the
+//! binary's own widths, as at core scope).
 //!
 //! [`record`] writes such a record of this host.
 
@@ -645,47 +646,44 @@ pub fn project_pair(
         pa.regions[0].thread_metrics(&so)?,
         pb.regions[0].thread_metrics(&to)?,
     );
-    let node = p.threads > 1;
-    let proj = if node {
-        crate::node_validate::node_projection(
-            &ra.machine,
-            &ta,
-            ma.gflops_median,
-            sa,
-            &rb.machine,
-            &tb,
-            pa.precision,
-            calibration,
-            (&so, &to),
-        )?
+    // Two threads: node scope, the source being A's whole node running the same threads
+    // (validate's SSE2 <-> AVX2 node pairs), with the ceilings at the binary's own widths as
+    // at core scope: across machines the peaks at the widest width differ where the
+    // binary's do not (512-bit FMA on one host, 256-bit units on the other).
+    let scope = if p.threads > 1 {
+        hpcscope_core::roofline::Scope::Node
     } else {
-        project_with(
-            Side {
-                machine: &ra.machine,
-                threads: &ta,
-                origin: &so,
-            },
-            ma.gflops_median,
-            Side {
-                machine: &rb.machine,
-                threads: &tb,
-                origin: &to,
-            },
-            pa.precision,
-            Options::default(),
-            &Inputs {
-                source_widths: Some(c.widths.clone()),
-                target_widths: Some(c.widths.clone()),
-                source_spread: sa,
-                calibration,
-                carried_time: true,
-                instructions: pa.regions[0]
-                    .instructions()
-                    .zip(pb.regions[0].instructions()),
-                drop_contradicted: false,
-            },
-        )?
+        hpcscope_core::roofline::Scope::Core
     };
+    let proj = project_with(
+        Side {
+            machine: &ra.machine,
+            threads: &ta,
+            origin: &so,
+        },
+        ma.gflops_median,
+        Side {
+            machine: &rb.machine,
+            threads: &tb,
+            origin: &to,
+        },
+        pa.precision,
+        Options {
+            scope,
+            ..Options::default()
+        },
+        &Inputs {
+            source_widths: Some(c.widths.clone()),
+            target_widths: Some(c.widths.clone()),
+            source_spread: sa,
+            calibration,
+            carried_time: true,
+            instructions: pa.regions[0]
+                .instructions()
+                .zip(pb.regions[0].instructions()),
+            drop_contradicted: false,
+        },
+    )?;
     Ok(pair_of(p, (&ra.name, ma), (&rb.name, mb), proj, (sa, sb)))
 }
 
@@ -981,6 +979,8 @@ pub struct HostSummaryLine {
 pub struct ValidateOptions {
     /// Only these workloads (all when empty).
     pub workloads: Vec<String>,
+    /// Only keys with these thread counts (all when empty).
+    pub threads: Vec<u32>,
     /// Where binaries are built when a record has none.
     pub build_dir: PathBuf,
     /// The point-estimate rule and margin.
@@ -1099,7 +1099,10 @@ pub fn validate(
         }
     }
     let started = std::time::Instant::now();
-    let (planned, mut notes) = plan(records, &o.workloads)?;
+    let (mut planned, mut notes) = plan(records, &o.workloads)?;
+    if !o.threads.is_empty() {
+        planned.retain(|p| o.threads.contains(&p.threads));
+    }
     if planned.is_empty() {
         bail!(hpcscope_core::Failure::input(format!(
             "no key was measured by two of the hosts with the same binary and arguments{}",
@@ -1151,7 +1154,7 @@ pub fn validate(
     }
     if pairs.iter().any(|p| p.threads > 1) {
         notes.push(
-            "keys with several threads are projected at node scope: the source is the source host's whole node running the same threads (as validate's SSE2 <-> AVX2 node pairs), timed by the wall time of the kernel loop".into(),
+            "keys with several threads are projected at node scope: the source is the source host's whole node running the same threads (as validate's SSE2 <-> AVX2 node pairs), timed by the wall time of the kernel loop; the ceilings at the binary's own widths, as at core scope".into(),
         );
     }
     if let Some(sp) = o.sample {

@@ -42,6 +42,9 @@ pub struct ValidateArgs {
     /// Only these workloads (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub workloads: Vec<String>,
+    /// Only keys with these thread counts (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Vec<u32>,
     /// Where binaries are built when a record has no bin/ directory.
     #[arg(long, default_value = "out/hosts/build")]
     pub build_dir: PathBuf,
@@ -127,6 +130,7 @@ fn validate(a: &ValidateArgs) -> Result<ExitCode> {
         &records,
         &hosts::ValidateOptions {
             workloads: a.workloads.clone(),
+            threads: a.threads.clone(),
             build_dir: a.build_dir.clone(),
             calibration: Some(calibration),
             sample: a.sample.map(hpcscope_mix::SampleSpec::sets).transpose()?,
