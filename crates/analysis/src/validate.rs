@@ -1020,7 +1020,10 @@ mod tests {
         };
         let steps = std::cell::RefCell::new(Vec::new());
         let progress = |s: &str| steps.borrow_mut().push(s.to_string());
-        let e = format!("{:#}", characterize(&m, &group(&bad), 3, &progress).unwrap_err());
+        let e = format!(
+            "{:#}",
+            characterize(&m, &group(&bad), 3, &progress).unwrap_err()
+        );
         assert!(
             e.contains("w (b) before characterizing it")
                 && e.contains("exit status: 3")
@@ -1033,7 +1036,10 @@ mod tests {
             "{:?}",
             steps.borrow()
         );
-        let e = format!("{:#}", characterize(&m, &group(&quiet), 3, &progress).unwrap_err());
+        let e = format!(
+            "{:#}",
+            characterize(&m, &group(&quiet), 3, &progress).unwrap_err()
+        );
         assert!(e.contains("it printed nothing"), "{e}");
     }
 
