@@ -27,7 +27,7 @@ add scenario_toml "$root"/examples/scenarios/*.toml
 add import_perf_csv "$root"/crates/counters/tests/data/import/*.csv
 add import_raw "$root"/crates/counters/tests/data/seed001/*.json
 add pmu_events $(find "$root"/crates/counters/tests/data/pmu-events -name '*.json')
-for t in import_likwid_csv import_papi_json import_caliper_json import_markers plugin_stream merge_rank_files lackey_trace; do
+for t in import_likwid_csv import_papi_json import_caliper_json import_markers plugin_stream merge_rank_files lackey_trace slurm_script profile_import; do
   add "$t" seeds/"$t"/*
 done
 # Every formula of the pmu-events files and the metric recipes, one per file.
@@ -58,6 +58,9 @@ for e in exprs:
     name = hashlib.sha1(e.encode()).hexdigest()[:16]
     open(os.path.join("corpus/metric_expr", name), "w").write(e)
 PY
+# Profiles: an even first byte reads the rest as a file (perf script text, folded stacks,
+# JSON); seeds/profile_import has the other forms.
+add_prefixed profile_import 00 "$root"/crates/trace/tests/data/perf-script-utf8.txt
 # Model CSVs: byte 0 generic table, 1 scaling runs, 2 POP run, 3 decomposition, 4 variants.
 d="$root"/crates/models/tests/data
 add_prefixed model_csv 00 "$d"/*.csv
