@@ -42,6 +42,9 @@ const READERS: &[&[&str]] = &[
     &["counters", "validate", "--counted", "F"],
     &["model", "kernel", "-f", "main", "F"],
     &["record", "--db", "h.db", "--machine", "F", "--", "true"],
+    &["profile", "import", "F"],
+    &["profile", "export", "F", "--to", "pprof", "-o", "out.pb.gz"],
+    &["profile", "diff", "F", "F"],
 ];
 
 fn with_file<'a>(args: &[&'a str], f: &'a str) -> Vec<&'a str> {

@@ -101,12 +101,9 @@ pub struct Imported {
 /// Reads a profile from `path`, recognising the format from its content (see the module).
 pub fn import(path: &Path) -> Result<Imported, Failure> {
     let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| {
-        Failure::new(
-            hpcscope_core::kind::io_kind(&e),
-            format!("cannot read {origin}: {e}"),
-        )
-    })?;
+    // Bounded (HPCSCOPE_MAX_INPUT_MB), and noted as an input that no output may replace.
+    let bytes = hpcscope_core::load::read_bytes(path)
+        .map_err(|e| Failure::new(e.kind(), format!("cannot read {origin}: {e}")))?;
     if bytes.starts_with(b"PERFILE2") || bytes.starts_with(b"PERFFILE") {
         let text = perf_script_of(path)?;
         let mut imp = from_perf_script(&text, &origin)?;

@@ -195,7 +195,7 @@ fn is_counters(v: &serde_json::Value) -> bool {
 }
 
 fn export(a: &ExportArgs) -> Result<ExitCode> {
-    let json: Option<serde_json::Value> = std::fs::read(&a.file)
+    let json: Option<serde_json::Value> = hpcscope_core::load::read_bytes(&a.file)
         .ok()
         .filter(|b| {
             b.trim_ascii_start().starts_with(b"{") || b.trim_ascii_start().starts_with(b"[")
@@ -221,7 +221,11 @@ fn export(a: &ExportArgs) -> Result<ExitCode> {
         (ExportFormat::Hatchet, Some(v))
             if v.get("regions").is_some() && v.get("format_version").is_some() =>
         {
-            let text = std::fs::read_to_string(&a.file)?;
+            let text = hpcscope_core::load::read(
+                &a.file,
+                "the profile",
+                "give a profile written by hpcscope mix or counters --profile",
+            )?;
             let p = hpcscope_core::Profile::from_json_str(&text, &name)?;
             let (out, n) = hpcscope_core::hatchet::from_profile(&p, &name)?;
             notes = n;
