@@ -62,53 +62,49 @@ fn no_borrowed_figure(json: &serde_json::Value) -> Vec<String> {
     seen
 }
 
+/// `project` of `source` (on its machine, with `extra` arguments) onto `target`: (text, JSON).
+fn project(
+    source: (&str, &str),
+    target: (&str, &str),
+    extra: &[&str],
+) -> (String, serde_json::Value) {
+    let run = |fmt: &str| {
+        let o = bin()
+            .args(["project", "--source-machine", source.0, "--source-profile"])
+            .arg(example(source.1))
+            .args(extra)
+            .args(["--target-machine", target.0, "--target-profile"])
+            .arg(example(target.1))
+            .args(["--format", fmt])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    (
+        String::from_utf8_lossy(&run("table")).into_owned(),
+        serde_json::from_slice(&run("json")).unwrap(),
+    )
+}
+
 #[test]
 fn project_states_no_error_for_kinds_without_pairs() {
-    // ThunderX2 onto A64FX: another machine of the same ISA (and another build).
-    let args = |fmt: &str| {
-        let mut c = bin();
-        c.args([
-            "project",
-            "--source-machine",
-            "thunderx2",
-            "--source-profile",
-        ])
-        .arg(example("tx2-source.json"))
-        .args(["--target-machine", "a64fx", "--target-profile"])
-        .arg(example("sve-512.json"))
-        .args(["--format", fmt]);
-        c.output().unwrap()
-    };
-    let o = args("table");
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // Its kind's own figure (data/hosts' pairs), with the number of pairs behind it.
+    // ThunderX2 onto A64FX: another machine of the same ISA (and another build): its kind's
+    // own figure (data/hosts' pairs), with the number of pairs behind it.
+    let (text, j) = project(
+        ("thunderx2", "tx2-source.json"),
+        ("a64fx", "sve-512.json"),
+        &[],
+    );
     assert!(text.contains("measured same-ISA machine pairs"), "{text}");
-    let o = args("json");
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(no_borrowed_figure(&j), ["same-isa-machine"]);
-    // Two builds on one machine: a user's builds, of unknown kind.
-    let o = bin()
-        .args(["project", "--source-machine", "a64fx", "--source-profile"])
-        .arg(example("sve-128.json"))
-        .args(["--source-gflops", "1.0"])
-        .args(["--target-machine", "a64fx", "--target-profile"])
-        .arg(example("sve-512.json"))
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Two builds on one machine: a user's builds, of unknown kind: no figure.
+    let (text, j) = project(
+        ("a64fx", "sve-128.json"),
+        ("a64fx", "sve-512.json"),
+        &["--source-gflops", "1.0"],
+    );
     assert_eq!(no_borrowed_figure(&j), ["builds"]);
-    let o = bin()
-        .args(["project", "--source-machine", "a64fx", "--source-profile"])
-        .arg(example("sve-128.json"))
-        .args(["--source-gflops", "1.0"])
-        .args(["--target-machine", "a64fx", "--target-profile"])
-        .arg(example("sve-512.json"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("not validated for this kind of change (builds)")
             && !text.contains("typically within"),

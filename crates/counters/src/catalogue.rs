@@ -603,17 +603,11 @@ impl Catalogue {
             ),
             None => ("software", "unknown vendor: software events only"),
         };
-        let recipe = self
-            .find(id)
-            .expect("the shipped catalogue holds every fallback recipe (tested)");
-        Chosen {
-            recipe,
-            why: Some(why),
-            note: Some(format!(
-                "this CPU ({cpu}) has no counter recipe of its own; took '{}' ({why}); pass --recipe ID to choose another",
-                recipe.recipe.id
-            )),
-        }
+        self.stand_in(id, why, |r| {
+            format!(
+                "this CPU ({cpu}) has no counter recipe of its own; took '{r}' ({why}); pass --recipe ID to choose another"
+            )
+        })
     }
 
     /// The recipe that counter data recorded elsewhere was counted with, from its event
@@ -694,13 +688,24 @@ impl Catalogue {
                 "the data names no hardware event: software metrics only; hardware metrics need --recipe ID",
             )
         };
+        self.stand_in(id, why, |r| format!("{origin}: recipe '{r}' ({why})"))
+    }
+
+    /// A shipped recipe taken as a stand-in, with its reason and the note `note` makes of its
+    /// id.
+    fn stand_in(
+        &self,
+        id: &str,
+        why: &'static str,
+        note: impl FnOnce(&str) -> String,
+    ) -> Chosen<'_> {
         let recipe = self
             .find(id)
             .expect("the shipped catalogue holds every fallback recipe (tested)");
         Chosen {
             recipe,
             why: Some(why),
-            note: Some(format!("{origin}: recipe '{}' ({why})", recipe.recipe.id)),
+            note: Some(note(&recipe.recipe.id)),
         }
     }
 
