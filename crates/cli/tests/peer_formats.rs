@@ -850,6 +850,8 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             "sweep",
             "result",
             "validation",
+            "host-record",
+            "hosts-validate",
             "counters",
             "mix",
             "trace",
@@ -897,6 +899,14 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     // Bundled files.
     for e in std::fs::read_dir(root.join("data/machines")).unwrap() {
         pairs.push(("machine", e.unwrap().path()));
+    }
+    // Every host record: its measurements and its machine file.
+    for e in std::fs::read_dir(root.join("data/hosts")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            pairs.push(("host-record", p.join("measurements.json")));
+            pairs.push(("machine", p.join("machine.toml")));
+        }
     }
     for e in std::fs::read_dir(root.join("examples/scenarios")).unwrap() {
         let p = e.unwrap().path();
