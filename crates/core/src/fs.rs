@@ -414,15 +414,7 @@ const TEMP_PREFIX: &str = ".hpcscope-";
 
 /// This host's name as it goes into a file name.
 fn host_tag() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into a buffer we own.
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = if r == 0 {
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    } else {
-        String::new()
-    };
+    let name = hpcscope_host::facts::hostname().unwrap_or_default();
     let tag: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

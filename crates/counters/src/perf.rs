@@ -273,22 +273,10 @@ pub fn resolve(
 
 /// CPUs of a sysfs CPU list (`0,24`, `0-3,8`); entries that do not parse are skipped.
 fn cpu_list(s: &str) -> Vec<i32> {
-    let mut v = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.trim().parse::<i32>(), b.trim().parse::<i32>()) {
-                    v.extend(a..=b);
-                }
-            }
-            None => {
-                if let Ok(c) = part.trim().parse() {
-                    v.push(c);
-                }
-            }
-        }
-    }
-    v
+    hpcscope_host::topology::parse_cpu_list_lenient(s)
+        .into_iter()
+        .filter_map(|c| i32::try_from(c).ok())
+        .collect()
 }
 
 /// How to collect.

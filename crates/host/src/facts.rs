@@ -163,10 +163,15 @@ pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
     Some([it.next()??, it.next()??, it.next()??])
 }
 
+/// The effective user id of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    euid() == 0
 }
 
 /// Effective capability bits of the calling thread (credentials are per thread).

@@ -9,7 +9,9 @@
 //!   the kernel's sample ring buffer;
 //! * [`hash`]: SHA-256 of bytes and files;
 //! * [`dirs`]: where hpcscope keeps its cache;
-//! * [`child`]: programs hpcscope starts die with it.
+//! * [`child`]: programs hpcscope starts die with it;
+//! * [`topology`]: sockets, cores, caches, ISA extensions, and the CPUs this process may
+//!   use (affinity, pinning, CPU lists).
 //!
 //! The bottom of the crate graph: it depends on no other hpcscope crate.
 #![deny(missing_docs)]
@@ -22,5 +24,6 @@ pub mod hash;
 pub mod perf;
 pub mod time;
 pub mod tools;
+pub mod topology;
 
 pub use fingerprint::Fingerprint;

@@ -464,9 +464,14 @@ impl Drop for Group {
 
 /// `/proc/sys/kernel/perf_event_paranoid`, when readable.
 pub fn paranoid() -> Option<i32> {
+    paranoid_text().and_then(|s| s.parse().ok())
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid` as the kernel wrote it (trimmed), when readable.
+pub fn paranoid_text() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
-        .and_then(|s| s.trim().parse().ok())
+        .map(|s| s.trim().to_string())
 }
 
 /// Whether this process runs as root.

@@ -91,7 +91,7 @@ pub fn which(names: &[&str]) -> Option<String> {
 pub fn run() -> Doctor {
     let mut checks = Vec::new();
     let caps = has_bpf_caps();
-    let euid = unsafe { libc::geteuid() };
+    let euid = hpcscope_host::facts::euid();
     checks.push(check(
         "privileges",
         caps,
@@ -232,9 +232,7 @@ pub fn run() -> Doctor {
             .unwrap_or_else(|| "cycles opens".into()),
         "hardware counters (`hpcscope counters`; eq. 3.12's factors in `merge`); profiling falls back to cpu-clock",
     ));
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
+    let paranoid = hpcscope_host::perf::paranoid_text().unwrap_or_else(|| "unknown".into());
     checks.push(check("perf_event_paranoid", true, paranoid, ""));
     // The emulator `hpcscope mix` would run ($HPCSCOPE_QEMU first, as mix does).
     let q = hpcscope_host::tools::qemu(std::env::consts::ARCH)
@@ -265,9 +263,7 @@ pub fn run() -> Doctor {
     ));
     Doctor {
         kernel: kernel_release(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        cpus: hpcscope_host::facts::logical_cpus() as usize,
         checks,
     }
 }

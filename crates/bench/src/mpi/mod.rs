@@ -480,15 +480,10 @@ pub fn round_sig(x: f64, sig: i32) -> f64 {
 
 /// Facts about this process for the default launcher.
 pub fn this_host() -> launch::Host {
-    #[cfg(unix)]
-    // SAFETY: geteuid has no preconditions.
-    let is_root = unsafe { libc::geteuid() } == 0;
-    #[cfg(not(unix))]
-    let is_root = false;
-    let cpus = crate::affinity::allowed_cpus()
-        .map(|v| v.len())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    launch::Host { is_root, cpus }
+    launch::Host {
+        is_root: hpcscope_host::facts::is_root(),
+        cpus: hpcscope_host::topology::usable_cpus(),
+    }
 }
 
 /// Builds the program, runs it under the launcher and analyses the output. `announce`

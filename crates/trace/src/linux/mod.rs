@@ -362,8 +362,7 @@ fn preflight() -> Result<(), TraceError> {
         return Err(TraceError::NotPermitted {
             detail: format!(
                 "euid {} without CAP_SYS_ADMIN or CAP_BPF+CAP_PERFMON",
-                // SAFETY: geteuid has no preconditions.
-                unsafe { libc::geteuid() }
+                hpcscope_host::facts::euid()
             ),
         });
     }
