@@ -28,7 +28,9 @@ impl Csv {
             .trim(::csv::Trim::All)
             .comment(Some(b'#'))
             .from_reader(text.as_bytes());
-        // Lines from byte offsets (the reader's own line count skips blank lines).
+        // Lines from byte offsets (the reader's own line count skips blank lines), found by
+        // a binary search in the offsets of the newlines: linear in the text as a whole.
+        let newlines: Vec<usize> = newline_offsets(text.as_bytes());
         let line_at = |p: Option<&::csv::Position>| {
             p.map_or(1, |p| {
                 // A record's position is where the reader started, before any empty lines
@@ -38,7 +40,7 @@ impl Csv {
                 while end < b.len() && matches!(b[end], b'\n' | b'\r') {
                     end += 1;
                 }
-                b[..end].iter().filter(|&&b| b == b'\n').count() + 1
+                newlines.partition_point(|&n| n < end) + 1
             })
         };
         let mut headers: Option<Vec<String>> = None;
@@ -162,6 +164,14 @@ impl Csv {
             message,
         }
     }
+}
+
+/// The byte offsets of the newlines of `b`, in order.
+fn newline_offsets(b: &[u8]) -> Vec<usize> {
+    b.iter()
+        .enumerate()
+        .filter_map(|(i, &c)| (c == b'\n').then_some(i))
+        .collect()
 }
 
 #[cfg(test)]
