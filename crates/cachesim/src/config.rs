@@ -129,10 +129,13 @@ impl CacheConfig {
                 });
             }
         }
-        // The simulator keeps a tag per line in one array: its length must be a `usize`
-        // (and leave room for padding), whatever the host's pointer width.
+        // The simulator keeps a tag per line in one array (and up to two more words per
+        // line): its length must be a `usize` (with room for padding), whatever the host's
+        // pointer width, and the arrays must fit in memory: 2^28 lines (a 16 GiB cache of
+        // 64-byte lines) take about 4 GiB; a larger level would make the allocation abort
+        // the process instead of being refused here.
         let lines = self.size_bytes / self.line_bytes;
-        let max = (usize::MAX as u64 / 16).min(1 << 40);
+        let max = (usize::MAX as u64 / 16).min(1 << 28);
         if lines > max {
             let (hierarchy, level) = at();
             return Err(ConfigError::TooLarge {

@@ -298,6 +298,20 @@ fn an_access_at_the_top_of_the_address_space_stops_at_its_last_byte() {
 }
 
 #[test]
+fn a_level_too_large_to_hold_in_memory_is_refused() {
+    // 1 TiB of 64-byte lines: 2^34 tags (128 GiB) would abort the process at allocation.
+    let cfg = HierarchyConfig::new("huge", vec![CacheConfig::new("L1", 1 << 40, 64, 8)]);
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("'L1'") && e.contains("more than this host can simulate"),
+        "{e}"
+    );
+    // The largest level accepted: 16 GiB of 64-byte lines.
+    let ok = HierarchyConfig::new("big", vec![CacheConfig::new("L3", 1 << 34, 64, 16)]);
+    assert!(ok.validate().is_ok());
+}
+
+#[test]
 fn a_level_too_large_to_index_is_refused() {
     let cfg = HierarchyConfig::new("huge", vec![CacheConfig::new("L1", 1 << 50, 64, 1)]);
     let e = cfg.validate().unwrap_err().to_string();

@@ -448,8 +448,9 @@ const MAX_GFLOPS: f64 = 1.0e7;
 const CEILING_ABOVE_PEAK: f64 = 0.05;
 /// Largest cache line, bytes.
 const MAX_LINE_BYTES: u32 = 1 << 16;
-/// Largest cache, bytes (1 TiB).
-const MAX_CACHE_BYTES: u64 = 1 << 40;
+/// Largest cache, bytes (16 GiB): more than ten times the largest cache built (about
+/// 1 GiB of stacked L3 per socket), and what the cache simulator still holds in memory.
+const MAX_CACHE_BYTES: u64 = 1 << 34;
 /// Most ways of a cache.
 const MAX_WAYS: u32 = 1 << 20;
 
@@ -972,7 +973,7 @@ impl Machine {
                         origin,
                         format!("{f}.cache.size_bytes"),
                         format!(
-                            "{} bytes is larger than the 1 TiB limit of a cache",
+                            "{} bytes is larger than the 16 GiB limit of a cache",
                             c.size_bytes
                         ),
                         "give the capacity of one cache instance in bytes (32 KiB = 32768)",

@@ -392,3 +392,22 @@ fn sweep_with_takes_the_resimulated_bytes_and_marks_each_point() {
         oi_l3(&pts[2])
     );
 }
+
+#[test]
+fn a_cache_larger_than_the_simulator_holds_is_refused() {
+    // A 1 TiB L1 passed `machine validate` and made `mix` abort at a 64 GiB allocation.
+    let base = builtin("cascadelake-8260").unwrap();
+    let mut m = base.clone();
+    let l1 = m
+        .levels
+        .iter_mut()
+        .find_map(|l| l.cache.as_mut())
+        .expect("the machine has a cache");
+    l1.size_bytes = 1 << 40;
+    let e = m.validate("m.toml").unwrap_err().to_string();
+    assert!(e.contains("16 GiB limit of a cache"), "{e}");
+    let e = derive(&base, "b", &[set("L3.size_bytes=32G")], &lookup)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("16 GiB limit"), "{e}");
+}
