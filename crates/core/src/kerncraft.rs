@@ -126,6 +126,67 @@ fn simd_of(evidence: &str, fma: bool) -> Option<(String, u32)> {
     None
 }
 
+/// The deepest nesting of YAML flow collections read: the YAML parser's own recursion
+/// limit (128) is reached only after a time that grows with the square of the nesting.
+const MAX_FLOW_NESTING: usize = 64;
+
+/// Where (1-based line and column) flow collections (`{`, `[`) first nest deeper than
+/// `limit`, outside quoted scalars and comments; `None` when they never do. Linear in the
+/// text, so that a hostile file is refused before the parser sees it.
+fn flow_nesting_past(src: &str, limit: usize) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    let (mut line, mut column) = (1usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut comment = false;
+    let mut prev = '\n';
+    for c in src.chars() {
+        column += 1;
+        if c == '\n' {
+            line += 1;
+            column = 0;
+            comment = false;
+            prev = c;
+            // A quoted scalar may span lines; a comment may not.
+            continue;
+        }
+        if comment {
+            continue;
+        }
+        match quote {
+            Some('"') => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '"' {
+                    quote = None;
+                }
+            }
+            // In single quotes `''` is a quote: closing and reopening reads the same.
+            Some(_) => {
+                if c == '\'' {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '#' if prev.is_whitespace() => comment = true,
+                '"' | '\'' => quote = Some(c),
+                '{' | '[' => {
+                    depth += 1;
+                    if depth > limit {
+                        return Some((line, column));
+                    }
+                }
+                '}' | ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        prev = c;
+    }
+    None
+}
+
 /// Imports the Kerncraft machine file text `src`; `origin` names it in errors and in the
 /// provenance, `file_stem` gives the default id.
 pub fn import(
@@ -134,6 +195,14 @@ pub fn import(
     file_stem: &str,
     ov: &ImportOverrides,
 ) -> Result<Converted<Machine>, Failure> {
+    if let Some((line, column)) = flow_nesting_past(src, MAX_FLOW_NESTING) {
+        return Err(Failure::input(format!(
+            "{origin}: not YAML that hpcscope reads: flow collections (`{{`, `[`) nest more \
+             than {MAX_FLOW_NESTING} deep at line {line} column {column}; a Kerncraft machine \
+             file nests a few levels: give one of the files of Kerncraft's \
+             examples/machine-files or one `kerncraft` wrote"
+        )));
+    }
     let doc: Value = serde_yaml_ng::from_str(src)
         .map_err(|e| Failure::input(format!("{origin}: not YAML: {e}")))?;
     let doc = untag(&doc);
@@ -694,6 +763,28 @@ pub fn export(m: &Machine) -> Result<Converted<String>, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_parsing() {
+        let deep = format!("a: {}1{}", "{b: ".repeat(20_000), "}".repeat(20_000));
+        let e = match import(&deep, "m.yml", "m", &ImportOverrides::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a file nested 20,000 deep was read"),
+        };
+        assert!(
+            e.contains("nest more than 64 deep at line 1 column 260"),
+            "{e}"
+        );
+        // Brackets in quotes and comments do not count; a shallow flow mapping is fine.
+        let text = format!(
+            "a: '{}' # {}\nb: \"{}\"\nc: {{d: [1, 2]}}\n",
+            "[".repeat(100),
+            "{".repeat(100),
+            "{".repeat(100)
+        );
+        assert_eq!(flow_nesting_past(&text, 64), None);
+        assert_eq!(flow_nesting_past("x: [[[1]]]", 2), Some((1, 6)));
+    }
 
     const FILE: &str = "
 kerncraft version: 0.8.11.dev0
