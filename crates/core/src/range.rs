@@ -75,11 +75,12 @@ pub const TIME_S: Quantity = Quantity {
     hint: "the unit is seconds: convert from ns, us or ms (a time below 1 ns is not a measurement)",
 };
 
-/// A count of operations, instructions or bytes: up to 1e24 (a zettascale-hour).
+/// A count of operations, instructions or bytes: 0, or 1 to 1e24 (a zettascale-hour). A
+/// count between 0 and 1 is not one (5e-324 instructions made a ratio print as infinite).
 pub const COUNT: Quantity = Quantity {
     what: "count",
     unit: "",
-    min: 0.0,
+    min: 1.0,
     max: 1e24,
     zero_ok: true,
     hint: "give the count itself (a whole number of operations, instructions or bytes)",
@@ -198,6 +199,11 @@ mod tests {
         assert!(check(&TIME_S, "p", "t", f64::INFINITY).is_some());
         assert!(check(&COUNT, "p", "f", 0.0).is_none());
         assert!(check(&COUNT, "p", "f", -1.0).is_some());
+        assert!(check(&COUNT, "p", "f", 1.0).is_none());
+        let e = check(&COUNT, "p", "fp_instructions", 5e-324)
+            .unwrap()
+            .to_string();
+        assert!(e.contains("range (0 or 1 to 1e24)"), "{e}");
         let e = check(&COUNT, "p", "f", f64::NAN).unwrap();
         assert_eq!(e.fix, "give a number");
         assert!(check(&SOCKETS, "m", "sockets", 65536.0).is_some());
