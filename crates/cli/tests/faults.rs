@@ -1075,3 +1075,78 @@ fn a_working_directory_named_in_latin1_is_no_fault() {
     }
     t.report("a working directory named in Latin-1");
 }
+
+/// Whether process `pid` still runs (a zombie counts as gone).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn kill9_of_trace_and_profile_takes_the_traced_command_along() {
+    if !is_root() {
+        println!("skipped: trace and profile need root (eBPF)");
+        return;
+    }
+    for cmd in ["trace", "profile"] {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        // The traced shell writes its pid, then becomes a long sleep.
+        let script = format!("echo $$ > {}; exec sleep 60", pidfile.display());
+        let mut c = bin()
+            .args([cmd, "-o"])
+            .arg(dir.path().join("out.json"))
+            .args(["--", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        let pid = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                break Some(p);
+            }
+            if t0.elapsed() > Duration::from_secs(60) || c.try_wait().unwrap().is_some() {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let Some(pid) = pid else {
+            let _ = c.kill();
+            let o = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            // eBPF refused by this kernel or VM: nothing was traced, nothing to take along.
+            assert!(
+                !o.status.success(),
+                "{cmd}: the traced command never started: {err}"
+            );
+            println!("skipped {cmd}: it could not trace here: {err}");
+            continue;
+        };
+        assert!(running(pid), "{cmd}: the traced command is not running");
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+        let t0 = Instant::now();
+        while running(pid) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let left = running(pid);
+        if left {
+            // SAFETY: killing the sleep this test started, so it does not outlive the test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        assert!(
+            !left,
+            "{cmd}: the traced command kept running after kill -9 of hpcscope"
+        );
+    }
+}

@@ -67,8 +67,12 @@ impl Launched {
             None
         };
         let null_fd = null.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
-        // SAFETY: the child only calls async-signal-safe functions (read, dup2, execv,
-        // write, _exit) on memory prepared before the fork.
+        // The traced command dies with hpcscope (a `kill -9` of `trace` or `profile` must not
+        // leave it running, reparented to init): the parent's pid, taken before the fork.
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the child only calls async-signal-safe functions (prctl, getppid, read,
+        // dup2, execv, write, _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(TraceError::Spawn {
@@ -78,6 +82,7 @@ impl Launched {
         }
         if pid == 0 {
             unsafe {
+                hpcscope_host::child::in_child_after_fork(parent);
                 libc::close(go[1]);
                 libc::close(err[0]);
                 let mut b = 0u8;
