@@ -1150,3 +1150,46 @@ fn kill9_of_trace_and_profile_takes_the_traced_command_along() {
         );
     }
 }
+
+#[test]
+fn trace_stops_its_command_with_the_signal_it_promises() {
+    if !is_root() {
+        println!("skipped: trace needs root (eBPF)");
+        return;
+    }
+    // `--duration` ends the command with SIGTERM, as its help says: the shell's TERM trap
+    // runs and its status is passed on (SIGINT would have killed it: 130).
+    let o = bin()
+        .args(["trace", "--duration", "1", "--"])
+        .args(["sh", "-c", "trap 'kill $!; exit 7' TERM; sleep 20 & wait"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("not permitted") || err.contains("BTF") {
+        println!("skipped: eBPF refused here: {err}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(7), "{err}");
+    // SIGTERM to hpcscope reaches the command as SIGTERM: exit 143 (as mix and record), and
+    // the note names the signal (not Ctrl-C).
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    let c = bin()
+        .args(["trace", "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !pidfile.exists() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the hpcscope process this test started.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    let o = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(143), "{err}");
+    assert!(out.contains("note: stopped by SIGTERM"), "{out}");
+}

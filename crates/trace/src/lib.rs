@@ -233,8 +233,22 @@ pub struct TraceOutcome {
 /// and returns what it has.
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_: libc::c_int) {
+/// The signal that set [`STOP`] (0 before any): a launched command is stopped with the same
+/// signal, so that it (and so hpcscope, which passes its status on) ends as a shell's
+/// would: 130 after Ctrl-C, 143 after SIGTERM.
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// The signal that stopped the trace (SIGINT or SIGTERM), when one did.
+pub fn stop_signal() -> Option<i32> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
 }
 
 /// Makes Ctrl-C (SIGINT) and SIGTERM stop a running trace cleanly instead of killing the

@@ -1050,9 +1050,16 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         // Stop conditions.
         if crate::STOP.load(Ordering::SeqCst) {
             partial = true;
-            notes.push("stopped by a signal (Ctrl-C): the data up to then is kept".into());
+            // The command gets the signal hpcscope got (SIGINT when none is known: a test
+            // or a caller that set STOP itself).
+            let sig = crate::stop_signal().unwrap_or(libc::SIGINT);
+            notes.push(match sig {
+                libc::SIGTERM => "stopped by SIGTERM: the data up to then is kept".into(),
+                libc::SIGINT => "stopped by a signal (Ctrl-C): the data up to then is kept".into(),
+                s => format!("stopped by signal {s}: the data up to then is kept"),
+            });
             if let Some(l) = launched.as_mut() {
-                exit_code = l.stop();
+                exit_code = l.stop(sig);
             }
             break;
         }
@@ -1064,8 +1071,9 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
                 "stopped after the --duration of {:.1} s",
                 d.as_secs_f64()
             ));
+            // As `--duration` says: the command gets SIGTERM.
             if let Some(l) = launched.as_mut() {
-                exit_code = l.stop();
+                exit_code = l.stop(libc::SIGTERM);
             }
             break;
         }

@@ -198,11 +198,12 @@ impl Launched {
     }
 
     /// Ends the command: it gets a moment to exit on its own (a terminal's Ctrl-C reaches
-    /// it too), then SIGINT, then SIGTERM, then SIGKILL; its exit code if it exited normally.
-    pub fn stop(&mut self) -> Option<i32> {
+    /// it too), then `first` (the signal hpcscope got, or SIGTERM at the end of a
+    /// `--duration`), then SIGTERM, then SIGKILL; its exit code if it exited normally.
+    pub fn stop(&mut self, first: i32) -> Option<i32> {
         for (sig, wait_ms) in [
             (0, 300),
-            (libc::SIGINT, 1000),
+            (first, 1000),
             (libc::SIGTERM, 1000),
             (libc::SIGKILL, 1000),
         ] {
