@@ -928,6 +928,28 @@ fn trace_and_profile_exit_with_the_command_status() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("--out-prefix"));
 }
 
+/// `record` ends as the recorded command did (it exited 2 for any failure): its exit status,
+/// or 128 + the signal that killed it, named in the message; the runs are kept.
+#[test]
+fn record_exits_with_the_command_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let o = run(&["record", "--db", db, "--", "sh", "-c", "exit 3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = run(&["record", "--db", db, "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(o.status.code(), Some(128 + 9), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("killed by signal 9 (SIGKILL)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["history", "list", "--db", db, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+}
+
 /// `validate --build A --build B --threads N` says that node pairs of a user's builds are not
 /// projected, instead of running without them and saying nothing.
 #[test]

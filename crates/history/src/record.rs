@@ -268,8 +268,50 @@ pub struct Measured {
     pub sys_s: f64,
     /// Exit status (`None` when killed by a signal).
     pub exit_status: Option<i32>,
+    /// The signal that killed the command, when one did.
+    pub signal: Option<i32>,
     /// Start time, Unix seconds.
     pub started_at: f64,
+}
+
+impl Measured {
+    /// The status a shell gives for this run: the exit status, or 128 + the signal that
+    /// killed it.
+    pub fn shell_status(&self) -> i32 {
+        match (self.exit_status, self.signal) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            (None, None) => 128,
+        }
+    }
+
+    /// How the run ended, when it failed: `exit status 3`, `killed by signal 9 (SIGKILL)`.
+    pub fn failure(&self) -> Option<String> {
+        match (self.exit_status, self.signal) {
+            (Some(0), _) => None,
+            (Some(c), _) => Some(format!("exit status {c}")),
+            (None, Some(s)) => Some(format!("killed by signal {s}{}", signal_name(s))),
+            (None, None) => Some("killed by a signal".into()),
+        }
+    }
+}
+
+/// ` (SIGKILL)` for the common signals, else nothing.
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT)",
+        3 => " (SIGQUIT)",
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS)",
+        8 => " (SIGFPE)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        13 => " (SIGPIPE)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
 }
 
 fn children_cpu_s() -> (f64, f64) {
@@ -306,6 +348,7 @@ pub fn measure_command(argv: &[String]) -> std::io::Result<Measured> {
         user_s: (u1 - u0).max(0.0),
         sys_s: (s1 - s0).max(0.0),
         exit_status: status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
         started_at,
     })
 }

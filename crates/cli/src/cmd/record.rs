@@ -141,14 +141,10 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             m.wall_s,
             m.user_s,
             m.sys_s,
-            match m.exit_status {
-                Some(0) => String::new(),
-                Some(c) => format!(", exit status {c}"),
-                None => ", killed by a signal".into(),
-            }
+            m.failure().map(|f| format!(", {f}")).unwrap_or_default()
         );
-        if m.exit_status != Some(0) {
-            failed = Some(m.exit_status);
+        if let Some(f) = m.failure() {
+            failed = Some((f, m.shell_status()));
         }
     }
     if let Some((_, why)) = refused.first() {
@@ -159,13 +155,14 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             ids.join(", ")
         );
     }
-    if let Some(status) = failed {
-        bail!(
-            "the command failed ({}); its runs were recorded with their exit status, fix the command or filter them out",
-            status
-                .map(|c| format!("exit status {c}"))
-                .unwrap_or_else(|| "killed by a signal".into())
+    if let Some((how, status)) = failed {
+        // hpcscope ends as the command did (as `trace` and `counters run` do), so that a
+        // script sees the command's own status.
+        eprintln!(
+            "error: the command failed ({how}); its runs were recorded with their exit status, \
+             fix the command or filter them out"
         );
+        return Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)));
     }
     Ok(ExitCode::SUCCESS)
 }
