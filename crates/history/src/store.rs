@@ -266,6 +266,7 @@ fn classify(path: &Path, e: rusqlite::Error) -> HistoryError {
 
 /// Checks an existing file without writing to it (see the module documentation).
 fn check_existing(path: &Path) -> Result<()> {
+    check_regular_file(path)?;
     recover_hot_journal(path)?;
     // The header and the file length are read a moment apart; a writer's checkpoint in
     // between (it writes page 1, which announces the new size, before the pages that grow
@@ -389,6 +390,35 @@ fn unfinished(path: &Path, journal: &Path, e: rusqlite::Error) -> HistoryError {
 }
 
 /// The header and file-length checks of [`check_existing`].
+/// A store is a regular file (or a link to one): a directory, a device such as `/dev/null`,
+/// a FIFO or a socket is refused by what it is, before SQLite answers with an I/O error.
+fn check_regular_file(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        // Gone or unreadable: the next step says which, with the system's words.
+        return Ok(());
+    };
+    if meta.is_file() {
+        return Ok(());
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    let what = if ft.is_dir() {
+        "a directory; --db and $HPCSCOPE_DB name the store's file, e.g. DIR/history.sqlite"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device, not a file; name a file to keep the runs in"
+    } else if ft.is_fifo() {
+        "a named pipe, not a file; name a file to keep the runs in"
+    } else if ft.is_socket() {
+        "a socket, not a file; name a file to keep the runs in"
+    } else {
+        "not a regular file; name a file to keep the runs in"
+    };
+    Err(HistoryError::NotAStore {
+        path: path.into(),
+        detail: what.into(),
+    })
+}
+
 fn check_header(path: &Path) -> Result<()> {
     let io = |e| HistoryError::Io {
         path: path.into(),
@@ -655,6 +685,32 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Text columns read with the bytes that are not UTF-8 shown as U+FFFD: SQLite keeps what
+/// it is given (another tool, an old build), and one such text must not make every reader
+/// of the store fail. A column of another type is an error, as before.
+trait RowText {
+    /// A text column that may be NULL.
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>>;
+    /// A text column that is never NULL.
+    fn text(&self, i: usize) -> rusqlite::Result<String> {
+        self.opt_text(i)?.ok_or(rusqlite::Error::InvalidColumnType(
+            i,
+            String::new(),
+            rusqlite::types::Type::Null,
+        ))
+    }
+}
+
+impl RowText for rusqlite::Row<'_> {
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        match self.get_ref(i)? {
+            rusqlite::types::ValueRef::Null => Ok(None),
+            rusqlite::types::ValueRef::Text(b) => Ok(Some(String::from_utf8_lossy(b).into_owned())),
+            _ => self.get(i),
+        }
+    }
+}
+
 impl Store {
     /// Opens the store at `path`, creating it (and its directory) if missing, and migrates
     /// an older schema. An existing file that is not a healthy hpcscope store is an error and
@@ -858,35 +914,35 @@ impl Store {
         for id in ids {
             let mut run = st_run
                 .query_row([id], |r| {
-                    let commit: Option<String> = r.get(7)?;
+                    let commit: Option<String> = r.opt_text(7)?;
                     let git = commit.map(|c| -> rusqlite::Result<GitInfo> {
                         Ok(GitInfo {
                             commit: c,
                             dirty: r.get::<_, Option<i64>>(8)?.unwrap_or(0) != 0,
-                            branch: r.get(9)?,
+                            branch: r.opt_text(9)?,
                         })
                     });
-                    let started: String = r.get(1)?;
+                    let started: String = r.text(1)?;
                     let started_unix: Option<f64> = r.get(2)?;
                     Ok(StoredRun {
                         id: r.get(0)?,
                         started: started.clone(),
-                        machine_id: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
+                        machine_id: r.opt_text(10)?.unwrap_or_default(),
                         record: RunRecord {
-                            command: r.get(3)?,
-                            cwd: r.get(4)?,
-                            source: r.get(5)?,
+                            command: r.text(3)?,
+                            cwd: r.opt_text(4)?,
+                            source: r.text(5)?,
                             tags: BTreeMap::new(),
-                            binary_sha256: r.get(6)?,
+                            binary_sha256: r.opt_text(6)?,
                             git: git.transpose()?,
                             fingerprint: Fingerprint {
-                                cpu_model: r.get::<_, Option<String>>(14)?.unwrap_or_default(),
+                                cpu_model: r.opt_text(14)?.unwrap_or_default(),
                                 cpu_count: r.get::<_, Option<u32>>(15)?.unwrap_or(0),
-                                kernel: r.get::<_, Option<String>>(16)?.unwrap_or_default(),
-                                governor: r.get(17)?,
-                                machine_file: r.get(18)?,
-                                machine_file_sha256: r.get(19)?,
-                                hostname: r.get(13)?,
+                                kernel: r.opt_text(16)?.unwrap_or_default(),
+                                governor: r.opt_text(17)?,
+                                machine_file: r.opt_text(18)?,
+                                machine_file_sha256: r.opt_text(19)?,
+                                hostname: r.opt_text(13)?,
                             },
                             env: BTreeMap::new(),
                             started_at: started_unix.unwrap_or(f64::NAN),
@@ -898,7 +954,7 @@ impl Store {
                 })
                 .map_err(sql_err(p))?;
             let kv = |st: &mut rusqlite::CachedStatement<'_>| -> Result<BTreeMap<String, String>> {
-                st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                st.query_map([id], |r| Ok((r.text(0)?, r.text(1)?)))
                     .map_err(sql_err(p))?
                     .collect::<std::result::Result<_, _>>()
                     .map_err(sql_err(p))
@@ -908,9 +964,9 @@ impl Store {
             run.record.metrics = st_met
                 .query_map([id], |r| {
                     Ok(Metric::new(
-                        r.get::<_, String>(0)?,
+                        r.text(0)?,
                         r.get(1)?,
-                        r.get::<_, String>(2)?,
+                        r.text(2)?,
                     ))
                 })
                 .map_err(sql_err(p))?
@@ -974,9 +1030,9 @@ impl Store {
                     run_id: r.get(0)?,
                     started_at: r.get::<_, Option<f64>>(1)?.unwrap_or(f64::NAN),
                     value: r.get(2)?,
-                    unit: r.get(3)?,
-                    machine_id: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    git_commit: r.get(5)?,
+                    unit: r.text(3)?,
+                    machine_id: r.opt_text(4)?.unwrap_or_default(),
+                    git_commit: r.opt_text(5)?,
                 })
             })
             .map_err(sql_err(p))?
@@ -997,7 +1053,7 @@ impl Store {
         let mut st = self.conn.prepare(&sql).map_err(sql_err(p))?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as usize))
+                Ok((r.text(0)?, r.text(1)?, r.get::<_, i64>(2)? as usize))
             })
             .map_err(sql_err(p))?
             .collect::<std::result::Result<Vec<_>, _>>()
@@ -1019,14 +1075,14 @@ impl Store {
         let rows = st
             .query_map([], |r| {
                 Ok(MachineRow {
-                    id: r.get(0)?,
+                    id: r.text(0)?,
                     fingerprint: Fingerprint {
-                        cpu_model: r.get(1)?,
+                        cpu_model: r.text(1)?,
                         cpu_count: r.get(2)?,
-                        kernel: r.get(3)?,
-                        governor: r.get(4)?,
-                        machine_file: r.get(5)?,
-                        machine_file_sha256: r.get(6)?,
+                        kernel: r.text(3)?,
+                        governor: r.opt_text(4)?,
+                        machine_file: r.opt_text(5)?,
+                        machine_file_sha256: r.opt_text(6)?,
                         hostname: None,
                     },
                     runs: r.get(7)?,

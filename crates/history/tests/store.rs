@@ -357,6 +357,49 @@ fn corrupted_pages_are_a_clear_error_and_are_not_overwritten() {
     assert_untouched(&db, &before, &e);
 }
 
+/// A directory or `/dev/null` as the store got "Is a directory (os error 21)" and "disk I/O
+/// error: Error code 1034" with advice to migrate: both are refused by what they are.
+#[test]
+fn a_directory_or_a_device_is_not_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    for open in [Store::open, Store::open_read_only] {
+        let e = open(dir.path()).map(|_| ()).unwrap_err();
+        assert!(matches!(e, HistoryError::NotAStore { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("a directory; --db and $HPCSCOPE_DB name the store's file"),
+            "{e}"
+        );
+        let e = open(Path::new("/dev/null")).map(|_| ()).unwrap_err();
+        assert!(matches!(e, HistoryError::NotAStore { .. }), "{e}");
+        assert!(e.to_string().contains("a device, not a file"), "{e}");
+    }
+}
+
+/// One text that is not UTF-8 (written by another tool) made every reader fail with
+/// rusqlite's "Conversion error from type Text"; it is read with U+FFFD in its place.
+#[test]
+fn a_text_that_is_not_utf8_does_not_stop_the_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let mut s = Store::open(&db).unwrap();
+    s.record(&run(0, "w")).unwrap();
+    drop(s);
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "UPDATE runs SET command = CAST(X'6361ff65' AS TEXT); \
+             UPDATE metrics SET unit = CAST(X'ff' AS TEXT);",
+        )
+        .unwrap();
+    }
+    let s = Store::open_read_only(&db).unwrap();
+    let runs = s.runs(&Filter::default()).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].record.command, "ca\u{fffd}e");
+    assert!(!s.metric_names(&Filter::default()).unwrap().is_empty());
+}
+
 #[test]
 fn foreign_files_are_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
