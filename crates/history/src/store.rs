@@ -962,13 +962,7 @@ impl Store {
             run.record.tags = kv(&mut st_tags)?;
             run.record.env = kv(&mut st_env)?;
             run.record.metrics = st_met
-                .query_map([id], |r| {
-                    Ok(Metric::new(
-                        r.text(0)?,
-                        r.get(1)?,
-                        r.text(2)?,
-                    ))
-                })
+                .query_map([id], |r| Ok(Metric::new(r.text(0)?, r.get(1)?, r.text(2)?)))
                 .map_err(sql_err(p))?
                 .collect::<std::result::Result<_, _>>()
                 .map_err(sql_err(p))?;
