@@ -130,6 +130,24 @@ pub fn from_toml(origin: &str, src: &str, e: &toml::de::Error, fix: &str) -> Inp
     }
 }
 
+/// Parses TOML text into `T`, with errors that name the field path (`levels[2].cache.size_bytes`)
+/// besides the line, as [`json_from_str`] does for JSON.
+pub fn toml_from_str<T: serde::de::DeserializeOwned>(
+    src: &str,
+    origin: &str,
+    fix: &str,
+) -> std::result::Result<T, InputError> {
+    let de = toml::Deserializer::parse(src).map_err(|e| from_toml(origin, src, &e, fix))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let mut ie = from_toml(origin, src, e.inner(), fix);
+        if path != "." && !path.is_empty() {
+            ie.field = path;
+        }
+        ie
+    })
+}
+
 /// Converts a JSON parse error into an [`InputError`] with its line (and its column, for
 /// one-line JSON where the line says nothing).
 pub(crate) fn from_json(origin: &str, e: &serde_json::Error, fix: &str) -> InputError {

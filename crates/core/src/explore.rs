@@ -693,24 +693,25 @@ impl Scenario {
     /// Parses a scenario from TOML.
     pub fn from_toml_str(src: &str, origin: &str) -> Result<Scenario> {
         let src = src.strip_prefix('\u{feff}').unwrap_or(src);
-        let s: Scenario = toml::from_str(src).map_err(|e| {
+        let s: Scenario = crate::error::toml_from_str(
+            src,
+            origin,
+            "see docs/scenario-format.md and examples/scenarios/",
+        )
+        .map_err(|mut e| {
             // A scenario written for `analyze --scenario` has targets only: say so.
-            let targets_only = e.message().contains("missing field `source`")
+            if e.message.contains("missing field `source`")
                 && src
                     .lines()
-                    .any(|l| l.trim_start().starts_with("[[targets]]"));
-            crate::error::from_toml(
-                origin,
-                src,
-                &e,
-                if targets_only {
+                    .any(|l| l.trim_start().starts_with("[[targets]]"))
+            {
+                e.fix =
                     "this scenario has targets only, as `hpcscope analyze --scenario` reads them \
                      (the analyzed program is the source and the variant); for `hpcscope explore` \
                      add [source] and [[variants]] (docs/scenario-format.md)"
-                } else {
-                    "see docs/scenario-format.md and examples/scenarios/"
-                },
-            )
+                        .into();
+            }
+            e
         })?;
         if s.variants.is_empty() {
             return Err(InputError::new(

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{InputError, Result, check_positive, from_toml, short_number};
+use crate::error::{InputError, Result, check_positive, short_number};
 use crate::range;
 
 /// The machine format version this library reads and writes.
@@ -457,14 +457,11 @@ const MAX_WAYS: u32 = 1 << 20;
 impl Machine {
     /// Parses a machine from TOML text and validates it; `origin` names the source in errors.
     pub fn from_toml_str(src: &str, origin: &str) -> Result<Machine> {
-        let m: Machine = toml::from_str(src).map_err(|e| {
-            from_toml(
-                origin,
-                src,
-                &e,
-                "see docs/machine-format.md for the fields; `hpcscope machine show thunderx2 --format toml` prints a complete example",
-            )
-        })?;
+        let m: Machine = crate::error::toml_from_str(
+            src,
+            origin,
+            "see docs/machine-format.md for the fields; `hpcscope machine show thunderx2 --format toml` prints a complete example",
+        )?;
         m.validate(origin)?;
         Ok(m)
     }

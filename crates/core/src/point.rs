@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{InputError, Result, from_toml};
+use crate::error::{InputError, Result};
 use crate::project::{Projection, Spread};
 
 /// The calibration format version this library reads and writes.
@@ -231,14 +231,11 @@ pub struct Calibration {
 impl Calibration {
     /// Parses and checks a calibration; `origin` names the source in errors.
     pub fn from_toml_str(src: &str, origin: &str) -> Result<Calibration> {
-        let m: Calibration = toml::from_str(src).map_err(|e| {
-            from_toml(
-                origin,
-                src,
-                &e,
-                "see data/projection/calibration.toml; `hpcscope validate --calibrate FILE` writes one",
-            )
-        })?;
+        let m: Calibration = crate::error::toml_from_str(
+            src,
+            origin,
+            "see data/projection/calibration.toml; `hpcscope validate --calibrate FILE` writes one",
+        )?;
         let bad = |field: &str, message: String, fix: &str| -> crate::Error {
             InputError::new(origin, field, message, fix).into()
         };

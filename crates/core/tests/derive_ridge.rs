@@ -411,3 +411,23 @@ fn a_cache_larger_than_the_simulator_holds_is_refused() {
         .to_string();
     assert!(e.contains("16 GiB limit"), "{e}");
 }
+
+#[test]
+fn toml_type_errors_name_the_field_path_and_the_line() {
+    // They named the line only: "m.toml:11: invalid type: string \"many\", expected u32".
+    let text = builtin("cascadelake-8260").unwrap().to_toml_string();
+    let bad = text.replacen(
+        &format!(
+            "cores_per_socket = {}",
+            builtin("cascadelake-8260").unwrap().cores_per_socket
+        ),
+        "cores_per_socket = \"many\"",
+        1,
+    );
+    assert_ne!(bad, text, "the example has cores_per_socket");
+    let e = Machine::from_toml_str(&bad, "m.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("field `cores_per_socket`: invalid type"), "{e}");
+    assert!(e.starts_with("m.toml:"), "{e}");
+}
