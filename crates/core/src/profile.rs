@@ -481,11 +481,14 @@ impl Profile {
                 if let Some(ts) = th.time_s {
                     if let Some(e) = check_positive(origin, &format!("{f}.time_s"), ts, "seconds") {
                         errs.push(e);
-                    } else if ts > 1.0e7 {
+                    } else if ts > range::TIME_S.max {
                         errs.push(InputError::new(
                             origin,
                             format!("{f}.time_s"),
-                            format!("{} s is more than 100 days", crate::error::short_number(ts)),
+                            format!(
+                                "{} s is more than 100 days (8.64e6 s)",
+                                crate::error::short_number(ts)
+                            ),
                             "the unit is seconds: convert from ns/us/ms",
                         ));
                     } else {

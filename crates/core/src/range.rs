@@ -65,12 +65,12 @@ pub const FREQUENCY_GHZ: Quantity = Quantity {
     hint: "the unit is GHz: write 2.5, not 2500 (MHz) or 2.5e9 (Hz)",
 };
 
-/// A measured time, s: 1 ns to about 100 days.
+/// A measured time, s: 1 ns to 100 days (8.64e6 s).
 pub const TIME_S: Quantity = Quantity {
     what: "time",
     unit: "s",
     min: 1e-9,
-    max: 1e7,
+    max: 8.64e6,
     zero_ok: false,
     hint: "the unit is seconds: convert from ns, us or ms (a time below 1 ns is not a measurement)",
 };
@@ -197,6 +197,9 @@ mod tests {
         );
         assert!(check(&TIME_S, "p", "t", 5e-324).is_some());
         assert!(check(&TIME_S, "p", "t", f64::INFINITY).is_some());
+        // 100 days is 8.64e6 s (the range said 100 days and took 1e7 s: 115.7 days).
+        assert!(check(&TIME_S, "p", "t", 8.64e6).is_none());
+        assert!(check(&TIME_S, "p", "t", 9.0e6).is_some());
         assert!(check(&COUNT, "p", "f", 0.0).is_none());
         assert!(check(&COUNT, "p", "f", -1.0).is_some());
         assert!(check(&COUNT, "p", "f", 1.0).is_none());
