@@ -394,6 +394,9 @@ pub fn from_perf_script(text: &str, origin: &str) -> Result<Imported, Failure> {
     }
     let mut opts = inferno::collapse::perf::Options::default();
     opts.annotate_kernel = true;
+    // A frame without a symbol keeps its address (`[liblzma.so.5 <7f3a1c2b4e10>]`), as perf
+    // report lists them: without it every address of a stripped library became one row.
+    opts.include_addrs = true;
     opts.nthreads = 1;
     // The event to keep, given: inferno would otherwise take it from the first stack and
     // assert that it found one.
@@ -719,6 +722,31 @@ w  9965  7898.098061:    1001001 cpu-clock:
             p.folded()
                 .contains("w;__libc_start_call_main;hot_a 2002002")
         );
+    }
+
+    /// Stripped code: every address of a library became one row (`[liblzma.so.5.4.1]` 93 %)
+    /// where perf report lists the addresses; each keeps its own now.
+    #[test]
+    fn frames_without_a_symbol_keep_their_address() {
+        let text = "\
+xz 10/10 [000] 1.000000:     250000 cpu-clock:
+\t    7f0000001000 [unknown] (/usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1)
+\t    5555000010a0 main (/usr/bin/xz)
+
+xz 10/10 [000] 1.001000:     250000 cpu-clock:
+\t    7f0000002000 [unknown] (/usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1)
+\t    5555000010a0 main (/usr/bin/xz)
+
+xz 10/10 [000] 1.002000:     250000 cpu-clock:
+\t    7f0000002000 [unknown] (/usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1)
+\t    5555000010a0 main (/usr/bin/xz)
+";
+        let imp = from_perf_script(text, "t").unwrap();
+        let h = imp.profile.hot_functions(3);
+        assert_eq!(h.len(), 3, "{h:?}");
+        assert_eq!(h[0].name, "[liblzma.so.5.4.1 <7f0000002000>]");
+        assert_eq!(h[0].self_samples, 500_000);
+        assert_eq!(h[1].name, "[liblzma.so.5.4.1 <7f0000001000>]");
     }
 
     #[test]
