@@ -12,6 +12,8 @@
 //!   over `p^i log2^j p` terms, chosen by leave-one-out cross-validation.
 //! * [`pop`]: POP efficiencies (Wang 2023, seed 004, eqs. 3.7 to 3.16) and the
 //!   time-decomposition projection (eqs. 3.1 to 3.3).
+//! * [`inputs`]: the CSV inputs of `hpcscope model` (scaling table, measured runtimes, BSP
+//!   partition, point-to-point times) read into these types.
 //! * [`peak`]: theoretical single-core performance from a kernel's dependency graph (the
 //!   habakkuk estimates of seed 004) and from the busiest port of a classified loop.
 //!
@@ -36,6 +38,7 @@ pub mod csv;
 pub mod difference;
 pub mod error;
 pub mod fit;
+pub mod inputs;
 pub mod kernel;
 pub mod laws;
 pub mod optim;

@@ -15,6 +15,7 @@ use hpcscope_bench::dt::{DtConfig, DtReport};
 use hpcscope_models::classes::ClassTable;
 use hpcscope_models::difference::compare;
 use hpcscope_models::fit::{FitOptions, fit_cpis, measured, rows_from_csv};
+use hpcscope_models::inputs;
 use hpcscope_models::kernel::{Selector, extract};
 use hpcscope_models::laws::{Law, Mode, select};
 use hpcscope_models::output::{
@@ -24,13 +25,13 @@ use hpcscope_models::output::{
 };
 use hpcscope_models::peak::{Dag, DagConfig, loop_peak};
 use hpcscope_models::pop::{
-    compose, computation_factors, decomposition_from_csv, fit_decomposition, fit_hockney,
-    hybrid_efficiency, pop_metrics, pop_run_from_csv,
+    compose, computation_factors, decomposition_from_csv, fit_decomposition, hybrid_efficiency,
+    pop_metrics, pop_run_from_csv,
 };
 use hpcscope_models::ports::{Cpis, PortModel, Scheduler};
 use hpcscope_models::similarity::{EventVector, ipc_invariance, vector_similarity};
 use hpcscope_models::strong::{
-    Halo, Measured, PartitionRow, ScalingInput, bsp_run, inputs_from_measured, strong_scaling,
+    Halo, Measured, ScalingInput, bsp_run, inputs_from_measured, strong_scaling,
 };
 
 use crate::output::{Format, Table, emit, num, render};
@@ -1441,54 +1442,10 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
 
 /// The scaling inputs of a CSV threads,clock_ghz,iters,memory_s[,proxy_cycles|,stall_cycles].
 fn scaling_table(table: &Path) -> Result<Vec<ScalingInput>> {
-    let origin = table.display().to_string();
-    let c = hpcscope_models::csv::Csv::parse(&read(table)?, &origin)?;
-    let cols = ["threads", "clock_ghz", "iters", "memory_s"]
-        .iter()
-        .map(|n| c.require(n, "the table needs threads,clock_ghz,iters,memory_s"))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    // Eq. 5.12: an optional `proxy_cycles` column (a low flop/byte proxy's cycles
-    // per iteration at each thread count) gives S_g,t = C_g,t - C_g; a
-    // `stall_cycles` column gives S_g,t directly.
-    let proxy_col = c.column("proxy_cycles");
-    let stall_col = c.column("stall_cycles");
-    if proxy_col.is_some() && stall_col.is_some() {
-        bail!("{origin}: give proxy_cycles or stall_cycles, not both");
-    }
-    let mut inputs = Vec::new();
-    for r in 0..c.rows.len() {
-        let th = c.number(r, cols[0])?;
-        if th < 1.0 || th.fract() != 0.0 {
-            return Err(c
-                .error_at(
-                    r,
-                    cols[0],
-                    format!("threads must be a positive integer, got {th}"),
-                )
-                .into());
-        }
-        inputs.push(ScalingInput {
-            threads: th as u32,
-            clock_hz: c.number(r, cols[1])? * 1e9,
-            iters: c.number(r, cols[2])?,
-            memory_s: c.number(r, cols[3])?,
-            stall_cycles: match stall_col {
-                Some(k) => c.number(r, k)?,
-                None => 0.0,
-            },
-        });
-    }
-    if let Some(k) = proxy_col {
-        let proxy = (0..c.rows.len())
-            .map(|r| Ok((inputs[r].threads, c.number(r, k)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let s = hpcscope_models::strong::stall_cycles(&proxy)
-            .with_context(|| format!("{origin}: proxy_cycles (eq. 5.12)"))?;
-        for i in &mut inputs {
-            i.stall_cycles = s.iter().find(|x| x.0 == i.threads).map_or(0.0, |x| x.1);
-        }
-    }
-    Ok(inputs)
+    Ok(inputs::scaling_table(
+        &read(table)?,
+        &table.display().to_string(),
+    )?)
 }
 
 /// Thread counts 1, 2, 4... up to the CPUs this process may use (the last one included).
@@ -1542,31 +1499,10 @@ fn measure_dt(threads: &[usize], mib: Option<f64>, reps: usize) -> Result<DtRepo
 
 /// Measured runtimes from a CSV threads,seconds.
 fn actual_table(path: &Path) -> Result<Vec<(u32, f64)>> {
-    let origin = path.display().to_string();
-    let c = hpcscope_models::csv::Csv::parse(&read(path)?, &origin)?;
-    let th = c.require("threads", "the thread count of each measured run")?;
-    let sec = c.require("seconds", "the measured runtime of each run, seconds")?;
-    let mut out = Vec::new();
-    for r in 0..c.rows.len() {
-        let t = c.number(r, th)?;
-        let v = c.number(r, sec)?;
-        if t < 1.0 || t.fract() != 0.0 {
-            return Err(c
-                .error_at(
-                    r,
-                    th,
-                    format!("threads must be a positive integer, got {t}"),
-                )
-                .into());
-        }
-        if !(v.is_finite() && v > 0.0) {
-            return Err(c
-                .error_at(r, sec, format!("seconds must be positive, got {v}"))
-                .into());
-        }
-        out.push((t as u32, v));
-    }
-    Ok(out)
+    Ok(inputs::actual_table(
+        &read(path)?,
+        &path.display().to_string(),
+    )?)
 }
 
 /// Runs `program` once per thread count with OMP_NUM_THREADS set; its wall time is the
@@ -1608,60 +1544,8 @@ fn bsp(
     measured: &Option<DtReport>,
 ) -> Result<String> {
     let origin = part.display().to_string();
-    let c = hpcscope_models::csv::Csv::parse(&read(part)?, &origin)?;
-    let need = "the partition needs [ranks,]level,rank,n_indep,n_dep[,actual_s]";
-    let cols = ["level", "rank", "n_indep", "n_dep"]
-        .iter()
-        .map(|n| c.require(n, need))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let ranks_col = c.column("ranks");
-    let actual_col = c.column("actual_s");
-    let mut rows: BTreeMap<u32, Vec<PartitionRow>> = BTreeMap::new();
-    for r in 0..c.rows.len() {
-        let int = |k: usize, what: &str| -> Result<u32> {
-            let v = c.number(r, k)?;
-            if v < 0.0 || v.fract() != 0.0 || v > u32::MAX as f64 {
-                return Err(c
-                    .error_at(
-                        r,
-                        k,
-                        format!("{what} must be a non-negative integer, got {v}"),
-                    )
-                    .into());
-            }
-            Ok(v as u32)
-        };
-        let level = int(cols[0], "level")?;
-        let rank = int(cols[1], "rank")?;
-        let ranks = match ranks_col {
-            Some(k) => int(k, "ranks")?,
-            None => 0,
-        };
-        let actual_s = match actual_col {
-            Some(k) if !c.text(r, k).trim().is_empty() => Some(c.number(r, k)?),
-            _ => None,
-        };
-        rows.entry(ranks).or_default().push(PartitionRow {
-            ranks,
-            level,
-            rank,
-            n_independent: c.number(r, cols[2])?,
-            n_dependent: c.number(r, cols[3])?,
-            actual_s,
-        });
-    }
     let mut runs = Vec::new();
-    for (ranks, mut rs) in rows {
-        // Without a ranks column, the rank count is the number of distinct ranks.
-        let n = if ranks == 0 {
-            let d: std::collections::BTreeSet<u32> = rs.iter().map(|r| r.rank).collect();
-            d.len() as u32
-        } else {
-            ranks
-        };
-        for r in &mut rs {
-            r.ranks = n;
-        }
+    for (n, rs) in inputs::partition(&read(part)?, &origin)? {
         let m = points.iter().find(|p| p.threads == n).with_context(|| {
             format!(
                 "{origin}: {n} ranks, but the clock and the memory benchmark were measured at {} threads only; measure at {n} too (--threads)",
@@ -1799,44 +1683,12 @@ fn hockney_from_table(
     benchmark: Option<&str>,
     min_bytes: f64,
 ) -> Result<(hpcscope_models::pop::Hockney, usize)> {
-    let origin = table.display().to_string();
-    let c = hpcscope_models::csv::Csv::parse(&read(table)?, &origin)?;
-    let b = c.require("bytes", "the message size of each row, bytes")?;
-    let t = c.require("t_avg_us", "the mean time of each row, microseconds")?;
-    let bench = c.column("benchmark");
-    if benchmark.is_some() && bench.is_none() {
-        bail!("{origin}: no `benchmark` column to pick --benchmark's rows from");
-    }
-    let mut kinds = std::collections::BTreeSet::new();
-    let mut points = Vec::new();
-    for r in 0..c.rows.len() {
-        if let Some(k) = bench {
-            let name = c.text(r, k).to_string();
-            kinds.insert(name.clone());
-            if benchmark.is_some_and(|w| !w.eq_ignore_ascii_case(&name)) {
-                continue;
-            }
-        }
-        let n = c.number(r, b)?;
-        if n >= min_bytes {
-            points.push((n, c.number(r, t)?));
-        }
-    }
-    if benchmark.is_none() && kinds.len() > 1 {
-        bail!(
-            "{origin} holds several benchmarks ({}); pick one with --benchmark",
-            kinds.into_iter().collect::<Vec<_>>().join(", ")
-        );
-    }
-    if points.len() < 2 {
-        bail!(
-            "{origin}: {} row(s) of {} bytes or more; the fit needs two message sizes at least (lower --min-bytes?)",
-            points.len(),
-            min_bytes
-        );
-    }
-    let n = points.len();
-    Ok((fit_hockney(&points)?, n))
+    Ok(inputs::hockney_table(
+        &read(table)?,
+        &table.display().to_string(),
+        benchmark,
+        min_bytes,
+    )?)
 }
 
 /// Column label of a model in the validation table.
@@ -1865,18 +1717,7 @@ fn port_model(arg: &str) -> Result<PortModel> {
 }
 
 fn parse_pairs(s: &str) -> Result<BTreeMap<String, f64>> {
-    let mut m = BTreeMap::new();
-    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .with_context(|| format!("'{part}' is not NAME=VALUE"))?;
-        let v: f64 = v
-            .trim()
-            .parse()
-            .with_context(|| format!("'{v}' in '{part}' is not a number"))?;
-        m.insert(k.trim().to_string(), v);
-    }
-    Ok(m)
+    Ok(inputs::pairs(s)?)
 }
 
 /// CPIs from `CLASS=CPI,...` or a JSON file holding `{"cpi": {...}}` (as `model fit --format json` writes) or a bare map.
