@@ -17,6 +17,9 @@
 //! * [`peak`]: theoretical single-core performance from a kernel's dependency graph (the
 //!   habakkuk estimates of seed 004) and from the busiest port of a classified loop.
 //!
+//! * [`view`]: the text views of the results (`hpcscope model`'s tables), rendered beside
+//!   their JSON shapes ([`output`]) by the report kit.
+//!
 //! Everything except [`kernel`]'s file reading is a pure function of recorded data.
 //!
 //! ```
@@ -48,6 +51,7 @@ pub mod pop;
 pub mod ports;
 pub mod similarity;
 pub mod strong;
+pub mod view;
 
 mod glob;
 
