@@ -14,6 +14,9 @@
 //!   [`node_validate`]: the same at node scope (thread counts, vector widths);
 //! * [`workloads`], [`demo`]: the bundled reference workloads and the demo over them;
 //! * [`host_machine`]: this machine's description, measured once and cached;
+//! * [`model`]: the `hpcscope model` workflows (kernel extraction, sampling for the hottest
+//!   loop, CPI fits, the difference model, strong scaling with the data-throughput kernel
+//!   measured or read, similarity of counters, scaling laws, POP, composition, peak);
 //! * [`hosts`]: host records (a machine file and the bundled workloads measured there) and
 //!   projections from one recorded host onto another, checked against its measurements.
 //!
@@ -25,6 +28,7 @@ pub mod analyze;
 pub mod demo;
 pub mod host_machine;
 pub mod hosts;
+pub mod model;
 pub mod node;
 pub mod node_validate;
 pub mod render;

@@ -12,8 +12,13 @@
 //!   over `p^i log2^j p` terms, chosen by leave-one-out cross-validation.
 //! * [`pop`]: POP efficiencies (Wang 2023, seed 004, eqs. 3.7 to 3.16) and the
 //!   time-decomposition projection (eqs. 3.1 to 3.3).
+//! * [`inputs`]: the CSV inputs of `hpcscope model` (scaling table, measured runtimes, BSP
+//!   partition, point-to-point times) read into these types.
 //! * [`peak`]: theoretical single-core performance from a kernel's dependency graph (the
 //!   habakkuk estimates of seed 004) and from the busiest port of a classified loop.
+//!
+//! * [`view`]: the text views of the results (`hpcscope model`'s tables), rendered beside
+//!   their JSON shapes ([`output`]) by the report kit.
 //!
 //! Everything except [`kernel`]'s file reading is a pure function of recorded data.
 //!
@@ -36,6 +41,7 @@ pub mod csv;
 pub mod difference;
 pub mod error;
 pub mod fit;
+pub mod inputs;
 pub mod kernel;
 pub mod laws;
 pub mod optim;
@@ -45,6 +51,7 @@ pub mod pop;
 pub mod ports;
 pub mod similarity;
 pub mod strong;
+pub mod view;
 
 mod glob;
 
