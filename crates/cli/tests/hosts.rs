@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use hpcscope_test_support::stderr;
 use serde_json::Value;
 
 fn hpcscope(plugin: Option<&Path>, args: &[&str]) -> Output {
@@ -17,10 +18,6 @@ fn hpcscope(plugin: Option<&Path>, args: &[&str]) -> Output {
         c.env("HPCSCOPE_QEMU_PLUGIN", p);
     }
     c.args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn host_machine(name: &str) -> String {

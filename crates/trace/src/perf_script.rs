@@ -732,9 +732,7 @@ w  9965  7898.098061:    1001001 cpu-clock:
     }
 
     fn fixture(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(name)
+        hpcscope_test_support::test_data!(name)
     }
 
     /// `perf record -e cpu-clock -g` of a C program whose functions are named
