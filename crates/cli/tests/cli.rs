@@ -854,7 +854,7 @@ int main(int argc, char **argv) {
 fn a_closed_output_pipe_ends_the_command_quietly() {
     use std::io::Read;
     // `hpcscope ... | head -1`: the reader leaves after one line.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let mut child = bin!()
         .args(["counters", "recipes"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -886,7 +886,7 @@ fn trace_and_profile_exit_with_the_command_status() {
     let o = run(&["trace", "--", "sh", "-c", "kill -TERM $$"]);
     assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .current_dir(dir.path())
         .args(["profile", "--", "sh", "-c", "exit 3"])
         .output()
@@ -898,7 +898,7 @@ fn trace_and_profile_exit_with_the_command_status() {
     );
     // Attached to a process: nothing written unasked.
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .current_dir(dir.path())
         .args(["profile", "--pid", "1", "--duration", "0.2"])
         .output()
@@ -912,7 +912,7 @@ fn trace_and_profile_exit_with_the_command_status() {
 /// projected, instead of running without them and saying nothing.
 #[test]
 fn validate_builds_with_threads_is_refused_not_ignored() {
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args([
             "validate",
             "-m",

@@ -1,16 +1,15 @@
 //! `hpcscope model` through the binary: the worked examples of the notes and bad input.
 
-use std::process::Command;
-
 mod common;
 use common::models_data;
+use hpcscope_test_support::bin;
 
 /// Runs `hpcscope model ARGS... --format json -o FILE` and returns the parsed JSON, or the
 /// error message the command printed.
 fn run_json(args: &[&str]) -> Result<serde_json::Value, String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .arg("model")
         .args(args)
         .args(["--format", "json", "-o"])
@@ -217,7 +216,7 @@ fn pop_eq_3_12_factors_from_instructions_and_cycles() {
     assert!((f(&p["computation_scaling"]) - 28.0 / 30.0).abs() < 1e-12);
     assert!((f(&p["global_efficiency"]) - 0.70).abs() < 1e-12);
     // Without the reference's counters the factors are left out, and the note says why.
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["model", "pop"])
         .arg(models_data("pop_4ranks_counters.csv"))
         .arg("--reference")

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 mod common;
 use common::models_data;
-use hpcscope_test_support::stderr;
+use hpcscope_test_support::{bin, stderr};
 
 fn sim(name: &str) -> String {
     format!(
@@ -18,10 +18,7 @@ fn sim(name: &str) -> String {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-        .args(args)
-        .output()
-        .unwrap()
+    bin!().args(args).output().unwrap()
 }
 
 /// `hpcscope model ARGS --format json -o FILE`, parsed, or the error text.
@@ -29,7 +26,7 @@ fn model_json(args: &[&str]) -> Result<serde_json::Value, String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
     // The output flags go before the arguments: a program after `--` ends them.
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["model", "--format", "json", "-o"])
         .arg(&out)
         .args(args)
