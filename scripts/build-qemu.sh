@@ -28,6 +28,7 @@
 # never touched. Options: --jobs N (default: all CPUs), --force (rebuild), --print-bin (print
 # the directory the emulators go to, and exit).
 set -euo pipefail
+. "$(dirname "$0")/lib/common.sh"
 
 VERSION=10.0.2
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -79,17 +80,8 @@ started=$(date +%s)
 
 # 1. Build dependencies.
 deps=(ninja-build libglib2.0-dev pkg-config python3-venv flex bison xz-utils gcc make patch)
-missing=()
-for p in "${deps[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  echo "build-qemu: installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || fail "cannot install ${missing[*]} (apt-get install failed); install them and run again"
-fi
+apt_install_missing build-qemu "${deps[@]}" \
+  || fail "cannot install $apt_missing (apt-get install failed); install them and run again"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpcscope-qemu-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -4,10 +4,10 @@
 # reference workloads for SSE2, AVX2, NEON and SVE, analyses and projects them, checks the
 # projections against measurements, and writes out/demo/report.html.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib/common.sh"
+cd "$root"
 bash scripts/setup.sh
-cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin
+cargo_release -p hpcscope -p hpcscope-qemu-plugin
 # The plugin for QEMU 10 (API v4), used when setup.sh built QEMU 10: exact SVE counts.
-cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features --features api-v4 \
-  --target-dir target/plugin-v4
+build_plugin_v4
 exec target/release/hpcscope demo -o out/demo "$@"

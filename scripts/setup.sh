@@ -3,6 +3,7 @@
 # with sudo): the emulator and cross compiler for `hpcscope mix`, and the reference tools
 # the tests and benchmarks compare against. Safe to run again.
 set -euo pipefail
+. "$(dirname "$0")/lib/common.sh"
 
 packages=(
   qemu-user                 # qemu-x86_64 / qemu-aarch64: hpcscope mix runs binaries under TCG plugins
@@ -31,17 +32,7 @@ packages=(
 # with npm is on the PATH already.
 command -v npm >/dev/null || packages+=(npm)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  echo "setup: installing ${missing[*]}" >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_install_missing setup --update "${packages[@]}"
 command -v cargo >/dev/null || { echo "setup: cargo is missing: install Rust (https://rustup.rs)" >&2; exit 3; }
 # cargo-fuzz drives the fuzz targets of fuzz/ (scripts/fuzz.sh; it runs on the stable
 # toolchain with RUSTC_BOOTSTRAP=1).
@@ -58,7 +49,6 @@ fi
 # tests; a marker file skips the work when the pinned versions are already there.
 peer_py=(jsonschema==4.26.0 apache-otava==0.8.0 kerncraft==0.8.18 llnl-hatchet==2026.2.0)
 peer_npm=(speedscope@1.25.0)
-root="$(cd "$(dirname "$0")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$target"
 marker="$target/peer-tools.installed"

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Sets up the machine and runs every gate CI runs: format, lints, then the whole test suite.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib/common.sh"
+cd "$root"
 bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The QEMU plugin tests need the plugin built in release mode first.
-cargo build --release --quiet -p hpcscope-qemu-plugin
+cargo_release -p hpcscope-qemu-plugin
 # The plugin for QEMU 10 (plugin API v4) is a separate build: the two API features exclude
 # each other. Its tests run where scripts/build-qemu.sh built QEMU 10.
 cargo clippy --quiet -p hpcscope-qemu-plugin --all-targets --no-default-features --features api-v4 \
   --target-dir target/plugin-v4 -- -D warnings
-cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features --features api-v4 \
-  --target-dir target/plugin-v4
+build_plugin_v4
 cargo test --workspace --no-fail-fast 2>&1
 # The tests of the CPU-dependent commands again, as on a CPU without a counter recipe of its
 # own (an Intel Xeon VM reporting model 0xa7 with AVX-512 and AMX): a CPU nobody here has

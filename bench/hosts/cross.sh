@@ -13,18 +13,12 @@
 # bundled sources when a record has no bin/ directory; a compiler that builds them otherwise
 # is refused (their sha256 must be the records').
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${OUT:-"$root/target/bench-hosts"}
 bin="$root/target/release/hpcscope"
 mkdir -p "$out"
 
-for tool in gcc qemu-x86_64 python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "missing $tool (apt-get install gcc qemu-user python3)" >&2
-    exit 3
-  }
-done
+need_tools gcc qemu-x86_64 python3 -- gcc qemu-user python3
 [ -x "$bin" ] || {
   echo "missing $bin (cargo build --release -p hpcscope -p hpcscope-qemu-plugin)" >&2
   exit 3

@@ -40,8 +40,7 @@ LIKWID_SECONDS=${LIKWID_SECONDS:-1}
 STAT=${STAT:-median}
 SIZES=${SIZES:-"32kB 1MB 64MB 1GB"}
 MIN_RATIO=${MIN_RATIO:-0.97}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 
 die() { echo "compare.sh: $1" >&2; exit "${2:-3}"; }
 

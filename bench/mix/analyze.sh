@@ -18,15 +18,14 @@
 #
 # Verdict: analyze at most 50x native (the mix speed target).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix-analyze"}
 runs=${RUNS:-2}
 sample=${SAMPLE:-8}
 workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
 mkdir -p "$out"
 . "$here/lib.sh"
-mix_need gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
+need_tools gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
 mix_binaries
 mix_build "$out" $workloads
 before=${HPCSCOPE_BEFORE:-}

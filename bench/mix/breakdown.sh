@@ -33,14 +33,13 @@
 # Needs gcc, g++, qemu-user, valgrind, hyperfine, perf, python3 and a release build of
 # hpcscope and the plugin (built here unless HPCSCOPE and PLUGIN are given).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix-breakdown"}
 runs=${RUNS:-3}
 workloads=${WORKLOADS:-"cg edge montecarlo smallfn"}
 mkdir -p "$out"
 . "$here/lib.sh"
-mix_need gcc g++ qemu-x86_64 valgrind hyperfine perf python3 -- gcc g++ qemu-user valgrind hyperfine linux-perf python3
+need_tools gcc g++ qemu-x86_64 valgrind hyperfine perf python3 -- gcc g++ qemu-user valgrind hyperfine linux-perf python3
 mix_binaries
 if [ -n "${HPCSCOPE_BEFORE:-}" ]; then
   [ -x "$HPCSCOPE_BEFORE" ] || { echo "HPCSCOPE_BEFORE=$HPCSCOPE_BEFORE is not an executable" >&2; exit 2; }

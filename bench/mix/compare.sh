@@ -35,15 +35,14 @@
 # Needs gcc, qemu-user, valgrind, hyperfine, python3 and a release build of hpcscope and
 # the plugin (built here unless HPCSCOPE and PLUGIN are given).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix-compare"}
 runs=${RUNS:-3}
 sample=${SAMPLE:-8}
 workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
 mkdir -p "$out"
 . "$here/lib.sh"
-mix_need gcc qemu-x86_64 valgrind hyperfine python3 -- gcc qemu-user valgrind hyperfine python3
+need_tools gcc qemu-x86_64 valgrind hyperfine python3 -- gcc qemu-user valgrind hyperfine python3
 mix_binaries
 mix_build "$out" $workloads
 

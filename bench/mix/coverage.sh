@@ -24,15 +24,14 @@
 #
 # Needs gcc, qemu-x86_64; builds the plugin (release). The streams are deleted at the end.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix-coverage"}
 workloads=${WORKLOADS:-"montecarlo triad_stencil"}
 mkdir -p "$out"
 . "$here/lib.sh"
-mix_need gcc qemu-x86_64 -- gcc qemu-user
+need_tools gcc qemu-x86_64 -- gcc qemu-user
 if [ -z "${PLUGIN:-}" ]; then
-  (cd "$root" && cargo build --release --quiet -p hpcscope-qemu-plugin)
+  cargo_release -p hpcscope-qemu-plugin
 fi
 plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
 [ -f "$plugin" ] || { echo "PLUGIN=$plugin is not a file" >&2; exit 2; }

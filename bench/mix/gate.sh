@@ -21,15 +21,14 @@
 # Needs gcc, qemu-user, hyperfine, python3 and a release build of hpcscope and the plugin
 # (built here unless HPCSCOPE and PLUGIN are given).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix-gate"}
 runs=${RUNS:-3}
 sample=${SAMPLE:-8}
 workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
 mkdir -p "$out"
 . "$here/lib.sh"
-mix_need gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
+need_tools gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
 mix_binaries
 qemu=$(command -v qemu-x86_64)
 

@@ -1,7 +1,7 @@
 # Shared set-up of the bench/mix scripts (compare.sh, breakdown.sh, gate.sh); sourced after
-# `root` and `here` are set.
+# scripts/lib/common.sh (which sets `root` and `here`, and defines need_tools, cargo_release
+# and build_plugin_v4).
 #
-#   mix_need TOOL... -- PACKAGE...   exit 3 naming the Debian packages when a tool is missing
 #   mix_binaries                     hs and plugin: HPCSCOPE and PLUGIN, or a release build
 #   mix_build OUT W...               the workloads built into OUT (-O3, x86-64 baseline;
 #                                    MIX_CFLAGS_EXTRA adds flags; smallfn is C++)
@@ -10,22 +10,9 @@
 #                                    and the API v4 plugin (QEMU10, PLUGIN_V4 override), or
 #                                    both empty when either is missing
 
-mix_need() {
-  missing=""
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-    command -v "$1" >/dev/null 2>&1 || missing="$missing $1"
-    shift
-  done
-  [ $# -gt 0 ] && shift
-  [ -z "$missing" ] || {
-    echo "missing$missing (apt-get install $*)" >&2
-    exit 3
-  }
-}
-
 mix_binaries() {
   if [ -z "${HPCSCOPE:-}" ] || [ -z "${PLUGIN:-}" ]; then
-    (cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+    cargo_release -p hpcscope -p hpcscope-qemu-plugin
   fi
   hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
   plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
@@ -64,8 +51,7 @@ mix_qemu10() {
   q10=${QEMU10:-"$bin10/qemu-x86_64"}
   plugin4=${PLUGIN_V4:-"$root/target/plugin-v4/release/libhpcscope_qemu_plugin.so"}
   if [ -x "$q10" ] && [ -z "${PLUGIN_V4:-}" ]; then
-    (cd "$root" && cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features \
-      --features api-v4 --target-dir target/plugin-v4) || plugin4=""
+    build_plugin_v4 || plugin4=""
   fi
   if [ ! -x "$q10" ] || [ ! -f "$plugin4" ]; then
     q10=""

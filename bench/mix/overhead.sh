@@ -13,20 +13,14 @@
 # only drains the stream; the cache simulator of the `mix` crate takes its place.
 set -eu
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix"}
 n=${N:-1000}
 reps=${REPS:-10}
 runs=${RUNS:-5}
 mkdir -p "$out"
 
-for tool in gcc qemu-x86_64 valgrind hyperfine python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "missing $tool (apt-get install gcc qemu-user valgrind hyperfine python3)" >&2
-    exit 3
-  }
-done
+need_tools gcc qemu-x86_64 valgrind hyperfine python3 -- gcc qemu-user valgrind hyperfine python3
 
 plugin=${PLUGIN:-}
 if [ -z "$plugin" ]; then

@@ -23,16 +23,15 @@
 # The streams take about 8 bytes per access (tens to hundreds of MB); they are deleted at
 # the end.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix-partition"}
 runs=${RUNS:-3}
 workloads=${WORKLOADS:-"cg edge"}
 mkdir -p "$out"
 . "$here/lib.sh"
-mix_need gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
-(cd "$root" && cargo build --release --quiet -p hpcscope-qemu-plugin &&
-  cargo build --release --quiet -p hpcscope-mix --example replay)
+need_tools gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
+cargo_release -p hpcscope-qemu-plugin
+cargo_release -p hpcscope-mix --example replay
 plugin=${PLUGIN:-"$root/target/release/libhpcscope_qemu_plugin.so"}
 replay="$root/target/release/examples/replay"
 [ -f "$plugin" ] || { echo "PLUGIN=$plugin is not a file" >&2; exit 2; }

@@ -13,17 +13,14 @@
 # mix run with that plugin is timed in the same hyperfine run, and the ratio of the two
 # printed (the cost of a plugin change, under the same load).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix"}
 n=${N:-1000}
 reps=${REPS:-10}
 runs=${RUNS:-5}
 mkdir -p "$out"
-for tool in gcc qemu-x86_64 valgrind hyperfine python3; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool (apt-get install gcc qemu-user valgrind hyperfine python3)" >&2; exit 3; }
-done
-(cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+need_tools gcc qemu-x86_64 valgrind hyperfine python3 -- gcc qemu-user valgrind hyperfine python3
+cargo_release -p hpcscope -p hpcscope-qemu-plugin
 hs="$root/target/release/hpcscope"
 bin="$out/triad_stencil"
 gcc -O3 -march=x86-64 -std=c11 -D_POSIX_C_SOURCE=200809L -o "$bin" "$root/workloads/src/triad_stencil.c"

@@ -11,17 +11,14 @@
 # the plugin. Prints each case's mean wall and CPU time and the 2-thread / 1-thread ratios
 # (target for mix: 2 threads cost at most 1.3x one thread).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix"}
 n=${N:-2000000}
 reps=${REPS:-20}
 runs=${RUNS:-5}
 mkdir -p "$out"
-for tool in gcc qemu-x86_64 hyperfine python3; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool (apt-get install gcc qemu-user hyperfine python3)" >&2; exit 3; }
-done
-(cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+need_tools gcc qemu-x86_64 hyperfine python3 -- gcc qemu-user hyperfine python3
+cargo_release -p hpcscope -p hpcscope-qemu-plugin
 hs="$root/target/release/hpcscope"
 bin="$out/triad_omp"
 gcc -O3 -march=x86-64 -fopenmp -std=c11 -D_POSIX_C_SOURCE=200809L -o "$bin" "$root/workloads/src/triad_omp.c"

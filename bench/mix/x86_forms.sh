@@ -12,15 +12,12 @@
 #
 # Needs gcc, qemu-user, python3 and cargo.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-mix"}/x86-forms
 mkdir -p "$out"
-for tool in gcc qemu-x86_64 python3; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool (apt-get install gcc qemu-user python3)" >&2; exit 3; }
-done
-(cd "$root" && cargo build --release --quiet -p hpcscope-qemu-plugin \
-  && cargo run --release --quiet -p hpcscope-qemu-plugin --example x86_forms -- "$out")
+need_tools gcc qemu-x86_64 python3 -- gcc qemu-user python3
+cargo_release -p hpcscope-qemu-plugin
+(cd "$root" && cargo run --release --quiet -p hpcscope-qemu-plugin --example x86_forms -- "$out")
 plugin="$root/target/release/libhpcscope_qemu_plugin.so"
 gcc -O1 -mavx2 -o "$out/harness" "$here/x86_forms_harness.c"
 qemu-x86_64 -cpu max -plugin "$plugin,out=$out/counts.json,audit=$out/audit.json" \

@@ -11,8 +11,7 @@
 # (measurements, fits and the error summary). HPCSCOPE_PORTS selects the port model
 # (default sapphirerapids); HPCSCOPE_FIT_SCOPE=all pools the ISA levels in one CPI fit.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-$(mktemp -d)}
 mkdir -p "$out"
 build=$(mktemp -d)
@@ -22,7 +21,7 @@ mkdir -p "$build/default" "$build/unroll"
 # Only the x86-64 variants are used; aarch64 ones (if a cross compiler exists) are ignored.
 sh "$root/workloads/build.sh" "$build/default" $kernels >/dev/null
 EXTRA_CFLAGS=-funroll-loops sh "$root/workloads/build.sh" "$build/unroll" $kernels >/dev/null
-cargo build --release -q -p hpcscope-models --example e2e --manifest-path "$root/Cargo.toml"
+cargo_release -p hpcscope-models --example e2e
 "$root/target/release/examples/e2e" "$build/default" "$build/unroll" >"$out/e2e.csv" 2>"$out/e2e.log"
 grep -E '^(clock|difference|equal|port)' "$out/e2e.log"
 echo "results in $out"

@@ -9,9 +9,8 @@
 #
 # Verdict: PASS when every exponent is below 1.5.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cargo build --release -q -p hpcscope --manifest-path "$root/Cargo.toml"
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+cargo_release -p hpcscope
 bin="$root/target/release/hpcscope"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -14,17 +14,14 @@
 # Needs a release build of hpcscope and the plugin, gcc with OpenMP, qemu-user, python3.
 # Prints the pairs and the summary (fraction inside, median width, median midpoint error).
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-node"}
 runs=${BENCH_RUNS:-5}
 threads=${THREADS:-2}
 native=${NATIVE_RUNS:-5}
 mkdir -p "$out"
-for tool in gcc qemu-x86_64 python3; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool (apt-get install gcc qemu-user python3)" >&2; exit 3; }
-done
-(cd "$root" && cargo build --release --quiet -p hpcscope -p hpcscope-qemu-plugin)
+need_tools gcc qemu-x86_64 python3 -- gcc qemu-user python3
+cargo_release -p hpcscope -p hpcscope-qemu-plugin
 hs="$root/target/release/hpcscope"
 i=0
 while [ "$i" -lt "$runs" ]; do

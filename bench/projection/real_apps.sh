@@ -32,8 +32,7 @@
 # Exit status: 0 when every part ran (whatever the verdict), 1 when a step failed, 3 when
 # a tool is missing.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-projection-real"}
 runs=${NATIVE_RUNS:-11}
 cases=${CASES:-"fft:64 fft:16 stream:128"}

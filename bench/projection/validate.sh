@@ -13,19 +13,13 @@
 # (cargo build --release -p hpcscope -p hpcscope-qemu-plugin). Note the load average it
 # prints: the runs' spread widens the intervals.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-projection"}
 runs=${RUNS:-3}
 bin="$root/target/release/hpcscope"
 mkdir -p "$out"
 
-for tool in gcc clang qemu-x86_64 python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "missing $tool (apt-get install gcc clang qemu-user python3)" >&2
-    exit 3
-  }
-done
+need_tools gcc clang qemu-x86_64 python3 -- gcc clang qemu-user python3
 [ -x "$bin" ] || {
   echo "missing $bin (cargo build --release -p hpcscope -p hpcscope-qemu-plugin)" >&2
   exit 3

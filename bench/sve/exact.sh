@@ -10,7 +10,8 @@
 # Needs qemu-user, aarch64-linux-gnu-gcc, and QEMU 10 from scripts/build-qemu.sh (rows for
 # an emulator that is missing say so). Usage: bench/sve/exact.sh [N_SPMV N_VEC]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+cd "$root"
 n_spmv=${1:-2500}
 n_vec=${2:-4099}
 cache=${HPCSCOPE_CACHE_DIR:-${XDG_CACHE_HOME:+$XDG_CACHE_HOME/hpcscope}}
@@ -18,8 +19,8 @@ cache=${cache:-$HOME/.cache/hpcscope}
 q10="$cache/qemu-10.0.2/bin/qemu-aarch64"
 
 command -v aarch64-linux-gnu-gcc >/dev/null || { echo "skipping: aarch64-linux-gnu-gcc not found"; exit 0; }
-cargo build --release --quiet -p hpcscope-qemu-plugin
-cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features --features api-v4 --target-dir target/plugin-v4
+cargo_release -p hpcscope-qemu-plugin
+build_plugin_v4
 p1=target/release/libhpcscope_qemu_plugin.so
 p4=target/plugin-v4/release/libhpcscope_qemu_plugin.so
 tmp=$(mktemp -d)

@@ -27,7 +27,8 @@
 # Needs aarch64-linux-gnu-gcc and QEMU 10 from scripts/build-qemu.sh; exits 0 with a
 # "skipping:" line when either is missing. Usage: bench/sve/neon_vs_sve.sh [MACHINE]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+cd "$root"
 machine=${1:-a64fx}
 lengths="128 256 512 2048"
 cache=${HPCSCOPE_CACHE_DIR:-${XDG_CACHE_HOME:+$XDG_CACHE_HOME/hpcscope}}
@@ -37,8 +38,8 @@ q10="$cache/qemu-10.0.2/bin/qemu-aarch64"
 command -v setarch >/dev/null || { echo "skipping: setarch (util-linux) not found"; exit 0; }
 command -v aarch64-linux-gnu-gcc >/dev/null || { echo "skipping: aarch64-linux-gnu-gcc not found"; exit 0; }
 [ -x "$q10" ] || { echo "skipping: QEMU 10 is not built ($q10; scripts/build-qemu.sh builds it)"; exit 0; }
-cargo build --release --quiet -p hpcscope
-cargo build --release --quiet -p hpcscope-qemu-plugin --no-default-features --features api-v4 --target-dir target/plugin-v4
+cargo_release -p hpcscope
+build_plugin_v4
 hpcscope=target/release/hpcscope
 export HPCSCOPE_QEMU="$q10"
 HPCSCOPE_QEMU_PLUGIN="$(pwd)/target/plugin-v4/release/libhpcscope_qemu_plugin.so"

@@ -21,12 +21,11 @@
 #
 # Usage: bench/trace/reference.sh [OUTDIR [WORKLOAD...]]   (WORKLOAD: tar, git, ...)
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-$here/results}
 [ $# -gt 0 ] && shift
 mkdir -p "$out/work"
-(cd "$root" && cargo build --release -q -p hpcscope-trace --example reference)
+cargo_release -p hpcscope-trace --example reference
 
 mounted=0
 if command -v bpftrace >/dev/null 2>&1 && [ ! -e /sys/kernel/tracing/events ]; then

@@ -17,14 +17,13 @@
 # Needs root, cc, and bpftrace for the comparison (tracefs is mounted for it if missing,
 # and unmounted again). Usage: bench/trace/run.sh [REPS] [OUTDIR]
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 reps=${1:-5}
 out=${2:-$here/results}
 mkdir -p "$out"
 cc -O2 -o "$out/compute" "$here/compute.c"
 cc -O2 -o "$out/syscalls" "$here/syscalls.c"
-(cd "$root" && cargo build --release -q -p hpcscope-trace --example trace)
+cargo_release -p hpcscope-trace --example trace
 tracer="$root/target/release/examples/trace"
 
 mounted=0

@@ -22,8 +22,7 @@
 #
 # Usage: bench/trace/whitebox.sh [OUTDIR]
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-$here/results-whitebox}
 mkdir -p "$out"
 data="$root/crates/trace/tests/data"
@@ -31,7 +30,7 @@ cc -O1 -pthread "$data/sdt.c" "$data/sdt_tick.c" -o "$out/sdt"
 c++ -O1 "$data/throw.cc" -o "$out/throw"
 cc -O1 "$data/phases.c" -o "$out/phases"
 cc -O1 -fopenmp "$data/omp_eff.c" -o "$out/omp_eff"
-(cd "$root" && cargo build --release -q -p hpcscope-trace --example trace)
+cargo_release -p hpcscope-trace --example trace
 tracer="$root/target/release/examples/trace"
 
 mounted=0

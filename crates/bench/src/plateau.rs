@@ -410,8 +410,9 @@ mod tests {
         v
     }
 
+    /// Relative error under `tol` (the expected bandwidths are all positive).
     fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() / b < tol
+        hpcscope_test_support::rel_err(a, b) < tol
     }
 
     const CAPS: [f64; 3] = [48.0 * 1024.0, 2.0 * 1024.0 * 1024.0, 64.0 * 1024.0 * 1024.0];

@@ -3,14 +3,13 @@
 //! timing assertions), only their presence and consistency.
 
 use hpcscope_core::Classify;
-use std::path::Path;
 
 use hpcscope_bench::kernels::Width;
 use hpcscope_bench::{BenchConfig, CpuRequest, MachineNames, Selection};
 use hpcscope_core::Machine;
 
 fn fixture() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-2s-smt2")
+    hpcscope_test_support::test_data!("sysfs-2s-smt2")
 }
 
 fn tiny() -> BenchConfig {

@@ -5,7 +5,7 @@ use std::path::Path;
 use hpcscope_bench::topology::{Topology, parse_cpu_list, parse_sysfs_size};
 
 fn fixture() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-2s-smt2")
+    hpcscope_test_support::test_data!("sysfs-2s-smt2")
 }
 
 #[test]

@@ -10,21 +10,14 @@
 mod common;
 use common::which;
 
+use hpcscope_test_support::{stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hpcscope"));
+    let mut c = hpcscope_test_support::bin!();
     c.env_remove("HPCSCOPE_MPICC");
     c
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn write_exe(path: &Path, text: &str) {
@@ -132,8 +125,7 @@ fn real_two_rank_run_updates_a_machine_file() {
     // The command that ran is said on stderr, with the flags added for root.
     let err = stderr(&o);
     assert!(err.contains("running: mpirun -np 2"), "{err}");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { geteuid() } == 0 {
+    if hpcscope_test_support::is_root() {
         assert!(err.contains("--allow-run-as-root"), "{err}");
     }
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -204,10 +196,6 @@ fn real_two_rank_run_updates_a_machine_file() {
     );
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.contains("PingPong Hockney model") && svg.trim_end().ends_with("</svg>"));
-}
-
-unsafe extern "C" {
-    fn geteuid() -> u32;
 }
 
 /// Known times in, known latency and bandwidth out, in every format and in the machine file.

@@ -8,15 +8,12 @@
 mod common;
 use common::{TRIAD, cc, qemu_plugin_ready as ready};
 
+use hpcscope_test_support::bin;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
+use std::process::Output;
 
 fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run hpcscope")
+    bin!().args(args).output().expect("run hpcscope")
 }
 
 fn ok(o: &Output) -> String {
@@ -156,7 +153,7 @@ fn explore_resimulates_a_cache_size_sweep_and_caches_it() {
         "-o",
         d.join("l2-2m.toml").to_str().unwrap(),
     ]));
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args(["mix", "-m", "cascadelake-8260", "-m"])
         .arg(d.join("l2-2m.toml"))
@@ -212,7 +209,7 @@ transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ ca
     )
     .unwrap();
     let explore = || {
-        let o = bin()
+        let o = bin!()
             .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
             .arg("explore")
             .arg(d.join("scenario.toml"))
@@ -282,7 +279,7 @@ transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ ca
         .iter()
         .map(|p| std::fs::metadata(p).unwrap().modified().unwrap())
         .collect();
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
         .arg("explore")
         .arg(d.join("scenario.toml"))
@@ -300,7 +297,7 @@ transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ ca
         .collect();
     assert_eq!(stamp, again);
     let (second, _) = {
-        let o = bin()
+        let o = bin!()
             .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
             .arg("explore")
             .arg(d.join("scenario.toml"))
@@ -323,7 +320,7 @@ transforms = [{{ cache_size = {{ level = "L2", size_bytes = 2097152 }} }}, {{ ca
     assert_eq!(totals(&second), [3, 0, 0, 3], "{}", second["resimulation"]);
     // A damaged cache file is said, simulated again and replaced.
     std::fs::write(&files[0], "{ not a profile").unwrap();
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .arg("explore")
         .arg(d.join("scenario.toml"))
@@ -397,7 +394,7 @@ fn analyze_sweep(
     extra: &[&std::ffi::OsStr],
     out: &Path,
 ) -> Output {
-    bin()
+    bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .args([
             "analyze",
@@ -435,7 +432,7 @@ fn explore_with_program(
     prog: &Path,
     args: [&str; 2],
 ) -> serde_json::Value {
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .arg("explore")
         .arg(scenario)
@@ -677,7 +674,7 @@ machine = "thunderx2"
     assert!(n1 > 5.0 * tx2, "OI at MM: N1 {n1}, TX2 {tx2}");
     // A profile of `mix -m cascadelake-8260 -m thunderx2`: TX2 takes the run's thunderx2
     // profile, nothing runs; N1, never simulated, is approximate and says how to fix it.
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args(["mix", "-m", "cascadelake-8260", "-m", "thunderx2"])
         .args(["--native-runs", "0", "--function", "kernel", "-o"])
@@ -694,7 +691,7 @@ machine = "thunderx2"
     )
     .unwrap();
     let cache = d.join("no-cache");
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
         .arg("explore")
         .arg(d.join("from-mix.toml"))

@@ -1,27 +1,12 @@
 //! CLI tests: run the real `hpcscope` binary on the built-in machines, the example scenario
 //! and broken inputs; check outputs, exit codes and that no partial file is left behind.
 
+use hpcscope_test_support::{bin, repo_root, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run hpcscope")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    bin!().args(args).output().expect("run hpcscope")
 }
 
 /// Writes the worked example's source and target profiles (002 notes 5B) into `dir`.
@@ -177,17 +162,17 @@ fn project_worked_example_text_json_csv_md() {
         .map(|s| s.to_string())
         .collect()
     };
-    let o = bin().args(args("table")).output().unwrap();
+    let o = bin!().args(args("table")).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
     assert!(s.contains("[0.691643, 1.39993]"), "{s}");
-    let o = bin().args(args("json")).output().unwrap();
+    let o = bin!().args(args("json")).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!((v["interval"]["lo"].as_f64().unwrap() - 0.691643).abs() < 1e-6);
     assert_eq!(v["points"].as_array().unwrap().len(), 6);
-    let o = bin().args(args("csv")).output().unwrap();
+    let o = bin!().args(args("csv")).output().unwrap();
     assert_eq!(stdout(&o).lines().count(), 7);
-    let o = bin().args(args("md")).output().unwrap();
+    let o = bin!().args(args("md")).output().unwrap();
     assert!(stdout(&o).contains("| thread | OI level |"));
     // By default: the carried-time points join the interval, the calibrated margin widens
     // it, and a point estimate and the Kwack baseline are printed beside it.
@@ -259,7 +244,7 @@ fn project_validation_mode_exit_codes() {
         "--bandwidths",
         "level",
     ];
-    let o = bin()
+    let o = bin!()
         .args(base)
         .args(["--measured", "1.0"])
         .output()
@@ -267,7 +252,7 @@ fn project_validation_mode_exit_codes() {
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("inside the interval"));
     // N1's real MiniFE 1.87 is outside this synthetic interval: a finding, exit 1.
-    let o = bin()
+    let o = bin!()
         .args(base)
         .args(["--measured", "1.87"])
         .output()
@@ -275,7 +260,7 @@ fn project_validation_mode_exit_codes() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("OUTSIDE"), "{}", stdout(&o));
     assert!(stdout(&o).contains("-25.1 %"), "{}", stdout(&o)); // (1.39993 - 1.87) / 1.87
-    let o = bin()
+    let o = bin!()
         .args(base)
         .args(["--measured", "-3"])
         .output()
@@ -283,7 +268,7 @@ fn project_validation_mode_exit_codes() {
     assert_eq!(o.status.code(), Some(2));
     // Several runs: their median is compared, and their band meets the interval although
     // the median is just above it (runs 1.37 to 1.47, median 1.42).
-    let o = bin()
+    let o = bin!()
         .args(base)
         .args(["--measured", "1.37,1.38,1.42,1.46,1.47"])
         .output()
@@ -445,7 +430,7 @@ fn roofline_carm_ceilings_seed001_table3() {
 #[test]
 fn explore_example_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let scen = root().join("examples/scenarios/tx2-sve-hbm.toml");
+    let scen = repo_root().join("examples/scenarios/tx2-sve-hbm.toml");
     let svg = dir.path().join("e.svg");
     let o = run(&[
         "explore",
@@ -727,8 +712,7 @@ fn history_changes_explain_each_step_and_say_what_they_skipped() {
 
 /// True as root; in CI (CI=true, root) a missing privilege is a failure, elsewhere a skip.
 fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { geteuid() } == 0;
+    let root = hpcscope_test_support::is_root();
     if !root {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -737,10 +721,6 @@ fn root_or_skip(what: &str) -> bool {
         println!("skipping {what}: not root");
     }
     root
-}
-
-unsafe extern "C" {
-    fn geteuid() -> u32;
 }
 
 #[test]
@@ -874,7 +854,7 @@ int main(int argc, char **argv) {
 fn a_closed_output_pipe_ends_the_command_quietly() {
     use std::io::Read;
     // `hpcscope ... | head -1`: the reader leaves after one line.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let mut child = bin!()
         .args(["counters", "recipes"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -906,7 +886,7 @@ fn trace_and_profile_exit_with_the_command_status() {
     let o = run(&["trace", "--", "sh", "-c", "kill -TERM $$"]);
     assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .current_dir(dir.path())
         .args(["profile", "--", "sh", "-c", "exit 3"])
         .output()
@@ -918,7 +898,7 @@ fn trace_and_profile_exit_with_the_command_status() {
     );
     // Attached to a process: nothing written unasked.
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .current_dir(dir.path())
         .args(["profile", "--pid", "1", "--duration", "0.2"])
         .output()
@@ -954,7 +934,7 @@ fn record_exits_with_the_command_status() {
 /// projected, instead of running without them and saying nothing.
 #[test]
 fn validate_builds_with_threads_is_refused_not_ignored() {
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args([
             "validate",
             "-m",

@@ -14,7 +14,7 @@ fn data(f: &str) -> String {
 fn run_cli(args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.txt");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hpcscope"));
+    let mut cmd = bin!();
     cmd.arg("counters").args(args);
     if !matches!(args[0], "metrics" | "recipes" | "validate") {
         cmd.arg("--output").arg(&out);
@@ -232,7 +232,7 @@ fn validate_synthetic_is_exact() {
 
 #[test]
 fn a_recipe_shows_where_uncore_events_are_read() {
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["counters", "recipes", "amd-zen4"])
         .output()
         .unwrap();
@@ -329,7 +329,7 @@ int main(void) {
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let out = dir.path().join(format!("m{k}.json"));
-        let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+        let o = bin!()
             .args(["counters", "run", "--markers", "--format", "json", "-o"])
             .arg(&out)
             .arg("--")
@@ -367,6 +367,7 @@ int main(void) {
 }
 
 mod common;
+use hpcscope_test_support::bin;
 
 /// `counters validate --counted-by mix --quick`: the suite's kernels run under the real
 /// emulator (QEMU + hpcscope's plugin) and their exact counts checked against the analytical
@@ -382,7 +383,7 @@ fn validate_counted_by_the_emulator_is_within_half_a_percent() {
     let Some(plugin) = common::built_plugin() else {
         return;
     };
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .args([
             "counters",
@@ -434,7 +435,7 @@ fn validate_a_counted_file_reports_failures() {
         "{}/../counters/tests/data/validate/format-fixture.json",
         env!("CARGO_MANIFEST_DIR")
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["counters", "validate", "--counted", &f])
         .output()
         .unwrap();
@@ -452,7 +453,7 @@ fn validate_a_counted_file_reports_failures() {
         r#"{"source": "test", "kernels": {"libm.cos:1000": {"flops": 26426}}}"#,
     )
     .unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["counters", "validate", "--counted"])
         .arg(&libm)
         .output()
@@ -460,7 +461,7 @@ fn validate_a_counted_file_reports_failures() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("1 per call"), "{out}");
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["counters", "validate", "--kernels", "fpu"])
         .output()
         .unwrap();
@@ -472,7 +473,7 @@ fn validate_a_counted_file_reports_failures() {
 /// says the environment lacks it; with one, the kernels must pass.
 #[test]
 fn validate_with_perf_runs_the_suite_here() {
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["counters", "validate", "--quick", "--kernels", "fp,stream"])
         .output()
         .unwrap();
@@ -502,7 +503,7 @@ fn host_dependent_commands_pass_on_cpus_nobody_here_has() {
         ("arm-0x41-0xd8e-sve2.txt", "arm-neoverse-v2", false),
     ];
     let run = |cpu: Option<&str>, args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_hpcscope"));
+        let mut c = bin!();
         c.arg("counters").args(args);
         match cpu {
             Some(f) => c.env("HPCSCOPE_CPUINFO", format!("{fixtures}/{f}")),

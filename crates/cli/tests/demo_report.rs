@@ -6,6 +6,7 @@
 
 mod common;
 use common::{qemu_plugin_ready, which};
+use hpcscope_test_support::bin;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,7 +23,7 @@ fn demo_report_renders_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("demo");
     // A published machine as the source keeps the test independent of a benchmark run.
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args([
             "demo",

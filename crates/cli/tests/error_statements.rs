@@ -2,11 +2,7 @@
 //! error of its own kind of change, measured on pairs of that kind (the bundled calibration
 //! has vector-width pairs only), or says it is not validated for that kind.
 
-use std::process::Command;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
+use hpcscope_test_support::bin;
 
 fn example(f: &str) -> String {
     format!(
@@ -69,7 +65,7 @@ fn project(
     extra: &[&str],
 ) -> (String, serde_json::Value) {
     let run = |fmt: &str| {
-        let o = bin()
+        let o = bin!()
             .args(["project", "--source-machine", source.0, "--source-profile"])
             .arg(example(source.1))
             .args(extra)
@@ -114,7 +110,7 @@ fn project_states_no_error_for_kinds_without_pairs() {
 
 #[test]
 fn explore_states_no_error_for_kinds_without_pairs() {
-    let o = bin()
+    let o = bin!()
         .arg("explore")
         .arg(example("tx2-sve-hbm.toml"))
         .args(["--format", "json"])

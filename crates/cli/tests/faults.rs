@@ -13,17 +13,10 @@
 mod common;
 use common::{is_root, qemu_plugin_ready};
 
+use hpcscope_test_support::{bin, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A small deterministic generator (xorshift64*): the kill points.
 struct Rng(u64);
@@ -177,7 +170,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn history_count(db: &Path) -> Result<usize, String> {
-    let o = bin()
+    let o = bin!()
         .args(["history", "list", "--format", "json", "--db"])
         .arg(db)
         .output()
@@ -190,7 +183,7 @@ fn history_count(db: &Path) -> Result<usize, String> {
 }
 
 fn history_ids(db: &Path) -> Vec<i64> {
-    let o = bin()
+    let o = bin!()
         .args(["history", "list", "--format", "json", "--db"])
         .arg(db)
         .output()
@@ -226,7 +219,7 @@ fn kill9_during_record_never_wedges_the_store_or_loses_a_committed_run() {
             shared.clone()
         };
         let tag = format!("record-{}-{i}", std::process::id());
-        let mut cmd = bin();
+        let mut cmd = bin!();
         cmd.args(["record", "-n", "40", "--db"])
             .arg(&db)
             .args(["--", "sleep", "0.002"])
@@ -267,7 +260,7 @@ fn kill9_during_record_never_wedges_the_store_or_loses_a_committed_run() {
             });
         }
         // And a writer still writes.
-        let o = bin()
+        let o = bin!()
             .args(["record", "-n", "1", "--db"])
             .arg(&db)
             .args(["--", "true"])
@@ -298,7 +291,7 @@ fn kill9_during_record_never_wedges_the_store_or_loses_a_committed_run() {
 fn concurrent_writers_and_readers_lose_nothing_and_never_see_damage() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    let o = bin()
+    let o = bin!()
         .args(["record", "-n", "3", "--db"])
         .arg(&db)
         .args(["--", "true"])
@@ -307,7 +300,7 @@ fn concurrent_writers_and_readers_lose_nothing_and_never_see_damage() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let writers: Vec<Child> = (0..2)
         .map(|_| {
-            bin()
+            bin!()
                 .args(["record", "-n", "80", "--db"])
                 .arg(&db)
                 .args(["--", "sleep", "0.03"])
@@ -334,7 +327,7 @@ fn concurrent_writers_and_readers_lose_nothing_and_never_see_damage() {
                     } else {
                         &["regress", "check", "--baseline", "10"]
                     };
-                    let o = bin().args(args).arg("--db").arg(&db).output().unwrap();
+                    let o = bin!().args(args).arg("--db").arg(&db).output().unwrap();
                     reads += 1;
                     let err = String::from_utf8_lossy(&o.stderr).into_owned();
                     // regress check may find a regression (exit 1): an answer, not a failure.
@@ -373,7 +366,7 @@ fn concurrent_writers_and_readers_lose_nothing_and_never_see_damage() {
 /// A run directory of `ranks` rank results, made from one real rank file.
 fn run_dir(dir: &Path, ranks: u32) -> PathBuf {
     let rd = dir.join("run");
-    let o = bin()
+    let o = bin!()
         .args(["record", "--run-dir"])
         .arg(&rd)
         .args(["--job-id", "j", "--", "true"])
@@ -429,7 +422,7 @@ fn kill9_during_merge_leaves_the_rank_files_and_no_half_result() {
     };
     for i in 0..16 {
         let tag = format!("merge-{}-{i}", std::process::id());
-        let mut cmd = bin();
+        let mut cmd = bin!();
         merge(&mut cmd);
         tagged(&mut cmd, &tag);
         let mut child = cmd.spawn().unwrap();
@@ -454,7 +447,7 @@ fn kill9_during_merge_leaves_the_rank_files_and_no_half_result() {
         }
     }
     // The next merge completes and cleans up what the killed ones left.
-    let mut cmd = bin();
+    let mut cmd = bin!();
     merge(&mut cmd);
     let st = cmd.status().unwrap();
     t.check(st.code() == Some(0), || format!("the next merge: {st}"));
@@ -511,7 +504,7 @@ fn kill_emulated(
     let mut rng = Rng::new();
     // One complete run tells how long the command takes.
     let t0 = Instant::now();
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .args(args)
         .output()
@@ -521,7 +514,7 @@ fn kill_emulated(
     let mut orphans = 0;
     for i in 0..kills {
         let tag = format!("{name}-{}-{i}", std::process::id());
-        let mut cmd = bin();
+        let mut cmd = bin!();
         cmd.env("HPCSCOPE_QEMU_PLUGIN", plugin)
             .args(args)
             .stdout(Stdio::null())
@@ -541,7 +534,7 @@ fn kill_emulated(
             }
         }
     }
-    let o: Output = bin()
+    let o: Output = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .args(args)
         .output()
@@ -659,7 +652,7 @@ impl Drop for Tmpfs {
 }
 
 fn roofline_args(out: &Path) -> Vec<String> {
-    let p = root().join("examples/scenarios/tx2-source.json");
+    let p = repo_root().join("examples/scenarios/tx2-source.json");
     vec![
         "roofline".into(),
         "-m".into(),
@@ -682,7 +675,7 @@ fn a_full_disk_is_an_environment_limit_and_leaves_no_partial_file() {
     let mut t = Tally::default();
     // A store with runs, then the disk filled up to the last byte.
     let db = fs.0.join("h.db");
-    let o = bin()
+    let o = bin!()
         .args(["record", "-n", "2", "--db"])
         .arg(&db)
         .args(["--", "true"])
@@ -694,7 +687,7 @@ fn a_full_disk_is_an_environment_limit_and_leaves_no_partial_file() {
     let chunk = vec![0u8; 4096];
     while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
     drop(f);
-    let o = bin()
+    let o = bin!()
         .args(["record", "-n", "50", "--db"])
         .arg(&db)
         .args(["--", "true"])
@@ -706,7 +699,7 @@ fn a_full_disk_is_an_environment_limit_and_leaves_no_partial_file() {
     });
     // While the disk is full, a reader may not get the shared memory of the WAL either: an
     // environment limit, not damage. Once there is room again, the store reads with its runs.
-    let o = bin()
+    let o = bin!()
         .args(["history", "list", "--db"])
         .arg(&db)
         .output()
@@ -727,7 +720,7 @@ fn a_full_disk_is_an_environment_limit_and_leaves_no_partial_file() {
     drop(f);
     // A result file: exit 3, neither the file nor its chart nor a temporary file is left.
     let out = fs.0.join("roof.txt");
-    let o = bin().args(roofline_args(&out)).output().unwrap();
+    let o = bin!().args(roofline_args(&out)).output().unwrap();
     t.check(o.status.code() == Some(3), || {
         format!(
             "roofline -o on a full disk: exit {:?}: {}",
@@ -753,7 +746,7 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
     let mut t = Tally::default();
     // A missing output directory: exit 3, and the chart is not written either.
     let out = dir.path().join("no/such/dir/roof.txt");
-    let o = bin().args(roofline_args(&out)).output().unwrap();
+    let o = bin!().args(roofline_args(&out)).output().unwrap();
     t.check(o.status.code() == Some(3), || {
         format!("a missing output directory: exit {:?}", o.status.code())
     });
@@ -765,7 +758,7 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
         return;
     };
     let db = fs.0.join("h.db");
-    let o = bin()
+    let o = bin!()
         .args(["record", "-n", "2", "--db"])
         .arg(&db)
         .args(["--", "true"])
@@ -779,7 +772,7 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
     // Recording into a read-only store fails at once, before the command runs (it used to
     // run the whole command, then lose its measurement).
     let marker = dir.path().join("the-command-ran");
-    let o = bin()
+    let o = bin!()
         .args(["record", "--db"])
         .arg(&db)
         .args(["--", "touch"])
@@ -802,7 +795,7 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
         format!("reading a read-only store: {n:?}")
     });
     // A result into a read-only directory: exit 3.
-    let o = bin()
+    let o = bin!()
         .args(roofline_args(&fs.0.join("r.txt")))
         .output()
         .unwrap();
@@ -813,7 +806,7 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
     let imm = dir.path().join("immutable");
     std::fs::create_dir(&imm).unwrap();
     let db2 = imm.join("h.db");
-    let o = bin()
+    let o = bin!()
         .args(["record", "--db"])
         .arg(&db2)
         .args(["--", "true"])
@@ -826,7 +819,7 @@ fn read_only_stores_and_directories_are_refused_before_anything_runs() {
         .status()
         .is_ok_and(|s| s.success())
     {
-        let o = bin()
+        let o = bin!()
             .args(["record", "--db"])
             .arg(&db2)
             .args(["--", "touch"])
@@ -855,7 +848,7 @@ fn refused_intact(
     args: &[&std::ffi::OsStr],
     intact: &[(&Path, Vec<u8>)],
 ) {
-    let o = bin().args(args).output().unwrap();
+    let o = bin!().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     t.check(
         o.status.code() == Some(2) && err.contains("is the same file as"),
@@ -877,7 +870,7 @@ fn an_output_naming_an_input_or_another_output_is_refused_and_the_input_is_intac
     let os = |p: &Path| p.as_os_str().to_owned();
     // The history store: `history list --db H -o H` replaced the store with its CSV, exit 0.
     let db = d.join("h.db");
-    let o = bin()
+    let o = bin!()
         .args(["record", "-n", "2", "--db"])
         .arg(&db)
         .args(["--", "true"])
@@ -911,9 +904,13 @@ fn an_output_naming_an_input_or_another_output_is_refused_and_the_input_is_intac
     });
     // roofline: -o naming its profile or its machine file; --svg X -o X.
     let prof = d.join("p.json");
-    std::fs::copy(root().join("examples/scenarios/tx2-source.json"), &prof).unwrap();
+    std::fs::copy(
+        repo_root().join("examples/scenarios/tx2-source.json"),
+        &prof,
+    )
+    .unwrap();
     let mach = d.join("m.toml");
-    let o = bin()
+    let o = bin!()
         .args(["machine", "show", "thunderx2", "--format", "toml"])
         .output()
         .unwrap();
@@ -956,7 +953,7 @@ fn an_output_naming_an_input_or_another_output_is_refused_and_the_input_is_intac
     // explore: -o naming its scenario, or a profile the scenario names.
     let sc = d.join("sc");
     std::fs::create_dir(&sc).unwrap();
-    for e in std::fs::read_dir(root().join("examples/scenarios")).unwrap() {
+    for e in std::fs::read_dir(repo_root().join("examples/scenarios")).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), sc.join(e.file_name())).unwrap();
     }
@@ -982,7 +979,7 @@ fn an_output_naming_an_input_or_another_output_is_refused_and_the_input_is_intac
     }
     // Another file is written as before.
     let ok = d.join("explore.txt");
-    let o = bin()
+    let o = bin!()
         .arg("explore")
         .arg(&scenario)
         .arg("-o")
@@ -1012,7 +1009,7 @@ fn a_working_directory_named_in_latin1_is_no_fault() {
     let db = dir.path().join("h.db");
     let mut t = Tally::default();
     let run = |args: &[String]| -> Output {
-        bin()
+        bin!()
             .current_dir(&latin1)
             .env("PWD", &latin1)
             .env("OMP_PLACES", OsStr::from_bytes(b"cores(caf\xe9)"))
@@ -1051,7 +1048,7 @@ fn a_working_directory_named_in_latin1_is_no_fault() {
         );
     }
     // Both recorded runs keep the variable, its bytes marked, and the directory.
-    let o = bin()
+    let o = bin!()
         .args(["history", "list", "--format", "json", "--db"])
         .arg(&db)
         .output()
@@ -1099,7 +1096,7 @@ fn kill9_of_trace_and_profile_takes_the_traced_command_along() {
         let pidfile = dir.path().join("pid");
         // The traced shell writes its pid, then becomes a long sleep.
         let script = format!("echo $$ > {}; exec sleep 60", pidfile.display());
-        let mut c = bin()
+        let mut c = bin!()
             .args([cmd, "-o"])
             .arg(dir.path().join("out.json"))
             .args(["--", "sh", "-c", &script])
@@ -1159,7 +1156,7 @@ fn trace_stops_its_command_with_the_signal_it_promises() {
     }
     // `--duration` ends the command with SIGTERM, as its help says: the shell's TERM trap
     // runs and its status is passed on (SIGINT would have killed it: 130).
-    let o = bin()
+    let o = bin!()
         .args(["trace", "--duration", "1", "--"])
         .args(["sh", "-c", "trap 'kill $!; exit 7' TERM; sleep 20 & wait"])
         .output()
@@ -1175,7 +1172,7 @@ fn trace_stops_its_command_with_the_signal_it_promises() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
-    let c = bin()
+    let c = bin!()
         .args(["trace", "--", "sh", "-c", &script])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -7,20 +7,17 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use hpcscope_test_support::{bin, stderr};
 use serde_json::Value;
 
 fn hpcscope(plugin: Option<&Path>, args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hpcscope"));
+    let mut c = bin!();
     if let Some(p) = plugin {
         c.env("HPCSCOPE_QEMU_PLUGIN", p);
     }
     c.args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn host_machine(name: &str) -> String {

@@ -4,18 +4,15 @@
 //! a value of the variable that is not a limit is refused rather than ignored, and a metrics
 //! file that cannot be taken never loses the measured run.
 
+use hpcscope_test_support::bin;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
 
 /// Runs `args` with `HPCSCOPE_MAX_INPUT_MB=limit_mb`; `None` when it is still running after
 /// `secs` seconds (it is killed then).
 fn run_within(args: &[&str], limit_mb: &str, dir: &Path, secs: u64) -> Option<Output> {
-    let mut c = bin()
+    let mut c = bin!()
         .args(args)
         .env("HPCSCOPE_MAX_INPUT_MB", limit_mb)
         .current_dir(dir)
@@ -163,7 +160,7 @@ fn metrics_json_that_cannot_be_taken_keeps_the_measured_run() {
             && err.contains("recorded without the numbers of --metrics-json"),
         "{err}"
     );
-    let o = bin()
+    let o = bin!()
         .args(["history", "list", "--format", "json", "--db", "h.db"])
         .current_dir(d.path())
         .output()

@@ -5,15 +5,12 @@
 mod common;
 use common::{TRIAD, cc, qemu_plugin_ready as ready};
 
+use hpcscope_test_support::bin;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-}
+use std::process::Output;
 
 fn mix(plugin: &Path, args: &[&str]) -> Output {
-    bin()
+    bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .arg("mix")
         .args(args)
@@ -243,7 +240,7 @@ fn missing_qemu_is_an_environment_limit() {
     let Some(plugin) = ready() else { return };
     let dir = tempfile::tempdir().unwrap();
     let prog = cc(dir.path(), "triad", TRIAD, &[]);
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .env("HPCSCOPE_QEMU", "/nonexistent/qemu")
         .args([
@@ -259,7 +256,7 @@ fn missing_qemu_is_an_environment_limit() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("HPCSCOPE_QEMU"));
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
         .args([
             "mix",
@@ -276,7 +273,7 @@ fn missing_qemu_is_an_environment_limit() {
 }
 
 fn analyze(plugin: &Path, out: &Path, path_env: Option<&Path>, cmd: &[&str]) -> Output {
-    let mut c = bin();
+    let mut c = bin!();
     c.env("HPCSCOPE_QEMU_PLUGIN", plugin)
         .env_remove("HPCSCOPE_QEMU");
     if let Some(p) = path_env {
@@ -446,7 +443,7 @@ fn analyze_sweeps_a_scenario_of_targets() {
     let scenario =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/analyze-memory.toml");
     let out = d.join("a");
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args([
             "analyze",
@@ -522,7 +519,7 @@ fn validate_runs_the_protocol_on_your_own_builds() {
     let scalar = cc(d, "scalar", TRIAD, &[]);
     let vector = cc(d, "vector", TRIAD, &["-O3", "-ftree-vectorize"]);
     let out = d.join("v");
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args(["validate", "-m", "cascadelake-8260", "--native-runs", "3"])
         .arg("--build")
@@ -570,7 +567,7 @@ fn validate_runs_the_protocol_on_your_own_builds() {
     assert!(v["load_average_before"].as_array().is_some());
     assert!(out.join("validation.svg").is_file());
     // One build is not enough; a missing file is named.
-    let o = bin()
+    let o = bin!()
         .args(["validate", "--build"])
         .arg(&scalar)
         .output()
@@ -581,7 +578,7 @@ fn validate_runs_the_protocol_on_your_own_builds() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let o = bin()
+    let o = bin!()
         .args(["validate", "--build", "a=/nonexistent/app", "--build"])
         .arg(&scalar)
         .output()
@@ -698,7 +695,7 @@ fn timeout_bounds_the_native_runs_too_and_nothing_is_left_running() {
     for (prog, native_runs) in [(&busy, "3"), (&idle, "0")] {
         let tag = format!("timeout-{native_runs}-{}", std::process::id());
         let bound = std::time::Duration::from_secs(2 * timeout + 5 + 15);
-        let mut child = bin()
+        let mut child = bin!()
             .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
             .env("HPCSCOPE_TEST_TAG", &tag)
             .args(["mix", "-m", "thunderx2", "--native-runs", native_runs])
@@ -752,7 +749,7 @@ fn the_program_dies_with_hpcscope_natively_and_under_emulation() {
     let prog = cc(dir.path(), "sleeper", SLEEPER, &[]);
     for (phase, native_runs) in [("native", "1"), ("emulated", "0")] {
         let tag = format!("pdeath-{phase}-{}", std::process::id());
-        let mut child = bin()
+        let mut child = bin!()
             .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
             .env("HPCSCOPE_TEST_TAG", &tag)
             // A killed hpcscope leaves its scratch directory: keep it in the test's.
@@ -846,7 +843,7 @@ fn sampled_simulation_keeps_flops_exact_and_estimates_the_hit_ratios() {
     );
     // analyze --sample: the projections take the bytes' errors in, and say so.
     let out = dir.path().join("analysis");
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args(["analyze", "-m", "cascadelake-8260", "-t", "graviton2"])
         .args(["--sample", "8", "--native-runs", "1", "--no-trace", "-o"])
@@ -888,7 +885,7 @@ fn sampled_simulation_keeps_flops_exact_and_estimates_the_hit_ratios() {
     assert!(e.contains("--sample 32 or less"), "{e}");
     // analyze refuses it the same way, as a usage error (exit 2), with only the fixes
     // analyze has (it samples cache sets only).
-    let o = bin()
+    let o = bin!()
         .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
         .args(["analyze", "-m", "cascadelake-8260", "-t", "graviton2"])
         .args(["--sample", "64", "--native-runs", "1", "--no-trace", "--"])

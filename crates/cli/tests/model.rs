@@ -1,17 +1,15 @@
 //! `hpcscope model` through the binary: the worked examples of the notes and bad input.
 
-use std::process::Command;
-
-fn data(name: &str) -> String {
-    format!("{}/../models/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::models_data;
+use hpcscope_test_support::bin;
 
 /// Runs `hpcscope model ARGS... --format json -o FILE` and returns the parsed JSON, or the
 /// error message the command printed.
 fn run_json(args: &[&str]) -> Result<serde_json::Value, String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .arg("model")
         .args(args)
         .args(["--format", "json", "-o"])
@@ -28,9 +26,9 @@ fn run_json(args: &[&str]) -> Result<serde_json::Value, String> {
 fn predict_reproduces_example_a() {
     let v = run_json(&[
         "predict",
-        &data("example_a.csv"),
+        &models_data("example_a.csv"),
         "--cpi",
-        &data("cpi_a.json"),
+        &models_data("cpi_a.json"),
         "--proxy",
         "mgcfd",
         "--rc",
@@ -48,18 +46,18 @@ fn predict_reproduces_example_a() {
 fn pop_decompose_scaling_peak_strong() {
     let p = run_json(&[
         "pop",
-        &data("pop_4ranks.csv"),
+        &models_data("pop_4ranks.csv"),
         "--reference",
-        &data("pop_ref_2ranks.csv"),
+        &models_data("pop_ref_2ranks.csv"),
     ])
     .unwrap();
     assert!((p["pop"]["parallel_efficiency"].as_f64().unwrap() - 0.75).abs() < 1e-12);
     assert!((p["pop"]["global_efficiency"].as_f64().unwrap() - 0.70).abs() < 1e-12);
-    let h = run_json(&["pop", &data("pop_hybrid.csv")]).unwrap();
+    let h = run_json(&["pop", &models_data("pop_hybrid.csv")]).unwrap();
     assert!((h["hybrid"]["mpi_efficiency"].as_f64().unwrap() - 0.88).abs() < 1e-12);
     let d = run_json(&[
         "decompose",
-        &data("decomposition.csv"),
+        &models_data("decomposition.csv"),
         "--project",
         "NB=1,f=1.184126,BW=1",
     ])
@@ -67,7 +65,7 @@ fn pop_decompose_scaling_peak_strong() {
     assert!((d["projected_ratio"].as_f64().unwrap() - 1.086171).abs() < 1e-5);
     let s = run_json(&[
         "scaling",
-        &data("runs_amdahl.csv"),
+        &models_data("runs_amdahl.csv"),
         "--law",
         "amdahl,usl",
         "--predict",
@@ -75,9 +73,9 @@ fn pop_decompose_scaling_peak_strong() {
     ])
     .unwrap();
     assert_eq!(s["selection"]["chosen"], "amdahl");
-    let k = run_json(&["peak", "--dag", &data("cftb040.dag")]).unwrap();
+    let k = run_json(&["peak", "--dag", &models_data("cftb040.dag")]).unwrap();
     assert_eq!(k["critical_path"]["flops_per_cycle"], 8.0);
-    let t = run_json(&["strong", &data("strong.csv"), "--cycles", "113"]).unwrap();
+    let t = run_json(&["strong", &models_data("strong.csv"), "--cycles", "113"]).unwrap();
     assert_eq!(t["memory_bound_from"], 28);
 }
 
@@ -85,7 +83,7 @@ fn pop_decompose_scaling_peak_strong() {
 fn fit_on_native_measurements_and_bad_input() {
     let f = run_json(&[
         "fit",
-        &data("variants_native.csv"),
+        &models_data("variants_native.csv"),
         "--ports",
         "sapphirerapids",
         "--hops",
@@ -93,11 +91,11 @@ fn fit_on_native_measurements_and_bad_input() {
     ])
     .unwrap();
     assert_eq!(f["residuals"].as_array().unwrap().len(), 42);
-    let e = run_json(&["fit", &data("example_a.csv")]).unwrap_err();
+    let e = run_json(&["fit", &models_data("example_a.csv")]).unwrap_err();
     assert!(e.contains("at least"), "{e}");
     let e = run_json(&[
         "predict",
-        &data("example_a.csv"),
+        &models_data("example_a.csv"),
         "--cpi",
         "DIV=8",
         "--proxy",
@@ -105,7 +103,7 @@ fn fit_on_native_measurements_and_bad_input() {
     ])
     .unwrap_err();
     assert!(e.contains("no row named 'nope'"), "{e}");
-    let e = run_json(&["scaling", &data("pop_4ranks.csv")]).unwrap_err();
+    let e = run_json(&["scaling", &models_data("pop_4ranks.csv")]).unwrap_err();
     assert!(e.contains("process-count column"), "{e}");
 }
 
@@ -156,7 +154,7 @@ fn compose_eq_3_3_with_the_hockney_fit_of_table_4_6() {
         "--message-bytes",
         "4194304",
         "--mpi-table",
-        &data("wang_table_4_6_sendrecv.csv"),
+        &models_data("wang_table_4_6_sendrecv.csv"),
         "--other-s",
         "5",
     ])
@@ -193,7 +191,7 @@ fn compose_eq_3_3_with_the_hockney_fit_of_table_4_6() {
         "--message-bytes",
         "8",
         "--mpi-table",
-        &data("pop_4ranks.csv"),
+        &models_data("pop_4ranks.csv"),
     ])
     .unwrap_err();
     assert!(e.contains("bytes"), "{e}");
@@ -203,9 +201,9 @@ fn compose_eq_3_3_with_the_hockney_fit_of_table_4_6() {
 fn pop_eq_3_12_factors_from_instructions_and_cycles() {
     let v = run_json(&[
         "pop",
-        &data("pop_4ranks_counters.csv"),
+        &models_data("pop_4ranks_counters.csv"),
         "--reference",
-        &data("pop_ref_2ranks_counters.csv"),
+        &models_data("pop_ref_2ranks_counters.csv"),
     ])
     .unwrap();
     let f = |x: &serde_json::Value| x.as_f64().unwrap();
@@ -218,11 +216,11 @@ fn pop_eq_3_12_factors_from_instructions_and_cycles() {
     assert!((f(&p["computation_scaling"]) - 28.0 / 30.0).abs() < 1e-12);
     assert!((f(&p["global_efficiency"]) - 0.70).abs() < 1e-12);
     // Without the reference's counters the factors are left out, and the note says why.
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["model", "pop"])
-        .arg(data("pop_4ranks_counters.csv"))
+        .arg(models_data("pop_4ranks_counters.csv"))
         .arg("--reference")
-        .arg(data("pop_ref_2ranks.csv"))
+        .arg(models_data("pop_ref_2ranks.csv"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);

@@ -7,10 +7,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-
-fn data(name: &str) -> String {
-    format!("{}/../models/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
-}
+use common::models_data;
+use hpcscope_test_support::{bin, stderr};
 
 fn sim(name: &str) -> String {
     format!(
@@ -20,14 +18,7 @@ fn sim(name: &str) -> String {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    bin!().args(args).output().unwrap()
 }
 
 /// `hpcscope model ARGS --format json -o FILE`, parsed, or the error text.
@@ -35,7 +26,7 @@ fn model_json(args: &[&str]) -> Result<serde_json::Value, String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
     // The output flags go before the arguments: a program after `--` ends them.
-    let o = Command::new(env!("CARGO_BIN_EXE_hpcscope"))
+    let o = bin!()
         .args(["model", "--format", "json", "-o"])
         .arg(&out)
         .args(args)
@@ -196,7 +187,7 @@ fn strong_partition_eqs_3_1_3_2_and_eq_5_13_example_c() {
 fn predict_validate_prints_table_5_2_statistics() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("v.csv");
-    let base = std::fs::read_to_string(data("example_a.csv")).unwrap();
+    let base = std::fs::read_to_string(models_data("example_a.csv")).unwrap();
     std::fs::write(
         &csv,
         base.replace("target,,", "target,120,")
@@ -208,7 +199,7 @@ fn predict_validate_prints_table_5_2_statistics() {
         "predict",
         c,
         "--cpi",
-        &data("cpi_a.json"),
+        &models_data("cpi_a.json"),
         "--proxy",
         "mgcfd",
         "--rc",
@@ -230,7 +221,7 @@ fn predict_validate_prints_table_5_2_statistics() {
         "predict",
         c,
         "--cpi",
-        &data("cpi_a.json"),
+        &models_data("cpi_a.json"),
         "--proxy",
         "mgcfd",
         "--validate",
@@ -252,7 +243,7 @@ fn predict_validate_prints_table_5_2_statistics() {
         "predict",
         c,
         "--cpi",
-        &data("cpi_a.json"),
+        &models_data("cpi_a.json"),
         "--proxy",
         "mgcfd",
         "--validate",
@@ -264,9 +255,9 @@ fn predict_validate_prints_table_5_2_statistics() {
     // Validation without a measured target is bad input.
     let e = model_json(&[
         "predict",
-        &data("example_a.csv"),
+        &models_data("example_a.csv"),
         "--cpi",
-        &data("cpi_a.json"),
+        &models_data("cpi_a.json"),
         "--proxy",
         "mgcfd",
         "--validate",

@@ -11,15 +11,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use hpcscope_test_support::{bin, stdout};
 use serde_json::Value;
 
 unsafe extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
-}
-
-fn hpcscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hpcscope"))
 }
 
 /// The target directory (where setup.sh puts the peer tools).
@@ -60,10 +57,6 @@ fn run(c: &mut Command) -> Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Runs a Python snippet in the peer environment with `args` as sys.argv[1:].
@@ -145,7 +138,7 @@ fn perf_record_imported_has_the_top_functions_of_perf_report() {
     let text = run(Command::new(&perf).arg("script").arg("-i").arg(&data));
     std::fs::write(&script, &text.stdout).unwrap();
     for input in [&data, &script] {
-        let o = run(hpcscope()
+        let o = run(bin!()
             .args(["profile", "import", "--format", "json", "--top", "5"])
             .arg(input));
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -185,7 +178,7 @@ fn perf_record_imported_has_the_top_functions_of_perf_report() {
     let data2 = dir.path().join("perf2.data");
     assert!(record(&data2, "1").status.success());
     let svg = dir.path().join("diff.svg");
-    let o = run(hpcscope()
+    let o = run(bin!()
         .args(["profile", "diff", "--format", "json", "--svg"])
         .arg(&svg)
         .arg(&data)
@@ -273,7 +266,7 @@ fn perf_record_of_utf8_function_names_imports_diffs_and_exports() {
     );
     std::fs::write(&script, &text.stdout).unwrap();
     for input in [&script, &data] {
-        let o = run(hpcscope()
+        let o = run(bin!()
             .args(["profile", "import", "--format", "json", "--top", "5"])
             .arg(input));
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -306,7 +299,7 @@ fn perf_record_of_utf8_function_names_imports_diffs_and_exports() {
         }
     }
     let svg = dir.path().join("diff.svg");
-    run(hpcscope()
+    run(bin!()
         .args(["profile", "diff", "--format", "json", "--svg"])
         .arg(&svg)
         .arg(&script)
@@ -318,7 +311,7 @@ fn perf_record_of_utf8_function_names_imports_diffs_and_exports() {
     );
     for to in ["pprof", "speedscope", "hatchet"] {
         let out = dir.path().join(format!("p.{to}"));
-        run(hpcscope()
+        run(bin!()
             .args(["profile", "export", "--to", to, "-o"])
             .arg(&out)
             .arg(&script));
@@ -334,7 +327,7 @@ fn go_tool_pprof_reads_the_export_and_shows_the_same_top_functions() {
     let dir = tempfile::tempdir().unwrap();
     let input = folded(dir.path());
     let out = dir.path().join("app.pb.gz");
-    run(hpcscope()
+    run(bin!()
         .args(["profile", "export", "--to", "pprof", "-o"])
         .arg(&out)
         .arg(&input));
@@ -385,7 +378,7 @@ fn speedscope_files_match_the_schema_speedscope_ships() {
     };
     let dir = tempfile::tempdir().unwrap();
     let prof = dir.path().join("prof.speedscope.json");
-    run(hpcscope()
+    run(bin!()
         .args(["profile", "export", "--to", "speedscope", "-o"])
         .arg(&prof)
         .arg(folded(dir.path())));
@@ -404,7 +397,7 @@ fn speedscope_files_match_the_schema_speedscope_ships() {
     )
     .unwrap();
     let ev = dir.path().join("timeline.speedscope.json");
-    let o = run(hpcscope()
+    let o = run(bin!()
         .args(["profile", "export", "--to", "speedscope", "-o"])
         .arg(&ev)
         .arg(&trace));
@@ -447,14 +440,14 @@ fn hatchet_loads_the_literal_of_a_profile_and_of_a_mix_profile() {
     };
     let dir = tempfile::tempdir().unwrap();
     let lit = dir.path().join("prof.hatchet.json");
-    run(hpcscope()
+    run(bin!()
         .args(["profile", "export", "--to", "hatchet", "-o"])
         .arg(&lit)
         .arg(folded(dir.path())));
     let mixp = dir.path().join("mix.hatchet.json");
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/tx2-source.json");
-    run(hpcscope()
+    run(bin!()
         .args(["profile", "export", "--to", "hatchet", "-o"])
         .arg(&mixp)
         .arg(&source));
@@ -486,7 +479,7 @@ print("llnl-hatchet", version("llnl-hatchet"))
     assert!(out.contains("region "), "{out}");
     // The counter metrics of a run, per region.
     let counters = dir.path().join("counters.json");
-    let o = hpcscope()
+    let o = bin!()
         .args(["counters", "run", "--format", "json", "-o"])
         .arg(&counters)
         .args([
@@ -505,7 +498,7 @@ print("llnl-hatchet", version("llnl-hatchet"))
         return;
     }
     let cl = dir.path().join("counters.hatchet.json");
-    let o = run(hpcscope()
+    let o = run(bin!()
         .args(["profile", "export", "--to", "hatchet", "-o"])
         .arg(&cl)
         .arg(&counters));
@@ -625,7 +618,7 @@ for i in range(0, len(args), 3):
         let extra = overrides(&name);
         if !extra.is_empty() {
             // Without the values, the import names what is missing (exit 2).
-            let o = hpcscope()
+            let o = bin!()
                 .args(["machine", "import"])
                 .arg(yml)
                 .output()
@@ -634,20 +627,20 @@ for i in range(0, len(args), 3):
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(err.contains("missing"), "{name}: {err}");
         }
-        run(hpcscope()
+        run(bin!()
             .args(["machine", "import"])
             .arg(yml)
             .args(extra)
             .arg("-o")
             .arg(&toml));
-        run(hpcscope().args(["machine", "validate"]).arg(&toml));
+        run(bin!().args(["machine", "validate"]).arg(&toml));
         let json = dir.path().join(format!("{name}.json"));
-        let o = run(hpcscope()
+        let o = run(bin!()
             .args(["machine", "show", "--format", "json"])
             .arg(&toml));
         std::fs::write(&json, &o.stdout).unwrap();
         let exported = dir.path().join(format!("{name}.export.yml"));
-        run(hpcscope()
+        run(bin!()
             .args(["machine", "export", "--format", "kerncraft", "-o"])
             .arg(&exported)
             .arg(&toml));
@@ -664,7 +657,7 @@ for i in range(0, len(args), 3):
     );
     // A built-in machine exported, loaded by kerncraft.
     let a64 = dir.path().join("a64fx.yml");
-    run(hpcscope()
+    run(bin!()
         .args(["machine", "export", "a64fx", "--format", "kerncraft", "-o"])
         .arg(&a64));
     let out = py(
@@ -720,7 +713,7 @@ fn otava_reads_the_history_export_and_finds_the_step() {
     history_with_a_step(&db);
     let csv = dir.path().join("h.csv");
     let cfg = dir.path().join("otava.yaml");
-    run(hpcscope()
+    run(bin!()
         .args(["history", "export", "--format", "otava", "--db"])
         .arg(&db)
         .arg("-o")
@@ -757,7 +750,7 @@ fn regress_check_github_annotates_the_regression_and_writes_the_step_summary() {
     let db = dir.path().join("h.sqlite");
     history_with_a_step(&db);
     let summary = dir.path().join("summary.md");
-    let o = hpcscope()
+    let o = bin!()
         .args(["regress", "check", "--github", "--candidates", "4", "--db"])
         .arg(&db)
         .env("GITHUB_STEP_SUMMARY", &summary)
@@ -836,7 +829,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     let d = dir.path();
     let schemas = d.join("schemas");
     std::fs::create_dir_all(&schemas).unwrap();
-    let names = stdout(&run(hpcscope().arg("schema")));
+    let names = stdout(&run(bin!().arg("schema")));
     let names: Vec<&str> = names
         .lines()
         .filter_map(|l| l.split_whitespace().next())
@@ -890,7 +883,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
         ]
     );
     for n in &names {
-        run(hpcscope()
+        run(bin!()
             .args(["schema", n, "-o"])
             .arg(schemas.join(format!("{n}.json"))));
     }
@@ -922,14 +915,14 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     let list = d.join("list.json");
     std::fs::write(
         &list,
-        run(hpcscope().args(["machine", "list", "--format", "json"])).stdout,
+        run(bin!().args(["machine", "list", "--format", "json"])).stdout,
     )
     .unwrap();
     pairs.push(("machine[]", list));
     let show = d.join("show.json");
     std::fs::write(
         &show,
-        run(hpcscope().args(["machine", "show", "a64fx", "--format", "json"])).stdout,
+        run(bin!().args(["machine", "show", "a64fx", "--format", "json"])).stdout,
     )
     .unwrap();
     pairs.push(("machine", show));
@@ -937,7 +930,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     let scen = root.join("examples/scenarios");
     let s = |p: &Path| p.display().to_string();
     let json_of = |schema: &'static str, file: &str, args: &[String]| {
-        let o = run(hpcscope().args(args).current_dir(d));
+        let o = run(bin!().args(args).current_dir(d));
         let p = d.join(file);
         std::fs::write(&p, &o.stdout).unwrap();
         (schema, p)
@@ -955,7 +948,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/two_hot.c");
             run(Command::new(&cc).args(["-O1", "-o"]).arg(&bin).arg(&src));
             let analyze = |out: &Path, prog: &Path| {
-                hpcscope()
+                bin!()
                     .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
                     .args(["analyze", "-m", "cascadelake-8260", "-t", "a64fx", "-o"])
                     .arg(out)
@@ -984,7 +977,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             assert_eq!(analyze(&out, &script).status.code(), Some(2));
             pairs.push(("result", out.join("result.json")));
             // `mix --format json` of the same program.
-            let o = hpcscope()
+            let o = bin!()
                 .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
                 .args(["mix", "-m", "cascadelake-8260", "--native-runs", "0"])
                 .args(["--format", "json", "--"])
@@ -999,7 +992,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
             let o2 = d.join("two_hot_o2");
             run(Command::new(&cc).args(["-O2", "-o"]).arg(&o2).arg(&src));
             let vdir = d.join("v");
-            run(hpcscope()
+            run(bin!()
                 .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
                 .args([
                     "validate",
@@ -1110,7 +1103,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     ));
     // regress exits 1 on the regression it finds; its JSON goes to --json.
     let rj = d.join("regress.json");
-    let o = hpcscope()
+    let o = bin!()
         .args(["regress", "check", "--candidates", "4", "--db"])
         .arg(&db)
         .arg("--json")
@@ -1174,7 +1167,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     ));
     // The raw counts `counters run --save` writes (software events where there is no PMU).
     let raw = d.join("raw.json");
-    run(hpcscope()
+    run(bin!()
         .args(["counters", "run", "--save"])
         .arg(&raw)
         .args(["--", "true"]));
@@ -1410,7 +1403,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     pairs.push(dt);
     // `bench` of one kernel at one width, the quick sweep.
     let bench = d.join("bench.json");
-    run(hpcscope()
+    run(bin!()
         .args([
             "bench",
             "--quick",
@@ -1436,7 +1429,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     match (common::which("mpirun"), common::which("mpicc")) {
         (Some(_), Some(_)) => {
             let mpi = d.join("bench-mpi.json");
-            run(hpcscope()
+            run(bin!()
                 .args([
                     "bench", "mpi", "--quick", "--repeat", "2", "--sizes", "0,1K,64K",
                 ])
@@ -1460,7 +1453,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     let runs = d.join("runs");
     for job in ["j1", "j2"] {
         for rank in 0..2 {
-            run(hpcscope()
+            run(bin!()
                 .env("OMPI_COMM_WORLD_RANK", rank.to_string())
                 .env("OMPI_COMM_WORLD_LOCAL_RANK", rank.to_string())
                 .env("OMPI_COMM_WORLD_SIZE", "2")
@@ -1484,8 +1477,7 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     ));
     // trace and profile: root and eBPF.
     let doctor: Value =
-        serde_json::from_slice(&run(hpcscope().args(["doctor", "--format", "json"])).stdout)
-            .unwrap();
+        serde_json::from_slice(&run(bin!().args(["doctor", "--format", "json"])).stdout).unwrap();
     let ok = |name: &str| {
         doctor["checks"]
             .as_array()

@@ -75,9 +75,7 @@ fn proj(
     .unwrap()
 }
 
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / b.abs().max(1e-300)
-}
+use hpcscope_test_support::rel_err as rel;
 
 proptest! {
     #[test]

@@ -30,8 +30,9 @@ fn run(
     compute::compute(&c, &order, &raw, &opts).regions.remove(0)
 }
 
+/// Equal to 1e-9 relative to the larger of the two.
 fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300)
+    hpcscope_test_support::close_rel_sym(a, b, 1e-9)
 }
 
 fn v(r: &RegionMetrics, id: &str) -> f64 {

@@ -613,9 +613,7 @@ pub fn quantile_sorted(v: &[f64], p: f64) -> f64 {
 mod tests {
     use super::*;
 
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol * b.abs().max(1e-300)
-    }
+    use hpcscope_test_support::close_rel as close;
 
     #[test]
     fn erf_known_values() {

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{have, plugin};
+use hpcscope_test_support::{build_plugin, have};
 
 use hpcscope_core::Machine;
 use hpcscope_mix::{MixOptions, MixReport, Placement, analyze};
@@ -25,7 +25,7 @@ fn ready(tools: &[&str]) -> bool {
         }
     }
     // SAFETY: set once, before any analysis in this process reads it.
-    unsafe { std::env::set_var(hpcscope_mix::tools::PLUGIN_ENV, plugin()) };
+    unsafe { std::env::set_var(hpcscope_mix::tools::PLUGIN_ENV, build_plugin()) };
     true
 }
 

@@ -7,6 +7,7 @@
 //! them it prints one `skipping:` line.
 
 mod common;
+use hpcscope_test_support::build_plugin;
 
 use std::sync::Mutex;
 
@@ -142,7 +143,7 @@ fn mix_reports_the_same_caches_with_partitioning_on_and_off() {
         return;
     };
     // SAFETY: set before any analysis in this process reads it, under ENV.
-    unsafe { std::env::set_var(hpcscope_mix::tools::PLUGIN_ENV, common::plugin()) };
+    unsafe { std::env::set_var(hpcscope_mix::tools::PLUGIN_ENV, build_plugin()) };
     let run = |workers: &str, split: &str| {
         let r = with_workers(workers, split, || {
             analyze(&MixOptions {

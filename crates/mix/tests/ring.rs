@@ -4,6 +4,7 @@
 //! waits for slots), and through `mix`'s own reader.
 
 mod common;
+use hpcscope_test_support::build_plugin;
 
 use std::io::Read;
 use std::os::fd::FromRawFd;
@@ -37,7 +38,7 @@ fn plain_stream(dir: &Path, bin: &Path, args: &[&str]) -> (Vec<u8>, String) {
         .arg("-plugin")
         .arg(format!(
             "{},out={},mem=on,memout={}",
-            common::plugin().display(),
+            build_plugin().display(),
             dir.join("plain.json").display(),
             path.display()
         ))
@@ -93,7 +94,7 @@ fn ring_stream(dir: &Path, bin: &Path, args: &[&str], slots: u32) -> (Vec<u8>, S
         .arg("-plugin")
         .arg(format!(
             "{},out={},mem=on,memfd={},memring={ring_fd}:{}",
-            common::plugin().display(),
+            build_plugin().display(),
             dir.join("ring.json").display(),
             pipe[1],
             sv[0]
@@ -235,7 +236,7 @@ fn threads_stream_the_same_records_through_the_ring() {
 fn request(bin: &Path, args: &[&str], timeout: Option<Duration>) -> Request {
     Request {
         qemu: "qemu-x86_64".into(),
-        plugin: common::plugin(),
+        plugin: build_plugin(),
         program: bin.to_path_buf(),
         args: args.iter().map(|a| a.to_string()).collect(),
         arch: Arch::X86_64,

@@ -3,6 +3,7 @@
 //! gives when every access is streamed and the reader drops them.
 
 mod common;
+use hpcscope_test_support::build_plugin;
 
 use std::path::Path;
 use std::process::Command;
@@ -32,7 +33,7 @@ fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
     let run = |gate: bool| {
         emulate::run(&Request {
             qemu: "qemu-x86_64".into(),
-            plugin: common::plugin(),
+            plugin: build_plugin(),
             program: bin.clone(),
             args: vec!["100000".into()],
             arch: Arch::X86_64,
@@ -119,7 +120,7 @@ fn two_threads_gated_and_ungated_stay_close() {
     let run = |gate: bool| {
         emulate::run(&Request {
             qemu: "qemu-x86_64".into(),
-            plugin: common::plugin(),
+            plugin: build_plugin(),
             program: bin.clone(),
             args: vec!["1000000".into(), "4".into()],
             arch: Arch::X86_64,

@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{have, plugin_v4, qemu10};
+use hpcscope_test_support::{build_plugin_v4, have};
 
 use hpcscope_mix::{MixOptions, analyze};
 
@@ -23,14 +23,14 @@ fn sve_triad_is_simulated_from_its_own_accesses_on_qemu10() {
         );
         return;
     }
-    let Some(q) = qemu10() else {
+    let Some(q) = hpcscope_test_support::qemu10("aarch64") else {
         println!("skipping: QEMU 10 (plugin API v4) is not built (scripts/build-qemu.sh)");
         return;
     };
     // SAFETY: set once, before any analysis in this process reads them.
     unsafe {
         std::env::set_var(hpcscope_mix::tools::QEMU_ENV, &q);
-        std::env::set_var(hpcscope_mix::tools::PLUGIN_ENV, plugin_v4());
+        std::env::set_var(hpcscope_mix::tools::PLUGIN_ENV, build_plugin_v4());
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let bin = dir.path().join("triad");

@@ -8,10 +8,7 @@ use hpcscope_models::ports::{PortModel, Scheduler};
 use hpcscope_models::strong::{
     Halo, Measured, PartitionRow, bsp_run, inputs_from_measured, strong_scaling,
 };
-
-fn close(a: f64, b: f64, tol: f64) {
-    assert!((a - b).abs() <= tol, "{a} vs {b} (tolerance {tol})");
-}
+use hpcscope_test_support::assert_close_abs;
 
 fn row(level: u32, rank: u32, ni: f64, nd: f64, actual: Option<f64>) -> PartitionRow {
     PartitionRow {
@@ -39,8 +36,8 @@ fn eq_3_1_and_3_2_bsp_over_a_partition_example_c() {
         bytes_per_element: 40.0,
     };
     let r = bsp_run(1000.0, &m, &halo, &[row(0, 0, 10_000.0, 500.0, None)]).unwrap();
-    close(r.cells[0].halo_s, 4.0e-6, 1e-18);
-    close(r.total_s, 0.0105, 1e-15);
+    assert_close_abs(r.cells[0].halo_s, 4.0e-6, 1e-18);
+    assert_close_abs(r.total_s, 0.0105, 1e-15);
     assert!(!r.memory_bound);
     assert_eq!(r.error_pct, None);
     // The memory benchmark caps the grind time: 2 us per element when it is slower.
@@ -50,7 +47,7 @@ fn eq_3_1_and_3_2_bsp_over_a_partition_example_c() {
     };
     let r = bsp_run(1000.0, &slow, &halo, &[row(0, 0, 10_000.0, 500.0, None)]).unwrap();
     assert!(r.memory_bound);
-    close(r.total_s, 0.021, 1e-15);
+    assert_close_abs(r.total_s, 0.021, 1e-15);
 }
 
 #[test]
@@ -74,10 +71,10 @@ fn eq_5_13_over_levels_and_ranks_example_c() {
         row(1, 1, 3.6e6, 0.0, Some(4.0)),
     ];
     let r = bsp_run(1000.0, &m, &halo, &rows).unwrap();
-    close(r.error_pct.unwrap(), 2.7 / 29.0 * 100.0, 1e-9);
-    close(r.error_pct.unwrap(), 9.31, 0.005);
+    assert_close_abs(r.error_pct.unwrap(), 2.7 / 29.0 * 100.0, 1e-9);
+    assert_close_abs(r.error_pct.unwrap(), 9.31, 0.005);
     // BSP: each level costs its slowest rank.
-    close(r.total_s, 11.0 + 3.6, 1e-9);
+    assert_close_abs(r.total_s, 11.0 + 3.6, 1e-9);
 }
 
 #[test]
@@ -98,16 +95,16 @@ fn eq_5_2_measured_clock_broadwell_3_19_to_2_08_ghz() {
     ];
     let inputs = inputs_from_measured(&measured, |_| 305_000.0).unwrap();
     let s = strong_scaling(113.0, &inputs).unwrap();
-    close(s.points[0].compute_s, 0.010804, 5e-7);
-    close(s.points[1].compute_s, 0.016570, 5e-7);
-    close(
+    assert_close_abs(s.points[0].compute_s, 0.010804, 5e-7);
+    assert_close_abs(s.points[1].compute_s, 0.016570, 5e-7);
+    assert_close_abs(
         s.points[1].compute_s / s.points[0].compute_s,
         3.19 / 2.08,
         1e-12,
     );
-    close((1.0 - 2.08 / 3.19) * 100.0, 34.8, 0.05);
+    assert_close_abs((1.0 - 2.08 / 3.19) * 100.0, 34.8, 0.05);
     // The memory time is the DT time per iteration times the iterations.
-    close(s.points[0].memory_s, 305_000.0 * 1e-9, 1e-15);
+    assert_close_abs(s.points[0].memory_s, 305_000.0 * 1e-9, 1e-15);
     assert!(inputs_from_measured(&measured, |_| 0.0).is_err());
 }
 
@@ -160,19 +157,19 @@ fn table_5_2_statistics_of_every_model_side_by_side() {
         ["difference", "v1", "v2", "equal_ipc", "constant_rc"]
     );
     let d = &v.models[0];
-    close(d.errors_pct[0], (113.0 - 120.0) / 120.0 * 100.0, 1e-9);
-    close(d.errors_pct[1], 13.0, 1e-9);
+    assert_close_abs(d.errors_pct[0], (113.0 - 120.0) / 120.0 * 100.0, 1e-9);
+    assert_close_abs(d.errors_pct[1], 13.0, 1e-9);
     let mean = (7.0 / 1.2 + 13.0) / 2.0;
-    close(d.stats.mean_pct, mean, 1e-9);
-    close(d.stats.max_pct, 13.0, 1e-9);
-    close(
+    assert_close_abs(d.stats.mean_pct, mean, 1e-9);
+    assert_close_abs(d.stats.max_pct, 13.0, 1e-9);
+    assert_close_abs(
         d.stats.sd_pct,
         (((7.0 / 1.2 - mean).powi(2) + (13.0 - mean).powi(2)) / 1.0).sqrt(),
         1e-9,
     );
     let rc = &v.models[4];
-    close(rc.errors_pct[0], -10.0, 1e-9);
-    close(rc.errors_pct[1], 8.0, 1e-9);
+    assert_close_abs(rc.errors_pct[0], -10.0, 1e-9);
+    assert_close_abs(rc.errors_pct[1], 8.0, 1e-9);
     assert!(validate(&[]).is_err());
 }
 

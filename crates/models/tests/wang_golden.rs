@@ -6,24 +6,20 @@ use hpcscope_models::pop::{
     compose, fit_decomposition, fit_hockney, hybrid_efficiency, pop_metrics, project_ratio,
 };
 
-fn close(a: f64, b: f64, tol: f64) {
-    assert!((a - b).abs() <= tol, "{a} != {b} (tol {tol})");
-}
-
 #[test]
 fn pop_section_6_7_eqs_3_7_to_3_13() {
     let m = pop_metrics(&[8.0, 7.0, 6.0, 9.0], 10.0, Some(&[14.0, 14.0]), None).unwrap();
-    close(m.parallel_efficiency, 0.75, 1e-12); // eq. 3.7
-    close(m.load_balance, 7.5 / 9.0, 1e-12); // eq. 3.8 = 0.8333
-    close(m.communication_efficiency, 0.90, 1e-12); // eq. 3.9
+    assert_close_abs(m.parallel_efficiency, 0.75, 1e-12); // eq. 3.7
+    assert_close_abs(m.load_balance, 7.5 / 9.0, 1e-12); // eq. 3.8 = 0.8333
+    assert_close_abs(m.communication_efficiency, 0.90, 1e-12); // eq. 3.9
     // The identity: load balance x communication efficiency = parallel efficiency.
-    close(
+    assert_close_abs(
         m.load_balance * m.communication_efficiency,
         m.parallel_efficiency,
         1e-12,
     );
-    close(m.strong_scaling.unwrap(), 28.0 / 30.0, 1e-12); // eq. 3.10 = 0.9333
-    close(m.global_efficiency.unwrap(), 0.70, 1e-12); // eq. 3.13
+    assert_close_abs(m.strong_scaling.unwrap(), 28.0 / 30.0, 1e-12); // eq. 3.10 = 0.9333
+    assert_close_abs(m.global_efficiency.unwrap(), 0.70, 1e-12); // eq. 3.13
     // Eq. 3.11 with a weak-scaling reference of average 7.0: 7.0/7.5.
     let w = pop_metrics(
         &[8.0, 7.0, 6.0, 9.0],
@@ -32,19 +28,19 @@ fn pop_section_6_7_eqs_3_7_to_3_13() {
         None,
     )
     .unwrap();
-    close(w.weak_scaling.unwrap(), 7.0 / 7.5, 1e-12);
+    assert_close_abs(w.weak_scaling.unwrap(), 7.0 / 7.5, 1e-12);
     // Eq. 3.12 with factors 0.98 x 0.95 x 1.00 = 0.931.
     let f = pop_metrics(&[8.0, 7.0, 6.0, 9.0], 10.0, None, Some((0.98, 0.95, 1.0))).unwrap();
-    close(f.computation_scaling.unwrap(), 0.931, 1e-12);
+    assert_close_abs(f.computation_scaling.unwrap(), 0.931, 1e-12);
 }
 
 #[test]
 fn pop_hybrid_eqs_3_14_to_3_16() {
     let h = hybrid_efficiency(&[9.0, 7.0, 8.4, 4.4], &[9.0, 8.6], 10.0).unwrap();
-    close(h.hybrid_parallel_efficiency, 0.72, 1e-12);
-    close(h.mpi_efficiency, 0.88, 1e-12);
-    close(h.openmp_efficiency, 0.72 / 0.88, 1e-12);
-    close(
+    assert_close_abs(h.hybrid_parallel_efficiency, 0.72, 1e-12);
+    assert_close_abs(h.mpi_efficiency, 0.88, 1e-12);
+    assert_close_abs(h.openmp_efficiency, 0.72 / 0.88, 1e-12);
+    assert_close_abs(
         h.mpi_efficiency * h.openmp_efficiency,
         h.hybrid_parallel_efficiency,
         1e-12,
@@ -62,7 +58,7 @@ fn projection_eq_3_2_section_6_8() {
     // alpha from Table 4.5's profile shares: MPI 0.333, CPU 0.468, BW 0.199.
     let alpha = [0.333, 0.468, 0.199];
     let r = project_ratio(&alpha, &[1.0, 3312.0 / 2797.0, 1.0]);
-    close(r, 1.086171, 5e-7);
+    assert_close_abs(r, 1.086171, 5e-7);
 }
 
 #[test]
@@ -76,10 +72,10 @@ fn alpha_fit_eq_3_2_section_6_8() {
     ];
     let y = [1.0, 1.333, 1.086171, 1.0995];
     let d = fit_decomposition(&terms, &x, &y).unwrap();
-    close(d.alpha[0], 0.333, 1e-5);
-    close(d.alpha[1], 0.468, 1e-5);
-    close(d.alpha[2], 0.199, 1e-5);
-    close(d.alpha_sum, 1.0, 1e-5);
+    assert_close_abs(d.alpha[0], 0.333, 1e-5);
+    assert_close_abs(d.alpha[1], 0.468, 1e-5);
+    assert_close_abs(d.alpha[2], 0.199, 1e-5);
+    assert_close_abs(d.alpha_sum, 1.0, 1e-5);
     assert!(d.r2 > 0.999_999);
     // With +-0.5 % multiplicative noise the weights stay within 0.02.
     let noise = [0.004, -0.005, 0.003, -0.002];
@@ -110,16 +106,17 @@ fn composition_eq_3_3_section_6_9() {
         (4194304.0, 21770.60),
     ];
     let h = fit_hockney(&rows).unwrap();
-    close(h.t0, 0.5896, 0.01);
-    close(h.per_byte, 0.0051889, 2e-7);
+    assert_close_abs(h.t0, 0.5896, 0.01);
+    assert_close_abs(h.per_byte, 0.0051889, 2e-7);
     let t_mpi = 100.0 * (h.t0 + 4_194_304.0 * h.per_byte) * 1e-6;
-    close(t_mpi, 2.1765, 5e-4);
+    assert_close_abs(t_mpi, 2.1765, 5e-4);
     let c = compose(10.0, 5.0e10 / 25e9, 1.0e9 / 7.7637e9, t_mpi, 0.0, 5.0);
-    close(c.kernel_s, 4.3053, 5e-4);
-    close(c.total_s, 48.05, 0.01);
+    assert_close_abs(c.kernel_s, 4.3053, 5e-4);
+    assert_close_abs(c.total_s, 48.05, 0.01);
 }
 
 use hpcscope_models::pop::{CounterSums, computation_factors};
+use hpcscope_test_support::assert_close_abs;
 
 #[test]
 fn eq_3_12_factors_multiply_to_eq_3_10_section_6_7_and_table_4_1_clocks() {
@@ -138,13 +135,13 @@ fn eq_3_12_factors_multiply_to_eq_3_10_section_6_7_and_table_4_1_clocks() {
         instructions: 1.02 * reference.instructions,
     };
     let f = computation_factors(&run, &reference).unwrap();
-    close(f.instruction, 1.0 / 1.02, 1e-12);
-    close(f.frequency, 2797.0 / 3312.0, 1e-12); // 0.8445: Table 4.1's clocks
-    close(f.frequency_ghz, 2.797, 1e-9);
-    close(f.frequency_reference_ghz, 3.312, 1e-9);
-    close(f.ipc_reference, 1.25, 1e-12); // section 6.11: IPC = 2.0e9 / 1.6e9
+    assert_close_abs(f.instruction, 1.0 / 1.02, 1e-12);
+    assert_close_abs(f.frequency, 2797.0 / 3312.0, 1e-12); // 0.8445: Table 4.1's clocks
+    assert_close_abs(f.frequency_ghz, 2.797, 1e-9);
+    assert_close_abs(f.frequency_reference_ghz, 3.312, 1e-9);
+    assert_close_abs(f.ipc_reference, 1.25, 1e-12); // section 6.11: IPC = 2.0e9 / 1.6e9
     // Eq. 3.12 = eq. 3.10 whatever the split.
-    close(f.product(), 28.0 / 30.0, 1e-12);
+    assert_close_abs(f.product(), 28.0 / 30.0, 1e-12);
     let m = pop_metrics(
         &[8.0, 7.0, 6.0, 9.0],
         10.0,
@@ -152,27 +149,27 @@ fn eq_3_12_factors_multiply_to_eq_3_10_section_6_7_and_table_4_1_clocks() {
         Some((f.instruction, f.ipc, f.frequency)),
     )
     .unwrap();
-    close(
+    assert_close_abs(
         m.computation_scaling.unwrap(),
         m.strong_scaling.unwrap(),
         1e-12,
     );
-    close(m.global_efficiency.unwrap(), 0.70, 1e-12); // eq. 3.13, section 6.7
+    assert_close_abs(m.global_efficiency.unwrap(), 0.70, 1e-12); // eq. 3.13, section 6.7
 }
 
 #[test]
 fn eq_3_12_against_itself_and_section_6_11_cpu_time() {
     // Section 6.11: 1.6e9 cycles at 3.312 GHz are 0.48309 s of CPU time (eq. 3.4, divided).
     let comp = 1.6e9 / 3.312e9;
-    close(comp, 0.48309, 5e-6);
+    assert_close_abs(comp, 0.48309, 5e-6);
     let c = CounterSums {
         comp_s: comp,
         instructions: 2.0e9,
         cycles: 1.6e9,
     };
     let f = computation_factors(&c, &c).unwrap();
-    close(f.product(), 1.0, 1e-12);
-    close(f.frequency_ghz, 3.312, 1e-9);
+    assert_close_abs(f.product(), 1.0, 1e-12);
+    assert_close_abs(f.frequency_ghz, 3.312, 1e-9);
     let bad = CounterSums { cycles: 0.0, ..c };
     let e = computation_factors(&bad, &c).unwrap_err().to_string();
     assert!(e.contains("cycles"), "{e}");

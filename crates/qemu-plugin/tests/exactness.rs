@@ -15,11 +15,12 @@
 //! Needs qemu-user and the compilers; without them each test prints one `skipping:` line.
 
 mod common;
+use hpcscope_test_support::have;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{aarch64_gcc, have, is_marker, plugin_for, qemus, symbol_range};
+use common::{aarch64_gcc, is_marker, plugin_for, qemus, symbol_range};
 use serde_json::Value;
 
 const N1: u64 = 4096;
@@ -95,7 +96,9 @@ fn diff(a: &Run, b: &Run, k: &str) -> f64 {
     b.totals[k].as_f64().expect("number") - a.totals[k].as_f64().expect("number")
 }
 
-fn close(what: &str, got: f64, want: f64, ctx: &str) {
+/// Asserts `got` within 1e-3 of `want` relative to `want` (absolute when `want` is 0), and
+/// prints the measured and analytic values.
+fn assert_within_1e3(what: &str, got: f64, want: f64, ctx: &str) {
     let rel = if want == 0.0 {
         got.abs()
     } else {
@@ -136,21 +139,21 @@ fn check(
         _ => (2.0, 1.0, 8.0),
     };
 
-    close("flops", diff(&a, &b, "flops"), b.flops - a.flops, &ctx);
-    close(
+    assert_within_1e3("flops", diff(&a, &b, "flops"), b.flops - a.flops, &ctx);
+    assert_within_1e3(
         "bytes",
         diff(&a, &b, "bytes_loaded") + diff(&a, &b, "bytes_stored"),
         b.bytes - a.bytes,
         &ctx,
     );
-    close(
+    assert_within_1e3(
         "bytes_stored",
         diff(&a, &b, "bytes_stored"),
         bytes_st * elems,
         &ctx,
     );
-    close("loads", diff(&a, &b, "loads"), loads * elems / lanes, &ctx);
-    close(
+    assert_within_1e3("loads", diff(&a, &b, "loads"), loads * elems / lanes, &ctx);
+    assert_within_1e3(
         "stores",
         diff(&a, &b, "stores"),
         stores * elems / lanes,
@@ -164,7 +167,7 @@ fn check(
     } else {
         2.0
     };
-    close(
+    assert_within_1e3(
         "fp_instructions",
         diff(&a, &b, "fp_instructions"),
         fp_per_vec * elems / lanes,
@@ -177,7 +180,7 @@ fn check(
             .unwrap_or(0.0)
     };
     let share = if ordered_sum { 0.5 } else { 1.0 };
-    close(
+    assert_within_1e3(
         &format!("flops in {bucket}"),
         flops_in(&b) - flops_in(&a),
         share * (b.flops - a.flops),

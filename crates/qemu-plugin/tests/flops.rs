@@ -11,10 +11,11 @@
 //! Needs qemu-user and the compilers; without them each test prints one `skipping:` line.
 
 mod common;
+use hpcscope_test_support::have;
 
 use std::path::Path;
 
-use common::{compile, field, get, have, qemus, range, run, tools};
+use common::{compile, field, get, qemus, range, run, tools};
 
 /// The FLOPs of `kernel` built by `cc flags`, counted on each emulator in `qemus` (the
 /// emulator, then its options) and equal on all of them.

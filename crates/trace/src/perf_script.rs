@@ -760,9 +760,7 @@ xz 10/10 [000] 1.002000:     250000 cpu-clock:
     }
 
     fn fixture(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(name)
+        hpcscope_test_support::test_data!(name)
     }
 
     /// `perf record -e cpu-clock -g` of a C program whose functions are named

@@ -5,26 +5,18 @@
 
 use std::path::{Path, PathBuf};
 
-/// The path of `name` on PATH, if any.
-pub fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
+#[allow(unused_imports)] // each test binary uses its own part
+pub use hpcscope_test_support::{is_root, which};
 
 /// The QEMU plugin: `$HPCSCOPE_QEMU_PLUGIN`, else the release or debug build beside the binary.
 pub fn plugin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HPCSCOPE_QEMU_PLUGIN") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hpcscope"));
-    let target = exe.parent()?.parent()?;
-    ["release", "debug"]
-        .iter()
-        .map(|d| target.join(d).join("libhpcscope_qemu_plugin.so"))
-        .find(|p| p.is_file())
+    hpcscope_test_support::plugin_beside(Path::new(env!("CARGO_BIN_EXE_hpcscope")))
+}
+
+/// `crates/models/tests/data/NAME`: the models crate's fixtures, which the model commands
+/// read in these tests too.
+pub fn models_data(name: &str) -> String {
+    format!("{}/../models/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The QEMU plugin where qemu-x86_64 and gcc are installed too (what the tests that build a C
@@ -71,16 +63,6 @@ pub fn cc(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
         .unwrap();
     assert!(st.success(), "gcc failed on {}", c.display());
     out
-}
-
-/// Whether the tests run as root.
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { geteuid() == 0 }
-}
-
-unsafe extern "C" {
-    fn geteuid() -> u32;
 }
 
 /// The MPI test program `tests/data/imbalance.c`, built once with mpicc into the target's

@@ -5,14 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whether `cmd --version` runs.
-pub fn have(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
+use hpcscope_test_support::have;
 
 /// Whether qemu-x86_64 and gcc are installed; prints a `skipping:` line when not.
 pub fn qemu_and_gcc() -> bool {
@@ -37,67 +30,6 @@ pub fn gcc(dir: &Path, name: &str, src: &str, args: &[&str]) -> Option<PathBuf> 
         .status()
         .ok()?;
     st.success().then_some(out)
-}
-
-/// The plugin, built into this test binary's profile directory and handed to `mix`.
-pub fn plugin() -> PathBuf {
-    static SO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    SO.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-plugin/Cargo.toml"));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("run cargo build").success());
-        dir.join("libhpcscope_qemu_plugin.so")
-    })
-    .clone()
-}
-
-/// QEMU 10 for aarch64 as `scripts/build-qemu.sh` installs it.
-pub fn qemu10() -> Option<PathBuf> {
-    let cache = std::env::var_os("HPCSCOPE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("hpcscope")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hpcscope")))?;
-    let p = cache.join("qemu-10.0.2/bin/qemu-aarch64");
-    p.is_file().then_some(p)
-}
-
-/// The API v4 plugin, built into `plugin-v4` beside this test binary's profile directory.
-pub fn plugin_v4() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
-    let v4 = profile_dir
-        .parent()
-        .expect("target directory")
-        .join("plugin-v4");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qemu-plugin/Cargo.toml"))
-        .args([
-            "--no-default-features",
-            "--features",
-            "api-v4",
-            "--target-dir",
-        ])
-        .arg(&v4);
-    if release {
-        cmd.arg("--release");
-    }
-    assert!(cmd.status().expect("run cargo build").success());
-    v4.join(if release { "release" } else { "debug" })
-        .join("libhpcscope_qemu_plugin.so")
 }
 
 /// A stream of two threads over 48 MiB (a linear congruential walk, loads and stores), so

@@ -4,23 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
+use hpcscope_test_support::{build_plugin, build_plugin_v4, have};
 use serde_json::Value;
 
 /// Whether stream record `r` is a thread marker (or the marker of a thread that exits).
 pub fn is_marker(r: u64) -> bool {
     use hpcscope_plugin_format::{END_TOP, MARKER_TOP};
     matches!(r >> 56, MARKER_TOP | END_TOP)
-}
-
-/// Whether `cmd --version` runs.
-pub fn have(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
 }
 
 /// Prints one `skipping:` line and returns false when a tool is missing.
@@ -34,83 +25,6 @@ pub fn tools(list: &[&str]) -> bool {
         }
     }
     true
-}
-
-/// The plugin, built (once per test run) into this test binary's profile directory:
-/// cargo does not rebuild a cdylib for an integration test, so ask it to.
-pub fn plugin() -> PathBuf {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build -p hpcscope-qemu-plugin failed"
-        );
-        let so = dir.join("libhpcscope_qemu_plugin.so");
-        assert!(so.exists(), "plugin not found at {}", so.display());
-        so
-    })
-    .clone()
-}
-
-/// The plugin built for plugin API v4 (QEMU 9.2 and later), once per test run, into the
-/// `plugin-v4` directory beside this test binary's profile directory (the API features are
-/// exclusive, so it is a build of its own).
-pub fn plugin_v4() -> PathBuf {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>");
-        let target = profile_dir.parent().expect("target directory");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let v4 = target.join("plugin-v4");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "hpcscope-qemu-plugin", "--manifest-path"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-            .args([
-                "--no-default-features",
-                "--features",
-                "api-v4",
-                "--target-dir",
-            ])
-            .arg(&v4);
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build of the API v4 plugin failed");
-        let so = v4
-            .join(if release { "release" } else { "debug" })
-            .join("libhpcscope_qemu_plugin.so");
-        assert!(so.exists(), "plugin not found at {}", so.display());
-        so
-    })
-    .clone()
-}
-
-/// QEMU 10 for `arch` as `scripts/build-qemu.sh` installs it (`$HPCSCOPE_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/hpcscope`, else `~/.cache/hpcscope`, then `qemu-10.0.2/bin`).
-pub fn qemu10(arch: &str) -> Option<String> {
-    let cache = std::env::var_os("HPCSCOPE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("hpcscope")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/hpcscope")))?;
-    let p = cache.join("qemu-10.0.2/bin").join(format!("qemu-{arch}"));
-    p.is_file().then(|| p.display().to_string())
 }
 
 /// Whether the aarch64 cross compiler is there; prints a `skipping:` line when not.
@@ -135,6 +49,12 @@ pub fn sve_kernel(kernel: &str, dir: &Path) -> (PathBuf, String) {
     );
     let region = format!("region={}", range(&bin, &format!("kernel_{kernel}")));
     (bin, region)
+}
+
+/// QEMU 10 for `arch` as `scripts/build-qemu.sh` installs it (see
+/// [`hpcscope_test_support::qemu10`]), as the program name a run takes.
+pub fn qemu10(arch: &str) -> Option<String> {
+    hpcscope_test_support::qemu10(arch).map(|p| p.display().to_string())
 }
 
 /// [`qemu10`], with a `skipping:` line when it is not built.
@@ -174,9 +94,9 @@ pub fn is_qemu10(qemu: &str) -> bool {
 /// The plugin build that `qemu` loads: API v4 for the cached QEMU 10, else API v1.
 pub fn plugin_for(qemu: &str) -> PathBuf {
     if is_qemu10(qemu) {
-        plugin_v4()
+        build_plugin_v4()
     } else {
-        plugin()
+        build_plugin()
     }
 }
 
