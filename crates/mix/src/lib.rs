@@ -9,13 +9,15 @@
 #![deny(missing_docs)]
 
 pub mod elf;
-pub mod emulate;
+pub mod engine;
 pub mod error;
 mod partition;
+pub mod run;
 pub mod sample;
 pub mod sampling;
 pub mod setsample;
-pub mod tools;
+pub mod simulate;
+pub mod spec;
 pub mod widths;
 
 use std::path::PathBuf;
@@ -30,47 +32,32 @@ use hpcscope_core::{Machine, Precision, Profile};
 use serde::Serialize;
 
 pub use elf::{Arch, ElfInfo};
-pub use emulate::{Ending, PluginOutput, RegionCounts, ThreadCounts, Totals};
+pub use engine::qemu::{QemuEngine, tools};
+pub use engine::{Ending, Engine, PluginOutput, RegionCounts, ThreadCounts, Totals};
 pub use error::MixError;
 /// How threads are placed on the simulated nodes' cores.
 pub use hpcscope_cachesim::Placement;
 pub use sampling::{SampleMethod, SampleSpec, SamplingReport};
+pub use spec::{RunSpec, SpecError};
 
 /// What to analyse and how.
 #[derive(Debug, Clone, Default)]
 pub struct MixOptions {
-    /// The program.
-    pub program: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
+    /// The program, how it runs and what is counted.
+    pub run: RunSpec,
     /// SVE vector lengths to analyse at (aarch64); empty: the emulator's default.
     pub sve_bits: Vec<u32>,
     /// Machines whose caches are simulated: one profile each.
     pub machines: Vec<Machine>,
-    /// Count only inside these functions (their own instructions, not their callees').
-    pub functions: Vec<String>,
-    /// Count while these functions run, callees included.
-    pub scope: Vec<String>,
     /// Take the memory stream from this build of the same source instead (SVE accesses are
     /// not reported by QEMU 7.2).
     pub cache_binary: Option<PathBuf>,
-    /// Time limit of each run: a native timing run still going after this long is stopped
-    /// and no native time is used; an emulation is stopped with its counts so far kept,
-    /// marked partial.
-    pub timeout: Option<Duration>,
     /// Native runs to time (0: none). Only when the host runs the program natively.
     pub native_runs: u32,
     /// Application name (default: the program's file name).
     pub application: Option<String>,
     /// Per-function breakdown.
     pub per_function: bool,
-    /// How the program's threads are placed on each simulated node's cores.
-    pub placement: Placement,
-    /// Variables added to the program's environment, natively and under emulation
-    /// (`OMP_NUM_THREADS`...).
-    pub env: Vec<(String, String)>,
-    /// Simulate the caches in sampled windows and extrapolate (None: every access).
-    pub sample: Option<SampleSpec>,
 }
 
 /// Counts of one function (per-function breakdown).
@@ -182,10 +169,9 @@ pub fn replay_stream(
         .nodes
         .iter()
         .map(|n| hpcscope_cachesim::NodeSim::new(n.clone(), placement.clone()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| MixError::Run(e.to_string()))?;
+        .collect::<Result<Vec<_>, _>>()?;
     // No producer to leave a CPU to.
-    let (sims, records, _) = emulate::read_stream(stream, sims, 0, None)?;
+    let (sims, records, _) = simulate::read_stream(stream, sims, 0, None)?;
     Ok(Replay {
         caches: shared.caches(sims.iter().map(|s| s.stats()).collect()),
         thread_caches: shared.thread_caches(sims.iter().map(|s| s.thread_stats()).collect()),
@@ -404,7 +390,10 @@ fn signal_name(sig: i32) -> &'static str {
 
 /// Runs the whole analysis.
 pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
-    let info = ElfInfo::read(&opts.program)?;
+    opts.run.validate()?;
+    let run_spec = &opts.run;
+    let env = run_spec.environment();
+    let info = ElfInfo::read(&run_spec.program)?;
     if !opts.sve_bits.is_empty() && info.arch != Arch::Aarch64 {
         return Err(MixError::Usage {
             message: format!("--sve-bits given for a {} program", info.arch.name()),
@@ -419,16 +408,14 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         }
     }
-    let emu = tools::emulator(info.arch)?;
-    let qemu = emu.qemu.clone();
-    let plugin = tools::plugin(&emu)?;
+    let engine = QemuEngine::for_arch(info.arch)?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
     // Machines with the same caches are simulated once (bit for bit what separate
     // simulations give: `Distinct`).
-    let distinct = Distinct::new(&nodes, &opts.placement);
+    let distinct = Distinct::new(&nodes, &run_spec.placement);
     // A set sampling the machines' caches cannot take is refused before anything runs.
-    if let Some(spec) = opts.sample.filter(|s| s.method == SampleMethod::Sets) {
-        setsample::SetSampler::new(spec, &nodes, &opts.placement)?;
+    if let Some(spec) = run_spec.sample.filter(|s| s.method == SampleMethod::Sets) {
+        setsample::SetSampler::new(spec, &nodes, &run_spec.placement)?;
     }
     let resolve = |names: &[String],
                    info: &ElfInfo,
@@ -439,19 +426,20 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             .map(|n| info.function(n, path).map(|s| (s.addr, s.addr + s.size)))
             .collect()
     };
-    let regions = resolve(&opts.functions, &info, &opts.program)?;
-    let scopes = resolve(&opts.scope, &info, &opts.program)?;
+    let regions = resolve(&run_spec.functions, &info, &run_spec.program)?;
+    let scopes = resolve(&run_spec.scope, &info, &run_spec.program)?;
     let cache_info = match &opts.cache_binary {
         Some(p) => Some(ElfInfo::read(p)?),
         None => None,
     };
     let application = opts.application.clone().unwrap_or_else(|| {
-        opts.program
+        run_spec
+            .program
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "program".into())
     });
-    let mut notes = vec![counted_by(&emu)];
+    let mut notes = vec![engine.counted_by()];
 
     // Native timing first (it also tells early whether the program runs at all), with
     // CPU-clock sampling so that a region's own time is measured.
@@ -477,17 +465,17 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             {
                 runs += 1;
                 let s = sample::run_env(
-                    &opts.program,
-                    &opts.args,
-                    &opts.env,
+                    &run_spec.program,
+                    &run_spec.args,
+                    &env,
                     &regions,
                     info.lowest_vaddr,
                     info.pie,
                     SAMPLE_HZ,
-                    opts.timeout,
+                    run_spec.timeout,
                 )
                 .map_err(|e| MixError::Program {
-                    path: opts.program.display().to_string(),
+                    path: run_spec.program.display().to_string(),
                     message: format!("cannot run it natively: {e}"),
                     fix: "check that it is executable (chmod +x) and its libraries are installed"
                         .into(),
@@ -496,7 +484,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     // The next runs would take as long: none is timed.
                     notes.push(format!(
                         "a native run reached the time limit ({} s) and was stopped: no native time is used",
-                        opts.timeout.map_or(0.0, |t| t.as_secs_f64())
+                        run_spec.timeout.map_or(0.0, |t| t.as_secs_f64())
                     ));
                     native_times_s.clear();
                     region_times_s.clear();
@@ -556,24 +544,23 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     );
     let mut shared_caches: Option<Caches> = None;
     if let (Some(cb), Some(ci)) = (&opts.cache_binary, &cache_info) {
-        let o = run_emulation(
+        let o = run::run_rerun(
+            &QemuEngine::for_arch(ci.arch)?,
             &mut notes,
-            &emulate::Request {
-                qemu: tools::qemu(ci.arch)?,
-                plugin: tools::plugin(&tools::emulator(ci.arch)?)?,
+            &run::Request {
                 program: cb.clone(),
-                args: opts.args.clone(),
+                args: run_spec.args.clone(),
                 arch: ci.arch,
                 sve_bits: None,
-                regions: resolve(&opts.functions, ci, cb)?,
-                scopes: resolve(&opts.scope, ci, cb)?,
+                regions: resolve(&run_spec.functions, ci, cb)?,
+                scopes: resolve(&run_spec.scope, ci, cb)?,
                 nodes: distinct.nodes.clone(),
-                placement: opts.placement.clone(),
-                env: opts.env.clone(),
+                placement: run_spec.placement.clone(),
+                env: env.clone(),
                 tbs: false,
-                timeout: opts.timeout,
-                sample: opts.sample,
-                plugin_gate: true,
+                timeout: run_spec.timeout,
+                sample: run_spec.sample,
+                stream_gate: true,
             },
         )?;
         notes.push(format!(
@@ -590,13 +577,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     }
     let mut variants = Vec::new();
     for sve in lengths {
-        let o = run_emulation(
+        let o = run::run_rerun(
+            &engine,
             &mut notes,
-            &emulate::Request {
-                qemu: qemu.clone(),
-                plugin: plugin.clone(),
-                program: opts.program.clone(),
-                args: opts.args.clone(),
+            &run::Request {
+                program: run_spec.program.clone(),
+                args: run_spec.args.clone(),
                 arch: info.arch,
                 sve_bits: sve,
                 regions: regions.clone(),
@@ -606,12 +592,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 } else {
                     distinct.nodes.clone()
                 },
-                placement: opts.placement.clone(),
-                env: opts.env.clone(),
+                placement: run_spec.placement.clone(),
+                env: env.clone(),
                 tbs: opts.per_function,
-                timeout: opts.timeout,
-                sample: opts.sample,
-                plugin_gate: true,
+                timeout: run_spec.timeout,
+                sample: run_spec.sample,
+                stream_gate: true,
             },
         )?;
         let Some(counts) = o.counts.clone() else {
@@ -622,7 +608,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 Ending::Success => "ended".to_string(),
             };
             return Err(MixError::Program {
-                path: opts.program.display().to_string(),
+                path: run_spec.program.display().to_string(),
                 message: format!(
                     "{how} under emulation before anything was counted; QEMU said:\n{}",
                     o.stderr_tail
@@ -673,14 +659,14 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             let how = match &o.ending {
                 Ending::TimedOut => format!(
                     "reached the time limit ({} s)",
-                    opts.timeout.map_or(0.0, |t| t.as_secs_f64())
+                    run_spec.timeout.map_or(0.0, |t| t.as_secs_f64())
                 ),
                 Ending::Signal(s) => format!("was killed by signal {s}{}", signal_name(*s)),
                 Ending::Failed(c) => format!("exited with status {c}"),
                 Ending::Success => "ended".to_string(),
             };
             return Err(MixError::Program {
-                path: opts.program.display().to_string(),
+                path: run_spec.program.display().to_string(),
                 message: format!(
                     "{how} under emulation after moving {moved} bytes, before any of its memory accesses reached the cache simulator (the plugin sends them in batches, and a program stopped by a signal loses the batch it was filling): nothing to simulate"
                 ),
@@ -736,11 +722,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 thread_times.as_deref(),
                 partial,
                 &vnotes,
+                engine.collector(),
             )?;
             if n_threads > 1
                 && let Ok(n) = &node(m)
             {
-                p.notes.push(node_note(n, per_thread, &opts.placement));
+                p.notes.push(node_note(n, per_thread, &run_spec.placement));
             }
             profiles.push(p);
         }
@@ -758,7 +745,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             records,
             caches,
             thread_caches,
-            placement: opts.placement.label(),
+            placement: run_spec.placement.label(),
             profiles,
             functions,
             sampling,
@@ -766,7 +753,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     }
     Ok(MixReport {
         application,
-        program: opts.program.display().to_string(),
+        program: run_spec.program.display().to_string(),
         arch: info.arch,
         sha256: info.sha256.clone(),
         compiler: info.compiler.clone(),
@@ -774,46 +761,6 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         variants,
         notes,
     })
-}
-
-/// Which emulator and plugin API counted the profiles (QEMU 7.2, API v1: predicated SVE
-/// instructions count every lane and SVE loads and stores are missing from the memory
-/// stream; QEMU 10, API v4: active lanes and every SVE access).
-fn counted_by(emu: &hpcscope_host::tools::Emulator) -> String {
-    format!(
-        "counted under {} ({}) with the plugin for API v{}{}",
-        emu.describe(),
-        match emu.source {
-            "cache" => "built by scripts/build-qemu.sh",
-            "HPCSCOPE_QEMU" => "HPCSCOPE_QEMU",
-            _ => "on PATH",
-        },
-        emu.api,
-        if emu.api >= 4 {
-            ": SVE FLOPs by active lanes, SVE loads and stores in the cache simulation"
-        } else {
-            ""
-        }
-    )
-}
-
-/// Runs one emulation, and once more when QEMU killed the program with SIGTRAP: QEMU 7.2
-/// does that now and then to x86-64 builds that run fine natively (bare `qemu-x86_64`
-/// too, without the plugin: 3 and 8 of 10 runs of two AVX2 OpenMP kernels on a loaded
-/// host, none of 40 later). A second trap is reported as it is.
-fn run_emulation(
-    notes: &mut Vec<String>,
-    req: &emulate::Request,
-) -> Result<emulate::Outcome, MixError> {
-    let o = emulate::run(req)?;
-    if o.ending != Ending::Signal(5) {
-        return Ok(o);
-    }
-    notes.push(format!(
-        "QEMU killed {} with SIGTRAP (an intermittent fault of QEMU 7.2's user mode, which bare qemu-x86_64 shows too): the emulation was run again",
-        req.program.display()
-    ));
-    emulate::run(req)
 }
 
 /// Sampling frequency of native runs, Hz.
@@ -882,6 +829,7 @@ fn profile(
     thread_times: Option<&[f64]>,
     partial: bool,
     notes_in: &[String],
+    collector: &str,
 ) -> Result<Profile, MixError> {
     let counted = (c.totals.bytes_loaded + c.totals.bytes_stored) as f64;
     let simulated: f64 = st.levels.iter().map(|l| l.bytes_served as f64).sum::<f64>()
@@ -921,7 +869,7 @@ fn profile(
             if (scale - 1.0).abs() > 0.01 {
                 notes.push(format!("simulated bytes ({simulated}, from the cache binary) differ from counted bytes ({counted}); the simulated fractions are applied to the counted bytes"));
             }
-        } else if (simulated - streamed).abs() > 0.5 && opts.sample.is_none() {
+        } else if (simulated - streamed).abs() > 0.5 && opts.run.sample.is_none() {
             // (A sampled simulation's bytes are an estimate: its note says so.)
             notes.push(format!(
                 "simulated bytes ({simulated}) differ from the bytes the memory stream should carry ({streamed}{}){}; the simulated fractions are applied to the counted bytes",
@@ -1052,7 +1000,7 @@ fn profile(
         format_version: hpcscope_core::profile::FORMAT_VERSION,
         application: application.to_string(),
         binary: Some(BinaryIdentity {
-            path: opts.program.display().to_string(),
+            path: opts.run.program.display().to_string(),
             sha256: Some(info.sha256.clone()),
             compiler: info.compiler.clone(),
             flags: None,
@@ -1061,7 +1009,7 @@ fn profile(
         vector_bits: sve.or(width).unwrap_or(64).max(64),
         precision,
         machine: Some(m.id.clone()),
-        collector: Some("hpcscope mix (QEMU plugin + cache simulator)".into()),
+        collector: Some(collector.into()),
         partial,
         regions: vec![Region {
             name: region_name(opts),
@@ -1175,8 +1123,8 @@ fn node_note(cfg: &NodeConfig, per_thread: &[ThreadStats], placement: &Placement
 }
 
 fn region_name(opts: &MixOptions) -> String {
-    let mut parts: Vec<String> = opts.functions.clone();
-    parts.extend(opts.scope.iter().map(|s| format!("{s}+callees")));
+    let mut parts: Vec<String> = opts.run.functions.clone();
+    parts.extend(opts.run.scope.iter().map(|s| format!("{s}+callees")));
     if parts.is_empty() {
         "main".into()
     } else {

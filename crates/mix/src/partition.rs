@@ -566,7 +566,10 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
                 .iter()
                 .map(|_| NodeSim::new(small.clone(), placement.clone()))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| MixError::Run(format!("machine '{}': {e}", cfg.name)))?;
+                .map_err(|source| MixError::SimulatedMachine {
+                    machine: cfg.name.clone(),
+                    source,
+                })?;
             wk.jobs.push(Job::Parts(Parts {
                 machine: m,
                 shift,
@@ -604,8 +607,7 @@ fn shared_groups(
     };
     let placement = &shapes[first].4;
     let cfgs: Vec<_> = whole.iter().map(|&m| shapes[m].3.clone()).collect();
-    let err = |e: hpcscope_cachesim::ConfigError| MixError::Run(e.to_string());
-    let all = SharedNodes::new(&cfgs, placement).map_err(err)?;
+    let all = SharedNodes::new(&cfgs, placement)?;
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, &m) in whole.iter().enumerate() {
         let root = all.root_of(i);
@@ -619,7 +621,7 @@ fn shared_groups(
         .filter(|g| g.1.len() > 1)
         .map(|(_, machines)| {
             let cfgs: Vec<_> = machines.iter().map(|&m| shapes[m].3.clone()).collect();
-            let sim = SharedNodes::new(&cfgs, placement).map_err(err)?;
+            let sim = SharedNodes::new(&cfgs, placement)?;
             Ok((machines, Box::new(sim)))
         })
         .collect()

@@ -209,15 +209,11 @@ impl SetSampler {
             let (g, line_shift) = classes_of(n);
             let chosen = g / spec.period;
             if chosen < 2 {
-                return Err(MixError::Usage {
-                    message: format!(
-                        "--sample {}: machine '{}' has {g} classes of cache sets (the greatest common divisor of its levels' set counts), fewer than 2 x {}",
-                        spec.period, n.name, spec.period
-                    ),
-                    fix: format!(
-                        "give --sample {} or less, or --sample-method time",
-                        (g / 2).max(1)
-                    ),
+                return Err(MixError::SetClasses {
+                    period: spec.period,
+                    machine: n.name.clone(),
+                    classes: g,
+                    most: (g / 2).max(1),
                 });
             }
             let mut slot = vec![u32::MAX; g as usize];
@@ -227,8 +223,7 @@ impl SetSampler {
             let small = class_config(n, g);
             let sims = (0..chosen)
                 .map(|_| NodeSim::new(small.clone(), placement.clone()))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| MixError::Run(e.to_string()))?;
+                .collect::<Result<Vec<_>, _>>()?;
             machines.push(Classes {
                 name: n.name.clone(),
                 line_shift,

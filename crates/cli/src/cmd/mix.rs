@@ -2,11 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_mix::{MixOptions, MixReport, analyze};
+use hpcscope_mix::{MixError, MixOptions, MixReport, RunSpec, SpecError, analyze};
 
 use crate::output::{Format, Table, emit, num, render, write_atomic, write_files};
 use hpcscope_core::load;
@@ -92,30 +91,20 @@ pub enum SampleMethodArg {
     Time,
 }
 
-/// Runs the analysis; shared by `mix` and `analyze`.
+/// The options of the analysis.
 pub fn options(a: &MixArgs) -> Result<MixOptions> {
     let machines = a
         .machine
         .iter()
         .map(|m| load::machine(m))
         .collect::<Result<Vec<_>, _>>()?;
-    let timeout = match a.timeout {
-        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-        Some(t) => anyhow::bail!("--timeout {t}: give a positive number of seconds"),
-        None => None,
-    };
-    Ok(MixOptions {
+    let timeout = RunSpec::timeout_of(a.timeout).map_err(phrase)?;
+    let run = RunSpec {
         program: PathBuf::from(&a.command[0]),
         args: a.command[1..].to_vec(),
-        sve_bits: a.sve_bits.clone(),
-        machines,
         functions: a.functions.clone(),
         scope: a.scope.clone(),
-        cache_binary: a.cache_binary.clone(),
         timeout,
-        native_runs: a.native_runs,
-        application: a.application.clone(),
-        per_function: a.per_function,
         placement: a.placement.clone(),
         sample: match (a.sample, a.sample_method) {
             (Some(k), SampleMethodArg::Sets) => Some(hpcscope_mix::SampleSpec::sets(k)?),
@@ -126,12 +115,31 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
             )?),
             (None, _) => None,
         },
-        env: match a.threads {
-            Some(0) => anyhow::bail!("--threads 0: give the number of threads (1 or more)"),
-            Some(t) => vec![("OMP_NUM_THREADS".into(), t.to_string())],
-            None => Vec::new(),
-        },
+        threads: a.threads,
+        ..RunSpec::default()
+    };
+    Ok(MixOptions {
+        run,
+        sve_bits: a.sve_bits.clone(),
+        machines,
+        cache_binary: a.cache_binary.clone(),
+        native_runs: a.native_runs,
+        application: a.application.clone(),
+        per_function: a.per_function,
     })
+}
+
+/// A run specification mix refuses, in the words of its options.
+fn phrase(e: SpecError) -> anyhow::Error {
+    match e {
+        SpecError::Timeout(t) => {
+            anyhow::anyhow!("--timeout {t}: give a positive number of seconds")
+        }
+        SpecError::NoThreads => {
+            anyhow::anyhow!("--threads 0: give the number of threads (1 or more)")
+        }
+        e => e.into(),
+    }
 }
 
 /// File name of one profile.
@@ -343,7 +351,11 @@ fn thread_table(r: &MixReport) -> Option<Table> {
 /// Runs `mix`.
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
-    let r = analyze(&opts)?;
+    // (The specification is checked by the analysis, before anything runs.)
+    let r = analyze(&opts).map_err(|e| match e {
+        MixError::Spec(s) => phrase(s),
+        e => e.into(),
+    })?;
     let mut pre = vec![format!(
         "{} ({}, {}){}",
         r.program,
