@@ -18,6 +18,7 @@ pub mod sampling;
 pub mod setsample;
 pub mod simulate;
 pub mod spec;
+pub mod view;
 pub mod widths;
 
 use std::path::PathBuf;
