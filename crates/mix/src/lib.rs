@@ -11,11 +11,10 @@
 pub mod elf;
 pub mod engine;
 pub mod error;
+pub mod native;
 mod partition;
 pub mod run;
-pub mod sample;
 pub mod sampling;
-pub mod setsample;
 pub mod simulate;
 pub mod spec;
 pub mod view;
@@ -38,6 +37,8 @@ pub use engine::{Ending, Engine, PluginOutput, RegionCounts, ThreadCounts, Total
 pub use error::MixError;
 /// How threads are placed on the simulated nodes' cores.
 pub use hpcscope_cachesim::Placement;
+/// The native runs' module under its former name.
+pub use native as sample;
 pub use sampling::{SampleMethod, SampleSpec, SamplingReport};
 pub use spec::{RunSpec, SpecError};
 
@@ -416,7 +417,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     let distinct = Distinct::new(&nodes, &run_spec.placement);
     // A set sampling the machines' caches cannot take is refused before anything runs.
     if let Some(spec) = run_spec.sample.filter(|s| s.method == SampleMethod::Sets) {
-        setsample::SetSampler::new(spec, &nodes, &run_spec.placement)?;
+        sampling::sets::SetSampler::new(spec, &nodes, &run_spec.placement)?;
     }
     let resolve = |names: &[String],
                    info: &ElfInfo,
@@ -465,7 +466,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     && started.elapsed() < EXTRA_RUNS_BUDGET)
             {
                 runs += 1;
-                let s = sample::run_env(
+                let s = native::run_env(
                     &run_spec.program,
                     &run_spec.args,
                     &env,

@@ -1,13 +1,13 @@
 //! Exact parallel simulation by set class: one machine's cache hierarchy simulated on
 //! several CPUs, with every counter what one [`NodeSim`] gives.
 //!
-//! The decomposition is set sampling's ([`crate::setsample`]): with one line size in a
+//! The decomposition is set sampling's ([`crate::sampling::sets`]): with one line size in a
 //! hierarchy, line `x` sits in set `x mod S_j` of level `j`, so for any `P` dividing every
 //! level's set count, the lines of one residue class `x mod P` only ever meet lines of their
 //! own class, at every level, in `S_j / P` sets of their own; write-backs, fills, inclusive
 //! back-invalidations (per line, in the caches of every core sharing the level) and the
 //! switches between the threads' cores stay inside the class. A class is simulated apart in
-//! a copy of the node with `S_j / P` sets per level ([`crate::setsample::class_config`]),
+//! a copy of the node with `S_j / P` sets per level ([`crate::sampling::sets::class_config`]),
 //! fed line `x div P`: it goes through the same sets in the same order as in the full
 //! simulation, so its hits, misses, fills, write-backs and evictions are those of its lines
 //! in the full simulation, per thread. Adding up the classes gives every level counter.
@@ -52,7 +52,7 @@ use hpcscope_cachesim::{
 };
 
 use crate::error::MixError;
-use crate::setsample::{class_config, classes_of, one_line_size};
+use crate::sampling::sets::{class_config, classes_of, one_line_size};
 
 /// Forces the number of simulation threads (`1`: simulate on the reading thread); by
 /// default, the host's CPUs less those the producer keeps busy.

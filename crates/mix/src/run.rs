@@ -80,7 +80,7 @@ pub fn run(engine: &dyn Engine, req: &Request) -> Result<Outcome, MixError> {
             .unwrap_or(64),
         gate: match req.sample {
             Some(spec) if spec.method == SampleMethod::Sets && req.stream_gate => {
-                crate::setsample::plugin_gate(&spec, &req.nodes)
+                crate::sampling::sets::plugin_gate(&spec, &req.nodes)
             }
             _ => None,
         },

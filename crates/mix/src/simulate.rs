@@ -17,8 +17,8 @@ use hpcscope_plugin_format::{Demux, Event};
 use crate::engine::RecordStream;
 use crate::error::MixError;
 use crate::partition::Simulated;
+use crate::sampling::sets::SetSampler;
 use crate::sampling::{SampleMethod, SampleSpec, Sampler, SamplingReport};
-use crate::setsample::SetSampler;
 
 /// A run of one thread's records in a buffer: (thread, start, end).
 type Run = (u32, usize, usize);
