@@ -3,7 +3,7 @@
 //!
 //! * [`sets`]: set sampling, the default: every access to one set class in `K` of every
 //!   level (Kessler, Hill and Wood 1994);
-//! * [`time`]: time sampling (`--sample-method time`): one window of accesses in `K`,
+//! * `time`: time sampling (`--sample-method time`): one window of accesses in `K`,
 //!   after a warm-up (SMARTS);
 //! * [`estimate`]: the estimators both use, and their intervals.
 //!
