@@ -12,7 +12,9 @@ pub mod elf;
 pub mod engine;
 pub mod error;
 pub mod native;
+mod nodes;
 mod partition;
+mod profile;
 pub mod run;
 pub mod sampling;
 pub mod simulate;
@@ -23,12 +25,8 @@ pub mod widths;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hpcscope_cachesim::{
-    CacheConfig, HierarchyConfig, HierarchyStats, Inclusion, NodeConfig, NodeLevel, ThreadStats,
-};
-use hpcscope_core::machine::LevelKind;
-use hpcscope_core::profile::{BinaryIdentity, LevelBytes, Memory, Region, ThreadMetrics};
-use hpcscope_core::{Machine, Precision, Profile};
+use hpcscope_cachesim::{HierarchyStats, NodeConfig, ThreadStats};
+use hpcscope_core::{Machine, Profile};
 use serde::Serialize;
 
 pub use elf::{Arch, ElfInfo};
@@ -39,7 +37,11 @@ pub use error::MixError;
 pub use hpcscope_cachesim::Placement;
 /// The native runs' module under its former name.
 pub use native as sample;
+pub use nodes::{Distinct, hierarchy, node};
+/// Set sampling under its former name (the schemas' descriptions name it so).
+pub use sampling::sets as setsample;
 pub use sampling::{SampleMethod, SampleSpec, SamplingReport};
+pub use simulate::{Replay, replay_stream};
 pub use spec::{RunSpec, SpecError};
 
 /// What to analyse and how.
@@ -145,235 +147,6 @@ pub struct MixReport {
     pub variants: Vec<VariantReport>,
     /// Remarks.
     pub notes: Vec<String>,
-}
-
-/// What [`replay_stream`] found.
-#[derive(Debug, Clone)]
-pub struct Replay {
-    /// Each node's counters, all threads.
-    pub caches: Vec<HierarchyStats>,
-    /// Each node's counters per thread.
-    pub thread_caches: Vec<Vec<ThreadStats>>,
-    /// Access records simulated (thread markers left out).
-    pub records: u64,
-}
-
-/// Simulates a recorded memory-access stream of the plugin (`mem=on`: the `HPCSMT03` header,
-/// then batches of 8-byte records, each after its thread's marker) on the caches of
-/// `nodes`, each thread on its core per `placement`, as `hpcscope mix` does while QEMU runs.
-pub fn replay_stream(
-    stream: impl std::io::Read,
-    nodes: Vec<NodeConfig>,
-    placement: &Placement,
-) -> Result<Replay, MixError> {
-    let shared = Distinct::new(&nodes, placement);
-    let sims = shared
-        .nodes
-        .iter()
-        .map(|n| hpcscope_cachesim::NodeSim::new(n.clone(), placement.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
-    // No producer to leave a CPU to.
-    let (sims, records, _) = simulate::read_stream(stream, sims, 0, None)?;
-    Ok(Replay {
-        caches: shared.caches(sims.iter().map(|s| s.stats()).collect()),
-        thread_caches: shared.thread_caches(sims.iter().map(|s| s.thread_stats()).collect()),
-        records,
-    })
-}
-
-/// The distinct cache simulations a list of nodes needs: nodes with the same levels
-/// (geometry, sharing) and inclusion policy, whose threads land on the same cores, see the
-/// same stream and count the same, so each such group is simulated once and its counters
-/// copied to the others under their own names (the source machine among the targets,
-/// Graviton 2 and 3, A64FX and its node in `analyze`). A node's number of cores only places
-/// threads with the scatter placement (`Placement::core_of`): with compact or a list of
-/// cores, nodes that differ only in their cores share a simulation.
-///
-/// The distinct nodes then share what they still have in common: first levels of the same
-/// geometry and replacement, private to a core, under the non-inclusive policy (Cascade
-/// Lake's and ThunderX2's L1; Graviton 2's, EPI-like's and Neoverse N1's L1 and L2) are
-/// simulated once, and what leaves them replayed into each node's own levels below
-/// (`hpcscope_cachesim::SharedNodes`, with the same counters as separate simulations).
-#[derive(Debug, Clone)]
-pub struct Distinct {
-    /// The nodes to simulate (the first of each group, under its own name).
-    pub nodes: Vec<NodeConfig>,
-    /// For each node asked, in order: its name and the index of its simulation in `nodes`.
-    pub of: Vec<(String, usize)>,
-}
-
-impl Distinct {
-    /// Groups `nodes` (see [`Distinct`]).
-    pub fn new(nodes: &[NodeConfig], placement: &Placement) -> Self {
-        let key = |n: &NodeConfig| NodeConfig {
-            name: String::new(),
-            cores: if matches!(placement, Placement::Scatter) {
-                n.cores
-            } else {
-                0
-            },
-            ..n.clone()
-        };
-        let mut distinct: Vec<NodeConfig> = Vec::new();
-        let mut keys: Vec<NodeConfig> = Vec::new();
-        let mut of = Vec::new();
-        for n in nodes {
-            let k = key(n);
-            let i = match keys.iter().position(|x| *x == k) {
-                Some(i) => i,
-                None => {
-                    keys.push(k);
-                    distinct.push(n.clone());
-                    keys.len() - 1
-                }
-            };
-            of.push((n.name.clone(), i));
-        }
-        Self {
-            nodes: distinct,
-            of,
-        }
-    }
-
-    /// Cache levels simulated for the distinct nodes on the reading thread, first levels in
-    /// common counted once, and the levels of those nodes: `(10, 15)` for analyze's default
-    /// machines. `None` when the nodes cannot be simulated together.
-    pub fn level_simulations(&self, placement: &Placement) -> Option<(usize, usize)> {
-        let all = self.nodes.iter().map(|n| n.levels.len()).sum();
-        hpcscope_cachesim::SharedNodes::new(&self.nodes, placement)
-            .ok()
-            .map(|s| (s.level_simulations(), all))
-    }
-
-    /// The counters of every node asked, from those of the distinct simulations.
-    pub fn caches(&self, distinct: Vec<HierarchyStats>) -> Vec<HierarchyStats> {
-        if distinct.len() != self.nodes.len() {
-            return distinct;
-        }
-        self.of
-            .iter()
-            .map(|(name, i)| {
-                let mut s = distinct[*i].clone();
-                s.name.clone_from(name);
-                s
-            })
-            .collect()
-    }
-
-    /// The per-thread counters of every node asked.
-    pub fn thread_caches(&self, distinct: Vec<Vec<ThreadStats>>) -> Vec<Vec<ThreadStats>> {
-        if distinct.len() != self.nodes.len() {
-            return distinct;
-        }
-        self.of
-            .iter()
-            .map(|(name, i)| {
-                let mut v = distinct[*i].clone();
-                for t in &mut v {
-                    t.stats.name.clone_from(name);
-                }
-                v
-            })
-            .collect()
-    }
-
-    /// The sampling report of every node asked.
-    pub fn sampling(&self, distinct: Option<SamplingReport>) -> Option<SamplingReport> {
-        let mut r = distinct?;
-        if r.machines.len() != self.nodes.len() {
-            return Some(r);
-        }
-        let machines = std::mem::take(&mut r.machines);
-        r.machines = self
-            .of
-            .iter()
-            .map(|(name, i)| {
-                let mut m = machines[*i].clone();
-                m.machine.clone_from(name);
-                m
-            })
-            .collect();
-        Some(r)
-    }
-}
-
-/// The caches of a machine's node, for the simulator: its cache levels (see [`hierarchy`])
-/// with how many cores share each (`shared_by_cores`, private when not given), and its
-/// cores.
-pub fn node(m: &Machine) -> Result<NodeConfig, MixError> {
-    let h = hierarchy(m)?;
-    let levels = h
-        .levels
-        .into_iter()
-        .map(|cache| {
-            let shared_by_cores = m
-                .level(&cache.name)
-                .and_then(|l| l.cache.as_ref())
-                .and_then(|g| g.shared_by_cores)
-                .unwrap_or(1)
-                .max(1);
-            NodeLevel {
-                cache,
-                shared_by_cores,
-            }
-        })
-        .collect();
-    let cfg = NodeConfig {
-        name: h.name,
-        levels,
-        cores: m.cores(),
-        inclusion: h.inclusion,
-    };
-    cfg.validate().map_err(|e| MixError::Machine {
-        machine: m.id.clone(),
-        message: e.to_string(),
-        fix: "fix shared_by_cores in the machine file: each level's must be a multiple of the level above's".into(),
-    })?;
-    Ok(cfg)
-}
-
-/// The cache hierarchy of a machine, for the simulator: every cache level must have a
-/// geometry, with one line size.
-pub fn hierarchy(m: &Machine) -> Result<HierarchyConfig, MixError> {
-    let mut levels = Vec::new();
-    for l in m.levels.iter().filter(|l| l.kind == LevelKind::Cache) {
-        let Some(g) = &l.cache else {
-            return Err(MixError::Machine {
-                machine: m.id.clone(),
-                message: format!("cache level {} has no geometry", l.name),
-                fix: "add [levels.cache] with size_bytes, line_bytes and associativity to the machine file".into(),
-            });
-        };
-        levels.push(CacheConfig::new(
-            l.name.clone(),
-            g.size_bytes,
-            u64::from(g.line_bytes),
-            g.associativity,
-        ));
-    }
-    if levels.is_empty() {
-        return Err(MixError::Machine {
-            machine: m.id.clone(),
-            message: "has no cache level to simulate".into(),
-            fix: "describe its caches, or use another machine for the simulation".into(),
-        });
-    }
-    let inclusive = m
-        .levels
-        .iter()
-        .filter_map(|l| l.cache.as_ref())
-        .any(|g| g.inclusive == Some(true));
-    let cfg = HierarchyConfig::new(m.id.clone(), levels).with_inclusion(if inclusive {
-        Inclusion::Inclusive
-    } else {
-        Inclusion::NonInclusive
-    });
-    cfg.validate().map_err(|e| MixError::Machine {
-        machine: m.id.clone(),
-        message: e.to_string(),
-        fix: "fix the cache geometry in the machine file".into(),
-    })?;
-    Ok(cfg)
 }
 
 /// ` (SIGSEGV)` for the common crash signals, empty otherwise.
@@ -678,7 +451,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 },
             });
         }
-        let n_threads = thread_list(&counts).len();
+        let n_threads = profile::thread_list(&counts).len();
         let time_s = if regions.is_empty() && scopes.is_empty() {
             median(&native_times_s)
         } else if !scopes.is_empty() {
@@ -710,7 +483,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         for (i, (m, st)) in opts.machines.iter().zip(&caches).enumerate() {
             let empty = Vec::new();
             let per_thread = thread_caches.get(i).unwrap_or(&empty);
-            let mut p = profile(
+            let mut p = profile::profile(
                 &application,
                 opts,
                 &info,
@@ -729,12 +502,13 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             if n_threads > 1
                 && let Ok(n) = &node(m)
             {
-                p.notes.push(node_note(n, per_thread, &run_spec.placement));
+                p.notes
+                    .push(profile::node_note(n, per_thread, &run_spec.placement));
             }
             profiles.push(p);
         }
         let functions = if opts.per_function {
-            per_function(&counts, &info)
+            profile::per_function(&counts, &info)
         } else {
             Vec::new()
         };
@@ -776,265 +550,6 @@ const EXTRA_RUNS_BUDGET: Duration = Duration::from_secs(3);
 
 fn median(v: &[f64]) -> Option<f64> {
     hpcscope_core::stats::median(v)
-}
-
-/// The dominant precision and the widest vector width of the FP work.
-fn precision_and_width(c: &PluginOutput) -> (Precision, Option<u32>, Vec<String>) {
-    let mut f64f = 0u64;
-    let mut f32f = 0u64;
-    let mut width = None::<u32>;
-    let mut notes = Vec::new();
-    for (k, w) in &c.totals.fp_by_width {
-        let (p, wd) = k.split_once('_').unwrap_or((k.as_str(), "scalar"));
-        match p {
-            "f64" => f64f += w.flops,
-            "f32" => f32f += w.flops,
-            _ => {}
-        }
-        if let Ok(b) = wd.parse::<u32>()
-            && w.instructions > 0
-        {
-            width = Some(width.map_or(b, |x: u32| x.max(b)));
-        }
-    }
-    let p = if f32f > f64f {
-        Precision::F32
-    } else {
-        Precision::F64
-    };
-    let (major, minor) = if p == Precision::F64 {
-        (f64f, f32f)
-    } else {
-        (f32f, f64f)
-    };
-    if minor > 0 && minor * 20 > major {
-        notes.push(format!(
-            "mixed precision: {minor} of {} FLOPs are not {p}",
-            major + minor
-        ));
-    }
-    (p, width, notes)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn profile(
-    application: &str,
-    opts: &MixOptions,
-    info: &ElfInfo,
-    c: &PluginOutput,
-    m: &Machine,
-    st: &HierarchyStats,
-    per_thread: &[ThreadStats],
-    records: u64,
-    sve: Option<u32>,
-    time_s: Option<f64>,
-    thread_times: Option<&[f64]>,
-    partial: bool,
-    notes_in: &[String],
-    collector: &str,
-) -> Result<Profile, MixError> {
-    let counted = (c.totals.bytes_loaded + c.totals.bytes_stored) as f64;
-    let simulated: f64 = st.levels.iter().map(|l| l.bytes_served as f64).sum::<f64>()
-        + st.memory.bytes_served as f64;
-    let mut notes = notes_in.to_vec();
-    let (precision, width, pnotes) = precision_and_width(c);
-    notes.extend(pnotes);
-    if let Some(p) = &c.predication
-        && sve.is_some()
-    {
-        notes.push(format!("SVE predication counted as {p}"));
-    }
-    if counted > 0.0 && (records == 0 || simulated == 0.0) {
-        return Err(MixError::Run(
-            format!(
-                "the memory stream is empty while the program moved {counted} bytes{}",
-                if sve.is_some() {
-                    " (QEMU 7.2 does not report SVE loads and stores to plugins)"
-                } else {
-                    ""
-                }
-            ) + "\n  fix: pass --cache-binary with a NEON or scalar build of the same source: its cache behaviour is simulated instead",
-        ));
-    }
-    // Fractions from the simulation, applied to the counted bytes. The stream carries the
-    // counted bytes exactly, except the SVE accesses QEMU does not report (counted apart),
-    // or when it comes from another build.
-    let scale = if simulated > 0.0 {
-        counted / simulated
-    } else {
-        0.0
-    };
-    let unreported = c.totals.bytes_unreported as f64;
-    let streamed = counted - unreported;
-    if simulated > 0.0 {
-        if opts.cache_binary.is_some() {
-            if (scale - 1.0).abs() > 0.01 {
-                notes.push(format!("simulated bytes ({simulated}, from the cache binary) differ from counted bytes ({counted}); the simulated fractions are applied to the counted bytes"));
-            }
-        } else if (simulated - streamed).abs() > 0.5 && opts.run.sample.is_none() {
-            // (A sampled simulation's bytes are an estimate: its note says so.)
-            notes.push(format!(
-                "simulated bytes ({simulated}) differ from the bytes the memory stream should carry ({streamed}{}){}; the simulated fractions are applied to the counted bytes",
-                if unreported > 0.0 {
-                    format!(" of {counted} counted")
-                } else {
-                    String::new()
-                },
-                if partial {
-                    ": the run ended early"
-                } else {
-                    ""
-                }
-            ));
-        } else if unreported > 0.0 {
-            notes.push(format!("{unreported} of the {counted} counted bytes are SVE loads and stores or DC ZVA zeroing, which QEMU 7.2 does not report to plugins: the cache simulation saw the other {streamed} bytes, and its fractions are applied to all"));
-        }
-    }
-    if let Some(s) = &c.mem_stream
-        && s.dropped > 0
-    {
-        notes.push(format!(
-            "{} of {} memory-stream records were lost after a write error: the cache simulation misses them",
-            s.dropped,
-            s.records + s.dropped
-        ));
-    }
-    if let Some(s) = &c.mem_stream
-        && s.overflowed_buffers > 0
-    {
-        notes.push(format!(
-            "{} buffers of the memory stream overflowed before the plugin emptied them: records were lost and the cache simulation misses them (run again with HPCSCOPE_MEMINLINE=off, and report the program)",
-            s.overflowed_buffers
-        ));
-    }
-    if c.forked_processes > 0 {
-        notes.push(format!(
-            "the program forked {} process(es) (a shell's commands among them): their instructions, FLOPs and memory accesses, before and after any exec, are not in these counts or the cache simulation (only the process started is characterized)",
-            c.forked_processes
-        ));
-    }
-    if c.lost_executions > 0 {
-        notes.push(format!(
-            "{} block executions could not be counted (more translation blocks than the plugin's counters hold): counts are low",
-            c.lost_executions
-        ));
-    }
-    let mem_name = m
-        .levels
-        .iter()
-        .rev()
-        .find(|l| l.kind == LevelKind::Memory)
-        .map(|l| l.name.clone())
-        .unwrap_or_else(|| "MM".into());
-    // Bytes per level: the simulated bytes each level served, scaled to the counted bytes
-    // (`scale`, the whole node's; per thread, each thread's own when its accesses were
-    // simulated).
-    let served = |s: &HierarchyStats| -> Vec<f64> {
-        s.all_levels().map(|l| l.bytes_served as f64).collect()
-    };
-    let names: Vec<String> = st
-        .levels
-        .iter()
-        .map(|l| l.name.clone())
-        .chain(std::iter::once(mem_name))
-        .collect();
-    let node_fractions: Vec<f64> = {
-        let b = served(st);
-        let t: f64 = b.iter().sum();
-        b.iter()
-            .map(|x| if t > 0.0 { x / t } else { 0.0 })
-            .collect()
-    };
-    let threads = thread_list(c);
-    let mut metrics = Vec::new();
-    let mut borrowed = 0usize;
-    for (i, (n, t)) in threads.iter().enumerate() {
-        let counted_t = (t.bytes_loaded + t.bytes_stored) as f64;
-        let sim = per_thread
-            .iter()
-            .find(|x| x.thread == *n)
-            .map(|x| served(&x.stats));
-        let sim_total: f64 = sim.as_ref().map_or(0.0, |b| b.iter().sum());
-        let bytes: Vec<f64> = match sim {
-            // One thread: the node's scale, as the notes above describe.
-            Some(b) if threads.len() == 1 => b.iter().map(|x| x * scale).collect(),
-            Some(b) if sim_total > 0.0 => b.iter().map(|x| x * counted_t / sim_total).collect(),
-            _ => {
-                if counted_t > 0.0 {
-                    borrowed += 1;
-                }
-                node_fractions.iter().map(|f| f * counted_t).collect()
-            }
-        };
-        let levels: Vec<LevelBytes> = names
-            .iter()
-            .zip(bytes)
-            .map(|(level, bytes)| LevelBytes {
-                level: level.clone(),
-                bytes,
-            })
-            .collect();
-        metrics.push(ThreadMetrics {
-            thread: *n,
-            time_s: match thread_times {
-                Some(v) => v.get(i).copied().filter(|x| *x > 0.0),
-                None => time_s,
-            },
-            flops: t.flops as f64,
-            fp_instructions: t.fp_instructions as f64,
-            memory: Memory {
-                bytes_per_level: Some(levels),
-                bytes_total: None,
-                hit_ratios: None,
-            },
-            loads: Some(t.loads as f64),
-            stores: Some(t.stores as f64),
-            instructions: Some(t.instructions as f64),
-        });
-    }
-    if borrowed > 0 && threads.len() > 1 {
-        notes.push(format!(
-            "{borrowed} of {} threads moved bytes that the simulation did not see (their stream came from another build or QEMU does not report them): the node's fractions per level are applied to their counted bytes",
-            threads.len()
-        ));
-    }
-    Ok(Profile {
-        format_version: hpcscope_core::profile::FORMAT_VERSION,
-        application: application.to_string(),
-        binary: Some(BinaryIdentity {
-            path: opts.run.program.display().to_string(),
-            sha256: Some(info.sha256.clone()),
-            compiler: info.compiler.clone(),
-            flags: None,
-        }),
-        isa: info.arch.name().to_string(),
-        vector_bits: sve.or(width).unwrap_or(64).max(64),
-        precision,
-        machine: Some(m.id.clone()),
-        collector: Some(collector.into()),
-        partial,
-        regions: vec![Region {
-            name: region_name(opts),
-            threads: metrics,
-            access_widths: widths::access_widths(&c.totals),
-        }],
-        notes,
-    })
-}
-
-/// The counted threads (number, counts), in start order; the totals as thread 0 when the
-/// plugin gave no per-thread counts.
-fn thread_list(c: &PluginOutput) -> Vec<(u32, Totals)> {
-    if c.threads.is_empty() {
-        return vec![(0, c.totals.clone())];
-    }
-    let mut v: Vec<(u32, Totals)> = c
-        .threads
-        .iter()
-        .map(|t| (t.thread, t.totals.clone()))
-        .collect();
-    v.sort_by_key(|(n, _)| *n);
-    v
 }
 
 /// Each thread's CPU time in the region, seconds: per native run, the samples of each
@@ -1083,79 +598,4 @@ fn per_thread_times(
         runs.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join("/")
     ));
     (longest > 0.0).then(|| vec![longest; n_threads])
-}
-
-/// How the threads were placed on the node of `cfg`.
-fn node_note(cfg: &NodeConfig, per_thread: &[ThreadStats], placement: &Placement) -> String {
-    let cores: Vec<String> = per_thread
-        .iter()
-        .map(|t| format!("{}->{}", t.thread, t.core))
-        .collect();
-    let shared: Vec<String> = cfg
-        .levels
-        .iter()
-        .map(|l| {
-            if l.shared_by_cores > 1 {
-                format!("{} shared by {} cores", l.cache.name, l.shared_by_cores)
-            } else {
-                format!("{} private", l.cache.name)
-            }
-        })
-        .collect();
-    let beyond = per_thread.iter().filter(|t| t.core >= cfg.cores).count();
-    format!(
-        "caches simulated as a node of {} cores ({}): threads on cores {} ({} placement){}",
-        cfg.cores,
-        shared.join(", "),
-        if cores.is_empty() {
-            "-".to_string()
-        } else {
-            cores.join(", ")
-        },
-        placement.label(),
-        if beyond > 0 {
-            format!(
-                "; {beyond} thread(s) beyond the machine's {} cores ran on more cores of the same kind",
-                cfg.cores
-            )
-        } else {
-            String::new()
-        }
-    )
-}
-
-fn region_name(opts: &MixOptions) -> String {
-    let mut parts: Vec<String> = opts.run.functions.clone();
-    parts.extend(opts.run.scope.iter().map(|s| format!("{s}+callees")));
-    if parts.is_empty() {
-        "main".into()
-    } else {
-        parts.join(",")
-    }
-}
-
-fn per_function(c: &PluginOutput, info: &ElfInfo) -> Vec<FunctionCounts> {
-    let mut map: std::collections::BTreeMap<String, FunctionCounts> = Default::default();
-    for tb in &c.tbs {
-        let addr = tb.pc.wrapping_sub(c.load_bias);
-        let name = info
-            .function_at(addr)
-            .map(|s| s.name.clone())
-            .unwrap_or_else(|| "?".into());
-        let e = map.entry(name.clone()).or_insert_with(|| FunctionCounts {
-            function: name,
-            ..Default::default()
-        });
-        e.instructions += tb.instructions;
-        e.fp_instructions += tb.fp_instructions;
-        e.flops += tb.flops;
-        e.bytes += tb.bytes_loaded + tb.bytes_stored;
-    }
-    let mut v: Vec<FunctionCounts> = map.into_values().collect();
-    v.sort_by(|a, b| {
-        b.flops
-            .cmp(&a.flops)
-            .then(b.instructions.cmp(&a.instructions))
-    });
-    v
 }

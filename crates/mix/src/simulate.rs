@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use hpcscope_cachesim::{
-    HierarchyStats, NodeConfig, NodeSim, PackedAccess, SharedNodes, ThreadStats,
+    HierarchyStats, NodeConfig, NodeSim, PackedAccess, Placement, SharedNodes, ThreadStats,
 };
 use hpcscope_plugin_format::{Demux, Event};
 
 use crate::engine::RecordStream;
 use crate::error::MixError;
+use crate::nodes::Distinct;
 use crate::partition::Simulated;
 use crate::sampling::sets::SetSampler;
 use crate::sampling::{SampleMethod, SampleSpec, Sampler, SamplingReport};
@@ -434,10 +435,43 @@ fn drive(
     Ok(records)
 }
 
+/// What [`replay_stream`] found.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// Each node's counters, all threads.
+    pub caches: Vec<HierarchyStats>,
+    /// Each node's counters per thread.
+    pub thread_caches: Vec<Vec<ThreadStats>>,
+    /// Access records simulated (thread markers left out).
+    pub records: u64,
+}
+
+/// Simulates a recorded memory-access stream of the plugin (`mem=on`: the `HPCSMT03` header,
+/// then batches of 8-byte records, each after its thread's marker) on the caches of
+/// `nodes`, each thread on its core per `placement`, as `hpcscope mix` does while QEMU runs.
+pub fn replay_stream(
+    stream: impl std::io::Read,
+    nodes: Vec<NodeConfig>,
+    placement: &Placement,
+) -> Result<Replay, MixError> {
+    let shared = Distinct::new(&nodes, placement);
+    let sims = shared
+        .nodes
+        .iter()
+        .map(|n| hpcscope_cachesim::NodeSim::new(n.clone(), placement.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    // No producer to leave a CPU to.
+    let (sims, records, _) = read_stream(stream, sims, 0, None)?;
+    Ok(Replay {
+        caches: shared.caches(sims.iter().map(|s| s.stats()).collect()),
+        thread_caches: shared.thread_caches(sims.iter().map(|s| s.thread_stats()).collect()),
+        records,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hpcscope_cachesim::Placement;
     use hpcscope_plugin_format::{MAGIC, skip_record, thread_marker};
 
     #[test]

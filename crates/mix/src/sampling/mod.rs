@@ -35,7 +35,7 @@ pub const LOOSE_PP: f64 = 1.0;
 #[serde(rename_all = "snake_case")]
 pub enum SampleMethod {
     /// Cache sets: every access to one set in `period` of each level, the others dropped
-    /// ([`sets`]).
+    /// ([`crate::setsample`]).
     #[default]
     Sets,
     /// Time: one window of `unit` records in every `period` units, after `warmup` records
