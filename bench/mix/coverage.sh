@@ -12,7 +12,7 @@
 # Per workload (the builds and arguments of compare.sh), the plugin's stream is recorded
 # once (`mem=on,memfd=3,coalesce=64`, not thinned by sample=); the test
 # crates/mix/tests/interval_coverage.rs then simulates every class of every machine
-# (`setsample::class_units`) and prints, per machine and level, a markdown row: the full
+# (`sampling::sets::class_units`) and prints, per machine and level, a markdown row: the full
 # run's hit ratio, the mean accesses and non-empty classes of a draw, the coverage, median
 # half-width and share of draws within 1 percentage point of the earlier Student-t
 # interval, of the ratio estimator's Wilson interval (what `mix` reports below L1), of the

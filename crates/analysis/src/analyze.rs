@@ -7,7 +7,7 @@
 //! [`crate::render`] turns it into text and an HTML report.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 use hpcscope_core::explore::{DesignPoint, Resimulated, Resimulation, caches_differ};
@@ -44,32 +44,21 @@ pub struct AnalyzeOptions {
     pub source: Machine,
     /// Target machines.
     pub targets: Vec<Machine>,
-    /// The program.
-    pub program: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Analyse only inside these functions (their time is measured by sampling).
-    pub functions: Vec<String>,
+    /// The program, how it runs (threads, placement, time limit) and what is counted:
+    /// only inside `functions` (their time measured by sampling); `sample` simulates the
+    /// caches sampled (`mix --sample`) and extrapolates the bytes per level (None: every
+    /// access, the default). With several threads the analysis is at node scope.
+    pub run: hpcscope_mix::RunSpec,
     /// The binary for the targets, when not the same.
     pub target_binary: Option<TargetBinary>,
     /// Native runs to time (median).
     pub native_runs: u32,
-    /// Emulation time limit.
-    pub timeout: Option<Duration>,
     /// Application name (default: the program's file name).
     pub application: Option<String>,
     /// Also trace, profile and count one native run.
     pub with_trace: bool,
-    /// Threads to run the program with (`OMP_NUM_THREADS`, natively and under emulation);
-    /// `None`: the environment's.
-    pub threads: Option<u32>,
-    /// How the threads are placed on each simulated node's cores.
-    pub placement: hpcscope_mix::Placement,
     /// The rule that places the point estimate (default: the bundled model).
     pub calibration: Option<Calibration>,
-    /// Simulate the caches sampled (`mix --sample`) and extrapolate the bytes per level;
-    /// `None`: every access (the default).
-    pub sample: Option<hpcscope_mix::SampleSpec>,
     /// The targets of a scenario to sweep ([`sweep`]): each distinct cache geometry among
     /// them is simulated in the same emulation as the source and the targets, so that the
     /// sweep projects every target with bytes per level simulated for its own caches.
@@ -276,7 +265,10 @@ impl std::fmt::Display for Uncharacterized {
 /// Runs the analysis. An error carrying [`Uncharacterized`] in its chain means the program
 /// could not be characterized (see [`partial`]).
 pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
-    let (source, targets, program, args) = (&o.source, &o.targets, &o.program, &o.args);
+    // Checked before anything runs: a specification that cannot run is the user's to fix,
+    // not a program that could not be characterized.
+    o.run.validate()?;
+    let (source, targets, program, args) = (&o.source, &o.targets, &o.run.program, &o.run.args);
     let mut notes = Vec::new();
     let simulable = |m: &Machine| hpcscope_mix::hierarchy(m).is_ok();
     let mut machines = vec![source.clone()];
@@ -285,38 +277,23 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         // The sweep's geometries not simulated already: in the same emulation.
         push_geometries(&mut machines, &o.sweep_machines);
     }
-    let env: Vec<(String, String)> = o
-        .threads
-        .map(|t| vec![("OMP_NUM_THREADS".to_string(), t.to_string())])
-        .unwrap_or_default();
     let opts = MixOptions {
-        program: program.to_path_buf(),
-        args: args.to_vec(),
+        run: o.run.clone(),
         machines,
-        functions: o.functions.to_vec(),
         native_runs: o.native_runs,
-        timeout: o.timeout,
         application: o.application.clone(),
         per_function: true,
-        placement: o.placement.clone(),
-        env: env.clone(),
-        sample: o.sample,
         ..Default::default()
     };
     let mut timings = Timings::default();
     let started = Instant::now();
     let mix = match hpcscope_mix::analyze(&opts) {
         Ok(m) => m,
-        // A request mix refuses (a --sample the machines' caches cannot take) is the
+        // A request mix refuses (a sampling the machines' caches cannot take) is the
         // user's to fix, not a program that could not be characterized.
-        // analyze samples cache sets only: mix's other way out is not an option here.
-        Err(hpcscope_mix::MixError::Usage { message, fix }) => {
-            return Err(hpcscope_mix::MixError::Usage {
-                message,
-                fix: fix.replace(", or --sample-method time", ""),
-            }
-            .into());
-        }
+        Err(
+            e @ (hpcscope_mix::MixError::Usage { .. } | hpcscope_mix::MixError::SetClasses { .. }),
+        ) => return Err(e.into()),
         Err(e) => return Err(anyhow::Error::new(e).context(Uncharacterized)),
     };
     timings.characterization_s = started.elapsed().as_secs_f64();
@@ -327,10 +304,10 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             .iter()
             .filter_map(|m| hpcscope_mix::node(m).ok())
             .collect::<Vec<_>>(),
-        &opts.placement,
+        &opts.run.placement,
     );
     timings.simulations = (distinct.nodes.len(), opts.machines.len());
-    timings.levels = distinct.level_simulations(&opts.placement);
+    timings.levels = distinct.level_simulations(&opts.run.placement);
     let v = &mix.variants[0];
     let source_profile = v.profiles[0].clone();
     let mut geometries = Geometries {
@@ -405,18 +382,15 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         let mut reports = Vec::new();
         for (len, ms) in per_len {
             let r = hpcscope_mix::analyze(&MixOptions {
-                program: tb.path.clone(),
-                args: args.to_vec(),
+                run: hpcscope_mix::RunSpec {
+                    program: tb.path.clone(),
+                    ..o.run.clone()
+                },
                 sve_bits: len.into_iter().collect(),
                 machines: ms.iter().map(|(_, m)| m.clone()).collect(),
-                functions: o.functions.to_vec(),
                 cache_binary: tb.cache_binary.clone(),
                 native_runs: 0,
-                timeout: o.timeout,
                 application: o.application.clone(),
-                placement: o.placement.clone(),
-                env: env.clone(),
-                sample: o.sample,
                 ..Default::default()
             })?;
             let widths = access_widths(&r, 0);
@@ -481,7 +455,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             source_gflops,
             &nt,
             &lookup,
-            &o.placement.label(),
+            &o.run.placement.label(),
             source_spread,
             Some(&calibration),
             &|m| bytes_errors(&sampled, m),
@@ -516,7 +490,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 sp.relative() * 100.0
             ));
         }
-        if source_spread.is_some() && !o.functions.is_empty() {
+        if source_spread.is_some() && !o.run.functions.is_empty() {
             notes.push("the spread that widens the intervals is the one of the whole program's native runs (mix gives the function's median time only)".into());
         }
         let mut widest_sampling = None;

@@ -149,20 +149,19 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         let Some(sse2) = &b.sse2 else { continue };
         progress(&format!("analyze {} ({})", w.name, w.what));
         let r = analyze(&AnalyzeOptions {
+            run: hpcscope_mix::RunSpec {
+                program: sse2.clone(),
+                args: w.args.iter().map(|s| s.to_string()).collect(),
+                functions: vec![format!("kernel_{}", w.name)],
+                ..Default::default()
+            },
             source: source.clone(),
             targets: targets.clone(),
-            program: sse2.clone(),
-            args: w.args.iter().map(|s| s.to_string()).collect(),
-            functions: vec![format!("kernel_{}", w.name)],
             target_binary: None,
             native_runs: o.native_runs,
-            timeout: None,
             application: Some(w.name.to_string()),
             with_trace: true,
-            threads: None,
-            placement: Default::default(),
             calibration: None,
-            sample: None,
             sweep_machines: Vec::new(),
         })?;
         overview.push(vec![
@@ -300,20 +299,20 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 w.name, o.threads, w.what
             ));
             let r = analyze(&AnalyzeOptions {
+                run: hpcscope_mix::RunSpec {
+                    program: sse2.clone(),
+                    args: w.args.iter().map(|s| s.to_string()).collect(),
+                    functions: vec![w.region()],
+                    threads: Some(o.threads),
+                    ..Default::default()
+                },
                 source: source.clone(),
                 targets: node_targets.clone(),
-                program: sse2.clone(),
-                args: w.args.iter().map(|s| s.to_string()).collect(),
-                functions: vec![w.region()],
                 target_binary: None,
                 native_runs: o.native_runs,
-                timeout: None,
                 application: Some(w.name.to_string()),
                 with_trace: false,
-                threads: Some(o.threads),
-                placement: Default::default(),
                 calibration: None,
-                sample: None,
                 sweep_machines: Vec::new(),
             })?;
             if let Some(n) = &r.node {
@@ -488,11 +487,14 @@ fn sve_study(
     let a64 = library::builtin("a64fx")?;
     let exact = hpcscope_mix::tools::emulator(hpcscope_mix::Arch::Aarch64)?.api >= 4;
     let r = hpcscope_mix::analyze(&MixOptions {
-        program: sve.clone(),
-        args: w.args.iter().map(|s| s.to_string()).collect(),
+        run: hpcscope_mix::RunSpec {
+            program: sve.clone(),
+            args: w.args.iter().map(|s| s.to_string()).collect(),
+            functions: vec![format!("kernel_{}", w.name)],
+            ..Default::default()
+        },
         sve_bits: vec![128, 256, 512, 1024, 2048],
         machines: vec![a64.clone()],
-        functions: vec![format!("kernel_{}", w.name)],
         cache_binary: (!exact).then(|| neon.clone()),
         application: Some(w.name.to_string()),
         ..Default::default()

@@ -537,24 +537,27 @@ pub fn characterize(
 ) -> Result<Characterization> {
     let started = std::time::Instant::now();
     let r = hpcscope_mix::analyze(&MixOptions {
-        program: bin.to_path_buf(),
-        args: p.args.clone(),
+        run: hpcscope_mix::RunSpec {
+            program: bin.to_path_buf(),
+            args: p.args.clone(),
+            functions: vec![region_of(&p.workload)],
+            env: if p.workload.ends_with("_omp") {
+                vec![
+                    ("OMP_NUM_THREADS".into(), p.threads.to_string()),
+                    ("OMP_PROC_BIND".into(), "true".into()),
+                ]
+            } else {
+                Vec::new()
+            },
+            sample,
+            ..Default::default()
+        },
         machines: p
             .hosts
             .iter()
             .map(|&i| records[i].machine.clone())
             .collect(),
-        functions: vec![region_of(&p.workload)],
         application: Some(p.workload.clone()),
-        sample,
-        env: if p.workload.ends_with("_omp") {
-            vec![
-                ("OMP_NUM_THREADS".into(), p.threads.to_string()),
-                ("OMP_PROC_BIND".into(), "true".into()),
-            ]
-        } else {
-            Vec::new()
-        },
         ..Default::default()
     })
     .with_context(|| format!("characterizing {} ({})", p.key, bin.display()))?;

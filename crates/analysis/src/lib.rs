@@ -10,7 +10,8 @@
 //! * [`render`]: an analysis as text and HTML report sections;
 //! * [`scenario`]: scenario files resolved into machines and profiles (shared by `explore`
 //!   and `analyze --scenario`);
-//! * [`validate`]: the seeds' validation protocol on builds measurable here;
+//! * [`validate`]: the seeds' validation protocol on builds measurable here, and
+//!   [`validate_run`] the `validate` workflow over it;
 //!   [`node_validate`]: the same at node scope (thread counts, vector widths);
 //! * [`workloads`], [`demo`]: the bundled reference workloads and the demo over them;
 //! * [`host_machine`]: this machine's description, measured once and cached;
@@ -37,6 +38,7 @@ pub mod scenario;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod validate;
+pub mod validate_run;
 pub mod verdict;
 pub mod workloads;
 

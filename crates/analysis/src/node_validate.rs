@@ -123,13 +123,16 @@ pub fn profile_threads(
     native_runs: u32,
 ) -> Result<Threaded> {
     let r = hpcscope_mix::analyze(&MixOptions {
-        program: bin.to_path_buf(),
-        args: w.args.iter().map(|s| s.to_string()).collect(),
+        run: hpcscope_mix::RunSpec {
+            program: bin.to_path_buf(),
+            args: w.args.iter().map(|s| s.to_string()).collect(),
+            functions: vec![w.region()],
+            threads: Some(threads),
+            ..Default::default()
+        },
         machines: vec![m.clone()],
-        functions: vec![w.region()],
         native_runs,
         application: Some(w.name.to_string()),
-        env: vec![("OMP_NUM_THREADS".into(), threads.to_string())],
         ..Default::default()
     })
     .with_context(|| format!("characterizing {} with {threads} threads", w.name))?;

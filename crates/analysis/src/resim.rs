@@ -377,11 +377,14 @@ pub fn resimulate(
             continue;
         }
         let opts = hpcscope_mix::MixOptions {
-            program: j.program.clone(),
-            args: j.args.clone(),
+            run: hpcscope_mix::RunSpec {
+                program: j.program.clone(),
+                args: j.args.clone(),
+                functions: j.functions.clone(),
+                ..Default::default()
+            },
             sve_bits: j.sve_bits.clone(),
             machines: todo.iter().map(|(_, m)| m.clone()).collect(),
-            functions: j.functions.clone(),
             native_runs: 0,
             ..hpcscope_mix::MixOptions::default()
         };

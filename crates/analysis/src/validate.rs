@@ -304,10 +304,13 @@ pub fn characterize(
     for b in &g.builds {
         progress(&format!("{}: characterize {}", g.name, b.label));
         let r = hpcscope_mix::analyze(&MixOptions {
-            program: b.path.clone(),
-            args: g.args.clone(),
+            run: hpcscope_mix::RunSpec {
+                program: b.path.clone(),
+                args: g.args.clone(),
+                functions: g.function.iter().cloned().collect(),
+                ..Default::default()
+            },
             machines: vec![m.clone()],
-            functions: g.function.iter().cloned().collect(),
             native_runs: if g.timer == Timer::Region { runs } else { 0 },
             application: Some(g.name.clone()),
             ..Default::default()

@@ -486,3 +486,19 @@ pub fn selected(names: &[String]) -> Result<Vec<&'static Workload>> {
         })
         .collect()
 }
+
+/// The threads of a node section: given, or this machine's CPUs (at least 2).
+pub fn node_threads(t: Option<u32>) -> Result<u32> {
+    match t {
+        Some(0 | 1) => anyhow::bail!(hpcscope_core::InputError::new(
+            "--threads",
+            "",
+            "must be at least 2",
+            "the node section compares one thread with several: give 2 or more"
+        )),
+        Some(t) => Ok(t),
+        None => Ok(std::thread::available_parallelism()
+            .map_or(2, |n| n.get() as u32)
+            .max(2)),
+    }
+}

@@ -36,6 +36,11 @@ pub fn message(err: &anyhow::Error) -> String {
     hpcscope_core::error::shorten(&out, MAX_MESSAGE)
 }
 
+/// The exit code of a command that prints a finding and still succeeds.
+pub fn finding() -> std::process::ExitCode {
+    std::process::ExitCode::from(ErrorKind::Finding.exit_code())
+}
+
 /// The exit code of `err`.
 pub fn code_of(err: &anyhow::Error) -> u8 {
     kind_of(err).exit_code()

@@ -43,7 +43,7 @@ enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Check projections against measurements: builds of the bundled workloads (vector
     /// width, compiler, optimization level) or your own (--build), on this machine.
-    Validate(cmd::demo::ValidateArgs),
+    Validate(cmd::validate::ValidateArgs),
     /// Host records (a machine file and the bundled workloads measured there): record this
     /// host, and check projections from one recorded host onto another.
     #[command(subcommand)]
@@ -83,7 +83,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => cmd::bench::run(&a),
         Command::Analyze(a) => cmd::analyze::run(&a),
         Command::Demo(a) => cmd::demo::run(&a),
-        Command::Validate(a) => cmd::demo::run_validate(&a),
+        Command::Validate(a) => cmd::validate::run(&a),
         Command::Hosts(c) => cmd::hosts::run(c),
         Command::Counters(a) => cmd::counters::run(&a),
         Command::Record(a) => cmd::record::run(&a),

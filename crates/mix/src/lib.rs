@@ -9,68 +9,59 @@
 #![deny(missing_docs)]
 
 pub mod elf;
-pub mod emulate;
+pub mod engine;
 pub mod error;
+pub mod native;
+mod nodes;
 mod partition;
-pub mod sample;
+mod profile;
+pub mod run;
 pub mod sampling;
-pub mod setsample;
-pub mod tools;
+pub mod simulate;
+pub mod spec;
+pub mod view;
 pub mod widths;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hpcscope_cachesim::{
-    CacheConfig, HierarchyConfig, HierarchyStats, Inclusion, NodeConfig, NodeLevel, ThreadStats,
-};
-use hpcscope_core::machine::LevelKind;
-use hpcscope_core::profile::{BinaryIdentity, LevelBytes, Memory, Region, ThreadMetrics};
-use hpcscope_core::{Machine, Precision, Profile};
+use hpcscope_cachesim::{HierarchyStats, NodeConfig, ThreadStats};
+use hpcscope_core::{Machine, Profile};
 use serde::Serialize;
 
 pub use elf::{Arch, ElfInfo};
-pub use emulate::{Ending, PluginOutput, RegionCounts, ThreadCounts, Totals};
+pub use engine::qemu::{QemuEngine, tools};
+pub use engine::{Ending, Engine, PluginOutput, RegionCounts, ThreadCounts, Totals};
 pub use error::MixError;
 /// How threads are placed on the simulated nodes' cores.
 pub use hpcscope_cachesim::Placement;
+/// The native runs' module under its former name.
+pub use native as sample;
+pub use nodes::{Distinct, hierarchy, node};
+/// Set sampling under its former name (the schemas' descriptions name it so).
+pub use sampling::sets as setsample;
 pub use sampling::{SampleMethod, SampleSpec, SamplingReport};
+pub use simulate::{Replay, replay_stream};
+pub use spec::{RunSpec, SpecError};
 
 /// What to analyse and how.
 #[derive(Debug, Clone, Default)]
 pub struct MixOptions {
-    /// The program.
-    pub program: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
+    /// The program, how it runs and what is counted.
+    pub run: RunSpec,
     /// SVE vector lengths to analyse at (aarch64); empty: the emulator's default.
     pub sve_bits: Vec<u32>,
     /// Machines whose caches are simulated: one profile each.
     pub machines: Vec<Machine>,
-    /// Count only inside these functions (their own instructions, not their callees').
-    pub functions: Vec<String>,
-    /// Count while these functions run, callees included.
-    pub scope: Vec<String>,
     /// Take the memory stream from this build of the same source instead (SVE accesses are
     /// not reported by QEMU 7.2).
     pub cache_binary: Option<PathBuf>,
-    /// Time limit of each run: a native timing run still going after this long is stopped
-    /// and no native time is used; an emulation is stopped with its counts so far kept,
-    /// marked partial.
-    pub timeout: Option<Duration>,
     /// Native runs to time (0: none). Only when the host runs the program natively.
     pub native_runs: u32,
     /// Application name (default: the program's file name).
     pub application: Option<String>,
     /// Per-function breakdown.
     pub per_function: bool,
-    /// How the program's threads are placed on each simulated node's cores.
-    pub placement: Placement,
-    /// Variables added to the program's environment, natively and under emulation
-    /// (`OMP_NUM_THREADS`...).
-    pub env: Vec<(String, String)>,
-    /// Simulate the caches in sampled windows and extrapolate (None: every access).
-    pub sample: Option<SampleSpec>,
 }
 
 /// Counts of one function (per-function breakdown).
@@ -158,236 +149,6 @@ pub struct MixReport {
     pub notes: Vec<String>,
 }
 
-/// What [`replay_stream`] found.
-#[derive(Debug, Clone)]
-pub struct Replay {
-    /// Each node's counters, all threads.
-    pub caches: Vec<HierarchyStats>,
-    /// Each node's counters per thread.
-    pub thread_caches: Vec<Vec<ThreadStats>>,
-    /// Access records simulated (thread markers left out).
-    pub records: u64,
-}
-
-/// Simulates a recorded memory-access stream of the plugin (`mem=on`: the `HPCSMT03` header,
-/// then batches of 8-byte records, each after its thread's marker) on the caches of
-/// `nodes`, each thread on its core per `placement`, as `hpcscope mix` does while QEMU runs.
-pub fn replay_stream(
-    stream: impl std::io::Read,
-    nodes: Vec<NodeConfig>,
-    placement: &Placement,
-) -> Result<Replay, MixError> {
-    let shared = Distinct::new(&nodes, placement);
-    let sims = shared
-        .nodes
-        .iter()
-        .map(|n| hpcscope_cachesim::NodeSim::new(n.clone(), placement.clone()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| MixError::Run(e.to_string()))?;
-    // No producer to leave a CPU to.
-    let (sims, records, _) = emulate::read_stream(stream, sims, 0, None)?;
-    Ok(Replay {
-        caches: shared.caches(sims.iter().map(|s| s.stats()).collect()),
-        thread_caches: shared.thread_caches(sims.iter().map(|s| s.thread_stats()).collect()),
-        records,
-    })
-}
-
-/// The distinct cache simulations a list of nodes needs: nodes with the same levels
-/// (geometry, sharing) and inclusion policy, whose threads land on the same cores, see the
-/// same stream and count the same, so each such group is simulated once and its counters
-/// copied to the others under their own names (the source machine among the targets,
-/// Graviton 2 and 3, A64FX and its node in `analyze`). A node's number of cores only places
-/// threads with the scatter placement (`Placement::core_of`): with compact or a list of
-/// cores, nodes that differ only in their cores share a simulation.
-///
-/// The distinct nodes then share what they still have in common: first levels of the same
-/// geometry and replacement, private to a core, under the non-inclusive policy (Cascade
-/// Lake's and ThunderX2's L1; Graviton 2's, EPI-like's and Neoverse N1's L1 and L2) are
-/// simulated once, and what leaves them replayed into each node's own levels below
-/// (`hpcscope_cachesim::SharedNodes`, with the same counters as separate simulations).
-#[derive(Debug, Clone)]
-pub struct Distinct {
-    /// The nodes to simulate (the first of each group, under its own name).
-    pub nodes: Vec<NodeConfig>,
-    /// For each node asked, in order: its name and the index of its simulation in `nodes`.
-    pub of: Vec<(String, usize)>,
-}
-
-impl Distinct {
-    /// Groups `nodes` (see [`Distinct`]).
-    pub fn new(nodes: &[NodeConfig], placement: &Placement) -> Self {
-        let key = |n: &NodeConfig| NodeConfig {
-            name: String::new(),
-            cores: if matches!(placement, Placement::Scatter) {
-                n.cores
-            } else {
-                0
-            },
-            ..n.clone()
-        };
-        let mut distinct: Vec<NodeConfig> = Vec::new();
-        let mut keys: Vec<NodeConfig> = Vec::new();
-        let mut of = Vec::new();
-        for n in nodes {
-            let k = key(n);
-            let i = match keys.iter().position(|x| *x == k) {
-                Some(i) => i,
-                None => {
-                    keys.push(k);
-                    distinct.push(n.clone());
-                    keys.len() - 1
-                }
-            };
-            of.push((n.name.clone(), i));
-        }
-        Self {
-            nodes: distinct,
-            of,
-        }
-    }
-
-    /// Cache levels simulated for the distinct nodes on the reading thread, first levels in
-    /// common counted once, and the levels of those nodes: `(10, 15)` for analyze's default
-    /// machines. `None` when the nodes cannot be simulated together.
-    pub fn level_simulations(&self, placement: &Placement) -> Option<(usize, usize)> {
-        let all = self.nodes.iter().map(|n| n.levels.len()).sum();
-        hpcscope_cachesim::SharedNodes::new(&self.nodes, placement)
-            .ok()
-            .map(|s| (s.level_simulations(), all))
-    }
-
-    /// The counters of every node asked, from those of the distinct simulations.
-    pub fn caches(&self, distinct: Vec<HierarchyStats>) -> Vec<HierarchyStats> {
-        if distinct.len() != self.nodes.len() {
-            return distinct;
-        }
-        self.of
-            .iter()
-            .map(|(name, i)| {
-                let mut s = distinct[*i].clone();
-                s.name.clone_from(name);
-                s
-            })
-            .collect()
-    }
-
-    /// The per-thread counters of every node asked.
-    pub fn thread_caches(&self, distinct: Vec<Vec<ThreadStats>>) -> Vec<Vec<ThreadStats>> {
-        if distinct.len() != self.nodes.len() {
-            return distinct;
-        }
-        self.of
-            .iter()
-            .map(|(name, i)| {
-                let mut v = distinct[*i].clone();
-                for t in &mut v {
-                    t.stats.name.clone_from(name);
-                }
-                v
-            })
-            .collect()
-    }
-
-    /// The sampling report of every node asked.
-    pub fn sampling(&self, distinct: Option<SamplingReport>) -> Option<SamplingReport> {
-        let mut r = distinct?;
-        if r.machines.len() != self.nodes.len() {
-            return Some(r);
-        }
-        let machines = std::mem::take(&mut r.machines);
-        r.machines = self
-            .of
-            .iter()
-            .map(|(name, i)| {
-                let mut m = machines[*i].clone();
-                m.machine.clone_from(name);
-                m
-            })
-            .collect();
-        Some(r)
-    }
-}
-
-/// The caches of a machine's node, for the simulator: its cache levels (see [`hierarchy`])
-/// with how many cores share each (`shared_by_cores`, private when not given), and its
-/// cores.
-pub fn node(m: &Machine) -> Result<NodeConfig, MixError> {
-    let h = hierarchy(m)?;
-    let levels = h
-        .levels
-        .into_iter()
-        .map(|cache| {
-            let shared_by_cores = m
-                .level(&cache.name)
-                .and_then(|l| l.cache.as_ref())
-                .and_then(|g| g.shared_by_cores)
-                .unwrap_or(1)
-                .max(1);
-            NodeLevel {
-                cache,
-                shared_by_cores,
-            }
-        })
-        .collect();
-    let cfg = NodeConfig {
-        name: h.name,
-        levels,
-        cores: m.cores(),
-        inclusion: h.inclusion,
-    };
-    cfg.validate().map_err(|e| MixError::Machine {
-        machine: m.id.clone(),
-        message: e.to_string(),
-        fix: "fix shared_by_cores in the machine file: each level's must be a multiple of the level above's".into(),
-    })?;
-    Ok(cfg)
-}
-
-/// The cache hierarchy of a machine, for the simulator: every cache level must have a
-/// geometry, with one line size.
-pub fn hierarchy(m: &Machine) -> Result<HierarchyConfig, MixError> {
-    let mut levels = Vec::new();
-    for l in m.levels.iter().filter(|l| l.kind == LevelKind::Cache) {
-        let Some(g) = &l.cache else {
-            return Err(MixError::Machine {
-                machine: m.id.clone(),
-                message: format!("cache level {} has no geometry", l.name),
-                fix: "add [levels.cache] with size_bytes, line_bytes and associativity to the machine file".into(),
-            });
-        };
-        levels.push(CacheConfig::new(
-            l.name.clone(),
-            g.size_bytes,
-            u64::from(g.line_bytes),
-            g.associativity,
-        ));
-    }
-    if levels.is_empty() {
-        return Err(MixError::Machine {
-            machine: m.id.clone(),
-            message: "has no cache level to simulate".into(),
-            fix: "describe its caches, or use another machine for the simulation".into(),
-        });
-    }
-    let inclusive = m
-        .levels
-        .iter()
-        .filter_map(|l| l.cache.as_ref())
-        .any(|g| g.inclusive == Some(true));
-    let cfg = HierarchyConfig::new(m.id.clone(), levels).with_inclusion(if inclusive {
-        Inclusion::Inclusive
-    } else {
-        Inclusion::NonInclusive
-    });
-    cfg.validate().map_err(|e| MixError::Machine {
-        machine: m.id.clone(),
-        message: e.to_string(),
-        fix: "fix the cache geometry in the machine file".into(),
-    })?;
-    Ok(cfg)
-}
-
 /// ` (SIGSEGV)` for the common crash signals, empty otherwise.
 fn signal_name(sig: i32) -> &'static str {
     match sig {
@@ -404,7 +165,10 @@ fn signal_name(sig: i32) -> &'static str {
 
 /// Runs the whole analysis.
 pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
-    let info = ElfInfo::read(&opts.program)?;
+    opts.run.validate()?;
+    let run_spec = &opts.run;
+    let env = run_spec.environment();
+    let info = ElfInfo::read(&run_spec.program)?;
     if !opts.sve_bits.is_empty() && info.arch != Arch::Aarch64 {
         return Err(MixError::Usage {
             message: format!("--sve-bits given for a {} program", info.arch.name()),
@@ -419,16 +183,14 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         }
     }
-    let emu = tools::emulator(info.arch)?;
-    let qemu = emu.qemu.clone();
-    let plugin = tools::plugin(&emu)?;
+    let engine = QemuEngine::for_arch(info.arch)?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
     // Machines with the same caches are simulated once (bit for bit what separate
     // simulations give: `Distinct`).
-    let distinct = Distinct::new(&nodes, &opts.placement);
+    let distinct = Distinct::new(&nodes, &run_spec.placement);
     // A set sampling the machines' caches cannot take is refused before anything runs.
-    if let Some(spec) = opts.sample.filter(|s| s.method == SampleMethod::Sets) {
-        setsample::SetSampler::new(spec, &nodes, &opts.placement)?;
+    if let Some(spec) = run_spec.sample.filter(|s| s.method == SampleMethod::Sets) {
+        sampling::sets::SetSampler::new(spec, &nodes, &run_spec.placement)?;
     }
     let resolve = |names: &[String],
                    info: &ElfInfo,
@@ -439,19 +201,20 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             .map(|n| info.function(n, path).map(|s| (s.addr, s.addr + s.size)))
             .collect()
     };
-    let regions = resolve(&opts.functions, &info, &opts.program)?;
-    let scopes = resolve(&opts.scope, &info, &opts.program)?;
+    let regions = resolve(&run_spec.functions, &info, &run_spec.program)?;
+    let scopes = resolve(&run_spec.scope, &info, &run_spec.program)?;
     let cache_info = match &opts.cache_binary {
         Some(p) => Some(ElfInfo::read(p)?),
         None => None,
     };
     let application = opts.application.clone().unwrap_or_else(|| {
-        opts.program
+        run_spec
+            .program
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "program".into())
     });
-    let mut notes = vec![counted_by(&emu)];
+    let mut notes = vec![engine.counted_by()];
 
     // Native timing first (it also tells early whether the program runs at all), with
     // CPU-clock sampling so that a region's own time is measured.
@@ -476,18 +239,18 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     && started.elapsed() < EXTRA_RUNS_BUDGET)
             {
                 runs += 1;
-                let s = sample::run_env(
-                    &opts.program,
-                    &opts.args,
-                    &opts.env,
+                let s = native::run_env(
+                    &run_spec.program,
+                    &run_spec.args,
+                    &env,
                     &regions,
                     info.lowest_vaddr,
                     info.pie,
                     SAMPLE_HZ,
-                    opts.timeout,
+                    run_spec.timeout,
                 )
                 .map_err(|e| MixError::Program {
-                    path: opts.program.display().to_string(),
+                    path: run_spec.program.display().to_string(),
                     message: format!("cannot run it natively: {e}"),
                     fix: "check that it is executable (chmod +x) and its libraries are installed"
                         .into(),
@@ -496,7 +259,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     // The next runs would take as long: none is timed.
                     notes.push(format!(
                         "a native run reached the time limit ({} s) and was stopped: no native time is used",
-                        opts.timeout.map_or(0.0, |t| t.as_secs_f64())
+                        run_spec.timeout.map_or(0.0, |t| t.as_secs_f64())
                     ));
                     native_times_s.clear();
                     region_times_s.clear();
@@ -556,24 +319,23 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     );
     let mut shared_caches: Option<Caches> = None;
     if let (Some(cb), Some(ci)) = (&opts.cache_binary, &cache_info) {
-        let o = run_emulation(
+        let o = run::run_rerun(
+            &QemuEngine::for_arch(ci.arch)?,
             &mut notes,
-            &emulate::Request {
-                qemu: tools::qemu(ci.arch)?,
-                plugin: tools::plugin(&tools::emulator(ci.arch)?)?,
+            &run::Request {
                 program: cb.clone(),
-                args: opts.args.clone(),
+                args: run_spec.args.clone(),
                 arch: ci.arch,
                 sve_bits: None,
-                regions: resolve(&opts.functions, ci, cb)?,
-                scopes: resolve(&opts.scope, ci, cb)?,
+                regions: resolve(&run_spec.functions, ci, cb)?,
+                scopes: resolve(&run_spec.scope, ci, cb)?,
                 nodes: distinct.nodes.clone(),
-                placement: opts.placement.clone(),
-                env: opts.env.clone(),
+                placement: run_spec.placement.clone(),
+                env: env.clone(),
                 tbs: false,
-                timeout: opts.timeout,
-                sample: opts.sample,
-                plugin_gate: true,
+                timeout: run_spec.timeout,
+                sample: run_spec.sample,
+                stream_gate: true,
             },
         )?;
         notes.push(format!(
@@ -590,13 +352,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     }
     let mut variants = Vec::new();
     for sve in lengths {
-        let o = run_emulation(
+        let o = run::run_rerun(
+            &engine,
             &mut notes,
-            &emulate::Request {
-                qemu: qemu.clone(),
-                plugin: plugin.clone(),
-                program: opts.program.clone(),
-                args: opts.args.clone(),
+            &run::Request {
+                program: run_spec.program.clone(),
+                args: run_spec.args.clone(),
                 arch: info.arch,
                 sve_bits: sve,
                 regions: regions.clone(),
@@ -606,12 +367,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 } else {
                     distinct.nodes.clone()
                 },
-                placement: opts.placement.clone(),
-                env: opts.env.clone(),
+                placement: run_spec.placement.clone(),
+                env: env.clone(),
                 tbs: opts.per_function,
-                timeout: opts.timeout,
-                sample: opts.sample,
-                plugin_gate: true,
+                timeout: run_spec.timeout,
+                sample: run_spec.sample,
+                stream_gate: true,
             },
         )?;
         let Some(counts) = o.counts.clone() else {
@@ -622,7 +383,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 Ending::Success => "ended".to_string(),
             };
             return Err(MixError::Program {
-                path: opts.program.display().to_string(),
+                path: run_spec.program.display().to_string(),
                 message: format!(
                     "{how} under emulation before anything was counted; QEMU said:\n{}",
                     o.stderr_tail
@@ -673,14 +434,14 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             let how = match &o.ending {
                 Ending::TimedOut => format!(
                     "reached the time limit ({} s)",
-                    opts.timeout.map_or(0.0, |t| t.as_secs_f64())
+                    run_spec.timeout.map_or(0.0, |t| t.as_secs_f64())
                 ),
                 Ending::Signal(s) => format!("was killed by signal {s}{}", signal_name(*s)),
                 Ending::Failed(c) => format!("exited with status {c}"),
                 Ending::Success => "ended".to_string(),
             };
             return Err(MixError::Program {
-                path: opts.program.display().to_string(),
+                path: run_spec.program.display().to_string(),
                 message: format!(
                     "{how} under emulation after moving {moved} bytes, before any of its memory accesses reached the cache simulator (the plugin sends them in batches, and a program stopped by a signal loses the batch it was filling): nothing to simulate"
                 ),
@@ -690,7 +451,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 },
             });
         }
-        let n_threads = thread_list(&counts).len();
+        let n_threads = profile::thread_list(&counts).len();
         let time_s = if regions.is_empty() && scopes.is_empty() {
             median(&native_times_s)
         } else if !scopes.is_empty() {
@@ -722,7 +483,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         for (i, (m, st)) in opts.machines.iter().zip(&caches).enumerate() {
             let empty = Vec::new();
             let per_thread = thread_caches.get(i).unwrap_or(&empty);
-            let mut p = profile(
+            let mut p = profile::profile(
                 &application,
                 opts,
                 &info,
@@ -736,16 +497,18 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 thread_times.as_deref(),
                 partial,
                 &vnotes,
+                engine.collector(),
             )?;
             if n_threads > 1
                 && let Ok(n) = &node(m)
             {
-                p.notes.push(node_note(n, per_thread, &opts.placement));
+                p.notes
+                    .push(profile::node_note(n, per_thread, &run_spec.placement));
             }
             profiles.push(p);
         }
         let functions = if opts.per_function {
-            per_function(&counts, &info)
+            profile::per_function(&counts, &info)
         } else {
             Vec::new()
         };
@@ -758,7 +521,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             records,
             caches,
             thread_caches,
-            placement: opts.placement.label(),
+            placement: run_spec.placement.label(),
             profiles,
             functions,
             sampling,
@@ -766,7 +529,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     }
     Ok(MixReport {
         application,
-        program: opts.program.display().to_string(),
+        program: run_spec.program.display().to_string(),
         arch: info.arch,
         sha256: info.sha256.clone(),
         compiler: info.compiler.clone(),
@@ -774,46 +537,6 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         variants,
         notes,
     })
-}
-
-/// Which emulator and plugin API counted the profiles (QEMU 7.2, API v1: predicated SVE
-/// instructions count every lane and SVE loads and stores are missing from the memory
-/// stream; QEMU 10, API v4: active lanes and every SVE access).
-fn counted_by(emu: &hpcscope_host::tools::Emulator) -> String {
-    format!(
-        "counted under {} ({}) with the plugin for API v{}{}",
-        emu.describe(),
-        match emu.source {
-            "cache" => "built by scripts/build-qemu.sh",
-            "HPCSCOPE_QEMU" => "HPCSCOPE_QEMU",
-            _ => "on PATH",
-        },
-        emu.api,
-        if emu.api >= 4 {
-            ": SVE FLOPs by active lanes, SVE loads and stores in the cache simulation"
-        } else {
-            ""
-        }
-    )
-}
-
-/// Runs one emulation, and once more when QEMU killed the program with SIGTRAP: QEMU 7.2
-/// does that now and then to x86-64 builds that run fine natively (bare `qemu-x86_64`
-/// too, without the plugin: 3 and 8 of 10 runs of two AVX2 OpenMP kernels on a loaded
-/// host, none of 40 later). A second trap is reported as it is.
-fn run_emulation(
-    notes: &mut Vec<String>,
-    req: &emulate::Request,
-) -> Result<emulate::Outcome, MixError> {
-    let o = emulate::run(req)?;
-    if o.ending != Ending::Signal(5) {
-        return Ok(o);
-    }
-    notes.push(format!(
-        "QEMU killed {} with SIGTRAP (an intermittent fault of QEMU 7.2's user mode, which bare qemu-x86_64 shows too): the emulation was run again",
-        req.program.display()
-    ));
-    emulate::run(req)
 }
 
 /// Sampling frequency of native runs, Hz.
@@ -827,264 +550,6 @@ const EXTRA_RUNS_BUDGET: Duration = Duration::from_secs(3);
 
 fn median(v: &[f64]) -> Option<f64> {
     hpcscope_core::stats::median(v)
-}
-
-/// The dominant precision and the widest vector width of the FP work.
-fn precision_and_width(c: &PluginOutput) -> (Precision, Option<u32>, Vec<String>) {
-    let mut f64f = 0u64;
-    let mut f32f = 0u64;
-    let mut width = None::<u32>;
-    let mut notes = Vec::new();
-    for (k, w) in &c.totals.fp_by_width {
-        let (p, wd) = k.split_once('_').unwrap_or((k.as_str(), "scalar"));
-        match p {
-            "f64" => f64f += w.flops,
-            "f32" => f32f += w.flops,
-            _ => {}
-        }
-        if let Ok(b) = wd.parse::<u32>()
-            && w.instructions > 0
-        {
-            width = Some(width.map_or(b, |x: u32| x.max(b)));
-        }
-    }
-    let p = if f32f > f64f {
-        Precision::F32
-    } else {
-        Precision::F64
-    };
-    let (major, minor) = if p == Precision::F64 {
-        (f64f, f32f)
-    } else {
-        (f32f, f64f)
-    };
-    if minor > 0 && minor * 20 > major {
-        notes.push(format!(
-            "mixed precision: {minor} of {} FLOPs are not {p}",
-            major + minor
-        ));
-    }
-    (p, width, notes)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn profile(
-    application: &str,
-    opts: &MixOptions,
-    info: &ElfInfo,
-    c: &PluginOutput,
-    m: &Machine,
-    st: &HierarchyStats,
-    per_thread: &[ThreadStats],
-    records: u64,
-    sve: Option<u32>,
-    time_s: Option<f64>,
-    thread_times: Option<&[f64]>,
-    partial: bool,
-    notes_in: &[String],
-) -> Result<Profile, MixError> {
-    let counted = (c.totals.bytes_loaded + c.totals.bytes_stored) as f64;
-    let simulated: f64 = st.levels.iter().map(|l| l.bytes_served as f64).sum::<f64>()
-        + st.memory.bytes_served as f64;
-    let mut notes = notes_in.to_vec();
-    let (precision, width, pnotes) = precision_and_width(c);
-    notes.extend(pnotes);
-    if let Some(p) = &c.predication
-        && sve.is_some()
-    {
-        notes.push(format!("SVE predication counted as {p}"));
-    }
-    if counted > 0.0 && (records == 0 || simulated == 0.0) {
-        return Err(MixError::Run(
-            format!(
-                "the memory stream is empty while the program moved {counted} bytes{}",
-                if sve.is_some() {
-                    " (QEMU 7.2 does not report SVE loads and stores to plugins)"
-                } else {
-                    ""
-                }
-            ) + "\n  fix: pass --cache-binary with a NEON or scalar build of the same source: its cache behaviour is simulated instead",
-        ));
-    }
-    // Fractions from the simulation, applied to the counted bytes. The stream carries the
-    // counted bytes exactly, except the SVE accesses QEMU does not report (counted apart),
-    // or when it comes from another build.
-    let scale = if simulated > 0.0 {
-        counted / simulated
-    } else {
-        0.0
-    };
-    let unreported = c.totals.bytes_unreported as f64;
-    let streamed = counted - unreported;
-    if simulated > 0.0 {
-        if opts.cache_binary.is_some() {
-            if (scale - 1.0).abs() > 0.01 {
-                notes.push(format!("simulated bytes ({simulated}, from the cache binary) differ from counted bytes ({counted}); the simulated fractions are applied to the counted bytes"));
-            }
-        } else if (simulated - streamed).abs() > 0.5 && opts.sample.is_none() {
-            // (A sampled simulation's bytes are an estimate: its note says so.)
-            notes.push(format!(
-                "simulated bytes ({simulated}) differ from the bytes the memory stream should carry ({streamed}{}){}; the simulated fractions are applied to the counted bytes",
-                if unreported > 0.0 {
-                    format!(" of {counted} counted")
-                } else {
-                    String::new()
-                },
-                if partial {
-                    ": the run ended early"
-                } else {
-                    ""
-                }
-            ));
-        } else if unreported > 0.0 {
-            notes.push(format!("{unreported} of the {counted} counted bytes are SVE loads and stores or DC ZVA zeroing, which QEMU 7.2 does not report to plugins: the cache simulation saw the other {streamed} bytes, and its fractions are applied to all"));
-        }
-    }
-    if let Some(s) = &c.mem_stream
-        && s.dropped > 0
-    {
-        notes.push(format!(
-            "{} of {} memory-stream records were lost after a write error: the cache simulation misses them",
-            s.dropped,
-            s.records + s.dropped
-        ));
-    }
-    if let Some(s) = &c.mem_stream
-        && s.overflowed_buffers > 0
-    {
-        notes.push(format!(
-            "{} buffers of the memory stream overflowed before the plugin emptied them: records were lost and the cache simulation misses them (run again with HPCSCOPE_MEMINLINE=off, and report the program)",
-            s.overflowed_buffers
-        ));
-    }
-    if c.forked_processes > 0 {
-        notes.push(format!(
-            "the program forked {} process(es) (a shell's commands among them): their instructions, FLOPs and memory accesses, before and after any exec, are not in these counts or the cache simulation (only the process started is characterized)",
-            c.forked_processes
-        ));
-    }
-    if c.lost_executions > 0 {
-        notes.push(format!(
-            "{} block executions could not be counted (more translation blocks than the plugin's counters hold): counts are low",
-            c.lost_executions
-        ));
-    }
-    let mem_name = m
-        .levels
-        .iter()
-        .rev()
-        .find(|l| l.kind == LevelKind::Memory)
-        .map(|l| l.name.clone())
-        .unwrap_or_else(|| "MM".into());
-    // Bytes per level: the simulated bytes each level served, scaled to the counted bytes
-    // (`scale`, the whole node's; per thread, each thread's own when its accesses were
-    // simulated).
-    let served = |s: &HierarchyStats| -> Vec<f64> {
-        s.all_levels().map(|l| l.bytes_served as f64).collect()
-    };
-    let names: Vec<String> = st
-        .levels
-        .iter()
-        .map(|l| l.name.clone())
-        .chain(std::iter::once(mem_name))
-        .collect();
-    let node_fractions: Vec<f64> = {
-        let b = served(st);
-        let t: f64 = b.iter().sum();
-        b.iter()
-            .map(|x| if t > 0.0 { x / t } else { 0.0 })
-            .collect()
-    };
-    let threads = thread_list(c);
-    let mut metrics = Vec::new();
-    let mut borrowed = 0usize;
-    for (i, (n, t)) in threads.iter().enumerate() {
-        let counted_t = (t.bytes_loaded + t.bytes_stored) as f64;
-        let sim = per_thread
-            .iter()
-            .find(|x| x.thread == *n)
-            .map(|x| served(&x.stats));
-        let sim_total: f64 = sim.as_ref().map_or(0.0, |b| b.iter().sum());
-        let bytes: Vec<f64> = match sim {
-            // One thread: the node's scale, as the notes above describe.
-            Some(b) if threads.len() == 1 => b.iter().map(|x| x * scale).collect(),
-            Some(b) if sim_total > 0.0 => b.iter().map(|x| x * counted_t / sim_total).collect(),
-            _ => {
-                if counted_t > 0.0 {
-                    borrowed += 1;
-                }
-                node_fractions.iter().map(|f| f * counted_t).collect()
-            }
-        };
-        let levels: Vec<LevelBytes> = names
-            .iter()
-            .zip(bytes)
-            .map(|(level, bytes)| LevelBytes {
-                level: level.clone(),
-                bytes,
-            })
-            .collect();
-        metrics.push(ThreadMetrics {
-            thread: *n,
-            time_s: match thread_times {
-                Some(v) => v.get(i).copied().filter(|x| *x > 0.0),
-                None => time_s,
-            },
-            flops: t.flops as f64,
-            fp_instructions: t.fp_instructions as f64,
-            memory: Memory {
-                bytes_per_level: Some(levels),
-                bytes_total: None,
-                hit_ratios: None,
-            },
-            loads: Some(t.loads as f64),
-            stores: Some(t.stores as f64),
-            instructions: Some(t.instructions as f64),
-        });
-    }
-    if borrowed > 0 && threads.len() > 1 {
-        notes.push(format!(
-            "{borrowed} of {} threads moved bytes that the simulation did not see (their stream came from another build or QEMU does not report them): the node's fractions per level are applied to their counted bytes",
-            threads.len()
-        ));
-    }
-    Ok(Profile {
-        format_version: hpcscope_core::profile::FORMAT_VERSION,
-        application: application.to_string(),
-        binary: Some(BinaryIdentity {
-            path: opts.program.display().to_string(),
-            sha256: Some(info.sha256.clone()),
-            compiler: info.compiler.clone(),
-            flags: None,
-        }),
-        isa: info.arch.name().to_string(),
-        vector_bits: sve.or(width).unwrap_or(64).max(64),
-        precision,
-        machine: Some(m.id.clone()),
-        collector: Some("hpcscope mix (QEMU plugin + cache simulator)".into()),
-        partial,
-        regions: vec![Region {
-            name: region_name(opts),
-            threads: metrics,
-            access_widths: widths::access_widths(&c.totals),
-        }],
-        notes,
-    })
-}
-
-/// The counted threads (number, counts), in start order; the totals as thread 0 when the
-/// plugin gave no per-thread counts.
-fn thread_list(c: &PluginOutput) -> Vec<(u32, Totals)> {
-    if c.threads.is_empty() {
-        return vec![(0, c.totals.clone())];
-    }
-    let mut v: Vec<(u32, Totals)> = c
-        .threads
-        .iter()
-        .map(|t| (t.thread, t.totals.clone()))
-        .collect();
-    v.sort_by_key(|(n, _)| *n);
-    v
 }
 
 /// Each thread's CPU time in the region, seconds: per native run, the samples of each
@@ -1133,79 +598,4 @@ fn per_thread_times(
         runs.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join("/")
     ));
     (longest > 0.0).then(|| vec![longest; n_threads])
-}
-
-/// How the threads were placed on the node of `cfg`.
-fn node_note(cfg: &NodeConfig, per_thread: &[ThreadStats], placement: &Placement) -> String {
-    let cores: Vec<String> = per_thread
-        .iter()
-        .map(|t| format!("{}->{}", t.thread, t.core))
-        .collect();
-    let shared: Vec<String> = cfg
-        .levels
-        .iter()
-        .map(|l| {
-            if l.shared_by_cores > 1 {
-                format!("{} shared by {} cores", l.cache.name, l.shared_by_cores)
-            } else {
-                format!("{} private", l.cache.name)
-            }
-        })
-        .collect();
-    let beyond = per_thread.iter().filter(|t| t.core >= cfg.cores).count();
-    format!(
-        "caches simulated as a node of {} cores ({}): threads on cores {} ({} placement){}",
-        cfg.cores,
-        shared.join(", "),
-        if cores.is_empty() {
-            "-".to_string()
-        } else {
-            cores.join(", ")
-        },
-        placement.label(),
-        if beyond > 0 {
-            format!(
-                "; {beyond} thread(s) beyond the machine's {} cores ran on more cores of the same kind",
-                cfg.cores
-            )
-        } else {
-            String::new()
-        }
-    )
-}
-
-fn region_name(opts: &MixOptions) -> String {
-    let mut parts: Vec<String> = opts.functions.clone();
-    parts.extend(opts.scope.iter().map(|s| format!("{s}+callees")));
-    if parts.is_empty() {
-        "main".into()
-    } else {
-        parts.join(",")
-    }
-}
-
-fn per_function(c: &PluginOutput, info: &ElfInfo) -> Vec<FunctionCounts> {
-    let mut map: std::collections::BTreeMap<String, FunctionCounts> = Default::default();
-    for tb in &c.tbs {
-        let addr = tb.pc.wrapping_sub(c.load_bias);
-        let name = info
-            .function_at(addr)
-            .map(|s| s.name.clone())
-            .unwrap_or_else(|| "?".into());
-        let e = map.entry(name.clone()).or_insert_with(|| FunctionCounts {
-            function: name,
-            ..Default::default()
-        });
-        e.instructions += tb.instructions;
-        e.fp_instructions += tb.fp_instructions;
-        e.flops += tb.flops;
-        e.bytes += tb.bytes_loaded + tb.bytes_stored;
-    }
-    let mut v: Vec<FunctionCounts> = map.into_values().collect();
-    v.sort_by(|a, b| {
-        b.flops
-            .cmp(&a.flops)
-            .then(b.instructions.cmp(&a.instructions))
-    });
-    v
 }

@@ -1,13 +1,13 @@
 //! Exact parallel simulation by set class: one machine's cache hierarchy simulated on
 //! several CPUs, with every counter what one [`NodeSim`] gives.
 //!
-//! The decomposition is set sampling's ([`crate::setsample`]): with one line size in a
+//! The decomposition is set sampling's ([`crate::sampling::sets`]): with one line size in a
 //! hierarchy, line `x` sits in set `x mod S_j` of level `j`, so for any `P` dividing every
 //! level's set count, the lines of one residue class `x mod P` only ever meet lines of their
 //! own class, at every level, in `S_j / P` sets of their own; write-backs, fills, inclusive
 //! back-invalidations (per line, in the caches of every core sharing the level) and the
 //! switches between the threads' cores stay inside the class. A class is simulated apart in
-//! a copy of the node with `S_j / P` sets per level ([`crate::setsample::class_config`]),
+//! a copy of the node with `S_j / P` sets per level ([`crate::sampling::sets::class_config`]),
 //! fed line `x div P`: it goes through the same sets in the same order as in the full
 //! simulation, so its hits, misses, fills, write-backs and evictions are those of its lines
 //! in the full simulation, per thread. Adding up the classes gives every level counter.
@@ -52,7 +52,7 @@ use hpcscope_cachesim::{
 };
 
 use crate::error::MixError;
-use crate::setsample::{class_config, classes_of, one_line_size};
+use crate::sampling::sets::{class_config, classes_of, one_line_size};
 
 /// Forces the number of simulation threads (`1`: simulate on the reading thread); by
 /// default, the host's CPUs less those the producer keeps busy.
@@ -566,7 +566,10 @@ pub(crate) fn plan(sims: Vec<NodeSim>, spread: Spread) -> Result<Vec<Worker>, Mi
                 .iter()
                 .map(|_| NodeSim::new(small.clone(), placement.clone()))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| MixError::Run(format!("machine '{}': {e}", cfg.name)))?;
+                .map_err(|source| MixError::SimulatedMachine {
+                    machine: cfg.name.clone(),
+                    source,
+                })?;
             wk.jobs.push(Job::Parts(Parts {
                 machine: m,
                 shift,
@@ -604,8 +607,7 @@ fn shared_groups(
     };
     let placement = &shapes[first].4;
     let cfgs: Vec<_> = whole.iter().map(|&m| shapes[m].3.clone()).collect();
-    let err = |e: hpcscope_cachesim::ConfigError| MixError::Run(e.to_string());
-    let all = SharedNodes::new(&cfgs, placement).map_err(err)?;
+    let all = SharedNodes::new(&cfgs, placement)?;
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, &m) in whole.iter().enumerate() {
         let root = all.root_of(i);
@@ -619,7 +621,7 @@ fn shared_groups(
         .filter(|g| g.1.len() > 1)
         .map(|(_, machines)| {
             let cfgs: Vec<_> = machines.iter().map(|&m| shapes[m].3.clone()).collect();
-            let sim = SharedNodes::new(&cfgs, placement).map_err(err)?;
+            let sim = SharedNodes::new(&cfgs, placement)?;
             Ok((machines, Box::new(sim)))
         })
         .collect()

@@ -3,7 +3,7 @@
 
 use hpcscope_core::roofline::AccessWidths;
 
-use crate::emulate::Totals;
+use crate::engine::Totals;
 
 /// FP instructions per width in bits (scalar code at its element size), from
 /// `fp_by_width`.
@@ -67,7 +67,7 @@ pub fn describe(t: &Totals) -> Option<String> {
     if t.mem_by_width.is_empty() || total <= 0.0 {
         return None;
     }
-    let mut rows: Vec<(u32, &str, &crate::emulate::MemWidthCounts)> = t
+    let mut rows: Vec<(u32, &str, &crate::engine::MemWidthCounts)> = t
         .mem_by_width
         .iter()
         .map(|(k, m)| (k.parse::<u32>().unwrap_or(0), k.as_str(), m))
@@ -107,7 +107,7 @@ pub fn describe(t: &Totals) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emulate::{MemWidthCounts, WidthCounts};
+    use crate::engine::{MemWidthCounts, WidthCounts};
 
     fn totals() -> Totals {
         let mut t = Totals {

@@ -73,10 +73,13 @@ fn avx2_scalar_fma_is_simulated_with_its_operand_bytes() {
         &["-O2", "-march=x86-64-v3", "-fno-tree-vectorize"],
     );
     let r = analyze(&MixOptions {
-        program: bin,
-        args: vec!["20000".into(), "2".into()],
+        run: hpcscope_mix::RunSpec {
+            program: bin,
+            args: vec!["20000".into(), "2".into()],
+            functions: vec!["kernel_daxpy".into()],
+            ..Default::default()
+        },
         machines: machines(),
-        functions: vec!["kernel_daxpy".into()],
         ..Default::default()
     })
     .expect("mix");
@@ -113,10 +116,13 @@ fn threads_are_reported_one_by_one() {
     let bin = compile(dir.path(), "triad_pthreads.c", &["-O3", "-pthread"]);
     let n: u64 = 20_000;
     let r = analyze(&MixOptions {
-        program: bin,
-        args: vec![n.to_string(), "2".into(), "4".into()],
+        run: hpcscope_mix::RunSpec {
+            program: bin,
+            args: vec![n.to_string(), "2".into(), "4".into()],
+            functions: vec!["kernel_triad_chunk".into()],
+            ..Default::default()
+        },
         machines: machines(),
-        functions: vec!["kernel_triad_chunk".into()],
         ..Default::default()
     })
     .expect("mix");

@@ -3,18 +3,18 @@
 //! classes. A study, not a check: ignored by `cargo test`, run by `bench/mix/coverage.sh`,
 //! which records the streams and passes `--ignored`.
 //!
-//! Every class of sets is simulated once ([`hpcscope_mix::setsample::class_units`]); a draw
+//! Every class of sets is simulated once ([`hpcscope_mix::sampling::sets::class_units`]); a draw
 //! is `g / K` classes taken at random (the sampler's own choice is one such draw), the
 //! truth the ratio over all classes. Each draw's interval is computed as `mix` reports it
-//! ([`hpcscope_mix::sampling::ratio_estimate`] below L1,
-//! [`hpcscope_mix::sampling::miss_expansion_estimate`] for L1) and, for comparison, as the
+//! ([`hpcscope_mix::sampling::estimate::ratio_estimate`] below L1,
+//! [`hpcscope_mix::sampling::estimate::miss_expansion_estimate`] for L1) and, for comparison, as the
 //! earlier Student-t interval on the between-class residuals and the regression on the
 //! bytes `mix` used for L1 before (kept here).
 
-use hpcscope_mix::sampling::{
+use hpcscope_mix::sampling::estimate::{
     miss_expansion_estimate, ratio_estimate, regression_estimate, t_interval,
 };
-use hpcscope_mix::setsample::{chosen_classes, class_units};
+use hpcscope_mix::sampling::sets::{chosen_classes, class_units};
 use hpcscope_mix::{Placement, node};
 
 /// Tally of one interval over the draws.

@@ -122,11 +122,14 @@ fn openmp_triad_profile_has_the_static_split_x86_64() {
         };
         for t in [2u32, 4] {
             let r = analyze(&MixOptions {
-                program: bin.clone(),
-                args: vec![N.to_string(), REPS.to_string()],
+                run: hpcscope_mix::RunSpec {
+                    program: bin.clone(),
+                    args: vec![N.to_string(), REPS.to_string()],
+                    functions: vec!["kernel_triad_omp._omp_fn.0".into()],
+                    env: omp_env(t),
+                    ..Default::default()
+                },
                 machines: vec![hpcscope_core::library::builtin("graviton3").expect("built-in")],
-                functions: vec!["kernel_triad_omp._omp_fn.0".into()],
-                env: omp_env(t),
                 ..Default::default()
             })
             .expect("mix");
@@ -167,14 +170,17 @@ fn openmp_triad_profile_has_the_static_split_sve() {
         return;
     };
     let r = analyze(&MixOptions {
-        program: sve,
-        args: vec![N.to_string(), REPS.to_string()],
+        run: hpcscope_mix::RunSpec {
+            program: sve,
+            args: vec![N.to_string(), REPS.to_string()],
+            functions: vec!["kernel_triad_omp._omp_fn.0".into()],
+            // QEMU 7.2 does not report SVE accesses: the NEON build's stand for them.
+            env: omp_env(2),
+            ..Default::default()
+        },
         sve_bits: vec![128, 256, 512, 1024, 2048],
         machines: vec![hpcscope_core::library::builtin("a64fx-node").expect("built-in")],
-        functions: vec!["kernel_triad_omp._omp_fn.0".into()],
-        // QEMU 7.2 does not report SVE accesses: the NEON build's stand for them.
         cache_binary: Some(neon),
-        env: omp_env(2),
         ..Default::default()
     })
     .expect("mix");
@@ -280,12 +286,15 @@ fn a_working_set_that_fits_the_shared_l3_alone_misses_with_two_threads() {
     let per_thread = (3 << 20) / 24u64;
     let run = |threads: u32, cores: u32, placement: Placement| {
         analyze(&MixOptions {
-            program: bin.clone(),
-            args: vec![(per_thread * u64::from(threads)).to_string(), "4".into()],
+            run: hpcscope_mix::RunSpec {
+                program: bin.clone(),
+                args: vec![(per_thread * u64::from(threads)).to_string(), "4".into()],
+                functions: vec!["kernel_triad_omp._omp_fn.0".into()],
+                env: omp_env(threads),
+                placement,
+                ..Default::default()
+            },
             machines: vec![small_node(cores)],
-            functions: vec!["kernel_triad_omp._omp_fn.0".into()],
-            env: omp_env(threads),
-            placement,
             ..Default::default()
         })
         .expect("mix")

@@ -147,8 +147,11 @@ fn mix_reports_the_same_caches_with_partitioning_on_and_off() {
     let run = |workers: &str, split: &str| {
         let r = with_workers(workers, split, || {
             analyze(&MixOptions {
-                program: bin.clone(),
-                args: vec!["100000".into()],
+                run: hpcscope_mix::RunSpec {
+                    program: bin.clone(),
+                    args: vec!["100000".into()],
+                    ..Default::default()
+                },
                 machines: ["cascadelake-8260", "graviton2", "a64fx"]
                     .iter()
                     .map(|id| hpcscope_core::library::builtin(id).unwrap())

@@ -12,7 +12,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use hpcscope_mix::emulate::{self, Ending, Request, Transport};
+use hpcscope_mix::QemuEngine;
+use hpcscope_mix::engine::{Ending, Transport};
+use hpcscope_mix::run::{self, Outcome, Request};
 use hpcscope_mix::{Arch, Placement};
 use hpcscope_plugin_format::{
     END_TOP, MAGIC, MARKER_TOP, RING_MAGIC, RING_SLOT_RECORDS as SLOT_WORDS, SKIP_TOP, notice_parts,
@@ -233,10 +235,13 @@ fn threads_stream_the_same_records_through_the_ring() {
     }
 }
 
+/// The QEMU engine of these tests, its stream through `transport`.
+fn qemu(transport: Transport) -> QemuEngine {
+    QemuEngine::new("qemu-x86_64".into(), build_plugin()).via(transport)
+}
+
 fn request(bin: &Path, args: &[&str], timeout: Option<Duration>) -> Request {
     Request {
-        qemu: "qemu-x86_64".into(),
-        plugin: build_plugin(),
         program: bin.to_path_buf(),
         args: args.iter().map(|a| a.to_string()).collect(),
         arch: Arch::X86_64,
@@ -252,7 +257,7 @@ fn request(bin: &Path, args: &[&str], timeout: Option<Duration>) -> Request {
         tbs: false,
         timeout,
         sample: None,
-        plugin_gate: true,
+        stream_gate: true,
     }
 }
 
@@ -264,8 +269,8 @@ fn mix_counts_the_same_through_the_ring_and_the_pipe() {
         return;
     };
     let req = request(&bin, &["100000"], None);
-    let ring = emulate::run_via(&req, Transport::Ring).unwrap();
-    let pipe = emulate::run_via(&req, Transport::Pipe).unwrap();
+    let ring = run::run(&qemu(Transport::Ring), &req).unwrap();
+    let pipe = run::run(&qemu(Transport::Pipe), &req).unwrap();
     for o in [&ring, &pipe] {
         assert_eq!(o.ending, Ending::Success, "{}", o.stderr_tail);
     }
@@ -274,7 +279,7 @@ fn mix_counts_the_same_through_the_ring_and_the_pipe() {
     // Every counter of every level, node and thread.
     assert_eq!(ring.caches, pipe.caches);
     assert_eq!(ring.thread_caches, pipe.thread_caches);
-    let w = |o: &emulate::Outcome| o.counts.as_ref().unwrap().mem_stream.clone().unwrap();
+    let w = |o: &Outcome| o.counts.as_ref().unwrap().mem_stream.clone().unwrap();
     assert_eq!((w(&ring).records, w(&ring).dropped), (w(&pipe).records, 0));
 }
 
@@ -301,9 +306,9 @@ int main(void) {
         eprintln!("skipping: gcc cannot build the test program");
         return;
     };
-    let o = emulate::run_via(
+    let o = run::run(
+        &qemu(Transport::Ring),
         &request(&bin, &[], Some(Duration::from_secs(120))),
-        Transport::Ring,
     )
     .unwrap();
     assert_eq!(o.ending, Ending::Signal(libc::SIGKILL), "{}", o.stderr_tail);

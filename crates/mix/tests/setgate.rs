@@ -8,7 +8,9 @@ use hpcscope_test_support::build_plugin;
 use std::path::Path;
 use std::process::Command;
 
-use hpcscope_mix::emulate::{self, Ending, Request};
+use hpcscope_mix::QemuEngine;
+use hpcscope_mix::engine::Ending;
+use hpcscope_mix::run::{self, Outcome, Request};
 use hpcscope_mix::{Arch, Placement, SampleSpec};
 
 const KERNEL: &str = include_str!("data/gate.c");
@@ -31,23 +33,24 @@ fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
         .collect();
     let spec = SampleSpec::sets(8).unwrap();
     let run = |gate: bool| {
-        emulate::run(&Request {
-            qemu: "qemu-x86_64".into(),
-            plugin: build_plugin(),
-            program: bin.clone(),
-            args: vec!["100000".into()],
-            arch: Arch::X86_64,
-            sve_bits: None,
-            regions: Vec::new(),
-            scopes: Vec::new(),
-            nodes: nodes.clone(),
-            placement: Placement::Compact,
-            env: Vec::new(),
-            tbs: false,
-            timeout: None,
-            sample: Some(spec),
-            plugin_gate: gate,
-        })
+        run::run(
+            &QemuEngine::new("qemu-x86_64".into(), build_plugin()),
+            &Request {
+                program: bin.clone(),
+                args: vec!["100000".into()],
+                arch: Arch::X86_64,
+                sve_bits: None,
+                regions: Vec::new(),
+                scopes: Vec::new(),
+                nodes: nodes.clone(),
+                placement: Placement::Compact,
+                env: Vec::new(),
+                tbs: false,
+                timeout: None,
+                sample: Some(spec),
+                stream_gate: gate,
+            },
+        )
         .unwrap()
     };
     let gated = run(true);
@@ -118,29 +121,30 @@ fn two_threads_gated_and_ungated_stay_close() {
     ];
     let spec = SampleSpec::sets(8).unwrap();
     let run = |gate: bool| {
-        emulate::run(&Request {
-            qemu: "qemu-x86_64".into(),
-            plugin: build_plugin(),
-            program: bin.clone(),
-            args: vec!["1000000".into(), "4".into()],
-            arch: Arch::X86_64,
-            sve_bits: None,
-            regions: Vec::new(),
-            scopes: Vec::new(),
-            nodes: nodes.clone(),
-            placement: Placement::Compact,
-            env: vec![
-                ("OMP_NUM_THREADS".into(), "2".into()),
-                ("OMP_WAIT_POLICY".into(), "passive".into()),
-            ],
-            tbs: false,
-            timeout: None,
-            sample: Some(spec),
-            plugin_gate: gate,
-        })
+        run::run(
+            &QemuEngine::new("qemu-x86_64".into(), build_plugin()),
+            &Request {
+                program: bin.clone(),
+                args: vec!["1000000".into(), "4".into()],
+                arch: Arch::X86_64,
+                sve_bits: None,
+                regions: Vec::new(),
+                scopes: Vec::new(),
+                nodes: nodes.clone(),
+                placement: Placement::Compact,
+                env: vec![
+                    ("OMP_NUM_THREADS".into(), "2".into()),
+                    ("OMP_WAIT_POLICY".into(), "passive".into()),
+                ],
+                tbs: false,
+                timeout: None,
+                sample: Some(spec),
+                stream_gate: gate,
+            },
+        )
         .unwrap()
     };
-    let ratio = |o: &emulate::Outcome, level: usize| {
+    let ratio = |o: &Outcome, level: usize| {
         let l = &o.caches[0].levels[level];
         l.hits as f64 / (l.hits + l.misses).max(1) as f64 * 100.0
     };

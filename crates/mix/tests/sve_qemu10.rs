@@ -44,11 +44,14 @@ fn sve_triad_is_simulated_from_its_own_accesses_on_qemu10() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (n, reps) = (32_768u64, 2u64);
     let r = analyze(&MixOptions {
-        program: bin,
-        args: vec![n.to_string(), reps.to_string()],
+        run: hpcscope_mix::RunSpec {
+            program: bin,
+            args: vec![n.to_string(), reps.to_string()],
+            functions: vec!["kernel_triad".into()],
+            ..Default::default()
+        },
         sve_bits: vec![128, 512, 2048],
         machines: vec![hpcscope_core::library::builtin("a64fx").expect("built-in machine")],
-        functions: vec!["kernel_triad".into()],
         ..Default::default()
     })
     .expect("mix");

@@ -53,10 +53,13 @@ fn check(flags: &[&str], bits: u32) {
     let bin = compile(dir.path(), flags);
     let n: u64 = 20_000;
     let r = analyze(&MixOptions {
-        program: bin,
-        args: vec![n.to_string(), "2".into()],
+        run: hpcscope_mix::RunSpec {
+            program: bin,
+            args: vec![n.to_string(), "2".into()],
+            functions: vec!["kernel_triad".into()],
+            ..Default::default()
+        },
         machines: vec![hpcscope_core::library::builtin("cascadelake-8260").expect("machine")],
-        functions: vec!["kernel_triad".into()],
         native_runs: 1,
         ..Default::default()
     })

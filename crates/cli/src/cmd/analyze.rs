@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -13,6 +12,7 @@ use hpcscope_analysis::{
     AnalyzeOptions, TargetBinary, Uncharacterized, analyze, host_machine, render, scenario,
 };
 use hpcscope_core::{Machine, library, load};
+use hpcscope_mix::{MixError, RunSpec, SpecError};
 
 use crate::output::emit;
 
@@ -97,47 +97,43 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         .as_deref()
         .map(scenario::read_sweep_targets)
         .transpose()?;
-    let timeout = match a.timeout {
-        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-        Some(t) => anyhow::bail!("--timeout {t}: give a positive number of seconds"),
-        None => None,
-    };
+    let timeout = RunSpec::timeout_of(a.timeout).map_err(|_| {
+        anyhow::anyhow!(
+            "--timeout {}: give a positive number of seconds",
+            a.timeout.unwrap_or_default()
+        )
+    })?;
     let opts = AnalyzeOptions {
+        run: RunSpec {
+            // Found on PATH as a shell would, so that `analyze -- gzip ...` characterizes
+            // the gzip that the native runs time.
+            program: hpcscope_host::tools::resolve_program(&a.command[0])
+                .unwrap_or_else(|| PathBuf::from(&a.command[0])),
+            args: a.command[1..].to_vec(),
+            functions: a.functions.clone(),
+            timeout,
+            threads: a.threads,
+            placement: a.placement.clone(),
+            sample: a.sample.map(hpcscope_mix::SampleSpec::sets).transpose()?,
+            ..RunSpec::default()
+        },
         source: source.clone(),
         targets,
-        // Found on PATH as a shell would, so that `analyze -- gzip ...` characterizes the
-        // gzip that the native runs time.
-        program: hpcscope_host::tools::resolve_program(&a.command[0])
-            .unwrap_or_else(|| PathBuf::from(&a.command[0])),
-        args: a.command[1..].to_vec(),
-        functions: a.functions.clone(),
         target_binary: a.target_binary.as_ref().map(|p| TargetBinary {
             path: p.clone(),
             sve_bits: a.sve_bits,
             cache_binary: a.cache_binary.clone(),
         }),
         native_runs: a.native_runs,
-        timeout,
         application: None,
         with_trace: !a.no_trace,
-        threads: a.threads,
-        placement: a.placement.clone(),
         calibration: None,
-        sample: a.sample.map(hpcscope_mix::SampleSpec::sets).transpose()?,
         sweep_machines: sweep_targets
             .iter()
             .flat_map(|s| s.targets.iter().map(|(_, m)| m.clone()))
             .collect(),
     };
-    if a.threads == Some(0) {
-        anyhow::bail!(hpcscope_core::InputError::new(
-            "--threads",
-            "",
-            "is 0",
-            "give the number of threads to run the program with (1 or more)"
-        ));
-    }
-    let mut r = match analyze(&opts) {
+    let mut r = match analyze(&opts).map_err(phrase) {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<Uncharacterized>().is_some() => {
             // Still report what can be measured, then fail with the reason.
@@ -186,6 +182,36 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     }
     emit(&text, None)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A request the analysis refuses, in the words of `analyze`'s options.
+fn phrase(e: anyhow::Error) -> anyhow::Error {
+    if let Some(SpecError::NoThreads) = e.downcast_ref::<SpecError>() {
+        return hpcscope_core::InputError::new(
+            "--threads",
+            "",
+            "is 0",
+            "give the number of threads to run the program with (1 or more)",
+        )
+        .into();
+    }
+    if let Some(MixError::SetClasses {
+        period,
+        machine,
+        classes,
+        most,
+    }) = e.downcast_ref::<MixError>()
+    {
+        // analyze samples cache sets only: mix's other way out is not an option here.
+        return MixError::Usage {
+            message: format!(
+                "--sample {period}: machine '{machine}' has {classes} classes of cache sets (the greatest common divisor of its levels' set counts), fewer than 2 x {period}"
+            ),
+            fix: format!("give --sample {most} or less"),
+        }
+        .into();
+    }
+    e
 }
 
 /// Writes result.json and report.html into the output directory.

@@ -665,10 +665,13 @@ fn mix_suite(kernels: &[suite::Kernel]) -> Result<validate::SuiteReport> {
         let symbols: Vec<String> = b.iter().map(|k| k.symbol()).collect();
         let callees = b[0].has_callees();
         let opts = hpcscope_mix::MixOptions {
-            program: exe.clone(),
-            args,
-            functions: if callees { Vec::new() } else { symbols.clone() },
-            scope: if callees { symbols.clone() } else { Vec::new() },
+            run: hpcscope_mix::RunSpec {
+                program: exe.clone(),
+                args,
+                functions: if callees { Vec::new() } else { symbols.clone() },
+                scope: if callees { symbols.clone() } else { Vec::new() },
+                ..Default::default()
+            },
             native_runs: 0,
             application: Some("validation-kernels".into()),
             ..Default::default()

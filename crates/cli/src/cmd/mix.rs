@@ -2,13 +2,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_mix::{MixOptions, MixReport, analyze};
+use hpcscope_mix::{MixError, MixOptions, MixReport, RunSpec, SpecError, analyze};
 
-use crate::output::{Format, Table, emit, num, render, write_atomic, write_files};
+use crate::output::{Format, emit, num, render, write_atomic, write_files};
 use hpcscope_core::load;
 
 /// Arguments of `mix`.
@@ -92,30 +91,20 @@ pub enum SampleMethodArg {
     Time,
 }
 
-/// Runs the analysis; shared by `mix` and `analyze`.
+/// The options of the analysis.
 pub fn options(a: &MixArgs) -> Result<MixOptions> {
     let machines = a
         .machine
         .iter()
         .map(|m| load::machine(m))
         .collect::<Result<Vec<_>, _>>()?;
-    let timeout = match a.timeout {
-        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-        Some(t) => anyhow::bail!("--timeout {t}: give a positive number of seconds"),
-        None => None,
-    };
-    Ok(MixOptions {
+    let timeout = RunSpec::timeout_of(a.timeout).map_err(phrase)?;
+    let run = RunSpec {
         program: PathBuf::from(&a.command[0]),
         args: a.command[1..].to_vec(),
-        sve_bits: a.sve_bits.clone(),
-        machines,
         functions: a.functions.clone(),
         scope: a.scope.clone(),
-        cache_binary: a.cache_binary.clone(),
         timeout,
-        native_runs: a.native_runs,
-        application: a.application.clone(),
-        per_function: a.per_function,
         placement: a.placement.clone(),
         sample: match (a.sample, a.sample_method) {
             (Some(k), SampleMethodArg::Sets) => Some(hpcscope_mix::SampleSpec::sets(k)?),
@@ -126,12 +115,31 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
             )?),
             (None, _) => None,
         },
-        env: match a.threads {
-            Some(0) => anyhow::bail!("--threads 0: give the number of threads (1 or more)"),
-            Some(t) => vec![("OMP_NUM_THREADS".into(), t.to_string())],
-            None => Vec::new(),
-        },
+        threads: a.threads,
+        ..RunSpec::default()
+    };
+    Ok(MixOptions {
+        run,
+        sve_bits: a.sve_bits.clone(),
+        machines,
+        cache_binary: a.cache_binary.clone(),
+        native_runs: a.native_runs,
+        application: a.application.clone(),
+        per_function: a.per_function,
     })
+}
+
+/// A run specification mix refuses, in the words of its options.
+fn phrase(e: SpecError) -> anyhow::Error {
+    match e {
+        SpecError::Timeout(t) => {
+            anyhow::anyhow!("--timeout {t}: give a positive number of seconds")
+        }
+        SpecError::NoThreads => {
+            anyhow::anyhow!("--threads 0: give the number of threads (1 or more)")
+        }
+        e => e.into(),
+    }
 }
 
 /// File name of one profile.
@@ -195,155 +203,14 @@ pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// The summary table.
-pub fn summary(r: &MixReport) -> Table {
-    let mut t = Table::new(&[
-        "vector",
-        "machine",
-        "FLOPs",
-        "FP instr",
-        "FLOPs/FP instr",
-        "bytes",
-        "bytes per level",
-        "OI L1",
-    ]);
-    for v in &r.variants {
-        for p in &v.profiles {
-            // All threads: mix writes bytes per level for each.
-            let th = all_threads(p);
-            let bpl = th.memory.bytes_per_level.as_ref().map(|l| {
-                let total: f64 = l.iter().map(|x| x.bytes).sum();
-                l.iter()
-                    .map(|x| {
-                        format!(
-                            "{} {:.1}%",
-                            x.level,
-                            if total > 0.0 {
-                                100.0 * x.bytes / total
-                            } else {
-                                0.0
-                            }
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            });
-            let total: f64 = th
-                .memory
-                .bytes_per_level
-                .as_ref()
-                .map(|l| l.iter().map(|x| x.bytes).sum())
-                .unwrap_or(0.0);
-            t.row(vec![
-                v.sve_bits
-                    .map(|b| format!("SVE {b}"))
-                    .unwrap_or_else(|| format!("{} bits", p.vector_bits)),
-                p.machine.clone().unwrap_or_default(),
-                num(th.flops, 4),
-                num(th.fp_instructions, 4),
-                if th.fp_instructions > 0.0 {
-                    num(th.flops / th.fp_instructions, 4)
-                } else {
-                    "-".into()
-                },
-                num(total, 4),
-                bpl.unwrap_or_default(),
-                if total > 0.0 {
-                    num(th.flops / total, 4)
-                } else {
-                    "-".into()
-                },
-            ]);
-        }
-    }
-    t
-}
-
-/// The threads of a profile's first region summed into one (bytes per level added level
-/// by level, the longest time).
-fn all_threads(p: &hpcscope_core::Profile) -> hpcscope_core::profile::ThreadMetrics {
-    let ths = &p.regions[0].threads;
-    let mut out = ths[0].clone();
-    for t in &ths[1..] {
-        out.flops += t.flops;
-        out.fp_instructions += t.fp_instructions;
-        for (o, x) in [
-            (&mut out.loads, t.loads),
-            (&mut out.stores, t.stores),
-            (&mut out.instructions, t.instructions),
-        ] {
-            *o = o.zip(x).map(|(a, b)| a + b);
-        }
-        out.time_s = match (out.time_s, t.time_s) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        if let (Some(a), Some(b)) = (
-            out.memory.bytes_per_level.as_mut(),
-            t.memory.bytes_per_level.as_ref(),
-        ) {
-            for (x, y) in a.iter_mut().zip(b) {
-                x.bytes += y.bytes;
-            }
-        }
-    }
-    out
-}
-
-/// One row per thread of the first machine's profile: counts and bytes per level.
-fn thread_table(r: &MixReport) -> Option<Table> {
-    let v = r.variants.first()?;
-    let p = v.profiles.first()?;
-    let ths = &p.regions[0].threads;
-    if ths.len() < 2 {
-        return None;
-    }
-    let levels: Vec<String> = ths[0]
-        .memory
-        .bytes_per_level
-        .iter()
-        .flatten()
-        .map(|l| format!("bytes {}", l.level))
-        .collect();
-    let mut head = vec![
-        "thread".to_string(),
-        "core".into(),
-        "FLOPs".into(),
-        "FP instr".into(),
-        "time (s)".into(),
-    ];
-    head.extend(levels);
-    let head: Vec<&str> = head.iter().map(String::as_str).collect();
-    let mut t = Table::new(&head);
-    for th in ths {
-        let core = v
-            .thread_caches
-            .first()
-            .and_then(|c| c.iter().find(|x| x.thread == th.thread))
-            .map_or("-".to_string(), |x| x.core.to_string());
-        let mut row = vec![
-            th.thread.to_string(),
-            core,
-            num(th.flops, 4),
-            num(th.fp_instructions, 4),
-            th.time_s.map_or("-".into(), |x| num(x, 4)),
-        ];
-        row.extend(
-            th.memory
-                .bytes_per_level
-                .iter()
-                .flatten()
-                .map(|l| num(l.bytes, 4)),
-        );
-        t.row(row);
-    }
-    Some(t)
-}
-
 /// Runs `mix`.
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
-    let r = analyze(&opts)?;
+    // (The specification is checked by the analysis, before anything runs.)
+    let r = analyze(&opts).map_err(|e| match e {
+        MixError::Spec(s) => phrase(s),
+        e => e.into(),
+    })?;
     let mut pre = vec![format!(
         "{} ({}, {}){}",
         r.program,
@@ -362,7 +229,7 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
         ));
     }
     let mut epi: Vec<String> = Vec::new();
-    if let Some(t) = thread_table(&r)
+    if let Some(t) = hpcscope_mix::view::thread_table(&r)
         && matches!(a.format, Format::Table)
     {
         epi.push(format!(
@@ -487,15 +354,14 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
             (t.bytes_loaded + t.bytes_stored).into(),
         );
         for p in &v.profiles {
-            let th = all_threads(p);
-            for lb in th.memory.bytes_per_level.iter().flatten() {
+            let th = hpcscope_mix::view::all_threads(p)?;
+            for (level, bytes) in th.levels.iter().zip(&th.bytes) {
                 numbers.insert(
                     format!(
-                        "{key}.{}.bytes_{}",
+                        "{key}.{}.bytes_{level}",
                         p.machine.as_deref().unwrap_or("machine"),
-                        lb.level
                     ),
-                    lb.bytes.into(),
+                    (*bytes).into(),
                 );
             }
             if let Some(ts) = th.time_s {
@@ -510,9 +376,13 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
     )? {
         epi.push(line);
     }
-    emit(&render(a.format, &r, &pre, &summary(&r), &epi)?, None)?;
+    emit(
+        &render(a.format, &r, &pre, &hpcscope_mix::view::summary(&r)?, &epi)?,
+        None,
+    )?;
+    // Partial counts (a crash, a failure, the time limit) are a finding.
     Ok(if partial {
-        ExitCode::from(1)
+        crate::exit::finding()
     } else {
         ExitCode::SUCCESS
     })

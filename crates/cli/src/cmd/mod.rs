@@ -19,3 +19,4 @@ pub mod regress;
 pub mod roofline;
 pub mod schema;
 pub mod trace;
+pub mod validate;

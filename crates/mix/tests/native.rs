@@ -8,15 +8,15 @@ mod common;
 use std::path::Path;
 
 use hpcscope_mix::elf::ElfInfo;
-use hpcscope_mix::sample;
+use hpcscope_mix::native;
 
 const SPIN: &str = include_str!("data/spin.c");
 
 /// Samples of the program with `n` iterations, and those inside `spin`.
-fn sample_spin(bin: &Path, n: &str) -> Option<sample::Sampled> {
+fn sample_spin(bin: &Path, n: &str) -> Option<native::Sampled> {
     let info = ElfInfo::read(bin).unwrap();
     let f = info.function("spin", bin).unwrap();
-    let s = sample::run(
+    let s = native::run(
         bin,
         &[n.to_string()],
         &[(f.addr, f.addr + f.size)],

@@ -24,10 +24,10 @@
 //! sampling: the class is the unit), its interval a Wilson score interval on the effective
 //! number of accesses (design effect from the between-class residuals, Student's t for the
 //! few classes, the finite-population correction `1 - n/g`; see
-//! [`crate::sampling::ratio_estimate`]). L1, whose accesses are all the program's and are
+//! [`super::estimate::ratio_estimate`]). L1, whose accesses are all the program's and are
 //! counted (the plugin counts those it leaves out), has its misses expanded from the
 //! measured classes over those known accesses instead
-//! ([`crate::sampling::miss_expansion_estimate`]): a level whose hits sit in a few hot
+//! ([`super::estimate::miss_expansion_estimate`]): a level whose hits sit in a few hot
 //! classes while its misses are spread no longer swings with whether the hot classes were
 //! drawn. Counters are extrapolated per thread by the bytes of all its accesses over the
 //! bytes of the simulated ones, then L1's to its estimate and everything its misses drive
@@ -44,11 +44,9 @@ use hpcscope_cachesim::{
 };
 use hpcscope_plugin_format::{Demux, Event, ReadError};
 
+use super::estimate::{ExpansionFit, bytes_half_width, ratio_estimate};
+use super::{LevelEstimate, MachineSampling, SampleSpec, SamplingReport, scale_level};
 use crate::error::MixError;
-use crate::sampling::{
-    ExpansionFit, LevelEstimate, MachineSampling, SampleSpec, SamplingReport, bytes_half_width,
-    ratio_estimate, scale_level,
-};
 
 /// Greatest common divisor.
 fn gcd(a: u64, b: u64) -> u64 {
@@ -209,15 +207,11 @@ impl SetSampler {
             let (g, line_shift) = classes_of(n);
             let chosen = g / spec.period;
             if chosen < 2 {
-                return Err(MixError::Usage {
-                    message: format!(
-                        "--sample {}: machine '{}' has {g} classes of cache sets (the greatest common divisor of its levels' set counts), fewer than 2 x {}",
-                        spec.period, n.name, spec.period
-                    ),
-                    fix: format!(
-                        "give --sample {} or less, or --sample-method time",
-                        (g / 2).max(1)
-                    ),
+                return Err(MixError::SetClasses {
+                    period: spec.period,
+                    machine: n.name.clone(),
+                    classes: g,
+                    most: (g / 2).max(1),
                 });
             }
             let mut slot = vec![u32::MAX; g as usize];
@@ -227,8 +221,7 @@ impl SetSampler {
             let small = class_config(n, g);
             let sims = (0..chosen)
                 .map(|_| NodeSim::new(small.clone(), placement.clone()))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| MixError::Run(e.to_string()))?;
+                .collect::<Result<Vec<_>, _>>()?;
             machines.push(Classes {
                 name: n.name.clone(),
                 line_shift,

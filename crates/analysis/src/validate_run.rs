@@ -1,0 +1,233 @@
+//! The `validate` workflow: the protocol's builds (bundled or the user's) characterized,
+//! projected and timed ([`crate::validate`]), the node section at node scope
+//! ([`crate::node_validate`]), an optional fit of the calibration, and what to write and
+//! print. The command line checks its options and writes the files.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use hpcscope_core::point::Calibration;
+
+use crate::node_validate::{
+    node_validation_section, node_validation_text, node_values_check, summarize_node, validate_node,
+};
+use crate::validate::{self as v, Build, ProtocolOptions};
+use crate::workloads::{Workload, build, build_protocol};
+
+/// What to validate.
+#[derive(Debug, Clone)]
+pub struct ValidateOptions {
+    /// Output directory (the builds go under `build/`).
+    pub output: PathBuf,
+    /// The source machine (built-in id or file; None: this machine, measured once).
+    pub machine: Option<String>,
+    /// The bundled workloads (core scope) and the OpenMP ones (node scope).
+    pub workloads: (Vec<&'static Workload>, Vec<&'static Workload>),
+    /// Timed native runs per build.
+    pub native_runs: u32,
+    /// Threads of the node pairs (bundled protocol; None: this machine's CPUs).
+    pub threads: Option<u32>,
+    /// The user's builds (empty: the bundled protocol), their arguments and region.
+    pub builds: Vec<Build>,
+    /// The user's builds' arguments.
+    pub args: Vec<String>,
+    /// The user's builds' region (a function), if any.
+    pub function: Option<String>,
+    /// The calibration to check the pairs with.
+    pub calibration: Calibration,
+    /// Fit a calibration on this run's vector-width pairs too, to be written there.
+    pub calibrate: Option<PathBuf>,
+}
+
+/// The calibration fit asked for has no pair to fit on (the bundled protocol's gcc -O3
+/// vector-width pairs).
+#[derive(Debug)]
+pub struct NoPairsToFit;
+
+impl std::fmt::Display for NoPairsToFit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "no vector-width pair to fit on (they come from the bundled protocol's gcc -O3 builds)",
+        )
+    }
+}
+
+impl std::error::Error for NoPairsToFit {}
+
+impl hpcscope_core::Classify for NoPairsToFit {
+    fn kind(&self) -> hpcscope_core::ErrorKind {
+        hpcscope_core::ErrorKind::Input
+    }
+}
+
+/// What `validate` found: the files to write, in order, and the text to print.
+#[derive(Debug, Clone)]
+pub struct ValidateRun {
+    /// The fitted calibration (TOML), with its path.
+    pub calibration_file: Option<(PathBuf, String)>,
+    /// `validation.json` and the charts, with their paths.
+    pub files: Vec<(PathBuf, String)>,
+    /// The summary to print.
+    pub text: String,
+}
+
+/// Runs the validation protocol; `progress` hears each step.
+pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> {
+    let (ws, nws) = &o.workloads;
+    let model = &o.calibration;
+    let mut notes = Vec::new();
+    let groups = if o.builds.is_empty() {
+        let builds = build_protocol(
+            &o.output.join("build"),
+            &ws.iter().map(|w| w.name).collect::<Vec<_>>(),
+            &mut notes,
+        )?;
+        v::bundled_groups(ws, &builds)
+    } else {
+        vec![v::user_group(
+            o.builds.clone(),
+            o.args.clone(),
+            o.function.clone(),
+        )]
+    };
+    let m = &crate::host_machine::source_machine(o.machine.as_deref())?;
+    let load_before = hpcscope_host::facts::loadavg();
+    let started = std::time::Instant::now();
+    let protocol = v::run(
+        m,
+        &groups,
+        &ProtocolOptions {
+            runs: o.native_runs,
+            calibration: Some(model.clone()),
+        },
+        progress,
+    )?;
+    let load_after = hpcscope_host::facts::loadavg();
+    notes.extend(protocol.notes.iter().cloned());
+    let s = v::summarize(&protocol.pairs);
+    // At node scope (bundled protocol only): the OpenMP workloads from one thread to N, and
+    // SSE2 <-> AVX2 at N threads.
+    let (nv, warnings, threads) = if o.builds.is_empty() && !nws.is_empty() {
+        let threads = crate::workloads::node_threads(o.threads)?;
+        let nbuilds = build(
+            &o.output.join("build"),
+            &nws.iter().map(|w| w.name).collect::<Vec<_>>(),
+            &mut notes,
+        )?;
+        let nv = validate_node(
+            m,
+            nws,
+            &nbuilds,
+            threads,
+            o.native_runs,
+            Some(model),
+            progress,
+        )?;
+        let warnings = if nv.is_empty() {
+            Vec::new()
+        } else {
+            node_values_check(m)
+        };
+        (nv, warnings, threads)
+    } else {
+        (Vec::new(), Vec::new(), 0)
+    };
+    let ns = summarize_node(&nv);
+    // After the node section too (load_after closes the core protocol, which a fit uses).
+    let load_end = hpcscope_host::facts::loadavg();
+    let fitted = match &o.calibrate {
+        Some(path) => {
+            let prov = format!(
+                "fitted by hpcscope {} validate --calibrate on {} ({}), {}, {} timed runs per build; load average {} before, {} after",
+                env!("CARGO_PKG_VERSION"),
+                m.name,
+                m.id,
+                hpcscope_host::time::utc_now(),
+                o.native_runs,
+                load_text(load_before),
+                load_text(load_after)
+            );
+            let Some(fit) = v::calibrate(&protocol.pairs, &prov) else {
+                return Err(NoPairsToFit.into());
+            };
+            Some((path.clone(), fit))
+        }
+        None => None,
+    };
+    let mut files = Vec::new();
+    files.push((
+        o.output.join("validation.json"),
+        // Keys sorted at every level, as validation.json has always been written.
+        serde_json::to_string_pretty(&serde_json::to_value(v::ValidationFile {
+            builds: protocol.builds.clone(),
+            calibration: model.clone(),
+            fitted_calibration: fitted.as_ref().map(|(_, f)| f.clone()),
+            load_average_after: load_end,
+            load_average_before: load_before,
+            machine: m.id.clone(),
+            node: v::NodeSection {
+                results: nv.clone(),
+                summary: ns.clone(),
+                threads,
+                warnings: warnings.clone(),
+            },
+            notes: notes.clone(),
+            pairs: protocol.pairs.clone(),
+            seconds: started.elapsed().as_secs_f64(),
+            summary: s.clone(),
+        })?)?
+            + "\n",
+    ));
+    let sec = v::validation_section(&protocol.pairs, m);
+    for (i, svg) in sec.svgs.iter().enumerate() {
+        let name = if sec.svgs.len() == 1 {
+            "validation.svg".to_string()
+        } else {
+            format!("validation-{}.svg", i + 1)
+        };
+        files.push((o.output.join(name), svg.clone()));
+    }
+    if !nv.is_empty() {
+        let sec = node_validation_section(&nv, m);
+        files.push((o.output.join("validation-node.svg"), sec.svgs[0].clone()));
+    }
+    let mut text = v::validation_text(&protocol.pairs, &s);
+    if !nv.is_empty() {
+        text.push_str(&node_validation_text(&nv, &ns));
+    }
+    for w in &warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    text.push_str(&format!(
+        "load average (1, 5, 15 min): {} before, {} after; {:.0} s\n",
+        load_text(load_before),
+        load_text(load_end),
+        started.elapsed().as_secs_f64()
+    ));
+    if let Some((path, f)) = &fitted {
+        text.push_str(&format!(
+            "fitted calibration: point rule {} on {} pairs, median error {:.1} %, 90 % within {:.1} %; interval margin {:.1} % for {:.0} % coverage: written to {}\n",
+            f.point.method.describe(f.point.parameter),
+            f.point.error.pairs,
+            f.point.error.median * 100.0,
+            f.point.error.p90 * 100.0,
+            f.interval.margin * 100.0,
+            f.interval.coverage * 100.0,
+            path.display()
+        ));
+    }
+    for n in &notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    Ok(ValidateRun {
+        calibration_file: fitted.map(|(p, f)| (p, f.to_toml_string())),
+        files,
+        text,
+    })
+}
+
+fn load_text(l: Option<[f64; 3]>) -> String {
+    l.map_or("unknown".into(), |l| {
+        format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])
+    })
+}
