@@ -497,8 +497,6 @@ pub fn node_threads(t: Option<u32>) -> Result<u32> {
             "the node section compares one thread with several: give 2 or more"
         )),
         Some(t) => Ok(t),
-        None => Ok(std::thread::available_parallelism()
-            .map_or(2, |n| n.get() as u32)
-            .max(2)),
+        None => Ok(hpcscope_host::facts::logical_cpus().max(2)),
     }
 }

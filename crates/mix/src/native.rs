@@ -280,8 +280,8 @@ fn run_with(
     // accepts per-CPU ones (as `perf record` does).
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() };
-    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ncpu = online_cpus().unwrap_or(ncpu);
+    let ncpu = hpcscope_host::topology::possible_cpus()
+        .unwrap_or_else(|| hpcscope_host::facts::logical_cpus() as usize);
     let mut rings: Vec<Ring> = (0..ncpu as i32)
         .filter_map(|c| Ring::open(me, c, 1_000_000_000 / freq_hz.max(1)))
         .collect();
@@ -440,9 +440,3 @@ pub fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot, crate::Mi
     })
 }
 
-/// Number of CPUs the kernel has (online or not), from sysfs.
-fn online_cpus() -> Option<usize> {
-    let t = std::fs::read_to_string("/sys/devices/system/cpu/possible").ok()?;
-    let last = t.trim().rsplit(['-', ',']).next()?.parse::<usize>().ok()?;
-    Some(last + 1)
-}

@@ -248,7 +248,7 @@ pub(crate) fn read_source(
     reserved: usize,
     sample: Option<SampleSpec>,
 ) -> Result<(Vec<Simulated>, u64, Option<SampledResult>), MixError> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = hpcscope_host::facts::logical_cpus() as usize;
     let spread = crate::partition::spread(
         &sims,
         crate::partition::simulation_cpus(cpus, reserved, sims.len()),
