@@ -439,4 +439,3 @@ pub fn hottest(binary: &Path, args: &[String], hz: u64) -> Result<Hot, crate::Mi
         success: s.success,
     })
 }
-
