@@ -227,3 +227,39 @@ fn pop_eq_3_12_factors_from_instructions_and_cycles() {
     assert!(o.status.success());
     assert!(text.contains("gives no instructions and cycles"), "{text}");
 }
+
+/// Numbers on the command line are checked as the same numbers in a file are: a negative
+/// process count printed a negative time, a clock of NaN printed "NaN GHz".
+#[test]
+fn command_line_numbers_out_of_range_are_refused() {
+    let runs = models_data("runs_amdahl.csv");
+    let dag = models_data("cftb040.dag");
+    for (args, what) in [
+        (
+            vec![
+                "model".into(),
+                "scaling".into(),
+                runs.clone(),
+                "--predict=-5".into(),
+            ],
+            "-5 is not a process count",
+        ),
+        (
+            vec![
+                "model".into(),
+                "peak".into(),
+                "--dag".into(),
+                dag.clone(),
+                "--clock-ghz".into(),
+                "nan".into(),
+            ],
+            "is NaN; give a number in GHz",
+        ),
+    ] {
+        let o = bin!().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing is printed");
+    }
+}

@@ -1,6 +1,7 @@
 //! `hpcscope model fit` and `model predict`: CPIs fitted to measured variants, and the
 //! difference model.
 
+use crate::args::number;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -41,10 +42,10 @@ pub struct FitArgs {
     #[arg(long, default_value_t = 40)]
     pub hops: usize,
     /// Lower bound of every CPI.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = number::positive)]
     pub cpi_min: f64,
     /// Upper bound of every CPI.
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, value_parser = number::positive)]
     pub cpi_max: f64,
     /// Scheduler placement rule.
     #[arg(long, value_enum, default_value_t)]
@@ -69,13 +70,13 @@ pub struct PredictArgs {
     #[arg(long, default_value = "skylake")]
     pub ports: String,
     /// R_c of the constant-R_c baseline.
-    #[arg(long)]
+    #[arg(long, value_parser = number::positive)]
     pub rc: Option<f64>,
     /// Clock in GHz, to convert cycles to time (eq. 5.2).
-    #[arg(long)]
+    #[arg(long, value_parser = number::ghz)]
     pub clock_ghz: Option<f64>,
     /// Loop iterations of the busiest thread (eq. 5.1).
-    #[arg(long)]
+    #[arg(long, value_parser = number::count)]
     pub iters: Option<f64>,
     /// Scheduler placement rule.
     #[arg(long, value_enum, default_value_t)]

@@ -1,6 +1,7 @@
 //! `hpcscope model kernel` and `model peak`: a binary's loops by class, and theoretical
 //! peak from a DAG or a binary's main loop.
 
+use crate::args::number;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
@@ -71,7 +72,7 @@ pub struct PeakArgs {
     #[arg(long)]
     pub cpi: Option<String>,
     /// Clock, GHz.
-    #[arg(long, default_value_t = 3.85)]
+    #[arg(long, default_value_t = 3.85, value_parser = number::ghz)]
     pub clock_ghz: f64,
 }
 

@@ -1,6 +1,7 @@
 //! `hpcscope model scaling`, `pop`, `compose` and `decompose`: scaling laws, POP
 //! efficiencies, the kernel-composition model and the time decomposition.
 
+use crate::args::number;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -20,7 +21,7 @@ pub struct ScalingArgs {
     #[arg(long)]
     pub weak: bool,
     /// Process counts to predict.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = number::processes)]
     pub predict: Vec<f64>,
 }
 

@@ -1,6 +1,7 @@
 //! `hpcscope model strong` and `model dt`: strong scaling capped by the data-throughput
 //! kernel, and the kernel's measurement.
 
+use crate::args::number;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
@@ -14,7 +15,7 @@ pub struct StrongArgs {
     #[arg(required_unless_present_any = ["measure", "dt"], conflicts_with_all = ["measure", "dt"])]
     pub table: Option<PathBuf>,
     /// Predicted (or measured) cycles per iteration of the target loop.
-    #[arg(long)]
+    #[arg(long, value_parser = number::positive)]
     pub cycles: f64,
     /// Measure the data-throughput kernel and the clock now, at each of --threads.
     #[arg(long, conflicts_with = "dt")]
@@ -30,11 +31,11 @@ pub struct StrongArgs {
     pub dt_mib: Option<f64>,
     /// Loop iterations of each thread, the same at every thread count (weak-scaled, as
     /// the thesis runs the proxy).
-    #[arg(long, conflicts_with = "total_iters")]
+    #[arg(long, conflicts_with = "total_iters", value_parser = number::count)]
     pub iters: Option<f64>,
     /// Loop iterations of the whole problem, split evenly: the busiest thread does
     /// ceil(N / t).
-    #[arg(long)]
+    #[arg(long, value_parser = number::count)]
     pub total_iters: Option<f64>,
     /// Measured runtimes to compare with: CSV threads,seconds.
     #[arg(long, conflicts_with = "program")]
@@ -44,13 +45,13 @@ pub struct StrongArgs {
     #[arg(long, conflicts_with_all = ["table", "iters", "total_iters"])]
     pub partition: Option<PathBuf>,
     /// Halo-exchange latency alpha of eq. 3.2, microseconds.
-    #[arg(long, default_value_t = 0.0, requires = "partition")]
+    #[arg(long, default_value_t = 0.0, requires = "partition", value_parser = number::non_negative)]
     pub alpha_us: f64,
     /// Halo-exchange bandwidth 1/beta of eq. 3.2, GB/s (default: no transfer cost).
-    #[arg(long, requires = "partition")]
+    #[arg(long, requires = "partition", value_parser = number::gbs)]
     pub bandwidth_gbs: Option<f64>,
     /// Bytes per halo element B of eq. 3.2.
-    #[arg(long, default_value_t = 0.0, requires = "partition")]
+    #[arg(long, default_value_t = 0.0, requires = "partition", value_parser = number::count)]
     pub bytes_per_element: f64,
     /// A program to run at each thread count (OMP_NUM_THREADS=t); its wall time is the
     /// measured runtime the prediction is compared with.
