@@ -10,6 +10,7 @@
 //! * [`render`]: an analysis as text and HTML report sections;
 //! * [`scenario`]: scenario files resolved into machines and profiles (shared by `explore`
 //!   and `analyze --scenario`);
+//! * [`project`]: a profiled binary projected from one machine to another, and validated;
 //! * [`validate`]: the seeds' validation protocol on builds measurable here;
 //!   [`node_validate`]: the same at node scope (thread counts, vector widths);
 //! * [`workloads`], [`demo`]: the bundled reference workloads and the demo over them;
@@ -27,6 +28,7 @@ pub mod host_machine;
 pub mod hosts;
 pub mod node;
 pub mod node_validate;
+pub mod project;
 pub mod render;
 pub mod resim;
 pub mod scenario;

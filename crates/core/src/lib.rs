@@ -18,6 +18,7 @@ pub mod library;
 pub mod load;
 pub mod machine;
 pub mod node;
+pub mod placement;
 pub mod point;
 pub mod profile;
 pub mod project;
@@ -26,6 +27,7 @@ pub mod roofline;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stats;
+pub mod view;
 
 pub use error::{Error, InputError, Result};
 pub use kind::{Classify, ErrorKind, Failure};

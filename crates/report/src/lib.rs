@@ -36,24 +36,19 @@
 //! ```
 #![deny(missing_docs)]
 
-mod axis;
+pub mod axis;
 mod bars;
-mod chart;
-mod explore;
+pub mod chart;
 pub mod fmt;
 mod html;
 mod line;
-mod roofline;
-mod roofs;
-mod svg;
+pub mod roofs;
+pub mod svg;
 pub mod table;
+pub mod text;
 
 pub use bars::{BarOptions, BarSeries, bar_chart_svg};
-pub use explore::{
-    SpeedupRow, ValidationRow, explore_svg, points_table, ridge_table, speedup_svg, validation_svg,
-};
 pub use html::{Section, html_page, html_table};
 pub use line::{ChartOptions, Series, line_chart_svg};
-pub use roofline::{projection_svg, roofline_svg};
 pub use svg::escape;
 pub use table::{Format, Table, render};

@@ -10,9 +10,9 @@ use hpcscope_core::explore::{ExploreResult, ridge_diagnostics, sweep_with};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::Inputs;
 use hpcscope_core::project::Options;
-use hpcscope_report::{points_table, ridge_table};
+use hpcscope_core::view::explore::ExploreText;
 
-use crate::output::{emit_with, num, render};
+use crate::output::emit_with;
 
 /// Arguments of `explore`.
 #[derive(Args, Debug)]
@@ -261,64 +261,26 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             },
         )?));
     }
-    let t = points_table(&result.points);
-    let pre = vec![
-        s.name.clone(),
-        format!(
-            "source: {} at {} GFLOP/s",
-            r.source_machine.name,
-            num(r.source_gflops, 4)
-        ),
-    ];
-    let mut pre = pre;
-    if peak != hpcscope_core::machine::PeakChoice::Listed {
-        pre.push(format!(
-            "peak: {peak} ({})",
-            r.source_machine
-                .peak(s.precision)
-                .map(|p| p.provenance.clone())
-                .unwrap_or_default()
-        ));
-    }
-    if !outcome.resim.metrics.is_empty() {
-        let same_run = if outcome.from_mix_run > 0 {
-            format!(", {} from the profiles' own mix runs", outcome.from_mix_run)
-        } else {
-            String::new()
-        };
-        pre.push(format!(
-            "re-simulated: {} design point(s) on caches other than their profile's ({} geometr{} simulated in {} mix run(s), {} from the cache in {}{same_run})",
-            outcome.resim.metrics.len(),
-            outcome.simulated,
-            if outcome.simulated == 1 { "y" } else { "ies" },
-            outcome.runs,
-            outcome.cached,
-            resim_dir.display()
-        ));
-    }
-    let mut post = Vec::new();
-    for n in &outcome.notes {
-        post.push(format!("note: {n}"));
-    }
-    if !a.command.is_empty() && outcome.resim.changed.is_empty() {
-        post.push(
-            "note: every target has the caches its variants' profiles were simulated for, so the program after -- was not run (the profiles' bytes per level hold)".to_string(),
-        );
-    }
-    if !result.ridge.is_empty() {
-        post.push(
-            "OI - ridge at the first level with a roofline (thesis section 7.4.1, Fig. 7.5): below 0 that level's bandwidth binds, so a faster memory can help; at or above 0 the binary is compute-bound there and it cannot:".to_string(),
-        );
-        post.extend(ridge_table(&result.ridge).text().lines().map(String::from));
-    }
-    for w in &result.approximate {
-        post.push(format!("approximate: {w}"));
-    }
-    let text = render(a.out.format, &result, &pre, &t, &post)?;
+    let peak_provenance = r
+        .source_machine
+        .peak(s.precision)
+        .map(|p| p.provenance.clone())
+        .unwrap_or_default();
+    let text = hpcscope_core::view::explore::render(
+        a.out.format,
+        &result,
+        &ExploreText {
+            source_name: &r.source_machine.name,
+            peak_provenance: &peak_provenance,
+            resim_dir: &resim_dir,
+            notes: &outcome.notes,
+            program_not_run: !a.command.is_empty() && outcome.resim.changed.is_empty(),
+        },
+    )?;
     let svg = a.svg.as_ref().map(|p| {
         (
             p.as_path(),
-            hpcscope_report::explore_svg(&result.points, &s.name, r.source_gflops),
+            hpcscope_core::view::explore_svg(&result.points, &s.name, r.source_gflops),
         )
     });
     let files: Vec<(&std::path::Path, &str)> = svg.iter().map(|(p, s)| (*p, s.as_str())).collect();

@@ -12,7 +12,7 @@ use hpcscope_job::rank::{Exit, Outcome};
 use hpcscope_trace::mpitime::MpiTime;
 use hpcscope_trace::{FunctionSpec, Probes, TraceOptions, TraceOutcome};
 
-use crate::output::{Format, Table, emit, emit_with, render};
+use crate::output::{Format, emit, emit_with};
 
 /// Arguments of `trace`.
 #[derive(Args, Debug)]
@@ -136,54 +136,6 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
     })
 }
 
-/// Intervals of the rate series shown one per row in the text view; more are summarized.
-const MAX_RATE_ROWS: usize = 30;
-
-/// Text rendering: one table per level, then the notes.
-pub fn text(out: &TraceOutcome) -> String {
-    let r = &out.report;
-    let mut s = format!(
-        "trace of {} ({:.3} s{}{})\n",
-        r.target,
-        r.duration_s,
-        if r.partial { ", partial" } else { "" },
-        match (r.exit_code, r.exit_signal) {
-            (Some(c), _) => format!(", exit code {c}"),
-            (None, Some(s)) => format!(", killed by signal {s}"),
-            _ => String::new(),
-        }
-    );
-    for mut t in r.tables() {
-        if t.title == "rate" && t.rows.len() > MAX_RATE_ROWS {
-            // A long trace: the summary here, every interval in the JSON and the HTML.
-            let n = t.rows.len();
-            t = r.rates.as_ref().map(|x| x.summary()).unwrap_or(t);
-            t.title = format!(
-                "rate summary ({n} intervals of {} s: each one in --format json and --html)",
-                r.rates.as_ref().map_or(0.0, |x| x.interval_s)
-            );
-        }
-        let mut table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
-        for row in t.rows {
-            table.row(row);
-        }
-        s.push_str(&format!("\n[{}]\n", t.title));
-        s.push_str(&table.text());
-    }
-    if let Some(p) = &out.profile {
-        s.push_str(&format!(
-            "\n[hot functions] {} samples at {} Hz\n",
-            p.total(),
-            p.hz
-        ));
-        s.push_str(&p.hot_table(15).text());
-    }
-    for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
-}
-
 /// Runs `trace`.
 pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     if let Some(f) = &a.list_usdt {
@@ -201,26 +153,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
         let json = serde_json::to_string(&out.report.chrome_trace())?;
         files.push((path, json + "\n"));
     }
-    let text = match a.format {
-        Format::Table => text(&out),
-        Format::Json => serde_json::to_string_pretty(&out)? + "\n",
-        f => {
-            // CSV and Markdown: the per-thread table, the finest level with every probe.
-            let tables = out.report.tables();
-            let t = tables
-                .iter()
-                .find(|t| t.title == "thread")
-                .or_else(|| tables.last());
-            let mut table = Table::new(&[]);
-            if let Some(t) = t {
-                table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
-                for row in &t.rows {
-                    table.row(row.clone());
-                }
-            }
-            render(f, &out, &[], &table, &out.report.notes)?
-        }
-    };
+    let text = hpcscope_trace::view::render(a.format, &out)?;
     if let Some(path) = &a.html {
         let sections = hpcscope_trace::report::html_sections(&out.report, out.profile.as_ref());
         let page = hpcscope_report::html_page(
@@ -245,33 +178,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
 fn list_usdt(a: &TraceArgs, file: &str) -> Result<ExitCode> {
     let path = hpcscope_trace::linux::usdt_file(file)?;
     let probes = hpcscope_trace::usdt::probes_in(&path)?;
-    let mut t = Table::new(&["probe", "sites", "semaphore", "arguments"]);
-    for p in &probes {
-        t.row(vec![
-            p.id(),
-            p.sites.len().to_string(),
-            p.sites
-                .iter()
-                .find(|s| s.semaphore != 0)
-                .map(|s| format!("{:#x}", s.semaphore))
-                .unwrap_or_else(|| "-".into()),
-            p.sites
-                .first()
-                .map(|s| s.arguments.clone())
-                .unwrap_or_default(),
-        ]);
-    }
-    let pre = vec![format!(
-        "{}: {} USDT probe(s){}",
-        path.display(),
-        probes.len(),
-        if probes.is_empty() {
-            " (no .note.stapsdt notes)"
-        } else {
-            ""
-        }
-    )];
-    let text = render(a.format, &probes, &pre, &t, &[])?;
+    let text = hpcscope_trace::view::usdt_probes(a.format, &path, &probes)?;
     emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
