@@ -7,6 +7,8 @@ use hpcscope_report::{Format, Table};
 
 use crate::TraceOutcome;
 use crate::doctor::Doctor;
+use crate::perf_script::{FunctionDelta, Imported};
+use crate::profile::Profile;
 use crate::usdt::UsdtProbe;
 
 /// Intervals of the rate series shown one per row in the text view; more are summarized.
@@ -136,4 +138,90 @@ pub fn doctor(format: Format, d: &Doctor) -> Result<String, serde_json::Error> {
         vec!["eBPF tracing and profiling: NOT available (see the rows marked no)".to_string()]
     };
     hpcscope_report::render(format, d, &pre, &t, &post)
+}
+
+/// A sampled profile (`profile`) in `format`: what was sampled and written (`wrote`), the
+/// `top` hot functions, the notes; JSON holds the report, the profile and the hot functions.
+pub fn profile(
+    format: Format,
+    out: &TraceOutcome,
+    prof: &Profile,
+    wrote: &str,
+    top: usize,
+) -> Result<String, serde_json::Error> {
+    let mut pre = vec![format!(
+        "{}: {} samples at {} Hz over {:.2} s{}; {wrote}",
+        out.report.target,
+        prof.total(),
+        prof.hz,
+        out.report.duration_s,
+        if out.report.partial { " (partial)" } else { "" }
+    )];
+    if prof.missing_user_stacks > 0 {
+        pre.push(format!(
+            "{} samples had no user stack (code without frame pointers: rebuild with \
+             -fno-omit-frame-pointer)",
+            prof.missing_user_stacks
+        ));
+    }
+    let table = prof.hot_table(top);
+    Ok(match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "report": out.report,
+                "profile": prof,
+                "hot_functions": prof.hot_functions(top),
+            }))? + "\n"
+        }
+        f => hpcscope_report::render(f, prof, &pre, &table, &out.report.notes)?,
+    })
+}
+
+/// One line on an imported profile: its origin, format, stacks and total weight.
+pub fn summary(imp: &Imported) -> String {
+    let p = &imp.profile;
+    let stacks = p.samples.len();
+    format!(
+        "{} ({:?}): {} stacks, total weight {} {}",
+        imp.origin,
+        imp.format,
+        stacks,
+        p.total(),
+        imp.weight.unit()
+    )
+}
+
+/// An imported profile (`profile import`) in `format`: the lines `pre`, the `top` hot
+/// functions and the notes; JSON holds the import and the hot functions.
+pub fn imported(
+    format: Format,
+    imp: &Imported,
+    pre: &[String],
+    top: usize,
+) -> Result<String, serde_json::Error> {
+    let table = imp.profile.hot_table(top);
+    Ok(match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "import": &imp,
+                "hot_functions": imp.profile.hot_functions(top),
+            }))? + "\n"
+        }
+        f => hpcscope_report::render(f, imp, pre, &table, &imp.notes)?,
+    })
+}
+
+/// The functions whose share changed between two profiles (`profile diff`), with the lines
+/// `pre` and the notes of both.
+pub fn diff(
+    format: Format,
+    before: &Imported,
+    after: &Imported,
+    rows: &[FunctionDelta],
+    pre: &[String],
+) -> Result<String, serde_json::Error> {
+    let table = crate::perf_script::diff_table(rows);
+    let mut notes = before.notes.clone();
+    notes.extend(after.notes.iter().cloned());
+    hpcscope_report::render(format, &rows, pre, &table, &notes)
 }

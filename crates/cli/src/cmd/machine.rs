@@ -199,16 +199,7 @@ fn derive_cmd(a: &DeriveArgs) -> Result<ExitCode> {
     }
     let origin = format!("the derived machine '{}'", m.id);
     m.validate(&origin)?;
-    let text = format!(
-        "# Derived by `hpcscope machine derive` from '{}': {}\n{}",
-        a.base,
-        transforms
-            .iter()
-            .map(Transform::label)
-            .collect::<Vec<_>>()
-            .join(", "),
-        m.to_toml_string()
-    );
+    let text = view::derived_toml(&a.base, &transforms, &m);
     emit(&text, a.output.as_deref())?;
     if let Some(p) = &a.output {
         eprintln!("wrote {} ({})", p.display(), m.id);

@@ -5,6 +5,8 @@ use hpcscope_report::fmt::num;
 use hpcscope_report::{Format, Table};
 
 use crate::Precision;
+use crate::explore::Transform;
+use crate::kerncraft::Converted;
 use crate::machine::{FieldDiff, Machine};
 
 fn opt(v: Option<f64>, sig: usize) -> String {
@@ -169,4 +171,41 @@ pub fn diff(
         vec![]
     };
     hpcscope_report::render(format, &d, &pre, &t, &[])
+}
+
+/// A machine derived from `base` by `transforms` as TOML, headed by what it was derived from
+/// (`machine derive`).
+pub fn derived_toml(base: &str, transforms: &[Transform], m: &Machine) -> String {
+    format!(
+        "# Derived by `hpcscope machine derive` from '{}': {}\n{}",
+        base,
+        transforms
+            .iter()
+            .map(Transform::label)
+            .collect::<Vec<_>>()
+            .join(", "),
+        m.to_toml_string()
+    )
+}
+
+/// A machine imported from a Kerncraft file as TOML, headed by what did not map
+/// (`machine import`).
+pub fn imported_toml(c: &Converted<Machine>) -> String {
+    let mut toml = String::from("# Imported by `hpcscope machine import`. Not mapped:\n");
+    for u in &c.unmapped {
+        toml.push_str(&format!("# - {u}\n"));
+    }
+    toml.push_str(&c.value.to_toml_string());
+    toml
+}
+
+/// A machine exported in another tool's format, headed by what did not map
+/// (`machine export`).
+pub fn exported(c: &Converted<String>) -> String {
+    let mut text = String::new();
+    for u in &c.unmapped {
+        text.push_str(&format!("# not mapped: {u}\n"));
+    }
+    text.push_str(&c.value);
+    text
 }
