@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use hpcscope_history::changepoint::{
-    ChangeRow, ChangesReport, EDivisiveOptions, Method, PeltOptions, detect,
-};
+use hpcscope_history::changepoint::{ChangesReport, EDivisiveOptions, Method, PeltOptions, detect};
 use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
 use hpcscope_history::view;
@@ -377,26 +375,7 @@ fn changes(a: &ChangesArgs) -> Result<ExitCode> {
     notes.extend(det.notes.iter().cloned());
     match a.format {
         ChangesFormat::Json => {
-            let v = ChangesReport {
-                change_points: det
-                    .changes
-                    .iter()
-                    .map(|c| {
-                        let p = &pts[c.index];
-                        ChangeRow::new(c, p.run_id, p.git_commit.clone())
-                    })
-                    .collect(),
-                method: m.name().to_string(),
-                metric: a.series.metric.clone(),
-                missing: det.missing,
-                noise_sd: det.noise_sd.is_finite().then_some(det.noise_sd),
-                notes,
-                options: m,
-                outliers: det.outliers,
-                period: det.period,
-                runs: xs.len(),
-                status: det.status,
-            };
+            let v = ChangesReport::of(&a.series.metric, &pts, det, m, notes);
             // Keys sorted at every level, as this output has always been printed.
             println!(
                 "{}",
