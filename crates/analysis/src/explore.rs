@@ -7,7 +7,6 @@ use std::sync::Arc;
 use anyhow::Result;
 use hpcscope_core::explore::{ExploreResult, Resolved, Scenario, ridge_diagnostics, sweep_with};
 use hpcscope_core::machine::PeakChoice;
-use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options};
 use hpcscope_core::view::explore::ExploreText;
 use hpcscope_report::Format;
@@ -110,17 +109,7 @@ pub fn explore(
         r.source_widths = None;
         r.variant_widths.clear();
     }
-    let model = match &o.calibration {
-        Some(p) => {
-            let text = hpcscope_core::load::read(
-                p,
-                "calibration",
-                "give a file written by hpcscope validate --calibrate",
-            )?;
-            Calibration::from_toml_str(&text, &p.display().to_string())?
-        }
-        None => Calibration::bundled(),
-    };
+    let model = hpcscope_core::load::calibration(o.calibration.as_deref())?;
     let outcome = crate::resim::resimulate(s, &r, caches, &o.base, &o.program, &o.resim_dir)?;
     let points = sweep_with(
         &r,

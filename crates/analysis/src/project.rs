@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use hpcscope_core::machine::PeakChoice;
-use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options, ProjectResult, Side, Spread, project_with};
 use hpcscope_core::roofline::AccessWidths;
 use hpcscope_core::{AppMetrics, InputError, Machine, load};
@@ -175,17 +174,7 @@ pub fn project(o: &ProjectOptions) -> Result<Projected> {
         };
         Some(sp)
     };
-    let model = match &o.calibration {
-        Some(p) => {
-            let text = load::read(
-                p,
-                "calibration",
-                "give a file written by hpcscope validate --calibrate",
-            )?;
-            Calibration::from_toml_str(&text, &p.display().to_string())?
-        }
-        None => Calibration::bundled(),
-    };
+    let model = load::calibration(o.calibration.as_deref())?;
     let width = |l: &Loaded| {
         o.binary_width.then(|| {
             l.access_widths.clone().unwrap_or_else(|| {
