@@ -211,7 +211,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                                     .collect::<Vec<_>>(),
                             )
                         ),
-                        svgs: vec![hpcscope_report::explore_svg(
+                        svgs: vec![hpcscope_core::view::explore_svg(
                             &dps,
                             &format!("{}: SVE vector length x memory on A64FX-like cores", w.name),
                             g,
@@ -356,13 +356,13 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
             ],
             &overview,
         ),
-        svgs: vec![hpcscope_report::speedup_svg(
+        svgs: vec![hpcscope_core::view::speedup_svg(
             &results
                 .iter()
                 .flat_map(|r| {
                     r.targets.iter().map(|t| {
                         let s = t.projection.speedup();
-                        hpcscope_report::SpeedupRow {
+                        hpcscope_core::view::SpeedupRow {
                             workload: r.application.clone(),
                             target: t.name.clone(),
                             lo: s.lo,

@@ -1207,6 +1207,30 @@ fn method_line(w: &MethodSummary) -> String {
     )
 }
 
+/// What `hosts record` prints: each workload's median GFLOP/s, spread and timer, and the
+/// two files written (`machine`, `measurements`).
+pub fn record_text(
+    file: &MeasurementsFile,
+    machine: &std::path::Path,
+    measurements: &std::path::Path,
+) -> String {
+    let mut text = String::new();
+    for (k, m) in &file.measurements {
+        text.push_str(&format!(
+            "{k:<28} {:>8.3} GFLOP/s  spread {:>5.1} %  ({})\n",
+            m.gflops_median,
+            m.spread * 100.0,
+            m.timed_by
+        ));
+    }
+    text.push_str(&format!(
+        "wrote {} and {}\n",
+        machine.display(),
+        measurements.display()
+    ));
+    text
+}
+
 /// What `hosts validate` prints: the hosts, one line per pair, the summaries, the targets.
 pub fn text(v: &HostsValidation) -> String {
     let mut t = String::new();

@@ -10,6 +10,8 @@
 //! * [`render`]: an analysis as text and HTML report sections;
 //! * [`scenario`]: scenario files resolved into machines and profiles (shared by `explore`
 //!   and `analyze --scenario`);
+//! * [`explore`]: a scenario's design space swept, with re-simulation where caches differ;
+//! * [`project`]: a profiled binary projected from one machine to another, and validated;
 //! * [`validate`]: the seeds' validation protocol on builds measurable here, and
 //!   [`validate_run`] the `validate` workflow over it;
 //!   [`node_validate`]: the same at node scope (thread counts, vector widths);
@@ -27,11 +29,13 @@
 
 pub mod analyze;
 pub mod demo;
+pub mod explore;
 pub mod host_machine;
 pub mod hosts;
 pub mod model;
 pub mod node;
 pub mod node_validate;
+pub mod project;
 pub mod render;
 pub mod resim;
 pub mod scenario;

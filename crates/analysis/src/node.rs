@@ -405,11 +405,11 @@ pub fn node_section(n: &NodeAnalysis, source: &Machine, title_prefix: &str) -> S
         body.push_str("</ul>");
     }
     let mean = r.threads.iter().map(|x| x.flops).sum::<f64>() / r.threads.len().max(1) as f64;
-    let bars: Vec<hpcscope_report::SpeedupRow> = r
+    let bars: Vec<hpcscope_core::view::SpeedupRow> = r
         .threads
         .iter()
         .filter(|_| mean > 0.0)
-        .map(|t| hpcscope_report::SpeedupRow {
+        .map(|t| hpcscope_core::view::SpeedupRow {
             workload: format!("thread {}", t.thread),
             target: "FLOPs / mean".into(),
             lo: t.flops / mean,
@@ -421,7 +421,7 @@ pub fn node_section(n: &NodeAnalysis, source: &Machine, title_prefix: &str) -> S
         title: format!("{title_prefix}Node: {} threads", n.threads),
         summary: n.imbalance_verdict.clone(),
         body_html: body,
-        svgs: vec![hpcscope_report::speedup_svg(
+        svgs: vec![hpcscope_core::view::speedup_svg(
             &bars,
             "Each thread's FLOPs over the mean (1 = balanced)",
         )],

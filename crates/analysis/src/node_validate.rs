@@ -28,11 +28,12 @@ use hpcscope_core::project::{
     Inputs, Interval, Options, Projection, Side, Spread, Validation, Widening, project_with,
 };
 use hpcscope_core::roofline::Scope;
+use hpcscope_core::view::ValidationRow;
 use hpcscope_core::{AppMetrics, Precision};
 use hpcscope_core::{Machine, Profile};
 use hpcscope_mix::MixOptions;
 use hpcscope_report::fmt::num;
-use hpcscope_report::{Section, ValidationRow, html_table};
+use hpcscope_report::{Section, html_table};
 use serde::Serialize;
 
 use crate::workloads::{Builds, Workload};
@@ -566,7 +567,7 @@ pub fn node_validation_section(v: &[NodePair], machine: &Machine) -> Section {
             ],
             &rows,
         ),
-        svgs: vec![hpcscope_report::validation_svg(
+        svgs: vec![hpcscope_core::view::validation_svg(
             &chart_rows,
             "Projected interval, point estimate and measured performance at node scope",
         )],

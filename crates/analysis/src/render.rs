@@ -80,7 +80,7 @@ pub fn best_projection_svg(source: &Machine, targets: &[TargetResult]) -> Option
             .total_cmp(&b.projection.interval.hi)
     })?;
     let (sc, tc) = b.projection.ceilings(source, &b.target).ok()?;
-    Some(hpcscope_report::projection_svg(
+    Some(hpcscope_core::view::projection_svg(
         &b.projection,
         &sc,
         &tc,
@@ -177,7 +177,7 @@ pub fn projection_section(r: &AnalyzeResult, title_prefix: &str) -> Section {
     if let Some(b) = best {
         summary.push_str(&format!("Highest upper bound: {} ", b.verdict));
     }
-    let mut svgs = vec![hpcscope_report::explore_svg(
+    let mut svgs = vec![hpcscope_core::view::explore_svg(
         &dps,
         &format!("{}: projected performance per target", r.application),
         r.source_gflops.unwrap_or(0.0),
@@ -328,7 +328,7 @@ pub fn sections(r: &AnalyzeResult, title_prefix: &str, with_machine: bool) -> Ve
         title: format!("{title_prefix}Application"),
         summary: r.verdict.clone(),
         body_html: body,
-        svgs: vec![hpcscope_report::roofline_svg(
+        svgs: vec![hpcscope_core::view::roofline_svg(
             &r.roofline,
             &format!("{} on {}", r.application, m.name),
         )],
@@ -415,7 +415,7 @@ pub fn sweep_section(sw: &Sweep, r: &AnalyzeResult, title_prefix: &str) -> Secti
         title: format!("{title_prefix}Design-space sweep"),
         summary,
         body_html: body,
-        svgs: vec![hpcscope_report::explore_svg(
+        svgs: vec![hpcscope_core::view::explore_svg(
             &sw.points,
             &format!("{}: {}", r.application, sw.name),
             r.source_gflops.unwrap_or(0.0),

@@ -34,17 +34,6 @@ struct ProfileRun {
     hot_functions: Vec<hpcscope_trace::profile::HotFunction>,
 }
 
-/// `project --format json`: the projection, and its validation when a measurement was given.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct ProjectJson {
-    /// The projection.
-    #[serde(flatten)]
-    projection: hpcscope_core::project::Projection,
-    /// The validation, when a measurement was given.
-    validation: Option<hpcscope_core::project::Validation>,
-}
-
 /// `profile import --format json`.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
@@ -263,7 +252,7 @@ pub fn schema(name: &str) -> Option<String> {
         "profile-run" => make::<ProfileRun>(name, about, true),
         "roofline" => make::<hpcscope_core::roofline::RooflineAnalysis>(name, about, true),
         "roofline-node" => make::<hpcscope_core::node::NodeRoofline>(name, about, true),
-        "project" => make::<ProjectJson>(name, about, true),
+        "project" => make::<hpcscope_core::project::ProjectResult>(name, about, true),
         "explore" => make::<hpcscope_core::explore::ExploreResult>(name, about, true),
         "regress" => make::<hpcscope_history::check::CheckReport>(name, about, true),
         "history" => make::<Vec<hpcscope_history::store::StoredRun>>(name, about, true),

@@ -24,10 +24,11 @@ use hpcscope_core::project::{
     Inputs, Interval, Options, Projection, Side, Spread, Validation, project_with,
 };
 use hpcscope_core::roofline::AccessWidths;
+use hpcscope_core::view::ValidationRow;
 use hpcscope_core::{Machine, Profile};
 use hpcscope_mix::{MixOptions, MixReport};
 use hpcscope_report::fmt::num;
-use hpcscope_report::{Section, ValidationRow, html_table};
+use hpcscope_report::{Section, html_table};
 use serde::Serialize;
 
 use crate::workloads::{Change, PROTOCOL_BUILDS, PROTOCOL_PAIRS, Workload};
@@ -461,7 +462,7 @@ fn output_tail(stdout: &[u8], stderr: &[u8]) -> String {
         if skip > 0 {
             t = format!("({skip} earlier lines left out)\n{t}");
         }
-        hpcscope_core::error::escape_control(&t).into_owned()
+        hpcscope_report::text::escape_control(&t).into_owned()
     };
     let (out, err) = (tail(stdout), tail(stderr));
     match (out.trim().is_empty(), err.trim().is_empty()) {
@@ -906,7 +907,7 @@ pub fn validation_section(v: &[PairResult], machine: &Machine) -> Section {
                     point: r.point.as_ref().map(|p| p.gflops),
                 })
                 .collect();
-            hpcscope_report::validation_svg(
+            hpcscope_core::view::validation_svg(
                 &rows,
                 &format!("{g}: projected interval, point estimate and measured performance"),
             )

@@ -32,7 +32,7 @@ pub fn message(err: &anyhow::Error) -> String {
         }
         out.push_str(s);
     }
-    let out = hpcscope_core::error::escape_control(&out).into_owned();
+    let out = hpcscope_report::text::escape_control(&out).into_owned();
     hpcscope_core::error::shorten(&out, MAX_MESSAGE)
 }
 

@@ -283,46 +283,6 @@ pub fn name_list<S: AsRef<str>>(names: &[S], max: usize) -> String {
     out.join(", ")
 }
 
-/// `s` with its control characters escaped (`\x1b`, `\r`, `\t`...; newlines kept), so that
-/// text read from files (names, labels) printed to a terminal cannot move the cursor, change
-/// colours or hide what precedes it.
-pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
-    escape(s, true)
-}
-
-/// As [`escape_control`], newlines escaped too: for one cell or one line.
-pub fn escape_line(s: &str) -> std::borrow::Cow<'_, str> {
-    escape(s, false)
-}
-
-fn escape(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
-    if !s
-        .chars()
-        .any(|c| c.is_control() && !(keep_newlines && c == '\n'))
-    {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\n' if keep_newlines => out.push('\n'),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let v = c as u32;
-                if v < 0x100 {
-                    out.push_str(&format!("\\x{v:02x}"));
-                } else {
-                    out.push_str(&format!("\\u{{{v:x}}}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 #[cfg(test)]
 mod message_tests {
     use super::*;
@@ -335,9 +295,6 @@ mod message_tests {
         let names: Vec<String> = (0..100_000).map(|i| format!("r{i}")).collect();
         let l = name_list(&names, 20);
         assert!(l.len() < 300 && l.ends_with("and 99980 more"), "{l}");
-        assert_eq!(escape_control("a\x1b[31mb\n"), "a\\x1b[31mb\n");
-        assert_eq!(escape_control("plain"), "plain");
-        assert_eq!(escape_line("a\nb\x07"), "a\\nb\\x07");
         assert_eq!(
             shorten(&"x".repeat(100), 10),
             "xxxxxxxxxx... (90 more characters)"

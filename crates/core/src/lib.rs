@@ -3,7 +3,8 @@
 //! Machine descriptions ([`machine`]), application profiles ([`profile`]), cache-aware
 //! rooflines ([`roofline`]), relative performance projection ([`project`]) after Gavoille
 //! (2024 thesis, chapters 6 and 7), node rooflines from per-thread profiles ([`node`]) and
-//! design-space exploration ([`explore`]). Pure
+//! design-space exploration ([`explore`]), and what they look like ([`view`]: their charts
+//! and text views, drawn with `hpcscope-report`). Pure
 //! functions and types: no I/O besides (de)serialization and one atomic file writer
 //! ([`fs::write_atomic`]) that every command's output goes through.
 #![deny(missing_docs)]
@@ -18,6 +19,7 @@ pub mod library;
 pub mod load;
 pub mod machine;
 pub mod node;
+pub mod placement;
 pub mod point;
 pub mod profile;
 pub mod project;
@@ -26,6 +28,7 @@ pub mod roofline;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stats;
+pub mod view;
 
 pub use error::{Error, InputError, Result};
 pub use kind::{Classify, ErrorKind, Failure};

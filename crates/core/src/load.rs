@@ -383,6 +383,21 @@ pub fn text(bytes: Vec<u8>) -> std::result::Result<String, String> {
     }
 }
 
+/// Loads the calibration at `p` (a file `validate --calibrate` wrote), or the bundled one.
+pub fn calibration(p: Option<&Path>) -> Result<crate::point::Calibration> {
+    match p {
+        Some(p) => {
+            let text = read(
+                p,
+                "calibration",
+                "give a file written by hpcscope validate --calibrate",
+            )?;
+            crate::point::Calibration::from_toml_str(&text, &p.display().to_string())
+        }
+        None => Ok(crate::point::Calibration::bundled()),
+    }
+}
+
 /// Reads a whole text file (bounded, see [`read_bytes`]; see [`text`]); the error says what
 /// the file was for (`what`) and how to fix it.
 pub fn read(p: &Path, what: &str, fix: &str) -> Result<String> {

@@ -1169,6 +1169,17 @@ pub struct Check {
     pub nearest_bound_error: f64,
 }
 
+/// A projection with its validation: what `project` prints.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Serialize)]
+pub struct ProjectResult {
+    /// The projection.
+    #[serde(flatten)]
+    pub projection: Projection,
+    /// The validation, when a measurement was given.
+    pub validation: Option<Validation>,
+}
+
 /// How a measurement with its own run-to-run spread compares with a projection.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -308,6 +308,21 @@ pub fn html_section(r: &Report, title_prefix: &str) -> hpcscope_report::Section 
     }
 }
 
+/// The metrics by category: id, label, description and formula (`counters metrics`).
+pub fn metrics_text(set: &MetricSet) -> String {
+    let mut s = String::new();
+    for c in &set.categories {
+        s.push_str(&format!("{}\n", c.label));
+        for m in set.metrics.iter().filter(|m| m.category == c.id) {
+            s.push_str(&format!(
+                "  {:<20} {:<20} {}  [{}]\n",
+                m.id, m.label, m.description, m.formula
+            ));
+        }
+    }
+    s
+}
+
 /// One recipe in words: where it comes from, its formulas (both variants where the seed
 /// contradicts itself), its events per collector, and what it cannot measure.
 pub fn recipe_text(r: &crate::catalogue::Recipe) -> String {

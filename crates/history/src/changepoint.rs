@@ -760,6 +760,39 @@ pub struct ChangesReport {
     pub status: crate::robust::Status,
 }
 
+impl ChangesReport {
+    /// The change points `det` that `m` found in the series `pts` of `metric`, with the
+    /// notes.
+    pub fn of(
+        metric: &str,
+        pts: &[crate::store::SeriesPoint],
+        det: Detection,
+        m: Method,
+        notes: Vec<String>,
+    ) -> ChangesReport {
+        ChangesReport {
+            change_points: det
+                .changes
+                .iter()
+                .map(|c| {
+                    let p = &pts[c.index];
+                    ChangeRow::new(c, p.run_id, p.git_commit.clone())
+                })
+                .collect(),
+            method: m.name().to_string(),
+            metric: metric.to_string(),
+            missing: det.missing,
+            noise_sd: det.noise_sd.is_finite().then_some(det.noise_sd),
+            notes,
+            options: m,
+            outliers: det.outliers,
+            period: det.period,
+            runs: pts.len(),
+            status: det.status,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

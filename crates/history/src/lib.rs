@@ -51,5 +51,6 @@ pub mod sha256;
 pub mod stats;
 pub mod store;
 pub mod synth;
+pub mod view;
 
 pub use error::{HistoryError, Result};

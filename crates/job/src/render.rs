@@ -7,7 +7,7 @@ use hpcscope_report::{
 };
 use hpcscope_trace::report::MessageTotals;
 
-use crate::merge::{MergedJob, MetricStat, RankRow, compact_ranks, maxf, mean};
+use crate::merge::{MergedJob, MergedRuns, MetricStat, RankRow, compact_ranks, maxf, mean};
 
 use hpcscope_report::fmt::opt;
 
@@ -256,7 +256,7 @@ fn tail_lines(m: &MergedJob, md: bool) -> Vec<String> {
 pub fn render_job(m: &MergedJob, format: Format) -> Result<String, serde_json::Error> {
     let table = match &m.sweep {
         // A sweep's tasks are its design points: their table is the result.
-        Some(sw) => hpcscope_report::points_table(&sw.points),
+        Some(sw) => hpcscope_core::view::points_table(&sw.points),
         None => rank_table(m),
     };
     render(
@@ -271,7 +271,7 @@ pub fn render_job(m: &MergedJob, format: Format) -> Result<String, serde_json::E
 /// The chart of a merged job: the design points of a sweep, else the time per rank.
 pub fn job_svg(m: &MergedJob) -> Option<String> {
     match &m.sweep {
-        Some(sw) if !sw.points.is_empty() => Some(hpcscope_report::explore_svg(
+        Some(sw) if !sw.points.is_empty() => Some(hpcscope_core::view::explore_svg(
             &sw.points,
             &sw.scenario,
             sw.source_gflops,
@@ -517,7 +517,7 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
                 sw.source_machine,
                 num(sw.source_gflops, 4)
             ),
-            body_html: table_html(&hpcscope_report::points_table(&sw.points)),
+            body_html: table_html(&hpcscope_core::view::points_table(&sw.points)),
             svgs: job_svg(m).into_iter().collect(),
         });
         if !sw.ridge.is_empty() {
@@ -531,7 +531,7 @@ pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
                 summary: format!(
                     "Each design point's OI at its first level with a roofline minus that roofline's ridge (thesis section 7.4.1): below 0 the level's bandwidth binds, so a faster memory can help; above 0 it cannot.{approx}"
                 ),
-                body_html: table_html(&hpcscope_report::ridge_table(&sw.ridge)),
+                body_html: table_html(&hpcscope_core::view::ridge_table(&sw.ridge)),
                 svgs: Vec::new(),
             });
         }
@@ -611,6 +611,30 @@ fn most_uneven(m: &MergedJob, n: usize) -> Vec<&MetricStat> {
     });
     top.truncate(n);
     top
+}
+
+/// The jobs of a run directory merged each on its own (`merge --all`): the runtime spread
+/// over the complete jobs, one row per job, and every job's problems.
+pub fn render_runs(runs: &MergedRuns, format: Format) -> Result<String, serde_json::Error> {
+    let mut head = vec![format!("{} job(s) in {}", runs.jobs.len(), runs.directory)];
+    if let Some(sp) = &runs.runtime {
+        head.push(format!(
+            "runtime over the {} complete jobs: mean {} s, min {} s, max {} s, standard deviation {} s ({} %)",
+            sp.jobs,
+            num(sp.mean_s, 4),
+            num(sp.min_s, 4),
+            num(sp.max_s, 4),
+            num(sp.stdev_s, 3),
+            num(100.0 * sp.stdev_s / sp.mean_s, 3)
+        ));
+    }
+    let mut tail = Vec::new();
+    for m in &runs.jobs {
+        for p in &m.problems {
+            tail.push(format!("{}: {}", m.job_id, p.what));
+        }
+    }
+    render(format, runs, &head, &jobs_table(&runs.jobs), &tail)
 }
 
 /// One row per job of a run directory merged with `--all`.

@@ -6,41 +6,54 @@ use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle, text_width, wrap};
 
 /// Okabe-Ito colours (colour-blind safe), in the order series use them; yellow is left out
 /// (too pale on white).
-pub(crate) const PALETTE: [&str; 7] = [
+pub const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000",
 ];
 
 /// Source-side shades (greens, darkest first), for the projection chart.
-pub(crate) const GREENS: [&str; 4] = ["#00664a", "#009E73", "#3fb98f", "#7ccfae"];
+pub const GREENS: [&str; 4] = ["#00664a", "#009E73", "#3fb98f", "#7ccfae"];
 /// Target-side shades (reds/oranges, darkest first).
-pub(crate) const REDS: [&str; 4] = ["#a33a00", "#D55E00", "#ec8a3c", "#E69F00"];
+pub const REDS: [&str; 4] = ["#a33a00", "#D55E00", "#ec8a3c", "#E69F00"];
 
-pub(crate) const INK: &str = "#222222";
-pub(crate) const MUTED: &str = "#555555";
-pub(crate) const GRID: &str = "#e3e3e3";
-pub(crate) const GRID_MINOR: &str = "#f1f1f1";
+/// Text and axis colour.
+pub const INK: &str = "#222222";
+/// Secondary text (captions, notes).
+pub const MUTED: &str = "#555555";
+/// Major grid lines.
+pub const GRID: &str = "#e3e3e3";
+/// Minor grid lines.
+pub const GRID_MINOR: &str = "#f1f1f1";
 
 /// Width of every chart, px.
-pub(crate) const WIDTH: f64 = 800.0;
+pub const WIDTH: f64 = 800.0;
 /// Plot area, px.
-pub(crate) const LEFT: f64 = 74.0;
-pub(crate) const TOP: f64 = 62.0;
-pub(crate) const PLOT_W: f64 = 460.0;
-pub(crate) const PLOT_H: f64 = 340.0;
+pub const LEFT: f64 = 74.0;
+/// Top of the plot area, px.
+pub const TOP: f64 = 62.0;
+/// Width of the plot area, px.
+pub const PLOT_W: f64 = 460.0;
+/// Height of the plot area, px.
+pub const PLOT_H: f64 = 340.0;
 /// The legend column starts here.
-pub(crate) const LEGEND_X: f64 = LEFT + PLOT_W + 26.0;
-pub(crate) const CAPTION_SIZE: f64 = 11.5;
+pub const LEGEND_X: f64 = LEFT + PLOT_W + 26.0;
+/// Caption font size, px.
+pub const CAPTION_SIZE: f64 = 11.5;
 
 /// The plot area.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Frame {
+pub struct Frame {
+    /// Left edge, px.
     pub left: f64,
+    /// Top edge, px.
     pub top: f64,
+    /// Right edge, px.
     pub right: f64,
+    /// Bottom edge, px.
     pub bottom: f64,
 }
 
 impl Frame {
+    /// The plot area of every chart ([`LEFT`], [`TOP`], [`PLOT_W`], [`PLOT_H`]).
     pub fn standard() -> Frame {
         Frame {
             left: LEFT,
@@ -50,6 +63,7 @@ impl Frame {
         }
     }
 
+    /// Whether `r` lies inside the plot area (half a pixel of slack).
     pub fn contains(&self, r: &Rect) -> bool {
         r.x0 >= self.left - 0.5
             && r.x1 <= self.right + 0.5
@@ -60,18 +74,24 @@ impl Frame {
 
 /// An axis-aligned rectangle in pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Rect {
+pub struct Rect {
+    /// Left, px.
     pub x0: f64,
+    /// Top, px.
     pub y0: f64,
+    /// Right, px.
     pub x1: f64,
+    /// Bottom, px.
     pub y1: f64,
 }
 
 impl Rect {
+    /// Whether the two rectangles overlap.
     pub fn overlaps(&self, o: &Rect) -> bool {
         self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
     }
 
+    /// The square of half-side `r` around (`x`, `y`).
     pub fn around(x: f64, y: f64, r: f64) -> Rect {
         Rect {
             x0: x - r,
@@ -99,7 +119,7 @@ impl Rect {
 }
 
 /// Builds a scale and its ticks for data in `[lo, hi]` (already snapped for log axes).
-pub(crate) fn axis(kind: Kind, lo: f64, hi: f64, p0: f64, p1: f64) -> (Scale, Vec<Tick>) {
+pub fn axis(kind: Kind, lo: f64, hi: f64, p0: f64, p1: f64) -> (Scale, Vec<Tick>) {
     match kind {
         Kind::Log => (
             Scale {
@@ -130,13 +150,7 @@ pub(crate) fn axis(kind: Kind, lo: f64, hi: f64, p0: f64, p1: f64) -> (Scale, Ve
 /// Fits `text` in `avail` px: the largest size from `size` down to `min_size` (half-pixel
 /// steps) at which it fits, else `min_size` and the text cut at a word with an ellipsis.
 /// `bold` text is taken as 8 % wider.
-pub(crate) fn fit_text(
-    text: &str,
-    size: f64,
-    min_size: f64,
-    avail: f64,
-    bold: bool,
-) -> (String, f64) {
+pub fn fit_text(text: &str, size: f64, min_size: f64, avail: f64, bold: bool) -> (String, f64) {
     let w = |t: &str, s: f64| text_width(t, s) * if bold { 1.08 } else { 1.0 };
     let mut s = size;
     while s > min_size && w(text, s) > avail {
@@ -162,7 +176,7 @@ pub(crate) fn fit_text(
 
 /// Title (bold) and an optional grey subtitle above the plot, made smaller (and at worst cut,
 /// the whole title staying in the SVG's `<title>`) to fit the chart's width.
-pub(crate) fn draw_title(svg: &mut Svg, title: &str, subtitle: &str) {
+pub fn draw_title(svg: &mut Svg, title: &str, subtitle: &str) {
     let x = LEFT - 60.0;
     let avail = WIDTH - x - 10.0;
     let (title, size) = fit_text(title, 16.0, 12.0, avail, true);
@@ -194,7 +208,7 @@ pub(crate) fn draw_title(svg: &mut Svg, title: &str, subtitle: &str) {
 }
 
 /// Grid, frame, ticks, tick labels and axis titles.
-pub(crate) fn draw_axes(
+pub fn draw_axes(
     svg: &mut Svg,
     f: &Frame,
     (xs, xticks): (&Scale, &[Tick]),
@@ -304,7 +318,7 @@ pub(crate) fn draw_axes(
 }
 
 /// A chart's document with its title and axes drawn: what every chart starts with.
-pub(crate) fn begin(
+pub fn begin(
     f: &Frame,
     (title, caption): (&str, &str),
     x: (&Scale, &[Tick]),
@@ -319,7 +333,7 @@ pub(crate) fn begin(
 
 /// The legend beside the plot and the caption under it (below the legend when that is
 /// longer); closes the document.
-pub(crate) fn finish(mut svg: Svg, f: &Frame, legend: &[LegendEntry], caption: &str) -> String {
+pub fn finish(mut svg: Svg, f: &Frame, legend: &[LegendEntry], caption: &str) -> String {
     let legend_bottom = draw_legend(&mut svg, LEGEND_X, TOP, WIDTH - LEGEND_X - 10.0, legend);
     let lines = caption_lines(caption);
     let cap_y = (f.bottom + 66.0).max(legend_bottom + 18.0);
@@ -328,12 +342,7 @@ pub(crate) fn finish(mut svg: Svg, f: &Frame, legend: &[LegendEntry], caption: &
 }
 
 /// A grey label with a white halo at a placed position (a marker line's label).
-pub(crate) fn muted_label(
-    svg: &mut Svg,
-    (x, y, anchor): (f64, f64, Anchor),
-    text: &str,
-    class: &str,
-) {
+pub fn muted_label(svg: &mut Svg, (x, y, anchor): (f64, f64, Anchor), text: &str, class: &str) {
     svg.text(
         x,
         y,
@@ -350,32 +359,47 @@ pub(crate) fn muted_label(
 
 /// What a legend entry shows before its text.
 #[derive(Debug, Clone)]
-pub(crate) enum Swatch {
+pub enum Swatch {
+    /// A line (a roof, a series without markers).
     Line {
+        /// Stroke colour.
         color: String,
+        /// Stroke width, px.
         width: f64,
+        /// Dash pattern.
         dash: Option<String>,
     },
+    /// A marker.
     Marker {
+        /// Its shape.
         shape: Shape,
+        /// Its colour.
         color: String,
+        /// Filled or outlined.
         filled: bool,
     },
+    /// A translucent band (an interval).
     Band {
+        /// Its colour.
         color: String,
     },
     /// A solid box (a bar's colour).
     Box {
+        /// Its colour.
         color: String,
     },
     /// A line with a marker on it (a series of a line chart).
     LineMarker {
+        /// Its colour.
         color: String,
+        /// Dash pattern of the line.
         dash: Option<String>,
+        /// Shape of the marker.
         shape: Shape,
     },
     /// A vertical range bar with caps.
     Range {
+        /// Its colour.
         color: String,
     },
     /// No swatch: a heading.
@@ -384,12 +408,15 @@ pub(crate) enum Swatch {
 
 /// One legend row.
 #[derive(Debug, Clone)]
-pub(crate) struct LegendEntry {
+pub struct LegendEntry {
+    /// What is drawn before the label.
     pub swatch: Swatch,
+    /// The label.
     pub label: String,
 }
 
 impl LegendEntry {
+    /// A line entry.
     pub fn line(color: &str, width: f64, dash: Option<&str>, label: impl Into<String>) -> Self {
         LegendEntry {
             swatch: Swatch::Line {
@@ -401,6 +428,7 @@ impl LegendEntry {
         }
     }
 
+    /// A marker entry.
     pub fn marker(shape: Shape, color: &str, filled: bool, label: impl Into<String>) -> Self {
         LegendEntry {
             swatch: Swatch::Marker {
@@ -412,6 +440,7 @@ impl LegendEntry {
         }
     }
 
+    /// A heading: a label without swatch.
     pub fn heading(label: impl Into<String>) -> Self {
         LegendEntry {
             swatch: Swatch::Heading,
@@ -424,13 +453,7 @@ const LEGEND_SIZE: f64 = 11.0;
 const LEGEND_ROW: f64 = 15.0;
 
 /// Draws the legend at (x, y) (top-left), text wrapped to `width`; returns its bottom.
-pub(crate) fn draw_legend(
-    svg: &mut Svg,
-    x: f64,
-    y: f64,
-    width: f64,
-    entries: &[LegendEntry],
-) -> f64 {
+pub fn draw_legend(svg: &mut Svg, x: f64, y: f64, width: f64, entries: &[LegendEntry]) -> f64 {
     svg.open_group("legend");
     let mut cy = y;
     for e in entries {
@@ -510,7 +533,7 @@ pub(crate) fn draw_legend(
 }
 
 /// Wrapped caption lines for the chart width.
-pub(crate) fn caption_lines(caption: &str) -> Vec<String> {
+pub fn caption_lines(caption: &str) -> Vec<String> {
     caption
         .split('\n')
         .flat_map(|p| wrap(p, CAPTION_SIZE, WIDTH - 2.0 * 16.0))
@@ -518,7 +541,7 @@ pub(crate) fn caption_lines(caption: &str) -> Vec<String> {
 }
 
 /// Draws the caption lines from baseline `y`; returns the bottom.
-pub(crate) fn draw_caption(svg: &mut Svg, y: f64, lines: &[String]) -> f64 {
+pub fn draw_caption(svg: &mut Svg, y: f64, lines: &[String]) -> f64 {
     svg.open_group("caption");
     for (i, l) in lines.iter().enumerate() {
         svg.text(
@@ -540,7 +563,7 @@ pub(crate) fn draw_caption(svg: &mut Svg, y: f64, lines: &[String]) -> f64 {
 /// label boxes to it). Each request gives candidate offsets (dx, dy, anchor) tried in order;
 /// the first that fits inside `f` and overlaps nothing wins; if none does, the one with the
 /// fewest overlaps.
-pub(crate) fn place_label(
+pub fn place_label(
     f: &Frame,
     taken: &mut Vec<Rect>,
     anchor_at: (f64, f64),
@@ -552,10 +575,10 @@ pub(crate) fn place_label(
 }
 
 /// A line segment in pixels.
-pub(crate) type Segment = ((f64, f64), (f64, f64));
+pub type Segment = ((f64, f64), (f64, f64));
 
 /// [`place_label`] that also avoids crossing `segments` (each crossing counts as an overlap).
-pub(crate) fn place_label_avoiding(
+pub fn place_label_avoiding(
     f: &Frame,
     taken: &mut Vec<Rect>,
     segments: &[Segment],
@@ -587,7 +610,7 @@ pub(crate) fn place_label_avoiding(
 }
 
 /// Offsets around a marker of radius `r`: above, below, right, left, then further away.
-pub(crate) fn around_marker(r: f64) -> Vec<(f64, f64, Anchor)> {
+pub fn around_marker(r: f64) -> Vec<(f64, f64, Anchor)> {
     let mut v = vec![
         (0.0, -r - 4.0, Anchor::Middle),
         (0.0, r + 12.0, Anchor::Middle),
@@ -608,7 +631,7 @@ pub(crate) fn around_marker(r: f64) -> Vec<(f64, f64, Anchor)> {
 
 /// Pushes apart sorted positions so that consecutive ones are at least `gap` apart, staying
 /// within `[lo, hi]` when possible. Returns the new positions in the input order.
-pub(crate) fn spread(positions: &[f64], gap: f64, lo: f64, hi: f64) -> Vec<f64> {
+pub fn spread(positions: &[f64], gap: f64, lo: f64, hi: f64) -> Vec<f64> {
     let mut idx: Vec<usize> = (0..positions.len()).collect();
     idx.sort_by(|a, b| positions[*a].total_cmp(&positions[*b]));
     let mut p: Vec<f64> = idx.iter().map(|&i| positions[i].clamp(lo, hi)).collect();
@@ -636,7 +659,7 @@ pub(crate) fn spread(positions: &[f64], gap: f64, lo: f64, hi: f64) -> Vec<f64> 
 }
 
 /// Clips the segment (x0,y0)-(x1,y1) to a rectangle (Liang-Barsky); `None` when it misses.
-pub(crate) fn clip_segment(
+pub fn clip_segment(
     (x0, y0): (f64, f64),
     (x1, y1): (f64, f64),
     r: &Rect,
@@ -667,12 +690,12 @@ pub(crate) fn clip_segment(
 }
 
 /// Formats a tick value for a secondary axis.
-pub(crate) fn speedup_label(v: f64) -> String {
+pub fn speedup_label(v: f64) -> String {
     format!("×{}", fmt_tick(v))
 }
 
 /// `"a, b and c"`.
-pub(crate) fn join_and(items: &[String]) -> String {
+pub fn join_and(items: &[String]) -> String {
     match items {
         [] => String::new(),
         [a] => a.clone(),

@@ -1,5 +1,6 @@
-//! hpcscope-report: self-contained SVG charts and HTML reports built from the results of
-//! `hpcscope-core`.
+//! hpcscope-report: the presentation kit of hpcscope, with no domain type: self-contained
+//! SVG charts, HTML pages, tables and number formatting. The crates that own the data build
+//! their views with it (`hpcscope_core::view` draws rooflines, projections and sweeps).
 //!
 //! Every chart is a standalone SVG string: no script, no external resource, no web font, no
 //! `id` (so several charts can be inlined in one page), presentation attributes only, and
@@ -7,15 +8,14 @@
 //! axis labels with units, a legend and a caption that says how to read it; colours come
 //! from the Okabe-Ito colour-blind safe palette.
 //!
-//! * [`roofline_svg`]: an application on a machine's cache-aware rooflines;
-//! * [`projection_svg`]: source and target rooflines with the projected points and interval;
-//! * [`explore_svg`]: projected intervals across a design-space sweep;
-//! * [`validation_svg`]: projected intervals against measurements;
 //! * [`line_chart_svg`]: a generic line chart (bandwidth sweeps, history);
 //! * [`bar_chart_svg`]: stacked bars per category (time per MPI rank: the imbalance chart);
 //! * [`html_page`], [`html_table`]: a report page holding them;
 //! * [`table`]: the text, CSV, Markdown and JSON forms of every command's result;
-//! * [`fmt`]: number formatting, one home for every table and chart.
+//! * [`fmt`]: number formatting, one home for every table and chart;
+//! * [`text`]: control characters of text read from files escaped for a terminal;
+//! * [`axis`], [`chart`], [`roofs`], [`svg`]: the pieces charts are drawn with (scales and
+//!   ticks, frame, legend and caption, roof lines and their labels, the SVG writer).
 //!
 //! ```
 //! use hpcscope_report::{ChartOptions, Section, Series, html_page, line_chart_svg};
@@ -36,24 +36,19 @@
 //! ```
 #![deny(missing_docs)]
 
-mod axis;
+pub mod axis;
 mod bars;
-mod chart;
-mod explore;
+pub mod chart;
 pub mod fmt;
 mod html;
 mod line;
-mod roofline;
-mod roofs;
-mod svg;
+pub mod roofs;
+pub mod svg;
 pub mod table;
+pub mod text;
 
 pub use bars::{BarOptions, BarSeries, bar_chart_svg};
-pub use explore::{
-    SpeedupRow, ValidationRow, explore_svg, points_table, ridge_table, speedup_svg, validation_svg,
-};
 pub use html::{Section, html_page, html_table};
 pub use line::{ChartOptions, Series, line_chart_svg};
-pub use roofline::{projection_svg, roofline_svg};
 pub use svg::escape;
 pub use table::{Format, Table, render};

@@ -7,21 +7,28 @@ use crate::chart::{Frame, Rect, clip_segment, spread};
 use crate::svg::{Anchor, Stroke, Svg, TextStyle, text_width};
 
 /// One bandwidth roof.
-pub(crate) struct Roof {
+pub struct Roof {
+    /// Bandwidth, GB/s.
     pub bw: f64,
+    /// Colour.
     pub color: &'static str,
+    /// Label drawn along the roof.
     pub label: String,
+    /// Class of its SVG group.
     pub class: String,
     /// Dash pattern (the source machine's roofs in the projection chart).
     pub dash: Option<&'static str>,
 }
 
 /// A machine's roofs.
-pub(crate) struct RoofSet {
+pub struct RoofSet {
+    /// The bandwidth roofs.
     pub roofs: Vec<Roof>,
+    /// The compute peak, GFLOP/s.
     pub peak: f64,
     /// The weighted peak, when it differs from the peak.
     pub weighted: Option<f64>,
+    /// Colour of the peak line.
     pub peak_color: &'static str,
     /// Prefix of the peak labels (`""`, `"tx2 "`).
     pub prefix: String,
@@ -29,8 +36,10 @@ pub(crate) struct RoofSet {
 
 /// Lines drawn, kept as obstacles for label placement.
 #[derive(Default)]
-pub(crate) struct Obstacles {
+pub struct Obstacles {
+    /// Line segments drawn, px.
     pub segments: Vec<((f64, f64), (f64, f64))>,
+    /// Boxes drawn (labels, markers), px.
     pub rects: Vec<Rect>,
 }
 
@@ -46,7 +55,7 @@ const ROOF_LABEL_SIZE: f64 = 10.5;
 
 /// Draws the roof lines and peaks of every set; returns the roof segments for labelling
 /// later (call [`label_roofs`] after every other element is placed).
-pub(crate) fn draw_roofs(
+pub fn draw_roofs(
     svg: &mut Svg,
     f: &Frame,
     xs: &Scale,
@@ -141,13 +150,13 @@ pub(crate) fn draw_roofs(
 }
 
 /// Roof and peak labels still to be drawn.
-pub(crate) struct RoofLabels {
+pub struct RoofLabels {
     placed: Vec<Placed>,
     peak_labels: Vec<(f64, f64, String, &'static str)>,
 }
 
 /// Draws the peak labels and the roof labels (along the lines), avoiding `obstacles`.
-pub(crate) fn label_roofs(
+pub fn label_roofs(
     svg: &mut Svg,
     f: &Frame,
     xs: &Scale,
@@ -284,12 +293,12 @@ pub(crate) fn label_roofs(
 }
 
 /// A short label for a bandwidth roof: `L1 36.2 GB/s`.
-pub(crate) fn roof_label(prefix: &str, level: &str, bw: f64) -> String {
+pub fn roof_label(prefix: &str, level: &str, bw: f64) -> String {
     format!("{prefix}{level} {} GB/s", fmt_value(bw))
 }
 
 /// Whether the weighted peak differs enough from the peak to be drawn separately.
-pub(crate) fn distinct(weighted: f64, peak: f64) -> bool {
+pub fn distinct(weighted: f64, peak: f64) -> bool {
     weighted.is_finite() && weighted > 0.0 && (weighted - peak).abs() > 1e-6 * peak.abs()
 }
 

@@ -25,7 +25,7 @@ pub fn escape(s: &str) -> String {
 
 /// Formats a pixel coordinate with at most one decimal, without trailing zeros and without
 /// a negative zero: `12.3`, `40`, `-0.5`.
-pub(crate) fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     let r = (v * 10.0).round() / 10.0;
     if r == 0.0 {
         "0".to_string()
@@ -36,7 +36,7 @@ pub(crate) fn num(v: f64) -> String {
 
 /// Approximate advance width of `s` in a sans-serif font of `size` px (no font metrics are
 /// available; the factor is on the wide side so that layouts leave room).
-pub(crate) fn text_width(s: &str, size: f64) -> f64 {
+pub fn text_width(s: &str, size: f64) -> f64 {
     s.chars()
         .map(|c| match c {
             'i' | 'l' | 'j' | '.' | ',' | ':' | ';' | '|' | '!' | '\'' | ' ' | '(' | ')' | '['
@@ -51,7 +51,7 @@ pub(crate) fn text_width(s: &str, size: f64) -> f64 {
 }
 
 /// Greedy word wrap of `s` into lines of at most `max_width` px at `size` px.
-pub(crate) fn wrap(s: &str, size: f64, max_width: f64) -> Vec<String> {
+pub fn wrap(s: &str, size: f64, max_width: f64) -> Vec<String> {
     let mut lines = Vec::new();
     let mut cur = String::new();
     for word in s.split_whitespace() {
@@ -75,9 +75,12 @@ pub(crate) fn wrap(s: &str, size: f64, max_width: f64) -> Vec<String> {
 
 /// Horizontal alignment of a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Anchor {
+pub enum Anchor {
+    /// Left-aligned on the anchor point.
     Start,
+    /// Centred on the anchor point.
     Middle,
+    /// Right-aligned on the anchor point.
     End,
 }
 
@@ -93,17 +96,24 @@ impl Anchor {
 
 /// How a text is drawn.
 #[derive(Debug, Clone)]
-pub(crate) struct TextStyle<'a> {
+pub struct TextStyle<'a> {
+    /// Font size, px.
     pub size: f64,
+    /// Alignment.
     pub anchor: Anchor,
+    /// Fill colour.
     pub fill: &'a str,
+    /// Bold.
     pub bold: bool,
+    /// Italic.
     pub italic: bool,
     /// Rotation in degrees around the anchor point (counter-clockwise is negative).
     pub rotate: f64,
     /// A white outline under the glyphs, so the text stays readable over lines.
     pub halo: bool,
+    /// Monospace font.
     pub monospace: bool,
+    /// Class attribute.
     pub class: Option<&'a str>,
 }
 
@@ -125,13 +135,17 @@ impl Default for TextStyle<'_> {
 
 /// A stroke: colour, width, optional dash pattern.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Stroke<'a> {
+pub struct Stroke<'a> {
+    /// Colour.
     pub color: &'a str,
+    /// Width, px.
     pub width: f64,
+    /// Dash pattern (`stroke-dasharray`).
     pub dash: Option<&'a str>,
 }
 
 impl<'a> Stroke<'a> {
+    /// A solid stroke.
     pub fn solid(color: &'a str, width: f64) -> Self {
         Stroke {
             color,
@@ -140,6 +154,7 @@ impl<'a> Stroke<'a> {
         }
     }
 
+    /// A dashed stroke.
     pub fn dashed(color: &'a str, width: f64, dash: &'a str) -> Self {
         Stroke {
             color,
@@ -163,16 +178,21 @@ impl<'a> Stroke<'a> {
 
 /// Marker shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
+pub enum Shape {
+    /// A circle.
     Circle,
+    /// A square.
     Square,
+    /// A diamond.
     Diamond,
+    /// A triangle pointing up.
     Triangle,
+    /// A cross.
     Cross,
 }
 
 /// An SVG document being written.
-pub(crate) struct Svg {
+pub struct Svg {
     width: f64,
     title: String,
     desc: String,
@@ -216,14 +236,17 @@ impl Svg {
         out
     }
 
+    /// Opens a group `<g>` of class `class`.
     pub fn open_group(&mut self, class: &str) {
         let _ = writeln!(self.body, r#"<g class="{}">"#, escape(class));
     }
 
+    /// Closes the group last opened.
     pub fn close_group(&mut self) {
         self.body.push_str("</g>\n");
     }
 
+    /// A line from (`x1`, `y1`) to (`x2`, `y2`).
     pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, s: Stroke<'_>, class: Option<&str>) {
         let _ = writeln!(
             self.body,
@@ -244,6 +267,7 @@ impl Svg {
             .join(" ")
     }
 
+    /// An open polyline through `pts`.
     pub fn polyline(&mut self, pts: &[(f64, f64)], s: Stroke<'_>, class: Option<&str>) {
         let _ = writeln!(
             self.body,
@@ -254,6 +278,7 @@ impl Svg {
         );
     }
 
+    /// A filled polygon through `pts`.
     pub fn polygon(&mut self, pts: &[(f64, f64)], fill: &str, opacity: f64, class: Option<&str>) {
         let _ = writeln!(
             self.body,
@@ -264,6 +289,7 @@ impl Svg {
         );
     }
 
+    /// A rectangle.
     #[allow(clippy::too_many_arguments)]
     pub fn rect(
         &mut self,

@@ -84,7 +84,7 @@ impl Table {
         // a carriage return, a newline) must not reach the terminal or break the layout.
         let cells = cells
             .into_iter()
-            .map(|c| match hpcscope_core::error::escape_line(&c) {
+            .map(|c| match crate::text::escape_line(&c) {
                 std::borrow::Cow::Borrowed(_) => c,
                 std::borrow::Cow::Owned(e) => e,
             })
@@ -253,7 +253,7 @@ pub fn render<T: Serialize>(
         Format::Table => {
             let mut s = String::new();
             for l in preamble {
-                s.push_str(&hpcscope_core::error::escape_control(l));
+                s.push_str(&crate::text::escape_control(l));
                 s.push('\n');
             }
             if !preamble.is_empty() {
@@ -264,7 +264,7 @@ pub fn render<T: Serialize>(
                 s.push('\n');
             }
             for l in epilogue {
-                s.push_str(&hpcscope_core::error::escape_control(l));
+                s.push_str(&crate::text::escape_control(l));
                 s.push('\n');
             }
             s
@@ -272,7 +272,7 @@ pub fn render<T: Serialize>(
         Format::Md => {
             let mut s = String::new();
             for l in preamble {
-                s.push_str(&hpcscope_core::error::escape_control(l));
+                s.push_str(&crate::text::escape_control(l));
                 s.push_str("  \n");
             }
             if !preamble.is_empty() {
@@ -281,7 +281,7 @@ pub fn render<T: Serialize>(
             s.push_str(&table.md());
             for l in epilogue {
                 s.push('\n');
-                s.push_str(&hpcscope_core::error::escape_control(l));
+                s.push_str(&crate::text::escape_control(l));
                 s.push('\n');
             }
             s

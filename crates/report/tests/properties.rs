@@ -69,28 +69,6 @@ proptest! {
     }
 
     #[test]
-    fn validation_charts_are_well_formed(
-        rows in prop::collection::vec(("[A-Za-z0-9 <>&\"]{0,20}", value(), value(), value()), 0..6),
-    ) {
-        let rows: Vec<ValidationRow> = rows
-            .into_iter()
-            .map(|(label, lo, hi, measured)| ValidationRow { label, lo: lo.min(hi), hi: hi.max(lo), measured, point: None })
-            .collect();
-        well_formed(&validation_svg(&rows, "v"))?;
-    }
-
-    #[test]
-    fn speedup_charts_are_well_formed(
-        rows in prop::collection::vec(("[a-z <&]{0,12}", "[A-Z0-9 >\"]{0,10}", value(), value()), 0..12),
-    ) {
-        let rows: Vec<SpeedupRow> = rows
-            .into_iter()
-            .map(|(workload, target, lo, hi)| SpeedupRow { workload, target, lo: lo.min(hi), hi: hi.max(lo), point: None })
-            .collect();
-        well_formed(&speedup_svg(&rows, "s"))?;
-    }
-
-    #[test]
     fn html_tables_are_well_formed(
         headers in prop::collection::vec("\\PC{0,10}", 1..4),
         rows in prop::collection::vec(prop::collection::vec("\\PC{0,10}", 1..4), 0..4),
@@ -98,58 +76,5 @@ proptest! {
         let h: Vec<&str> = headers.iter().map(String::as_str).collect();
         let t = html_table(&h, &rows);
         prop_assert!(roxmltree::Document::parse(&t).is_ok(), "{}", t);
-    }
-}
-
-fn base_projection() -> hpcscope_core::project::Projection {
-    use hpcscope_core::Precision;
-    use hpcscope_core::library::builtin;
-    use hpcscope_core::profile::{AppMetrics, bytes_from_local};
-    use hpcscope_core::project::{Options, Side, project};
-    let app = AppMetrics {
-        flops: 1.0e11,
-        fp_instructions: 3.125e10,
-        levels: ["L1", "L2", "MM"].map(String::from).to_vec(),
-        bytes: bytes_from_local(8.0e11, &[0.9, 0.6], 3),
-        time_s: None,
-    };
-    let m = builtin("thunderx2").unwrap();
-    let t = [app];
-    let side = Side {
-        machine: &m,
-        threads: &t,
-        origin: "x",
-    };
-    project(side, 1.0, side, Precision::F64, Options::default()).unwrap()
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-    #[test]
-    fn explore_charts_are_well_formed(
-        pts in prop::collection::vec(("[a-c] sve-[0-9]{1,4}", "[xy<&]{1,3}", value(), value()), 0..12),
-        source in value(),
-    ) {
-        let base = base_projection();
-        let pts: Vec<hpcscope_core::explore::DesignPoint> = pts
-            .into_iter()
-            .map(|(variant, target, a, b)| {
-                let interval = hpcscope_core::project::Interval { lo: a.min(b), hi: a.max(b) };
-                hpcscope_core::explore::DesignPoint {
-                    variant,
-                    target: target.clone(),
-                    machine: target,
-                    interval,
-                    speedup: interval,
-                    memory_bound_points: 0,
-                    points: 1,
-                    lower_bound_by: String::new(),
-                    time_s: None,
-                    bytes: Default::default(),
-                    projection: base.clone(),
-                }
-            })
-            .collect();
-        well_formed(&explore_svg(&pts, "e", source))?;
     }
 }

@@ -267,3 +267,39 @@ pub fn run() -> Doctor {
         checks,
     }
 }
+
+/// Whether `hpcscope mix` counts SVE exactly: QEMU 10 (plugin API v4) built into the cache
+/// by `scripts/build-qemu.sh`, and the plugin built for that API.
+pub fn exact_sve_check() -> Check {
+    use hpcscope_host::tools;
+    let qemu = tools::cached_qemu("aarch64");
+    let plugin = tools::plugin_for_api(4);
+    let (ok, detail) = match (&qemu, &plugin) {
+        (Some(q), Ok(p)) => (
+            true,
+            format!(
+                "{} and the API v4 plugin {}",
+                q.display(),
+                p.display()
+            ),
+        ),
+        (None, _) => (
+            false,
+            format!(
+                "no QEMU {} in {} (run scripts/build-qemu.sh: about 5 minutes on 2 cores)",
+                tools::CACHED_QEMU_VERSION,
+                tools::cached_qemu_dir().display()
+            ),
+        ),
+        (Some(_), Err(_)) => (
+            false,
+            "QEMU 10 is built but not the API v4 plugin (cargo build --release -p hpcscope-qemu-plugin --no-default-features --features api-v4 --target-dir target/plugin-v4)".to_string(),
+        ),
+    };
+    Check {
+        name: "exact SVE (QEMU 10, plugin API v4)".into(),
+        ok,
+        detail,
+        disables: "SVE FLOPs by active lanes and SVE loads/stores in `hpcscope mix` cache simulation (QEMU 7.2 counts every lane, needs --cache-binary)".into(),
+    }
+}

@@ -50,6 +50,7 @@ pub mod speedscope;
 pub mod symbolize;
 pub mod syscalls;
 pub mod usdt;
+pub mod view;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1083,6 +1083,79 @@ pub fn html_sections(
     out
 }
 
+impl TraceReport {
+    /// The numbers `--record` keeps: totals over the traced processes, per syscall and per
+    /// user function (the histograms stay in the JSON report).
+    pub fn summary(&self) -> serde_json::Value {
+        use std::collections::BTreeMap;
+        let r = self;
+        let mut syscalls: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+        type FnSums = (u64, u64, Option<MessageTotals>);
+        let mut functions: BTreeMap<&str, FnSums> = BTreeMap::new();
+        let (mut on, mut off, mut minor, mut major, mut cs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        for p in &r.processes {
+            on += p.on_cpu_ns;
+            off += p.off_cpu_ns;
+            minor += p.minor_faults;
+            major += p.major_faults;
+            cs += p.context_switches;
+            for s in &p.syscalls {
+                let e = syscalls.entry(&s.name).or_default();
+                e.0 += s.count;
+                e.1 += s.errors;
+                e.2 += s.total_ns;
+            }
+            for f in &p.functions {
+                let e = functions.entry(&f.symbol).or_default();
+                e.0 += f.count;
+                e.1 += f.total_ns;
+                if let Some(t) = f.message_totals() {
+                    e.2.get_or_insert_default().add(&t);
+                }
+            }
+        }
+        let syscalls: serde_json::Map<String, serde_json::Value> = syscalls
+            .into_iter()
+            .map(|(k, (n, e, t))| {
+                (
+                    k.to_string(),
+                    serde_json::json!({"count": n, "errors": e, "time_s": t as f64 * 1e-9}),
+                )
+            })
+            .collect();
+        let functions: serde_json::Map<String, serde_json::Value> = functions
+            .into_iter()
+            .map(|(k, (n, t, m))| {
+                let mut v = serde_json::json!({"count": n, "time_s": t as f64 * 1e-9});
+                if let Some(m) = m {
+                    // Bytes of known size; the elements include those of unknown size.
+                    v["elements"] = m.elements.into();
+                    v["bytes"] = m.bytes.into();
+                }
+                (k.to_string(), v)
+            })
+            .collect();
+        let mut v = serde_json::json!({
+            "time_s": r.duration_s,
+            "on_cpu_s": on as f64 * 1e-9,
+            "off_cpu_s": off as f64 * 1e-9,
+            "minor_faults": minor,
+            "major_faults": major,
+            "context_switches": cs,
+            "syscalls": syscalls,
+            "functions": functions,
+        });
+        // What `merge` needs for eqs. 3.12 and 3.14-3.16: the OpenMP threads, the counters.
+        if !r.openmp.is_empty() {
+            v["openmp"] = serde_json::to_value(&r.openmp).unwrap_or_default();
+        }
+        if let Some(c) = &r.counters {
+            v["counters"] = serde_json::to_value(c).unwrap_or_default();
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

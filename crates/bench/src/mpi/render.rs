@@ -260,3 +260,27 @@ fn stack_svgs(parts: &[String]) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{y}\" viewBox=\"0 0 {width} {y}\">\n{body}</svg>\n"
     )
 }
+
+/// The network link fitted, in one line (`bench mpi`'s last line on standard error).
+pub fn link_line(l: &hpcscope_core::machine::NetworkLink, mpi_library: &str) -> String {
+    format!(
+        "{} ({}): latency {} µs, bandwidth {} GB/s, n_1/2 {} B [{}]",
+        l.name,
+        l.placement,
+        num(l.latency_us, 3),
+        num(l.bandwidth_gbs, 3),
+        num(l.n_half_bytes.unwrap_or(f64::NAN), 3),
+        mpi_library
+    )
+}
+
+/// The network link `l` written into the machine file at `path` (`bench mpi --update`).
+pub fn link_written(path: &std::path::Path, l: &hpcscope_core::machine::NetworkLink) -> String {
+    format!(
+        "{}: network link '{}' written ({} µs, {} GB/s)",
+        path.display(),
+        l.name,
+        num(l.latency_us, 3),
+        num(l.bandwidth_gbs, 3)
+    )
+}

@@ -834,17 +834,7 @@ fn cmd_metrics(a: &ListArgs) -> Result<ExitCode> {
     let cat = Catalogue::builtin();
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&cat.metrics)?),
-        _ => {
-            for c in &cat.metrics.categories {
-                println!("{}", c.label);
-                for m in cat.metrics.metrics.iter().filter(|m| m.category == c.id) {
-                    println!(
-                        "  {:<20} {:<20} {}  [{}]",
-                        m.id, m.label, m.description, m.formula
-                    );
-                }
-            }
-        }
+        _ => print!("{}", output::metrics_text(&cat.metrics)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,14 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use hpcscope_analysis::explore::{ExploreOptions, explore};
 use hpcscope_analysis::scenario::{Limits, resolve_within};
-use hpcscope_core::explore::{ExploreResult, ridge_diagnostics, sweep_with};
-use hpcscope_core::point::Calibration;
-use hpcscope_core::project::Inputs;
-use hpcscope_core::project::Options;
-use hpcscope_report::{points_table, ridge_table};
 
-use crate::output::{emit_with, num, render};
+use crate::output::emit_with;
 
 /// Arguments of `explore`.
 #[derive(Args, Debug)]
@@ -165,32 +161,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let peak = a.peak.choice();
-    r.source_machine = r.source_machine.with_peak(peak)?;
-    for (_, m) in &mut r.targets {
-        *m = m.with_peak(peak)?;
-    }
     let started = std::time::Instant::now();
-    let opts = Options {
-        pair_rule: s.pair_rule,
-        method: Default::default(),
-        scope: s.scope,
-    };
-    if a.bandwidths == crate::args::BandwidthsArg::Level {
-        r.source_widths = None;
-        r.variant_widths.clear();
-    }
-    let model = match &a.calibration {
-        Some(p) => {
-            let text = hpcscope_core::load::read(
-                p,
-                "calibration",
-                "give a file written by hpcscope validate --calibrate",
-            )?;
-            Calibration::from_toml_str(&text, &p.display().to_string())?
-        }
-        None => Calibration::bundled(),
-    };
     let base = a
         .scenario
         .parent()
@@ -204,50 +175,28 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             .unwrap_or(&base)
             .join("resim-cache")
     });
-    let outcome = hpcscope_analysis::resim::resimulate(
+    let explored = explore(
         &s,
-        &r,
+        r,
         &caches,
-        &base,
-        &hpcscope_analysis::resim::Program {
-            command: a.command.clone(),
-            functions: a.functions.clone(),
-        },
-        &resim_dir,
-    )?;
-    let points = sweep_with(
-        &r,
-        s.precision,
-        opts,
-        &Inputs {
-            calibration: (!a.no_calibration).then_some(&model),
+        &ExploreOptions {
+            peak: a.peak.choice(),
+            binary_width: a.bandwidths == crate::args::BandwidthsArg::BinaryWidth,
+            calibration: a.calibration.clone(),
+            calibrate: !a.no_calibration,
             drop_contradicted: a.drop_contradicted,
             carried_time: !a.no_carried_time,
-            ..Inputs::default()
-        },
-        &outcome.resim,
-    )?;
-    let result = ExploreResult {
-        scenario: s.name.clone(),
-        description: s.description.clone(),
-        source_machine: r.source_machine.id.clone(),
-        source_gflops: r.source_gflops,
-        ridge: ridge_diagnostics(&points),
-        approximate: outcome.approximate.clone(),
-        peak,
-        points,
-        resimulation: (!outcome.resim.metrics.is_empty()).then_some(
-            hpcscope_core::explore::Resimulation {
-                points: outcome.resim.metrics.len(),
-                simulated: outcome.simulated,
-                mix_runs: outcome.runs,
-                cached: outcome.cached,
-                from_mix_run: outcome.from_mix_run,
+            base,
+            resim_dir,
+            program: hpcscope_analysis::resim::Program {
+                command: a.command.clone(),
+                functions: a.functions.clone(),
             },
-        ),
-    };
+        },
+    )?;
+    let result = &explored.result;
     if let Some(session) = session {
-        let mut data = serde_json::to_value(&result)?;
+        let mut data = serde_json::to_value(result)?;
         data["point_index"] = a.point.into();
         return Ok(ExitCode::from(session.finish(
             hpcscope_job::rank::Outcome {
@@ -261,82 +210,19 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             },
         )?));
     }
-    let t = points_table(&result.points);
-    let pre = vec![
-        s.name.clone(),
-        format!(
-            "source: {} at {} GFLOP/s",
-            r.source_machine.name,
-            num(r.source_gflops, 4)
-        ),
-    ];
-    let mut pre = pre;
-    if peak != hpcscope_core::machine::PeakChoice::Listed {
-        pre.push(format!(
-            "peak: {peak} ({})",
-            r.source_machine
-                .peak(s.precision)
-                .map(|p| p.provenance.clone())
-                .unwrap_or_default()
-        ));
-    }
-    if !outcome.resim.metrics.is_empty() {
-        let same_run = if outcome.from_mix_run > 0 {
-            format!(", {} from the profiles' own mix runs", outcome.from_mix_run)
-        } else {
-            String::new()
-        };
-        pre.push(format!(
-            "re-simulated: {} design point(s) on caches other than their profile's ({} geometr{} simulated in {} mix run(s), {} from the cache in {}{same_run})",
-            outcome.resim.metrics.len(),
-            outcome.simulated,
-            if outcome.simulated == 1 { "y" } else { "ies" },
-            outcome.runs,
-            outcome.cached,
-            resim_dir.display()
-        ));
-    }
-    let mut post = Vec::new();
-    for n in &outcome.notes {
-        post.push(format!("note: {n}"));
-    }
-    if !a.command.is_empty() && outcome.resim.changed.is_empty() {
-        post.push(
-            "note: every target has the caches its variants' profiles were simulated for, so the program after -- was not run (the profiles' bytes per level hold)".to_string(),
-        );
-    }
-    if !result.ridge.is_empty() {
-        post.push(
-            "OI - ridge at the first level with a roofline (thesis section 7.4.1, Fig. 7.5): below 0 that level's bandwidth binds, so a faster memory can help; at or above 0 the binary is compute-bound there and it cannot:".to_string(),
-        );
-        post.extend(ridge_table(&result.ridge).text().lines().map(String::from));
-    }
-    for w in &result.approximate {
-        post.push(format!("approximate: {w}"));
-    }
-    let text = render(a.out.format, &result, &pre, &t, &post)?;
+    let text = explored.render(a.out.format)?;
     let svg = a.svg.as_ref().map(|p| {
         (
             p.as_path(),
-            hpcscope_report::explore_svg(&result.points, &s.name, r.source_gflops),
+            hpcscope_core::view::explore_svg(&result.points, &s.name, result.source_gflops),
         )
     });
     let files: Vec<(&std::path::Path, &str)> = svg.iter().map(|(p, s)| (*p, s.as_str())).collect();
     emit_with(&text, a.out.output.as_deref(), &files)?;
-    let mut numbers = serde_json::Map::new();
-    numbers.insert("source_gflops".into(), result.source_gflops.into());
-    for p in &result.points {
-        let key = format!("{} @ {}", p.variant, p.target);
-        numbers.insert(format!("{key}.lo_gflops"), p.interval.lo.into());
-        numbers.insert(format!("{key}.hi_gflops"), p.interval.hi.into());
-        if let Some(e) = &p.projection.point {
-            numbers.insert(format!("{key}.point_gflops"), e.gflops.into());
-        }
-    }
     if let Some(line) = a.record.store(
         "explore",
         &a.scenario.display().to_string(),
-        &serde_json::Value::Object(numbers),
+        &explored.numbers(),
     )? {
         eprintln!("{line}");
     }

@@ -1,17 +1,14 @@
 //! `hpcscope history`: list, filter and export stored runs; list metrics and machines; draw a
 //! metric's history as SVG with its change points; print the change points.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use hpcscope_history::changepoint::{
-    ChangeRow, ChangesReport, EDivisiveOptions, Method, PeltOptions, detect,
-};
+use hpcscope_history::changepoint::{ChangesReport, EDivisiveOptions, Method, PeltOptions, detect};
 use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
-use hpcscope_report::{ChartOptions, Series, line_chart_svg};
+use hpcscope_history::view;
 
 mod export;
 
@@ -288,118 +285,12 @@ fn list_inner(a: &ListArgs) -> Result<ExitCode> {
     let store = open(&a.filter.db)?;
     let runs = store.runs(&a.filter.filter())?;
     // Built in memory, then printed or written atomically (no half-written file).
-    let mut out: Vec<u8> = Vec::new();
-    match a.format {
-        ListFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &runs)?;
-            writeln!(out)?;
-        }
-        ListFormat::Csv => {
-            let mut names: Vec<String> = runs
-                .iter()
-                .flat_map(|r| r.record.metrics.iter().map(|m| m.name.clone()))
-                .collect();
-            names.sort();
-            names.dedup();
-            let q = hpcscope_report::table::csv_field;
-            let mut head = vec![
-                "id",
-                "started_at",
-                "machine_id",
-                "git_commit",
-                "git_dirty",
-                "command",
-                "tags",
-                "exit_status",
-            ]
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>();
-            head.extend(names.iter().map(|n| q(n)));
-            writeln!(out, "{}", head.join(","))?;
-            for r in &runs {
-                let tags: Vec<String> = r
-                    .record
-                    .tags
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                let mut row = vec![
-                    r.id.to_string(),
-                    r.started.clone(),
-                    r.machine_id.clone(),
-                    r.record
-                        .git
-                        .as_ref()
-                        .map(|g| g.commit.clone())
-                        .unwrap_or_default(),
-                    r.record
-                        .git
-                        .as_ref()
-                        .map(|g| g.dirty.to_string())
-                        .unwrap_or_default(),
-                    q(&r.record.command),
-                    q(&tags.join(";")),
-                    r.record
-                        .exit_status
-                        .map(|s| s.to_string())
-                        .unwrap_or_default(),
-                ];
-                row.extend(names.iter().map(|n| {
-                    r.record
-                        .metric(n)
-                        .map(|v| v.to_string())
-                        .unwrap_or_default()
-                }));
-                writeln!(out, "{}", row.join(","))?;
-            }
-        }
-        ListFormat::Table => {
-            if runs.is_empty() {
-                writeln!(out, "no run matches (store {})", store.path().display())?;
-            }
-            writeln!(
-                out,
-                "{:>6}  {:<24} {:<17} {:<10} {:>10}  {:<30} command",
-                "id", "started (UTC)", "machine", "commit", "time_s", "tags"
-            )?;
-            for r in &runs {
-                let tags: Vec<String> = r
-                    .record
-                    .tags
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                let commit = r
-                    .record
-                    .git
-                    .as_ref()
-                    .map(|g| {
-                        format!(
-                            "{}{}",
-                            &g.commit[..g.commit.len().min(8)],
-                            if g.dirty { "+" } else { "" }
-                        )
-                    })
-                    .unwrap_or_else(|| "-".into());
-                writeln!(
-                    out,
-                    "{:>6}  {:<24} {:<17} {:<10} {:>10}  {:<30} {}",
-                    r.id,
-                    r.started,
-                    r.machine_id,
-                    commit,
-                    r.record
-                        .metric("time_s")
-                        .map(|t| format!("{t:.4}"))
-                        .unwrap_or_else(|| "-".into()),
-                    tags.join(","),
-                    r.record.command
-                )?;
-            }
-        }
-    }
-    crate::output::emit(&String::from_utf8(out)?, a.output.as_deref())?;
+    let text = match a.format {
+        ListFormat::Json => serde_json::to_string_pretty(&runs)? + "\n",
+        ListFormat::Csv => view::runs_csv(&runs),
+        ListFormat::Table => view::runs_table(&runs, store.path()),
+    };
+    crate::output::emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -453,100 +344,12 @@ fn method(a: &SeriesArgs) -> Method {
     }
 }
 
-/// The method in words, for captions.
-fn describe(m: &Method) -> String {
-    match m {
-        Method::Robust(o) => format!(
-            "steps of the level against a local trend (z² >= {} ln n, step >= {} noise sd, at least {} runs a side)",
-            o.penalty, o.min_effect, o.min_segment
-        ),
-        Method::EDivisive(o) => format!(
-            "E-divisive means with a t-test (p < {}, effect size >= {})",
-            o.max_pvalue, o.min_effect_size
-        ),
-        Method::Pelt(o) => format!(
-            "PELT (normal mean cost, BIC, at least {} runs a side)",
-            o.min_size
-        ),
-    }
-}
-
 fn plot(a: &PlotArgs) -> Result<ExitCode> {
     let (_, pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
     let m = method(&a.series);
     let det = detect(&xs, &m);
-    let ed = &det.changes;
-    let unit = pts.last().map(|p| p.unit.clone()).unwrap_or_default();
-    // Segment means as a dashed step line.
-    let mut bounds = vec![0];
-    bounds.extend(ed.iter().map(|c| c.index));
-    bounds.push(xs.len());
-    let mut means = Vec::new();
-    for w in bounds.windows(2) {
-        let seg: Vec<f64> = xs[w[0]..w[1]]
-            .iter()
-            .copied()
-            .filter(|v| v.is_finite())
-            .collect();
-        if seg.is_empty() {
-            continue;
-        }
-        let m = seg.iter().sum::<f64>() / seg.len() as f64;
-        means.push((w[0] as f64 + 1.0, m));
-        means.push((w[1] as f64, m));
-    }
-    let series = vec![
-        Series {
-            name: a.series.metric.clone(),
-            points: xs
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| (i as f64 + 1.0, v))
-                .collect(),
-            dashed: false,
-        },
-        Series {
-            name: "segment mean".into(),
-            points: means,
-            dashed: true,
-        },
-    ];
-    let markers = ed
-        .iter()
-        .map(|c| {
-            (
-                c.index as f64 + 0.5,
-                format!("run #{} {:+.1}%", pts[c.index].run_id, c.rel_change * 100.0),
-            )
-        })
-        .collect();
-    let svg = line_chart_svg(
-        &series,
-        &ChartOptions {
-            title: format!("History of {}", a.series.metric),
-            x_label: "Run (oldest to newest)".into(),
-            y_label: if unit.is_empty() {
-                a.series.metric.clone()
-            } else {
-                format!("{} ({unit})", a.series.metric)
-            },
-            vertical_markers: markers,
-            caption: format!(
-                "{} runs{}. Vertical lines mark change points: {}; the dashed line is the mean of each segment.{}",
-                xs.len(),
-                note.as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default(),
-                describe(&m),
-                det.notes
-                    .iter()
-                    .map(|n| format!(" Note: {n}."))
-                    .collect::<String>()
-            ),
-            ..ChartOptions::default()
-        },
-    );
+    let svg = view::plot_svg(&a.series.metric, &pts, &xs, &det, &m, note.as_deref());
     crate::output::write_atomic(&a.output, &svg)?;
     if let Some(n) = note {
         eprintln!("note: {n}");
@@ -558,7 +361,7 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
         "wrote {} ({} runs, {} change points)",
         a.output.display(),
         xs.len(),
-        ed.len()
+        det.changes.len()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -572,87 +375,19 @@ fn changes(a: &ChangesArgs) -> Result<ExitCode> {
     notes.extend(det.notes.iter().cloned());
     match a.format {
         ChangesFormat::Json => {
-            let v = ChangesReport {
-                change_points: det
-                    .changes
-                    .iter()
-                    .map(|c| {
-                        let p = &pts[c.index];
-                        ChangeRow::new(c, p.run_id, p.git_commit.clone())
-                    })
-                    .collect(),
-                method: m.name().to_string(),
-                metric: a.series.metric.clone(),
-                missing: det.missing,
-                noise_sd: det.noise_sd.is_finite().then_some(det.noise_sd),
-                notes,
-                options: m,
-                outliers: det.outliers,
-                period: det.period,
-                runs: xs.len(),
-                status: det.status,
-            };
+            let v = ChangesReport::of(&a.series.metric, &pts, det, m, notes);
             // Keys sorted at every level, as this output has always been printed.
             println!(
                 "{}",
                 serde_json::to_string_pretty(&serde_json::to_value(&v)?)?
             );
         }
-        ChangesFormat::Md => {
-            println!(
-                "## Change points of `{}` ({} runs)\n\nMethod: {}.\n",
-                a.series.metric,
-                xs.len(),
-                describe(&m)
-            );
-            for n in &notes {
-                println!("> **Note:** {n}\n");
-            }
-            if det.changes.is_empty() {
-                println!("No change point.");
-            } else {
-                println!(
-                    "| first run after | commit | mean before | mean after | step | step / noise | model | p-value |"
-                );
-                println!("|---|---|---:|---:|---:|---:|---|---:|");
-            }
-            for c in &det.changes {
-                let p = &pts[c.index];
-                println!(
-                    "| #{} | {} | {} | {} | {} ({:+.2}%) | {:+.1} | {} | {:.2e} |",
-                    p.run_id,
-                    p.git_commit
-                        .as_deref()
-                        .map(|g| &g[..g.len().min(10)])
-                        .unwrap_or("-"),
-                    num(c.before.mean),
-                    num(c.after.mean),
-                    num(c.step),
-                    c.rel_change * 100.0,
-                    c.step_over_noise,
-                    c.model.describe(),
-                    c.pvalue,
-                );
-            }
-        }
+        ChangesFormat::Md => print!(
+            "{}",
+            view::changes_md(&a.series.metric, &pts, xs.len(), &det, &m, &notes)
+        ),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Six significant digits.
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let a = x.abs();
-    if a != 0.0 && !(1e-3..1e6).contains(&a) {
-        format!("{x:.4e}")
-    } else {
-        format!("{x:.6}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    }
 }
 
 #[cfg(test)]

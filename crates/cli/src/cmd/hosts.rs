@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_analysis::hosts;
-use hpcscope_core::point::Calibration;
 
 use crate::output::{emit, emit_with};
 
@@ -110,17 +109,7 @@ pub fn run(c: HostsCmd) -> Result<ExitCode> {
 }
 
 fn validate(a: &ValidateArgs) -> Result<ExitCode> {
-    let calibration = match &a.calibration {
-        Some(p) => {
-            let text = hpcscope_core::load::read(
-                p,
-                "calibration",
-                "give a file written by hpcscope validate --calibrate",
-            )?;
-            Calibration::from_toml_str(&text, &p.display().to_string())?
-        }
-        None => Calibration::bundled(),
-    };
+    let calibration = hpcscope_core::load::calibration(a.calibration.as_deref())?;
     let records = a
         .dirs
         .iter()
@@ -189,16 +178,7 @@ fn record(a: &RecordArgs) -> Result<ExitCode> {
     let json = serde_json::to_string_pretty(&file)? + "\n";
     let toml = machine.to_toml_string();
     let mt = a.dir.join("machine.toml");
-    let mut text = String::new();
-    for (k, m) in &file.measurements {
-        text.push_str(&format!(
-            "{k:<28} {:>8.3} GFLOP/s  spread {:>5.1} %  ({})\n",
-            m.gflops_median,
-            m.spread * 100.0,
-            m.timed_by
-        ));
-    }
-    text.push_str(&format!("wrote {} and {}\n", mt.display(), mj.display()));
+    let text = hosts::record_text(&file, &mt, &mj);
     crate::output::write_files(&[(&mt, &toml), (&mj, &json)])?;
     emit(&text, None)?;
     Ok(ExitCode::SUCCESS)

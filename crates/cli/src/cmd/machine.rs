@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use hpcscope_core::machine::{Machine, diff};
-use hpcscope_core::{Precision, library};
+use hpcscope_core::machine::diff;
+use hpcscope_core::view::machine as view;
+use hpcscope_core::{library, load};
 
-use crate::output::{Format, Table, emit, num, render};
-use hpcscope_core::load;
+use crate::output::{Format, emit};
 
 mod kerncraft;
 
@@ -129,154 +129,20 @@ pub fn run(c: MachineCmd) -> Result<ExitCode> {
     }
 }
 
-fn opt(v: Option<f64>, sig: usize) -> String {
-    v.map(|x| num(x, sig)).unwrap_or_else(|| "-".into())
-}
-
 fn list(a: &ListArgs) -> Result<ExitCode> {
     let machines = library::all()?;
-    let mut t = Table::new(&[
-        "id",
-        "name",
-        "isa",
-        "simd",
-        "bits",
-        "cores",
-        "f64 core GF/s",
-        "f64 node GF/s",
-        "levels",
-    ]);
-    for m in &machines {
-        let p = m.peak(Precision::F64);
-        t.row(vec![
-            m.id.clone(),
-            m.name.clone(),
-            m.isa.clone(),
-            m.simd.clone(),
-            m.vector_bits.to_string(),
-            m.cores().to_string(),
-            opt(p.and_then(|p| p.core_gflops), 4),
-            opt(p.and_then(|p| p.node_gflops), 4),
-            m.level_names().join(" "),
-        ]);
-    }
-    let text = render(
-        a.format,
-        &machines,
-        &[],
-        &t,
-        &["Show one with: hpcscope machine show ID".into()],
-    )?;
-    emit(&text, None)?;
+    emit(&view::list(a.format, &machines)?, None)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn level_table(m: &Machine) -> Table {
-    let mut t = Table::new(&[
-        "level",
-        "kind",
-        "core GB/s",
-        "node GB/s",
-        "cache",
-        "provenance",
-    ]);
-    for l in &m.levels {
-        let cache = l
-            .cache
-            .as_ref()
-            .map(|c| {
-                format!(
-                    "{} B, {}-way, {} B lines",
-                    c.size_bytes, c.associativity, c.line_bytes
-                )
-            })
-            .unwrap_or_else(|| "-".into());
-        t.row(vec![
-            l.name.clone(),
-            format!("{:?}", l.kind).to_lowercase(),
-            opt(l.core_gbs, 5),
-            opt(l.node_gbs, 5),
-            cache,
-            l.provenance.clone(),
-        ]);
-    }
-    t
 }
 
 fn show(a: &ShowArgs) -> Result<ExitCode> {
     let m = load::machine(&a.machine)?;
     let text = match a.format {
         ShowFormat::Toml => m.to_toml_string(),
-        ShowFormat::Json => serde_json::to_string_pretty(&m)? + "\n",
-        f => {
-            let mut pre = vec![
-                format!("{} ({})", m.name, m.id),
-                format!(
-                    "{} {} {}-bit{}, {} socket(s) x {} cores{}",
-                    m.isa,
-                    m.simd,
-                    m.vector_bits,
-                    if m.fma { ", FMA" } else { "" },
-                    m.sockets,
-                    m.cores_per_socket,
-                    m.frequency_ghz
-                        .map(|f| format!(", {f} GHz"))
-                        .unwrap_or_default()
-                ),
-            ];
-            for p in &m.peaks {
-                pre.push(format!(
-                    "peak {}: core {} GFLOP/s, node {} GFLOP/s ({})",
-                    p.precision,
-                    opt(p.core_gflops, 5),
-                    opt(p.node_gflops, 5),
-                    p.provenance
-                ));
-                for c in &p.ceilings {
-                    pre.push(format!(
-                        "  ceiling {} {}-bit{}: core {} GFLOP/s, node {} GFLOP/s ({})",
-                        c.op,
-                        c.vector_bits,
-                        c.label
-                            .as_ref()
-                            .map(|l| format!(" '{l}'"))
-                            .unwrap_or_default(),
-                        opt(c.core_gflops, 5),
-                        opt(c.node_gflops, 5),
-                        c.provenance
-                    ));
-                }
-            }
-            pre.push(format!("provenance: {}", m.provenance));
-            let fmt = match f {
-                ShowFormat::Md => Format::Md,
-                ShowFormat::Csv => Format::Csv,
-                _ => Format::Table,
-            };
-            render(
-                fmt,
-                &m,
-                &pre,
-                &level_table(&m),
-                &m.network
-                    .iter()
-                    .map(|l| {
-                        format!(
-                            "network {} ({}): latency {} µs, bandwidth {} GB/s{} ({})",
-                            l.name,
-                            l.placement,
-                            num(l.latency_us, 4),
-                            num(l.bandwidth_gbs, 4),
-                            l.n_half_bytes
-                                .map(|n| format!(", n_1/2 {} B", num(n, 4)))
-                                .unwrap_or_default(),
-                            l.provenance
-                        )
-                    })
-                    .chain(m.notes.iter().map(|n| format!("note: {n}")))
-                    .collect::<Vec<_>>(),
-            )?
-        }
+        ShowFormat::Json => view::show(Format::Json, &m)?,
+        ShowFormat::Md => view::show(Format::Md, &m)?,
+        ShowFormat::Csv => view::show(Format::Csv, &m)?,
+        ShowFormat::Table => view::show(Format::Table, &m)?,
     };
     emit(&text, None)?;
     Ok(ExitCode::SUCCESS)
@@ -304,20 +170,7 @@ fn validate(a: &ValidateArgs) -> Result<ExitCode> {
 fn diff_cmd(a: &DiffArgs) -> Result<ExitCode> {
     let (ma, mb) = (load::machine(&a.a)?, load::machine(&a.b)?);
     let d = diff(&ma, &mb);
-    let mut t = Table::new(&["field", &ma.id, &mb.id, "ratio"]);
-    for f in &d {
-        let ratio = match (f.a.parse::<f64>(), f.b.parse::<f64>()) {
-            (Ok(x), Ok(y)) if x != 0.0 => format!("x{}", num(y / x, 3)),
-            _ => String::new(),
-        };
-        t.row(vec![f.field.clone(), f.a.clone(), f.b.clone(), ratio]);
-    }
-    let pre = if d.is_empty() {
-        vec!["the machines are identical in every compared field".to_string()]
-    } else {
-        vec![]
-    };
-    emit(&render(a.format, &d, &pre, &t, &[])?, None)?;
+    emit(&view::diff(a.format, &ma, &mb, &d)?, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -346,16 +199,7 @@ fn derive_cmd(a: &DeriveArgs) -> Result<ExitCode> {
     }
     let origin = format!("the derived machine '{}'", m.id);
     m.validate(&origin)?;
-    let text = format!(
-        "# Derived by `hpcscope machine derive` from '{}': {}\n{}",
-        a.base,
-        transforms
-            .iter()
-            .map(Transform::label)
-            .collect::<Vec<_>>()
-            .join(", "),
-        m.to_toml_string()
-    );
+    let text = view::derived_toml(&a.base, &transforms, &m);
     emit(&text, a.output.as_deref())?;
     if let Some(p) = &a.output {
         eprintln!("wrote {} ({})", p.display(), m.id);

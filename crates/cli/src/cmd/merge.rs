@@ -10,10 +10,10 @@ use clap::Args;
 use hpcscope_job::merge::{
     JobDir, MergedJob, MergedRuns, Spread, job_flame_profile, list_jobs, load_reference, merge_job,
 };
-use hpcscope_job::render::{html_sections, job_svg, jobs_table, record_numbers, render_job};
+use hpcscope_job::render::{html_sections, job_svg, record_numbers, render_job, render_runs};
 use hpcscope_report::html_page;
 
-use crate::output::{Format, emit_with, num, render};
+use crate::output::{Format, emit_with};
 
 /// Arguments of `merge`.
 #[derive(Args, Debug)]
@@ -114,29 +114,7 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
             jobs: merged.clone(),
             runtime: Spread::of(&merged),
         };
-        let mut head = vec![format!(
-            "{} job(s) in {}",
-            merged.len(),
-            a.run_dir.display()
-        )];
-        if let Some(sp) = &runs.runtime {
-            head.push(format!(
-                "runtime over the {} complete jobs: mean {} s, min {} s, max {} s, standard deviation {} s ({} %)",
-                sp.jobs,
-                num(sp.mean_s, 4),
-                num(sp.min_s, 4),
-                num(sp.max_s, 4),
-                num(sp.stdev_s, 3),
-                num(100.0 * sp.stdev_s / sp.mean_s, 3)
-            ));
-        }
-        let mut tail = Vec::new();
-        for m in &merged {
-            for p in &m.problems {
-                tail.push(format!("{}: {}", m.job_id, p.what));
-            }
-        }
-        render(a.format, &runs, &head, &jobs_table(&merged), &tail)?
+        render_runs(&runs, a.format)?
     } else {
         render_job(&merged[0], a.format)?
     };

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use hpcscope_trace::{Probes, TraceOptions};
 
-use crate::output::{Format, emit, render, write_atomic};
+use crate::output::{Format, emit, write_atomic};
 use hpcscope_core::{Classify, ErrorKind};
 
 mod formats;
@@ -155,32 +155,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
                 .to_string()
         }
     };
-    let mut pre = vec![format!(
-        "{}: {} samples at {} Hz over {:.2} s{}; {wrote}",
-        out.report.target,
-        prof.total(),
-        prof.hz,
-        out.report.duration_s,
-        if out.report.partial { " (partial)" } else { "" }
-    )];
-    if prof.missing_user_stacks > 0 {
-        pre.push(format!(
-            "{} samples had no user stack (code without frame pointers: rebuild with \
-             -fno-omit-frame-pointer)",
-            prof.missing_user_stacks
-        ));
-    }
-    let table = prof.hot_table(a.top);
-    let text = match a.format {
-        Format::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({
-                "report": out.report,
-                "profile": prof,
-                "hot_functions": prof.hot_functions(a.top),
-            }))? + "\n"
-        }
-        f => render(f, &prof, &pre, &table, &out.report.notes)?,
-    };
+    let text = hpcscope_trace::view::profile(a.format, &out, &prof, &wrote, a.top)?;
     emit(&text, a.output.as_deref())?;
     Ok(crate::args::command_status(&out.report))
 }

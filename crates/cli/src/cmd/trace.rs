@@ -10,9 +10,9 @@ use clap::Args;
 use hpcscope_core::{Classify, ErrorKind};
 use hpcscope_job::rank::{Exit, Outcome};
 use hpcscope_trace::mpitime::MpiTime;
-use hpcscope_trace::{FunctionSpec, Probes, TraceOptions, TraceOutcome};
+use hpcscope_trace::{FunctionSpec, Probes, TraceOptions};
 
-use crate::output::{Format, Table, emit, emit_with, render};
+use crate::output::{Format, emit, emit_with};
 
 /// Arguments of `trace`.
 #[derive(Args, Debug)]
@@ -136,54 +136,6 @@ fn options(a: &TraceArgs) -> Result<TraceOptions> {
     })
 }
 
-/// Intervals of the rate series shown one per row in the text view; more are summarized.
-const MAX_RATE_ROWS: usize = 30;
-
-/// Text rendering: one table per level, then the notes.
-pub fn text(out: &TraceOutcome) -> String {
-    let r = &out.report;
-    let mut s = format!(
-        "trace of {} ({:.3} s{}{})\n",
-        r.target,
-        r.duration_s,
-        if r.partial { ", partial" } else { "" },
-        match (r.exit_code, r.exit_signal) {
-            (Some(c), _) => format!(", exit code {c}"),
-            (None, Some(s)) => format!(", killed by signal {s}"),
-            _ => String::new(),
-        }
-    );
-    for mut t in r.tables() {
-        if t.title == "rate" && t.rows.len() > MAX_RATE_ROWS {
-            // A long trace: the summary here, every interval in the JSON and the HTML.
-            let n = t.rows.len();
-            t = r.rates.as_ref().map(|x| x.summary()).unwrap_or(t);
-            t.title = format!(
-                "rate summary ({n} intervals of {} s: each one in --format json and --html)",
-                r.rates.as_ref().map_or(0.0, |x| x.interval_s)
-            );
-        }
-        let mut table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
-        for row in t.rows {
-            table.row(row);
-        }
-        s.push_str(&format!("\n[{}]\n", t.title));
-        s.push_str(&table.text());
-    }
-    if let Some(p) = &out.profile {
-        s.push_str(&format!(
-            "\n[hot functions] {} samples at {} Hz\n",
-            p.total(),
-            p.hz
-        ));
-        s.push_str(&p.hot_table(15).text());
-    }
-    for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
-}
-
 /// Runs `trace`.
 pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     if let Some(f) = &a.list_usdt {
@@ -201,26 +153,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
         let json = serde_json::to_string(&out.report.chrome_trace())?;
         files.push((path, json + "\n"));
     }
-    let text = match a.format {
-        Format::Table => text(&out),
-        Format::Json => serde_json::to_string_pretty(&out)? + "\n",
-        f => {
-            // CSV and Markdown: the per-thread table, the finest level with every probe.
-            let tables = out.report.tables();
-            let t = tables
-                .iter()
-                .find(|t| t.title == "thread")
-                .or_else(|| tables.last());
-            let mut table = Table::new(&[]);
-            if let Some(t) = t {
-                table = Table::new(&t.headers.iter().map(String::as_str).collect::<Vec<_>>());
-                for row in &t.rows {
-                    table.row(row.clone());
-                }
-            }
-            render(f, &out, &[], &table, &out.report.notes)?
-        }
-    };
+    let text = hpcscope_trace::view::render(a.format, &out)?;
     if let Some(path) = &a.html {
         let sections = hpcscope_trace::report::html_sections(&out.report, out.profile.as_ref());
         let page = hpcscope_report::html_page(
@@ -233,7 +166,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
     emit_with(&text, a.output.as_deref(), &files)?;
     if let Some(line) = a
         .record
-        .store("trace", &out.report.target, &summary(&out))?
+        .store("trace", &out.report.target, &out.report.summary())?
     {
         eprintln!("{line}");
     }
@@ -245,33 +178,7 @@ pub fn run(a: &TraceArgs) -> Result<ExitCode> {
 fn list_usdt(a: &TraceArgs, file: &str) -> Result<ExitCode> {
     let path = hpcscope_trace::linux::usdt_file(file)?;
     let probes = hpcscope_trace::usdt::probes_in(&path)?;
-    let mut t = Table::new(&["probe", "sites", "semaphore", "arguments"]);
-    for p in &probes {
-        t.row(vec![
-            p.id(),
-            p.sites.len().to_string(),
-            p.sites
-                .iter()
-                .find(|s| s.semaphore != 0)
-                .map(|s| format!("{:#x}", s.semaphore))
-                .unwrap_or_else(|| "-".into()),
-            p.sites
-                .first()
-                .map(|s| s.arguments.clone())
-                .unwrap_or_default(),
-        ]);
-    }
-    let pre = vec![format!(
-        "{}: {} USDT probe(s){}",
-        path.display(),
-        probes.len(),
-        if probes.is_empty() {
-            " (no .note.stapsdt notes)"
-        } else {
-            ""
-        }
-    )];
-    let text = render(a.format, &probes, &pre, &t, &[])?;
+    let text = hpcscope_trace::view::usdt_probes(a.format, &path, &probes)?;
     emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -319,7 +226,7 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
                 interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
                 mpi,
                 notes,
-                data: summary(&out),
+                data: out.report.summary(),
             }
         }
         Err(e) if e.kind() == ErrorKind::Environment => {
@@ -328,75 +235,4 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     Ok(ExitCode::from(session.finish(outcome)?))
-}
-
-/// The numbers `--record` keeps: totals over the traced processes, per syscall and per
-/// user function (the histograms stay in the JSON report).
-pub fn summary(out: &TraceOutcome) -> serde_json::Value {
-    use std::collections::BTreeMap;
-    let r = &out.report;
-    let mut syscalls: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
-    type FnSums = (u64, u64, Option<hpcscope_trace::report::MessageTotals>);
-    let mut functions: BTreeMap<&str, FnSums> = BTreeMap::new();
-    let (mut on, mut off, mut minor, mut major, mut cs) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    for p in &r.processes {
-        on += p.on_cpu_ns;
-        off += p.off_cpu_ns;
-        minor += p.minor_faults;
-        major += p.major_faults;
-        cs += p.context_switches;
-        for s in &p.syscalls {
-            let e = syscalls.entry(&s.name).or_default();
-            e.0 += s.count;
-            e.1 += s.errors;
-            e.2 += s.total_ns;
-        }
-        for f in &p.functions {
-            let e = functions.entry(&f.symbol).or_default();
-            e.0 += f.count;
-            e.1 += f.total_ns;
-            if let Some(t) = f.message_totals() {
-                e.2.get_or_insert_default().add(&t);
-            }
-        }
-    }
-    let syscalls: serde_json::Map<String, serde_json::Value> = syscalls
-        .into_iter()
-        .map(|(k, (n, e, t))| {
-            (
-                k.to_string(),
-                serde_json::json!({"count": n, "errors": e, "time_s": t as f64 * 1e-9}),
-            )
-        })
-        .collect();
-    let functions: serde_json::Map<String, serde_json::Value> = functions
-        .into_iter()
-        .map(|(k, (n, t, m))| {
-            let mut v = serde_json::json!({"count": n, "time_s": t as f64 * 1e-9});
-            if let Some(m) = m {
-                // Bytes of known size; the elements include those of unknown size.
-                v["elements"] = m.elements.into();
-                v["bytes"] = m.bytes.into();
-            }
-            (k.to_string(), v)
-        })
-        .collect();
-    let mut v = serde_json::json!({
-        "time_s": r.duration_s,
-        "on_cpu_s": on as f64 * 1e-9,
-        "off_cpu_s": off as f64 * 1e-9,
-        "minor_faults": minor,
-        "major_faults": major,
-        "context_switches": cs,
-        "syscalls": syscalls,
-        "functions": functions,
-    });
-    // What `merge` needs for eqs. 3.12 and 3.14-3.16: the OpenMP threads, the counters.
-    if !r.openmp.is_empty() {
-        v["openmp"] = serde_json::to_value(&r.openmp).unwrap_or_default();
-    }
-    if let Some(c) = &r.counters {
-        v["counters"] = serde_json::to_value(c).unwrap_or_default();
-    }
-    v
 }

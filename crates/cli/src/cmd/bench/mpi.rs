@@ -14,10 +14,8 @@ use hpcscope_bench::mpi::MpiConfig;
 use hpcscope_bench::mpi::hockney::Weights;
 use hpcscope_bench::mpi::imb::Benchmark;
 use hpcscope_bench::mpi::machine_file::{link_toml, read_machine, upsert_network};
-use hpcscope_bench::mpi::render::{chart_svg, csv_table, text_report};
+use hpcscope_bench::mpi::render::{chart_svg, csv_table, link_line, link_written, text_report};
 use hpcscope_core::machine::Placement;
-
-use crate::output::num;
 
 /// Output format of `bench mpi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -319,13 +317,7 @@ fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
             path: path.display().to_string(),
             source: std::io::Error::other(format!("{e:#}")),
         })?;
-        eprintln!(
-            "{}: network link '{}' written ({} µs, {} GB/s)",
-            path.display(),
-            l.name,
-            num(l.latency_us, 3),
-            num(l.bandwidth_gbs, 3)
-        );
+        eprintln!("{}", link_written(path, &l));
     }
     let chart = a
         .svg
@@ -357,15 +349,7 @@ fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
         }
     }
     if let Some(l) = &link {
-        eprintln!(
-            "{} ({}): latency {} µs, bandwidth {} GB/s, n_1/2 {} B [{}]",
-            l.name,
-            l.placement,
-            num(l.latency_us, 3),
-            num(l.bandwidth_gbs, 3),
-            num(l.n_half_bytes.unwrap_or(f64::NAN), 3),
-            report.mpi_library
-        );
+        eprintln!("{}", link_line(l, &report.mpi_library));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hpcscope_core::kerncraft::{self, ImportOverrides};
+use hpcscope_core::view::machine as view;
 
 use crate::output::{emit, write_atomic};
 
@@ -83,12 +84,7 @@ pub fn import(a: &ImportArgs) -> Result<ExitCode> {
             dp_flops_per_cycle: a.dp_flops_per_cycle,
         },
     )?;
-    let mut toml = String::from("# Imported by `hpcscope machine import`. Not mapped:\n");
-    for u in &c.unmapped {
-        toml.push_str(&format!("# - {u}\n"));
-    }
-    toml.push_str(&c.value.to_toml_string());
-    finish(&toml, a.output.as_ref(), &c.unmapped)
+    finish(&view::imported_toml(&c), a.output.as_ref(), &c.unmapped)
 }
 
 /// Runs `machine export`.
@@ -97,12 +93,7 @@ pub fn export(a: &ExportArgs) -> Result<ExitCode> {
     let c = match a.format {
         ExportFormat::Kerncraft => kerncraft::export(&m)?,
     };
-    let mut text = String::new();
-    for u in &c.unmapped {
-        text.push_str(&format!("# not mapped: {u}\n"));
-    }
-    text.push_str(&c.value);
-    finish(&text, a.output.as_ref(), &c.unmapped)
+    finish(&view::exported(&c), a.output.as_ref(), &c.unmapped)
 }
 
 fn finish(text: &str, output: Option<&PathBuf>, unmapped: &[String]) -> Result<ExitCode> {

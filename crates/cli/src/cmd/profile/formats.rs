@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_trace::perf_script::{self, Imported};
+use hpcscope_trace::view;
 
-use crate::output::{Format, emit, render, write_atomic};
+use crate::output::{Format, emit, write_atomic};
 
 /// The subcommands of `profile`.
 #[derive(Subcommand, Debug)]
@@ -108,22 +109,9 @@ fn read(path: &Path) -> Result<Imported> {
     Ok(perf_script::import(path)?)
 }
 
-fn summary(imp: &Imported) -> String {
-    let p = &imp.profile;
-    let stacks = p.samples.len();
-    format!(
-        "{} ({:?}): {} stacks, total weight {} {}",
-        imp.origin,
-        imp.format,
-        stacks,
-        p.total(),
-        imp.weight.unit()
-    )
-}
-
 fn import(a: &ImportArgs) -> Result<ExitCode> {
     let imp = read(&a.file)?;
-    let mut pre = vec![summary(&imp)];
+    let mut pre = vec![view::summary(&imp)];
     if let Some(prefix) = &a.out_prefix {
         let folded = format!("{prefix}.folded");
         let svg = format!("{prefix}.svg");
@@ -135,16 +123,7 @@ fn import(a: &ImportArgs) -> Result<ExitCode> {
         write_atomic(svg.as_ref(), &graph)?;
         pre.push(format!("wrote {folded} and {svg}"));
     }
-    let table = imp.profile.hot_table(a.top);
-    let text = match a.format {
-        Format::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({
-                "import": &imp,
-                "hot_functions": imp.profile.hot_functions(a.top),
-            }))? + "\n"
-        }
-        f => render(f, &imp, &pre, &table, &imp.notes)?,
-    };
+    let text = view::imported(a.format, &imp, &pre, a.top)?;
     emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -163,7 +142,7 @@ fn diff(a: &DiffArgs) -> Result<ExitCode> {
         );
     }
     let rows = perf_script::diff_functions(&before.profile, &after.profile, a.top);
-    let mut pre = vec![summary(&before), summary(&after)];
+    let mut pre = vec![view::summary(&before), view::summary(&after)];
     if let Some(svg) = &a.svg {
         let graph = perf_script::diff_flamegraph_svg(
             &before.profile,
@@ -177,10 +156,7 @@ fn diff(a: &DiffArgs) -> Result<ExitCode> {
             svg.display()
         ));
     }
-    let table = perf_script::diff_table(&rows);
-    let mut notes = before.notes.clone();
-    notes.extend(after.notes.iter().cloned());
-    let text = render(a.format, &rows, &pre, &table, &notes)?;
+    let text = view::diff(a.format, &before, &after, &rows, &pre)?;
     emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

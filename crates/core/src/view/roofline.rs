@@ -1,17 +1,23 @@
 //! The roofline chart of one analysis and the projection chart (source and target rooflines
 //! overlaid, projected points and interval), after the thesis' figures 6.6 and 6.9-6.16.
 
-use hpcscope_core::project::Projection;
-use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope};
+use crate::node::NodeRoofline;
+use crate::placement::Placed;
+use crate::project::Projection;
+use crate::roofline::{Ceilings, RooflineAnalysis, Scope};
+use hpcscope_report::fmt::num;
+use hpcscope_report::{Format, Table};
 
-use crate::axis::{Kind, fmt_value, log_domain};
-use crate::chart::{
+use hpcscope_report::axis::{Kind, fmt_value, log_domain};
+use hpcscope_report::chart::{
     Frame, GREENS, INK, LEGEND_X, LegendEntry, MUTED, PALETTE, REDS, Rect, Swatch, TOP, WIDTH,
     around_marker, axis, caption_lines, draw_axes, draw_caption, draw_legend, draw_title, join_and,
     place_label_avoiding,
 };
-use crate::roofs::{Obstacles, Roof, RoofSet, distinct, draw_roofs, label_roofs, roof_label};
-use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle};
+use hpcscope_report::roofs::{
+    Obstacles, Roof, RoofSet, distinct, draw_roofs, label_roofs, roof_label,
+};
+use hpcscope_report::svg::{Anchor, Shape, Stroke, Svg, TextStyle};
 
 const X_LABEL: &str = "Operational intensity (FLOP/byte, log scale)";
 const Y_LABEL: &str = "Performance (GFLOP/s, log scale)";
@@ -81,7 +87,7 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
     if let Some(v) = achieved {
         yv.push(v);
     }
-    let ceilings: Vec<&hpcscope_core::machine::CarmCeiling> = c
+    let ceilings: Vec<&crate::machine::CarmCeiling> = c
         .compute_ceilings
         .iter()
         .filter(|k| positive(k.gflops) && distinct(k.gflops, c.peak_gflops))
@@ -355,7 +361,7 @@ const CEILING_DASH: &str = "6 3";
 
 /// The compute ceilings below the peak (cache-aware roofline), those of one value merged:
 /// `(GFLOP/s, names joined by " = ")`.
-fn merged_ceilings(ceilings: &[&hpcscope_core::machine::CarmCeiling]) -> Vec<(f64, String)> {
+fn merged_ceilings(ceilings: &[&crate::machine::CarmCeiling]) -> Vec<(f64, String)> {
     let mut out: Vec<(f64, String)> = Vec::new();
     for k in ceilings {
         match out.iter_mut().find(|(g, _)| !distinct(*g, k.gflops)) {
@@ -375,9 +381,9 @@ fn merged_ceilings(ceilings: &[&hpcscope_core::machine::CarmCeiling]) -> Vec<(f6
 fn draw_compute_ceilings(
     svg: &mut Svg,
     f: &Frame,
-    xs: &crate::axis::Scale,
-    ys: &crate::axis::Scale,
-    ceilings: &[&hpcscope_core::machine::CarmCeiling],
+    xs: &hpcscope_report::axis::Scale,
+    ys: &hpcscope_report::axis::Scale,
+    ceilings: &[&crate::machine::CarmCeiling],
     a: &RooflineAnalysis,
     obstacles: &mut Obstacles,
 ) {
@@ -664,7 +670,8 @@ pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, titl
             svg.text(x + 9.0, (y0 + y1) / 2.0 + 4.0, &hi_t, &style);
         } else {
             // Keep the two labels apart when the bar is short.
-            let ys_l = crate::chart::spread(&[y0 + 4.0, y1 + 4.0], 13.0, f.top, f.bottom + 20.0);
+            let ys_l =
+                hpcscope_report::chart::spread(&[y0 + 4.0, y1 + 4.0], 13.0, f.top, f.bottom + 20.0);
             svg.text(x + 9.0, ys_l[0], &format!("hi {hi_t}"), &style);
             svg.text(x + 9.0, ys_l[1], &format!("lo {lo_t}"), &style);
         }
@@ -923,6 +930,186 @@ pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, titl
     let cap_y = (f.bottom + 66.0).max(y + 18.0);
     let bottom = draw_caption(&mut svg, cap_y, &lines);
     svg.finish(bottom + 6.0)
+}
+
+/// A placement on the rooflines in `format` (the `roofline` command's output).
+pub fn render(format: Format, placed: &Placed) -> Result<String, serde_json::Error> {
+    match placed {
+        Placed::Whole { analysis, title } => render_whole(format, analysis, title),
+        Placed::PerThread {
+            node,
+            application,
+            machine,
+        } => render_threads(format, node, application, machine),
+    }
+}
+
+/// One analysis: its levels, ceilings and binding ceiling.
+fn render_whole(
+    format: Format,
+    an: &RooflineAnalysis,
+    title: &str,
+) -> Result<String, serde_json::Error> {
+    let mut t = Table::new(&[
+        "level",
+        "GB/s",
+        "bytes",
+        "OI (FLOP/B)",
+        "ridge OI",
+        "attainable GF/s",
+        "bound",
+    ]);
+    for l in &an.levels {
+        t.row(vec![
+            l.level.clone(),
+            num(l.bandwidth_gbs, 4),
+            num(l.bytes, 4),
+            num(l.oi, 4),
+            num(l.ridge_oi, 4),
+            num(l.attainable_gflops, 4),
+            l.bound.to_string(),
+        ]);
+    }
+    let mut pre = vec![
+        title.to_string(),
+        format!(
+            "peak {} GFLOP/s; FLOPs per FP instruction {} of at most {} -> weighted peak {} GFLOP/s",
+            num(an.ceilings.peak_gflops, 4),
+            an.flops_per_instruction
+                .map(|x| num(x, 4))
+                .unwrap_or_else(|| "-".into()),
+            num(an.max_flops_per_instruction, 3),
+            num(an.weighted_peak_gflops, 4)
+        ),
+    ];
+    if !an.ceilings.compute_ceilings.is_empty() {
+        pre.push(format!(
+            "compute ceilings below the peak: {}",
+            an.ceilings
+                .compute_ceilings
+                .iter()
+                .map(|k| format!(
+                    "{} {} GFLOP/s ({})",
+                    k.kind.name(),
+                    num(k.gflops, 4),
+                    k.kernel
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if let Some(g) = an.achieved_gflops {
+        pre.push(format!("achieved {} GFLOP/s", num(g, 4)));
+    }
+    let mut epi = vec![format!(
+        "binding ceiling: {} ({}-bound) at {} GFLOP/s{}",
+        an.binding_level,
+        an.binding_bound,
+        num(an.binding_gflops, 4),
+        an.efficiency
+            .map(|e| format!("; efficiency {:.1} %", e * 100.0))
+            .unwrap_or_default()
+    )];
+    epi.extend(an.notes.iter().map(|n| format!("note: {n}")));
+    hpcscope_report::render(format, an, &pre, &t, &epi)
+}
+
+/// Node scope, per thread: each thread's OIs and binding ceiling, the node's sum and balance.
+fn render_threads(
+    format: Format,
+    n: &NodeRoofline,
+    application: &str,
+    machine: &str,
+) -> Result<String, serde_json::Error> {
+    let levels: Vec<String> = n.ceilings.levels.clone();
+    let mut head = vec![
+        "thread".to_string(),
+        "FLOPs".into(),
+        "bytes".into(),
+        "time (s)".into(),
+        "GF/s".into(),
+    ];
+    head.extend(levels.iter().map(|l| format!("OI {l}")));
+    head.extend([
+        "binding".into(),
+        "attainable GF/s".into(),
+        "eq. 7.2 roof GF/s".into(),
+    ]);
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut t = Table::new(&head);
+    for th in &n.threads {
+        let mut row = vec![
+            th.thread.to_string(),
+            num(th.flops, 4),
+            num(th.bytes, 4),
+            th.time_s.map_or("-".into(), |x| num(x, 4)),
+            th.achieved_gflops.map_or("-".into(), |x| num(x, 4)),
+        ];
+        row.extend(th.analysis.levels.iter().map(|l| num(l.oi, 4)));
+        row.extend([
+            format!(
+                "{} ({})",
+                th.analysis.binding_level, th.analysis.binding_bound
+            ),
+            num(th.analysis.binding_gflops, 4),
+            num(th.weighted_gflops, 4),
+        ]);
+        t.row(row);
+    }
+    let c = &n.ceilings;
+    let pre = vec![
+        format!(
+            "{} on {} ({} threads, node scope)",
+            application,
+            machine,
+            n.threads.len()
+        ),
+        format!(
+            "per-core share of the node (eq. 7.1, {} cores): peak {} GFLOP/s; {}",
+            n.cores,
+            num(c.peak_gflops, 4),
+            c.levels
+                .iter()
+                .zip(&c.bandwidth_gbs)
+                .map(|(l, b)| format!("{l} {} GB/s", num(*b, 4)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ];
+    let im = &n.imbalance;
+    let mut epi = vec![
+        format!(
+            "node: attainable {} GFLOP/s (sum of the threads' binding ceilings), {} by eq. 7.2's weighted roofs{}",
+            num(n.attainable_gflops, 4),
+            num(n.weighted_gflops, 4),
+            n.achieved_gflops
+                .map(|g| format!(
+                    "; achieved {} GFLOP/s{}",
+                    num(g, 4),
+                    n.efficiency
+                        .map(|e| format!(" ({:.1} % of attainable)", e * 100.0))
+                        .unwrap_or_default()
+                ))
+                .unwrap_or_default()
+        ),
+        format!(
+            "load balance (mean / max over {} working threads{}): FLOPs {:.1} %, bytes {:.1} %{}; heaviest thread {}",
+            im.working_threads,
+            if im.idle_threads > 0 {
+                format!(", {} idle", im.idle_threads)
+            } else {
+                String::new()
+            },
+            im.flops_balance * 100.0,
+            im.bytes_balance * 100.0,
+            im.time_balance
+                .map(|b| format!(", time {:.1} %", b * 100.0))
+                .unwrap_or_default(),
+            im.heaviest_thread
+        ),
+    ];
+    epi.extend(n.notes.iter().map(|x| format!("note: {x}")));
+    hpcscope_report::render(format, n, &pre, &t, &epi)
 }
 
 fn dedup(it: impl Iterator<Item = String>) -> Vec<String> {

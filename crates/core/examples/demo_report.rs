@@ -1,5 +1,5 @@
 //! Writes a demonstration report of the TX2 -> N1 worked example (research notes on seed
-//! 002, section 5B): `cargo run -p hpcscope-report --example demo_report -- OUT_DIR`
+//! 002, section 5B): `cargo run -p hpcscope-core --example demo_report -- OUT_DIR`
 //! writes `OUT_DIR/report.html` and one `.svg` per chart.
 
 use hpcscope_core::Precision;
@@ -7,7 +7,8 @@ use hpcscope_core::library::builtin;
 use hpcscope_core::profile::{AppMetrics, bytes_from_local};
 use hpcscope_core::project::{Options, Side, project};
 use hpcscope_core::roofline::{Ceilings, Scope, analyze};
-use hpcscope_report::{Section, html_page, html_table, projection_svg, roofline_svg};
+use hpcscope_core::view::{projection_svg, roofline_svg};
+use hpcscope_report::{Section, html_page, html_table};
 
 fn app(total_bytes: f64, fp_instructions: f64, time_s: Option<f64>) -> AppMetrics {
     AppMetrics {

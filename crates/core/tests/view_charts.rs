@@ -13,6 +13,7 @@ use hpcscope_core::library::builtin;
 use hpcscope_core::profile::{AppMetrics, bytes_from_local};
 use hpcscope_core::project::{Interval, Method, Options, PairRule, Projection, Side, project};
 use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze};
+use hpcscope_core::view::*;
 use hpcscope_report::*;
 
 fn metrics(flops: f64, fp_instr: f64, bytes: &[f64], time_s: Option<f64>) -> AppMetrics {

@@ -1,15 +1,15 @@
 //! The design-space sweep chart (thesis figures 6.17-6.25, 7.4-7.5) and the validation chart
 //! (figure 7.1): projected intervals as range bars over categories.
 
-use hpcscope_core::explore::DesignPoint;
+use crate::explore::DesignPoint;
 use serde::{Deserialize, Serialize};
 
-use crate::axis::{Kind, Scale, Tick, fmt_value, linear_ticks, log_domain, log_ticks};
-use crate::chart::{
+use hpcscope_report::axis::{Kind, Scale, Tick, fmt_value, linear_ticks, log_domain, log_ticks};
+use hpcscope_report::chart::{
     Frame, INK, LEFT, LegendEntry, MUTED, PALETTE, PLOT_H, PLOT_W, Rect, Swatch, TOP, WIDTH, axis,
     caption_lines, draw_axes, draw_caption, draw_legend, draw_title, place_label, speedup_label,
 };
-use crate::svg::{Anchor, Shape, Stroke, Svg, TextStyle, text_width, wrap};
+use hpcscope_report::svg::{Anchor, Shape, Stroke, Svg, TextStyle, text_width, wrap};
 
 /// Interval spans more than this ratio: log axis.
 const LOG_RATIO: f64 = 30.0;
@@ -332,12 +332,12 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
         caption.push_str(" No design point to show.");
     }
 
-    let ridges: Vec<(usize, usize, hpcscope_core::explore::RidgeDiagnostic)> = points
+    let ridges: Vec<(usize, usize, crate::explore::RidgeDiagnostic)> = points
         .iter()
         .filter_map(|p| {
             let vi = variants.iter().position(|v| *v == p.variant)?;
             let ti = targets.iter().position(|t| *t == p.target)?;
-            Some((vi, ti, hpcscope_core::explore::RidgeDiagnostic::of(p)?))
+            Some((vi, ti, crate::explore::RidgeDiagnostic::of(p)?))
         })
         .collect();
     let level0 = ridges
@@ -359,11 +359,11 @@ pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> S
     }
     let resim = points
         .iter()
-        .filter(|p| p.bytes == hpcscope_core::explore::BytesOrigin::Resimulated)
+        .filter(|p| p.bytes == crate::explore::BytesOrigin::Resimulated)
         .count();
     let approx = points
         .iter()
-        .filter(|p| p.bytes == hpcscope_core::explore::BytesOrigin::Approximate)
+        .filter(|p| p.bytes == crate::explore::BytesOrigin::Approximate)
         .count();
     if resim > 0 {
         caption.push_str(&format!(
@@ -944,9 +944,9 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
 
 /// The table of design points: interval, speed-up, how many points are memory-bound, and
 /// what sets the lower bound.
-pub fn points_table(points: &[DesignPoint]) -> crate::Table {
-    use crate::fmt::num;
-    let mut t = crate::Table::new(&[
+pub fn points_table(points: &[DesignPoint]) -> hpcscope_report::Table {
+    use hpcscope_report::fmt::num;
+    let mut t = hpcscope_report::Table::new(&[
         "variant",
         "target",
         "lo GF/s",
@@ -978,10 +978,10 @@ pub fn points_table(points: &[DesignPoint]) -> crate::Table {
 /// The OI_L1 - OI_ridge diagnostic of each design point (Gavoille 2024 thesis, section
 /// 7.4.1, Fig. 7.5): the variant's OI at the first level with a roofline against that
 /// roofline's ridge on the target, and the source binary's on the source machine.
-pub fn ridge_table(rows: &[hpcscope_core::explore::RidgeDiagnostic]) -> crate::Table {
-    use crate::fmt::num;
+pub fn ridge_table(rows: &[crate::explore::RidgeDiagnostic]) -> hpcscope_report::Table {
+    use hpcscope_report::fmt::num;
     let o = |v: Option<f64>| v.map_or("-".into(), |x| num(x, 3));
-    let mut t = crate::Table::new(&[
+    let mut t = hpcscope_report::Table::new(&[
         "variant",
         "target",
         "level",
@@ -1006,6 +1006,78 @@ pub fn ridge_table(rows: &[hpcscope_core::explore::RidgeDiagnostic]) -> crate::T
         ]);
     }
     t
+}
+
+/// What the text of `explore` says beyond its result.
+pub struct ExploreText<'a> {
+    /// The source machine's name.
+    pub source_name: &'a str,
+    /// Provenance of the source's peak (said when the peak is not the listed one).
+    pub peak_provenance: &'a str,
+    /// Where the re-simulated profiles are cached.
+    pub resim_dir: &'a std::path::Path,
+    /// Notes of the re-simulation.
+    pub notes: &'a [String],
+    /// A program was given but not run: every target has its profiles' caches.
+    pub program_not_run: bool,
+}
+
+/// The result of `explore` in `format`: the design points, with the source, the
+/// re-simulation, the ridge diagnostics and the approximations around them.
+pub fn render(
+    format: hpcscope_report::Format,
+    result: &crate::explore::ExploreResult,
+    x: &ExploreText<'_>,
+) -> Result<String, serde_json::Error> {
+    use hpcscope_report::fmt::num;
+    let t = points_table(&result.points);
+    let mut pre = vec![
+        result.scenario.clone(),
+        format!(
+            "source: {} at {} GFLOP/s",
+            x.source_name,
+            num(result.source_gflops, 4)
+        ),
+    ];
+    let peak = result.peak;
+    if peak != crate::machine::PeakChoice::Listed {
+        pre.push(format!("peak: {peak} ({})", x.peak_provenance));
+    }
+    if let Some(rs) = &result.resimulation {
+        let same_run = if rs.from_mix_run > 0 {
+            format!(", {} from the profiles' own mix runs", rs.from_mix_run)
+        } else {
+            String::new()
+        };
+        pre.push(format!(
+            "re-simulated: {} design point(s) on caches other than their profile's ({} geometr{} simulated in {} mix run(s), {} from the cache in {}{same_run})",
+            rs.points,
+            rs.simulated,
+            if rs.simulated == 1 { "y" } else { "ies" },
+            rs.mix_runs,
+            rs.cached,
+            x.resim_dir.display()
+        ));
+    }
+    let mut post = Vec::new();
+    for n in x.notes {
+        post.push(format!("note: {n}"));
+    }
+    if x.program_not_run {
+        post.push(
+            "note: every target has the caches its variants' profiles were simulated for, so the program after -- was not run (the profiles' bytes per level hold)".to_string(),
+        );
+    }
+    if !result.ridge.is_empty() {
+        post.push(
+            "OI - ridge at the first level with a roofline (thesis section 7.4.1, Fig. 7.5): below 0 that level's bandwidth binds, so a faster memory can help; at or above 0 the binary is compute-bound there and it cannot:".to_string(),
+        );
+        post.extend(ridge_table(&result.ridge).text().lines().map(String::from));
+    }
+    for w in &result.approximate {
+        post.push(format!("approximate: {w}"));
+    }
+    hpcscope_report::render(format, result, &pre, &t, &post)
 }
 
 #[cfg(test)]
