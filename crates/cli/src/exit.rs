@@ -36,9 +36,17 @@ pub fn message(err: &anyhow::Error) -> String {
     hpcscope_core::error::shorten(&out, MAX_MESSAGE)
 }
 
-/// The exit code of a command that prints a finding and still succeeds.
+/// The exit code of a command that prints a finding and still succeeds (1: `regress check`
+/// flags a regression, `project --measured` a measurement outside its interval, `merge` a
+/// rank that failed, a partial `mix` run).
 pub fn finding() -> std::process::ExitCode {
     std::process::ExitCode::from(ErrorKind::Finding.exit_code())
+}
+
+/// The exit code of a command that checked its inputs, reported every bad one and went on
+/// with the others (2: `machine validate` with an invalid file).
+pub fn bad_input() -> std::process::ExitCode {
+    std::process::ExitCode::from(ErrorKind::Input.exit_code())
 }
 
 /// The exit code of `err`.

@@ -59,3 +59,58 @@ fn the_binary_does_not_grow() {
         "crates/cli/src has {lines} lines, over its ceiling of {CLI_LINES_CEILING}\nfix: put the new logic in the library crate of its domain (docs/ARCHITECTURE.md, 'Where new things go'); the command module only converts arguments, calls and prints"
     );
 }
+
+/// Every exit code a command chooses goes through `exit.rs` (`exit::finding()`,
+/// `exit::bad_input()`), so that one table (README, "Exit codes") says what each means: a
+/// command module never writes `ExitCode::from(1)`. (A status passed on from a measured
+/// command, `ExitCode::from(session.finish(..)?)`, is not a literal.)
+#[test]
+fn exit_codes_come_from_exit_rs() {
+    let mut files = Vec::new();
+    rust_files(&src().join("cmd"), &mut files);
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(at) = code.find("ExitCode::from(")
+                && code[at + "ExitCode::from(".len()..].starts_with(|c: char| c.is_ascii_digit())
+            {
+                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "command modules choose an exit code by its number:\n{}\nfix: use crate::exit::finding() or crate::exit::bad_input() (or add a named code to exit.rs and the README's table)",
+        bad.join("\n")
+    );
+}
+
+/// The test helpers live in one dev-only crate: `hpcscope-test-support` is never a normal
+/// dependency of a crate (it would ship test code in the binary).
+#[test]
+fn test_support_is_a_dev_dependency_only() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut bad = Vec::new();
+    for e in std::fs::read_dir(&crates).unwrap() {
+        let manifest = e.unwrap().path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let mut section = String::new();
+        for line in text.lines() {
+            let l = line.trim();
+            if l.starts_with('[') {
+                section = l.to_string();
+            } else if l.starts_with("hpcscope-test-support") && section != "[dev-dependencies]" {
+                bad.push(format!("{}: {l} in {section}", manifest.display()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "hpcscope-test-support outside [dev-dependencies]:\n{}\nfix: move it under [dev-dependencies]",
+        bad.join("\n")
+    );
+}

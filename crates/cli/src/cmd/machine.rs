@@ -161,7 +161,7 @@ fn validate(a: &ValidateArgs) -> Result<ExitCode> {
     }
     if bad > 0 {
         eprintln!("{bad} of {} machine file(s) invalid", a.files.len());
-        Ok(ExitCode::from(2))
+        Ok(crate::exit::bad_input())
     } else {
         Ok(ExitCode::SUCCESS)
     }

@@ -176,7 +176,7 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
             "hpcscope merge: incomplete job{}: see the problems listed (exit 1)",
             if merged.len() > 1 { "s" } else { "" }
         );
-        return Ok(ExitCode::from(1));
+        return Ok(crate::exit::finding());
     }
     Ok(ExitCode::SUCCESS)
 }

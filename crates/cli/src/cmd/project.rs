@@ -190,7 +190,7 @@ pub fn run(a: &ProjectArgs) -> Result<ExitCode> {
         eprintln!("{line}");
     }
     Ok(match result.validation {
-        Some(v) if !v.inside_within_noise => ExitCode::from(1),
+        Some(v) if !v.inside_within_noise => crate::exit::finding(),
         _ => ExitCode::SUCCESS,
     })
 }

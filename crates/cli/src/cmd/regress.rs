@@ -161,7 +161,7 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
         }
     }
     Ok(if report.regression {
-        ExitCode::from(1)
+        crate::exit::finding()
     } else {
         ExitCode::SUCCESS
     })
