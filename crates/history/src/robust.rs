@@ -687,6 +687,72 @@ impl Ctx<'_> {
     }
 }
 
+/// Lag-1 autocorrelation of the residuals of the segment means (segments between the
+/// change points `cps` of `0..n`), pooled over the pairs inside segments; 0 when negative
+/// or undefined.
+fn pooled_autocorrelation(sums: &Sums, n: usize, cps: &[usize]) -> f64 {
+    let mut bounds = Vec::with_capacity(cps.len() + 2);
+    bounds.push(0);
+    bounds.extend(cps.iter().copied().filter(|&c| c > 0 && c < n));
+    bounds.push(n);
+    let (mut num, mut den) = (0.0, 0.0);
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b < a + 2 {
+            continue;
+        }
+        let s = sums.seg(a, b);
+        num += sums.lag_resid(a, b, s.ybar, 0.0, s.tbar);
+        den += s.syy;
+    }
+    if den > 0.0 { (num / den).max(0.0) } else { 0.0 }
+}
+
+/// Lag-1 correlation above which the series is whitened before the steps are tested.
+const WHITEN_PHI: f64 = 0.5;
+
+/// The lag-1 autocorrelation phi of an AR(1) noise, from its first differences: their own
+/// lag-1 correlation is -(1 - phi) / 2, whatever the levels (a step moves one difference:
+/// the differences are winsorized at 3 MAD first). 0 for white noise; at most 0.95.
+fn ar1_from_differences(y: &[f64]) -> f64 {
+    if y.len() < 8 {
+        return 0.0;
+    }
+    let mut d: Vec<f64> = y.windows(2).map(|w| w[1] - w[0]).collect();
+    let med = median(&d);
+    let s = 1.4826 * mad(&d);
+    if s <= 0.0 {
+        return 0.0;
+    }
+    for v in &mut d {
+        *v = med + (*v - med).clamp(-3.0 * s, 3.0 * s);
+    }
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    let den: f64 = d.iter().map(|v| (v - mean).powi(2)).sum();
+    if den <= 0.0 {
+        return 0.0;
+    }
+    let num: f64 = d.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
+    (1.0 + 2.0 * num / den).clamp(0.0, 0.95)
+}
+
+/// Change points of `y` (noise scale `sigma`): candidates, merged, refined.
+fn segment(ctx: &Ctx, y: &[f64], sigma: f64, m: usize) -> Vec<usize> {
+    let n = y.len();
+    let cands = candidates(y, m, sigma);
+    let mut cps = merge(ctx, n, &cands);
+    for _ in 0..2 {
+        let before = cps.clone();
+        refine(ctx, n, &mut cps, m);
+        cps.dedup();
+        cps = merge(ctx, n, &cps);
+        if cps == before {
+            break;
+        }
+    }
+    cps
+}
+
 /// Multiscale MOSUM candidates, at least `m` apart, strongest kept.
 fn candidates(y: &[f64], m: usize, sigma: f64) -> Vec<usize> {
     let n = y.len();
@@ -848,6 +914,7 @@ fn segment_stats(v: &[f64]) -> SegmentStats {
 }
 
 /// Change points of `x` (see the module documentation). Deterministic; `x` may hold NaN.
+#[allow(clippy::too_many_lines)]
 pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
     let m = opts.min_segment.max(2);
     let (idx, vals, mut det) = match prepare("robust", x, 2 * m) {
@@ -871,9 +938,15 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
     }
     let mut y: Vec<f64> = vals.iter().map(|v| (v - loc) / scale).collect();
     let mut sigma = noise_scale(&y);
-    // Outliers.
-    if opts.outlier_z > 0.0 && sigma > 0.0 {
-        let med = running_median(&y, m);
+    // The noise's lag-1 correlation, before anything is pulled in: strongly autocorrelated
+    // noise wanders far from its running median without an outlier (and is whitened
+    // below, where outliers are pulled in).
+    let mut phi = ar1_from_differences(&y);
+    let pull_in = |y: &mut Vec<f64>, det: &mut Detection, sigma: f64| {
+        if opts.outlier_z <= 0.0 || sigma <= 0.0 {
+            return;
+        }
+        let med = running_median(y, m);
         let b = opts.outlier_z * sigma;
         for (v, c) in y.iter_mut().zip(&med) {
             if (*v - c).abs() > b {
@@ -887,6 +960,11 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
                 det.outliers, opts.outlier_z
             ));
         }
+    };
+    // Outliers.
+    let pulled_in = phi < WHITEN_PHI;
+    if pulled_in {
+        pull_in(&mut y, &mut det, sigma);
     }
     // Seasonality.
     let period = match opts.seasonality {
@@ -915,6 +993,14 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
             None => {}
         }
     }
+    if det.period.is_some() && !pulled_in {
+        // A seasonal pattern makes the differences look correlated: it is gone now, and
+        // the noise may not be; its outliers are pulled in when it is not.
+        phi = ar1_from_differences(&y);
+        if phi < WHITEN_PHI {
+            pull_in(&mut y, &mut det, sigma);
+        }
+    }
     if sigma <= 0.0 {
         // Exactly piecewise linear: any step is real; keep a tiny scale.
         sigma = 1e-9;
@@ -929,21 +1015,79 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
         sigma_floor: 0.5 * sigma,
         opts,
     };
-    let cands = candidates(&y, m, sigma);
-    let mut cps = merge(&ctx, n, &cands);
-    for _ in 0..2 {
-        let before = cps.clone();
-        refine(&ctx, n, &mut cps, m);
-        cps.dedup();
-        cps = merge(&ctx, n, &cps);
-        if cps == before {
-            break;
+    // Strongly autocorrelated noise (an AR(1) of lag-1 correlation phi >= 0.5) is whitened
+    // first, z_t = y_t - phi y_(t-1): its steps are tested against independent noise with
+    // their real degrees of freedom (generalised least squares), where the test of the
+    // levels themselves, corrected for the correlation, keeps a few degrees of freedom of a
+    // segment and lets a 10-sd step pass unseen.
+    let whiten = |phi: f64| {
+        let mut z: Vec<f64> = y.windows(2).map(|w| w[1] - phi * w[0]).collect();
+        let sz = noise_scale(&z).max(1e-9);
+        // A step of d becomes a one-point spike of d and a step of d (1 - phi): the spike
+        // is an outlier of the whitened series.
+        let med = running_median(&z, m);
+        for (v, c) in z.iter_mut().zip(&med) {
+            if (*v - c).abs() > 3.0 * sz {
+                *v = c + (*v - c).signum() * 3.0 * sz;
+            }
         }
+        let sz = noise_scale(&z).max(1e-9);
+        (z, sz)
+    };
+    // The differences' estimate of phi is noisy (about 0.1 at 300 points), and too high a
+    // phi shrinks the steps to nothing (d (1 - phi)): once the steps
+    // of the first whitened pass are known, phi is estimated again from the residuals of
+    // the series' own segments (Cochrane-Orcutt), and the series whitened with it.
+    let phi = if phi >= WHITEN_PHI && n > 4 * m {
+        // The first pass whitens at most with 0.8, so that a step keeps at least a fifth of
+        // its size whatever the estimate's error.
+        let (z, sz) = whiten(phi.min(0.8));
+        let s = Sums::new(&z);
+        let w = Ctx {
+            sums: &s,
+            beta,
+            sigma_floor: 0.5 * sz,
+            opts,
+        };
+        let first: Vec<usize> = segment(&w, &z, sz, m).into_iter().map(|j| j + 1).collect();
+        pooled_autocorrelation(&sums, n, &first).min(0.95)
+    } else {
+        phi
+    };
+    let whitened = (phi >= WHITEN_PHI && n > 4 * m).then(|| whiten(phi));
+    let wsums = whitened.as_ref().map(|(z, _)| Sums::new(z));
+    let wctx = whitened
+        .as_ref()
+        .zip(wsums.as_ref())
+        .map(|((_, sz), s)| Ctx {
+            sums: s,
+            beta,
+            sigma_floor: 0.5 * sz,
+            opts,
+        });
+    let cps: Vec<usize> = match (&whitened, &wctx) {
+        // z_j is y's point j + 1.
+        (Some((z, sz)), Some(w)) => segment(w, z, *sz, m).into_iter().map(|j| j + 1).collect(),
+        _ => segment(&ctx, &y, sigma, m),
+    };
+    if let Some(w) = &wctx {
+        det.notes.push(format!(
+            "strongly autocorrelated noise (lag-1 correlation {phi:.2}): steps tested on the \
+             whitened series y_t - {phi:.2} y_(t-1)"
+        ));
+        let _ = w;
     }
     for i in 0..cps.len() {
         let l = if i == 0 { 0 } else { cps[i - 1] };
         let r = if i + 1 == cps.len() { n } else { cps[i + 1] };
-        let t = ctx.test(l, cps[i], r);
+        let mut t = ctx.test(l, cps[i], r);
+        if let Some(w) = &wctx {
+            // The decision is the whitened test's; the step, levels and noise are the
+            // series' own.
+            let tw = w.test(l.saturating_sub(1), cps[i] - 1, r - 1);
+            t.pvalue = tw.pvalue;
+            t.strength = tw.strength;
+        }
         let model = match t.model {
             LevelModel::Constant => LevelModel::Constant,
             LevelModel::SharedTrend { slope } => LevelModel::SharedTrend {
