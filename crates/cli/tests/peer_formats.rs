@@ -1529,3 +1529,32 @@ fn every_bundled_file_and_command_output_matches_its_schema() {
     let report = validate(&python, &schemas, &[("machine", broken)]);
     assert!(report.contains("INVALID"), "{report}");
 }
+
+/// `profile export --to hatchet` of a 46 KB folded file with one 8,000-frame stack wrote
+/// 1.54 GB (its pretty-printed indentation grew with the depth): the tree is written
+/// compact, its size linear in the stacks'.
+#[test]
+fn a_deep_stack_exports_to_hatchet_in_linear_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("deep.folded");
+    let frames: Vec<String> = (0..8000).map(|i| format!("f{i}")).collect();
+    std::fs::write(&folded, format!("app;{} 5\n", frames.join(";"))).unwrap();
+    let out = dir.path().join("deep.hatchet.json");
+    run(bin!()
+        .args(["profile", "export", "--to", "hatchet", "-o"])
+        .arg(&out)
+        .arg(&folded));
+    let input = std::fs::metadata(&folded).unwrap().len();
+    let output = std::fs::metadata(&out).unwrap().len();
+    assert!(
+        output < 200 * input,
+        "{output} bytes written for {input} read"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.starts_with("[{\"children\":[{\"children\":"),
+        "{}",
+        &text[..80]
+    );
+    assert!(text.contains("\"name\":\"f7999\""));
+}

@@ -68,6 +68,105 @@ pub fn from_profile(profile: &Profile, weight: &Weight) -> Value {
     )
 }
 
+/// The literal of [`from_profile`] as compact JSON text, the same bytes as
+/// `serde_json::to_string(&from_profile(..))`, written without recursion: a folded stack can
+/// be thousands of frames deep (one of 8,000 overflowed the stack of the recursive writer,
+/// and its pretty-printed indentation grew with the square of the depth).
+pub fn to_json(profile: &Profile, weight: &Weight) -> String {
+    struct N {
+        name: String,
+        kind: &'static str,
+        exclusive: u64,
+        inclusive: u64,
+        children: BTreeMap<String, usize>,
+    }
+    let node = |name: &str, kind| N {
+        name: name.to_string(),
+        kind,
+        exclusive: 0,
+        inclusive: 0,
+        children: BTreeMap::new(),
+    };
+    let mut arena: Vec<N> = Vec::new();
+    let mut roots: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &profile.samples {
+        let mut cur = match roots.get(&s.comm) {
+            Some(&i) => i,
+            None => {
+                arena.push(node(&s.comm, "process"));
+                roots.insert(s.comm.clone(), arena.len() - 1);
+                arena.len() - 1
+            }
+        };
+        arena[cur].inclusive += s.count;
+        for f in &s.frames {
+            cur = match arena[cur].children.get(f) {
+                Some(&i) => i,
+                None => {
+                    arena.push(node(f, "function"));
+                    let i = arena.len() - 1;
+                    arena[cur].children.insert(f.clone(), i);
+                    i
+                }
+            };
+            arena[cur].inclusive += s.count;
+        }
+        arena[cur].exclusive += s.count;
+    }
+    let scale = weight.nanoseconds_per_unit();
+    enum Item {
+        Node(usize),
+        Tail(usize),
+        Text(&'static str),
+    }
+    let push_list = |stack: &mut Vec<Item>, ids: Vec<usize>| {
+        for (k, &i) in ids.iter().enumerate().rev() {
+            stack.push(Item::Node(i));
+            if k > 0 {
+                stack.push(Item::Text(","));
+            }
+        }
+    };
+    let mut out = String::from("[");
+    let mut stack = vec![Item::Text("]")];
+    push_list(&mut stack, roots.values().copied().collect());
+    while let Some(item) = stack.pop() {
+        match item {
+            Item::Text(s) => out.push_str(s),
+            Item::Node(i) => {
+                out.push('{');
+                if arena[i].children.is_empty() {
+                    stack.push(Item::Tail(i));
+                } else {
+                    out.push_str("\"children\":[");
+                    stack.push(Item::Tail(i));
+                    stack.push(Item::Text("],"));
+                    push_list(&mut stack, arena[i].children.values().copied().collect());
+                }
+            }
+            Item::Tail(i) => {
+                let n = &arena[i];
+                let (e, inc) = (n.exclusive as f64, n.inclusive as f64);
+                let metrics = match scale {
+                    Some(ns) => json!({
+                        "time": e * ns / 1e9,
+                        "time (inc)": inc * ns / 1e9,
+                        "samples": e,
+                        "samples (inc)": inc,
+                    }),
+                    None => json!({ "samples": e, "samples (inc)": inc }),
+                };
+                out.push_str("\"frame\":");
+                out.push_str(&json!({ "name": n.name, "type": n.kind }).to_string());
+                out.push_str(",\"metrics\":");
+                out.push_str(&metrics.to_string());
+                out.push('}');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +199,28 @@ mod tests {
         assert_eq!(main["children"][0]["frame"]["name"], "dot");
         assert_eq!(main["children"][0]["metrics"]["samples"], 60.0);
         assert_eq!(v[0]["metrics"]["samples (inc)"], 100.0);
+        // The iterative writer gives the same bytes as the tree's own serialization.
+        assert_eq!(
+            to_json(&p, &Weight::Samples { hz: 100 }),
+            serde_json::to_string(&v).unwrap()
+        );
+        let two = Profile {
+            samples: vec![s(&["x"], 1), {
+                let mut o = s(&["y", "z"], 2);
+                o.comm = "other".into();
+                o
+            }],
+            ..p
+        };
+        let w = Weight::Samples { hz: 0 };
+        assert_eq!(
+            to_json(&two, &w),
+            serde_json::to_string(&from_profile(&two, &w)).unwrap()
+        );
+        let none = Profile {
+            samples: vec![],
+            ..two
+        };
+        assert_eq!(to_json(&none, &w), "[]");
     }
 }
