@@ -928,6 +928,16 @@ fn record_exits_with_the_command_status() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    // The failed runs are marked in the list (they were listed as any other).
+    let o = run(&["history", "list", "--db", db]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let exit_of = |id: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .and_then(|l| l.split_whitespace().nth(5).map(str::to_string))
+    };
+    assert_eq!(exit_of("1").as_deref(), Some("3"), "{text}");
+    assert_eq!(exit_of("2").as_deref(), Some("killed"), "{text}");
 }
 
 /// `validate --build A --build B --threads N` says that node pairs of a user's builds are not

@@ -84,8 +84,8 @@ pub fn runs_table(runs: &[StoredRun], store: &Path) -> String {
     }
     let _ = writeln!(
         out,
-        "{:>6}  {:<24} {:<17} {:<10} {:>10}  {:<30} command",
-        "id", "started (UTC)", "machine", "commit", "time_s", "tags"
+        "{:>6}  {:<24} {:<17} {:<10} {:>10} {:>6}  {:<30} command",
+        "id", "started (UTC)", "machine", "commit", "time_s", "exit", "tags"
     );
     for r in runs {
         let tags: Vec<String> = r
@@ -106,9 +106,15 @@ pub fn runs_table(runs: &[StoredRun], store: &Path) -> String {
                 )
             })
             .unwrap_or_else(|| "-".into());
+        // A failed run is kept and marked: its exit status, or `killed` (by a signal).
+        let exit = match r.record.exit_status {
+            Some(c) => c.to_string(),
+            None if r.record.source == "record" => "killed".into(),
+            None => "-".into(),
+        };
         let _ = writeln!(
             out,
-            "{:>6}  {:<24} {:<17} {:<10} {:>10}  {:<30} {}",
+            "{:>6}  {:<24} {:<17} {:<10} {:>10} {:>6}  {:<30} {}",
             r.id,
             r.started,
             r.machine_id,
@@ -117,6 +123,7 @@ pub fn runs_table(runs: &[StoredRun], store: &Path) -> String {
                 .metric("time_s")
                 .map(|t| format!("{t:.4}"))
                 .unwrap_or_else(|| "-".into()),
+            exit,
             tags.join(","),
             r.record.command
         );
