@@ -251,6 +251,10 @@ pub(crate) fn in_unit(unit: &str) -> String {
 /// A number as an error message shows it: plain when short, in scientific notation when
 /// it would take more than about 15 digits (`1e300`, not three hundred digits).
 pub fn short_number(v: f64) -> String {
+    if v == 0.0 {
+        // -0.0 too: a zero has no sign in a message.
+        return "0".into();
+    }
     let a = v.abs();
     if v != 0.0 && v.is_finite() && !(1e-6..1e15).contains(&a) {
         format!("{v:e}")
@@ -289,6 +293,8 @@ mod message_tests {
 
     #[test]
     fn long_numbers_lists_and_control_characters_are_kept_short_and_safe() {
+        // `flops = -0.0` printed "the source performance is -0 GFLOP/s".
+        assert_eq!(short_number(-0.0), "0");
         assert_eq!(short_number(1e300), "1e300");
         assert_eq!(short_number(2.5), "2.5");
         assert_eq!(short_number(5e-324), "5e-324");

@@ -758,6 +758,7 @@ fn drop_contradicted(p: &mut Projection, tolerance: f64) {
     }
 }
 
+#[allow(clippy::too_many_lines)]
 fn project_inner(
     source: Side<'_>,
     source_gflops: f64,
@@ -769,7 +770,10 @@ fn project_inner(
 ) -> Result<Projection> {
     if !(source_gflops.is_finite() && source_gflops > 0.0) {
         return Err(Error::mismatch(
-            format!("the source performance is {source_gflops} GFLOP/s"),
+            format!(
+                "the source performance is {} GFLOP/s",
+                crate::error::short_number(source_gflops)
+            ),
             "give the source profile a time_s and FLOPs > 0, or pass --source-gflops with a positive value",
         ));
     }

@@ -60,6 +60,10 @@ pub fn plain(x: f64) -> String {
     if !x.is_finite() {
         return "–".into();
     }
+    if x == 0.0 {
+        // -0.0 too: a zero is shown without a sign.
+        return "0".into();
+    }
     let a = x.abs();
     if a != 0.0 && !(1e-3..1e6).contains(&a) {
         format!("{x:.4e}")
@@ -104,6 +108,10 @@ mod tests {
         assert_eq!(plain(0.25), "0.25");
         assert_eq!(plain(1200.0), "1200");
         assert_eq!(plain(f64::NAN), "–");
+        // Negative zero prints without its sign in every style.
+        for f in [|v| num(v, 3), metric, plain, count] {
+            assert_eq!(f(-0.0), "0");
+        }
         assert_eq!(count(2.0), "2");
         assert_eq!(count(2.5), "2.500");
         assert_eq!(opt(None, 3), "-");
