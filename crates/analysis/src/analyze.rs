@@ -264,6 +264,7 @@ impl std::fmt::Display for Uncharacterized {
 
 /// Runs the analysis. An error carrying [`Uncharacterized`] in its chain means the program
 /// could not be characterized (see [`partial`]).
+#[allow(clippy::too_many_lines)]
 pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     // Checked before anything runs: a specification that cannot run is the user's to fix,
     // not a program that could not be characterized.

@@ -128,6 +128,7 @@ impl Demo {
 }
 
 /// Runs the demo; `progress` hears what is being done.
+#[allow(clippy::too_many_lines)]
 pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
     let (source, ws) = (&o.source, &o.workloads);
     let mut notes = Vec::new();

@@ -172,6 +172,7 @@ fn same_run_machines(pc: &ProfileCaches, r: &Resolved, base: &Path) -> Vec<(Mach
 /// without one (profiles cached in `cache_dir`); else it keeps the profile's bytes and is
 /// said approximate, with why and how to do better. `caches` is what each variant's
 /// profile says of its caches, in the order of `r.variants`.
+#[allow(clippy::too_many_lines)]
 pub fn resimulate(
     s: &Scenario,
     r: &Resolved,

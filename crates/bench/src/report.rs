@@ -257,6 +257,7 @@ pub fn sanitize_id(s: &str) -> String {
 
 /// Builds the machine file from a report's measurements (the report's own `machine`
 /// field is ignored).
+#[allow(clippy::too_many_lines)]
 pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchError> {
     let ri = &r.run;
     let settings = format!(

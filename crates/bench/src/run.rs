@@ -410,6 +410,7 @@ impl Notes {
 }
 
 /// Runs the benchmark described by `cfg`.
+#[allow(clippy::too_many_lines)]
 pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     let date = hpcscope_host::time::utc_now();
     let topo = if cfg.sysfs_root == std::path::Path::new("/sys") {
@@ -656,6 +657,7 @@ fn capacities(topo: &Topology) -> Vec<CacheCapacity> {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_lines)]
 fn single_core(
     cfg: &BenchConfig,
     topo: &Topology,

@@ -44,7 +44,7 @@ fn no_command_module_imports_another() {
 
 /// The lines of crates/cli/src may only go down, toward the 5,000 of docs/ARCHITECTURE.md:
 /// lower the ceiling when a change makes the binary thinner, never raise it.
-const CLI_LINES_CEILING: usize = 9_900;
+const CLI_LINES_CEILING: usize = 6_900;
 
 #[test]
 fn the_binary_does_not_grow() {
@@ -113,4 +113,68 @@ fn test_support_is_a_dev_dependency_only() {
         "hpcscope-test-support outside [dev-dependencies]:\n{}\nfix: move it under [dev-dependencies]",
         bad.join("\n")
     );
+}
+
+/// Functions of non-test code longer than 150 lines (clippy's `too_many_lines`, set in
+/// clippy.toml and turned on in every crate) are allowed one by one, and this list only
+/// shrinks: lower the ceiling when a change splits one, never raise it. A new long
+/// function is split instead (a workflow into its steps, a view into its parts).
+const LONG_FUNCTIONS_CEILING: usize = 34;
+
+/// The `#[allow(clippy::too_many_lines)]` of a file's non-test code (before its
+/// `#[cfg(test)] mod ...`).
+fn long_function_allows(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() == "#[cfg(test)]"
+            && lines
+                .get(i + 1)
+                .is_some_and(|n| n.trim_start().starts_with("mod "))
+        {
+            break;
+        }
+        if l.contains("#[allow(clippy::too_many_lines)]") {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn long_functions_do_not_multiply() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&crates).unwrap() {
+        let s = e.unwrap().path().join("src");
+        if s.is_dir() {
+            rust_files(&s, &mut files);
+        }
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for l in long_function_allows(&text) {
+            found.push(format!("{}:{l}", f.display()));
+        }
+    }
+    assert!(
+        found.len() <= LONG_FUNCTIONS_CEILING,
+        "{} functions over 150 lines are allowed, over the ceiling of {LONG_FUNCTIONS_CEILING}:\n{}\nfix: split the new long function into steps (docs/ARCHITECTURE.md), do not allow it",
+        found.len(),
+        found.join("\n")
+    );
+    assert!(
+        long_function_allows(
+            "#[allow(clippy::too_many_lines)]\nfn a() {}\n#[cfg(test)]\nmod tests {\n#[allow(clippy::too_many_lines)]\nfn b() {}\n}\n"
+        ) == vec![1],
+        "the count leaves test modules out"
+    );
+    if found.len() < LONG_FUNCTIONS_CEILING {
+        println!(
+            "{} long functions allowed: lower LONG_FUNCTIONS_CEILING to {}",
+            found.len(),
+            found.len()
+        );
+    }
 }

@@ -311,6 +311,7 @@ pub fn derive(
 }
 
 /// Applies `t` to `m`. `lookup` loads another machine by id or path (for `ReplaceMemory`).
+#[allow(clippy::too_many_lines)]
 pub fn apply(
     m: &Machine,
     t: &Transform,

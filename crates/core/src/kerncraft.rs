@@ -189,6 +189,7 @@ fn flow_nesting_past(src: &str, limit: usize) -> Option<(usize, usize)> {
 
 /// Imports the Kerncraft machine file text `src`; `origin` names it in errors and in the
 /// provenance, `file_stem` gives the default id.
+#[allow(clippy::too_many_lines)]
 pub fn import(
     src: &str,
     origin: &str,
@@ -570,6 +571,7 @@ fn unit(x: f64, prefix: &str, u: &str) -> Value {
 }
 
 /// Writes the fields of `m` that map to a Kerncraft machine file (YAML); the rest is listed.
+#[allow(clippy::too_many_lines)]
 pub fn export(m: &Machine) -> Result<Converted<String>, Failure> {
     let mut unmapped = Vec::new();
     let mut doc = Mapping::new();

@@ -550,6 +550,7 @@ impl Machine {
     }
 
     /// Checks every field; returns all problems at once.
+    #[allow(clippy::too_many_lines)]
     pub fn validate(&self, origin: &str) -> Result<()> {
         let mut errs = Vec::new();
         if self.format_version != FORMAT_VERSION {
@@ -1413,6 +1414,7 @@ pub enum Derivation {
 }
 
 /// Differences between two machines, field by field, for `hpcscope machine diff`.
+#[allow(clippy::too_many_lines)]
 pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
     let mut out = Vec::new();
     let mut push = |field: String, x: String, y: String| {

@@ -354,6 +354,7 @@ impl Profile {
     }
 
     /// Checks every field; returns all problems at once.
+    #[allow(clippy::too_many_lines)]
     pub fn validate(&self, origin: &str) -> Result<()> {
         let mut errs = Vec::new();
         if self.format_version != FORMAT_VERSION {

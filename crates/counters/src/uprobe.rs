@@ -59,6 +59,7 @@ fn open(attr: &PerfEventAttr, pid: libc::pid_t, group: i32) -> std::io::Result<i
 
 /// Runs `argv` with regions on the entry and return of each function in `functions`
 /// (symbols of the executable `argv[0]` resolves to), counting the software events.
+#[allow(clippy::too_many_lines)]
 pub fn collect_functions(
     argv: &[String],
     functions: &[String],

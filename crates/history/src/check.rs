@@ -148,6 +148,7 @@ fn values(runs: &[StoredRun]) -> Vec<BTreeMap<String, f64>> {
 }
 
 /// Compares the newest runs to the baseline (see [`CheckOptions`]).
+#[allow(clippy::too_many_lines)]
 pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
     let mut all = store.runs(&opts.filter)?;
     // A run whose command failed measured something else: leave it out.

@@ -610,6 +610,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, f64)>) {
 }
 
 /// Merges one job directory. `reference` holds the reference run's computation times.
+#[allow(clippy::too_many_lines)]
 pub fn merge_job(dir: &Path, reference: Option<ReferenceInfo>) -> Result<MergedJob> {
     let s = scan(dir)?;
     let job_id = dir

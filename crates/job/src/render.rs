@@ -361,6 +361,7 @@ pub fn imbalance_svg(m: &MergedJob) -> Option<String> {
 }
 
 /// The report sections of one merged job (for `--html`, and for other reports).
+#[allow(clippy::too_many_lines)]
 pub fn html_sections(m: &MergedJob, flame: Option<String>) -> Vec<Section> {
     let mut summary = match &m.pop {
         Some(p) => format!(

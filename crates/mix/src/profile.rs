@@ -52,6 +52,7 @@ pub(crate) fn precision_and_width(c: &PluginOutput) -> (Precision, Option<u32>, 
 }
 
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_lines)]
 pub(crate) fn profile(
     application: &str,
     opts: &MixOptions,

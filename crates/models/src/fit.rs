@@ -112,6 +112,7 @@ pub fn variants_needed(unknowns: usize) -> usize {
 }
 
 /// Fits the CPIs of `model`'s classes to `variants` (section 5.3).
+#[allow(clippy::too_many_lines)]
 pub fn fit_cpis(model: &PortModel, variants: &[Variant], opts: &FitOptions) -> Result<CpiFit> {
     if !(opts.cpi_min > 0.0 && opts.cpi_max > opts.cpi_min) {
         return Err(ModelError::Invalid(format!(

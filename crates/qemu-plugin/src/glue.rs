@@ -321,6 +321,7 @@ fn sparse(per_region: &[(usize, [u64; N_COUNTERS])]) -> Vec<(u16, u8, u32)> {
     out
 }
 
+#[allow(clippy::too_many_lines)]
 extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     let Some(Ok(mut st)) = STATE.get().map(|m| m.lock()) else {
         return;

@@ -88,6 +88,7 @@ pub fn which(names: &[&str]) -> Option<String> {
 }
 
 /// Runs every check. BPF program loads are tried only as root (or with the capabilities).
+#[allow(clippy::too_many_lines)]
 pub fn run() -> Doctor {
     let mut checks = Vec::new();
     let caps = has_bpf_caps();

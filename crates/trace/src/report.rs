@@ -538,6 +538,7 @@ const UNMEASURED: &str = "-";
 
 impl TraceReport {
     /// One table per level that has data: system, process, syscall, file, thread, function.
+    #[allow(clippy::too_many_lines)]
     pub fn tables(&self) -> Vec<LevelTable> {
         let mut out = Vec::new();
         let t = |title: &str, headers: &[&str]| LevelTable {

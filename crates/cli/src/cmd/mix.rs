@@ -204,6 +204,7 @@ pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Runs `mix`.
+#[allow(clippy::too_many_lines)]
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
     // (The specification is checked by the analysis, before anything runs.)

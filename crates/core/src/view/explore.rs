@@ -264,6 +264,7 @@ fn point_mark(svg: &mut Svg, x: f64, ys: &Scale, v: Option<f64>, color: &str) ->
 /// translucent band. A dashed line marks the source's measured GFLOP/s and the right axis
 /// gives the speed-up over it. The y axis is linear from 0, or log when the values span more
 /// than 30x.
+#[allow(clippy::too_many_lines)]
 pub fn explore_svg(points: &[DesignPoint], title: &str, source_gflops: f64) -> String {
     let mut f = Frame::standard();
     f.right -= 34.0; // room for the speed-up axis

@@ -59,6 +59,7 @@ fn domains(xs: &[f64], ys: &[f64]) -> ((f64, f64), (f64, f64)) {
 /// dotted one. The application has one marker per level at `(OI_k, achieved GFLOP/s)`, or at
 /// the attainable value (hollow) when no time was measured. Levels with an infinite OI (no
 /// byte served from them or beyond) have no marker; the caption says so.
+#[allow(clippy::too_many_lines)]
 pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
     let c = &a.ceilings;
     let f = Frame::standard();
@@ -452,6 +453,7 @@ fn draw_compute_ceilings(
 ///
 /// `source` and `target` are the machines' ceilings in the projection's precision and scope
 /// (`Ceilings::of(machine, p.precision, p.options.scope)`); the weighted peaks come from `p`.
+#[allow(clippy::too_many_lines)]
 pub fn projection_svg(p: &Projection, source: &Ceilings, target: &Ceilings, title: &str) -> String {
     let mut f = Frame::standard();
     // Room for the interval bar and its labels between the plot and the legend.

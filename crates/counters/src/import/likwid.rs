@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::raw::{Collector, Count, RawData};
 
 /// Parses likwid-perfctr CSV.
+#[allow(clippy::too_many_lines)]
 pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
     let mut raw = RawData::new(label, "likwid-csv", Collector::Likwid);
     // Records of any width: likwid mixes STRUCT and TABLE blocks of different widths.

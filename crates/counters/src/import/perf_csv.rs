@@ -89,6 +89,7 @@ fn rejoin_event_specs(row: super::CsvRow, sep: char) -> super::CsvRow {
 
 /// Parses `perf stat -x,` text (a `-x` separator other than `,` is detected when the text
 /// has no comma but `;` or tabs).
+#[allow(clippy::too_many_lines)]
 pub fn parse(text: &str, origin: &str, label: &str) -> Result<RawData> {
     let sep = if text.contains(',') {
         ','

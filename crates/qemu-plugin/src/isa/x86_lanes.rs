@@ -354,6 +354,7 @@ fn read_bcast(st: &mut State, o: Opnd, bits: u32) -> Val {
 
 /// Models one instruction; returns false when it is not modelled (the caller clobbers the
 /// registers it writes).
+#[allow(clippy::too_many_lines)]
 fn step(st: &mut State, ins: &Instruction, info: &mut InsnInfo, tails: &mut Vec<u32>) -> bool {
     use Mnemonic as M;
     let m = ins.mnemonic();
@@ -626,6 +627,7 @@ fn is_imm(ins: &Instruction, i: u32) -> bool {
 }
 
 /// An FP arithmetic instruction: decide its counted lanes and write its result.
+#[allow(clippy::too_many_lines)]
 fn fp_op(
     st: &mut State,
     ins: &Instruction,

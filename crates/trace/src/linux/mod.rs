@@ -745,6 +745,7 @@ fn open_files(tgid: u32) -> Vec<(i32, String)> {
 }
 
 /// Runs a trace as described by `opts` (see [`crate::trace`]).
+#[allow(clippy::too_many_lines)]
 pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     preflight()?;
     let mut notes = Vec::new();
@@ -1475,6 +1476,7 @@ fn percpu_hist(bpf: &Ebpf, name: &str) -> Result<Log2Hist, TraceError> {
     Ok(Log2Hist::from_slots(&slots))
 }
 
+#[allow(clippy::too_many_lines)]
 fn collect(
     bpf: &Ebpf,
     opts: &TraceOptions,
