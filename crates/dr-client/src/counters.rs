@@ -50,11 +50,28 @@ pub const N: usize = MEM_STORE_BYTES + MEM_SLOTS;
 /// One thread's counters: one array of [`N`] per region (one in all without regions).
 /// The instrumented code adds to them (only that thread does); they are read at process
 /// exit.
-pub struct Counters(pub Box<[u64]>);
+pub struct Counters(pub Box<[u64]>, pub Box<[u64]>);
 
 impl Counters {
     pub fn new(regions: usize) -> Self {
-        Counters(vec![0; N * regions.max(1)].into_boxed_slice())
+        Counters(
+            vec![0; N * regions.max(1)].into_boxed_slice(),
+            vec![0; crate::MAX_BLOCKS].into_boxed_slice(),
+        )
+    }
+
+    /// Adds the blocks' counts times their executions to the counters.
+    pub fn multiply_out(&mut self, blocks: &[Vec<(u32, u64)>]) {
+        for (id, counts) in blocks.iter().enumerate() {
+            let execs = self.1[id];
+            if execs == 0 {
+                continue;
+            }
+            for &(slot, v) in counts {
+                self.0[slot as usize] += execs * v;
+            }
+            self.1[id] = 0;
+        }
     }
 
     /// Region `r`'s array.

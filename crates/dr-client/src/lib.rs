@@ -9,15 +9,17 @@
 //! `region=`).
 //!
 //! How it counts: each basic block's counts are known when DynamoRIO builds it
-//! ([`classify`]); the code DynamoRIO runs adds them to the running thread's counters with
-//! one `add [counters + i], imm` per non-zero counter, the counters' address read from a
-//! raw TLS slot (no call out of the code cache). A masked AVX-512 FP instruction adds its
-//! FLOPs from its mask register at run time (`kmov`, `and`, `popcnt`, inline), and so does
-//! a masked load or store its bytes.
+//! ([`classify`]). Blocks with the same counts share one execution counter per thread; the
+//! code DynamoRIO runs adds 1 to it (`add [counters + 8 id], 1`, the thread's counters'
+//! address read from a raw TLS slot: no call out of the code cache), and the counts are
+//! multiplied out at exit. A masked AVX-512 FP instruction adds its FLOPs from its mask
+//! register at run time (`kmov`, `and`, `popcnt`, inline), and so does a masked load or
+//! store its bytes.
 
 mod classify;
 mod counters;
 
+use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -70,6 +72,38 @@ fn parse_ranges(s: &str) -> Option<Vec<(u64, u64)>> {
         .collect()
 }
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
+
+/// Distinct static count vectors of the blocks built: a block adds 1 to its vector's
+/// execution counter, and the counts are multiplied out at exit. Blocks with the same
+/// counts share a counter (a block rebuilt, or two alike).
+struct Blocks {
+    ids: HashMap<Vec<(u32, u64)>, u32>,
+    counts: Vec<Vec<(u32, u64)>>,
+}
+
+static BLOCKS: Mutex<Option<Blocks>> = Mutex::new(None);
+
+/// Execution counters per thread (8 MiB of address space, touched as used).
+pub const MAX_BLOCKS: usize = 1 << 20;
+
+/// The execution counter of blocks counting `counts` (None: the table is full).
+fn block_id(counts: Vec<(u32, u64)>) -> Option<u32> {
+    let mut g = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let b = g.get_or_insert_with(|| Blocks {
+        ids: HashMap::new(),
+        counts: Vec::new(),
+    });
+    if let Some(id) = b.ids.get(&counts) {
+        return Some(*id);
+    }
+    if b.counts.len() >= MAX_BLOCKS {
+        return None;
+    }
+    let id = b.counts.len() as u32;
+    b.counts.push(counts.clone());
+    b.ids.insert(counts, id);
+    Some(id)
+}
 static mut TLS_SEG: dr::reg_id_t = 0;
 static mut TLS_OFFS: u32 = 0;
 
@@ -83,8 +117,12 @@ unsafe extern "C" fn thread_init(_drcontext: *mut c_void) {
     let regions = REGIONS.get().map_or(0, Vec::len);
     let mut c = Box::new(Counters::new(regions));
     let p: *mut u64 = c.0.as_mut_ptr();
-    // SAFETY: this thread's own slot.
-    unsafe { *tls_slot() = p };
+    let e: *mut u64 = c.1.as_mut_ptr();
+    // SAFETY: this thread's own slots.
+    unsafe {
+        *tls_slot() = p;
+        *tls_slot().add(1) = e;
+    }
     if let Some(g) = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         g.threads.push((thread, c));
     }
@@ -96,7 +134,13 @@ unsafe extern "C" fn thread_exit(_drcontext: *mut c_void) {
 
 unsafe extern "C" fn process_exit() {
     let g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(g) = g {
+    let blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(mut g) = g {
+        if let Some(b) = blocks {
+            for (_, c) in g.threads.iter_mut() {
+                c.multiply_out(&b.counts);
+            }
+        }
         let report = counters::report(&g.threads, &g.regions, g.load_bias);
         match serde_json::to_string_pretty(&report) {
             Ok(text) => {
@@ -109,7 +153,7 @@ unsafe extern "C" fn process_exit() {
     }
     // SAFETY: the extensions were initialized in dr_client_main.
     unsafe {
-        dr::dr_raw_tls_cfree(TLS_OFFS, 1);
+        dr::dr_raw_tls_cfree(TLS_OFFS, 2);
         dr::drreg_exit();
         dr::drmgr_exit();
     }
@@ -234,9 +278,22 @@ unsafe extern "C" fn bb_insert(
         if !first && !masked {
             return dr::dr_emit_flags_t::DR_EMIT_DEFAULT;
         }
-        let n_regions = REGIONS.get().map_or(0, Vec::len).max(1);
-        let mut statics = vec![0u64; N * n_regions];
+        let mut base: dr::reg_id_t = 0;
+        let mut reserved = false;
+        let mut reserve = |base: &mut dr::reg_id_t| {
+            if !reserved {
+                if dr::drreg_reserve_aflags(dc, bb, instr) != dr::drreg_status_t_DRREG_SUCCESS
+                    || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), base)
+                        != dr::drreg_status_t_DRREG_SUCCESS
+                {
+                    dr::dr_abort_with_code(1);
+                }
+                reserved = true;
+            }
+        };
         if first {
+            let n_regions = REGIONS.get().map_or(0, Vec::len).max(1);
+            let mut statics = vec![0u64; N * n_regions];
             let mut i = dr::instrlist_first_app(bb);
             while !i.is_null() {
                 if let Some(r) = region_of(dr::instr_get_app_pc(i) as u64) {
@@ -244,22 +301,33 @@ unsafe extern "C" fn bb_insert(
                 }
                 i = dr::instr_get_next_app(i);
             }
-        }
-        if !masked && statics.iter().all(|v| *v == 0) {
-            return dr::dr_emit_flags_t::DR_EMIT_DEFAULT;
-        }
-        let mut base: dr::reg_id_t = 0;
-        if dr::drreg_reserve_aflags(dc, bb, instr) != dr::drreg_status_t_DRREG_SUCCESS
-            || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), &mut base)
-                != dr::drreg_status_t_DRREG_SUCCESS
-        {
-            dr::dr_abort_with_code(1);
-        }
-        dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS, base);
-        for (slot, v) in statics.iter().enumerate() {
-            if *v != 0 {
-                add_imm(dc, bb, instr, base, slot, *v);
+            let sparse: Vec<(u32, u64)> = statics
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v != 0)
+                .map(|(s, v)| (s as u32, *v))
+                .collect();
+            if !sparse.is_empty() {
+                reserve(&mut base);
+                match block_id(sparse.clone()) {
+                    // One add per execution: the block's counts are multiplied out at exit.
+                    Some(id) => {
+                        dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS + 8, base);
+                        add_imm(dc, bb, instr, base, id as usize, 1);
+                    }
+                    // More distinct blocks than the table holds: add each count.
+                    None => {
+                        dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS, base);
+                        for (slot, v) in sparse {
+                            add_imm(dc, bb, instr, base, slot as usize, v);
+                        }
+                    }
+                }
             }
+        }
+        if masked_region.is_some() {
+            reserve(&mut base);
+            dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS, base);
         }
         if let Some(r) = masked_region {
             let adds: Vec<(usize, u64)> = dynamic_adds(&info)
@@ -286,8 +354,10 @@ unsafe extern "C" fn bb_insert(
                 dr::drreg_unreserve_register(dc, bb, instr, scratch);
             }
         }
-        dr::drreg_unreserve_register(dc, bb, instr, base);
-        dr::drreg_unreserve_aflags(dc, bb, instr);
+        if reserved {
+            dr::drreg_unreserve_register(dc, bb, instr, base);
+            dr::drreg_unreserve_aflags(dc, bb, instr);
+        }
     }
     dr::dr_emit_flags_t::DR_EMIT_DEFAULT
 }
@@ -391,7 +461,7 @@ pub unsafe extern "C" fn dr_client_main(
         }
         let mut seg: dr::reg_id_t = 0;
         let mut offs: u32 = 0;
-        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 1, 0) == 0 {
+        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 2, 0) == 0 {
             dr::dr_abort_with_code(3);
         }
         TLS_SEG = seg;
