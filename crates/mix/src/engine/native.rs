@@ -4,7 +4,8 @@
 //!
 //! Counts only for now: no record stream (the cache simulation needs the QEMU engine), no
 //! `--scope`, no per-block breakdown; x86-64 programs only. Selected with
-//! `HPCSCOPE_ENGINE=native`. DynamoRIO and the client come from scripts/build-dynamorio.sh
+//! `HPCSCOPE_ENGINE=native`; `hpcscope mix` always simulates machines' caches, so it is
+//! refused there until the client writes the stream. DynamoRIO and the client come from scripts/build-dynamorio.sh
 //! (hpcscope's cache directory).
 
 use std::fs::File;
@@ -103,9 +104,10 @@ impl Engine for NativeEngine {
             return refuse(&format!("{} programs", req.arch.name()));
         }
         if req.stream.is_some() {
-            return refuse(
-                "a record stream (the cache simulation): it counts only; run without machines",
-            );
+            return Err(MixError::Usage {
+                message: "the native engine counts only: it does not write the record stream the cache simulation reads yet".into(),
+                fix: "unset HPCSCOPE_ENGINE to run under QEMU".into(),
+            });
         }
         if !req.scopes.is_empty() {
             return refuse("--scope");
