@@ -17,7 +17,8 @@
 # equal; the whole-program instructions; and the mean wall time of RUNS runs of each (the
 # ratios to native).
 #
-# Then an AVX-512 triad with a masked tail (bench/mix/triad_masked.c, n = 1000003, not a
+# Then the same kernels built for AVX-512 (native FLOPs against QEMU's of the AVX2 build),
+# and an AVX-512 triad with a masked tail (bench/mix/triad_masked.c, n = 1000003, not a
 # multiple of 8; QEMU cannot run it: no AVX-512) under the native engine, against its
 # analytical counts (2 n FLOPs, 24 n bytes per repetition).
 #
@@ -98,8 +99,15 @@ for k in $kernels; do
   range=$(range_of "$bin" "kernel_$k" || true)
   [ -n "$range" ] || { echo "$k: no kernel_$k in $bin" >&2; status=1; continue; }
   args=$(args_of "$k")
+  # The program's own result (its `check=` value) is the same under DynamoRIO.
   # shellcheck disable=SC2086
-  run_dr "$out/$k.native.json" ",region=$range" -- "$bin" $args >/dev/null
+  check_native=$("$bin" $args | grep -o 'check=[^ ]*' || true)
+  # shellcheck disable=SC2086
+  check_dr=$(run_dr "$out/$k.native.json" ",region=$range" -- "$bin" $args | grep -o 'check=[^ ]*' || true)
+  if [ "$check_native" != "$check_dr" ]; then
+    echo "$k: the program's result differs under DynamoRIO ($check_native natively, $check_dr)" >>"$summary"
+    status=1
+  fi
   # shellcheck disable=SC2086
   run_dr "$out/$k.native-all.json" "" -- "$bin" $args >/dev/null
   # shellcheck disable=SC2086
@@ -155,6 +163,31 @@ hard = [b for b in bad if b not in ("flops",) and not b.endswith(" flops")]
 if hard:
     print(f"  DIFFERENT: {', '.join(hard)}")
     sys.exit(1)
+PY
+done
+
+# The same kernels built for AVX-512 (-march=x86-64-v4 -mprefer-vector-width=512), which
+# QEMU cannot run: the native engine's FLOPs of kernel_<name> against QEMU's of the AVX2
+# build (the source's FLOPs do not depend on the vector width).
+echo "AVX-512 builds (native) against the AVX2 builds (QEMU), FLOPs of kernel_<name>" >>"$summary"
+for k in $kernels; do
+  [ -f "$out/$k.qemu.json" ] || continue
+  bin="$out/v4_$k"
+  # shellcheck disable=SC2086
+  gcc $cflags -march=x86-64-v4 -mprefer-vector-width=512 -o "$bin" "$root/workloads/src/$k.c" -lm
+  range=$(range_of "$bin" "kernel_$k" || true)
+  args=$(args_of "$k")
+  # shellcheck disable=SC2086
+  run_dr "$out/v4_$k.native.json" ",region=$range" -- "$bin" $args >/dev/null
+  python3 - "$k" "$out" >>"$summary" <<'PY' || status=1
+import json, sys
+k, out = sys.argv[1], sys.argv[2]
+n = json.load(open(f"{out}/v4_{k}.native.json"))["totals"]
+q = json.load(open(f"{out}/{k}.qemu.json"))["totals"]
+widths = ", ".join(f"{w} {c['flops']:,}" for w, c in sorted(n["fp_by_width"].items()))
+eq = "=" if n["flops"] == q["flops"] else "DIFFERS"
+print(f"  {k:12s} {n['flops']:>16,} {q['flops']:>16,}  {eq}   ({widths})")
+sys.exit(0 if n["flops"] == q["flops"] else 1)
 PY
 done
 

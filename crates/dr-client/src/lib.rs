@@ -34,6 +34,15 @@ use counters::{Counters, N, Slot};
 #[used]
 pub static _USES_DR_VERSION_: c_int = dr::_USES_DR_VERSION_ as c_int;
 
+/// The client's code (its C library copy's `memcpy`, `strlen`..., whose AVX-512 variants
+/// the private loader picks on an AVX-512 host) uses AVX-512 registers: DynamoRIO then
+/// keeps the program's ZMM and opmask registers across its own code from the start,
+/// rather than from the first AVX-512 instruction it sees the program run (it did not see
+/// glibc's `vpbroadcastb ... %ymm16` as one, and printf printed its format unformatted).
+#[unsafe(no_mangle)]
+#[used]
+pub static _DR_CLIENT_AVX512_CODE_IN_USE_: u8 = 1;
+
 struct Global {
     out: String,
     /// Run-time ranges counted (none: the whole program).
@@ -262,6 +271,16 @@ unsafe extern "C" fn bb_insert(
     _for_trace: i8,
     _translating: i8,
     _user_data: *mut c_void,
+) -> dr::dr_emit_flags_t {
+    // SAFETY: the arguments are drmgr's, passed on.
+    unsafe { instrument(dc, bb, instr) }
+}
+
+/// The insertion phase's work on one instruction (see [`bb_insert`]).
+unsafe fn instrument(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    instr: *mut dr::instr_t,
 ) -> dr::dr_emit_flags_t {
     // SAFETY: drmgr's insertion phase: `bb` and `instr` are the block being built.
     unsafe {
