@@ -290,6 +290,58 @@ mod tests {
         assert_eq!(by_width, t.flops);
     }
 
+    /// Two threads each run the kernel: each thread's counts are its own.
+    #[test]
+    fn counts_each_thread() {
+        let Some(engine) = engine() else { return };
+        if std::process::Command::new("gcc")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("skipped: no gcc");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("t.c");
+        std::fs::write(
+            &src,
+            "#include <pthread.h>\n#include <stdlib.h>\n\
+             __attribute__((noinline)) void k(long n, double *y, const double *x, double a) {\n\
+               for (long i = 0; i < n; i++) y[i] += a * x[i];\n}\n\
+             static void *w(void *p) { long n = (long)p; double *x = calloc(n, 8), *y = calloc(n, 8);\n\
+               for (long i = 0; i < 5; i++) k(n, y, x, (double)(i + 2));\n\
+               free(x); free(y); return 0; }\n\
+             int main(void) { pthread_t a, b;\n\
+               pthread_create(&a, 0, w, (void *)1000L); pthread_create(&b, 0, w, (void *)3000L);\n\
+               pthread_join(a, 0); pthread_join(b, 0); return 0; }\n",
+        )
+        .expect("write");
+        let bin = dir.path().join("t");
+        let ok = std::process::Command::new("gcc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .expect("gcc runs");
+        assert!(ok.success());
+        let f = engine
+            .start(&launch(bin, &[]))
+            .expect("starts")
+            .finish()
+            .expect("finishes");
+        assert_eq!(f.ending, Ending::Success, "{}", f.stderr_tail);
+        let counts = f.counts.expect("a report");
+        // The main thread and two workers, in start order; the workers' FLOPs are 2 n x 5
+        // (which worker starts first is up to the scheduler).
+        assert_eq!(counts.threads.len(), 3, "{:?}", counts.threads);
+        assert_eq!(counts.threads[0].totals.flops, 0);
+        let mut workers: Vec<u64> = counts.threads[1..].iter().map(|t| t.totals.flops).collect();
+        workers.sort();
+        assert_eq!(workers, vec![2 * 1000 * 5, 2 * 3000 * 5]);
+        assert_eq!(counts.totals.flops, 2 * 4000 * 5);
+    }
+
     #[test]
     fn a_stream_is_refused() {
         let Some(engine) = engine() else { return };
