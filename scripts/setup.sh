@@ -27,6 +27,7 @@ packages=(
   python3-venv              # the virtual environment of the Python peer tools below
   python3-dev               # Python.h: Kerncraft's pycachesim has no wheel and is compiled
   libopenblas-dev           # OpenBLAS dgemm: reference for bench's DGEMM peak (bench/dgemm.sh)
+  cmake libclang-dev        # build DynamoRIO and its Rust bindings (scripts/build-dynamorio.sh)
 )
 # npm fetches speedscope's package (its file-format schema); Debian's npm when no Node.js
 # with npm is on the PATH already.
@@ -79,5 +80,17 @@ if [ "${HPCSCOPE_SKIP_QEMU_BUILD:-0}" != 1 ]; then
     echo "setup: QEMU 10 step took $(($(date +%s) - qemu_started)) s" >&2
   else
     echo "setup: building QEMU 10 failed (message above): hpcscope keeps using qemu-user 7.2, where predicated SVE instructions count every lane and SVE loads and stores are not simulated; run scripts/build-qemu.sh again to retry" >&2
+  fi
+fi
+
+# DynamoRIO 11.90 and hpcscope's client for it (the native engine of `hpcscope mix`: the
+# program runs natively, AVX-512 included), built once into hpcscope's cache;
+# scripts/build-dynamorio.sh says what it does. HPCSCOPE_SKIP_DYNAMORIO_BUILD=1 skips it.
+if [ "${HPCSCOPE_SKIP_DYNAMORIO_BUILD:-0}" != 1 ]; then
+  dr_started=$(date +%s)
+  if bash "$(dirname "$0")/build-dynamorio.sh"; then
+    echo "setup: DynamoRIO step took $(($(date +%s) - dr_started)) s" >&2
+  else
+    echo "setup: building DynamoRIO failed (message above): hpcscope mix keeps its QEMU engine; run scripts/build-dynamorio.sh again to retry" >&2
   fi
 fi

@@ -187,7 +187,13 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         }
     }
-    let engine = QemuEngine::for_arch(info.arch)?;
+    // `HPCSCOPE_ENGINE=native`: DynamoRIO with hpcscope's client, counts only (the CLI
+    // flag comes later).
+    let engine: Box<dyn Engine> = if engine::native::asked() {
+        Box::new(engine::native::NativeEngine::from_cache()?)
+    } else {
+        Box::new(QemuEngine::for_arch(info.arch)?)
+    };
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
     // Machines with the same caches are simulated once (bit for bit what separate
     // simulations give: `Distinct`).
@@ -357,7 +363,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     let mut variants = Vec::new();
     for sve in lengths {
         let o = run::run_rerun(
-            &engine,
+            engine.as_ref(),
             &mut notes,
             &run::Request {
                 program: run_spec.program.clone(),

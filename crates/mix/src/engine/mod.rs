@@ -6,7 +6,9 @@
 //! simulation ([`crate::simulate`]), set sampling and the profiles read only those: they do
 //! not know which engine produced them.
 //!
-//! [`qemu::QemuEngine`] is the engine today: QEMU user mode with the hpcscope TCG plugin.
+//! [`qemu::QemuEngine`] is the engine by default: QEMU user mode with the hpcscope TCG
+//! plugin. [`native::NativeEngine`] (`HPCSCOPE_ENGINE=native`) runs x86-64 programs natively
+//! under DynamoRIO with hpcscope's client: counts only, no record stream yet.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +18,7 @@ use serde::Serialize;
 use crate::elf::Arch;
 use crate::error::MixError;
 
+pub mod native;
 pub mod qemu;
 pub mod transport;
 

@@ -255,12 +255,12 @@ impl Running for QemuRun {
     }
 }
 
-fn tail(s: &str, n: usize) -> String {
+pub(crate) fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-fn tempdir() -> Result<PathBuf, MixError> {
+pub(crate) fn tempdir() -> Result<PathBuf, MixError> {
     let base = std::env::temp_dir();
     sweep_stale(&base);
     for i in 0..1000u32 {
@@ -314,7 +314,10 @@ fn sweep_stale(base: &Path) -> usize {
     removed
 }
 
-fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<Ending, MixError> {
+pub(crate) fn wait(
+    child: &mut std::process::Child,
+    timeout: Option<Duration>,
+) -> Result<Ending, MixError> {
     let start = Instant::now();
     let mut sent_term = None::<Instant>;
     loop {
@@ -381,7 +384,7 @@ fn guest_arena_args(value: Option<&str>) -> [String; 2] {
 /// conflicts in a cache whose set count is no power of two (the CG workload's L3 hit ratio
 /// on cascadelake-8260 was 53.3 % in one run and 57.2 % in the next); QEMU 7.2 places the
 /// guest at a fixed base anyway.
-fn quiet_fixed_layout(cmd: &mut Command) {
+pub(crate) fn quiet_fixed_layout(cmd: &mut Command) {
     // SAFETY: setrlimit and personality are async-signal-safe system calls; nothing else
     // runs between fork and exec.
     unsafe {

@@ -1,0 +1,271 @@
+//! A thread's counters (one flat array the instrumented code adds to) and the report made
+//! of them.
+
+use std::collections::BTreeMap;
+
+use hpcscope_plugin_format::report::{
+    FORMAT, MemWidthCounts, PluginOutput, RegionCounts, ThreadCounts, Totals, WidthCounts,
+};
+
+use crate::classify::{Class, Info, Precision};
+
+/// Named counters, first in the array.
+#[derive(Debug, Clone, Copy)]
+pub enum Slot {
+    Instructions,
+    Loads,
+    Stores,
+    BytesLoaded,
+    BytesStored,
+    BytesDynamic,
+    FpInstructions,
+    Flops,
+    FmaInstructions,
+    ClassFp,
+    ClassLoad,
+    ClassStore,
+    ClassBranch,
+    ClassOther,
+}
+const NAMED: usize = Slot::ClassOther as usize + 1;
+
+/// FP widths: scalar, 128, 256, 512 bits.
+const FP_WIDTHS: [Option<u32>; 4] = [None, Some(128), Some(256), Some(512)];
+const FP_SLOTS: usize = 2 * FP_WIDTHS.len();
+const FP_INSNS: usize = NAMED;
+const FP_FLOPS: usize = FP_INSNS + FP_SLOTS;
+
+/// Access widths in bytes (all memory operands of one direction of an instruction
+/// together), then `other`: the QEMU plugin's buckets.
+const MEM_BYTES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+const MEM_SLOTS: usize = MEM_BYTES.len() + 1;
+const MEM_LOADS: usize = FP_FLOPS + FP_SLOTS;
+const MEM_LOAD_BYTES: usize = MEM_LOADS + MEM_SLOTS;
+const MEM_STORES: usize = MEM_LOAD_BYTES + MEM_SLOTS;
+const MEM_STORE_BYTES: usize = MEM_STORES + MEM_SLOTS;
+
+/// Length of a thread's counter array.
+pub const N: usize = MEM_STORE_BYTES + MEM_SLOTS;
+
+/// One thread's counters: one array of [`N`] per region (one in all without regions).
+/// The instrumented code adds to them (only that thread does); they are read at process
+/// exit.
+pub struct Counters(pub Box<[u64]>, pub Box<[u64]>);
+
+impl Counters {
+    pub fn new(regions: usize) -> Self {
+        Counters(
+            vec![0; N * regions.max(1)].into_boxed_slice(),
+            vec![0; crate::MAX_BLOCKS].into_boxed_slice(),
+        )
+    }
+
+    /// Adds the blocks' counts times their executions to the counters.
+    pub fn multiply_out(&mut self, blocks: &[Vec<(u32, u64)>]) {
+        for (id, counts) in blocks.iter().enumerate() {
+            let execs = self.1[id];
+            if execs == 0 {
+                continue;
+            }
+            for &(slot, v) in counts {
+                self.0[slot as usize] += execs * v;
+            }
+            self.1[id] = 0;
+        }
+    }
+
+    /// Region `r`'s array.
+    pub fn region(&self, r: usize) -> &[u64; N] {
+        self.0[r * N..(r + 1) * N].try_into().expect("N counters")
+    }
+}
+
+fn fp_slot(p: Precision, bits: Option<u32>) -> usize {
+    let w = FP_WIDTHS
+        .iter()
+        .position(|w| *w == bits)
+        .unwrap_or(FP_WIDTHS.len() - 1);
+    p as usize * FP_WIDTHS.len() + w
+}
+
+/// Slot of the FLOPs of precision `p` at width `bits`.
+pub fn fp_flops_slot(p: Precision, bits: Option<u32>) -> usize {
+    FP_FLOPS + fp_slot(p, bits)
+}
+
+fn mem_slot(bytes: u32) -> usize {
+    MEM_BYTES
+        .iter()
+        .position(|b| *b == bytes)
+        .unwrap_or(MEM_SLOTS - 1)
+}
+
+/// Adds one execution of an instruction's counts known before it runs.
+pub fn add_static(v: &mut [u64], info: &Info) {
+    v[Slot::Instructions as usize] += 1;
+    v[match info.class {
+        Class::Fp => Slot::ClassFp,
+        Class::Load => Slot::ClassLoad,
+        Class::Store => Slot::ClassStore,
+        Class::Branch => Slot::ClassBranch,
+        Class::Other => Slot::ClassOther,
+    } as usize] += 1;
+    // A masked access's bytes are counted at run time from its mask.
+    let masked_mem = info.mask.is_some() && info.mask_elem_bytes.is_some() && info.fp.is_none();
+    if info.loads {
+        v[Slot::Loads as usize] += 1;
+        if !info.dynamic_mem && !masked_mem {
+            v[Slot::BytesLoaded as usize] += u64::from(info.load_bytes);
+            v[MEM_LOADS + mem_slot(info.load_bytes)] += 1;
+            v[MEM_LOAD_BYTES + mem_slot(info.load_bytes)] += u64::from(info.load_bytes);
+        }
+    }
+    if info.stores {
+        v[Slot::Stores as usize] += 1;
+        if !info.dynamic_mem && !masked_mem {
+            v[Slot::BytesStored as usize] += u64::from(info.store_bytes);
+            v[MEM_STORES + mem_slot(info.store_bytes)] += 1;
+            v[MEM_STORE_BYTES + mem_slot(info.store_bytes)] += u64::from(info.store_bytes);
+        }
+    }
+    if let Some(fp) = info.fp {
+        v[Slot::FpInstructions as usize] += 1;
+        v[FP_INSNS + fp_slot(fp.precision, fp.vector_bits)] += 1;
+        if fp.flops_per_lane == 2 {
+            v[Slot::FmaInstructions as usize] += 1;
+        }
+        if info.mask.is_none() {
+            let f = u64::from(fp.lanes() * fp.flops_per_lane);
+            v[Slot::Flops as usize] += f;
+            v[fp_flops_slot(fp.precision, fp.vector_bits)] += f;
+        }
+    }
+}
+
+/// The totals of a counter array, as the QEMU plugin's report has them.
+pub fn totals(v: &[u64; N]) -> Totals {
+    let mut fp_by_width = BTreeMap::new();
+    for p in [Precision::F32, Precision::F64] {
+        for w in FP_WIDTHS {
+            let s = fp_slot(p, w);
+            if v[FP_INSNS + s] == 0 {
+                continue;
+            }
+            let width = w.map_or_else(|| "scalar".to_string(), |b| b.to_string());
+            fp_by_width.insert(
+                format!("{}_{width}", p.name()),
+                WidthCounts {
+                    instructions: v[FP_INSNS + s],
+                    flops: v[FP_FLOPS + s],
+                },
+            );
+        }
+    }
+    let mut mem_by_width = BTreeMap::new();
+    for s in 0..MEM_SLOTS {
+        let m = MemWidthCounts {
+            loads: v[MEM_LOADS + s],
+            bytes_loaded: v[MEM_LOAD_BYTES + s],
+            stores: v[MEM_STORES + s],
+            bytes_stored: v[MEM_STORE_BYTES + s],
+        };
+        if m.loads + m.stores > 0 {
+            let name = MEM_BYTES
+                .get(s)
+                .map_or_else(|| "other".to_string(), |b| (b * 8).to_string());
+            mem_by_width.insert(name, m);
+        }
+    }
+    let c = |s: Slot| v[s as usize];
+    let mut classes = BTreeMap::new();
+    for (k, s) in [
+        ("fp", Slot::ClassFp),
+        ("load", Slot::ClassLoad),
+        ("store", Slot::ClassStore),
+        ("branch", Slot::ClassBranch),
+        ("other", Slot::ClassOther),
+    ] {
+        classes.insert(k.to_string(), c(s));
+    }
+    Totals {
+        instructions: c(Slot::Instructions),
+        loads: c(Slot::Loads),
+        stores: c(Slot::Stores),
+        bytes_loaded: c(Slot::BytesLoaded),
+        bytes_stored: c(Slot::BytesStored),
+        bytes_dynamic: c(Slot::BytesDynamic),
+        bytes_unreported: 0,
+        fp_instructions: c(Slot::FpInstructions),
+        flops: c(Slot::Flops),
+        flops_excluded: 0,
+        fma_instructions: c(Slot::FmaInstructions),
+        fp_by_width,
+        mem_by_width,
+        classes,
+    }
+}
+
+fn add(sum: &mut [u64; N], v: &[u64; N]) {
+    for (a, b) in sum.iter_mut().zip(v.iter()) {
+        *a += b;
+    }
+}
+
+/// The report of a run: every thread's totals and their sum, and per region (run-time
+/// ranges `regions`; none: the whole program in one array).
+pub fn report(
+    threads: &[(u32, Box<Counters>)],
+    regions: &[(u64, u64)],
+    load_bias: u64,
+) -> PluginOutput {
+    let mut threads: Vec<&(u32, Box<Counters>)> = threads.iter().collect();
+    threads.sort_by_key(|t| t.0);
+    let n_regions = regions.len().max(1);
+    let mut sum = [0u64; N];
+    let mut per_thread = Vec::new();
+    let mut per_region: Vec<RegionCounts> = regions
+        .iter()
+        .map(|&(start, end)| RegionCounts {
+            start,
+            end,
+            ..RegionCounts::default()
+        })
+        .collect();
+    for (t, c) in threads.iter().copied() {
+        // The thread has exited (or the process is exiting): nothing adds any more.
+        let mut mine = [0u64; N];
+        for r in 0..n_regions {
+            add(&mut mine, c.region(r));
+            if let Some(rc) = per_region.get_mut(r) {
+                rc.threads.push(ThreadCounts {
+                    thread: *t,
+                    vcpu: *t,
+                    totals: totals(c.region(r)),
+                });
+            }
+        }
+        add(&mut sum, &mine);
+        per_thread.push(ThreadCounts {
+            thread: *t,
+            vcpu: *t,
+            totals: totals(&mine),
+        });
+    }
+    for (r, rc) in per_region.iter_mut().enumerate() {
+        let mut s = [0u64; N];
+        for x in &threads {
+            add(&mut s, x.1.region(r));
+        }
+        rc.totals = totals(&s);
+    }
+    PluginOutput {
+        format: FORMAT.to_string(),
+        predication: Some("active_lanes".to_string()),
+        load_bias,
+        counting: Some("native_per_thread".to_string()),
+        totals: totals(&sum),
+        threads: per_thread,
+        regions: per_region,
+        ..PluginOutput::default()
+    }
+}

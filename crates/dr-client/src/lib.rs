@@ -1,0 +1,515 @@
+//! hpcscope's DynamoRIO client: counts a program's instructions, FP instructions and FLOPs
+//! by precision and vector width, and loads and stores by access width, per thread, while
+//! the program runs natively; writes at exit the counts report the QEMU plugin writes
+//! ([`hpcscope_plugin_format::report::PluginOutput`]), so `hpcscope mix` reads it unchanged.
+//!
+//! Client arguments (`-client_lib 'libhpcscope_dr_client.so;0;ARGS'`, comma-separated):
+//! `out=PATH` (the report; required), `region=START-END[+...]` (count only the
+//! instructions in these link-time ranges of the main binary, as the QEMU plugin's
+//! `region=`).
+//!
+//! How it counts: each basic block's counts are known when DynamoRIO builds it
+//! ([`classify`]). Blocks with the same counts share one execution counter per thread; the
+//! code DynamoRIO runs adds 1 to it (`add [counters + 8 id], 1`, the thread's counters'
+//! address read from a raw TLS slot: no call out of the code cache), and the counts are
+//! multiplied out at exit. A masked AVX-512 FP instruction adds its FLOPs from its mask
+//! register at run time (`kmov`, `and`, `popcnt`, inline), and so does a masked load or
+//! store its bytes.
+
+mod classify;
+mod counters;
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use dynamorio_sys as dr;
+
+use classify::{Info, classify};
+use counters::{Counters, N, Slot};
+
+/// DynamoRIO checks this symbol's value against its own version before loading a client.
+#[unsafe(no_mangle)]
+#[used]
+pub static _USES_DR_VERSION_: c_int = dr::_USES_DR_VERSION_ as c_int;
+
+/// The client's code (its C library copy's `memcpy`, `strlen`..., whose AVX-512 variants
+/// the private loader picks on an AVX-512 host) uses AVX-512 registers: DynamoRIO then
+/// keeps the program's ZMM and opmask registers across its own code from the start,
+/// rather than from the first AVX-512 instruction it sees the program run (it did not see
+/// glibc's `vpbroadcastb ... %ymm16` as one, and printf printed its format unformatted).
+#[unsafe(no_mangle)]
+#[used]
+pub static _DR_CLIENT_AVX512_CODE_IN_USE_: u8 = 1;
+
+struct Global {
+    out: String,
+    /// Run-time ranges counted (none: the whole program).
+    regions: Vec<(u64, u64)>,
+    /// Every thread's counters, in start order (kept to the end: the report is written at
+    /// process exit).
+    threads: Vec<(u32, Box<Counters>)>,
+    load_bias: u64,
+}
+
+static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
+/// The counted ranges, read by the instrumentation (set once, before the program runs).
+static REGIONS: std::sync::OnceLock<Vec<(u64, u64)>> = std::sync::OnceLock::new();
+
+/// Which counter array an instruction at `pc` adds to: None when regions are given and
+/// `pc` is in none.
+fn region_of(pc: u64) -> Option<usize> {
+    let regions = REGIONS.get().map_or(&[][..], |r| &r[..]);
+    if regions.is_empty() {
+        return Some(0);
+    }
+    regions.iter().position(|&(a, b)| pc >= a && pc < b)
+}
+
+/// `START-END[+START-END...]`, hex with `0x` or decimal.
+fn parse_ranges(s: &str) -> Option<Vec<(u64, u64)>> {
+    let num = |x: &str| match x.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => x.parse().ok(),
+    };
+    s.split('+')
+        .map(|r| {
+            let (a, b) = r.split_once('-')?;
+            Some((num(a)?, num(b)?))
+        })
+        .collect()
+}
+static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
+
+/// Distinct static count vectors of the blocks built: a block adds 1 to its vector's
+/// execution counter, and the counts are multiplied out at exit. Blocks with the same
+/// counts share a counter (a block rebuilt, or two alike).
+struct Blocks {
+    ids: HashMap<Vec<(u32, u64)>, u32>,
+    counts: Vec<Vec<(u32, u64)>>,
+}
+
+static BLOCKS: Mutex<Option<Blocks>> = Mutex::new(None);
+
+/// Execution counters per thread (8 MiB of address space, touched as used).
+pub const MAX_BLOCKS: usize = 1 << 20;
+
+/// The execution counter of blocks counting `counts` (None: the table is full).
+fn block_id(counts: Vec<(u32, u64)>) -> Option<u32> {
+    let mut g = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let b = g.get_or_insert_with(|| Blocks {
+        ids: HashMap::new(),
+        counts: Vec::new(),
+    });
+    if let Some(id) = b.ids.get(&counts) {
+        return Some(*id);
+    }
+    if b.counts.len() >= MAX_BLOCKS {
+        return None;
+    }
+    let id = b.counts.len() as u32;
+    b.counts.push(counts.clone());
+    b.ids.insert(counts, id);
+    Some(id)
+}
+static mut TLS_SEG: dr::reg_id_t = 0;
+static mut TLS_OFFS: u32 = 0;
+
+fn tls_slot() -> *mut *mut u64 {
+    // SAFETY: the slot was allocated in dr_client_main; the segment base is this thread's.
+    unsafe { dr::dr_get_dr_segment_base(TLS_SEG).add(TLS_OFFS as usize) as *mut *mut u64 }
+}
+
+unsafe extern "C" fn thread_init(_drcontext: *mut c_void) {
+    let thread = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+    let regions = REGIONS.get().map_or(0, Vec::len);
+    let mut c = Box::new(Counters::new(regions));
+    let p: *mut u64 = c.0.as_mut_ptr();
+    let e: *mut u64 = c.1.as_mut_ptr();
+    // SAFETY: this thread's own slots.
+    unsafe {
+        *tls_slot() = p;
+        *tls_slot().add(1) = e;
+    }
+    if let Some(g) = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        g.threads.push((thread, c));
+    }
+}
+
+unsafe extern "C" fn thread_exit(_drcontext: *mut c_void) {
+    // The counters stay registered until the process exits.
+}
+
+unsafe extern "C" fn process_exit() {
+    let g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(mut g) = g {
+        if let Some(b) = blocks {
+            for (_, c) in g.threads.iter_mut() {
+                c.multiply_out(&b.counts);
+            }
+        }
+        let report = counters::report(&g.threads, &g.regions, g.load_bias);
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => {
+                if let Err(e) = std::fs::write(&g.out, text) {
+                    eprintln!("hpcscope-dr-client: cannot write {}: {e}", g.out);
+                }
+            }
+            Err(e) => eprintln!("hpcscope-dr-client: cannot serialize the report: {e}"),
+        }
+    }
+    // SAFETY: the extensions were initialized in dr_client_main.
+    unsafe {
+        dr::dr_raw_tls_cfree(TLS_OFFS, 2);
+        dr::drreg_exit();
+        dr::drmgr_exit();
+    }
+}
+
+/// `add qword [base + slot*8], imm32`, before `where`.
+unsafe fn add_imm(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    at: *mut dr::instr_t,
+    base: dr::reg_id_t,
+    slot: usize,
+    value: u64,
+) {
+    // Increments are per block execution: far below 2^31.
+    let v = value.min(i32::MAX as u64) as i64;
+    // SAFETY: DynamoRIO's IR construction on the block being instrumented.
+    unsafe {
+        let mem = dr::opnd_create_base_disp(
+            base,
+            dr::DR_REG_NULL as _,
+            0,
+            (slot * 8) as c_int,
+            dr::OPSZ_8 as _,
+        );
+        let imm = dr::opnd_create_immed_int(v, dr::OPSZ_4 as _);
+        let i = dr::instr_create_1dst_2src(dc, dr::OP_add as _, mem, imm, mem);
+        dr::instrlist_meta_preinsert(bb, at, i);
+    }
+}
+
+unsafe fn emit(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    at: *mut dr::instr_t,
+    opcode: u32,
+    dst: dr::opnd_t,
+    src: dr::opnd_t,
+    two_src: bool,
+) {
+    // SAFETY: as above.
+    unsafe {
+        let i = if two_src {
+            dr::instr_create_1dst_2src(dc, opcode as _, dst, src, dst)
+        } else {
+            dr::instr_create_1dst_1src(dc, opcode as _, dst, src)
+        };
+        dr::instrlist_meta_preinsert(bb, at, i);
+    }
+}
+
+/// The dynamic part of a masked instruction: active lanes = popcount(mask & lanes), then
+/// `add [base + slot*8], lanes * mult` for each (slot, mult), mults powers of two.
+#[allow(clippy::too_many_arguments)]
+unsafe fn add_active_lanes(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    at: *mut dr::instr_t,
+    base: dr::reg_id_t,
+    scratch: dr::reg_id_t,
+    mask: dr::reg_id_t,
+    lanes: u32,
+    mut adds: Vec<(usize, u64)>,
+) {
+    adds.sort_by_key(|a| a.1);
+    // SAFETY: as above.
+    unsafe {
+        let r32 = classify::ffi::reg_64_to_32(scratch);
+        let (kmov, dst) = match lanes {
+            0..=16 => (dr::OP_kmovw, dr::opnd_create_reg(r32)),
+            17..=32 => (dr::OP_kmovd, dr::opnd_create_reg(r32)),
+            _ => (dr::OP_kmovq, dr::opnd_create_reg(scratch)),
+        };
+        emit(dc, bb, at, kmov, dst, dr::opnd_create_reg(mask), false);
+        if lanes < 32 {
+            let m = dr::opnd_create_immed_int(((1u64 << lanes) - 1) as i64, dr::OPSZ_4 as _);
+            emit(dc, bb, at, dr::OP_and, dr::opnd_create_reg(r32), m, true);
+        }
+        let r = dr::opnd_create_reg(scratch);
+        emit(dc, bb, at, dr::OP_popcnt, r, r, false);
+        let mut shift = 0u32;
+        for (slot, mult) in adds {
+            let want = mult.trailing_zeros();
+            if want > shift {
+                let imm = dr::opnd_create_immed_int((want - shift) as i64, dr::OPSZ_1 as _);
+                emit(dc, bb, at, dr::OP_shl, r, imm, true);
+                shift = want;
+            }
+            let mem = dr::opnd_create_base_disp(
+                base,
+                dr::DR_REG_NULL as _,
+                0,
+                (slot * 8) as c_int,
+                dr::OPSZ_8 as _,
+            );
+            emit(dc, bb, at, dr::OP_add, mem, r, true);
+        }
+    }
+}
+
+unsafe extern "C" fn bb_insert(
+    dc: *mut c_void,
+    _tag: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    instr: *mut dr::instr_t,
+    _for_trace: i8,
+    _translating: i8,
+    _user_data: *mut c_void,
+) -> dr::dr_emit_flags_t {
+    // SAFETY: the arguments are drmgr's, passed on.
+    unsafe { instrument(dc, bb, instr) }
+}
+
+/// The insertion phase's work on one instruction (see [`bb_insert`]).
+unsafe fn instrument(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    instr: *mut dr::instr_t,
+) -> dr::dr_emit_flags_t {
+    // SAFETY: drmgr's insertion phase: `bb` and `instr` are the block being built.
+    unsafe {
+        if dr::instr_is_app(instr) == 0 {
+            return dr::dr_emit_flags_t::DR_EMIT_DEFAULT;
+        }
+        let first = dr::drmgr_is_first_instr(dc, instr) != 0;
+        let info = classify(instr);
+        let pc = dr::instr_get_app_pc(instr) as u64;
+        let masked_region = region_of(pc).filter(|_| {
+            info.mask.is_some() && (info.fp.is_some() || info.mask_elem_bytes.is_some())
+        });
+        let masked = masked_region.is_some();
+        if !first && !masked {
+            return dr::dr_emit_flags_t::DR_EMIT_DEFAULT;
+        }
+        let mut base: dr::reg_id_t = 0;
+        let mut reserved = false;
+        let mut reserve = |base: &mut dr::reg_id_t| {
+            if !reserved {
+                if dr::drreg_reserve_aflags(dc, bb, instr) != dr::drreg_status_t_DRREG_SUCCESS
+                    || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), base)
+                        != dr::drreg_status_t_DRREG_SUCCESS
+                {
+                    dr::dr_abort_with_code(1);
+                }
+                reserved = true;
+            }
+        };
+        if first {
+            let n_regions = REGIONS.get().map_or(0, Vec::len).max(1);
+            let mut statics = vec![0u64; N * n_regions];
+            let mut i = dr::instrlist_first_app(bb);
+            while !i.is_null() {
+                if let Some(r) = region_of(dr::instr_get_app_pc(i) as u64) {
+                    counters::add_static(&mut statics[r * N..(r + 1) * N], &classify(i));
+                }
+                i = dr::instr_get_next_app(i);
+            }
+            let sparse: Vec<(u32, u64)> = statics
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v != 0)
+                .map(|(s, v)| (s as u32, *v))
+                .collect();
+            if !sparse.is_empty() {
+                reserve(&mut base);
+                match block_id(sparse.clone()) {
+                    // One add per execution: the block's counts are multiplied out at exit.
+                    Some(id) => {
+                        dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS + 8, base);
+                        add_imm(dc, bb, instr, base, id as usize, 1);
+                    }
+                    // More distinct blocks than the table holds: add each count.
+                    None => {
+                        dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS, base);
+                        for (slot, v) in sparse {
+                            add_imm(dc, bb, instr, base, slot as usize, v);
+                        }
+                    }
+                }
+            }
+        }
+        if masked_region.is_some() {
+            reserve(&mut base);
+            dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS, base);
+        }
+        if let Some(r) = masked_region {
+            let adds: Vec<(usize, u64)> = dynamic_adds(&info)
+                .into_iter()
+                .map(|(slot, m)| (r * N + slot, m))
+                .collect();
+            if !adds.is_empty() {
+                let mut scratch: dr::reg_id_t = 0;
+                if dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), &mut scratch)
+                    != dr::drreg_status_t_DRREG_SUCCESS
+                {
+                    dr::dr_abort_with_code(1);
+                }
+                add_active_lanes(
+                    dc,
+                    bb,
+                    instr,
+                    base,
+                    scratch,
+                    info.mask.unwrap_or(0),
+                    lanes_of(&info),
+                    adds,
+                );
+                dr::drreg_unreserve_register(dc, bb, instr, scratch);
+            }
+        }
+        if reserved {
+            dr::drreg_unreserve_register(dc, bb, instr, base);
+            dr::drreg_unreserve_aflags(dc, bb, instr);
+        }
+    }
+    dr::dr_emit_flags_t::DR_EMIT_DEFAULT
+}
+
+/// Lanes a masked instruction's mask governs.
+fn lanes_of(info: &Info) -> u32 {
+    if let Some(fp) = info.fp {
+        return fp.lanes();
+    }
+    let bytes = info.load_bytes.max(info.store_bytes);
+    match info.mask_elem_bytes {
+        Some(e) if e > 0 => (bytes / e).max(1),
+        _ => 1,
+    }
+}
+
+/// What a masked instruction adds per active lane: (counter slot, amount per lane).
+fn dynamic_adds(info: &Info) -> Vec<(usize, u64)> {
+    let mut v = Vec::new();
+    if let Some(fp) = info.fp {
+        let f = u64::from(fp.flops_per_lane);
+        v.push((Slot::Flops as usize, f));
+        v.push((counters::fp_flops_slot(fp.precision, fp.vector_bits), f));
+    }
+    if let Some(e) = info.mask_elem_bytes
+        && info.fp.is_none()
+    {
+        let e = u64::from(e);
+        if info.loads {
+            v.push((Slot::BytesLoaded as usize, e));
+        }
+        if info.stores {
+            v.push((Slot::BytesStored as usize, e));
+        }
+        v.push((Slot::BytesDynamic as usize, e));
+    }
+    v
+}
+
+fn client_args(argc: c_int, argv: *const *const c_char) -> Vec<String> {
+    (1..argc.max(0) as usize)
+        .map(|i| {
+            // SAFETY: DynamoRIO passes argc valid C strings.
+            unsafe { CStr::from_ptr(*argv.add(i)) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+/// DynamoRIO's entry point of a client.
+///
+/// # Safety
+/// Called by DynamoRIO once, before the program runs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dr_client_main(
+    _id: dr::client_id_t,
+    argc: c_int,
+    argv: *const *const c_char,
+) {
+    let args = client_args(argc, argv);
+    let keys: Vec<&str> = args.iter().flat_map(|a| a.split(',')).collect();
+    let mut link_regions = Vec::new();
+    for k in &keys {
+        if let Some(r) = k.strip_prefix("region=") {
+            match parse_ranges(r) {
+                Some(v) => link_regions.extend(v),
+                None => {
+                    eprintln!("hpcscope-dr-client: bad region={r} (START-END[+START-END...])");
+                    // SAFETY: ends the process from DynamoRIO.
+                    unsafe { dr::dr_abort_with_code(2) };
+                }
+            }
+        }
+    }
+    let Some(out) = keys
+        .iter()
+        .find_map(|a| a.strip_prefix("out="))
+        .map(str::to_string)
+    else {
+        eprintln!("hpcscope-dr-client: no out=PATH among the client's arguments {args:?}");
+        // SAFETY: ends the process from DynamoRIO.
+        unsafe { dr::dr_abort_with_code(2) };
+        return;
+    };
+    // SAFETY: DynamoRIO's initialization calls, in the order its documentation gives.
+    unsafe {
+        dr::dr_set_client_name(
+            c"hpcscope counts (FLOPs, loads and stores)".as_ptr(),
+            c"".as_ptr(),
+        );
+        if dr::drmgr_init() == 0 {
+            dr::dr_abort_with_code(3);
+        }
+        let mut ops: dr::drreg_options_t = std::mem::zeroed();
+        ops.struct_size = std::mem::size_of::<dr::drreg_options_t>();
+        ops.num_spill_slots = 3;
+        ops.conservative = 0;
+        if dr::drreg_init(&mut ops) != dr::drreg_status_t_DRREG_SUCCESS {
+            dr::dr_abort_with_code(3);
+        }
+        let mut seg: dr::reg_id_t = 0;
+        let mut offs: u32 = 0;
+        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 2, 0) == 0 {
+            dr::dr_abort_with_code(3);
+        }
+        TLS_SEG = seg;
+        TLS_OFFS = offs;
+        let main = dr::dr_get_main_module();
+        let load_bias = if main.is_null() {
+            0
+        } else {
+            let m = &*main;
+            let start = m.__bindgen_anon_1.start as u64;
+            let bias = start.wrapping_sub(m.preferred_base as u64);
+            dr::dr_free_module_data(main);
+            bias
+        };
+        // Regions are link-time addresses of the main binary: moved by its load bias.
+        let regions: Vec<(u64, u64)> = link_regions
+            .iter()
+            .map(|&(a, b)| (a.wrapping_add(load_bias), b.wrapping_add(load_bias)))
+            .collect();
+        let _ = REGIONS.set(regions.clone());
+        *GLOBAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(Global {
+            out,
+            regions,
+            threads: Vec::new(),
+            load_bias,
+        });
+        dr::dr_register_exit_event(Some(process_exit));
+        dr::drmgr_register_thread_init_event(Some(thread_init));
+        dr::drmgr_register_thread_exit_event(Some(thread_exit));
+        dr::drmgr_register_bb_instrumentation_event(None, Some(bb_insert), std::ptr::null_mut());
+    }
+}
