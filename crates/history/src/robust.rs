@@ -711,6 +711,9 @@ fn pooled_autocorrelation(sums: &Sums, n: usize, cps: &[usize]) -> f64 {
 /// Lag-1 correlation above which the series is whitened before the steps are tested.
 const WHITEN_PHI: f64 = 0.5;
 
+/// Points a series needs for its lag-1 correlation to be estimated and acted on.
+const WHITEN_MIN_POINTS: usize = 100;
+
 /// The lag-1 autocorrelation phi of an AR(1) noise, from its first differences: their own
 /// lag-1 correlation is -(1 - phi) / 2, whatever the levels (a step moves one difference:
 /// the differences are winsorized at 3 MAD first). 0 for white noise; at most 0.95.
@@ -734,6 +737,22 @@ fn ar1_from_differences(y: &[f64]) -> f64 {
     }
     let num: f64 = d.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
     (1.0 + 2.0 * num / den).clamp(0.0, 0.95)
+}
+
+/// `y` whitened with `phi` (`z_j = y_(j+1) - phi y_j`), with its noise scale. A step of d
+/// becomes a one-point spike of d and a step of d (1 - phi): the spike is an outlier of the
+/// whitened series, pulled in to 3 noise sd of its running median (half-width `m`).
+fn whiten(y: &[f64], phi: f64, m: usize) -> (Vec<f64>, f64) {
+    let mut z: Vec<f64> = y.windows(2).map(|w| w[1] - phi * w[0]).collect();
+    let sz = noise_scale(&z).max(1e-9);
+    let med = running_median(&z, m);
+    for (v, c) in z.iter_mut().zip(&med) {
+        if (*v - c).abs() > 3.0 * sz {
+            *v = c + (*v - c).signum() * 3.0 * sz;
+        }
+    }
+    let sz = noise_scale(&z).max(1e-9);
+    (z, sz)
 }
 
 /// Change points of `y` (noise scale `sigma`): candidates, merged, refined.
@@ -941,7 +960,13 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
     // The noise's lag-1 correlation, before anything is pulled in: strongly autocorrelated
     // noise wanders far from its running median without an outlier (and is whitened
     // below, where outliers are pulled in).
-    let mut phi = ar1_from_differences(&y);
+    // Below WHITEN_MIN_POINTS the estimate is too noisy to act on (its error is about
+    // 2 / sqrt(n)).
+    let mut phi = if n >= WHITEN_MIN_POINTS {
+        ar1_from_differences(&y)
+    } else {
+        0.0
+    };
     let pull_in = |y: &mut Vec<f64>, det: &mut Detection, sigma: f64| {
         if opts.outlier_z <= 0.0 || sigma <= 0.0 {
             return;
@@ -962,7 +987,7 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
         }
     };
     // Outliers.
-    let pulled_in = phi < WHITEN_PHI;
+    let mut pulled_in = phi < WHITEN_PHI;
     if pulled_in {
         pull_in(&mut y, &mut det, sigma);
     }
@@ -999,6 +1024,7 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
         phi = ar1_from_differences(&y);
         if phi < WHITEN_PHI {
             pull_in(&mut y, &mut det, sigma);
+            pulled_in = true;
         }
     }
     if sigma <= 0.0 {
@@ -1008,40 +1034,19 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
     let beta = opts.penalty.max(0.0) * (n as f64).ln().max(1.0);
     det.threshold = beta;
     det.noise_sd = sigma * scale;
-    let sums = Sums::new(&y);
-    let ctx = Ctx {
-        sums: &sums,
-        beta,
-        sigma_floor: 0.5 * sigma,
-        opts,
-    };
     // Strongly autocorrelated noise (an AR(1) of lag-1 correlation phi >= 0.5) is whitened
     // first, z_t = y_t - phi y_(t-1): its steps are tested against independent noise with
     // their real degrees of freedom (generalised least squares), where the test of the
     // levels themselves, corrected for the correlation, keeps a few degrees of freedom of a
     // segment and lets a 10-sd step pass unseen.
-    let whiten = |phi: f64| {
-        let mut z: Vec<f64> = y.windows(2).map(|w| w[1] - phi * w[0]).collect();
-        let sz = noise_scale(&z).max(1e-9);
-        // A step of d becomes a one-point spike of d and a step of d (1 - phi): the spike
-        // is an outlier of the whitened series.
-        let med = running_median(&z, m);
-        for (v, c) in z.iter_mut().zip(&med) {
-            if (*v - c).abs() > 3.0 * sz {
-                *v = c + (*v - c).signum() * 3.0 * sz;
-            }
-        }
-        let sz = noise_scale(&z).max(1e-9);
-        (z, sz)
-    };
     // The differences' estimate of phi is noisy (about 0.1 at 300 points), and too high a
-    // phi shrinks the steps to nothing (d (1 - phi)): once the steps
-    // of the first whitened pass are known, phi is estimated again from the residuals of
-    // the series' own segments (Cochrane-Orcutt), and the series whitened with it.
+    // phi shrinks the steps to nothing (d (1 - phi)): once the steps of a first whitened
+    // pass are known, phi is estimated again from the residuals of the series' own
+    // segments (Cochrane-Orcutt), and the series whitened with it.
     let phi = if phi >= WHITEN_PHI && n > 4 * m {
         // The first pass whitens at most with 0.8, so that a step keeps at least a fifth of
         // its size whatever the estimate's error.
-        let (z, sz) = whiten(phi.min(0.8));
+        let (z, sz) = whiten(&y, phi.min(0.8), m);
         let s = Sums::new(&z);
         let w = Ctx {
             sums: &s,
@@ -1050,11 +1055,23 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
             opts,
         };
         let first: Vec<usize> = segment(&w, &z, sz, m).into_iter().map(|j| j + 1).collect();
-        pooled_autocorrelation(&sums, n, &first).min(0.95)
+        pooled_autocorrelation(&Sums::new(&y), n, &first).min(0.95)
     } else {
         phi
     };
-    let whitened = (phi >= WHITEN_PHI && n > 4 * m).then(|| whiten(phi));
+    if phi < WHITEN_PHI && !pulled_in {
+        // The second estimate says the noise is not that correlated after all: its
+        // outliers are pulled in, as for any series.
+        pull_in(&mut y, &mut det, sigma);
+    }
+    let sums = Sums::new(&y);
+    let ctx = Ctx {
+        sums: &sums,
+        beta,
+        sigma_floor: 0.5 * sigma,
+        opts,
+    };
+    let whitened = (phi >= WHITEN_PHI && n > 4 * m).then(|| whiten(&y, phi, m));
     let wsums = whitened.as_ref().map(|(z, _)| Sums::new(z));
     let wctx = whitened
         .as_ref()
