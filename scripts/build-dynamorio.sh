@@ -22,6 +22,7 @@
 # client), --print-dir (print the directory, and exit).
 # HPCSCOPE_SKIP_DYNAMORIO_BUILD=1 makes it do nothing.
 set -euo pipefail
+. "$(dirname "$0")/lib/common.sh"
 
 VERSION=11.90
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -37,13 +38,7 @@ while (($#)); do
   esac
 done
 
-if [ -n "${HPCSCOPE_CACHE_DIR:-}" ]; then
-  cache="$HPCSCOPE_CACHE_DIR"
-elif [ -n "${XDG_CACHE_HOME:-}" ]; then
-  cache="$XDG_CACHE_HOME/hpcscope"
-else
-  cache="$HOME/.cache/hpcscope"
-fi
+cache=$(hpcscope_cache_dir)
 dest="$cache/dynamorio-$VERSION"
 if ((print_dir)); then
   echo "$dest"

@@ -44,13 +44,7 @@ while (($#)); do
   esac
 done
 
-if [ -n "${HPCSCOPE_CACHE_DIR:-}" ]; then
-  cache="$HPCSCOPE_CACHE_DIR"
-elif [ -n "${XDG_CACHE_HOME:-}" ]; then
-  cache="$XDG_CACHE_HOME/hpcscope"
-else
-  cache="$HOME/.cache/hpcscope"
-fi
+cache=$(hpcscope_cache_dir)
 dest="$cache/qemu-$VERSION"
 patch_dir="$(cd "$(dirname "$0")" && pwd)/qemu-patches"
 patches=("$patch_dir"/*.patch)

@@ -22,6 +22,9 @@
 #                                      prints `TAG: installing ...` first; nothing when all are
 #                                      there. Returns apt-get's status and leaves the missing
 #                                      ones in `apt_missing` (space-separated) for a message.
+#   hpcscope_cache_dir                 prints hpcscope's cache directory, as host::dirs finds
+#                                      it: $HPCSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/hpcscope,
+#                                      else ~/.cache/hpcscope (QEMU 10 and DynamoRIO go there)
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here
@@ -75,4 +78,14 @@ apt_install_missing() {
   # shellcheck disable=SC2086 # the package names are words
   DEBIAN_FRONTEND=noninteractive $apt_sudo apt-get install -y -qq --no-install-recommends \
     $apt_missing >/dev/null
+}
+
+hpcscope_cache_dir() {
+  if [ -n "${HPCSCOPE_CACHE_DIR:-}" ]; then
+    printf '%s\n' "$HPCSCOPE_CACHE_DIR"
+  elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+    printf '%s\n' "$XDG_CACHE_HOME/hpcscope"
+  else
+    printf '%s\n' "$HOME/.cache/hpcscope"
+  fi
 }

@@ -272,9 +272,9 @@ pub fn changes_md(
                 .as_deref()
                 .map(|g| &g[..g.len().min(10)])
                 .unwrap_or("-"),
-            num(c.before.mean),
-            num(c.after.mean),
-            num(c.step),
+            hpcscope_report::fmt::plain(c.before.mean),
+            hpcscope_report::fmt::plain(c.after.mean),
+            hpcscope_report::fmt::plain(c.step),
             c.rel_change * 100.0,
             c.step_over_noise,
             c.model.describe(),
@@ -284,18 +284,3 @@ pub fn changes_md(
     out
 }
 
-/// Six significant digits.
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let a = x.abs();
-    if a != 0.0 && !(1e-3..1e6).contains(&a) {
-        format!("{x:.4e}")
-    } else {
-        format!("{x:.6}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    }
-}
