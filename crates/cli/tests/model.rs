@@ -263,3 +263,20 @@ fn command_line_numbers_out_of_range_are_refused() {
         assert!(o.stdout.is_empty(), "{args:?}: nothing is printed");
     }
 }
+
+/// `--cpi missing.json` said "'MISSING.JSON' is not NAME=VALUE": a file name that is not a
+/// file is said to be missing, with both forms the option takes.
+#[test]
+fn a_missing_cpi_file_is_named_as_missing() {
+    let o = bin!()
+        .args(["model", "predict", "--cpi", "missing.json", "--proxy", "x"])
+        .arg(models_data("variants_native.csv"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--cpi missing.json: no such file") && err.contains("CLASS=CPI"),
+        "{err}"
+    );
+}

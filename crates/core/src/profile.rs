@@ -347,7 +347,10 @@ impl Profile {
                 origin,
                 "regions",
                 format!("has {} regions", self.regions.len()),
-                format!("choose one with --region: {}", names()),
+                format!(
+                    "name one (roofline --region; project --source-region, --target-region): {}",
+                    names()
+                ),
             )
             .into()),
         }

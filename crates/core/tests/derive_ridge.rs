@@ -431,3 +431,23 @@ fn toml_type_errors_name_the_field_path_and_the_line() {
     assert!(e.contains("field `cores_per_socket`: invalid type"), "{e}");
     assert!(e.starts_with("m.toml:"), "{e}");
 }
+
+#[test]
+fn a_profile_of_several_regions_says_which_options_choose_one() {
+    // It advised `--region`, which `project` does not have.
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/scenarios/tx2-source.json"),
+    )
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut second = v["regions"][0].clone();
+    second["name"] = "other".into();
+    v["regions"].as_array_mut().unwrap().push(second);
+    let p = hpcscope_core::Profile::from_json_str(&v.to_string(), "p.json").unwrap();
+    let e = p.region(None, "p.json").unwrap_err().to_string();
+    assert!(
+        e.contains("project --source-region, --target-region") && e.contains("main, other"),
+        "{e}"
+    );
+}

@@ -283,4 +283,3 @@ pub fn changes_md(
     }
     out
 }
-

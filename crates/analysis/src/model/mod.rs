@@ -68,6 +68,13 @@ fn parse_cpi(arg: &str) -> Result<Cpis> {
             .with_context(|| format!("'{arg}' holds no CPI map; write it with `hpcscope model fit --format json -o {arg}`"))?;
         return Ok(cpi);
     }
+    if !arg.contains('=') && (arg.contains('/') || arg.to_ascii_lowercase().ends_with(".json")) {
+        // A file name, not a list: it said "'MISSING.JSON' is not NAME=VALUE".
+        bail!(
+            "--cpi {arg}: no such file; give the JSON `hpcscope model fit --format json -o FILE` \
+             writes, or the CPIs as CLASS=CPI,... (e.g. load=0.5,fma=1)"
+        );
+    }
     Ok(inputs::pairs(&arg.to_ascii_uppercase())?
         .into_iter()
         .collect())
