@@ -967,3 +967,25 @@ fn validate_builds_with_threads_is_refused_not_ignored() {
         "{err}"
     );
 }
+
+/// `machine list`, `show` and `diff` take `-o` as every result command does (the README
+/// said so; they did not).
+#[test]
+fn machine_list_show_and_diff_write_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, name) in [
+        (vec!["machine", "list", "--format", "json"], "list.json"),
+        (vec!["machine", "show", "thunderx2"], "show.txt"),
+        (vec!["machine", "diff", "thunderx2", "a64fx"], "diff.txt"),
+    ] {
+        let f = dir.path().join(name);
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        a.push("-o".into());
+        a.push(f.display().to_string());
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = run(&refs);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: printed instead of written");
+        assert!(std::fs::metadata(&f).unwrap().len() > 0, "{args:?}");
+    }
+}

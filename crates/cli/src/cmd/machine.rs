@@ -1,13 +1,11 @@
 //! `hpcscope machine list|show|validate|diff|derive`.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use hpcscope_core::machine::diff;
 use hpcscope_core::view::machine as view;
-use hpcscope_core::{library, load};
+use hpcscope_core::{library, load, machine::diff};
 
 use crate::output::{Format, emit};
 
@@ -39,9 +37,8 @@ pub enum MachineCmd {
 /// Arguments of `machine list`.
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    format: Format,
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
 }
 
 /// How to print one machine.
@@ -68,6 +65,9 @@ pub struct ShowArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: ShowFormat,
+    /// Write the result to this file instead of standard output.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
 }
 
 /// Arguments of `machine validate`.
@@ -85,9 +85,8 @@ pub struct DiffArgs {
     a: String,
     /// Second machine (id or file).
     b: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t)]
-    format: Format,
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
 }
 
 /// Arguments of `machine derive`.
@@ -130,8 +129,8 @@ pub fn run(c: MachineCmd) -> Result<ExitCode> {
 }
 
 fn list(a: &ListArgs) -> Result<ExitCode> {
-    let machines = library::all()?;
-    emit(&view::list(a.format, &machines)?, None)?;
+    let text = view::list(a.out.format, &library::all()?)?;
+    emit(&text, a.out.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -144,7 +143,7 @@ fn show(a: &ShowArgs) -> Result<ExitCode> {
         ShowFormat::Csv => view::show(Format::Csv, &m)?,
         ShowFormat::Table => view::show(Format::Table, &m)?,
     };
-    emit(&text, None)?;
+    emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -170,7 +169,8 @@ fn validate(a: &ValidateArgs) -> Result<ExitCode> {
 fn diff_cmd(a: &DiffArgs) -> Result<ExitCode> {
     let (ma, mb) = (load::machine(&a.a)?, load::machine(&a.b)?);
     let d = diff(&ma, &mb);
-    emit(&view::diff(a.format, &ma, &mb, &d)?, None)?;
+    let text = view::diff(a.out.format, &ma, &mb, &d)?;
+    emit(&text, a.out.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
