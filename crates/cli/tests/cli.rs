@@ -989,3 +989,27 @@ fn machine_list_show_and_diff_write_to_a_file() {
         assert!(std::fs::metadata(&f).unwrap().len() > 0, "{args:?}");
     }
 }
+
+/// `analyze --scenario S` without `-m` benchmarked this machine (15 s) before refusing a
+/// scenario that names a missing machine: the inputs are read first.
+#[test]
+fn a_scenario_naming_a_missing_machine_is_refused_before_any_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s.toml");
+    std::fs::write(
+        &s,
+        "name = \"t\"\n[[targets]]\nname = \"x\"\nmachine = \"no-such-machine\"\n",
+    )
+    .unwrap();
+    let o = bin!()
+        .env("HPCSCOPE_CACHE_DIR", dir.path().join("empty-cache"))
+        .args(["analyze", "--scenario"])
+        .arg(&s)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("machine 'no-such-machine'"), "{err}");
+    assert!(!err.contains("measuring this machine"), "{err}");
+}

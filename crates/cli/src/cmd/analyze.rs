@@ -83,7 +83,6 @@ pub struct AnalyzeArgs {
 /// Runs `analyze`.
 pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
-    let source = host_machine::source_machine(a.machine.as_deref())?;
     let targets: Vec<Machine> = if a.targets.is_empty() {
         library::all()?
     } else {
@@ -97,6 +96,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         .as_deref()
         .map(scenario::read_sweep_targets)
         .transpose()?;
+    let source = host_machine::source_machine(a.machine.as_deref())?;
     let timeout = RunSpec::timeout_of(a.timeout).map_err(|_| {
         anyhow::anyhow!(
             "--timeout {}: give a positive number of seconds",
