@@ -1013,3 +1013,28 @@ fn a_scenario_naming_a_missing_machine_is_refused_before_any_benchmark() {
     assert!(err.contains("machine 'no-such-machine'"), "{err}");
     assert!(!err.contains("measuring this machine"), "{err}");
 }
+
+/// `doctor` says whether the native engine (DynamoRIO and hpcscope's client) is built, and
+/// what to run when it is not.
+#[test]
+fn doctor_reports_the_native_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin!()
+        .env("HPCSCOPE_CACHE_DIR", dir.path())
+        .args(["doctor", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().is_some_and(|n| n.starts_with("native engine")))
+        .unwrap_or_else(|| panic!("no native engine row: {v}"));
+    assert_eq!(c["ok"], false, "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().contains("scripts/build-dynamorio.sh"),
+        "{c}"
+    );
+}

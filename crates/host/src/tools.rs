@@ -381,6 +381,24 @@ pub fn plugin() -> Result<PathBuf, ToolError> {
         })
 }
 
+/// The DynamoRIO release the native engine is built against (`scripts/build-dynamorio.sh`).
+pub const DYNAMORIO_VERSION: &str = "11.90";
+
+/// Where `scripts/build-dynamorio.sh` installs DynamoRIO and hpcscope's client.
+pub fn dynamorio_dir() -> PathBuf {
+    crate::dirs::cache_dir().join(format!("dynamorio-{DYNAMORIO_VERSION}"))
+}
+
+/// The files of the native engine in `dir` (DynamoRIO's core, its preload library and
+/// hpcscope's client), in the order they are checked.
+pub fn dynamorio_files(dir: &Path) -> [PathBuf; 3] {
+    [
+        dir.join("client/libhpcscope_dr_client.so"),
+        dir.join("lib64/release/libdynamorio.so"),
+        dir.join("lib64/release/libdrpreload.so"),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

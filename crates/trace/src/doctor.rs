@@ -262,10 +262,34 @@ pub fn run() -> Doctor {
         bt.unwrap_or_else(|| "not found (apt-get install bpftrace)".into()),
         "the bpftrace comparison in bench/trace",
     ));
+    checks.push(exact_sve_check());
+    checks.push(native_engine_check());
     Doctor {
         kernel: kernel_release(),
         cpus: hpcscope_host::facts::logical_cpus() as usize,
         checks,
+    }
+}
+
+/// Whether the native engine (DynamoRIO and hpcscope's client) is built, as
+/// `scripts/build-dynamorio.sh` installs it.
+pub fn native_engine_check() -> Check {
+    use hpcscope_host::tools;
+    let dir = tools::dynamorio_dir();
+    let missing = tools::dynamorio_files(&dir)
+        .into_iter()
+        .find(|f| !f.is_file());
+    Check {
+        name: format!("native engine (DynamoRIO {})", tools::DYNAMORIO_VERSION),
+        ok: missing.is_none(),
+        detail: match missing {
+            None => format!("{} (HPCSCOPE_ENGINE=native: counts only)", dir.display()),
+            Some(f) => format!(
+                "{} is missing (run scripts/build-dynamorio.sh: about 7 minutes on 2 cores)",
+                f.display()
+            ),
+        },
+        disables: "counting x86-64 programs natively, AVX-512 included (`hpcscope mix` counts under QEMU, which has no AVX-512)".into(),
     }
 }
 

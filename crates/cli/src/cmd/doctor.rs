@@ -22,8 +22,7 @@ pub struct DoctorArgs {
 
 /// Runs `doctor`; always exits 0 (it reports, it does not judge).
 pub fn run(a: &DoctorArgs) -> Result<ExitCode> {
-    let mut d = hpcscope_trace::doctor::run();
-    d.checks.push(hpcscope_trace::doctor::exact_sve_check());
+    let d = hpcscope_trace::doctor::run();
     let text = hpcscope_trace::view::doctor(a.format, &d)?;
     emit(&text, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)

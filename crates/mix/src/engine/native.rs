@@ -22,7 +22,7 @@ use crate::error::MixError;
 pub const ENGINE_ENV: &str = "HPCSCOPE_ENGINE";
 
 /// The DynamoRIO version scripts/build-dynamorio.sh builds.
-pub const DYNAMORIO_VERSION: &str = "11.90";
+pub use hpcscope_host::tools::DYNAMORIO_VERSION;
 
 /// Whether `HPCSCOPE_ENGINE` asks for the native engine.
 pub fn asked() -> bool {
@@ -39,18 +39,13 @@ pub struct NativeEngine {
 impl NativeEngine {
     /// The build in hpcscope's cache directory.
     pub fn from_cache() -> Result<Self, MixError> {
-        let dir = hpcscope_host::dirs::cache_dir().join(format!("dynamorio-{DYNAMORIO_VERSION}"));
-        Self::at(dir)
+        Self::at(hpcscope_host::tools::dynamorio_dir())
     }
 
     /// The build in `dir`, checked.
     pub fn at(dir: PathBuf) -> Result<Self, MixError> {
         let e = NativeEngine { dir };
-        for f in [
-            e.client(),
-            e.lib("libdynamorio.so"),
-            e.lib("libdrpreload.so"),
-        ] {
+        for f in hpcscope_host::tools::dynamorio_files(&e.dir) {
             if !f.is_file() {
                 return Err(MixError::Missing {
                     message: format!(
@@ -63,10 +58,6 @@ impl NativeEngine {
             }
         }
         Ok(e)
-    }
-
-    fn lib(&self, name: &str) -> PathBuf {
-        self.dir.join("lib64/release").join(name)
     }
 
     /// The client library.
