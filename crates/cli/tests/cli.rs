@@ -1030,11 +1030,18 @@ fn doctor_reports_the_native_engine() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"].as_str().is_some_and(|n| n.starts_with("native engine")))
+        .find(|c| {
+            c["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("native engine"))
+        })
         .unwrap_or_else(|| panic!("no native engine row: {v}"));
     assert_eq!(c["ok"], false, "{c}");
     assert!(
-        c["detail"].as_str().unwrap().contains("scripts/build-dynamorio.sh"),
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("scripts/build-dynamorio.sh"),
         "{c}"
     );
 }
