@@ -1045,3 +1045,40 @@ fn doctor_reports_the_native_engine() {
         "{c}"
     );
 }
+
+/// Every value that sets a bound of the interval is in the points table: the carried-time
+/// point that set the lower bound of the bundled example (1.087 GFLOP/s) was only in the
+/// JSON, while the table's points spanned 2.523 to 5.539.
+#[test]
+fn the_points_that_set_the_interval_are_in_the_table() {
+    let root = repo_root();
+    let s = |p: &str| root.join(p).display().to_string();
+    let o = run(&[
+        "project",
+        "--source-machine",
+        "thunderx2",
+        "--source-profile",
+        &s("examples/scenarios/tx2-source.json"),
+        "--target-machine",
+        "a64fx",
+        "--target-profile",
+        &s("examples/scenarios/sve-512.json"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("projected interval: ["))
+        .unwrap_or_else(|| panic!("{text}"));
+    let bounds = &line["projected interval: [".len()..line.find(']').unwrap()];
+    let (low, high) = bounds.split_once(", ").unwrap();
+    let table: String = text
+        .lines()
+        .take_while(|l| !l.starts_with("projected interval"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for b in [low, high] {
+        assert!(table.contains(b), "{b} is not in the table:\n{table}");
+    }
+    assert!(table.contains("carried time GF/s"), "{table}");
+}

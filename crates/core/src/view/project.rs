@@ -74,9 +74,18 @@ pub fn preamble(r: &ProjectResult) -> Vec<String> {
     v
 }
 
-/// One row per (OI, roofline) point, per thread at node scope.
+/// One row per (OI, roofline) point, per thread at node scope. Every value that can set a
+/// bound of the interval is in it: the carried-time and carried-rate projections of a point
+/// get columns of their own when the projection has them.
 pub fn points_table(p: &Projection) -> Table {
-    let mut t = Table::new(&[
+    let all = || {
+        p.points
+            .iter()
+            .chain(p.threads.iter().flat_map(|t| t.points.iter()))
+    };
+    let time = all().any(|pt| pt.carried_time_gflops.is_some());
+    let rate = all().any(|pt| pt.carried_rate_gflops.is_some());
+    let mut headers = vec![
         "thread",
         "OI level",
         "roofline",
@@ -88,9 +97,16 @@ pub fn points_table(p: &Projection) -> Table {
         "bound tgt",
         "efficiency",
         "projected GF/s",
-    ]);
+    ];
+    if time {
+        headers.push("carried time GF/s");
+    }
+    if rate {
+        headers.push("carried rate GF/s");
+    }
+    let mut t = Table::new(&headers);
     let mut add = |th: String, pt: &Point| {
-        t.row(vec![
+        let mut row = vec![
             th,
             pt.oi_level.clone(),
             pt.roof_level.clone(),
@@ -102,7 +118,14 @@ pub fn points_table(p: &Projection) -> Table {
             pt.bound_target.to_string(),
             num(pt.efficiency, 4),
             num(pt.gflops, 6),
-        ]);
+        ];
+        if time {
+            row.push(pt.carried_time_gflops.map_or("-".into(), |v| num(v, 6)));
+        }
+        if rate {
+            row.push(pt.carried_rate_gflops.map_or("-".into(), |v| num(v, 6)));
+        }
+        t.row(row);
     };
     for pt in &p.points {
         add("-".into(), pt);
