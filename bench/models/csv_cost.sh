@@ -1,7 +1,7 @@
 #!/bin/sh
 # How the cost of reading a model CSV grows with its rows: `hpcscope model decompose` on
 # 1,024 to 16,384 rows of a decomposition (few columns, one closed-form fit, so the read
-# dominates). Prints the wall time of each size (median of three) and the growth exponent
+# dominates). Prints the wall time of each size (median of three, hyperfine when installed) and the growth exponent
 # between successive sizes: about 1 is linear. The reader that counted newlines from the
 # start of the text for every record grew about 2 (16,384 rows: 4.5 s in a debug build,
 # 0.15 s after).
@@ -10,9 +10,8 @@
 #
 # Verdict: PASS when every exponent is below 1.5.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cargo build --release -q -p hpcscope --manifest-path "$root/Cargo.toml"
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+cargo_release -p hpcscope
 bin="$root/target/release/hpcscope"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -31,16 +30,7 @@ prev=""
 verdict=PASS
 printf '%6s %10s %9s\n' rows seconds exponent
 for n in 1024 4096 16384; do
-  t=$(python3 - "$bin" "$work/dec$n.csv" <<'PY'
-import subprocess, sys, time, statistics
-ts = []
-for _ in range(3):
-    t0 = time.perf_counter()
-    subprocess.run([sys.argv[1], "model", "decompose", sys.argv[2]], check=True, capture_output=True)
-    ts.append(time.perf_counter() - t0)
-print(statistics.median(ts))
-PY
-)
+  t=$(median_wall 3 "$bin" model decompose "$work/dec$n.csv")
   if [ -n "$prev" ]; then
     # Four times the rows: the exponent is log4 of the ratio.
     e=$(python3 -c "import math; print(f'{math.log($t/$prev)/math.log(4):.2f}')")

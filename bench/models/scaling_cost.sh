@@ -28,21 +28,7 @@ prev=""
 verdict=PASS
 printf '%6s %10s %9s\n' rows seconds exponent
 for n in 64 128 256 512 1024; do
-  if command -v hyperfine >/dev/null; then
-    hyperfine -N -r 3 --export-json "$work/h.json" "$bin model scaling $work/runs$n.csv" >/dev/null 2>&1
-    t=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['median'])" "$work/h.json")
-  else
-    t=$(python3 - "$bin" "$work/runs$n.csv" <<'PY'
-import subprocess, sys, time, statistics
-ts = []
-for _ in range(3):
-    t0 = time.perf_counter()
-    subprocess.run([sys.argv[1], "model", "scaling", sys.argv[2]], check=True, capture_output=True)
-    ts.append(time.perf_counter() - t0)
-print(statistics.median(ts))
-PY
-)
-  fi
+  t=$(median_wall 3 "$bin" model scaling "$work/runs$n.csv")
   if [ -n "$prev" ]; then
     e=$(python3 -c "import math; print(f'{math.log($t/$prev)/math.log(2):.2f}')")
     python3 -c "import sys; sys.exit(0 if $e < 1.5 else 1)" || verdict=FAIL

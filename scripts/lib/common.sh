@@ -22,6 +22,8 @@
 #                                      prints `TAG: installing ...` first; nothing when all are
 #                                      there. Returns apt-get's status and leaves the missing
 #                                      ones in `apt_missing` (space-separated) for a message.
+#   median_wall RUNS CMD ARG...        prints the median wall time of RUNS runs of CMD, seconds
+#                                      (hyperfine when installed, else Python's perf_counter)
 #   hpcscope_cache_dir                 prints hpcscope's cache directory, as host::dirs finds
 #                                      it: $HPCSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/hpcscope,
 #                                      else ~/.cache/hpcscope (QEMU 10 and DynamoRIO go there)
@@ -87,5 +89,26 @@ hpcscope_cache_dir() {
     printf '%s\n' "$XDG_CACHE_HOME/hpcscope"
   else
     printf '%s\n' "$HOME/.cache/hpcscope"
+  fi
+}
+
+median_wall() {
+  _runs=$1
+  shift
+  if command -v hyperfine >/dev/null; then
+    _json=$(mktemp)
+    hyperfine -N -r "$_runs" --export-json "$_json" "$*" >/dev/null 2>&1
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['median'])" "$_json"
+    rm -f "$_json"
+  else
+    python3 - "$_runs" "$@" <<'PY'
+import subprocess, sys, time, statistics
+ts = []
+for _ in range(int(sys.argv[1])):
+    t0 = time.perf_counter()
+    subprocess.run(sys.argv[2:], check=True, capture_output=True)
+    ts.append(time.perf_counter() - t0)
+print(statistics.median(ts))
+PY
   fi
 }
