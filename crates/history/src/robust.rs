@@ -1087,12 +1087,11 @@ pub fn detect(x: &[f64], opts: &RobustOptions) -> Detection {
         (Some((z, sz)), Some(w)) => segment(w, z, *sz, m).into_iter().map(|j| j + 1).collect(),
         _ => segment(&ctx, &y, sigma, m),
     };
-    if let Some(w) = &wctx {
+    if wctx.is_some() {
         det.notes.push(format!(
             "strongly autocorrelated noise (lag-1 correlation {phi:.2}): steps tested on the \
              whitened series y_t - {phi:.2} y_(t-1)"
         ));
-        let _ = w;
     }
     for i in 0..cps.len() {
         let l = if i == 0 { 0 } else { cps[i - 1] };
