@@ -91,7 +91,7 @@ fn check(imp: &Imported) {
     let _ = perf_script::diff_functions(p, p, 10);
     let _ = hpcscope_trace::pprof::to_pprof_gz(p, &imp.weight, 0);
     let _ = hpcscope_trace::speedscope::from_profile(p, &imp.weight, "fuzz");
-    let _ = hpcscope_trace::hatchet::from_profile(p, &imp.weight);
+    let _ = hpcscope_trace::hatchet::to_json(p, &imp.weight);
     let folded = p.folded();
     if !folded.is_empty() {
         let back = perf_script::from_folded(&folded, "folded")
