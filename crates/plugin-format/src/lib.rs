@@ -24,6 +24,7 @@
 // by crates/cli/tests/architecture.rs, whose ceiling only goes down.
 #![warn(clippy::too_many_lines)]
 
+pub mod gate;
 pub mod read;
 pub mod report;
 
@@ -122,6 +123,33 @@ pub fn coalesces(last: u64, rec: u64, mask: u64) -> bool {
         && last & REPEATS != REPEATS
         && !crosses(rec)
         && !crosses(last)
+}
+
+/// Coalesces the records of `v` (accesses without repeats, as an engine's inline code
+/// writes them) in place, by the rule [`coalesces`] applied one record at a time, with
+/// coalescing blocks of `mask + 1` bytes (0: none); returns how many remain.
+pub fn coalesce_in_place(v: &mut [u64], mask: u64) -> usize {
+    let Some(&first) = v.first() else {
+        return 0;
+    };
+    if mask == 0 {
+        return v.len();
+    }
+    let mut k = 0;
+    let mut last = first;
+    for i in 1..v.len() {
+        let rec = v[i];
+        if coalesces(last, rec, mask) {
+            last += REPEAT_ONE;
+        } else {
+            // `k` is below `i`: that slot was read already.
+            v[k] = last;
+            k += 1;
+            last = rec;
+        }
+    }
+    v[k] = last;
+    k + 1
 }
 
 /// One record of the stream, as a value: an access (standing for `1 + repeats` accesses of

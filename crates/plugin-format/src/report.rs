@@ -183,6 +183,10 @@ pub struct StreamStats {
     /// lost; 0 normally).
     #[serde(default)]
     pub overflowed_buffers: u64,
+    /// Executions of instructions whose accesses the stream leaves out (the native
+    /// engine: `xsave`, `repe cmps`/`scas`; 0 normally).
+    #[serde(default)]
+    pub unstreamed: u64,
 }
 
 /// Counts of one translation block.

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+pub use hpcscope_plugin_format::gate::SampleGate;
+
 /// Parsed plugin arguments; see the README for each key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
@@ -43,72 +45,6 @@ pub struct Config {
     /// `sample=LINE:MOD:HEX`: set sampling's classes (see [`SampleGate`]); the stream
     /// carries only the accesses to sampled classes.
     pub sample: Option<SampleGate>,
-}
-
-/// The classes of lines a set-sampling reader simulates (`sample=LINE:MOD:HEX`): an
-/// access is streamed when one of the `LINE`-byte lines it touches has its class
-/// `line mod MOD` in the bitmap; the others are counted (accesses and bytes per thread)
-/// and left out. `HEX` holds `MOD` bits, four per digit, the first digit classes 0 to 3
-/// (bit 0 of the digit class 0).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SampleGate {
-    /// log2 of the line size.
-    pub line_shift: u32,
-    /// Number of classes (a power of two).
-    pub modulus: u64,
-    /// Bit `c` of word `c / 64`: class `c` is sampled.
-    pub bits: Vec<u64>,
-}
-
-impl SampleGate {
-    /// Largest `MOD` accepted.
-    pub const MAX_MODULUS: u64 = 1 << 16;
-
-    /// Parses `LINE:MOD:HEX`.
-    pub fn parse(v: &str) -> Result<SampleGate, String> {
-        let bad = |why: &str| {
-            format!(
-                "sample={v}: {why} (expected LINE:MOD:HEX, e.g. sample=64:8:a1: 64-byte lines, classes line mod 8, classes 0, 2, 4 and 7 sampled)"
-            )
-        };
-        let mut it = v.splitn(3, ':');
-        let (Some(line), Some(modulus), Some(hex)) = (it.next(), it.next(), it.next()) else {
-            return Err(bad("three fields"));
-        };
-        let line = parse_u64(line)
-            .filter(|b| b.is_power_of_two() && (8..=1 << 15).contains(b))
-            .ok_or_else(|| bad("the line size is a power of two from 8 to 32768"))?;
-        let modulus = parse_u64(modulus)
-            .filter(|m| m.is_power_of_two() && *m <= Self::MAX_MODULUS)
-            .ok_or_else(|| bad("the number of classes is a power of two up to 65536"))?;
-        if hex.len() as u64 != modulus.div_ceil(4) {
-            return Err(bad(&format!(
-                "{modulus} classes take {} hex digits, not {}",
-                modulus.div_ceil(4),
-                hex.len()
-            )));
-        }
-        let mut bits = vec![0u64; modulus.div_ceil(64) as usize];
-        for (i, ch) in hex.chars().enumerate() {
-            let d = ch
-                .to_digit(16)
-                .ok_or_else(|| bad(&format!("'{ch}' is not a hex digit")))?;
-            for j in 0..4 {
-                let c = 4 * i + j;
-                if d >> j & 1 == 1 {
-                    if c as u64 >= modulus {
-                        return Err(bad(&format!("class {c} is beyond {modulus} classes")));
-                    }
-                    bits[c / 64] |= 1 << (c % 64);
-                }
-            }
-        }
-        Ok(SampleGate {
-            line_shift: line.trailing_zeros(),
-            modulus,
-            bits,
-        })
-    }
 }
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {

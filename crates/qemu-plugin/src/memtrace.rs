@@ -75,8 +75,6 @@ use qemu_plugin::sys::{
     qemu_plugin_mem_is_store, qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t,
 };
 
-#[cfg(not(feature = "api-v1"))]
-use hpcscope_plugin_format::REPEATS;
 use hpcscope_plugin_format::{
     ADDR_MASK, BATCH, MAGIC, REPEAT_ONE, RING_MAGIC, RING_SLOT_RECORDS, coalesces, end_marker,
     notice, record, skip_record, thread_marker,
@@ -345,38 +343,7 @@ unsafe extern "C" {
 const F_SETPIPE_SZ: std::ffi::c_int = 1031;
 
 /// `sample=`: the classes of lines whose accesses the stream carries.
-static GATE: OnceLock<Gate> = OnceLock::new();
-
-/// [`SampleGate`] for the hot path.
-struct Gate {
-    shift: u32,
-    mask: u64,
-    bits: Box<[u64]>,
-}
-
-impl Gate {
-    #[inline(always)]
-    fn line(&self, line: u64) -> bool {
-        let c = line & self.mask;
-        // `mask` is below the bitmap's length in bits.
-        self.bits
-            .get((c >> 6) as usize)
-            .is_none_or(|w| w >> (c & 63) & 1 == 1)
-    }
-
-    /// Whether access record `rec` (no repeats) touches a sampled line.
-    #[inline(always)]
-    fn keeps(&self, rec: u64) -> bool {
-        let addr = rec & ADDR_MASK;
-        let first = addr >> self.shift;
-        let last = (addr + (1 << ((rec >> 56) & 0xf)) - 1) >> self.shift;
-        if first == last {
-            self.line(first)
-        } else {
-            (first..=last).any(|l| self.line(l))
-        }
-    }
-}
+static GATE: OnceLock<SampleGate> = OnceLock::new();
 
 /// Set the sink and write the stream header. A pipe gets a 1 MiB buffer so that one batch
 /// fits and the writer rarely waits for the reader. With `ring` (the shared ring and the
@@ -390,11 +357,7 @@ pub fn open(
 ) -> std::io::Result<()> {
     BLOCK_MASK.store(coalesce.map_or(0, |b| b - 1), Ordering::Relaxed);
     if let Some(g) = sample {
-        let _ = GATE.set(Gate {
-            shift: g.line_shift,
-            mask: g.modulus - 1,
-            bits: g.bits.clone().into_boxed_slice(),
-        });
+        let _ = GATE.set(g.clone());
     }
     let sink = match ring {
         Some((ring, tokens)) => {
@@ -987,21 +950,11 @@ fn write_inline_batch(vcpu: c_uint, v: &mut [u64]) {
     let mut n = v.len();
     let mut skipped = (0, 0);
     if let Some(g) = GATE.get() {
-        let mut k = 0;
-        for i in 0..n {
-            let rec = v[i];
-            if g.keeps(rec & !REPEATS) {
-                v[k] = rec;
-                k += 1;
-            } else {
-                let times = 1 + ((rec & REPEATS) >> 60);
-                skipped.0 += times;
-                skipped.1 += times << ((rec >> 56) & 0xf);
-            }
-        }
-        n = k;
+        let (kept, accesses, bytes) = hpcscope_plugin_format::gate::gate_in_place(v, g);
+        (n, skipped) = (kept, (accesses, bytes));
     }
-    let n = inline::coalesce_in_place(&mut v[..n], BLOCK_MASK.load(Ordering::Relaxed));
+    let n =
+        hpcscope_plugin_format::coalesce_in_place(&mut v[..n], BLOCK_MASK.load(Ordering::Relaxed));
     write_batch(vcpu::get(vcpu).thread, &v[..n], skipped);
 }
 

@@ -28,7 +28,7 @@ use qemu_plugin::sys::{
     qemu_plugin_scoreboard_new, qemu_plugin_tb, qemu_plugin_u64,
 };
 
-use super::{BATCH, LIMIT, REPEAT_ONE};
+use super::{BATCH, LIMIT};
 
 /// The registration function the patched QEMU exports.
 type RecordFn = unsafe extern "C" fn(*mut qemu_plugin_insn, qemu_plugin_mem_rw, qemu_plugin_u64);
@@ -235,37 +235,9 @@ pub fn losses() -> u64 {
     LOSSES.load(Ordering::Relaxed)
 }
 
-/// Coalesces the records of `v` (accesses without repeats, as QEMU and the callbacks write
-/// them in this mode) in place, by the rule [`super::push`] applies one record at a time
-/// ([`super::coalesces`]); returns how many remain.
-pub fn coalesce_in_place(v: &mut [u64], mask: u64) -> usize {
-    let Some(&first) = v.first() else {
-        return 0;
-    };
-    if mask == 0 {
-        return v.len();
-    }
-    let mut k = 0;
-    let mut last = first;
-    for i in 1..v.len() {
-        let rec = v[i];
-        if super::coalesces(last, rec, mask) {
-            last += REPEAT_ONE;
-        } else {
-            // `k` is below `i`: that slot was read already.
-            v[k] = last;
-            k += 1;
-            last = rec;
-        }
-    }
-    v[k] = last;
-    k + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{ADDR_MASK, push_reference, record};
-    use super::*;
 
     #[test]
     fn coalescing_a_buffer_gives_the_callbacks_records() {
@@ -284,7 +256,7 @@ mod tests {
         for mask in [63u64, 127, 4095] {
             let want = push_reference(&accesses, mask);
             let mut got = accesses.clone();
-            let n = coalesce_in_place(&mut got, mask);
+            let n = hpcscope_plugin_format::coalesce_in_place(&mut got, mask);
             assert_eq!(&got[..n], &want[..], "mask {mask}");
         }
     }
