@@ -9,6 +9,14 @@ if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The DynamoRIO client is outside the workspace (its dependency builds DynamoRIO with
+# cmake): its gates run apart, in the target directory scripts/build-dynamorio.sh built it in.
+if [ "${HPCSCOPE_SKIP_DYNAMORIO_BUILD:-0}" != 1 ]; then
+  dr_target="$(bash scripts/build-dynamorio.sh --print-dir)/target"
+  (cd crates/dr-client && cargo fmt -- --check \
+    && cargo clippy --release --locked --all-targets --quiet --target-dir "$dr_target" -- -D warnings \
+    && cargo test --release --locked --target-dir "$dr_target" 2>&1)
+fi
 # The QEMU plugin tests need the plugin built in release mode first.
 cargo_release -p hpcscope-qemu-plugin
 # The plugin for QEMU 10 (plugin API v4) is a separate build: the two API features exclude

@@ -101,7 +101,7 @@ pub struct Info {
     pub mask_elem_bytes: Option<u32>,
 }
 
-fn opcode_name(instr: *mut dr::instr_t) -> String {
+pub fn opcode_name(instr: *mut dr::instr_t) -> String {
     // SAFETY: decode_opcode_name returns a static C string for any valid opcode.
     unsafe {
         let p = ffi::decode_opcode_name(dr::instr_get_opcode(instr));

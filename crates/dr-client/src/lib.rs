@@ -6,7 +6,8 @@
 //! Client arguments (`-client_lib 'libhpcscope_dr_client.so;0;ARGS'`, comma-separated):
 //! `out=PATH` (the report; required), `region=START-END[+...]` (count only the
 //! instructions in these link-time ranges of the main binary, as the QEMU plugin's
-//! `region=`).
+//! `region=`), `memfd=N` (the memory stream to this inherited descriptor, see [`stream`]),
+//! `coalesce=BYTES` and `sample=LINE:MOD:HEX` (as the QEMU plugin's).
 //!
 //! How it counts: each basic block's counts are known when DynamoRIO builds it
 //! ([`classify`]). Blocks with the same counts share one execution counter per thread; the
@@ -18,11 +19,12 @@
 
 mod classify;
 mod counters;
+mod stream;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 use dynamorio_sys as dr;
 
@@ -121,7 +123,35 @@ fn tls_slot() -> *mut *mut u64 {
     unsafe { dr::dr_get_dr_segment_base(TLS_SEG).add(TLS_OFFS as usize) as *mut *mut u64 }
 }
 
-unsafe extern "C" fn thread_init(_drcontext: *mut c_void) {
+/// drmgr's thread-local field holding each thread's number plus one.
+static THREAD_FIELD: AtomicI32 = AtomicI32::new(-1);
+
+/// The number (start order, 0 the main thread) of the thread of `drcontext`: not always
+/// the running one (at process exit, the exiting thread runs the others' exit events).
+pub(crate) fn thread_number(drcontext: *mut c_void) -> u32 {
+    // SAFETY: drmgr's field, set by thread_init for every thread.
+    let v = unsafe { dr::drmgr_get_tls_field(drcontext, THREAD_FIELD.load(Ordering::Relaxed)) };
+    (v as usize).saturating_sub(1) as u32
+}
+
+/// Adds the bytes of a dynamic access (a string instruction, gather or scatter) to the
+/// running thread's counters of region `r`.
+pub fn add_dynamic_bytes(r: usize, loaded: u64, stored: u64) {
+    use counters::Slot;
+    // SAFETY: this thread's own counters (thread_init), region `r` inside them.
+    unsafe {
+        let v = (*tls_slot()).add(r * N);
+        *v.add(Slot::BytesLoaded as usize) += loaded;
+        *v.add(Slot::BytesStored as usize) += stored;
+        *v.add(Slot::BytesDynamic as usize) += loaded + stored;
+    }
+}
+
+unsafe extern "C" fn count_unstreamed() {
+    stream::UNSTREAMED.fetch_add(1, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn thread_init(drcontext: *mut c_void) {
     let thread = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
     let regions = REGIONS.get().map_or(0, Vec::len);
     let mut c = Box::new(Counters::new(regions));
@@ -131,14 +161,22 @@ unsafe extern "C" fn thread_init(_drcontext: *mut c_void) {
     unsafe {
         *tls_slot() = p;
         *tls_slot().add(1) = e;
+        dr::drmgr_set_tls_field(
+            drcontext,
+            THREAD_FIELD.load(Ordering::Relaxed),
+            (thread as usize + 1) as *mut c_void,
+        );
     }
+    stream::thread_started(thread);
     if let Some(g) = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         g.threads.push((thread, c));
     }
 }
 
-unsafe extern "C" fn thread_exit(_drcontext: *mut c_void) {
-    // The counters stay registered until the process exits.
+unsafe extern "C" fn thread_exit(drcontext: *mut c_void) {
+    // The counters stay registered until the process exits; drx has written the thread's
+    // last records (its exit event comes first).
+    stream::thread_ended(thread_number(drcontext));
 }
 
 unsafe extern "C" fn process_exit() {
@@ -150,7 +188,16 @@ unsafe extern "C" fn process_exit() {
                 c.multiply_out(&b.counts);
             }
         }
-        let report = counters::report(&g.threads, &g.regions, g.load_bias);
+        let mut report = counters::report(&g.threads, &g.regions, g.load_bias);
+        if stream::on() {
+            report.mem_stream = Some(hpcscope_plugin_format::report::StreamStats {
+                records: stream::WRITTEN.load(Ordering::Relaxed),
+                dropped: stream::DROPPED.load(Ordering::Relaxed),
+                inline: true,
+                overflowed_buffers: 0,
+                unstreamed: stream::UNSTREAMED.load(Ordering::Relaxed),
+            });
+        }
         match serde_json::to_string_pretty(&report) {
             Ok(text) => {
                 if let Err(e) = std::fs::write(&g.out, text) {
@@ -163,6 +210,8 @@ unsafe extern "C" fn process_exit() {
     // SAFETY: the extensions were initialized in dr_client_main.
     unsafe {
         dr::dr_raw_tls_cfree(TLS_OFFS, 2);
+        dr::drutil_exit();
+        dr::drx_exit();
         dr::drreg_exit();
         dr::drmgr_exit();
     }
@@ -294,7 +343,8 @@ unsafe fn instrument(
             info.mask.is_some() && (info.fp.is_some() || info.mask_elem_bytes.is_some())
         });
         let masked = masked_region.is_some();
-        if !first && !masked {
+        let accesses = info.loads || info.stores;
+        if !first && !masked && !accesses {
             return dr::dr_emit_flags_t::DR_EMIT_DEFAULT;
         }
         let mut base: dr::reg_id_t = 0;
@@ -377,6 +427,36 @@ unsafe fn instrument(
             dr::drreg_unreserve_register(dc, bb, instr, base);
             dr::drreg_unreserve_aflags(dc, bb, instr);
         }
+        if let Some(r) = region_of(pc) {
+            let name = classify::opcode_name(instr);
+            match stream::plan(instr, &info, &name) {
+                stream::Plan::Nothing => {}
+                stream::Plan::Inline => {
+                    if stream::on() {
+                        stream::insert_inline(dc, bb, instr);
+                    }
+                }
+                // String instructions, gathers and scatters: their bytes are counted
+                // there, stream or not.
+                stream::Plan::Dynamic(kind) => {
+                    if stream::on() || !matches!(kind, stream::Kind::Masked { .. }) {
+                        stream::insert_dynamic(dc, bb, instr, kind, Some(r));
+                    }
+                }
+                stream::Plan::Unstreamed => {
+                    if stream::on() {
+                        dr::dr_insert_clean_call(
+                            dc,
+                            bb,
+                            instr,
+                            count_unstreamed as *mut c_void,
+                            0,
+                            0,
+                        );
+                    }
+                }
+            }
+        }
     }
     dr::dr_emit_flags_t::DR_EMIT_DEFAULT
 }
@@ -414,6 +494,36 @@ fn dynamic_adds(info: &Info) -> Vec<(usize, u64)> {
         v.push((Slot::BytesDynamic as usize, e));
     }
     v
+}
+
+/// The stream's settings from `memfd=N`, `coalesce=BYTES`, `sample=LINE:MOD:HEX` (None
+/// without `memfd=`).
+fn stream_config(keys: &[&str]) -> Result<Option<stream::Config>, String> {
+    let get = |k: &str| keys.iter().rev().find_map(|a| a.strip_prefix(k));
+    let Some(fd) = get("memfd=") else {
+        if get("coalesce=").is_some() || get("sample=").is_some() {
+            return Err("coalesce= and sample= need memfd=N (the memory stream)".into());
+        }
+        return Ok(None);
+    };
+    let fd: i32 = fd
+        .parse()
+        .ok()
+        .filter(|f| *f >= 0)
+        .ok_or_else(|| format!("memfd={fd}: expected a file descriptor number"))?;
+    let mask = match get("coalesce=") {
+        None => 0,
+        Some(b) => b
+            .parse::<u64>()
+            .ok()
+            .filter(|b| b.is_power_of_two() && (8..=4096).contains(b))
+            .map(|b| b - 1)
+            .ok_or_else(|| format!("coalesce={b}: expected a power of two from 8 to 4096"))?,
+    };
+    let gate = get("sample=")
+        .map(hpcscope_plugin_format::gate::SampleGate::parse)
+        .transpose()?;
+    Ok(Some(stream::Config { fd, mask, gate }))
 }
 
 fn client_args(argc: c_int, argv: *const *const c_char) -> Vec<String> {
@@ -462,6 +572,15 @@ pub unsafe extern "C" fn dr_client_main(
         unsafe { dr::dr_abort_with_code(2) };
         return;
     };
+    let stream = match stream_config(&keys) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hpcscope-dr-client: {e}");
+            // SAFETY: ends the process from DynamoRIO.
+            unsafe { dr::dr_abort_with_code(2) };
+            return;
+        }
+    };
     // SAFETY: DynamoRIO's initialization calls, in the order its documentation gives.
     unsafe {
         dr::dr_set_client_name(
@@ -480,6 +599,7 @@ pub unsafe extern "C" fn dr_client_main(
         }
         let mut seg: dr::reg_id_t = 0;
         let mut offs: u32 = 0;
+        THREAD_FIELD.store(dr::drmgr_register_tls_field(), Ordering::Relaxed);
         if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 2, 0) == 0 {
             dr::dr_abort_with_code(3);
         }
@@ -507,6 +627,15 @@ pub unsafe extern "C" fn dr_client_main(
             threads: Vec::new(),
             load_bias,
         });
+        if let Some(cfg) = stream {
+            if dr::drx_init() == 0 || dr::drutil_init() == 0 {
+                dr::dr_abort_with_code(3);
+            }
+            if let Err(e) = stream::open(cfg) {
+                eprintln!("hpcscope-dr-client: {e}");
+                dr::dr_abort_with_code(3);
+            }
+        }
         dr::dr_register_exit_event(Some(process_exit));
         dr::drmgr_register_thread_init_event(Some(thread_init));
         dr::drmgr_register_thread_exit_event(Some(thread_exit));

@@ -2,13 +2,13 @@
 //! hpcscope's client (crates/dr-client), which writes the same counts report as the QEMU
 //! plugin at exit. AVX-512 programs run (QEMU has no AVX-512) at close to native speed.
 //!
-//! Counts only for now: no record stream (the cache simulation needs the QEMU engine), no
-//! `--scope`, no per-block breakdown; x86-64 programs only. Selected with
-//! `HPCSCOPE_ENGINE=native`; `hpcscope mix` always simulates machines' caches, so it is
-//! refused there until the client writes the stream. DynamoRIO and the client come from scripts/build-dynamorio.sh
-//! (hpcscope's cache directory).
+//! The record stream (for the cache simulation) comes through a pipe, written by the
+//! client's inline code (crates/dr-client/src/stream.rs); no `--scope` or per-block
+//! breakdown yet; x86-64 programs only. DynamoRIO and the client come from
+//! scripts/build-dynamorio.sh (hpcscope's cache directory).
 
 use std::fs::File;
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -18,16 +18,8 @@ use crate::engine::qemu::{quiet_fixed_layout, tail, tempdir, wait};
 use crate::engine::{Engine, Finished, Launch, PluginOutput, RecordStream, Running};
 use crate::error::MixError;
 
-/// The variable that selects the engine (`native`; anything else, or unset: QEMU).
-pub const ENGINE_ENV: &str = "HPCSCOPE_ENGINE";
-
 /// The DynamoRIO version scripts/build-dynamorio.sh builds.
 pub use hpcscope_host::tools::DYNAMORIO_VERSION;
-
-/// Whether `HPCSCOPE_ENGINE` asks for the native engine.
-pub fn asked() -> bool {
-    std::env::var(ENGINE_ENV).is_ok_and(|v| v == "native")
-}
 
 /// DynamoRIO's build and the client.
 #[derive(Debug, Clone)]
@@ -52,8 +44,7 @@ impl NativeEngine {
                         "the native engine needs DynamoRIO and hpcscope's client: {} is missing",
                         f.display()
                     ),
-                    fix: "run scripts/build-dynamorio.sh (or unset HPCSCOPE_ENGINE to count under QEMU)"
-                        .into(),
+                    fix: "run scripts/build-dynamorio.sh (or use --engine qemu)".into(),
                 });
             }
         }
@@ -81,24 +72,22 @@ impl Engine for NativeEngine {
     }
 
     fn collector(&self) -> &'static str {
-        "hpcscope mix (DynamoRIO client)"
+        "hpcscope mix (DynamoRIO 11.90 client)"
+    }
+
+    fn under(&self) -> &'static str {
+        "natively under DynamoRIO"
     }
 
     fn start(&self, req: &Launch) -> Result<Box<dyn Running>, MixError> {
         let refuse = |what: &str| {
             Err(MixError::Usage {
                 message: format!("the native engine does not do {what} yet"),
-                fix: "unset HPCSCOPE_ENGINE to run under QEMU".into(),
+                fix: "use --engine qemu".into(),
             })
         };
         if req.arch != Arch::X86_64 {
             return refuse(&format!("{} programs", req.arch.name()));
-        }
-        if req.stream.is_some() {
-            return Err(MixError::Usage {
-                message: "the native engine counts only: it does not write the record stream the cache simulation reads yet".into(),
-                fix: "unset HPCSCOPE_ENGINE to run under QEMU".into(),
-            });
         }
         if !req.scopes.is_empty() {
             return refuse("--scope");
@@ -111,6 +100,28 @@ impl Engine for NativeEngine {
         let mut args = format!("out={}", out_json.display());
         if !req.regions.is_empty() {
             args.push_str(&format!(",region={}", ranges(&req.regions)));
+        }
+        // The record stream through a plain pipe: the write end is inherited by the
+        // program (no close-on-exec), where the client writes; the read end is ours.
+        let mut pipe_fds = [-1i32; 2];
+        if let Some(stream) = &req.stream {
+            // SAFETY: pipe() fills the two descriptors; fcntl on our own descriptor.
+            unsafe {
+                if libc::pipe(pipe_fds.as_mut_ptr()) != 0 {
+                    return Err(MixError::Run(format!(
+                        "cannot create a pipe: {}",
+                        std::io::Error::last_os_error()
+                    )));
+                }
+                libc::fcntl(pipe_fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            args.push_str(&format!(
+                ",memfd={},coalesce={}",
+                pipe_fds[1], stream.coalesce
+            ));
+            if let Some(gate) = &stream.gate {
+                args.push_str(&format!(",sample={gate}"));
+            }
         }
         let stderr_path = dir.join("stderr");
         let stderr_file = File::create(&stderr_path)
@@ -144,13 +155,25 @@ impl Engine for NativeEngine {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr_file)
-            .spawn()
-            .map_err(|e| MixError::Program {
-                path: req.program.display().to_string(),
-                message: format!("cannot start it: {e}"),
-                fix: "check that it is an executable of this machine".into(),
-            })?;
+            .spawn();
+        let stream = if req.stream.is_some() {
+            // SAFETY: closing our copy of the write end so that the end of the stream
+            // arrives when the program exits.
+            unsafe { libc::close(pipe_fds[1]) };
+            // SAFETY: the read end is a valid descriptor we own from here on.
+            Some(RecordStream::Records(unsafe {
+                File::from_raw_fd(pipe_fds[0])
+            }))
+        } else {
+            None
+        };
+        let child = child.map_err(|e| MixError::Program {
+            path: req.program.display().to_string(),
+            message: format!("cannot start it: {e}"),
+            fix: "check that it is an executable of this machine".into(),
+        })?;
         Ok(Box::new(NativeRun {
+            stream,
             child,
             dir,
             out_json,
@@ -163,6 +186,7 @@ impl Engine for NativeEngine {
 
 /// The program running under DynamoRIO.
 struct NativeRun {
+    stream: Option<RecordStream>,
     child: std::process::Child,
     dir: PathBuf,
     out_json: PathBuf,
@@ -173,7 +197,7 @@ struct NativeRun {
 
 impl Running for NativeRun {
     fn take_stream(&mut self) -> Option<RecordStream> {
-        None
+        self.stream.take()
     }
 
     fn finish(mut self: Box<Self>) -> Result<Finished, MixError> {
@@ -207,7 +231,7 @@ pub fn built(dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Ending, StreamRequest};
+    use crate::engine::{Ending, StreamRequest, Totals};
 
     fn launch(program: PathBuf, args: &[&str]) -> Launch {
         Launch {
@@ -333,15 +357,168 @@ mod tests {
         assert_eq!(counts.totals.flops, 2 * 4000 * 5);
     }
 
+    /// AVX-512 masked tails and gathers: the stream carries each active element, the
+    /// counts count its bytes, and both agree with the analytical bytes.
     #[test]
-    fn a_stream_is_refused() {
+    fn the_stream_carries_masked_lanes_and_gathered_elements() {
         let Some(engine) = engine() else { return };
-        let mut l = launch(PathBuf::from("/bin/true"), &[]);
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = "#include <immintrin.h>\n#include <stdlib.h>\n\
+             __attribute__((noinline)) void tail(long n, double *a, const double *b, double s) {\n\
+               long i = n & ~7L; __mmask8 m = (__mmask8)((1u << (n - i)) - 1);\n\
+               __m512d r = _mm512_mask_mul_pd(_mm512_maskz_loadu_pd(m, b + i), m,\n\
+                 _mm512_set1_pd(s), _mm512_maskz_loadu_pd(m, a + i));\n\
+               _mm512_mask_storeu_pd(a + i, m, r); }\n\
+             __attribute__((noinline)) void gather(long n, double *y, const double *x, const int *idx) {\n\
+               for (long i = 0; i + 8 <= n; i += 8)\n\
+                 _mm512_storeu_pd(y + i, _mm512_i32gather_pd(_mm256_loadu_si256((const __m256i *)(idx + i)), x, 8)); }\n\
+             int main(int c, char **v) { long n = atol(v[1]), r = atol(v[2]);\n\
+               double *x = malloc(n * 8), *y = malloc(n * 8); int *idx = malloc(n * 4);\n\
+               for (long i = 0; i < n; i++) { idx[i] = (int)((i * 7) % n); x[i] = y[i] = 0; }\n\
+               for (long i = 0; i < r; i++) { tail(n, y, x, 2.0); gather(n, y, x, idx); }\n\
+               return y[0] != 0; }\n";
+        let Some(bin) = build(dir.path(), src, &["-O2", "-march=x86-64-v4"]) else {
+            return;
+        };
+        let (t, ld, st, _) = stream_run(&engine, bin.clone(), &["1003", "5"]);
+        assert_eq!((ld, st), (t.bytes_loaded, t.bytes_stored), "{t:?}");
+        // The tail: 3 active lanes of one multiply, per repetition: 2 loads and a store
+        // of 3 x 8 bytes (and the return address `ret` loads).
+        let (t, ld, st, _) = stream_run_in(&engine, bin.clone(), &["1003", "5"], Some("tail"));
+        assert_eq!((ld, st), (t.bytes_loaded, t.bytes_stored), "{t:?}");
+        assert_eq!(t.fp_by_width["f64_512"].flops, 3 * 5);
+        assert_eq!((t.bytes_loaded, t.bytes_stored), ((2 * 24 + 8) * 5, 24 * 5));
+        // The gathers' 8-byte elements (125 x 8 per repetition) are dynamic bytes; the
+        // index loads (32 bytes), stores (64) and `ret` are not.
+        let (t, ld, st, _) = stream_run_in(&engine, bin, &["1003", "5"], Some("gather"));
+        assert_eq!((ld, st), (t.bytes_loaded, t.bytes_stored), "{t:?}");
+        assert_eq!(t.bytes_dynamic, 1000 * 8 * 5);
+        assert_eq!(t.bytes_loaded, (1000 * 8 + 1000 * 4 + 8) * 5);
+        assert_eq!(t.bytes_stored, 1000 * 8 * 5);
+    }
+
+    /// Builds C source `src` with gcc and `flags`; None (skipped) without gcc.
+    fn build(dir: &Path, src: &str, flags: &[&str]) -> Option<PathBuf> {
+        let c = dir.join("p.c");
+        std::fs::write(&c, src).expect("write");
+        let bin = dir.join("p");
+        match std::process::Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&bin)
+            .arg(&c)
+            .status()
+        {
+            Ok(s) => {
+                assert!(s.success(), "gcc {flags:?} failed");
+                Some(bin)
+            }
+            Err(_) => {
+                eprintln!("skipped: no gcc");
+                None
+            }
+        }
+    }
+
+    /// Runs `bin` with the record stream (64-byte coalescing) and returns the counts and
+    /// (bytes loaded, bytes stored, thread markers) of the stream.
+    fn stream_run(engine: &NativeEngine, bin: PathBuf, args: &[&str]) -> (Totals, u64, u64, u64) {
+        stream_run_in(engine, bin, args, None)
+    }
+
+    /// [`stream_run`] counting and streaming function `function` only, when given.
+    fn stream_run_in(
+        engine: &NativeEngine,
+        bin: PathBuf,
+        args: &[&str],
+        function: Option<&str>,
+    ) -> (Totals, u64, u64, u64) {
+        let mut l = launch(bin.clone(), args);
+        if let Some(f) = function {
+            let elf = crate::elf::ElfInfo::read(&bin).expect("an ELF");
+            let s = elf.function(f, &bin).expect("the function");
+            l.regions = vec![(s.addr, s.addr + s.size)];
+        }
         l.stream = Some(StreamRequest {
             coalesce: 64,
             gate: None,
         });
-        let e = engine.start(&l).err().expect("refused");
-        assert!(e.to_string().contains("record stream"), "{e}");
+        let mut run = engine.start(&l).expect("starts");
+        let stream = run.take_stream().expect("a stream");
+        let reader = std::thread::spawn(move || {
+            let (mut ld, mut st, mut markers) = (0u64, 0u64, 0u64);
+            stream
+                .for_each_batch(|b| {
+                    for r in b {
+                        let rec = hpcscope_plugin_format::Record(r.0);
+                        match rec.top() {
+                            0x7f => markers += 1,
+                            0x7c..=0x7e => {}
+                            _ if rec.is_write() => st += rec.count() << rec.size_shift(),
+                            _ => ld += rec.count() << rec.size_shift(),
+                        }
+                    }
+                })
+                .expect("a readable stream");
+            (ld, st, markers)
+        });
+        let f = run.finish().expect("finishes");
+        assert_eq!(f.ending, Ending::Success, "{}", f.stderr_tail);
+        let (ld, st, markers) = reader.join().expect("reader");
+        let c = f.counts.expect("a report");
+        let s = c.mem_stream.expect("stream statistics");
+        assert_eq!(s.dropped, 0);
+        (c.totals, ld, st, markers)
+    }
+
+    /// The stream carries the bytes the counts count, load by load and store by store,
+    /// for a vector kernel, `rep movsb`/`rep stosq`, and AVX-512 masked tails.
+    #[test]
+    fn the_stream_carries_the_counted_bytes() {
+        let Some(engine) = engine() else { return };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = "#include <stdlib.h>\n\
+             __attribute__((noinline)) void k(long n, double *y, const double *x, double a) {\n\
+               for (long i = 0; i < n; i++) y[i] += a * x[i];\n}\n\
+             __attribute__((noinline)) void cp(void *d, const void *s, long n) {\n\
+               __asm__ volatile(\"rep movsb\" : \"+D\"(d), \"+S\"(s), \"+c\"(n) :: \"memory\"); }\n\
+             __attribute__((noinline)) void st(void *d, long n) {\n\
+               __asm__ volatile(\"rep stosq\" : \"+D\"(d), \"+c\"(n) : \"a\"(0L) : \"memory\"); }\n\
+             int main(int c, char **v) { long n = atol(v[1]), r = atol(v[2]);\n\
+               double *x = calloc(n, 8), *y = calloc(n, 8);\n\
+               for (long i = 0; i < r; i++) k(n, y, x, (double)(i + 2));\n\
+               cp(y, x, 8 * n + 0); st(x, n - 1);\n\
+               return y[0] != 0; }\n";
+        for flags in [
+            &["-O2", "-march=x86-64-v3", "-ffp-contract=off"][..],
+            &["-O3", "-march=x86-64-v4", "-mprefer-vector-width=512"][..],
+        ] {
+            let Some(bin) = build(dir.path(), src, flags) else {
+                return;
+            };
+            if flags[1].ends_with("v4") && !std::arch::is_x86_feature_detected!("avx512f") {
+                eprintln!("skipped the AVX-512 build: no AVX-512 here");
+                continue;
+            }
+            let (t, ld, st, markers) = stream_run(&engine, bin, &["1003", "7"]);
+            assert_eq!(t.flops, 2 * 1003 * 7, "{flags:?}");
+            assert_eq!((ld, st), (t.bytes_loaded, t.bytes_stored), "{flags:?}");
+            // The kernel's 2 loads and 1 store of 8 bytes per element, the copy's 8n
+            // bytes each way and the 8(n - 1) bytes stored by rep stosq, among others.
+            assert!(
+                t.bytes_loaded >= 7 * 1003 * 16 + 8 * 1003,
+                "{flags:?}: {t:?}"
+            );
+            assert!(
+                t.bytes_stored >= 7 * 1003 * 8 + 8 * 1003 + 8 * 1002,
+                "{flags:?}: {t:?}"
+            );
+            assert!(t.bytes_dynamic >= 2 * 8 * 1003 + 8 * 1002, "{flags:?}");
+            assert!(markers >= 2, "{markers}");
+        }
     }
 }
