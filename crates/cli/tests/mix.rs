@@ -245,6 +245,8 @@ fn missing_qemu_is_an_environment_limit() {
         .env("HPCSCOPE_QEMU", "/nonexistent/qemu")
         .args([
             "mix",
+            "--engine",
+            "qemu",
             "-m",
             "thunderx2",
             "--",
@@ -260,6 +262,8 @@ fn missing_qemu_is_an_environment_limit() {
         .env("HPCSCOPE_QEMU_PLUGIN", "/nonexistent/plugin.so")
         .args([
             "mix",
+            "--engine",
+            "qemu",
             "-m",
             "thunderx2",
             "--",
@@ -698,7 +702,8 @@ fn timeout_bounds_the_native_runs_too_and_nothing_is_left_running() {
         let mut child = bin!()
             .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
             .env("HPCSCOPE_TEST_TAG", &tag)
-            .args(["mix", "-m", "thunderx2", "--native-runs", native_runs])
+            .args(["mix", "--engine", "qemu", "-m", "thunderx2"])
+            .args(["--native-runs", native_runs])
             .args(["--timeout", &timeout.to_string(), "--"])
             .arg(prog)
             .stdout(std::process::Stdio::piped())
@@ -897,4 +902,102 @@ fn sampled_simulation_keeps_flops_exact_and_estimates_the_hit_ratios() {
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("--sample 32 or less"), "{e}");
     assert!(!e.contains("--sample-method"), "{e}");
+}
+
+/// `--engine`: an AVX-512 build is counted natively by default and exactly; QEMU stops on
+/// its first AVX-512 instruction and says to use the native engine; a bad engine name is a
+/// usage error, from the flag or from HPCSCOPE_ENGINE.
+#[test]
+fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bad = mix(
+        &plugin,
+        &["--engine", "bogus", "-m", "thunderx2", "--", "/bin/true"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected auto, native or qemu"));
+    let prog = cc(dir.path(), "triad", TRIAD, &[]);
+    let bad = bin!()
+        .env("HPCSCOPE_ENGINE", "bogus")
+        .args(["mix", "-m", "thunderx2", "--native-runs", "0", "--"])
+        .arg(&prog)
+        .args(["16", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("HPCSCOPE_ENGINE=bogus"));
+    if !std::arch::is_x86_feature_detected!("avx512f")
+        || !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
+            .iter()
+            .all(|f| f.is_file())
+    {
+        eprintln!("skipped the AVX-512 part: no AVX-512 here or DynamoRIO is not built");
+        return;
+    }
+    // Vectorized on 512-bit registers (the common build disables vectorization).
+    let c = dir.path().join("t.c");
+    std::fs::write(&c, TRIAD).unwrap();
+    let prog = dir.path().join("t512");
+    let st = std::process::Command::new("gcc")
+        .args(["-O3", "-march=x86-64-v4", "-mprefer-vector-width=512", "-o"])
+        .arg(&prog)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let args = |engine: &str| {
+        let mut v = vec![
+            "--native-runs",
+            "0",
+            "--function",
+            "kernel",
+            "-m",
+            "cascadelake-8260",
+        ];
+        if !engine.is_empty() {
+            v.extend(["--engine", engine]);
+        }
+        v.extend([
+            "--format",
+            "json",
+            "--",
+            prog.to_str().unwrap(),
+            "4096",
+            "10",
+        ]);
+        v.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let a = args("");
+    let o = mix(&plugin, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &r["variants"][0]["counts"]["totals"];
+    assert_eq!(t["flops"], 2 * 4096 * 10, "{t}");
+    assert!(
+        t["fp_by_width"]["f64_512"]["flops"].as_u64().unwrap() > 0,
+        "{t}"
+    );
+    assert!(
+        r["notes"].to_string().contains("DynamoRIO"),
+        "{}",
+        r["notes"]
+    );
+    let a = args("qemu");
+    let o = mix(&plugin, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(o.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("SIGILL") && said.contains("--engine native"),
+        "{said}"
+    );
 }

@@ -358,6 +358,22 @@ pub fn size_label(bytes: u64) -> String {
     }
 }
 
+/// The kernels in batches an emulator counts in one run each: kernels without callees
+/// together (each its own function), one batch per kernel with callees (counted with
+/// them), never one function twice in a batch.
+pub fn batches(kernels: &[Kernel]) -> Vec<Vec<Kernel>> {
+    let mut batches: Vec<Vec<Kernel>> = Vec::new();
+    for k in kernels {
+        match batches.iter_mut().find(|b| {
+            !k.has_callees() && !b[0].has_callees() && b.iter().all(|x| x.symbol() != k.symbol())
+        }) {
+            Some(b) => b.push(*k),
+            None => batches.push(vec![*k]),
+        }
+    }
+    batches
+}
+
 /// What a kernel does, analytically: metric id -> value. The ids are those of the
 /// catalogue (`flops`, `ls_bytes`, `ai`, `flops_per_fpins`) plus `fp_ins` (FP arithmetic
 /// instructions), `ld_bytes`, `st_bytes` and `calls`.

@@ -166,6 +166,9 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// What to do about an x86 program QEMU stopped on an illegal instruction.
+const SIGILL_FIX: &str = "QEMU emulates x86 up to AVX2: a program built for AVX-512 (-march=native on an AVX-512 machine, -march=x86-64-v4) stops on its first AVX-512 instruction; count it natively with --engine native (scripts/build-dynamorio.sh builds DynamoRIO), or build it for x86-64-v3";
+
 /// Runs the whole analysis.
 #[allow(clippy::too_many_lines)]
 pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
@@ -187,13 +190,15 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             });
         }
     }
-    // `HPCSCOPE_ENGINE=native`: DynamoRIO with hpcscope's client, counts only (the CLI
-    // flag comes later).
-    let engine: Box<dyn Engine> = if engine::native::asked() {
-        Box::new(engine::native::NativeEngine::from_cache()?)
-    } else {
-        Box::new(QemuEngine::for_arch(info.arch)?)
-    };
+    let engine: Box<dyn Engine> = engine::choose(
+        engine::Choice::resolve(run_spec.engine)?,
+        info.arch,
+        engine::Needs {
+            scopes: !run_spec.scope.is_empty(),
+            tbs: opts.per_function,
+            sve: !opts.sve_bits.is_empty(),
+        },
+    )?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;
     // Machines with the same caches are simulated once (bit for bit what separate
     // simulations give: `Distinct`).
@@ -395,11 +400,22 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             return Err(MixError::Program {
                 path: run_spec.program.display().to_string(),
                 message: format!(
-                    "{how} under emulation before anything was counted; QEMU said:\n{}",
+                    "{how} {} before anything was counted; it said:\n{}",
+                    engine.under(),
                     o.stderr_tail
                 ),
-                fix: "check that the program runs with these arguments (and under qemu-user)"
-                    .into(),
+                fix: match (
+                    &o.ending,
+                    info.arch,
+                    engine.collector().contains("DynamoRIO"),
+                ) {
+                    (Ending::Signal(4), Arch::X86_64, false) => SIGILL_FIX.into(),
+                    (_, _, false) => {
+                        "check that the program runs with these arguments (and under qemu-user)"
+                            .into()
+                    }
+                    _ => "check that the program runs with these arguments".into(),
+                },
             });
         };
         let partial = o.ending != Ending::Success;
@@ -426,15 +442,28 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         match &o.ending {
             Ending::Success => {}
             Ending::Failed(c) => vnotes.push(format!(
-                "the program exited with status {c} under emulation: counts are partial"
+                "the program exited with status {c} {}: counts are partial",
+                engine.under()
             )),
             Ending::Signal(s) => vnotes.push(format!(
-                "the program was killed by signal {s}{} under emulation: counts are partial",
-                signal_name(*s)
+                "the program was killed by signal {s}{} {}: counts are partial{}",
+                signal_name(*s),
+                engine.under(),
+                if *s == 4 && info.arch == Arch::X86_64 && !engine.collector().contains("DynamoRIO")
+                {
+                    format!(" ({SIGILL_FIX})")
+                } else {
+                    String::new()
+                }
             )),
-            Ending::TimedOut => {
-                vnotes.push("the emulation reached the time limit: counts are partial".to_string())
-            }
+            Ending::TimedOut => vnotes.push(format!(
+                "the {} reached the time limit: counts are partial",
+                if engine.under() == "under emulation" {
+                    "emulation"
+                } else {
+                    "run under DynamoRIO"
+                }
+            )),
         }
         // The plugin sends memory records in batches (1 MiB per guest thread) and a program
         // stopped by a signal loses the batch it was filling: a run stopped early after
@@ -453,7 +482,8 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             return Err(MixError::Program {
                 path: run_spec.program.display().to_string(),
                 message: format!(
-                    "{how} under emulation after moving {moved} bytes, before any of its memory accesses reached the cache simulator (the plugin sends them in batches, and a program stopped by a signal loses the batch it was filling): nothing to simulate"
+                    "{how} {} after moving {moved} bytes, before any of its memory accesses reached the cache simulator (the engine sends them in batches, and a program stopped by a signal loses the batch it was filling): nothing to simulate",
+                    engine.under()
                 ),
                 fix: match &o.ending {
                     Ending::TimedOut => "give a longer --timeout, or arguments with which the program ends by itself".into(),

@@ -35,6 +35,9 @@ pub struct RunSpec {
     pub scope: Vec<String>,
     /// Simulate the caches in sampled windows or sets and extrapolate (None: every access).
     pub sample: Option<SampleSpec>,
+    /// The engine that counts (None: `HPCSCOPE_ENGINE`, else auto; see
+    /// [`crate::engine::Choice`]).
+    pub engine: Option<crate::engine::Choice>,
 }
 
 /// A run specification that cannot be run.

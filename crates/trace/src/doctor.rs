@@ -283,7 +283,7 @@ pub fn native_engine_check() -> Check {
         name: format!("native engine (DynamoRIO {})", tools::DYNAMORIO_VERSION),
         ok: missing.is_none(),
         detail: match missing {
-            None => format!("{} (HPCSCOPE_ENGINE=native: counts only)", dir.display()),
+            None => format!("{} (`mix --engine auto` counts x86-64 programs here natively)", dir.display()),
             Some(f) => format!(
                 "{} is missing (run scripts/build-dynamorio.sh: about 7 minutes on 2 cores)",
                 f.display()

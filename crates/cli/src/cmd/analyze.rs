@@ -57,6 +57,10 @@ pub struct AnalyzeArgs {
     /// Skip the extra native runs: the eBPF trace and CPU profile, and the counters.
     #[arg(long)]
     pub no_trace: bool,
+    /// Which engine counts: auto (native for x86-64 programs here when DynamoRIO is built,
+    /// else QEMU), native or qemu. Default: HPCSCOPE_ENGINE, else auto.
+    #[arg(long, value_name = "ENGINE", value_parser = hpcscope_mix::engine::Choice::parse)]
+    pub engine: Option<hpcscope_mix::engine::Choice>,
     /// Run the program with this many threads (sets OMP_NUM_THREADS, natively and under
     /// emulation; default: the environment's). With several threads the analysis is at
     /// node scope: per-thread rooflines, load imbalance, node projections.
@@ -115,6 +119,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
             threads: a.threads,
             placement: a.placement.clone(),
             sample: a.sample.map(hpcscope_mix::SampleSpec::sets).transpose()?,
+            engine: a.engine,
             ..RunSpec::default()
         },
         source: source.clone(),

@@ -644,22 +644,8 @@ fn runs_group(a: &ValidateArgs, group: &str) -> bool {
 /// the libm kernels one run each, counted with their callees).
 fn mix_suite(kernels: &[suite::Kernel]) -> Result<validate::SuiteReport> {
     let exe = std::env::current_exe().context("cannot find the hpcscope binary to emulate")?;
-    let mut batches: Vec<Vec<suite::Kernel>> = Vec::new();
-    for k in kernels {
-        match batches.iter_mut().find(|b| {
-            !k.has_callees() && !b[0].has_callees() && b.iter().all(|x| x.symbol() != k.symbol())
-        }) {
-            Some(b) => b.push(*k),
-            None => batches.push(vec![*k]),
-        }
-    }
-    let mut checks = Vec::new();
-    let mut notes = vec![
-        "the emulator (QEMU + hpcscope's plugin) counts each kernel function's own \
-         instructions; libm kernels with their callees"
-            .to_string(),
-    ];
-    for b in &batches {
+    let (mut checks, mut notes) = (Vec::new(), Vec::<String>::new());
+    for b in &suite::batches(kernels) {
         let mut args = vec!["counters".to_string(), "kernel".into()];
         args.extend(b.iter().map(|k| k.arg()));
         let symbols: Vec<String> = b.iter().map(|k| k.symbol()).collect();
@@ -677,6 +663,10 @@ fn mix_suite(kernels: &[suite::Kernel]) -> Result<validate::SuiteReport> {
             ..Default::default()
         };
         let rep = hpcscope_mix::analyze(&opts)?;
+        // Which engine counted (libm kernels with their callees: QEMU, for --scope).
+        if let Some(n) = rep.notes.first().filter(|n| !notes.contains(n)) {
+            notes.push(n.clone());
+        }
         let v = rep
             .variants
             .first()

@@ -43,6 +43,10 @@ pub struct MixArgs {
     /// Application name in the profiles (default: the program's file name).
     #[arg(long)]
     pub application: Option<String>,
+    /// Which engine counts: auto (native for x86-64 programs here when DynamoRIO is built,
+    /// else QEMU), native or qemu. Default: HPCSCOPE_ENGINE, else auto.
+    #[arg(long, value_name = "ENGINE", value_parser = hpcscope_mix::engine::Choice::parse)]
+    pub engine: Option<hpcscope_mix::engine::Choice>,
     /// Run the program with this many threads (sets OMP_NUM_THREADS, natively and under
     /// emulation; default: the environment's).
     #[arg(long)]
@@ -116,6 +120,7 @@ pub fn options(a: &MixArgs) -> Result<MixOptions> {
             (None, _) => None,
         },
         threads: a.threads,
+        engine: a.engine,
         ..RunSpec::default()
     };
     Ok(MixOptions {

@@ -6,9 +6,11 @@
 //! simulation ([`crate::simulate`]), set sampling and the profiles read only those: they do
 //! not know which engine produced them.
 //!
-//! [`qemu::QemuEngine`] is the engine by default: QEMU user mode with the hpcscope TCG
-//! plugin. [`native::NativeEngine`] (`HPCSCOPE_ENGINE=native`) runs x86-64 programs natively
-//! under DynamoRIO with hpcscope's client: counts only, no record stream yet.
+//! [`qemu::QemuEngine`]: QEMU user mode with the hpcscope TCG plugin, for any program
+//! (aarch64 on x86, every SVE vector length). [`native::NativeEngine`]: x86-64 programs on
+//! an x86-64 host, natively under DynamoRIO with hpcscope's client (AVX-512 included, at
+//! close to native speed). [`choose`] picks one ([`Choice`]: `--engine`, else
+//! `HPCSCOPE_ENGINE`, else auto).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -116,6 +118,11 @@ pub trait Engine {
     /// The collector named in the profiles.
     fn collector(&self) -> &'static str;
 
+    /// How a program runs under it, for messages ("under emulation").
+    fn under(&self) -> &'static str {
+        "under emulation"
+    }
+
     /// Host CPUs the engine keeps busy while it runs (left to it by the simulation).
     fn busy_cpus(&self) -> usize {
         1
@@ -125,5 +132,115 @@ pub trait Engine {
     /// it was run again (once).
     fn rerun_note(&self, _program: &Path, _ending: &Ending) -> Option<String> {
         None
+    }
+}
+
+/// Which engine counts (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Choice {
+    /// Native when the program is of this host's ISA (x86-64), DynamoRIO is built and the
+    /// run needs nothing only QEMU does (`--scope`, the per-function breakdown, SVE vector
+    /// lengths); QEMU otherwise.
+    #[default]
+    Auto,
+    /// DynamoRIO, natively.
+    Native,
+    /// QEMU, emulated.
+    Qemu,
+}
+
+/// The variable that picks the engine when `--engine` is not given.
+pub const ENGINE_ENV: &str = "HPCSCOPE_ENGINE";
+
+impl Choice {
+    /// `auto`, `native` or `qemu`.
+    pub fn parse(s: &str) -> Result<Choice, String> {
+        match s {
+            "auto" => Ok(Choice::Auto),
+            "native" => Ok(Choice::Native),
+            "qemu" => Ok(Choice::Qemu),
+            _ => Err(format!("engine '{s}': expected auto, native or qemu")),
+        }
+    }
+
+    /// The name `parse` reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::Auto => "auto",
+            Choice::Native => "native",
+            Choice::Qemu => "qemu",
+        }
+    }
+
+    /// `given`, else `HPCSCOPE_ENGINE`, else auto.
+    pub fn resolve(given: Option<Choice>) -> Result<Choice, MixError> {
+        if let Some(c) = given {
+            return Ok(c);
+        }
+        match std::env::var(ENGINE_ENV) {
+            Ok(v) if !v.is_empty() => Choice::parse(&v).map_err(|e| MixError::Usage {
+                message: format!("{ENGINE_ENV}={v}: {e}"),
+                fix: format!("set {ENGINE_ENV} to auto, native or qemu, or unset it"),
+            }),
+            _ => Ok(Choice::Auto),
+        }
+    }
+}
+
+/// What a run needs of its engine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    /// `--scope` (counting callees while a function runs).
+    pub scopes: bool,
+    /// The per-block breakdown (`--per-function`).
+    pub tbs: bool,
+    /// An SVE vector length.
+    pub sve: bool,
+}
+
+/// Why the native engine cannot run a program of `arch` with `needs` (None: it can).
+fn native_cannot(arch: Arch, needs: Needs) -> Option<String> {
+    if arch != Arch::X86_64 || Arch::host() != Some(Arch::X86_64) {
+        return Some(format!(
+            "the native engine runs x86-64 programs on an x86-64 host; this is a {} program{}",
+            arch.name(),
+            match Arch::host() {
+                Some(h) if h != arch => format!(" on an {} host", h.name()),
+                _ => String::new(),
+            }
+        ));
+    }
+    if needs.scopes {
+        return Some("the native engine does not do --scope yet".into());
+    }
+    if needs.tbs {
+        return Some("the native engine does not do the per-function breakdown yet".into());
+    }
+    if needs.sve {
+        return Some("SVE vector lengths are QEMU's".into());
+    }
+    None
+}
+
+/// The engine of `choice` for a program of `arch` whose run needs `needs`.
+pub fn choose(choice: Choice, arch: Arch, needs: Needs) -> Result<Box<dyn Engine>, MixError> {
+    match choice {
+        Choice::Qemu => Ok(Box::new(qemu::QemuEngine::for_arch(arch)?)),
+        Choice::Native => {
+            if let Some(why) = native_cannot(arch, needs) {
+                return Err(MixError::Usage {
+                    message: why,
+                    fix: "use --engine qemu (or auto)".into(),
+                });
+            }
+            Ok(Box::new(native::NativeEngine::from_cache()?))
+        }
+        Choice::Auto => match (
+            native_cannot(arch, needs),
+            native::NativeEngine::from_cache(),
+        ) {
+            (None, Ok(e)) => Ok(Box::new(e)),
+            _ => Ok(Box::new(qemu::QemuEngine::for_arch(arch)?)),
+        },
     }
 }

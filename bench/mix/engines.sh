@@ -1,0 +1,112 @@
+#!/bin/sh
+# The two engines of `hpcscope mix` side by side, with cachegrind as the reference of the
+# cache simulation, in one run per workload.
+#
+#   bench/mix/engines.sh [OUTDIR]   (env: RUNS=3 WORKLOADS="cg edge montecarlo triad_stencil"
+#                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope)
+#
+# Workloads: the bundled CG, edge loop, Monte-Carlo transport and triad+stencil kernels
+# (bench/mix/lib.sh's arguments), built for AVX2 (gcc -O3 -march=x86-64-v3), the build both
+# engines run (QEMU has no AVX-512).
+#
+# Per workload, one hyperfine run (RUNS runs each, so the cases share the machine's load):
+#   native            the program alone
+#   dr counts         under DynamoRIO with hpcscope's client, counting only
+#   qemu              bare qemu-x86_64 (QEMU 10 from scripts/build-qemu.sh when built)
+#   cachegrind        valgrind --tool=cachegrind --cache-sim=yes, D1 as the L1 of cascadelake-8260
+#   mix qemu          hpcscope mix --engine qemu -m cascadelake-8260 -m graviton2 (two 3-level
+#                     hierarchies, every access)
+#   mix native        the same, --engine native
+#   mix native sampled  --engine native --sample SAMPLE
+# Printed: the mean wall times, the ratios of the criteria of the native engine (counts only
+# at most 1.5x native; full simulation at most 1.0x cachegrind; sampled at most 4x native),
+# and the L1 data misses of one run each: cachegrind's D1 misses, and the cascadelake-8260 L1
+# misses of mix under each engine, with their differences to cachegrind (whole program: the
+# C library's start-up and ifunc choices differ a little between valgrind's CPU, QEMU's and
+# the machine's, so a difference of the order of a start-up's misses is expected).
+#
+# Needs gcc, valgrind, hyperfine, python3, the DynamoRIO build (scripts/build-dynamorio.sh)
+# and a release build of hpcscope (built here unless HPCSCOPE is given).
+set -eu
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+out=${1:-"$root/target/bench-mix-engines"}
+runs=${RUNS:-3}
+sample=${SAMPLE:-8}
+workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
+mkdir -p "$out"
+. "$here/lib.sh"
+need_tools gcc valgrind hyperfine python3 -- gcc valgrind hyperfine python3
+if [ -z "${HPCSCOPE:-}" ]; then
+  cargo_release -p hpcscope
+fi
+hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
+dr=$(bash "$root/scripts/build-dynamorio.sh" --print-dir)
+client="$dr/client/libhpcscope_dr_client.so"
+[ -f "$client" ] || { echo "no DynamoRIO client in $dr: run scripts/build-dynamorio.sh" >&2; exit 3; }
+mix_qemu10
+qemu=${q10:-qemu-x86_64}
+command -v "$qemu" >/dev/null || { echo "no $qemu: install qemu-user or run scripts/build-qemu.sh" >&2; exit 3; }
+qenv=""
+[ -n "$q10" ] && qenv="HPCSCOPE_QEMU=$q10 HPCSCOPE_QEMU_PLUGIN=$plugin4"
+MIX_CFLAGS_EXTRA="-march=x86-64-v3" mix_build "$out" $workloads
+
+# The DynamoRIO client counting only, as the native engine starts it.
+drrun="env DYNAMORIO_RUNUNDER=1 LD_LIBRARY_PATH=$dr/lib64/release:$dr/ext/lib64/release"
+drrun="$drrun LD_PRELOAD=libdrpreload.so:libdynamorio.so"
+d1="--D1=32768,8,64"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); bare QEMU: $($qemu --version | head -1); mix --sample $sample"
+status=0
+for w in $workloads; do
+  bin="$out/$w"
+  a=$(args_of "$w")
+  mix="$hs mix -m cascadelake-8260 -m graviton2 --native-runs 0"
+  set -- -n native "$bin $a" \
+    -n "dr counts" "$drrun DYNAMORIO_OPTIONS=-code_api\ -client_lib\ '$client;0;out=$out/$w.dr.json' $bin $a" \
+    -n qemu "$qemu $bin $a" \
+    -n cachegrind "valgrind --tool=cachegrind --cache-sim=yes $d1 --cachegrind-out-file=/dev/null $bin $a" \
+    -n "mix qemu" "env $qenv $mix --engine qemu -- $bin $a" \
+    -n "mix native" "$mix --engine native -- $bin $a" \
+    -n "mix native sampled" "$mix --engine native --sample $sample -- $bin $a"
+  hyperfine -N --warmup 1 --runs "$runs" --export-json "$out/$w.times.json" "$@" >/dev/null 2>&1 || {
+    echo "$w: hyperfine failed; rerun with --show-output to see why" >&2
+    exit 1
+  }
+  valgrind --tool=cachegrind --cache-sim=yes $d1 --cachegrind-out-file=/dev/null "$bin" $a \
+    >/dev/null 2>"$out/$w.cachegrind.txt"
+  # shellcheck disable=SC2086
+  env $qenv $mix --engine qemu --format json -- "$bin" $a >"$out/$w.qemu.json" || true
+  $mix --engine native --format json -- "$bin" $a >"$out/$w.native.json" || true
+  python3 - "$w" "$out/$w.times.json" "$out/$w.cachegrind.txt" "$out/$w.qemu.json" \
+    "$out/$w.native.json" <<'PY' || status=1
+import json, re, sys
+w, times, cg, q, n = sys.argv[1:]
+r = {x["command"]: x["mean"] for x in json.load(open(times))["results"]}
+def ratio(a, b):
+    return r[a] / r[b]
+def ok(c):
+    return "PASS" if c else "FAIL"
+cells = ", ".join(f"{k} {v:.3f} s" for k, v in r.items())
+print(f"{w}: {cells}")
+c1, c2, c3 = ratio("dr counts", "native"), ratio("mix native", "cachegrind"), ratio("mix native sampled", "native")
+print(f"  native engine: counts only x{c1:.2f} native (<= 1.5: {ok(c1 <= 1.5)}); "
+      f"full simulation x{c2:.2f} cachegrind (<= 1.0: {ok(c2 <= 1.0)}); "
+      f"sampled x{c3:.2f} native (<= 4: {ok(c3 <= 4.0)}); "
+      f"mix native x{ratio('mix native', 'mix qemu'):.2f} mix qemu")
+text = open(cg).read()
+m = re.search(r"D1\s+misses:\s+([\d,]+)", text)
+d1 = int(m.group(1).replace(",", "")) if m else None
+def l1(path):
+    t = open(path).read()
+    v = json.loads(t[t.index("{"):])["variants"][0]
+    c = next(c for c in v["caches"] if "cascade" in c["name"].lower() or "8260" in c["name"])
+    lv = c["levels"][0]
+    return lv["accesses"] - lv["hits"], lv["accesses"]
+mq, aq = l1(q)
+mn, an = l1(n)
+def diff(x):
+    return f"{(x - d1) / d1 * 100:+.3f} %" if d1 else "n/a"
+print(f"  L1 data misses: cachegrind {d1}; mix native {mn} ({diff(mn)}, {an} accesses); "
+      f"mix qemu {mq} ({diff(mq)}, {aq} accesses)")
+PY
+done
+exit $status
