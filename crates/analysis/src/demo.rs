@@ -227,28 +227,38 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         sections_all.extend(secs);
         results.push(r);
     }
-    progress("validation: SSE2 <-> AVX2 builds on this machine");
+    progress("validation: SSE2 <-> AVX2 (<-> AVX-512) builds on this machine");
     let groups: Vec<Group> = ws
         .iter()
         .zip(&builds)
         .filter_map(|(w, b)| {
             let (s, a) = (b.sse2.clone()?, b.avx2.clone()?);
+            let mut builds = vec![
+                Build {
+                    label: "gcc -O3 SSE2".into(),
+                    path: s,
+                },
+                Build {
+                    label: "gcc -O3 AVX2".into(),
+                    path: a,
+                },
+            ];
+            let mut pairs = vec![(0, 1), (1, 0)];
+            // AVX-512 builds where they run: the large changes of the protocol.
+            if let Some(p) = b.avx512.clone() {
+                builds.push(Build {
+                    label: "gcc -O3 AVX-512".into(),
+                    path: p,
+                });
+                pairs.extend([(1, 2), (2, 1), (0, 2), (2, 0)]);
+            }
             Some(Group {
                 name: w.name.to_string(),
                 args: w.args.iter().map(|s| s.to_string()).collect(),
                 function: Some(format!("kernel_{}", w.name)),
                 timer: Timer::KernelLine,
-                builds: vec![
-                    Build {
-                        label: "gcc -O3 SSE2".into(),
-                        path: s,
-                    },
-                    Build {
-                        label: "gcc -O3 AVX2".into(),
-                        path: a,
-                    },
-                ],
-                pairs: [(0, 1), (1, 0)]
+                builds,
+                pairs: pairs
                     .into_iter()
                     .map(|(source, target)| PairSpec {
                         source,

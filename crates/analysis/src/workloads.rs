@@ -173,6 +173,8 @@ pub struct Builds {
     pub sse2: Option<PathBuf>,
     /// x86-64-v3 (AVX2 + FMA).
     pub avx2: Option<PathBuf>,
+    /// x86-64-v4 with 512-bit vectors preferred (AVX-512), where [`hpcscope_mix::engine::avx512_counted_here`].
+    pub avx512: Option<PathBuf>,
     /// aarch64 NEON.
     pub neon: Option<PathBuf>,
     /// aarch64 SVE (vector-length agnostic).
@@ -182,6 +184,10 @@ pub struct Builds {
 fn have(tool: &str) -> bool {
     hpcscope_host::tools::on_path(tool).is_some()
 }
+
+/// The flags of the AVX-512 builds: x86-64-v4, 512-bit vectors preferred (gcc's default
+/// for x86-64-v4 is 256-bit vectors).
+pub const AVX512_FLAGS: &[&str] = &["-O3", "-march=x86-64-v4", "-mprefer-vector-width=512"];
 
 /// Writes the embedded sources and builds every variant this machine's compilers allow.
 pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<Builds>> {
@@ -193,6 +199,10 @@ pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<
     }
     if !a64 {
         notes.push("aarch64-linux-gnu-gcc is missing (apt-get install gcc-aarch64-linux-gnu): no NEON or SVE builds, no vector-length study".into());
+    }
+    let avx512 = hpcscope_mix::engine::avx512_counted_here();
+    if !avx512 {
+        notes.push("no AVX-512 builds: this machine has no AVX-512, or the native engine (scripts/build-dynamorio.sh) that counts them is not built".into());
     }
     let mut out = Vec::new();
     for n in names {
@@ -213,6 +223,11 @@ pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<
                 "gcc",
                 &["-O3", "-march=x86-64-v3"],
             )?),
+            avx512: if avx512 {
+                Some(compile(dir, &src, n, "x86-64-v4", "gcc", AVX512_FLAGS)?)
+            } else {
+                None
+            },
             neon: if a64 {
                 Some(compile(
                     dir,
@@ -300,7 +315,17 @@ pub const PROTOCOL_BUILDS: &[Recipe] = &[
         compiler: "gcc",
         flags: &["-O2", "-march=x86-64-v3"],
     },
+    Recipe {
+        label: "gcc -O3 AVX-512",
+        dir: "gcc-O3-avx512",
+        compiler: "gcc",
+        flags: AVX512_FLAGS,
+    },
 ];
+
+/// The index of the AVX-512 recipe in [`PROTOCOL_BUILDS`] (built where
+/// [`hpcscope_mix::engine::avx512_counted_here`]).
+pub const AVX512_RECIPE: usize = 6;
 
 /// What a pair of builds changes.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -345,13 +370,15 @@ impl std::fmt::Display for Change {
 }
 
 /// The pairs of the bundled protocol (indices into [`PROTOCOL_BUILDS`]), each in both
-/// directions: 12 per workload. The point estimate is fitted on the vector-width pairs
-/// only ([`Change::VectorWidth`]); the compiler and optimization-level pairs, whose clang
-/// and -O2 builds it never saw, check it.
+/// directions: 12 per workload, 16 where the AVX-512 builds run. The point estimate is
+/// fitted on the vector-width pairs only ([`Change::VectorWidth`]); the compiler and
+/// optimization-level pairs, whose clang and -O2 builds it never saw, check it.
 pub const PROTOCOL_PAIRS: &[(usize, usize, Change)] = &[
     (0, 1, Change::VectorWidth),
     (1, 2, Change::VectorWidth),
     (0, 2, Change::VectorWidth),
+    (2, AVX512_RECIPE, Change::VectorWidth),
+    (0, AVX512_RECIPE, Change::VectorWidth),
     (1, 3, Change::Compiler),
     (2, 4, Change::Compiler),
     (5, 2, Change::OptimizationLevel),
@@ -370,10 +397,17 @@ pub fn build_protocol(
         return Err(hpcscope_core::Failure::environment("the validation protocol builds the workloads with gcc for x86-64: install gcc (apt-get install gcc) on an x86-64 machine").into());
     }
     let mut missing: Vec<&str> = Vec::new();
+    let avx512 = hpcscope_mix::engine::avx512_counted_here();
+    if !avx512 {
+        notes.push("no AVX-512 builds: this machine has no AVX-512, or the native engine (scripts/build-dynamorio.sh) that counts them is not built".into());
+    }
     let mut out = Vec::new();
     for n in names {
         let mut v = Vec::new();
         for (i, r) in PROTOCOL_BUILDS.iter().enumerate() {
+            if i == AVX512_RECIPE && !avx512 {
+                continue;
+            }
             if !have(r.compiler) {
                 if !missing.contains(&r.compiler) {
                     missing.push(r.compiler);

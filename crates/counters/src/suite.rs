@@ -147,6 +147,16 @@ pub fn emulated_widths() -> Vec<Width> {
     }
 }
 
+/// Widths of the crunch kernels `mix` counts: this CPU's when its native engine counts
+/// them (`native`: AVX-512 included), else what QEMU emulates ([`emulated_widths`]).
+pub fn mix_widths(native: bool) -> Vec<Width> {
+    if native {
+        host_widths()
+    } else {
+        emulated_widths()
+    }
+}
+
 /// What the report says about the crunch kernels a plan of `widths` leaves out, one line
 /// per reason (empty when every width runs): no kernel family is dropped without a word.
 pub fn crunch_omissions(widths: &[Width], emulated: bool) -> Vec<String> {

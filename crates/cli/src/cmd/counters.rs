@@ -723,9 +723,9 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
             )?;
             validate::validate_file(&text, &f.display().to_string())?
         } else if a.counted_by == CountedBy::Mix {
-            // The widths QEMU's TCG emulates (no AVX-512).
-            let widths = suite::emulated_widths();
-            let omitted = suite::crunch_omissions(&widths, true);
+            let native = hpcscope_mix::engine::avx512_counted_here();
+            let widths = suite::mix_widths(native);
+            let omitted = suite::crunch_omissions(&widths, !native);
             let plan = if a.quick {
                 suite::Plan::quick(widths)
             } else {

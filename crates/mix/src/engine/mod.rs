@@ -187,6 +187,19 @@ impl Choice {
     }
 }
 
+/// Whether AVX-512 programs are counted here: the machine has AVX-512F and the engine
+/// `HPCSCOPE_ENGINE` (or auto) picks for an x86-64 program is the native one, built (QEMU
+/// has no AVX-512).
+pub fn avx512_counted_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    avx512
+        && native::built(&hpcscope_host::tools::dynamorio_dir())
+        && Choice::resolve(None).is_ok_and(|c| c != Choice::Qemu)
+}
+
 /// What a run needs of its engine.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Needs {
