@@ -557,8 +557,10 @@ fn two_jobs_in_one_directory_are_never_mixed() {
         units.push(lo);
     }
     units.sort_by(f64::total_cmp);
+    // The built units are 0.005 and 0.020 s: a loaded machine stretches both (the lower
+    // bounds hold), their ratio stays near 4.
     assert!(
-        units[0] >= 0.0049 && units[0] < 0.012 && units[1] >= 0.0196 && units[1] < 0.03,
+        units[0] >= 0.0049 && units[1] >= 0.0196 && (2.5..6.0).contains(&(units[1] / units[0])),
         "units {units:?}, built 0.005 and 0.020"
     );
 
