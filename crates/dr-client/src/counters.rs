@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hpcscope_plugin_format::report::{
-    FORMAT, MemWidthCounts, PluginOutput, RegionCounts, ThreadCounts, Totals, WidthCounts,
+    FORMAT, MemWidthCounts, PluginOutput, RegionCounts, TbCounts, ThreadCounts, Totals, WidthCounts,
 };
 
 use crate::classify::{Class, Info, Precision};
@@ -203,6 +203,40 @@ pub fn totals(v: &[u64; N]) -> Totals {
         mem_by_width,
         classes,
     }
+}
+
+/// The per-block breakdown (`tbs=on`): each block's executions over every thread, read
+/// before the counters are multiplied out, times its static counts (every region's);
+/// blocks that never ran are left out.
+pub fn tb_counts(
+    threads: &[(u32, Box<Counters>)],
+    blocks: &[Vec<(u32, u64)>],
+    pcs: &[u64],
+) -> Vec<TbCounts> {
+    let mut out = Vec::new();
+    for (id, (counts, pc)) in blocks.iter().zip(pcs).enumerate() {
+        let executions: u64 = threads.iter().map(|(_, c)| c.1[id]).sum();
+        if executions == 0 {
+            continue;
+        }
+        let mut v = [0u64; N];
+        for &(slot, n) in counts {
+            v[slot as usize % N] += n;
+        }
+        let c = |s: Slot| executions * v[s as usize];
+        out.push(TbCounts {
+            pc: *pc,
+            executions,
+            instructions: c(Slot::Instructions),
+            fp_instructions: c(Slot::FpInstructions),
+            flops: c(Slot::Flops),
+            loads: c(Slot::Loads),
+            stores: c(Slot::Stores),
+            bytes_loaded: c(Slot::BytesLoaded),
+            bytes_stored: c(Slot::BytesStored),
+        });
+    }
+    out
 }
 
 fn add(sum: &mut [u64; N], v: &[u64; N]) {

@@ -7,7 +7,8 @@
 //! `out=PATH` (the report; required), `region=START-END[+...]` (count only the
 //! instructions in these link-time ranges of the main binary, as the QEMU plugin's
 //! `region=`), `memfd=N` (the memory stream to this inherited descriptor, see [`stream`]),
-//! `coalesce=BYTES` and `sample=LINE:MOD:HEX` (as the QEMU plugin's).
+//! `coalesce=BYTES` and `sample=LINE:MOD:HEX` (as the QEMU plugin's), `tbs=on` (the
+//! per-block breakdown: each block's executions and counts, for `--per-function`).
 //!
 //! How it counts: each basic block's counts are known when DynamoRIO builds it
 //! ([`classify`]). Blocks with the same counts share one execution counter per thread; the
@@ -24,7 +25,7 @@ mod stream;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use dynamorio_sys as dr;
 
@@ -86,33 +87,43 @@ static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 
 /// Distinct static count vectors of the blocks built: a block adds 1 to its vector's
 /// execution counter, and the counts are multiplied out at exit. Blocks with the same
-/// counts share a counter (a block rebuilt, or two alike).
+/// counts share a counter (a block rebuilt, or two alike); with `tbs=on`, only blocks
+/// that also start at the same address (the per-block breakdown).
 struct Blocks {
-    ids: HashMap<Vec<(u32, u64)>, u32>,
+    ids: HashMap<(Vec<(u32, u64)>, u64), u32>,
     counts: Vec<Vec<(u32, u64)>>,
+    /// Each counter's block address (run time; 0 without `tbs=on`).
+    pcs: Vec<u64>,
 }
+
+/// `tbs=on`: a counter per block address, and the per-block breakdown in the report.
+static TBS: AtomicBool = AtomicBool::new(false);
 
 static BLOCKS: Mutex<Option<Blocks>> = Mutex::new(None);
 
 /// Execution counters per thread (8 MiB of address space, touched as used).
 pub const MAX_BLOCKS: usize = 1 << 20;
 
-/// The execution counter of blocks counting `counts` (None: the table is full).
-fn block_id(counts: Vec<(u32, u64)>) -> Option<u32> {
+/// The execution counter of the block at `pc` counting `counts` (None: the table is full).
+fn block_id(counts: Vec<(u32, u64)>, pc: u64) -> Option<u32> {
+    let pc = if TBS.load(Ordering::Relaxed) { pc } else { 0 };
     let mut g = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
     let b = g.get_or_insert_with(|| Blocks {
         ids: HashMap::new(),
         counts: Vec::new(),
+        pcs: Vec::new(),
     });
-    if let Some(id) = b.ids.get(&counts) {
+    let key = (counts, pc);
+    if let Some(id) = b.ids.get(&key) {
         return Some(*id);
     }
     if b.counts.len() >= MAX_BLOCKS {
         return None;
     }
     let id = b.counts.len() as u32;
-    b.counts.push(counts.clone());
-    b.ids.insert(counts, id);
+    b.counts.push(key.0.clone());
+    b.pcs.push(pc);
+    b.ids.insert(key, id);
     Some(id)
 }
 static mut TLS_SEG: dr::reg_id_t = 0;
@@ -183,12 +194,17 @@ unsafe extern "C" fn process_exit() {
     let g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).take();
     let blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(mut g) = g {
+        let mut tbs = Vec::new();
         if let Some(b) = blocks {
+            if TBS.load(Ordering::Relaxed) {
+                tbs = counters::tb_counts(&g.threads, &b.counts, &b.pcs);
+            }
             for (_, c) in g.threads.iter_mut() {
                 c.multiply_out(&b.counts);
             }
         }
         let mut report = counters::report(&g.threads, &g.regions, g.load_bias);
+        report.tbs = tbs;
         if stream::on() {
             report.mem_stream = Some(hpcscope_plugin_format::report::StreamStats {
                 records: stream::WRITTEN.load(Ordering::Relaxed),
@@ -378,7 +394,7 @@ unsafe fn instrument(
                 .collect();
             if !sparse.is_empty() {
                 reserve(&mut base);
-                match block_id(sparse.clone()) {
+                match block_id(sparse.clone(), pc) {
                     // One add per execution: the block's counts are multiplied out at exit.
                     Some(id) => {
                         dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS + 8, base);
@@ -572,6 +588,7 @@ pub unsafe extern "C" fn dr_client_main(
         unsafe { dr::dr_abort_with_code(2) };
         return;
     };
+    TBS.store(keys.contains(&"tbs=on"), Ordering::Relaxed);
     let stream = match stream_config(&keys) {
         Ok(c) => c,
         Err(e) => {

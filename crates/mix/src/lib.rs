@@ -195,7 +195,6 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         info.arch,
         engine::Needs {
             scopes: !run_spec.scope.is_empty(),
-            tbs: opts.per_function,
             sve: !opts.sve_bits.is_empty(),
         },
     )?;

@@ -139,8 +139,7 @@ pub trait Engine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Choice {
     /// Native when the program is of this host's ISA (x86-64), DynamoRIO is built and the
-    /// run needs nothing only QEMU does (`--scope`, the per-function breakdown, SVE vector
-    /// lengths); QEMU otherwise.
+    /// run needs nothing only QEMU does (`--scope`, SVE vector lengths); QEMU otherwise.
     #[default]
     Auto,
     /// DynamoRIO, natively.
@@ -205,8 +204,6 @@ pub fn avx512_counted_here() -> bool {
 pub struct Needs {
     /// `--scope` (counting callees while a function runs).
     pub scopes: bool,
-    /// The per-block breakdown (`--per-function`).
-    pub tbs: bool,
     /// An SVE vector length.
     pub sve: bool,
 }
@@ -225,9 +222,6 @@ fn native_cannot(arch: Arch, needs: Needs) -> Option<String> {
     }
     if needs.scopes {
         return Some("the native engine does not do --scope yet".into());
-    }
-    if needs.tbs {
-        return Some("the native engine does not do the per-function breakdown yet".into());
     }
     if needs.sve {
         return Some("SVE vector lengths are QEMU's".into());

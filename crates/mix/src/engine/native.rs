@@ -3,8 +3,8 @@
 //! plugin at exit. AVX-512 programs run (QEMU has no AVX-512) at close to native speed.
 //!
 //! The record stream (for the cache simulation) comes through a pipe, written by the
-//! client's inline code (crates/dr-client/src/stream.rs); no `--scope` or per-block
-//! breakdown yet; x86-64 programs only. DynamoRIO and the client come from
+//! client's inline code (crates/dr-client/src/stream.rs); the per-block breakdown with
+//! `tbs=on`; no `--scope` yet; x86-64 programs only. DynamoRIO and the client come from
 //! scripts/build-dynamorio.sh (hpcscope's cache directory).
 
 use std::fs::File;
@@ -92,14 +92,14 @@ impl Engine for NativeEngine {
         if !req.scopes.is_empty() {
             return refuse("--scope");
         }
-        if req.tbs {
-            return refuse("the per-block breakdown");
-        }
         let dir = tempdir()?;
         let out_json = dir.join("counts.json");
         let mut args = format!("out={}", out_json.display());
         if !req.regions.is_empty() {
             args.push_str(&format!(",region={}", ranges(&req.regions)));
+        }
+        if req.tbs {
+            args.push_str(",tbs=on");
         }
         // The record stream through a plain pipe: the write end is inherited by the
         // program (no close-on-exec), where the client writes; the read end is ours.
@@ -293,10 +293,21 @@ mod tests {
             .status()
             .expect("gcc runs");
         assert!(ok.success());
-        let run = engine.start(&launch(bin, &["1003", "7"])).expect("starts");
-        let f = run.finish().expect("finishes");
+        // With the per-block breakdown: each block's counts add up to the totals.
+        let mut l = launch(bin, &["1003", "7"]);
+        l.tbs = true;
+        let f = engine
+            .start(&l)
+            .expect("starts")
+            .finish()
+            .expect("finishes");
         assert_eq!(f.ending, Ending::Success, "{}", f.stderr_tail);
-        let t = f.counts.expect("a report").totals;
+        let c = f.counts.expect("a report");
+        assert!(!c.tbs.is_empty());
+        let sum = |g: fn(&crate::engine::TbCounts) -> u64| c.tbs.iter().map(g).sum::<u64>();
+        assert_eq!(sum(|b| b.flops), c.totals.flops);
+        assert_eq!(sum(|b| b.instructions), c.totals.instructions);
+        let t = c.totals;
         assert_eq!(t.flops, 2 * 1003 * 7);
         // 1003 = 250 x 4 + 3: 250 iterations on 4 lanes (a mul and an add each), the other 3
         // elements in the remainder (xmm or scalar, as gcc chose), per repetition.
