@@ -354,7 +354,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
     let mut page_sections = vec![Section {
         title: "Overview".into(),
         summary: format!(
-            "Each bundled workload was built here, timed natively, characterized under emulation (FLOPs, FP instructions, bytes per memory level for each machine's caches), placed on this machine's rooflines and projected onto published machines. Source machine: {}.",
+            "Each bundled workload was built here, timed natively, characterized (natively under DynamoRIO for x86-64 builds where it is built, else under QEMU: FLOPs, FP instructions, bytes per memory level for each machine's caches), placed on this machine's rooflines and projected onto published machines. Source machine: {}.",
             source.name
         ),
         body_html: html_table(

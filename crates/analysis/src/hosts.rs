@@ -564,7 +564,7 @@ pub fn characterize(
     let v = &r.variants[0];
     if v.partial {
         bail!(
-            "{}: the characterization under QEMU did not finish ({:?}): its counts are partial\n  fix: run again; see hpcscope mix {} {} for details",
+            "{}: the characterization did not finish ({:?}): its counts are partial\n  fix: run again; see hpcscope mix {} {} for details",
             p.key,
             v.ending,
             bin.display(),
@@ -1120,7 +1120,7 @@ pub fn validate(
     for (n, p) in planned.iter().enumerate() {
         let bin = binary_for(p, records, &o.build_dir)?;
         progress(&format!(
-            "[{}/{}] {}: characterizing under QEMU for {}",
+            "[{}/{}] {}: characterizing for {}",
             n + 1,
             planned.len(),
             p.key,
