@@ -932,6 +932,34 @@ fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
         String::from_utf8_lossy(&bad.stderr)
     );
     assert!(String::from_utf8_lossy(&bad.stderr).contains("HPCSCOPE_ENGINE=bogus"));
+    // A statically linked program: DynamoRIO's injection through the dynamic loader does
+    // not reach it, so auto counts it under QEMU and native says why it cannot.
+    let st = cc(dir.path(), "triad_static", TRIAD, &["-static"]);
+    let run = |engine: &str| {
+        let a = [
+            "--engine",
+            engine,
+            "--native-runs",
+            "0",
+            "-m",
+            "thunderx2",
+            "--",
+        ];
+        let mut a: Vec<&str> = a.to_vec();
+        a.extend([st.to_str().unwrap(), "64", "2"]);
+        mix(&plugin, &a)
+    };
+    let o = run("native");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("statically linked"));
+    let o = run("auto");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("counted under QEMU"));
     if !std::arch::is_x86_feature_detected!("avx512f")
         || !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
             .iter()

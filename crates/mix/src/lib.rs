@@ -196,6 +196,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         engine::Needs {
             scopes: !run_spec.scope.is_empty(),
             sve: !opts.sve_bits.is_empty(),
+            static_binary: !info.dynamic,
         },
     )?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;

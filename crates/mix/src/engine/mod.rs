@@ -206,6 +206,9 @@ pub struct Needs {
     pub scopes: bool,
     /// An SVE vector length.
     pub sve: bool,
+    /// The program is statically linked (no dynamic loader for the native engine's
+    /// `LD_PRELOAD` injection).
+    pub static_binary: bool,
 }
 
 /// Why the native engine cannot run a program of `arch` with `needs` (None: it can).
@@ -222,6 +225,9 @@ fn native_cannot(arch: Arch, needs: Needs) -> Option<String> {
     }
     if needs.scopes {
         return Some("the native engine does not do --scope yet".into());
+    }
+    if needs.static_binary {
+        return Some("the program is statically linked: the native engine starts DynamoRIO through the dynamic loader (LD_PRELOAD), which a static program does not run".into());
     }
     if needs.sve {
         return Some("SVE vector lengths are QEMU's".into());
