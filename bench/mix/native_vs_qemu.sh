@@ -17,7 +17,8 @@
 # equal; the whole-program instructions; and the mean wall time of RUNS runs of each (the
 # ratios to native).
 #
-# Then the same kernels built for AVX-512 (native FLOPs against QEMU's of the AVX2 build),
+# Then the OpenMP workloads with 2 threads, per thread (OMP_KERNELS), and the same kernels
+# built for AVX-512 (native FLOPs against QEMU's of the AVX2 build),
 # and an AVX-512 triad with a masked tail (bench/mix/triad_masked.c, n = 1000003, not a
 # multiple of 8; QEMU cannot run it: no AVX-512) under the native engine, against its
 # analytical counts (2 n FLOPs, 24 n bytes per repetition).
@@ -162,6 +163,48 @@ print(f"  wall s: native {tn:.3f}, DynamoRIO counts {td:.3f} (x{td/tn:.2f}), QEM
 hard = [b for b in bad if b not in ("flops",) and not b.endswith(" flops")]
 if hard:
     print(f"  DIFFERENT: {', '.join(hard)}")
+    sys.exit(1)
+PY
+done
+
+# The OpenMP workloads with 2 threads (OMP_NUM_THREADS=2, OMP_PROC_BIND=true), AVX2 builds:
+# the counts of the outlined parallel region (kernel_<name>._omp_fn.0) per thread, natively
+# and under QEMU (threads in start order: 0 the main thread, 1 the worker; the static
+# schedule gives each its own part).
+echo "OpenMP builds, 2 threads, kernel_<name>._omp_fn.0 per thread: native | qemu" >>"$summary"
+for k in ${OMP_KERNELS:-triad_omp stencil_omp cg_omp trmv_omp}; do
+  bin="$out/$k"
+  # shellcheck disable=SC2086
+  gcc $cflags -fopenmp -o "$bin" "$root/workloads/src/$k.c" -lm
+  range=$(range_of "$bin" "kernel_$k._omp_fn.0" || true)
+  [ -n "$range" ] || { echo "$k: no kernel_$k._omp_fn.0 in $bin" >&2; status=1; continue; }
+  case $k in
+    triad_omp) args="200000 20" ;;
+    stencil_omp) args="300 20" ;;
+    cg_omp) args="20000 20" ;;
+    *) args="1000 10" ;;
+  esac
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=2 OMP_PROC_BIND=true run_dr "$out/$k.native.json" ",region=$range" -- "$bin" $args >/dev/null
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=2 OMP_PROC_BIND=true "$qemu" -cpu max -plugin "$plugin,out=$out/$k.qemu.json,region=$range" "$bin" $args >/dev/null
+  python3 - "$k" "$out" >>"$summary" <<'PY' || status=1
+import json, sys
+k, out = sys.argv[1], sys.argv[2]
+per = lambda f: {t["thread"]: t["totals"] for t in json.load(open(f))["regions"][0]["threads"]}
+n, q = per(f"{out}/{k}.native.json"), per(f"{out}/{k}.qemu.json")
+bad = []
+for t in sorted(set(n) | set(q)):
+    a, b = n.get(t, {}), q.get(t, {})
+    cells = []
+    for f in ["flops", "fp_instructions", "loads", "stores", "bytes_loaded", "bytes_stored"]:
+        x, y = a.get(f, 0), b.get(f, 0)
+        cells.append(f"{f} {x:,} {'=' if x == y else '!= ' + format(y, ',')}")
+        if x != y:
+            bad.append(f"thread {t} {f}")
+    print(f"  {k:12s} thread {t}: " + "; ".join(cells))
+if bad:
+    print(f"  DIFFERENT: {', '.join(bad)}")
     sys.exit(1)
 PY
 done
