@@ -182,7 +182,7 @@ pub struct TargetArgs {
     pub duration: Option<f64>,
     /// Size the probes' tables for this many processes (default: from the target); what
     /// does not fit is counted and reported as lost.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_processes: Option<u32>,
 }
 

@@ -1082,3 +1082,24 @@ fn the_points_that_set_the_interval_are_in_the_table() {
     }
     assert!(table.contains("carried time GF/s"), "{table}");
 }
+
+/// The numbers of `trace` are checked before anything is traced: each bad one is a usage
+/// error (exit 2) naming the option.
+#[test]
+fn trace_numbers_are_checked_before_tracing() {
+    for (flag, value) in [
+        ("--duration", "0"),
+        ("--duration", "nan"),
+        ("--interval", "-1"),
+        ("--profile-hz", "0"),
+        ("--max-processes", "0"),
+    ] {
+        let o = run(&["trace", &format!("{flag}={value}"), "--", "/bin/true"]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(flag) || err.contains("Hz"),
+            "{flag} {value}: {err}"
+        );
+    }
+}
