@@ -404,11 +404,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     engine.under(),
                     o.stderr_tail
                 ),
-                fix: match (
-                    &o.ending,
-                    info.arch,
-                    engine.collector().contains("DynamoRIO"),
-                ) {
+                fix: match (&o.ending, info.arch, !engine.emulated()) {
                     (Ending::Signal(4), Arch::X86_64, false) => SIGILL_FIX.into(),
                     (_, _, false) => {
                         "check that the program runs with these arguments (and under qemu-user)"
@@ -449,8 +445,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 "the program was killed by signal {s}{} {}: counts are partial{}",
                 signal_name(*s),
                 engine.under(),
-                if *s == 4 && info.arch == Arch::X86_64 && !engine.collector().contains("DynamoRIO")
-                {
+                if *s == 4 && info.arch == Arch::X86_64 && engine.emulated() {
                     format!(" ({SIGILL_FIX})")
                 } else {
                     String::new()
@@ -458,7 +453,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             )),
             Ending::TimedOut => vnotes.push(format!(
                 "the {} reached the time limit: counts are partial",
-                if engine.under() == "under emulation" {
+                if engine.emulated() {
                     "emulation"
                 } else {
                     "run under DynamoRIO"

@@ -118,9 +118,18 @@ pub trait Engine {
     /// The collector named in the profiles.
     fn collector(&self) -> &'static str;
 
+    /// Whether it emulates the program (QEMU) rather than running it on this machine.
+    fn emulated(&self) -> bool {
+        true
+    }
+
     /// How a program runs under it, for messages ("under emulation").
     fn under(&self) -> &'static str {
-        "under emulation"
+        if self.emulated() {
+            "under emulation"
+        } else {
+            "natively under DynamoRIO"
+        }
     }
 
     /// Host CPUs the engine keeps busy while it runs (left to it by the simulation).

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::elf::Arch;
 use crate::engine::qemu::{quiet_fixed_layout, tail, tempdir, wait};
-use crate::engine::{Engine, Finished, Launch, PluginOutput, RecordStream, Running};
+use crate::engine::{Engine, Finished, Launch, PluginOutput, RecordStream, Running, transport};
 use crate::error::MixError;
 
 /// The DynamoRIO version scripts/build-dynamorio.sh builds.
@@ -75,8 +75,8 @@ impl Engine for NativeEngine {
         "hpcscope mix (DynamoRIO 11.90 client)"
     }
 
-    fn under(&self) -> &'static str {
-        "natively under DynamoRIO"
+    fn emulated(&self) -> bool {
+        false
     }
 
     fn start(&self, req: &Launch) -> Result<Box<dyn Running>, MixError> {
@@ -102,19 +102,10 @@ impl Engine for NativeEngine {
             args.push_str(",tbs=on");
         }
         // The record stream through a plain pipe: the write end is inherited by the
-        // program (no close-on-exec), where the client writes; the read end is ours.
+        // program, where the client writes; the read end is ours.
         let mut pipe_fds = [-1i32; 2];
         if let Some(stream) = &req.stream {
-            // SAFETY: pipe() fills the two descriptors; fcntl on our own descriptor.
-            unsafe {
-                if libc::pipe(pipe_fds.as_mut_ptr()) != 0 {
-                    return Err(MixError::Run(format!(
-                        "cannot create a pipe: {}",
-                        std::io::Error::last_os_error()
-                    )));
-                }
-                libc::fcntl(pipe_fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
-            }
+            pipe_fds = transport::stream_pipe()?;
             args.push_str(&format!(
                 ",memfd={},coalesce={}",
                 pipe_fds[1], stream.coalesce

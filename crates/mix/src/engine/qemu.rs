@@ -126,18 +126,8 @@ fn start(engine: &QemuEngine, req: &Launch) -> Result<QemuRun, MixError> {
     let mut pipe_fds = [-1i32; 2];
     let mut ring: Option<RingSetup> = None;
     if let Some(stream) = &req.stream {
-        // A plain pipe: the write end is inherited by QEMU (no close-on-exec), the read end
-        // is ours alone.
-        // SAFETY: pipe() fills the two descriptors; fcntl on our own descriptor.
-        unsafe {
-            if libc::pipe(pipe_fds.as_mut_ptr()) != 0 {
-                return Err(MixError::Run(format!(
-                    "cannot create a pipe: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-            libc::fcntl(pipe_fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
-        }
+        // A plain pipe: the write end is inherited by QEMU, the read end is ours alone.
+        pipe_fds = super::transport::stream_pipe()?;
         plugin_args.push_str(&format!(
             ",mem=on,memfd={},coalesce={}",
             pipe_fds[1], stream.coalesce

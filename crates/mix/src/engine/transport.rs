@@ -30,6 +30,23 @@ impl Transport {
     }
 }
 
+/// A pipe for a record stream: `[read, write]`, the write end inherited by the engine's
+/// child (no close-on-exec), the read end ours alone (close-on-exec).
+pub(crate) fn stream_pipe() -> Result<[i32; 2], MixError> {
+    let mut fds = [-1i32; 2];
+    // SAFETY: pipe() fills the two descriptors; fcntl on our own descriptor.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return Err(MixError::Run(format!(
+                "cannot create a pipe: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    Ok(fds)
+}
+
 /// Slots of the ring (8 MiB): a batch being simulated, the next ones written meanwhile.
 const RING_SLOTS: u32 = 16;
 
