@@ -1069,10 +1069,29 @@ int hs_cpu_sample(struct bpf_perf_event_data *ctx)
 	k.tid = (u32)id;
 	k.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	k.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	/* -EEXIST: another stack holds the bucket; -ENOMEM: no room. (-EFAULT: no stack.) */
+	/*
+	 * -EEXIST: another stack holds the bucket; -ENOMEM: no room. (-EFAULT: no stack.)
+	 * Then the sample goes to user space whole, stacks copied, through the ring buffer;
+	 * only when the ring buffer is full is it counted without its stack.
+	 */
 	if (k.kstack == -EEXIST || k.kstack == -ENOMEM || k.ustack == -EEXIST ||
-	    k.ustack == -ENOMEM)
+	    k.ustack == -ENOMEM) {
+		struct stack_event *se = bpf_ringbuf_reserve(&events, sizeof(*se), 0);
+
+		if (se) {
+			se->kind = EV_STACK;
+			se->tgid = k.tgid;
+			se->tid = k.tid;
+			se->pad = 0;
+			se->ubytes = bpf_get_stack(ctx, se->ustack, sizeof(se->ustack),
+						   BPF_F_USER_STACK);
+			se->kbytes = bpf_get_stack(ctx, se->kstack, sizeof(se->kstack), 0);
+			bpf_get_current_comm(se->comm, sizeof(se->comm));
+			bpf_ringbuf_submit(se, 0);
+			return 0;
+		}
 		count_drop(LOST_STACKS);
+	}
 	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	c = bpf_map_lookup_elem(&samples, &k);
 	if (c)

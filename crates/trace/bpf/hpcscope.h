@@ -22,6 +22,7 @@
 #define EV_ONCPU 4
 #define EV_FUNC 5
 #define EV_USDT 6
+#define EV_STACK 7 /* a cpu-clock sample whose stack the stack map could not hold */
 
 /*
  * Indexes of the per-CPU `drops` counters: what the probes could not record. Every failed
@@ -262,6 +263,25 @@ struct event {
 	u64 dur;
 	u64 arg;
 	char comm[COMM_LEN];
+};
+
+/*
+ * A cpu-clock sample sent whole through the ring buffer: its stacks, as bpf_get_stack copies
+ * them (innermost first), when the stack map could not store one of them (its hash bucket
+ * held another stack, or the map was full). The sample then reaches user space with its
+ * frames instead of being counted without its stack.
+ */
+#define STACK_FRAMES 127
+struct stack_event {
+	u32 kind; /* EV_STACK */
+	u32 tgid;
+	u32 tid;
+	s32 ubytes; /* bytes of ustack copied; negative: an error (no user stack) */
+	s32 kbytes; /* bytes of kstack copied; negative: an error */
+	u32 pad;
+	char comm[COMM_LEN];
+	u64 ustack[STACK_FRAMES];
+	u64 kstack[STACK_FRAMES];
 };
 
 #endif

@@ -229,6 +229,55 @@ fn profile_puts_the_hot_function_on_top() {
     assert!(prof.flamegraph_svg("t").unwrap().contains("hot_function"));
 }
 
+/// Thousands of distinct stacks at 10 kHz: the stack map's hash buckets collide (about a
+/// third of the samples lost their stack when a taken bucket dropped them), and every
+/// sample must still arrive with its stack, as perf keeps every sample.
+#[test]
+fn a_profile_keeps_every_stack_when_the_stack_table_collides() {
+    let (_g, bin) = setup!();
+    let opts = TraceOptions {
+        target: Target::Command(vec![
+            bin.display().to_string(),
+            "stacks".into(),
+            "1.5".into(),
+        ]),
+        probes: Probes {
+            profile_hz: Some(10_000),
+            ..Probes::default()
+        },
+        duration: None,
+        quiet: false,
+    };
+    let out = trace(&opts).expect("trace");
+    let lost: Vec<_> = out
+        .report
+        .lost
+        .iter()
+        .filter(|l| l.what.contains("stack"))
+        .collect();
+    assert!(lost.is_empty(), "{lost:#?}");
+    let prof = out.profile.expect("profile");
+    let total = prof.total();
+    assert!(total > 5_000, "{total} samples");
+    // Distinct call paths through the 12 random branches: far more than the collisions
+    // of a 16,384-bucket table let through whole.
+    let chains: std::collections::HashSet<&Vec<String>> = prof
+        .samples
+        .iter()
+        .filter(|s| s.frames.iter().any(|f| f == "leaf"))
+        .map(|s| &s.frames)
+        .collect();
+    assert!(chains.len() > 2_000, "{} distinct stacks", chains.len());
+    assert!(
+        prof.missing_user_stacks * 100 < total,
+        "{} of {total} samples without a user stack",
+        prof.missing_user_stacks
+    );
+    let hot = prof.hot_functions(3);
+    assert_eq!(hot[0].name, "leaf", "{hot:#?}");
+    assert!(hot[0].self_pct > 85.0, "{hot:#?}");
+}
+
 #[test]
 fn missing_symbol_and_pid_are_bad_input() {
     let (_g, bin) = setup!();

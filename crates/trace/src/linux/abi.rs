@@ -22,6 +22,10 @@ pub const EV_FORK: u32 = 3;
 pub const EV_ONCPU: u32 = 4;
 pub const EV_FUNC: u32 = 5;
 pub const EV_USDT: u32 = 6;
+/// A cpu-clock sample sent whole ([`StackEvent`]): the stack map could not hold its stack.
+pub const EV_STACK: u32 = 7;
+/// Frames of each stack in a [`StackEvent`].
+pub const STACK_FRAMES: usize = 127;
 
 /// Indexes of the `drops` counters (`LOST_*` in `bpf/hpcscope.h`).
 pub const LOST_RINGBUF: u32 = 0;
@@ -235,6 +239,52 @@ pub struct Event {
     pub comm: [u8; COMM_LEN],
 }
 
+/// `struct stack_event`: a cpu-clock sample with its stacks copied (innermost first).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StackEvent {
+    pub kind: u32,
+    pub tgid: u32,
+    pub tid: u32,
+    pub ubytes: i32,
+    pub kbytes: i32,
+    pub pad: u32,
+    pub comm: [u8; COMM_LEN],
+    pub ustack: [u64; STACK_FRAMES],
+    pub kstack: [u64; STACK_FRAMES],
+}
+
+impl StackEvent {
+    /// The user stack's addresses, innermost first (`None`: it could not be read).
+    pub fn user(&self) -> Option<&[u64]> {
+        frames(&self.ustack, self.ubytes)
+    }
+
+    /// The kernel stack's addresses, innermost first (`None`: it could not be read).
+    pub fn kernel(&self) -> Option<&[u64]> {
+        frames(&self.kstack, self.kbytes)
+    }
+}
+
+fn frames(stack: &[u64; STACK_FRAMES], bytes: i32) -> Option<&[u64]> {
+    let n = usize::try_from(bytes).ok()? / 8;
+    (n > 0).then(|| &stack[..n.min(STACK_FRAMES)])
+}
+
+/// The ring buffer record's kind (its first `u32`), `None` for a record too short to have one.
+pub fn record_kind(b: &[u8]) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// A [`StackEvent`] from a ring buffer record of kind [`EV_STACK`].
+pub fn parse_stack_event(b: &[u8]) -> Option<StackEvent> {
+    if b.len() < std::mem::size_of::<StackEvent>() || record_kind(b) != Some(EV_STACK) {
+        return None;
+    }
+    // SAFETY: length checked; StackEvent is plain data valid for any bit pattern.
+    Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const StackEvent) })
+}
+
 pod!(
     ScKey,
     ScStats,
@@ -285,6 +335,7 @@ mod tests {
         assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));
         assert_eq!(size_of::<BlkStats>(), 8 * (6 + 2 * HIST_SLOTS));
         assert_eq!(size_of::<Event>(), 56);
+        assert_eq!(size_of::<StackEvent>(), 24 + 16 + 2 * 8 * STACK_FRAMES);
         assert_eq!(size_of::<MsgArgs>(), 4);
         assert_eq!(size_of::<MsgKey>(), 16);
         assert_eq!(size_of::<MsgStats>(), 32);

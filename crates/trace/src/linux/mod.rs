@@ -987,9 +987,14 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     // The program of each process that may pass messages (to name Open MPI's datatypes).
     let want_exes = resolved.iter().any(|f| f.message.is_some());
     let mut exes: HashMap<u32, std::path::PathBuf> = HashMap::new();
+    // Samples whose stacks the stack map could not hold, sent whole (counted per stack).
+    let mut whole = WholeStacks::default();
     loop {
         let mut fresh = Vec::new();
         while let Some(item) = ring.next() {
+            if whole.take(&item) {
+                continue;
+            }
             if let Some(e) = parse_event(&item) {
                 let name = cstr(&e.comm);
                 note_life(&mut lives, &e);
@@ -1105,6 +1110,9 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     let duration_s = t0.elapsed().as_secs_f64();
     // Drain what is left in the ring buffer for names.
     while let Some(item) = ring.next() {
+        if whole.take(&item) {
+            continue;
+        }
         if let Some(e) = parse_event(&item) {
             let name = cstr(&e.comm);
             note_life(&mut lives, &e);
@@ -1201,6 +1209,7 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
             hz,
             duration_s,
             probes.kernel_stacks,
+            whole,
         )?),
         None => None,
     };
@@ -1842,7 +1851,10 @@ fn lost_counts(bpf: &Ebpf, cap: Capacity) -> Vec<crate::report::LostCount> {
             (
                 LOST_STACKS,
                 "cpu-clock samples without their stack",
-                raise("stack", "stacks", "stacks (a stack whose hash bucket is taken is also lost)"),
+                format!(
+                    "the stack table ({} stacks) could not hold their stack and the 4 MiB event ring buffer, which takes such samples whole, was full too; sample at a lower --hz",
+                    cap.entries("stacks")
+                ),
             ),
             (
                 LOST_FUNCS,
@@ -2012,12 +2024,70 @@ fn add_messages(
     Ok(())
 }
 
+/// Samples the stack map could not hold (their stack's hash bucket held another stack, or
+/// the map was full), sent whole through the ring buffer by the probe ([`StackEvent`]):
+/// counted per (thread, command name, user stack, kernel stack).
+#[derive(Default)]
+struct WholeStacks {
+    counts: HashMap<WholeKey, u64>,
+}
+
+/// Thread group, thread, command name, user and kernel stack (`None`: not read).
+type WholeKey = (u32, u32, [u8; COMM_LEN], Option<Vec<u64>>, Option<Vec<u64>>);
+
+impl WholeStacks {
+    /// Counts `record` when it is a whole sample; false for any other record.
+    fn take(&mut self, record: &[u8]) -> bool {
+        if record_kind(record) != Some(EV_STACK) {
+            return false;
+        }
+        if let Some(e) = parse_stack_event(record) {
+            let key = (
+                e.tgid,
+                e.tid,
+                e.comm,
+                e.user().map(<[u64]>::to_vec),
+                e.kernel().map(<[u64]>::to_vec),
+            );
+            *self.counts.entry(key).or_insert(0) += 1;
+        }
+        true
+    }
+}
+
+/// One sample's frames, outermost first: the user stack's (innermost first in `user`, as
+/// the kernel copies it), then the kernel stack's when asked for.
+fn sample_frames(
+    sym: &mut Symbolizer,
+    tgid: u32,
+    user: &[u64],
+    kernel: Option<&[u64]>,
+) -> Vec<String> {
+    let mut frames: Vec<String> = Vec::new();
+    // Innermost first; return addresses point after the call, so look up ip - 1. Each
+    // address may stand for several frames (inlined functions); those come outermost
+    // first, and the whole list is reversed below.
+    for (i, &ip) in user.iter().enumerate() {
+        let ip = if i == 0 { ip } else { ip.saturating_sub(1) };
+        frames.extend(sym.user_frames(tgid, ip).into_iter().rev());
+    }
+    frames.reverse();
+    if let Some(k) = kernel {
+        frames.extend(k.iter().rev().map(|&ip| format!("{}_[k]", sym.kernel(ip))));
+    }
+    if frames.is_empty() {
+        frames.push("[unknown]".into());
+    }
+    frames
+}
+
 fn collect_profile(
     bpf: &mut Ebpf,
     sym: &mut Symbolizer,
     hz: u64,
     duration_s: f64,
     kernel_stacks: bool,
+    whole: WholeStacks,
 ) -> Result<Profile, TraceError> {
     let counts: Vec<(SampleKey, u64)> = {
         let m: BpfHashMap<&MapData, SampleKey, u64> =
@@ -2028,50 +2098,50 @@ fn collect_profile(
     let stacks: StackTraceMap<&MapData> =
         StackTraceMap::try_from(bpf.map("stacks").expect("stacks"))
             .map_err(|e| bpf_err("stacks", &e))?;
-    for (k, _) in &counts {
-        if !sym.maps.contains_key(&k.tgid) {
-            sym.snapshot(k.tgid);
+    let tgids = counts
+        .iter()
+        .map(|(k, _)| k.tgid)
+        .chain(whole.counts.keys().map(|k| k.0));
+    for tgid in tgids {
+        if !sym.maps.contains_key(&tgid) {
+            sym.snapshot(tgid);
         }
     }
     let mut samples = Vec::new();
     let mut missing = 0;
-
+    let addresses = |id: i32| -> Option<Vec<u64>> {
+        let st = stacks.get(&u32::try_from(id).ok()?, 0).ok()?;
+        Some(st.frames().iter().map(|f| f.ip).collect())
+    };
     for (k, count) in counts {
-        let mut frames: Vec<String> = Vec::new();
-        if k.ustack >= 0 {
-            if let Ok(st) = stacks.get(&(k.ustack as u32), 0) {
-                // Innermost first; return addresses point after the call, so look up ip - 1.
-                // Each address may stand for several frames (inlined functions); those
-                // come outermost first, and the whole list is reversed below.
-                for (i, f) in st.frames().iter().enumerate() {
-                    let ip = if i == 0 { f.ip } else { f.ip.saturating_sub(1) };
-                    frames.extend(sym.user_frames(k.tgid, ip).into_iter().rev());
-                }
-            }
-        } else {
+        let user = addresses(k.ustack);
+        if k.ustack < 0 {
             missing += count;
         }
-        frames.reverse();
-        if kernel_stacks
-            && k.kstack >= 0
-            && let Ok(st) = stacks.get(&(k.kstack as u32), 0)
-        {
-            let mut kf: Vec<String> = st
-                .frames()
-                .iter()
-                .map(|f| format!("{}_[k]", sym.kernel(f.ip)))
-                .collect();
-            kf.reverse();
-            frames.extend(kf);
-        }
-        if frames.is_empty() {
-            frames.push("[unknown]".into());
-        }
+        let kernel = kernel_stacks.then(|| addresses(k.kstack)).flatten();
         samples.push(StackSample {
             pid: k.tgid,
             tid: k.tid,
             comm: cstr(&k.comm),
-            frames,
+            frames: sample_frames(
+                sym,
+                k.tgid,
+                user.as_deref().unwrap_or(&[]),
+                kernel.as_deref(),
+            ),
+            count,
+        });
+    }
+    for ((tgid, tid, comm, user, kernel), count) in whole.counts {
+        if user.is_none() {
+            missing += count;
+        }
+        let kernel = kernel.filter(|_| kernel_stacks);
+        samples.push(StackSample {
+            pid: tgid,
+            tid,
+            comm: cstr(&comm),
+            frames: sample_frames(sym, tgid, user.as_deref().unwrap_or(&[]), kernel.as_deref()),
             count,
         });
     }

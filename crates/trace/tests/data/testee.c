@@ -6,6 +6,9 @@
  *                           write(2) to stdout with what the kernel counted for the thread:
  *                           "tid T minflt N majflt M nvcsw V nivcsw I"
  *   testee spin SECONDS     ~90% of the time in hot_function(), ~10% in cold_function()
+ *   testee stacks SECONDS   the time spread over 4^12 call paths: a random chain of 12
+ *                           calls of branch_0() to branch_3() above leaf(), each chain
+ *                           about 10 us (so a sampled profile sees thousands of stacks)
  *
  * Build: cc -O0 -g -fno-omit-frame-pointer -pthread testee.c -o testee
  * (-O0 keeps a frame pointer in leaf functions too, so sampled stacks show their callers)
@@ -78,6 +81,44 @@ __attribute__((noinline)) double cold_function(double x)
 	return x;
 }
 
+static unsigned long long chain_rng = 88172645463325252ULL;
+
+__attribute__((noinline)) void leaf(void)
+{
+	for (int i = 0; i < 5000; i++)
+		sink += i;
+}
+
+void branch(int depth);
+/* Not tail calls (-O0, and work after the call): each branch stays a frame. */
+#define BRANCH(n)                                                                          \
+	__attribute__((noinline)) void branch_##n(int depth)                             \
+	{                                                                                  \
+		if (depth == 0)                                                            \
+			leaf();                                                            \
+		else                                                                       \
+			branch(depth - 1);                                                 \
+		sink++;                                                                    \
+	}
+BRANCH(0)
+BRANCH(1)
+BRANCH(2)
+BRANCH(3)
+
+__attribute__((noinline)) void branch(int depth)
+{
+	chain_rng ^= chain_rng << 13;
+	chain_rng ^= chain_rng >> 7;
+	chain_rng ^= chain_rng << 17;
+	switch (chain_rng & 3) {
+	case 0: branch_0(depth); break;
+	case 1: branch_1(depth); break;
+	case 2: branch_2(depth); break;
+	default: branch_3(depth); break;
+	}
+	sink++;
+}
+
 static double now(void)
 {
 	struct timespec t;
@@ -96,6 +137,12 @@ int main(int argc, char **argv)
 				x = cold_function(x);
 		}
 		sink = (unsigned long)x;
+		return 0;
+	}
+	if (argc >= 3 && strcmp(argv[1], "stacks") == 0) {
+		double end = now() + atof(argv[2]);
+		while (now() < end)
+			branch(11);
 		return 0;
 	}
 	if (argc < 6 || strcmp(argv[1], "counts") != 0)
