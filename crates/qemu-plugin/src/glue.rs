@@ -439,7 +439,21 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
             let pc = qemu_plugin_insn_vaddr(insn);
             let region = st.config.region_of(pc);
             let in_scope = scoped && st.config.in_scope(pc);
-            if in_scope && info.returns {
+            let memory = info.loads || info.stores || info.counted_from_reports();
+            let kind = info.mem_kind;
+            let needs_desc =
+                audit || info.counted_from_reports() || (kind == MemKind::Clipped && stream);
+            // A return that loads its address (x86's `ret`) leaves the scope in its memory
+            // callback, after its access is streamed: an execution callback runs before
+            // the instruction, and the outermost return's access would be lost.
+            let leaves_after_access = in_scope
+                && info.returns
+                && memory
+                && stream
+                && kind == MemKind::Exact
+                && !needs_desc
+                && region.is_some();
+            if in_scope && info.returns && !leaves_after_access {
                 qemu_plugin_register_vcpu_insn_exec_cb(
                     insn,
                     Some(scope::on_return),
@@ -447,7 +461,6 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                     std::ptr::null_mut(),
                 );
             }
-            let memory = info.loads || info.stores || info.counted_from_reports();
             let Some(r) = region else {
                 if restricted && info.helper && memory {
                     qemu_plugin_register_vcpu_mem_cb(
@@ -471,9 +484,16 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
             if !memory {
                 continue;
             }
-            let kind = info.mem_kind;
-            let needs_desc =
-                audit || info.counted_from_reports() || (kind == MemKind::Clipped && stream);
+            if leaves_after_access {
+                qemu_plugin_register_vcpu_mem_cb(
+                    insn,
+                    Some(memtrace::on_mem_return),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                    std::ptr::null_mut(),
+                );
+                continue;
+            }
             if !needs_desc {
                 if stream && kind == MemKind::Exact && memtrace::inline::on() {
                     #[cfg(not(feature = "api-v1"))]

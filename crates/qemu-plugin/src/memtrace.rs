@@ -706,6 +706,19 @@ pub extern "C" fn on_mem_scoped(
     }
 }
 
+/// Memory callback of a return inside a `scope=` function that loads its address (x86's
+/// `ret`): its access is streamed while the scope is active, then the scope is left
+/// ([`crate::scope::on_return`]).
+pub extern "C" fn on_mem_return(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    ud: *mut c_void,
+) {
+    on_mem_scoped(vcpu, info, vaddr, ud);
+    crate::scope::on_return(vcpu, std::ptr::null_mut());
+}
+
 /// What the memory callback of an instruction needs to know about it (one per instruction
 /// and translation, never freed).
 #[derive(Debug)]
