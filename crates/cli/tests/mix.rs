@@ -1035,3 +1035,174 @@ fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
         "{said}"
     );
 }
+
+/// `--scope`: counted while a function runs, its callees and its recursion included, and
+/// nothing outside: the same counts natively (DynamoRIO) and under QEMU, each the
+/// analytical FLOPs.
+#[test]
+fn a_scope_counts_its_callees_alike_natively_and_under_qemu() {
+    let Some(plugin) = ready() else { return };
+    if !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
+        .iter()
+        .all(|f| f.is_file())
+    {
+        eprintln!("skipped: DynamoRIO is not built");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Per call of outer: inner's n multiplies and n adds, outer's n adds, and one add of
+    // the callee's sum unless at the bottom: 3 calls per repetition, 9 n + 2 FLOPs. Outside
+    // the scope: main's 2 n and one add per repetition.
+    let prog = cc(
+        dir.path(),
+        "scoped",
+        "#include <stdlib.h>\n\
+         volatile double sink;\n\
+         __attribute__((noipa)) double inner(double *a, long n) {\n\
+           double s = 0; for (long i = 0; i < n; i++) s += a[i] * 1.5; return s; }\n\
+         __attribute__((noipa)) double outer(double *a, long n, int depth) {\n\
+           double s = inner(a, n);\n\
+           for (long i = 0; i < n; i++) a[i] += 1.0;\n\
+           if (depth > 0) s += outer(a, n, depth - 1);\n\
+           return s; }\n\
+         int main(int c, char **v) { long n = atol(v[1]); int reps = atoi(v[2]);\n\
+           double *a = calloc(n, 8), t = 0;\n\
+           for (long i = 0; i < n; i++) t += a[i] * 3.0;\n\
+           for (int r = 0; r < reps; r++) t += outer(a, n, 2);\n\
+           sink = t; return 0; }\n",
+        &[],
+    );
+    let (n, reps) = (1000u64, 7u64);
+    let run = |engine: &str| -> serde_json::Value {
+        let (ns, rs) = (n.to_string(), reps.to_string());
+        let a = [
+            "--engine",
+            engine,
+            "--native-runs",
+            "0",
+            "--scope",
+            "outer",
+            "-m",
+            "cascadelake-8260",
+            "--format",
+            "json",
+            "--",
+            prog.to_str().unwrap(),
+            &ns,
+            &rs,
+        ];
+        let o = mix(&plugin, &a);
+        assert!(
+            o.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let native = run("native");
+    let qemu = run("qemu");
+    let totals = |r: &serde_json::Value| r["variants"][0]["counts"]["totals"].clone();
+    let (tn, tq) = (totals(&native), totals(&qemu));
+    assert_eq!(tn["flops"], reps * (9 * n + 2), "native {tn}");
+    assert_eq!(tq["flops"], reps * (9 * n + 2), "qemu {tq}");
+    for k in [
+        "fp_instructions",
+        "loads",
+        "stores",
+        "bytes_loaded",
+        "bytes_stored",
+    ] {
+        assert_eq!(tn[k], tq[k], "{k}: native {tn} qemu {tq}");
+    }
+    assert!(
+        native["notes"].to_string().contains("DynamoRIO"),
+        "{}",
+        native["notes"]
+    );
+    // The stream carries the scope's accesses alone: as many as counted (outside it,
+    // main touched the whole array first), and both engines' simulations miss alike.
+    let cache = |r: &serde_json::Value| r["variants"][0]["caches"][0].clone();
+    for (r, t) in [(&native, &tn), (&qemu, &tq)] {
+        let c = cache(r);
+        assert_eq!(
+            c["accesses"].as_u64(),
+            Some(t["loads"].as_u64().unwrap() + t["stores"].as_u64().unwrap()),
+            "{c}"
+        );
+        assert_eq!(
+            c["bytes"].as_u64(),
+            Some(t["bytes_loaded"].as_u64().unwrap() + t["bytes_stored"].as_u64().unwrap()),
+            "{c}"
+        );
+    }
+    // Main's pass over the array ran outside the scope, so the simulation never saw it: the
+    // scope's first pass misses each of the array's n * 8 / 64 lines. (The engines place
+    // the stack and the heap at different addresses: a line more or less.)
+    let misses = |r: &serde_json::Value| cache(r)["levels"][0]["misses"].as_u64().unwrap();
+    let (mn, mq) = (misses(&native), misses(&qemu));
+    assert!(
+        mn >= n * 8 / 64 && mq >= n * 8 / 64,
+        "native {mn} qemu {mq}"
+    );
+    assert!(mn.abs_diff(mq) <= 2, "native {mn} qemu {mq}");
+    // Two OpenMP threads, each with its own depth: thread t calls the scope 3 + t times.
+    let omp = cc(
+        dir.path(),
+        "scoped_omp",
+        "#include <stdlib.h>\n#include <omp.h>\n\
+         volatile double sink;\n\
+         __attribute__((noipa)) double work(double *a, long n) {\n\
+           double s = 0; for (long i = 0; i < n; i++) s += a[i] * 1.5; return s; }\n\
+         __attribute__((noipa)) double other(double *a, long n) {\n\
+           double s = 0; for (long i = 0; i < n; i++) s += a[i] + 2.5; return s; }\n\
+         int main(int c, char **v) { long n = atol(v[1]); double t = 0;\n\
+         #pragma omp parallel reduction(+:t)\n\
+           { double *a = calloc(n, 8); int id = omp_get_thread_num();\n\
+             for (int r = 0; r < 3 + id; r++) { t += work(a, n); t += other(a, n); } }\n\
+           sink = t; return 0; }\n",
+        &["-fopenmp"],
+    );
+    for engine in ["native", "qemu"] {
+        let o = mix(
+            &plugin,
+            &[
+                "--engine",
+                engine,
+                "--native-runs",
+                "0",
+                "--threads",
+                "2",
+                "--scope",
+                "work",
+                "-m",
+                "cascadelake-8260",
+                "--format",
+                "json",
+                "--",
+                omp.to_str().unwrap(),
+                "1000",
+            ],
+        );
+        assert!(
+            o.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let c = &r["variants"][0]["counts"];
+        let per_thread: Vec<u64> = c["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["totals"]["flops"].as_u64().unwrap())
+            .collect();
+        assert_eq!(per_thread, [3 * 2000, 4 * 2000], "{engine}: {c}");
+        let t = &c["totals"];
+        assert_eq!(
+            cache(&r)["accesses"].as_u64(),
+            Some(t["loads"].as_u64().unwrap() + t["stores"].as_u64().unwrap()),
+            "{engine}: {}",
+            cache(&r)
+        );
+    }
+}

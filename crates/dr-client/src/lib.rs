@@ -8,7 +8,9 @@
 //! instructions in these link-time ranges of the main binary, as the QEMU plugin's
 //! `region=`), `memfd=N` (the memory stream to this inherited descriptor, see [`stream`]),
 //! `coalesce=BYTES` and `sample=LINE:MOD:HEX` (as the QEMU plugin's), `tbs=on` (the
-//! per-block breakdown: each block's executions and counts, for `--per-function`).
+//! per-block breakdown: each block's executions and counts, for `--per-function`),
+//! `scope=START-END[+...]` (count only while one of these functions runs, callees
+//! included, as the QEMU plugin's `scope=`: see [`scope_enter`]).
 //!
 //! How it counts: each basic block's counts are known when DynamoRIO builds it
 //! ([`classify`]). Blocks with the same counts share one execution counter per thread; the
@@ -59,6 +61,81 @@ struct Global {
 static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
 /// The counted ranges, read by the instrumentation (set once, before the program runs).
 static REGIONS: std::sync::OnceLock<Vec<(u64, u64)>> = std::sync::OnceLock::new();
+
+/// `scope=`: the run-time ranges of the functions counted while they run, callees included
+/// (empty: no scopes).
+static SCOPES: std::sync::OnceLock<Vec<(u64, u64)>> = std::sync::OnceLock::new();
+/// drmgr's field of a thread's [`ScopeState`] (with scopes only).
+static SCOPE_FIELD: AtomicI32 = AtomicI32::new(-1);
+
+fn scoped() -> bool {
+    SCOPES.get().is_some_and(|s| !s.is_empty())
+}
+
+/// A thread's place in the scopes: how deep it is in scope functions, and its counters'
+/// two homes. Outside every scope the thread's counter addresses (the raw TLS slots) point
+/// at `sink`, whose counts are never reported; inside, at the thread's own counters. The
+/// inline code thus counts without a test, and only entering and leaving cost a call.
+struct ScopeState {
+    depth: u32,
+    real: [*mut u64; 2],
+    sink: [*mut u64; 2],
+}
+
+/// The running thread's [`ScopeState`] (with scopes only).
+///
+/// # Safety
+/// `dc` is the running thread's context and scopes are on (thread_init made the state).
+unsafe fn scope_state<'a>(dc: *mut c_void) -> &'a mut ScopeState {
+    // SAFETY: the field holds the leaked box thread_init stored for this thread.
+    unsafe { &mut *dr::drmgr_get_tls_field(dc, SCOPE_FIELD.load(Ordering::Relaxed)).cast() }
+}
+
+/// Whether the thread of `dc` counts now: always without scopes, else inside one. Records
+/// written outside every scope are dropped when a buffer is handed over.
+pub(crate) fn counting(dc: *mut c_void) -> bool {
+    // SAFETY: scopes on: thread_init made the state of every thread.
+    !scoped() || unsafe { scope_state(dc) }.depth > 0
+}
+
+/// The clean call at the first instruction of a scope function (before its block's
+/// counts): one level deeper; from outside every scope, the records written outside are
+/// dropped and the counters become the thread's own.
+///
+/// Like the QEMU plugin's, the depth counts entries and the returns executed inside the
+/// scope functions: recursion nests, and a function left by a tail call (a jump to
+/// another function) or entered by a jump to its first instruction confuses it.
+unsafe extern "C" fn scope_enter() {
+    // SAFETY: a clean call: DynamoRIO's context of the running thread, whose state exists.
+    unsafe {
+        let dc = dr::dr_get_current_drcontext();
+        let st = scope_state(dc);
+        if st.depth == 0 {
+            stream::discard(dc);
+            *tls_slot() = st.real[0];
+            *tls_slot().add(1) = st.real[1];
+        }
+        st.depth += 1;
+    }
+}
+
+/// The clean call before a return inside a scope function (after its records): one level
+/// up; back outside every scope, the records written inside go out and the counters become
+/// the sink. A return with the depth at 0 (a scope left before it was seen entered) does
+/// nothing.
+unsafe extern "C" fn scope_leave() {
+    // SAFETY: as scope_enter.
+    unsafe {
+        let dc = dr::dr_get_current_drcontext();
+        let st = scope_state(dc);
+        if st.depth == 1 {
+            stream::flush(dc);
+            *tls_slot() = st.sink[0];
+            *tls_slot().add(1) = st.sink[1];
+        }
+        st.depth = st.depth.saturating_sub(1);
+    }
+}
 
 /// Which counter array an instruction at `pc` adds to: None when regions are given and
 /// `pc` is in none.
@@ -177,6 +254,28 @@ unsafe extern "C" fn thread_init(drcontext: *mut c_void) {
             THREAD_FIELD.load(Ordering::Relaxed),
             (thread as usize + 1) as *mut c_void,
         );
+    }
+    if scoped() {
+        // Outside every scope at the start: the counters are the sink's. The state and the
+        // sink live as long as the process (a thread's last records are handed over after
+        // its exit event may have run).
+        let mut sink = Box::new(Counters::new(regions));
+        let st = Box::new(ScopeState {
+            depth: 0,
+            real: [p, e],
+            sink: [sink.0.as_mut_ptr(), sink.1.as_mut_ptr()],
+        });
+        // SAFETY: this thread's own slots and field.
+        unsafe {
+            *tls_slot() = st.sink[0];
+            *tls_slot().add(1) = st.sink[1];
+            dr::drmgr_set_tls_field(
+                drcontext,
+                SCOPE_FIELD.load(Ordering::Relaxed),
+                Box::into_raw(st).cast(),
+            );
+        }
+        Box::leak(sink);
     }
     stream::thread_started(thread);
     if let Some(g) = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
@@ -355,12 +454,23 @@ unsafe fn instrument(
         let first = dr::drmgr_is_first_instr(dc, instr) != 0;
         let info = classify(instr);
         let pc = dr::instr_get_app_pc(instr) as u64;
+        let scopes = SCOPES.get().map_or(&[][..], |s| &s[..]);
+        // Entering a scope function: before anything of its first block is counted.
+        if scopes.iter().any(|&(a, _)| pc == a) {
+            dr::dr_insert_clean_call(dc, bb, instr, scope_enter as *mut c_void, 0, 0);
+        }
+        // Its returns: after the return's own counts and records (below).
+        let leaves = dr::instr_is_return(instr) != 0
+            && scopes.iter().any(|&(a, b)| pc >= a && pc < b);
         let masked_region = region_of(pc).filter(|_| {
             info.mask.is_some() && (info.fp.is_some() || info.mask_elem_bytes.is_some())
         });
         let masked = masked_region.is_some();
         let accesses = info.loads || info.stores;
         if !first && !masked && !accesses {
+            if leaves {
+                dr::dr_insert_clean_call(dc, bb, instr, scope_leave as *mut c_void, 0, 0);
+            }
             return dr::dr_emit_flags_t::DR_EMIT_DEFAULT;
         }
         let mut base: dr::reg_id_t = 0;
@@ -473,6 +583,9 @@ unsafe fn instrument(
                 }
             }
         }
+        if leaves {
+            dr::dr_insert_clean_call(dc, bb, instr, scope_leave as *mut c_void, 0, 0);
+        }
     }
     dr::dr_emit_flags_t::DR_EMIT_DEFAULT
 }
@@ -566,14 +679,17 @@ pub unsafe extern "C" fn dr_client_main(
     let args = client_args(argc, argv);
     let keys: Vec<&str> = args.iter().flat_map(|a| a.split(',')).collect();
     let mut link_regions = Vec::new();
+    let mut link_scopes = Vec::new();
     for k in &keys {
-        if let Some(r) = k.strip_prefix("region=") {
-            match parse_ranges(r) {
-                Some(v) => link_regions.extend(v),
-                None => {
-                    eprintln!("hpcscope-dr-client: bad region={r} (START-END[+START-END...])");
-                    // SAFETY: ends the process from DynamoRIO.
-                    unsafe { dr::dr_abort_with_code(2) };
+        for (key, into) in [("region=", &mut link_regions), ("scope=", &mut link_scopes)] {
+            if let Some(r) = k.strip_prefix(key) {
+                match parse_ranges(r) {
+                    Some(v) => into.extend(v),
+                    None => {
+                        eprintln!("hpcscope-dr-client: bad {key}{r} (START-END[+START-END...])");
+                        // SAFETY: ends the process from DynamoRIO.
+                        unsafe { dr::dr_abort_with_code(2) };
+                    }
                 }
             }
         }
@@ -638,6 +754,15 @@ pub unsafe extern "C" fn dr_client_main(
             .map(|&(a, b)| (a.wrapping_add(load_bias), b.wrapping_add(load_bias)))
             .collect();
         let _ = REGIONS.set(regions.clone());
+        let _ = SCOPES.set(
+            link_scopes
+                .iter()
+                .map(|&(a, b)| (a.wrapping_add(load_bias), b.wrapping_add(load_bias)))
+                .collect(),
+        );
+        if scoped() {
+            SCOPE_FIELD.store(dr::drmgr_register_tls_field(), Ordering::Relaxed);
+        }
         *GLOBAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(Global {
             out,
             regions,

@@ -135,14 +135,50 @@ fn write_batch(thread: u32, v: &mut [u64]) {
     write_words(&words);
 }
 
-/// drx's callback of a full buffer (and of a thread's last records, at its exit).
+/// drx's callback of a full buffer (and of a thread's last records, at its exit). Records
+/// written outside every `scope=` function are dropped (see [`crate::counting`]).
 unsafe extern "C" fn full(dc: *mut c_void, base: *mut c_void, size: usize) {
-    if size < 8 {
+    if size < 8 || !crate::counting(dc) {
         return;
     }
     // SAFETY: drx hands the thread's own buffer, `size` bytes of records.
     let v = unsafe { std::slice::from_raw_parts_mut(base.cast::<u64>(), size / 8) };
     write_batch(crate::thread_number(dc), v);
+}
+
+/// Drops the records of the thread of `dc` not handed over yet (written outside every
+/// scope, which the thread now enters).
+///
+/// # Safety
+/// `dc` is the running thread's context.
+pub unsafe fn discard(dc: *mut c_void) {
+    let buf = BUF.load(Ordering::Relaxed);
+    if !buf.is_null() {
+        // SAFETY: the thread's own buffer.
+        unsafe { dr::drx_buf_set_buffer_ptr(dc, buf, dr::drx_buf_get_buffer_base(dc, buf)) };
+    }
+}
+
+/// Hands over the records of the thread of `dc` written so far (inside a scope, which the
+/// thread now leaves).
+///
+/// # Safety
+/// `dc` is the running thread's context.
+pub unsafe fn flush(dc: *mut c_void) {
+    let buf = BUF.load(Ordering::Relaxed);
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: the thread's own buffer, records from its base to its pointer.
+    unsafe {
+        let base = dr::drx_buf_get_buffer_base(dc, buf).cast::<u64>();
+        let p = dr::drx_buf_get_buffer_ptr(dc, buf).cast::<u64>();
+        let n = p.offset_from(base).max(0) as usize;
+        if n > 0 {
+            write_batch(crate::thread_number(dc), std::slice::from_raw_parts_mut(base, n));
+        }
+        dr::drx_buf_set_buffer_ptr(dc, buf, base.cast());
+    }
 }
 
 /// A thread started: its marker alone.
@@ -425,10 +461,12 @@ impl Appender {
             return;
         }
         if self.p >= self.end {
-            // SAFETY: the records from base to p are this thread's.
-            let n = unsafe { self.p.offset_from(self.base) } as usize;
-            let v = unsafe { std::slice::from_raw_parts_mut(self.base, n) };
-            write_batch(crate::thread_number(self.dc), v);
+            if crate::counting(self.dc) {
+                // SAFETY: the records from base to p are this thread's.
+                let n = unsafe { self.p.offset_from(self.base) } as usize;
+                let v = unsafe { std::slice::from_raw_parts_mut(self.base, n) };
+                write_batch(crate::thread_number(self.dc), v);
+            }
             self.p = self.base;
         }
         // SAFETY: below end.

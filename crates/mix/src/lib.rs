@@ -194,7 +194,6 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         engine::Choice::resolve(run_spec.engine)?,
         info.arch,
         engine::Needs {
-            scopes: !run_spec.scope.is_empty(),
             sve: !opts.sve_bits.is_empty(),
             static_binary: !info.dynamic,
         },

@@ -148,7 +148,8 @@ pub trait Engine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Choice {
     /// Native when the program is of this host's ISA (x86-64), DynamoRIO is built and the
-    /// run needs nothing only QEMU does (`--scope`, SVE vector lengths); QEMU otherwise.
+    /// run needs nothing only QEMU does (SVE vector lengths, a statically linked program);
+    /// QEMU otherwise.
     #[default]
     Auto,
     /// DynamoRIO, natively.
@@ -211,8 +212,6 @@ pub fn avx512_counted_here() -> bool {
 /// What a run needs of its engine.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Needs {
-    /// `--scope` (counting callees while a function runs).
-    pub scopes: bool,
     /// An SVE vector length.
     pub sve: bool,
     /// The program is statically linked (no dynamic loader for the native engine's
@@ -231,9 +230,6 @@ fn native_cannot(arch: Arch, needs: Needs) -> Option<String> {
                 _ => String::new(),
             }
         ));
-    }
-    if needs.scopes {
-        return Some("the native engine does not do --scope yet".into());
     }
     if needs.static_binary {
         return Some("the program is statically linked: the native engine starts DynamoRIO through the dynamic loader (LD_PRELOAD), which a static program does not run".into());

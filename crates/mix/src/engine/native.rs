@@ -4,7 +4,7 @@
 //!
 //! The record stream (for the cache simulation) comes through a pipe, written by the
 //! client's inline code (crates/dr-client/src/stream.rs); the per-block breakdown with
-//! `tbs=on`; no `--scope` yet; x86-64 programs only. DynamoRIO and the client come from
+//! `tbs=on`; `--scope` with `scope=`; x86-64, dynamically linked programs only. DynamoRIO and the client come from
 //! scripts/build-dynamorio.sh (hpcscope's cache directory).
 
 use std::fs::File;
@@ -89,14 +89,14 @@ impl Engine for NativeEngine {
         if req.arch != Arch::X86_64 {
             return refuse(&format!("{} programs", req.arch.name()));
         }
-        if !req.scopes.is_empty() {
-            return refuse("--scope");
-        }
         let dir = tempdir()?;
         let out_json = dir.join("counts.json");
         let mut args = format!("out={}", out_json.display());
         if !req.regions.is_empty() {
             args.push_str(&format!(",region={}", ranges(&req.regions)));
+        }
+        if !req.scopes.is_empty() {
+            args.push_str(&format!(",scope={}", ranges(&req.scopes)));
         }
         if req.tbs {
             args.push_str(",tbs=on");
