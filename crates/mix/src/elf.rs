@@ -63,9 +63,6 @@ pub struct ElfInfo {
     pub pie: bool,
     /// Lowest address of its loadable segments.
     pub lowest_vaddr: u64,
-    /// Started by the dynamic loader (it has an `.interp`): the native engine's injection
-    /// (through `LD_PRELOAD`) reaches it; a statically linked program is not reached.
-    pub dynamic: bool,
 }
 
 impl ElfInfo {
@@ -130,7 +127,6 @@ impl ElfInfo {
             .map(|s| object::ObjectSegment::address(&s))
             .min()
             .unwrap_or(0);
-        let dynamic = file.section_by_name(".interp").is_some();
         Ok(ElfInfo {
             arch,
             functions,
@@ -138,7 +134,6 @@ impl ElfInfo {
             sha256,
             pie,
             lowest_vaddr,
-            dynamic,
         })
     }
 

@@ -195,7 +195,6 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         info.arch,
         engine::Needs {
             sve: !opts.sve_bits.is_empty(),
-            static_binary: !info.dynamic,
         },
     )?;
     let nodes: Vec<NodeConfig> = opts.machines.iter().map(node).collect::<Result<_, _>>()?;

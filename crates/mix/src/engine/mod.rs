@@ -148,8 +148,7 @@ pub trait Engine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Choice {
     /// Native when the program is of this host's ISA (x86-64), DynamoRIO is built and the
-    /// run needs nothing only QEMU does (SVE vector lengths, a statically linked program);
-    /// QEMU otherwise.
+    /// run needs nothing only QEMU does (SVE vector lengths); QEMU otherwise.
     #[default]
     Auto,
     /// DynamoRIO, natively.
@@ -214,9 +213,6 @@ pub fn avx512_counted_here() -> bool {
 pub struct Needs {
     /// An SVE vector length.
     pub sve: bool,
-    /// The program is statically linked (no dynamic loader for the native engine's
-    /// `LD_PRELOAD` injection).
-    pub static_binary: bool,
 }
 
 /// Why the native engine cannot run a program of `arch` with `needs` (None: it can).
@@ -230,9 +226,6 @@ fn native_cannot(arch: Arch, needs: Needs) -> Option<String> {
                 _ => String::new(),
             }
         ));
-    }
-    if needs.static_binary {
-        return Some("the program is statically linked: the native engine starts DynamoRIO through the dynamic loader (LD_PRELOAD), which a static program does not run".into());
     }
     if needs.sve {
         return Some("SVE vector lengths are QEMU's".into());

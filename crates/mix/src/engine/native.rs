@@ -126,13 +126,21 @@ impl Engine for NativeEngine {
             Ok(p) if !p.is_empty() => format!("{libs}:{p}"),
             _ => libs,
         };
+        let program = launchable(&req.program)?;
         let start = Instant::now();
-        let mut cmd = Command::new(&req.program);
+        // DynamoRIO's early injection, as drrun's: the kernel starts libdynamorio.so, which
+        // loads the program itself (named by DYNAMORIO_EXE_PATH, its arguments after the
+        // program's own argv[0]) and takes over from its first instruction. Statically
+        // linked programs run too, and the dynamic loader's own start is counted, as
+        // under QEMU (LD_PRELOAD reached neither).
+        let mut cmd = Command::new(self.dir.join("lib64/release/libdynamorio.so"));
+        std::os::unix::process::CommandExt::arg0(&mut cmd, &req.program);
         hpcscope_host::child::die_with_parent(&mut cmd);
         quiet_fixed_layout(&mut cmd);
         let child = cmd
             .args(&req.args)
             .envs(req.env.iter().map(|(k, v)| (k, v)))
+            .env("DYNAMORIO_EXE_PATH", &program)
             .env("DYNAMORIO_RUNUNDER", "1")
             .env(
                 "DYNAMORIO_OPTIONS",
@@ -141,7 +149,6 @@ impl Engine for NativeEngine {
                     self.client().display()
                 ),
             )
-            .env("LD_PRELOAD", "libdrpreload.so libdynamorio.so")
             .env("LD_LIBRARY_PATH", ld_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -212,6 +219,29 @@ impl Running for NativeRun {
             stderr_tail,
         })
     }
+}
+
+/// The file DynamoRIO loads for `program`: found on PATH when it names no directory (as
+/// the shell would), and executable by this user (DynamoRIO maps any file it is given).
+fn launchable(program: &Path) -> Result<PathBuf, MixError> {
+    let refuse = |why: String| MixError::Program {
+        path: program.display().to_string(),
+        message: format!("cannot start it: {why}"),
+        fix: "check that it is an executable of this machine".into(),
+    };
+    let found = if program.components().count() == 1 {
+        hpcscope_host::tools::resolve_program(&program.to_string_lossy())
+            .ok_or_else(|| refuse("not found on PATH".into()))?
+    } else {
+        program.to_path_buf()
+    };
+    let c = std::ffi::CString::new(found.as_os_str().as_encoded_bytes())
+        .map_err(|_| refuse("its path holds a NUL byte".into()))?;
+    // SAFETY: access(2) on a valid C string.
+    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+        return Err(refuse(std::io::Error::last_os_error().to_string()));
+    }
+    Ok(found)
 }
 
 /// Whether `dir` holds a DynamoRIO build and the client (tests skip without one).
