@@ -50,7 +50,9 @@ qenv=""
 [ -n "$q10" ] && qenv="HPCSCOPE_QEMU=$q10 HPCSCOPE_QEMU_PLUGIN=$plugin4"
 MIX_CFLAGS_EXTRA="-march=x86-64-v3" mix_build "$out" $workloads
 
-# The DynamoRIO client counting only, as the native engine starts it (early injection).
+# The DynamoRIO client counting only, as the native engine starts it.
+drrun="env DYNAMORIO_RUNUNDER=1 LD_LIBRARY_PATH=$dr/lib64/release:$dr/ext/lib64/release"
+drrun="$drrun LD_PRELOAD=libdrpreload.so:libdynamorio.so"
 d1="--D1=32768,8,64"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs: $(nproc); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); bare QEMU: $($qemu --version | head -1); mix --sample $sample"
 status=0
@@ -59,7 +61,7 @@ for w in $workloads; do
   a=$(args_of "$w")
   mix="$hs mix -m cascadelake-8260 -m graviton2 --native-runs 0"
   set -- -n native "$bin $a" \
-    -n "dr counts" "env DYNAMORIO_OPTIONS=-code_api\ -client_lib\ '$client;0;out=$out/$w.dr.json' $here/dr-early.sh $dr $bin $a" \
+    -n "dr counts" "$drrun DYNAMORIO_OPTIONS=-code_api\ -client_lib\ '$client;0;out=$out/$w.dr.json' $bin $a" \
     -n qemu "$qemu $bin $a" \
     -n cachegrind "valgrind --tool=cachegrind --cache-sim=yes $d1 --cachegrind-out-file=/dev/null $bin $a" \
     -n "mix qemu" "env $qenv $mix --engine qemu -- $bin $a" \

@@ -60,8 +60,10 @@ run_dr() {
   json=$1
   cargs=$2
   shift 3
-  DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$json$cargs'" \
-    "$here/dr-early.sh" "$dr" "$@"
+  DYNAMORIO_RUNUNDER=1 \
+    DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$json$cargs'" \
+    LD_LIBRARY_PATH="$dr/lib64/release:$dr/ext/lib64/release" \
+    LD_PRELOAD="libdrpreload.so libdynamorio.so" "$@"
 }
 
 # range_of BIN FUNCTION: the function's link-time range, START-END in hex.
@@ -116,7 +118,10 @@ for k in $kernels; do
   # shellcheck disable=SC2086
   t_native=$(mean_time "$runs" "$bin" $args)
   # shellcheck disable=SC2086
-  t_dr=$(mean_time "$runs" env DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$out/$k.t.json'" "$here/dr-early.sh" "$dr" "$bin" $args)
+  t_dr=$(mean_time "$runs" env DYNAMORIO_RUNUNDER=1 \
+    DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$out/$k.t.json'" \
+    LD_LIBRARY_PATH="$dr/lib64/release:$dr/ext/lib64/release" \
+    LD_PRELOAD="libdrpreload.so libdynamorio.so" "$bin" $args)
   # shellcheck disable=SC2086
   t_qemu=$(mean_time "$runs" "$qemu" -cpu max -plugin "$plugin,out=$out/$k.t.json" "$bin" $args)
   python3 - "$k" "$out" "$t_native" "$t_dr" "$t_qemu" >>"$summary" <<'PY' || status=1
@@ -237,7 +242,10 @@ n=1000003
 reps=10
 run_dr "$out/triad_masked.native.json" ",region=$range" -- "$tm" $n $reps >/dev/null
 t_native=$(mean_time "$runs" "$tm" $n $reps)
-t_dr=$(mean_time "$runs" env DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$out/tm.t.json'" "$here/dr-early.sh" "$dr" "$tm" $n $reps)
+t_dr=$(mean_time "$runs" env DYNAMORIO_RUNUNDER=1 \
+  DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$out/tm.t.json'" \
+  LD_LIBRARY_PATH="$dr/lib64/release:$dr/ext/lib64/release" \
+  LD_PRELOAD="libdrpreload.so libdynamorio.so" "$tm" $n $reps)
 python3 - "$out/triad_masked.native.json" $n $reps "$t_native" "$t_dr" >>"$summary" <<'PY' || status=1
 import json, sys
 t = json.load(open(sys.argv[1]))["totals"]
@@ -271,9 +279,14 @@ for spec in $steady; do
   # shellcheck disable=SC2086
   t_native=$(mean_time "$runs" "$bin" $args)
   # shellcheck disable=SC2086
-  t_bare=$(mean_time "$runs" env DYNAMORIO_OPTIONS="-code_api" "$here/dr-early.sh" "$dr" "$bin" $args)
+  t_bare=$(mean_time "$runs" env DYNAMORIO_RUNUNDER=1 DYNAMORIO_OPTIONS="-code_api" \
+    LD_LIBRARY_PATH="$dr/lib64/release:$dr/ext/lib64/release" \
+    LD_PRELOAD="libdrpreload.so libdynamorio.so" "$bin" $args)
   # shellcheck disable=SC2086
-  t_dr=$(mean_time "$runs" env DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$out/$k.t.json'" "$here/dr-early.sh" "$dr" "$bin" $args)
+  t_dr=$(mean_time "$runs" env DYNAMORIO_RUNUNDER=1 \
+    DYNAMORIO_OPTIONS="-code_api -client_lib '$client;0;out=$out/$k.t.json'" \
+    LD_LIBRARY_PATH="$dr/lib64/release:$dr/ext/lib64/release" \
+    LD_PRELOAD="libdrpreload.so libdynamorio.so" "$bin" $args)
   python3 -c "import sys; k, a, n, b, d = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:]); print(f'  {k} {a}: native {n:.3f}, DynamoRIO {b:.3f} (x{b/n:.2f}), with the client {d:.3f} (x{d/n:.2f})')" \
     "$k" "$args" "$t_native" "$t_bare" "$t_dr" >>"$summary"
 done

@@ -63,6 +63,8 @@ pub struct ElfInfo {
     pub pie: bool,
     /// Lowest address of its loadable segments.
     pub lowest_vaddr: u64,
+    /// Started by the dynamic loader (it has an `.interp`); else statically linked.
+    pub dynamic: bool,
 }
 
 impl ElfInfo {
@@ -127,6 +129,7 @@ impl ElfInfo {
             .map(|s| object::ObjectSegment::address(&s))
             .min()
             .unwrap_or(0);
+        let dynamic = file.section_by_name(".interp").is_some();
         Ok(ElfInfo {
             arch,
             functions,
@@ -134,6 +137,7 @@ impl ElfInfo {
             sha256,
             pie,
             lowest_vaddr,
+            dynamic,
         })
     }
 

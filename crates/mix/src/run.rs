@@ -22,6 +22,8 @@ pub struct Request {
     pub args: Vec<String>,
     /// Architecture.
     pub arch: Arch,
+    /// Statically linked (no dynamic loader).
+    pub static_binary: bool,
     /// SVE vector length, bits (aarch64).
     pub sve_bits: Option<u32>,
     /// In-function regions (link-time ranges).
@@ -97,6 +99,7 @@ pub fn run(engine: &dyn Engine, req: &Request) -> Result<Outcome, MixError> {
         program: req.program.clone(),
         args: req.args.clone(),
         arch: req.arch,
+        static_binary: req.static_binary,
         sve_bits: req.sve_bits,
         regions: req.regions.clone(),
         scopes: req.scopes.clone(),

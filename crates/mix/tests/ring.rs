@@ -245,6 +245,7 @@ fn request(bin: &Path, args: &[&str], timeout: Option<Duration>) -> Request {
         program: bin.to_path_buf(),
         args: args.iter().map(|a| a.to_string()).collect(),
         arch: Arch::X86_64,
+        static_binary: false,
         sve_bits: None,
         regions: Vec::new(),
         scopes: Vec::new(),

@@ -41,6 +41,8 @@ pub struct Launch {
     pub args: Vec<String>,
     /// Its architecture.
     pub arch: Arch,
+    /// Statically linked (no dynamic loader).
+    pub static_binary: bool,
     /// SVE vector length, bits (aarch64).
     pub sve_bits: Option<u32>,
     /// In-function regions (link-time ranges).

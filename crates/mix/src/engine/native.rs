@@ -126,21 +126,29 @@ impl Engine for NativeEngine {
             Ok(p) if !p.is_empty() => format!("{libs}:{p}"),
             _ => libs,
         };
-        let program = launchable(&req.program)?;
         let start = Instant::now();
-        // DynamoRIO's early injection, as drrun's: the kernel starts libdynamorio.so, which
-        // loads the program itself (named by DYNAMORIO_EXE_PATH, its arguments after the
-        // program's own argv[0]) and takes over from its first instruction. Statically
-        // linked programs run too, and the dynamic loader's own start is counted, as
-        // under QEMU (LD_PRELOAD reached neither).
-        let mut cmd = Command::new(self.dir.join("lib64/release/libdynamorio.so"));
-        std::os::unix::process::CommandExt::arg0(&mut cmd, &req.program);
+        let mut cmd = if req.static_binary {
+            // A statically linked program never runs the dynamic loader that LD_PRELOAD
+            // needs: DynamoRIO's early injection, as drrun's. The kernel starts
+            // libdynamorio.so, which loads the program itself (DYNAMORIO_EXE_PATH; its
+            // arguments after the program's own argv[0]) and takes over from its first
+            // instruction. (Not for every program: under it the dynamic loader's start
+            // runs instrumented, some 30 ms more a run.)
+            let program = launchable(&req.program)?;
+            let mut cmd = Command::new(self.dir.join("lib64/release/libdynamorio.so"));
+            std::os::unix::process::CommandExt::arg0(&mut cmd, &req.program);
+            cmd.env("DYNAMORIO_EXE_PATH", &program);
+            cmd
+        } else {
+            let mut cmd = Command::new(&req.program);
+            cmd.env("LD_PRELOAD", "libdrpreload.so libdynamorio.so");
+            cmd
+        };
         hpcscope_host::child::die_with_parent(&mut cmd);
         quiet_fixed_layout(&mut cmd);
         let child = cmd
             .args(&req.args)
             .envs(req.env.iter().map(|(k, v)| (k, v)))
-            .env("DYNAMORIO_EXE_PATH", &program)
             .env("DYNAMORIO_RUNUNDER", "1")
             .env(
                 "DYNAMORIO_OPTIONS",
@@ -259,6 +267,7 @@ mod tests {
             program,
             args: args.iter().map(|s| s.to_string()).collect(),
             arch: Arch::X86_64,
+            static_binary: false,
             sve_bits: None,
             regions: Vec::new(),
             scopes: Vec::new(),
