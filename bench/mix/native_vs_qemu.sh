@@ -30,8 +30,7 @@
 # Exit status 1 when a count compared differs. Needs gcc, nm, python3, the DynamoRIO build
 # and a qemu-x86_64 with a plugin.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 out=${1:-"$root/target/bench-native"}
 runs=${RUNS:-3}
 kernels=${KERNELS:-"triad daxpy dot stencil gemm spmv nbody montecarlo"}
