@@ -2,11 +2,14 @@
 # The two engines of `hpcscope mix` side by side, with cachegrind as the reference of the
 # cache simulation, in one run per workload.
 #
-#   bench/mix/engines.sh [OUTDIR]   (env: RUNS=3 WORKLOADS="cg edge montecarlo triad_stencil"
+#   bench/mix/engines.sh [OUTDIR]   (env: RUNS=3
+#                                    WORKLOADS="cg edge montecarlo triad_stencil eigen"
 #                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope)
 #
-# Workloads: the bundled CG, edge loop, Monte-Carlo transport and triad+stencil kernels
-# (bench/mix/lib.sh's arguments), built for AVX2 (gcc -O3 -march=x86-64-v3), the build both
+# Workloads: the bundled CG, edge loop, Monte-Carlo transport and triad+stencil kernels, and
+# a real C++ code: Eigen 3.4.0's dense Cholesky and LU (bench/mix/eigen_solve.cpp, a driver
+# of Eigen's templates, Eigen fetched from Debian's eigen3 source package), with
+# bench/mix/lib.sh's arguments, built for AVX2 (-O3 -march=x86-64-v3), the build both
 # engines run (QEMU has no AVX-512).
 #
 # Per workload, one hyperfine run (RUNS runs each, so the cases share the machine's load):
@@ -32,10 +35,10 @@ set -eu
 out=${1:-"$root/target/bench-mix-engines"}
 runs=${RUNS:-3}
 sample=${SAMPLE:-8}
-workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil"}
+workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil eigen"}
 mkdir -p "$out"
 . "$here/lib.sh"
-need_tools gcc valgrind hyperfine python3 -- gcc valgrind hyperfine python3
+need_tools gcc g++ valgrind hyperfine python3 apt-get bash -- gcc g++ valgrind hyperfine python3 apt bash
 if [ -z "${HPCSCOPE:-}" ]; then
   cargo_release -p hpcscope
 fi

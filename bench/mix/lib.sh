@@ -4,7 +4,10 @@
 #
 #   mix_binaries                     hs and plugin: HPCSCOPE and PLUGIN, or a release build
 #   mix_build OUT W...               the workloads built into OUT (-O3, x86-64 baseline;
-#                                    MIX_CFLAGS_EXTRA adds flags; smallfn is C++)
+#                                    MIX_CFLAGS_EXTRA adds flags; smallfn is C++; eigen is
+#                                    eigen_solve.cpp on Eigen 3.4.0's dense solvers, Eigen
+#                                    fetched from Debian's eigen3 source package into
+#                                    OUT/eigen-src, kept there between runs, never committed)
 #   args_of W                        the workload's arguments (each runs 0.03 to 0.2 s native)
 #   mix_qemu10                       q10 and plugin4: QEMU 10 with plugins (scripts/build-qemu.sh)
 #                                    and the API v4 plugin (QEMU10, PLUGIN_V4 override), or
@@ -27,6 +30,11 @@ mix_build() {
   for w in "$@"; do
     case $w in
       smallfn) g++ -O2 -march=x86-64 -std=c++17 ${MIX_CFLAGS_EXTRA:-} -o "$out_dir/$w" "$here/smallfn.cpp" ;;
+      eigen)
+        eigen_headers "$out_dir/eigen-src"
+        g++ -O3 -march=x86-64 -DNDEBUG ${MIX_CFLAGS_EXTRA:-} -I "$out_dir/eigen-src/eigen" \
+          -o "$out_dir/$w" "$here/eigen_solve.cpp"
+        ;;
       *)
         [ -f "$root/workloads/src/$w.c" ] || { echo "no workload $w (workloads/src/$w.c)" >&2; exit 2; }
         gcc $cflags -o "$out_dir/$w" "$root/workloads/src/$w.c" -lm
@@ -35,12 +43,30 @@ mix_build() {
   done
 }
 
+# eigen_headers DIR: Eigen 3.4.0's headers in DIR/eigen, from Debian's eigen3 source
+# package (apt checks the tarball against the signed index; scripts/lib/apt-source.sh).
+eigen_headers() {
+  [ -f "$1/eigen/Eigen/Dense" ] && return 0
+  mkdir -p "$1"
+  bash -c 'fail() { echo "eigen: $*" >&2; exit 1; }
+    . "$1/scripts/lib/apt-source.sh"
+    apt_source_fetch "$2" "$APT_SOURCE_CODENAME" eigen3 eigen3' _ "$root" "$1"
+  tarball=$(ls "$1"/eigen3_*.orig.tar.* 2>/dev/null | head -n1)
+  [ -n "$tarball" ] || { echo "eigen: no eigen3 source tarball arrived (see $1/apt.log)" >&2; exit 1; }
+  rm -rf "$1/eigen" "$1/unpack"
+  mkdir -p "$1/unpack"
+  tar xf "$tarball" -C "$1/unpack"
+  mv "$1"/unpack/eigen-* "$1/eigen"
+  rm -rf "$1/unpack"
+}
+
 args_of() {
   case $1 in
     cg) echo "400000 10" ;;
     edge) echo "500000 10" ;;
     montecarlo) echo "200000 1" ;;
     smallfn) echo "50000 20" ;;
+    eigen) echo "800 4" ;;
     triad_stencil) echo "1000 10" ;;
     *) echo "" ;;
   esac
