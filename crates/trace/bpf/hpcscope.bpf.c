@@ -31,6 +31,9 @@ const volatile u8 cfg_timeline = 0;
 const volatile u8 cfg_fileio = 0;
 /* Size histograms of the read/write family (with the file probe). */
 const volatile u8 cfg_iosizes = 0;
+/* The target's processes ran before the probes attached (a pid, a cgroup, the machine):
+ * a system call in flight then returns with no start, and is counted untimed. */
+const volatile u8 cfg_running = 0;
 /* Length of one interval of the rate series, ns (0: no series). */
 const volatile u64 cfg_rate_ns = 0;
 /* Per uprobe slot: the arguments that give a message's size (all zero: none). */
@@ -476,6 +479,10 @@ int hs_exit(struct bpf_raw_tracepoint_args *ctx)
 #define NR_preadv 295
 #define NR_pwritev 296
 #define NR_openat2 437
+#define NR_clone 56
+#define NR_fork 57
+#define NR_vfork 58
+#define NR_clone3 435
 
 #define F_DUPFD 0
 #define F_DUPFD_CLOEXEC 1030
@@ -715,6 +722,45 @@ static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
 	}
 }
 
+/*
+ * A system call that returns with no start recorded: one already in flight when the probes
+ * attached (a process traced by pid, blocked in read or a sleep), counted without a time,
+ * as strace counts the call it finds a process in. Not the return of a new child from
+ * clone, fork or vfork (the parent's call is the one counted), nor a thread not traced.
+ */
+static __noinline int sc_exit_untimed(struct bpf_raw_tracepoint_args *ctx, u64 id, s64 ret)
+{
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	struct sc_key k = {};
+	struct sc_stats *st;
+	u32 nr = (u32)BPF_CORE_READ(regs, orig_ax);
+
+	if (!cfg_running)
+		return 0;
+	if (nr == NR_clone || nr == NR_clone3 || nr == NR_fork || nr == NR_vfork)
+		return 0;
+	if (!tracked_current())
+		return 0;
+	k.tgid = id >> 32;
+	k.tid = (u32)id;
+	k.nr = nr;
+	st = bpf_map_lookup_elem(&sc_stats, &k);
+	if (!st) {
+		void *zero = zero_value();
+		if (!zero)
+			return 0;
+		map_insert(&sc_stats, &k, zero, BPF_NOEXIST, LOST_SC_STATS);
+		st = bpf_map_lookup_elem(&sc_stats, &k);
+		if (!st)
+			return 0;
+	}
+	st->count++;
+	st->untimed++;
+	if (ret < 0)
+		st->errors++;
+	return 0;
+}
+
 /* sys_exit(struct pt_regs *regs, long ret) */
 SEC("raw_tracepoint/sys_exit")
 int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
@@ -731,7 +777,7 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	{
 		struct sc_start *s = bpf_map_lookup_elem(&sc_starts, &tid);
 		if (!s || s->ts == 0)
-			return 0;
+			return sc_exit_untimed(ctx, id, ret);
 		start.ts = s->ts;
 		start.arg0 = s->arg0;
 		start.arg1 = s->arg1;
@@ -753,7 +799,7 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		if (!st)
 			return 0;
 	}
-	if (st->count == 0 || lat < st->min_ns)
+	if (st->count == st->untimed || lat < st->min_ns)
 		st->min_ns = lat;
 	st->count++;
 	if (ret < 0)

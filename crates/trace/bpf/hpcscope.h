@@ -62,6 +62,7 @@ struct sc_stats {
 	u64 total_ns;
 	u64 max_ns;
 	u64 min_ns;
+	u64 untimed; /* of count: in flight when the probes attached (no start time) */
 	u64 hist[HIST_SLOTS];
 };
 

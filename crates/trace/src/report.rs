@@ -327,6 +327,10 @@ pub struct ProcessLevel {
     pub io_sizes: Vec<IoSizes>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One system call of one process.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
@@ -339,6 +343,10 @@ pub struct SyscallStat {
     pub count: u64,
     /// Calls that returned an error (negative value).
     pub errors: u64,
+    /// Of `count`, calls already in flight when the trace attached (a running process
+    /// blocked in it): counted, not timed (the latencies are the other calls').
+    #[serde(skip_serializing_if = "is_zero")]
+    pub untimed: u64,
     /// Total latency, ns.
     pub total_ns: u64,
     /// Largest latency, ns.
@@ -628,18 +636,22 @@ impl TraceReport {
         );
         for pr in &self.processes {
             for s in &pr.syscalls {
+                // Calls in flight when the trace attached have no time: none timed, no
+                // latency to show.
+                let timed = s.count - s.untimed;
+                let time = |v: String| if timed > 0 { v } else { "-".into() };
                 sc.rows.push(vec![
                     pr.pid.to_string(),
                     s.name.clone(),
                     s.count.to_string(),
                     s.errors.to_string(),
-                    ms(s.total_ns),
-                    us(s.total_ns as f64 / s.count.max(1) as f64),
+                    time(ms(s.total_ns)),
+                    time(us(s.total_ns as f64 / timed.max(1) as f64)),
                     s.latency_ns
                         .quantile_within(0.99, s.min_ns, s.max_ns)
                         .map(us)
                         .unwrap_or_default(),
-                    us(s.max_ns as f64),
+                    time(us(s.max_ns as f64)),
                 ]);
             }
         }

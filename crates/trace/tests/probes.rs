@@ -344,6 +344,47 @@ fn pid_that_exits_mid_trace_keeps_its_data() {
     assert!(p.on_cpu_ns > 10_000_000, "{p:?}");
 }
 
+/// A process blocked in a system call when the trace attaches: the call is counted when it
+/// returns, as strace counts the call it finds a process in, but not timed, and the report
+/// says so. (Before, it was lost: its start was never seen.)
+#[test]
+fn a_call_in_flight_when_the_trace_attaches_is_counted_untimed() {
+    let (_g, _bin) = setup!();
+    let mut child = Command::new("sleep").arg("3").spawn().unwrap();
+    // Asleep in clock_nanosleep before the probes attach.
+    std::thread::sleep(Duration::from_millis(300));
+    let opts = TraceOptions {
+        target: Target::Pid(child.id()),
+        probes: Probes {
+            syscalls: true,
+            ..Probes::default()
+        },
+        duration: Some(Duration::from_secs(20)),
+        quiet: false,
+    };
+    let r = trace(&opts).expect("trace").report;
+    child.wait().unwrap();
+    let p = r
+        .processes
+        .iter()
+        .find(|p| p.pid == child.id())
+        .expect("the process");
+    let nap = p
+        .syscalls
+        .iter()
+        .find(|s| s.name == "clock_nanosleep")
+        .unwrap_or_else(|| panic!("no clock_nanosleep: {:?}", p.syscalls));
+    assert_eq!((nap.count, nap.untimed), (1, 1), "{nap:?}");
+    assert_eq!(nap.total_ns, 0, "{nap:?}");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("in flight when the trace attached")),
+        "{:?}",
+        r.notes
+    );
+}
+
 #[test]
 fn launched_command_that_does_not_exist() {
     let (_g, _bin) = setup!();

@@ -69,6 +69,7 @@ pub struct ScStats {
     pub total_ns: u64,
     pub max_ns: u64,
     pub min_ns: u64,
+    pub untimed: u64,
     pub hist: [u64; HIST_SLOTS],
 }
 
@@ -329,7 +330,7 @@ mod tests {
     #[test]
     fn sizes_match_the_c_structs() {
         // Sizes computed from bpf/hpcscope.h by hand (all fields naturally aligned).
-        assert_eq!(size_of::<ScStats>(), 8 * (5 + HIST_SLOTS));
+        assert_eq!(size_of::<ScStats>(), 8 * (6 + HIST_SLOTS));
         assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 15);
         assert_eq!(size_of::<SampleKey>(), 32);
         assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));

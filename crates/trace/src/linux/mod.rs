@@ -496,6 +496,7 @@ fn load_object(
     cap: Capacity,
 ) -> Result<Ebpf, TraceError> {
     let all: u8 = matches!(opts.target, Target::System) as u8;
+    let running: u8 = !matches!(opts.target, Target::Command(_)) as u8;
     let timeline: u8 = opts.probes.timeline as u8;
     let fileio: u8 = opts.probes.files as u8;
     let rate_ns: u64 = opts
@@ -506,6 +507,7 @@ fn load_object(
     loader
         .set_global("cfg_cgroup", &cgroup_id, true)
         .set_global("cfg_all", &all, true)
+        .set_global("cfg_running", &running, true)
         .set_global("cfg_timeline", &timeline, true)
         .set_global("cfg_fileio", &fileio, true)
         .set_global("cfg_iosizes", &fileio, true)
@@ -1589,16 +1591,27 @@ fn collect(
                 nr: k.nr,
                 count: v.iter().map(|s| s.count).sum(),
                 errors: v.iter().map(|s| s.errors).sum(),
+                untimed: v.iter().map(|s| s.untimed).sum(),
                 total_ns: v.iter().map(|s| s.total_ns).sum(),
                 max_ns: v.iter().map(|s| s.max_ns).max().unwrap_or(0),
                 min_ns: v
                     .iter()
-                    .filter(|s| s.count > 0)
+                    .filter(|s| s.count > s.untimed)
                     .map(|s| s.min_ns)
                     .min()
                     .unwrap_or(0),
                 latency_ns: Log2Hist::from_slots(&slots),
             });
+        }
+        let untimed: u64 = procs
+            .values()
+            .flat_map(|p| &p.syscalls)
+            .map(|s| s.untimed)
+            .sum();
+        if untimed > 0 {
+            notes.push(format!(
+                "{untimed} system call(s) were in flight when the trace attached (a process blocked in one): counted, as strace counts them, but not timed (`untimed` in the JSON; the latencies are the other calls')"
+            ));
         }
     }
     if probes.files {
