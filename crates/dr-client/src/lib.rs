@@ -460,8 +460,8 @@ unsafe fn instrument(
             dr::dr_insert_clean_call(dc, bb, instr, scope_enter as *mut c_void, 0, 0);
         }
         // Its returns: after the return's own counts and records (below).
-        let leaves = dr::instr_is_return(instr) != 0
-            && scopes.iter().any(|&(a, b)| pc >= a && pc < b);
+        let leaves =
+            dr::instr_is_return(instr) != 0 && scopes.iter().any(|&(a, b)| pc >= a && pc < b);
         let masked_region = region_of(pc).filter(|_| {
             info.mask.is_some() && (info.fp.is_some() || info.mask_elem_bytes.is_some())
         });

@@ -175,7 +175,10 @@ pub unsafe fn flush(dc: *mut c_void) {
         let p = dr::drx_buf_get_buffer_ptr(dc, buf).cast::<u64>();
         let n = p.offset_from(base).max(0) as usize;
         if n > 0 {
-            write_batch(crate::thread_number(dc), std::slice::from_raw_parts_mut(base, n));
+            write_batch(
+                crate::thread_number(dc),
+                std::slice::from_raw_parts_mut(base, n),
+            );
         }
         dr::drx_buf_set_buffer_ptr(dc, buf, base.cast());
     }
