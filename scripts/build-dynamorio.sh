@@ -51,9 +51,11 @@ fi
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 crate="$root/crates/dr-client"
-# The client's source (and the report format it serializes): its checksum marks the build.
+# The client's source (and the report format it serializes, and the QEMU plugin's x86-64
+# table it reads its integer class from): its checksum marks the build.
 src_sum=$(cd "$root" && cat crates/dr-client/Cargo.toml crates/dr-client/Cargo.lock \
-  crates/dr-client/src/*.rs crates/plugin-format/src/*.rs | sha256sum | cut -c1-16)
+  crates/dr-client/src/*.rs crates/plugin-format/src/*.rs crates/qemu-plugin/data/x86_64.toml \
+  | sha256sum | cut -c1-16)
 
 present() {
   [ -f "$dest/lib64/release/libdynamorio.so" ] && [ -f "$dest/lib64/release/libdrpreload.so" ] \

@@ -148,6 +148,8 @@ for w in sorted(set(n["fp_by_width"]) | set(q["fp_by_width"])):
     row(f"{w} flops", a["flops"], b["flops"], compare=False)
 for f in ["instructions", "loads", "stores", "bytes_loaded", "bytes_stored"]:
     row(f, n[f], q[f])
+for c in ["fp", "int", "load", "store", "branch", "other"]:
+    row(f"class {c}", n.get("classes", {}).get(c, 0), q.get("classes", {}).get(c, 0))
 mw = lambda t: t.get("mem_by_width", {})
 for w in sorted(set(mw(n)) | set(mw(q)), key=lambda x: (x == "other", int(x) if x.isdigit() else 0)):
     a = mw(n).get(w, {}); b = mw(q).get(w, {})

@@ -981,6 +981,7 @@ fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
         "stores",
         "bytes_loaded",
         "bytes_stored",
+        "classes",
     ] {
         assert_eq!(
             totals(&auto)[k],
@@ -1135,6 +1136,7 @@ fn a_scope_counts_its_callees_alike_natively_and_under_qemu() {
         "stores",
         "bytes_loaded",
         "bytes_stored",
+        "classes",
     ] {
         assert_eq!(tn[k], tq[k], "{k}: native {tn} qemu {tq}");
     }

@@ -78,7 +78,37 @@ pub enum Class {
     Load,
     Store,
     Branch,
+    /// Integer arithmetic and logic, scalar or vector (the QEMU plugin's `int` class).
+    Int,
     Other,
+}
+
+/// The QEMU plugin's x86-64 table: its `[int]` mnemonics are the `int` class here too, so
+/// both engines split the instructions alike.
+const X86_TABLE: &str = include_str!("../../qemu-plugin/data/x86_64.toml");
+
+/// The `[int]` table's mnemonics (DynamoRIO's opcode names are the same names, lower case).
+fn int_mnemonics() -> &'static std::collections::HashSet<String> {
+    static SET: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        #[derive(serde::Deserialize)]
+        struct Table {
+            int: Int,
+        }
+        #[derive(serde::Deserialize)]
+        struct Int {
+            mnemonics: Vec<String>,
+        }
+        let t: Table = toml::from_str(X86_TABLE).expect("the QEMU plugin's x86-64 table parses");
+        t.int.mnemonics.into_iter().collect()
+    })
+}
+
+/// Whether DynamoRIO's opcode `name` is in the `[int]` table, as the QEMU plugin looks it
+/// up: the name itself, else without its VEX/EVEX `v`.
+fn is_int(name: &str) -> bool {
+    let set = int_mnemonics();
+    set.contains(name) || name.strip_prefix('v').is_some_and(|n| set.contains(n))
 }
 
 /// Everything counted of one instruction.
@@ -282,6 +312,8 @@ pub fn classify(instr: *mut dr::instr_t) -> Info {
             info.class = Class::Fp;
         } else if dr::instr_is_cti(instr) != 0 {
             info.class = Class::Branch;
+        } else if is_int(&name) {
+            info.class = Class::Int;
         } else if info.stores {
             info.class = Class::Store;
         } else if info.loads {
@@ -321,6 +353,20 @@ mod tests {
             "vsubpd_x",
         ] {
             assert_eq!(fp_of_name(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn integer_names_are_the_plugin_tables() {
+        for int in [
+            "add", "imul", "lea", "popcnt", "paddd", "vpaddd", "vpandq", "vpcmpgtq",
+        ] {
+            assert!(is_int(int), "{int}");
+        }
+        for not in [
+            "mov", "vmovapd", "vaddpd", "jmp", "call", "vpshufb", "cmpxchg",
+        ] {
+            assert!(!is_int(not), "{not}");
         }
     }
 }

@@ -26,8 +26,9 @@ pub enum Slot {
     ClassStore,
     ClassBranch,
     ClassOther,
+    ClassInt,
 }
-const NAMED: usize = Slot::ClassOther as usize + 1;
+const NAMED: usize = Slot::ClassInt as usize + 1;
 
 /// FP widths: scalar, 128, 256, 512 bits.
 const FP_WIDTHS: [Option<u32>; 4] = [None, Some(128), Some(256), Some(512)];
@@ -108,6 +109,7 @@ pub fn add_static(v: &mut [u64], info: &Info) {
         Class::Load => Slot::ClassLoad,
         Class::Store => Slot::ClassStore,
         Class::Branch => Slot::ClassBranch,
+        Class::Int => Slot::ClassInt,
         Class::Other => Slot::ClassOther,
     } as usize] += 1;
     // A masked access's bytes are counted at run time from its mask.
@@ -183,6 +185,7 @@ pub fn totals(v: &[u64; N]) -> Totals {
         ("load", Slot::ClassLoad),
         ("store", Slot::ClassStore),
         ("branch", Slot::ClassBranch),
+        ("int", Slot::ClassInt),
         ("other", Slot::ClassOther),
     ] {
         classes.insert(k.to_string(), c(s));
