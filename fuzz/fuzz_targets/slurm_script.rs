@@ -14,6 +14,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use hpcscope_job::slurm::oracle::{sbatch_argument, unpattern};
 use hpcscope_job::slurm::{Plan, SlurmOptions, script};
 use libfuzzer_sys::fuzz_target;
 
@@ -89,47 +90,6 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(value("HPCSCOPE="), hpcscope, "{s}");
     assert_eq!(value("cd "), workdir, "{s}");
 });
-
-/// One argument of an `#SBATCH` line as sbatch reads it (Slurm's `_get_argument`): quotes
-/// group, a backslash escapes the next character, an unquoted `#` or blank ends it.
-fn sbatch_argument(line: &str) -> String {
-    let mut out = String::new();
-    let (mut quote, mut escape) = (None, false);
-    for c in line.trim_start().chars() {
-        if escape {
-            escape = false;
-        } else if c == '\\' {
-            escape = true;
-            continue;
-        } else if let Some(q) = quote {
-            if c == q {
-                quote = None;
-                continue;
-            }
-        } else if c == '"' || c == '\'' {
-            quote = Some(c);
-            continue;
-        } else if c == '#' || c.is_ascii_whitespace() {
-            break;
-        }
-        out.push(c);
-    }
-    assert!(quote.is_none(), "unmatched quote: {line}");
-    out
-}
-
-/// A Slurm file name pattern with `%%` read as `%` (other patterns kept).
-fn unpattern(p: &str) -> String {
-    let mut out = String::new();
-    let mut it = p.chars().peekable();
-    while let Some(c) = it.next() {
-        out.push(c);
-        if c == '%' && it.peek() == Some(&'%') {
-            it.next();
-        }
-    }
-    out
-}
 
 /// The bytes of a whole line read as one bash word: plain characters, `'...'`, `\c` and
 /// `$'...'` (with `\\`, `\'`, `\n`, `\t`, `\xHH`). `None` when the line is not exactly one

@@ -302,8 +302,72 @@ pub fn write(plan: &Plan, flags: &SlurmOptions) -> Result<()> {
     Ok(())
 }
 
+/// How sbatch reads what the generator writes: the oracle of the generator's quoting,
+/// shared by its unit tests and the `slurm_script` fuzz target (feature `oracle`).
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle {
+    /// One argument of an `#SBATCH` line as sbatch reads it (Slurm's `_get_argument`, on
+    /// bytes with C's `isspace`): quotes group, a backslash escapes the next character, an
+    /// unquoted `#` or blank (space, tab, newline, vertical tab, form feed, carriage
+    /// return) ends it. Panics on an unmatched quote (sbatch refuses the line).
+    pub fn sbatch_argument(line: &str) -> String {
+        let blank = |c: char| c.is_ascii_whitespace() || c == '\x0b';
+        let mut out = String::new();
+        let (mut quote, mut escape) = (None, false);
+        for c in line.trim_start_matches(blank).chars() {
+            if escape {
+                escape = false;
+            } else if c == '\\' {
+                escape = true;
+                continue;
+            } else if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                    continue;
+                }
+            } else if c == '"' || c == '\'' {
+                quote = Some(c);
+                continue;
+            } else if c == '#' || blank(c) {
+                break;
+            }
+            out.push(c);
+        }
+        assert!(quote.is_none(), "unmatched quote: {line}");
+        out
+    }
+
+    /// A Slurm file name pattern with `%%` read as `%` (the other patterns, `%A`, `%a`...,
+    /// kept).
+    pub fn unpattern(p: &str) -> String {
+        let mut out = String::new();
+        let mut it = p.chars().peekable();
+        while let Some(c) = it.next() {
+            out.push(c);
+            if c == '%' && it.peek() == Some(&'%') {
+                it.next();
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn reads_as_sbatch_does() {
+            assert_eq!(sbatch_argument("  'a b'\\ c # x"), "a b c");
+            assert_eq!(sbatch_argument("x\x0by"), "x");
+            assert_eq!(sbatch_argument("\u{a0}x"), "\u{a0}x");
+            assert_eq!(unpattern("%%j-%A%%%%"), "%j-%A%%");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::oracle::{sbatch_argument, unpattern};
     use super::*;
 
     fn plan() -> Plan {
@@ -358,39 +422,6 @@ mod tests {
         {
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         }
-    }
-
-    /// sbatch's reading of one argument of an `#SBATCH` line (Slurm's `_get_argument`):
-    /// quotes group, a backslash escapes, an unquoted `#` ends the line.
-    fn sbatch_argument(line: &str) -> String {
-        let mut out = String::new();
-        let (mut quote, mut escape) = (None, false);
-        for c in line.trim_start().chars() {
-            if escape {
-                escape = false;
-            } else if c == '\\' {
-                escape = true;
-                continue;
-            } else if let Some(q) = quote {
-                if c == q {
-                    quote = None;
-                    continue;
-                }
-            } else if c == '"' || c == '\'' {
-                quote = Some(c);
-                continue;
-            } else if c == '#' || c.is_whitespace() {
-                break;
-            }
-            out.push(c);
-        }
-        assert!(quote.is_none(), "unmatched quote in {line}");
-        out
-    }
-
-    /// Slurm's file name pattern with `%%` read back as `%` (and `%A`, `%a` kept).
-    fn unpattern(p: &str) -> String {
-        p.replace("%%", "\u{0}").replace('\u{0}', "%")
     }
 
     /// bash's value of `NAME=WORD` lines of the script.
