@@ -279,6 +279,22 @@ static __always_inline long map_insert(void *map, const void *key, const void *v
 	return err;
 }
 
+/* The entry of `key` in `map`, made all-zero first if it is new (a failed insert counted in
+ * `lost`); NULL when there is none. */
+static __always_inline void *lookup_or_zero(void *map, const void *key, u32 lost)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+	void *zero;
+
+	if (v)
+		return v;
+	zero = zero_value();
+	if (!zero)
+		return NULL;
+	map_insert(map, key, zero, BPF_NOEXIST, lost);
+	return bpf_map_lookup_elem(map, key);
+}
+
 /* Slot of v in a log2 histogram: 0 for 0, else floor(log2 v) + 1 (BCC's bpf_log2l). */
 static __always_inline u32 log2_slot(u64 v)
 {
@@ -613,16 +629,9 @@ static __always_inline u32 rw_dir(u32 nr)
 static __always_inline void io_size_add(u32 tgid, u32 tid, u32 dir, u64 ret)
 {
 	struct io_size_key k = { .tgid = tgid, .tid = tid, .dir = dir };
-	struct io_size_stats *st = bpf_map_lookup_elem(&io_sizes, &k);
-	if (!st) {
-		void *zero = zero_value();
-		if (!zero)
-			return;
-		map_insert(&io_sizes, &k, zero, BPF_NOEXIST, LOST_IOSIZE);
-		st = bpf_map_lookup_elem(&io_sizes, &k);
-		if (!st)
-			return;
-	}
+	struct io_size_stats *st = lookup_or_zero(&io_sizes, &k, LOST_IOSIZE);
+	if (!st)
+		return;
 	/* Per thread: only this thread updates the entry. */
 	st->calls++;
 	st->bytes += ret;
@@ -702,16 +711,9 @@ static __always_inline void fileio_exit(u32 tgid, struct sc_start *s, s64 ret)
 	k.gen = g ? *g : 0;
 	if (!g)
 		inherit_path(tgid, k.fd);
-	struct fd_stats *st = bpf_map_lookup_elem(&fd_stats, &k);
-	if (!st) {
-		void *zero = zero_value();
-		if (!zero)
-			return;
-		map_insert(&fd_stats, &k, zero, BPF_NOEXIST, LOST_FILES);
-		st = bpf_map_lookup_elem(&fd_stats, &k);
-		if (!st)
-			return;
-	}
+	struct fd_stats *st = lookup_or_zero(&fd_stats, &k, LOST_FILES);
+	if (!st)
+		return;
 	/* Threads of a process share its descriptors: atomic adds. */
 	if (is_read) {
 		__sync_fetch_and_add(&st->read_bytes, ret);
@@ -744,16 +746,9 @@ static __noinline int sc_exit_untimed(struct bpf_raw_tracepoint_args *ctx, u64 i
 	k.tgid = id >> 32;
 	k.tid = (u32)id;
 	k.nr = nr;
-	st = bpf_map_lookup_elem(&sc_stats, &k);
-	if (!st) {
-		void *zero = zero_value();
-		if (!zero)
-			return 0;
-		map_insert(&sc_stats, &k, zero, BPF_NOEXIST, LOST_SC_STATS);
-		st = bpf_map_lookup_elem(&sc_stats, &k);
-		if (!st)
-			return 0;
-	}
+	st = lookup_or_zero(&sc_stats, &k, LOST_SC_STATS);
+	if (!st)
+		return 0;
 	st->count++;
 	st->untimed++;
 	if (ret < 0)
@@ -789,16 +784,9 @@ int hs_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	k.tgid = id >> 32;
 	k.tid = tid;
 	k.nr = start.nr;
-	st = bpf_map_lookup_elem(&sc_stats, &k);
-	if (!st) {
-		void *zero = zero_value();
-		if (!zero)
-			return 0;
-		map_insert(&sc_stats, &k, zero, BPF_NOEXIST, LOST_SC_STATS);
-		st = bpf_map_lookup_elem(&sc_stats, &k);
-		if (!st)
-			return 0;
-	}
+	st = lookup_or_zero(&sc_stats, &k, LOST_SC_STATS);
+	if (!st)
+		return 0;
 	if (st->count == st->untimed || lat < st->min_ns)
 		st->min_ns = lat;
 	st->count++;
@@ -1074,14 +1062,7 @@ int hs_block_complete(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	lat = bpf_ktime_get_ns() - s->ts;
 	dev = ((u32)BPF_CORE_READ(rq, q, disk, major) << 20) | (u32)BPF_CORE_READ(rq, q, disk, first_minor);
-	st = bpf_map_lookup_elem(&blk_stats, &dev);
-	if (!st) {
-		void *zero = zero_value();
-		if (!zero)
-			return 0;
-		map_insert(&blk_stats, &dev, zero, BPF_NOEXIST, LOST_BLOCK);
-		st = bpf_map_lookup_elem(&blk_stats, &dev);
-	}
+	st = lookup_or_zero(&blk_stats, &dev, LOST_BLOCK);
 	if (st && !s->data) {
 		st->other_count++;
 		st->other_bytes += s->bytes;
@@ -1249,16 +1230,9 @@ static __always_inline int fn_exit(u32 slot)
 	k.tgid = id >> 32;
 	k.tid = tid;
 	k.slot = slot;
-	st = bpf_map_lookup_elem(&fn_stats, &k);
-	if (!st) {
-		void *zero = zero_value();
-		if (!zero)
-			return 0;
-		map_insert(&fn_stats, &k, zero, BPF_NOEXIST, LOST_FUNCS);
-		st = bpf_map_lookup_elem(&fn_stats, &k);
-		if (!st)
-			return 0;
-	}
+	st = lookup_or_zero(&fn_stats, &k, LOST_FUNCS);
+	if (!st)
+		return 0;
 	if (st->count == 0)
 		st->min_ns = ~0ULL;
 	st->count++;
