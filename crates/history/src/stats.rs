@@ -254,14 +254,18 @@ pub fn normal_quantile(p: f64) -> f64 {
         -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
             / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
     };
-    // One Halley step: e = Φ(x) − p, computed in the tail that keeps precision.
-    let e = if x < 0.0 {
-        normal_cdf(x) - p
+    // One Halley step: e = Φ(x) − p, computed in the tail that keeps precision, and
+    // u = e / φ(x) as (e / t) · t / φ(x) with t the tail probability: past p ≈ 1e-308,
+    // exp(x²/2) alone overflows (and φ(x) underflows), which made the step NaN for the
+    // p-values of steps of 40 noise sd and more.
+    let (e, t) = if x < 0.0 {
+        (normal_cdf(x) - p, p)
     } else {
-        (1.0 - p) - normal_sf(x)
+        ((1.0 - p) - normal_sf(x), 1.0 - p)
     };
-    let u = e * (2.0 * std::f64::consts::PI).sqrt() * (x * x / 2.0).exp();
-    x - u / (1.0 + x * u / 2.0)
+    let u = e / t * (2.0 * std::f64::consts::PI).sqrt() * (t.ln() + x * x / 2.0).exp();
+    let refined = x - u / (1.0 + x * u / 2.0);
+    if refined.is_finite() { refined } else { x }
 }
 
 /// Benjamini-Hochberg step-up procedure: which of the hypotheses with p-values `p` are
@@ -763,6 +767,16 @@ mod tests {
         }
         assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
         assert!(normal_quantile(1.5).is_nan());
+        // Subnormal tail probabilities (the t-test's p of a step of 40 noise sd and more):
+        // the refinement overflowed and the quantile came out NaN.
+        for (p, z) in [
+            (1e-310, -37.663_06),
+            (1.566e-320, -38.257_41),
+            (5e-324, -38.467_41),
+        ] {
+            let q = normal_quantile(p);
+            assert!((q - z).abs() < 1e-4, "{p:e} -> {q}");
+        }
     }
 
     #[test]
