@@ -15,6 +15,12 @@
  * or, alone:
  *   split     no imbalance: each rank works UNIT_MS / size per iteration (strong scaling:
  *             the same total work split between the ranks).
+ *
+ * Each rank then prints its own clock's account, the reference the tests hold the measured
+ * times to on a machine whatever its load (a sleep overshoots by what the scheduler adds):
+ *   imbalance: rank R work W_S region E_S
+ * W_S the seconds spent in the work sleeps, E_S from MPI_Init's return to MPI_Finalize's
+ * call.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -24,6 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
 static void work_ms(double ms) {
   struct timespec t = {(time_t)(ms / 1000), (long)((ms - 1000 * (long)(ms / 1000)) * 1e6)};
   while (nanosleep(&t, &t) != 0) {
@@ -32,6 +44,7 @@ static void work_ms(double ms) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  double start = now(), worked = 0;
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -50,7 +63,9 @@ int main(int argc, char **argv) {
       if (!strcmp(action, "die")) raise(SIGKILL);
       if (!strcmp(action, "killhost")) kill(getppid(), SIGKILL);
     }
+    double t = now();
     work_ms(work);
+    worked += now() - t;
     MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Sendrecv(out, bytes, MPI_BYTE, next, 0, in, max_bytes, MPI_BYTE, prev, 0,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -59,6 +74,8 @@ int main(int argc, char **argv) {
   if (rank == 0) printf("imbalance: %d ranks, %d iterations, sum %g\n", size, iters, sum);
   free(out);
   free(in);
+  printf("imbalance: rank %d work %.6f region %.6f\n", rank, worked, now() - start);
+  fflush(stdout);
   MPI_Finalize();
   return 0;
 }
