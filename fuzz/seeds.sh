@@ -27,7 +27,7 @@ add scenario_toml "$root"/examples/scenarios/*.toml
 add import_perf_csv "$root"/crates/counters/tests/data/import/*.csv
 add import_raw "$root"/crates/counters/tests/data/seed001/*.json
 add pmu_events $(find "$root"/crates/counters/tests/data/pmu-events -name '*.json')
-for t in import_likwid_csv import_papi_json import_caliper_json import_markers plugin_stream merge_rank_files lackey_trace slurm_script profile_import; do
+for t in import_likwid_csv import_papi_json import_caliper_json import_markers plugin_stream merge_rank_files lackey_trace slurm_script profile_import cli_numbers; do
   add "$t" seeds/"$t"/*
 done
 # Every formula of the pmu-events files and the metric recipes, one per file.

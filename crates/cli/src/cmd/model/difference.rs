@@ -1,7 +1,7 @@
 //! `hpcscope model fit` and `model predict`: CPIs fitted to measured variants, and the
 //! difference model.
 
-use crate::args::number;
+use hpcscope_core::range::option as number;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};

@@ -1,7 +1,7 @@
 //! `hpcscope model kernel` and `model peak`: a binary's loops by class, and theoretical
 //! peak from a DAG or a binary's main loop.
 
-use crate::args::number;
+use hpcscope_core::range::option as number;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};

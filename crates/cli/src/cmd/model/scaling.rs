@@ -1,7 +1,7 @@
 //! `hpcscope model scaling`, `pop`, `compose` and `decompose`: scaling laws, POP
 //! efficiencies, the kernel-composition model and the time decomposition.
 
-use crate::args::number;
+use hpcscope_core::range::option as number;
 use std::path::PathBuf;
 
 use clap::Args;

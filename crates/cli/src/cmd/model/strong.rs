@@ -1,7 +1,7 @@
 //! `hpcscope model strong` and `model dt`: strong scaling capped by the data-throughput
 //! kernel, and the kernel's measurement.
 
-use crate::args::number;
+use hpcscope_core::range::option as number;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
