@@ -4,7 +4,7 @@
 #   $HPCSCOPE_CACHE_DIR/dynamorio-11.90   (default ~/.cache/hpcscope/dynamorio-11.90)
 #     lib64/release/      libdynamorio.so, libdrpreload.so
 #     ext/lib64/release/  the extensions (drmgr, drreg, drutil, drx...)
-#     client/             libhpcscope_dr_client.so
+#     client/             libhpcscope_dr_client.so (and _noavx512.so: CPUs without AVX-512)
 #     target/             the cargo target directory (DynamoRIO's cmake build inside it)
 #
 # Why: QEMU has no AVX-512 and runs a program 11 to 34 times slower than the machine;
@@ -60,6 +60,7 @@ src_sum=$(cd "$root" && cat crates/dr-client/Cargo.toml crates/dr-client/Cargo.l
 present() {
   [ -f "$dest/lib64/release/libdynamorio.so" ] && [ -f "$dest/lib64/release/libdrpreload.so" ] \
     && [ -f "$dest/client/libhpcscope_dr_client.so" ] \
+    && [ -f "$dest/client/libhpcscope_dr_client_noavx512.so" ] \
     && grep -qx "client: $src_sum" "$dest/README" 2>/dev/null
 }
 if ((force == 0)) && present; then
@@ -103,6 +104,15 @@ mkdir -p "$dest/lib64/release" "$dest/ext/lib64/release" "$dest/client"
 cp -f "$build"/lib64/release/libdynamorio.so "$build"/lib64/release/libdrpreload.so "$dest/lib64/release/"
 cp -f "$build"/ext/lib64/release/*.so "$dest/ext/lib64/release/"
 cp -f "$dest/target/release/libhpcscope_dr_client.so" "$dest/client/"
+# The same client for CPUs without AVX-512 state: DynamoRIO takes the client's
+# _DR_CLIENT_AVX512_CODE_IN_USE_ as it is and would save ZMM registers there (SIGILL). Only
+# the client crate is compiled again (seconds).
+if ! (cd "$crate" && CARGO_INCREMENTAL=0 cargo build --release --locked -j "$jobs" \
+      --features no-avx512-state --target-dir "$dest/target") >>"$log" 2>&1; then
+  tail -20 "$log" >&2
+  fail "cargo build of crates/dr-client (no-avx512-state) failed (log: $log)"
+fi
+cp -f "$dest/target/release/libhpcscope_dr_client.so" "$dest/client/libhpcscope_dr_client_noavx512.so"
 cat >"$dest/README" <<EOF
 DynamoRIO $VERSION (from the dynamorio-sys crate's vendored source) and hpcscope's client,
 built by scripts/build-dynamorio.sh in $(($(date +%s) - started)) s.

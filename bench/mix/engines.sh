@@ -44,7 +44,7 @@ if [ -z "${HPCSCOPE:-}" ]; then
 fi
 hs=${HPCSCOPE:-"$root/target/release/hpcscope"}
 dr=$(bash "$root/scripts/build-dynamorio.sh" --print-dir)
-client="$dr/client/libhpcscope_dr_client.so"
+client=$(dr_client "$dr")
 [ -f "$client" ] || { echo "no DynamoRIO client in $dr: run scripts/build-dynamorio.sh" >&2; exit 3; }
 mix_qemu10
 qemu=${q10:-qemu-x86_64}

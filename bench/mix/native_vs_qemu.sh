@@ -37,7 +37,7 @@ kernels=${KERNELS:-"triad daxpy dot stencil gemm spmv nbody montecarlo"}
 mkdir -p "$out"
 
 dr=$(bash "$root/scripts/build-dynamorio.sh" --print-dir)
-client="$dr/client/libhpcscope_dr_client.so"
+client=$(dr_client "$dr")
 [ -f "$client" ] || { echo "no DynamoRIO client in $dr: run scripts/build-dynamorio.sh" >&2; exit 3; }
 
 . "$here/lib.sh"

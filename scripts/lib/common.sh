@@ -112,3 +112,14 @@ print(statistics.median(ts))
 PY
   fi
 }
+
+# dr_client DIR: hpcscope's DynamoRIO client in DIR (scripts/build-dynamorio.sh) for this
+# CPU: the build that keeps AVX-512 registers where the CPU has them, the other elsewhere
+# (that one would make every program die of SIGILL there).
+dr_client() {
+  if grep -qw avx512f /proc/cpuinfo; then
+    echo "$1/client/libhpcscope_dr_client.so"
+  else
+    echo "$1/client/libhpcscope_dr_client_noavx512.so"
+  fi
+}

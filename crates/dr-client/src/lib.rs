@@ -44,9 +44,19 @@ pub static _USES_DR_VERSION_: c_int = dr::_USES_DR_VERSION_ as c_int;
 /// keeps the program's ZMM and opmask registers across its own code from the start,
 /// rather than from the first AVX-512 instruction it sees the program run (it did not see
 /// glibc's `vpbroadcastb ... %ymm16` as one, and printf printed its format unformatted).
+///
+/// DynamoRIO takes the flag as it is, when it loads the client, before any code of ours
+/// runs: on a CPU without AVX-512 (an AMD Zen 3) it then saved ZMM registers and every
+/// program died of SIGILL before its first instruction. So the flag is fixed at build time:
+/// scripts/build-dynamorio.sh builds the client twice, the second time with the feature
+/// `no-avx512-state` (flag 0), and the engine loads the build that fits the CPU.
 #[unsafe(no_mangle)]
 #[used]
-pub static _DR_CLIENT_AVX512_CODE_IN_USE_: u8 = 1;
+pub static _DR_CLIENT_AVX512_CODE_IN_USE_: u8 = if cfg!(feature = "no-avx512-state") {
+    0
+} else {
+    1
+};
 
 struct Global {
     out: String,

@@ -389,11 +389,26 @@ pub fn dynamorio_dir() -> PathBuf {
     crate::dirs::cache_dir().join(format!("dynamorio-{DYNAMORIO_VERSION}"))
 }
 
+/// hpcscope's DynamoRIO client in `dir` for this CPU: the client tells DynamoRIO whether
+/// to keep the program's AVX-512 registers, and on a CPU without them the build that says
+/// so makes every program die of SIGILL (scripts/build-dynamorio.sh builds both).
+pub fn dynamorio_client(dir: &Path) -> PathBuf {
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    if avx512 {
+        dir.join("client/libhpcscope_dr_client.so")
+    } else {
+        dir.join("client/libhpcscope_dr_client_noavx512.so")
+    }
+}
+
 /// The files of the native engine in `dir` (DynamoRIO's core, its preload library and
-/// hpcscope's client), in the order they are checked.
+/// hpcscope's client for this CPU), in the order they are checked.
 pub fn dynamorio_files(dir: &Path) -> [PathBuf; 3] {
     [
-        dir.join("client/libhpcscope_dr_client.so"),
+        dynamorio_client(dir),
         dir.join("lib64/release/libdynamorio.so"),
         dir.join("lib64/release/libdrpreload.so"),
     ]

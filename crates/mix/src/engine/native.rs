@@ -53,7 +53,7 @@ impl NativeEngine {
 
     /// The client library.
     pub fn client(&self) -> PathBuf {
-        self.dir.join("client/libhpcscope_dr_client.so")
+        hpcscope_host::tools::dynamorio_client(&self.dir)
     }
 }
 
