@@ -24,6 +24,13 @@ add_prefixed() { # add_prefixed TARGET BYTE FILE...: the target's first byte cho
 add machine_toml "$root"/data/machines/*.toml
 add profile_json "$root"/examples/scenarios/*.json
 add scenario_toml "$root"/examples/scenarios/*.toml
+# Kerncraft's own machine files, where the peer tools are installed (scripts/setup.sh), each
+# with no overrides (first byte 0) and with every override (1); and the hand-written ones.
+for f in "$root"/target/peer-src/kerncraft-*/examples/machine-files/*.yml seeds/kerncraft_yaml/*; do
+  [ -f "$f" ] || continue
+  add_prefixed kerncraft_yaml 00 "$f"
+  add_prefixed kerncraft_yaml 01 "$f"
+done
 add import_perf_csv "$root"/crates/counters/tests/data/import/*.csv
 add import_raw "$root"/crates/counters/tests/data/seed001/*.json
 add pmu_events $(find "$root"/crates/counters/tests/data/pmu-events -name '*.json')
