@@ -792,7 +792,7 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
     let e = validate::triad_expected(a.n, a.reps);
     let raw = if a.synthetic {
         validate::synthetic_triad(recipe, a.n, a.reps).with_context(|| {
-            format!("no synthetic triad counters for recipe '{}': use intel-cascadelake, intel-sapphirerapids, fujitsu-a64fx, amd-zen4 or amd-zen5", recipe.recipe.id)
+            format!("no synthetic triad counters for recipe '{}': use intel-cascadelake, intel-sapphirerapids, fujitsu-a64fx, amd-zen3, amd-zen4 or amd-zen5", recipe.recipe.id)
         })?
     } else {
         let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
