@@ -328,13 +328,23 @@ pub fn scan_pvalue(p: f64, m: usize) -> f64 {
     if positions <= 1.0 {
         return p.min(1.0);
     }
-    let z = -crate::stats::normal_quantile((p / 2.0).min(0.5));
-    if !z.is_finite() || z <= 0.0 {
+    let Some((z, phi)) = normal_equivalent(p) else {
         return (positions * p).min(1.0);
-    }
-    let phi = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    };
     let scan = z * phi * 2.0 * positions.ln() + 4.0 * phi / z;
     (positions * p).min(scan).max(p).min(1.0)
+}
+
+/// The normal equivalent `z` of a two-sided p-value and the density `φ(z)` there; `None`
+/// when `z` is not a finite positive number.
+fn normal_equivalent(p: f64) -> Option<(f64, f64)> {
+    let z = -crate::stats::normal_quantile((p / 2.0).min(0.5));
+    (z.is_finite() && z > 0.0).then(|| {
+        (
+            z,
+            (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt(),
+        )
+    })
 }
 
 /// The p-value of a change that ends a short segment whose other end is a change too, from
@@ -354,11 +364,9 @@ pub fn segment_scan_pvalue(p: f64, short: usize, m: usize) -> f64 {
     if p.is_nan() || p <= 0.0 || short == 0 || short >= m {
         return single;
     }
-    let z = -crate::stats::normal_quantile((p / 2.0).min(0.5));
-    if !z.is_finite() || z <= 0.0 {
+    let Some((z, phi)) = normal_equivalent(p) else {
         return single;
-    }
-    let phi = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    };
     let segment = m as f64 * z.powi(3) * phi / (2.0 * short as f64);
     segment.max(single).min(1.0)
 }
@@ -537,9 +545,14 @@ pub fn e_divisive(x: &[f64], opts: &EDivisiveOptions) -> Vec<ChangePoint> {
 /// acceptable.
 fn merge(x: &[f64], p: &Prefix, idx: Vec<usize>, opts: &EDivisiveOptions) -> Vec<ChangePoint> {
     let n = x.len();
-    let stats_at = |idx: &[usize], i: usize| {
+    // The segment around change i: from the change before it to the one after.
+    let bounds = |idx: &[usize], i: usize| {
         let lo = if i == 0 { 0 } else { idx[i - 1] };
         let hi = if i + 1 == idx.len() { n } else { idx[i + 1] };
+        (lo, hi)
+    };
+    let stats_at = |idx: &[usize], i: usize| {
+        let (lo, hi) = bounds(idx, i);
         // The Mann-Whitney p-value is taken only when the floors are looked at (below):
         // a sort of both segments at each of thousands of removals in a long history.
         let mut c = change_point(p, lo, idx[i], hi);
@@ -577,8 +590,7 @@ fn merge(x: &[f64], p: &Prefix, idx: Vec<usize>, opts: &EDivisiveOptions) -> Vec
             // All significant: look at the effect-size floors.
             for (i, c) in cps.iter_mut().enumerate() {
                 if c.rank_pvalue.is_nan() {
-                    let lo = if i == 0 { 0 } else { idx[i - 1] };
-                    let hi = if i + 1 == idx.len() { n } else { idx[i + 1] };
+                    let (lo, hi) = bounds(&idx, i);
                     c.rank_pvalue = rank_pvalue(x, lo, c.index, hi);
                 }
             }
