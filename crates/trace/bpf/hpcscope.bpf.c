@@ -79,11 +79,13 @@ struct {
  * Clock (bpf_ktime_get_ns): [0] when the window opens, before the probes are attached (set
  * by the loader); [1] the origin of the rate series: set by the loader once every probe is
  * attached for a running target, by the first exec of a traced process (hs_exec) for a
- * launched command, so that the intervals start with the program.
+ * launched command, so that the intervals start with the program; [2] when the window
+ * closes (set by the loader when the trace ends, 0 before): from then on no probe counts
+ * anything, so the tables user space reads and the events it drains describe one window.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, u32);
 	__type(value, u64);
 } trace_start SEC(".maps");
@@ -328,8 +330,18 @@ static __always_inline bool tgid_tracked(u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
+/* The window is closed: the trace has ended and user space is reading the tables. */
+static __always_inline bool window_closed(void)
+{
+	u32 two = 2;
+	u64 *end = bpf_map_lookup_elem(&trace_start, &two);
+	return end && *end;
+}
+
 static __always_inline bool tracked_current(void)
 {
+	if (window_closed())
+		return false;
 	if (cfg_all)
 		return true;
 	if (cfg_cgroup)
@@ -339,6 +351,8 @@ static __always_inline bool tracked_current(void)
 
 static __always_inline bool tracked_task(struct task_struct *t)
 {
+	if (window_closed())
+		return false;
 	if (cfg_all)
 		return true;
 	if (cfg_cgroup)
@@ -528,7 +542,7 @@ int hs_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	u32 nr = (u32)ctx->args[1];
 	struct sc_slot *c = slot_get();
 
-	if (!c)
+	if (!c || window_closed())
 		return 0;
 	/* The slot only caches "this thread is tracked": a program can be preempted, so the
 	 * start of the call itself goes to the per-thread hash, never to per-CPU state. */
@@ -933,6 +947,7 @@ int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		}
 		t->last_off_ts = 0;
 		t->last_on_ts = now;
+		t->last_cpu = bpf_get_smp_processor_id();
 	}
 	return 0;
 }

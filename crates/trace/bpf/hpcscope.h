@@ -92,7 +92,8 @@ struct sc_slot {
 
 struct thread_stats {
 	u32 tgid;
-	u32 pad;
+	/* The CPU of the last switch-in (the CPU of a slice still open when the trace ends). */
+	u32 last_cpu;
 	char comm[COMM_LEN];
 	u64 on_cpu_ns;
 	u64 off_cpu_ns;

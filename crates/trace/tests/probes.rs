@@ -910,24 +910,77 @@ fn forked_processes_get_their_own_cpu_time_and_all_their_syscalls() {
         worst.pid,
         worst.on_cpu_ns / 1_000_000
     );
-    // The timeline and the summary agree for every thread that exited: the sum of its
-    // on-CPU slices is its on-CPU time.
+    // The timeline and the summary agree for every thread: the sum of its on-CPU slices is
+    // its on-CPU time, the slices still open when the trace ended included (the two busy
+    // loops are killed last, and may leave the CPU after the trace's last look).
     let mut slices: std::collections::HashMap<u32, u64> = Default::default();
     for e in r.timeline.iter().filter(|e| e.name == "on-cpu") {
         *slices.entry(e.tid).or_default() += e.dur_ns;
     }
-    for t in r
-        .processes
-        .iter()
-        .flat_map(|p| &p.threads)
-        .filter(|t| t.exited)
-    {
+    for t in r.processes.iter().flat_map(|p| &p.threads) {
         assert_eq!(
             slices.get(&t.tid).copied().unwrap_or(0),
             t.on_cpu_ns,
             "{t:?}"
         );
     }
+}
+
+#[test]
+fn a_thread_still_on_a_cpu_when_the_trace_ends_has_its_slice_in_the_timeline() {
+    let (_g, _bin) = setup!();
+    // The launched shell exits after 0.3 s and leaves a busy loop behind (followed, as a
+    // child): the trace ends while the loop is on a CPU, so its last slice is still open.
+    let opts = TraceOptions {
+        target: Target::Command(vec![
+            "sh".into(),
+            "-c".into(),
+            "timeout 5 sh -c 'while :; do :; done' & sleep 0.3".into(),
+        ]),
+        probes: Probes {
+            sched: true,
+            timeline: true,
+            timeline_keep: vec!["on-cpu".into()],
+            ..Probes::default()
+        },
+        duration: Some(Duration::from_secs(30)),
+        quiet: true,
+    };
+    let r = trace(&opts).expect("trace").report;
+    let running: Vec<_> = r
+        .processes
+        .iter()
+        .flat_map(|p| &p.threads)
+        .filter(|t| !t.exited)
+        .collect();
+    for t in &running {
+        // SAFETY: kill on a pid of our own child's child; at worst it is gone already.
+        unsafe { libc::kill(t.tid as i32, libc::SIGKILL) };
+    }
+    let looping = running
+        .iter()
+        .find(|t| t.on_cpu_ns > 100_000_000)
+        .unwrap_or_else(|| panic!("the busy loop still running: {:#?}", r.processes));
+    let in_slices: u64 = r
+        .timeline
+        .iter()
+        .filter(|e| e.name == "on-cpu" && e.tid == looping.tid)
+        .map(|e| e.dur_ns)
+        .sum();
+    assert_eq!(in_slices, looping.on_cpu_ns, "{looping:?}");
+    // The open slice ends at the end of the trace.
+    let end_ns = (r.duration_s * 1e9) as u64;
+    let last = r
+        .timeline
+        .iter()
+        .filter(|e| e.tid == looping.tid)
+        .map(|e| e.start_ns + e.dur_ns)
+        .max()
+        .unwrap();
+    assert!(
+        last + 50_000_000 > end_ns,
+        "last slice ends at {last} ns, the trace at {end_ns} ns"
+    );
 }
 
 /// The kernel's run time of a thread so far (/proc/<tid>/schedstat), ns.

@@ -77,7 +77,7 @@ pub struct ScStats {
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadStats {
     pub tgid: u32,
-    pub pad: u32,
+    pub last_cpu: u32,
     pub comm: [u8; COMM_LEN],
     pub on_cpu_ns: u64,
     pub off_cpu_ns: u64,

@@ -285,6 +285,15 @@ const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_COUNT_SW_PAGE_FAULTS_MIN: u64 = 5;
 const PERF_COUNT_SW_PAGE_FAULTS_MAJ: u64 = 6;
 
+/// Whether the timeline keeps a slice of this kind and label (`--timeline-keep`).
+fn timeline_keeps(probes: &crate::Probes, kind: &str, label: &str) -> bool {
+    probes.timeline_keep.is_empty()
+        || probes
+            .timeline_keep
+            .iter()
+            .any(|k| k == label || (!kind.is_empty() && k == kind))
+}
+
 /// The timeline slice of a ring-buffer event, when the timeline is on and keeps it.
 fn timeline_event(
     e: &Event,
@@ -316,12 +325,7 @@ fn timeline_event(
         EV_EXIT => ("exit", "exit".into()),
         _ => ("fork", "fork".into()),
     };
-    let kept = probes.timeline_keep.is_empty()
-        || probes
-            .timeline_keep
-            .iter()
-            .any(|k| *k == label || (!kind.is_empty() && k == kind));
-    kept.then(|| TimelineEvent {
+    timeline_keeps(probes, kind, &label).then(|| TimelineEvent {
         name: label,
         pid: e.tgid,
         tid: e.tid,
@@ -629,6 +633,20 @@ pub fn probe_program_types() -> Vec<(String, Result<(), String>)> {
     };
     out.push(("fentry".into(), fe));
     out
+}
+
+/// Ends the trace's window in the kernel (`trace_start[2]`; the probes stop counting once it
+/// is set) and returns its clock time. Waits a millisecond, so that a probe that passed the
+/// check just before has finished writing.
+fn close_window(bpf: &mut Ebpf) -> Result<u64, TraceError> {
+    let end = monotonic_ns();
+    if let Some(m) = bpf.map_mut("trace_start") {
+        let mut a: aya::maps::Array<_, u64> =
+            aya::maps::Array::try_from(m).map_err(|e| bpf_err("trace_start", &e))?;
+        a.set(2, end, 0).map_err(|e| bpf_err("trace_start", &e))?;
+    }
+    std::thread::sleep(Duration::from_millis(1));
+    Ok(end)
 }
 
 fn monotonic_ns() -> u64 {
@@ -1110,6 +1128,10 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
         std::thread::sleep(Duration::from_millis(50));
     }
     let duration_s = t0.elapsed().as_secs_f64();
+    // Close the window: from here on no probe counts anything, so what is drained below and
+    // the tables read after it describe the same interval (a thread switched out after the
+    // last drain used to have its slice in the summary and not in the timeline).
+    let end_ns = close_window(&mut bpf)?;
     // Drain what is left in the ring buffer for names.
     while let Some(item) = ring.next() {
         if whole.take(&item) {
@@ -1129,7 +1151,6 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
             }
         }
     }
-    let end_ns = monotonic_ns();
     let mut report = collect(
         &bpf,
         opts,
@@ -1203,6 +1224,8 @@ pub fn run(opts: &TraceOptions) -> Result<TraceOutcome, TraceError> {
     report.partial = partial || !report.lost.is_empty();
     report.exit_code = exit_code;
     report.exit_signal = launched.as_ref().and_then(Launched::signal);
+    // The slices the ring buffer carried, then those still open at the end (from `collect`).
+    timeline.append(&mut report.timeline);
     report.timeline = timeline;
     let profile = match probes.profile_hz {
         Some(hz) => Some(collect_profile(
@@ -1498,6 +1521,8 @@ fn collect(
 ) -> Result<TraceReport, TraceError> {
     let mut procs: BTreeMap<u32, ProcessLevel> = BTreeMap::new();
     let probes = &opts.probes;
+    // The on-CPU slices still open when the window closed, ended there (as in the summary).
+    let mut open_slices: Vec<TimelineEvent> = Vec::new();
     // Run time of the threads that existed at the start, as the kernel counted it then.
     let base: HashMap<u32, u64> = match bpf
         .map("runtime_base")
@@ -1540,6 +1565,20 @@ fn collect(
                 (Some(s), _) => end_ns.saturating_sub(s),
                 (None, _) => 0,
             };
+            if probes.timeline
+                && open_on > 0
+                && let Some(s) = running_since
+                && timeline_keeps(probes, "on-cpu", "on-cpu")
+            {
+                open_slices.push(TimelineEvent {
+                    name: "on-cpu".into(),
+                    pid: t.tgid,
+                    tid,
+                    start_ns: s.saturating_sub(start_ns),
+                    dur_ns: open_on,
+                    cpu: t.last_cpu,
+                });
+            }
             let open_off = if t.last_off_ts != 0 && t.exited == 0 {
                 end_ns.saturating_sub(t.last_off_ts)
             } else {
@@ -1773,6 +1812,7 @@ fn collect(
         probes: probes.names(),
         system,
         processes,
+        timeline: open_slices,
         ..Default::default()
     })
 }
