@@ -35,6 +35,7 @@ pub mod demo;
 pub mod explore;
 pub mod host_machine;
 pub mod hosts;
+pub mod kernel_suite;
 pub mod model;
 pub mod node;
 pub mod node_validate;

@@ -116,6 +116,21 @@ impl Report {
     pub fn region(&self, name: &str) -> Option<&RegionMetrics> {
         self.regions.iter().find(|r| r.name == name)
     }
+
+    /// The numbers a run keeps in the history store: every metric with a value, per region
+    /// (`{region: {metric: value}}`); NA metrics are left out rather than stored as zero.
+    pub fn record_numbers(&self) -> serde_json::Value {
+        let mut regions = serde_json::Map::new();
+        for r in &self.regions {
+            let metrics: serde_json::Map<String, serde_json::Value> = r
+                .total
+                .iter()
+                .filter_map(|m| m.value.map(|v| (m.id.clone(), serde_json::json!(v))))
+                .collect();
+            regions.insert(r.name.clone(), serde_json::Value::Object(metrics));
+        }
+        serde_json::Value::Object(regions)
+    }
 }
 
 impl RegionMetrics {

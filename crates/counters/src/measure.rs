@@ -81,6 +81,31 @@ impl RecipeChoice {
         })
     }
 
+    /// Computes the metrics of counter data recorded elsewhere (`origin` names it) with the
+    /// recipe chosen for it (`id`, else the user's, else the one its event names fit: never
+    /// this CPU's); the choice's note leads the report's notes.
+    pub fn compute_recorded(
+        &self,
+        cat: &Catalogue,
+        id: Option<&str>,
+        raw: &RawData,
+        origin: &str,
+        per_thread: bool,
+    ) -> Result<Report> {
+        let chosen = self.pick_for_data(cat, id, raw, origin)?;
+        let compiled = cat.compile(chosen.recipe, self.variant)?;
+        let mut rep = compute::compute(
+            &compiled,
+            &metric_order(cat),
+            raw,
+            &self.options(per_thread),
+        );
+        if let Some(n) = chosen.note {
+            rep.notes.insert(0, n);
+        }
+        Ok(rep)
+    }
+
     /// The computation options.
     pub fn options(&self, per_thread: bool) -> Options {
         Options {

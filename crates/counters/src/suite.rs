@@ -129,6 +129,25 @@ pub fn supported(op: Op, w: Width) -> bool {
     }
 }
 
+/// The kernel groups a validation can be limited to (the first part of a kernel's name).
+pub const GROUPS: [&str; 5] = ["fp", "libm", "stream", "conflict", "matmul"];
+
+/// Whether `groups` selects `group` (an empty list selects every group).
+pub fn selects(groups: &[String], group: &str) -> bool {
+    groups.is_empty() || groups.iter().any(|g| g == group)
+}
+
+/// The plan's kernels in `groups` (every kernel when the list is empty).
+pub fn select(plan: &Plan, groups: &[String]) -> Vec<Kernel> {
+    plan.kernels()
+        .into_iter()
+        .filter(|k| {
+            let s = k.to_string();
+            s.split('.').next().is_some_and(|g| selects(groups, g))
+        })
+        .collect()
+}
+
 /// Widths this CPU has (for every operation).
 pub fn host_widths() -> Vec<Width> {
     Width::ALL

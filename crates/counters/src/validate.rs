@@ -680,6 +680,90 @@ pub fn measure_suite(
     Ok(SuiteReport::new("perf", notes, checks))
 }
 
+/// `counters validate` on the suite, counted here by perf: the plan (`quick`: the emulated
+/// plan's sizes; else the host's, sized to its caches), limited to the kernel `groups`
+/// (every group when empty), with the recipe `choice` picks for this CPU (its note leads
+/// the report's notes).
+pub fn suite_on_perf(
+    choice: &crate::RecipeChoice,
+    quick: bool,
+    groups: &[String],
+) -> Result<SuiteReport> {
+    use crate::suite;
+    let widths = suite::host_widths();
+    let plan = if quick {
+        suite::Plan::emulated(widths)
+    } else {
+        suite::Plan::native(widths, &suite::host_data_caches())
+    };
+    let kernels = suite::select(&plan, groups);
+    let cat = choice.catalogue()?;
+    let chosen = choice.pick(&cat, None)?;
+    let recipe = chosen.recipe;
+    let compiled = cat.compile(recipe, choice.variant)?;
+    let events = recipe.needed_events(&cat.metrics, choice.variant);
+    let order = crate::measure::metric_order(&cat);
+    let mut rep = measure_suite(&compiled, &order, recipe, &events, &kernels)?;
+    rep.notes.splice(0..0, chosen.note);
+    if suite::selects(groups, "fp") {
+        let omitted = suite::crunch_omissions(&plan.widths, false);
+        rep.notes = [omitted, std::mem::take(&mut rep.notes)].concat();
+    }
+    Ok(rep)
+}
+
+/// The triad checked against its analytical counts: what it was expected to count, each
+/// metric's check, the metrics computed, and the recipe choice's note.
+#[derive(Debug, Clone)]
+pub struct TriadValidation {
+    /// The analytical counts.
+    pub expected: Expected,
+    /// One check per metric.
+    pub checks: Vec<Check>,
+    /// The metrics computed from the counters.
+    pub report: compute::Report,
+    /// Why the recipe was chosen, when it is a stand-in.
+    pub note: Option<String>,
+}
+
+/// `counters validate --triad` (measured here by perf) or `--synthetic` (the counters the
+/// recipe's CPU would give): `n` elements, `reps` repetitions.
+pub fn check_triad(
+    choice: &crate::RecipeChoice,
+    n: u64,
+    reps: u64,
+    synthetic: bool,
+) -> Result<TriadValidation> {
+    let cat = choice.catalogue()?;
+    let chosen = choice.pick(&cat, None)?;
+    let recipe = chosen.recipe;
+    let compiled = cat.compile(recipe, choice.variant)?;
+    let expected = triad_expected(n, reps);
+    let raw = if synthetic {
+        synthetic_triad(recipe, n, reps).ok_or_else(|| {
+            crate::Error::Input(format!(
+                "no synthetic triad counters for recipe '{}': use intel-cascadelake, intel-sapphirerapids, fujitsu-a64fx, amd-zen3, amd-zen4 or amd-zen5",
+                recipe.recipe.id
+            ))
+        })?
+    } else {
+        let events = recipe.needed_events(&cat.metrics, choice.variant);
+        measure_triad(recipe, &events, n, reps)?
+    };
+    let (report, checks) = validate_raw(
+        &compiled,
+        &crate::measure::metric_order(&cat),
+        &raw,
+        &expected,
+    );
+    Ok(TriadValidation {
+        expected,
+        checks,
+        report,
+        note: chosen.note,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,18 +5,16 @@
 //! Exit codes: 0 success, 2 bad input, 3 an environment limit (no PMU where one is
 //! required, perf_event_paranoid too high).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use hpcscope_core::Classify;
-use hpcscope_counters::catalogue::{Catalogue, Chosen, Variant};
-use hpcscope_counters::compute::{self, Options, Precision, Report};
+use hpcscope_counters::catalogue::{Catalogue, Variant};
+use hpcscope_counters::compute::{Precision, Report};
 use hpcscope_counters::import::{self, Format as InFormat};
-use hpcscope_counters::measure::metric_order;
 use hpcscope_counters::output;
-use hpcscope_counters::raw::RawData;
 use hpcscope_counters::{MeasureOptions, Measurement, RecipeChoice, Regions};
 use hpcscope_counters::{cpu, perf, profile, suite, validate};
 
@@ -317,38 +315,6 @@ fn catalogue(o: &RecipeOpts) -> Result<Catalogue> {
     Ok(o.choice().catalogue()?)
 }
 
-/// The recipe to count on this CPU (the choice's note says when it is a stand-in).
-fn pick<'a>(cat: &'a Catalogue, o: &RecipeOpts, id: Option<&str>) -> Result<Chosen<'a>> {
-    Ok(o.choice().pick(cat, id)?)
-}
-
-/// Computes the metrics of data recorded elsewhere with the recipe chosen for it (the user's,
-/// or the one its event names fit: never this CPU's); the choice's note leads the report's.
-fn compute_recorded(
-    cat: &Catalogue,
-    o: &RecipeOpts,
-    id: Option<&str>,
-    raw: &RawData,
-    origin: &str,
-    per_thread: bool,
-) -> Result<Report> {
-    let chosen = o.choice().pick_for_data(cat, id, raw, origin)?;
-    let compiled = cat.compile(chosen.recipe, variant(o))?;
-    let mut rep = compute::compute(&compiled, &metric_order(cat), raw, &options(o, per_thread));
-    if let Some(n) = chosen.note {
-        rep.notes.insert(0, n);
-    }
-    Ok(rep)
-}
-
-fn options(o: &RecipeOpts, per_thread: bool) -> Options {
-    o.choice().options(per_thread)
-}
-
-fn variant(o: &RecipeOpts) -> Variant {
-    o.choice().variant
-}
-
 fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
     report_with(cat, reports, o, app, output::Ratios::Auto)
 }
@@ -459,7 +425,7 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
                 data: serde_json::json!({
                     "recipe": rep.recipe,
                     "hardware_unavailable": rep.hardware_unavailable,
-                    "metrics": record_numbers(&rep),
+                    "metrics": rep.record_numbers(),
                 }),
                 ..hpcscope_job::rank::Outcome::default()
             }
@@ -500,7 +466,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
     let command = a.command.join(" ");
     if let Some(line) = a
         .record
-        .store("counters", &command, &record_numbers(&rep))?
+        .store("counters", &command, &rep.record_numbers())?
     {
         eprintln!("{line}");
     }
@@ -512,49 +478,23 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The numbers `--record` keeps: every metric with a value, per region (`region.metric`);
-/// NA metrics are left out rather than stored as zero.
-fn record_numbers(rep: &Report) -> serde_json::Value {
-    let mut regions = serde_json::Map::new();
-    for r in &rep.regions {
-        let metrics: serde_json::Map<String, serde_json::Value> = r
-            .total
-            .iter()
-            .filter_map(|m| m.value.map(|v| (m.id.clone(), serde_json::json!(v))))
-            .collect();
-        regions.insert(r.name.clone(), serde_json::Value::Object(metrics));
-    }
-    serde_json::Value::Object(regions)
-}
-
-fn load(files: &[PathBuf], from: Option<InFormat>, label: &str) -> Result<RawData> {
-    let mut merged: Option<RawData> = None;
-    for f in files {
-        let r = import::import_file(f, from, label)?;
-        match &mut merged {
-            None => merged = Some(r),
-            Some(m) => m.merge(&r),
-        }
-    }
-    merged.context("no input file")
-}
-
-fn label_of(p: &Path) -> String {
-    p.file_stem()
-        .map_or("run".into(), |s| s.to_string_lossy().into_owned())
-}
-
 fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
     let cat = catalogue(&a.recipe)?;
-    let label = a.label.clone().unwrap_or_else(|| label_of(&a.files[0]));
-    let raw = load(&a.files, a.from, &label)?;
+    let label = a
+        .label
+        .clone()
+        .unwrap_or_else(|| import::label_of(&a.files[0]));
+    let raw = import::import_files(&a.files, a.from, &label)?;
     let origin = a
         .files
         .iter()
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let rep = compute_recorded(&cat, &a.recipe, None, &raw, &origin, a.out.per_thread)?;
+    let rep = a
+        .recipe
+        .choice()
+        .compute_recorded(&cat, None, &raw, &origin, a.out.per_thread)?;
     report(&cat, std::slice::from_ref(&rep), &a.out, &label)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -571,11 +511,18 @@ fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
     let cat = catalogue(&a.recipe)?;
     let mut reps = Vec::new();
     for (i, f) in a.runs.iter().enumerate() {
-        let label = a.labels.get(i).cloned().unwrap_or_else(|| label_of(f));
+        let label = a
+            .labels
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| import::label_of(f));
         let rid = if i == 0 { &a.recipe_a } else { &a.recipe_b };
-        let raw = load(std::slice::from_ref(f), a.from, &label)?;
+        let raw = import::import_file(f, a.from, &label)?;
         let origin = f.display().to_string();
-        let mut rep = compute_recorded(&cat, &a.recipe, rid.as_deref(), &raw, &origin, false)?;
+        let mut rep =
+            a.recipe
+                .choice()
+                .compute_recorded(&cat, rid.as_deref(), &raw, &origin, false)?;
         rep.label = label;
         reps.push(rep);
     }
@@ -610,107 +557,17 @@ fn cmd_kernel(a: &KernelArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The suite's kernels for `validate`, filtered by `--kernels`.
-fn suite_kernels(a: &ValidateArgs, plan: &suite::Plan) -> Result<Vec<suite::Kernel>> {
-    const GROUPS: [&str; 5] = ["fp", "libm", "stream", "conflict", "matmul"];
-    for g in &a.kernels {
-        if !GROUPS.contains(&g.as_str()) {
+/// `--kernels`: each a group of the suite.
+fn check_groups(groups: &[String]) -> Result<()> {
+    for g in groups {
+        if !suite::GROUPS.contains(&g.as_str()) {
             bail!(
                 "--kernels {g}: unknown group; give some of {}",
-                GROUPS.join(", ")
+                suite::GROUPS.join(", ")
             );
         }
     }
-    Ok(plan
-        .kernels()
-        .into_iter()
-        .filter(|k| {
-            a.kernels.is_empty() || {
-                let s = k.to_string();
-                a.kernels
-                    .iter()
-                    .any(|g| s.split('.').next() == Some(g.as_str()))
-            }
-        })
-        .collect())
-}
-
-/// Whether `--kernels` selects `group` (all groups when it is not given).
-fn runs_group(a: &ValidateArgs, group: &str) -> bool {
-    a.kernels.is_empty() || a.kernels.iter().any(|g| g == group)
-}
-
-/// Runs the suite's kernels under the emulator (one run per group of distinct functions;
-/// the libm kernels one run each, counted with their callees).
-fn mix_suite(kernels: &[suite::Kernel]) -> Result<validate::SuiteReport> {
-    let exe = std::env::current_exe().context("cannot find the hpcscope binary to emulate")?;
-    let (mut checks, mut notes) = (Vec::new(), Vec::<String>::new());
-    for b in &suite::batches(kernels) {
-        let mut args = vec!["counters".to_string(), "kernel".into()];
-        args.extend(b.iter().map(|k| k.arg()));
-        let symbols: Vec<String> = b.iter().map(|k| k.symbol()).collect();
-        let callees = b[0].has_callees();
-        let opts = hpcscope_mix::MixOptions {
-            run: hpcscope_mix::RunSpec {
-                program: exe.clone(),
-                args,
-                functions: if callees { Vec::new() } else { symbols.clone() },
-                scope: if callees { symbols.clone() } else { Vec::new() },
-                ..Default::default()
-            },
-            native_runs: 0,
-            application: Some("validation-kernels".into()),
-            ..Default::default()
-        };
-        let rep = hpcscope_mix::analyze(&opts)?;
-        // Which engine counted (libm kernels with their callees: QEMU, for --scope).
-        if let Some(n) = rep.notes.first().filter(|n| !notes.contains(n)) {
-            notes.push(n.clone());
-        }
-        let v = rep
-            .variants
-            .first()
-            .context("the emulator returned no counts")?;
-        if v.partial {
-            notes.push(format!(
-                "{}: the emulation ended early ({:?}): counts partial",
-                symbols.join(", "),
-                v.ending
-            ));
-        }
-        for (i, k) in b.iter().enumerate() {
-            let t = if callees {
-                Some(&v.counts.totals)
-            } else {
-                v.regions().get(i).map(|r| &r.totals)
-            };
-            let Some(t) = t else {
-                checks.extend(validate::compare(
-                    k,
-                    &Default::default(),
-                    Some("the emulator reported no region for this function"),
-                ));
-                continue;
-            };
-            let c = validate::EmulatorCounts {
-                flops: t.flops,
-                fp_instructions: t.fp_instructions,
-                fp_by_width: t
-                    .fp_by_width
-                    .iter()
-                    .map(|(w, c)| (w.clone(), c.instructions))
-                    .collect(),
-                bytes_loaded: t.bytes_loaded,
-                bytes_stored: t.bytes_stored,
-            };
-            checks.extend(validate::compare(
-                k,
-                &validate::counted_from_emulator(k, &c),
-                None,
-            ));
-        }
-    }
-    Ok(validate::SuiteReport::new("mix", notes, checks))
+    Ok(())
 }
 
 fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
@@ -723,41 +580,14 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
             )?;
             validate::validate_file(&text, &f.display().to_string())?
         } else if a.counted_by == CountedBy::Mix {
-            let native = hpcscope_mix::engine::avx512_counted_here();
-            let widths = suite::mix_widths(native);
-            let omitted = suite::crunch_omissions(&widths, !native);
-            let plan = if a.quick {
-                suite::Plan::quick(widths)
-            } else {
-                suite::Plan::emulated(widths)
-            };
-            let mut rep = mix_suite(&suite_kernels(a, &plan)?)?;
-            if runs_group(a, "fp") {
-                rep.notes = [omitted, std::mem::take(&mut rep.notes)].concat();
-            }
-            rep
+            check_groups(&a.kernels)?;
+            let exe =
+                std::env::current_exe().context("cannot find the hpcscope binary to emulate")?;
+            hpcscope_analysis::kernel_suite::suite_under_mix(&exe, a.quick, &a.kernels)?
         } else {
-            let widths = suite::host_widths();
-            let plan = if a.quick {
-                suite::Plan::emulated(widths)
-            } else {
-                suite::Plan::native(widths, &suite::host_data_caches())
-            };
             // The arguments first: a typo in --kernels is refused before any recipe is needed.
-            let kernels = suite_kernels(a, &plan)?;
-            let cat = catalogue(&a.recipe)?;
-            let chosen = pick(&cat, &a.recipe, None)?;
-            let recipe = chosen.recipe;
-            let compiled = cat.compile(recipe, variant(&a.recipe))?;
-            let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
-            let mut rep =
-                validate::measure_suite(&compiled, &metric_order(&cat), recipe, &events, &kernels)?;
-            rep.notes.splice(0..0, chosen.note);
-            if runs_group(a, "fp") {
-                let omitted = suite::crunch_omissions(&plan.widths, false);
-                rep.notes = [omitted, std::mem::take(&mut rep.notes)].concat();
-            }
-            rep
+            check_groups(&a.kernels)?;
+            validate::suite_on_perf(&a.recipe.choice(), a.quick, &a.kernels)?
         };
         match a.format {
             Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
@@ -782,23 +612,11 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let cat = catalogue(&a.recipe)?;
-    let chosen = pick(&cat, &a.recipe, None)?;
-    if let Some(n) = &chosen.note {
+    let v = validate::check_triad(&a.recipe.choice(), a.n, a.reps, a.synthetic)?;
+    if let Some(n) = &v.note {
         eprintln!("note: {n}");
     }
-    let recipe = chosen.recipe;
-    let compiled = cat.compile(recipe, variant(&a.recipe))?;
-    let e = validate::triad_expected(a.n, a.reps);
-    let raw = if a.synthetic {
-        validate::synthetic_triad(recipe, a.n, a.reps).with_context(|| {
-            format!("no synthetic triad counters for recipe '{}': use intel-cascadelake, intel-sapphirerapids, fujitsu-a64fx, amd-zen3, amd-zen4 or amd-zen5", recipe.recipe.id)
-        })?
-    } else {
-        let events = recipe.needed_events(&cat.metrics, variant(&a.recipe));
-        validate::measure_triad(recipe, &events, a.n, a.reps)?
-    };
-    let (rep, checks) = validate::validate_raw(&compiled, &metric_order(&cat), &raw, &e);
+    let (e, checks, rep) = (v.expected, v.checks, v.report);
     match a.format {
         Format::Json => println!(
             "{}",

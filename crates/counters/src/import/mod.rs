@@ -9,7 +9,7 @@ pub mod papi;
 pub mod perf_csv;
 pub mod pmu_events;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::raw::RawData;
@@ -84,6 +84,27 @@ pub(crate) fn read_error(path: &Path, e: hpcscope_core::load::ReadError) -> Erro
 pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = hpcscope_core::load::read_text_bytes(path).map_err(|e| read_error(path, e))?;
     hpcscope_core::load::text(bytes).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
+}
+
+/// Imports the files of one configuration (`label`) and merges them (the counts of one run
+/// split over several files, as `perf stat` writes one per event group).
+pub fn import_files(files: &[PathBuf], format: Option<Format>, label: &str) -> Result<RawData> {
+    let mut merged: Option<RawData> = None;
+    for f in files {
+        let r = import_file(f, format, label)?;
+        match &mut merged {
+            None => merged = Some(r),
+            Some(m) => m.merge(&r),
+        }
+    }
+    merged.ok_or_else(|| Error::Input("no input file".into()))
+}
+
+/// The configuration label of a file: its name without the extension (`run` when it has
+/// none).
+pub fn label_of(p: &Path) -> String {
+    p.file_stem()
+        .map_or("run".into(), |s| s.to_string_lossy().into_owned())
 }
 
 /// Imports a file; `format` `None` guesses from the content. `label` names the configuration.
