@@ -1035,6 +1035,37 @@ impl Store {
         Ok(rows)
     }
 
+    /// The history of `metric` on one machine, the newest run's (on every machine with
+    /// `all_machines`), with a note saying how many runs on other machines were left out.
+    /// No run with the metric is an error that says how to list the metrics.
+    pub fn machine_series(
+        &self,
+        metric: &str,
+        filter: &Filter,
+        all_machines: bool,
+    ) -> Result<(Vec<SeriesPoint>, Option<String>)> {
+        let mut pts = self.series(metric, filter)?;
+        if pts.is_empty() {
+            return Err(HistoryError::Insufficient(format!(
+                "no run has the metric `{metric}` (store {}); list the metrics with `hpcscope history metrics`",
+                self.path.display()
+            )));
+        }
+        let mut note = None;
+        if !all_machines {
+            let m = pts.last().map(|p| p.machine_id.clone()).unwrap_or_default();
+            let before = pts.len();
+            pts.retain(|p| p.machine_id == m);
+            if pts.len() < before {
+                note = Some(format!(
+                    "{} run(s) on other machines left out (only machine {m}); --mix-machines to include them",
+                    before - pts.len()
+                ));
+            }
+        }
+        Ok((pts, note))
+    }
+
     /// Metric names present in the runs matching `filter`, with their unit and count.
     pub fn metric_names(&self, filter: &Filter) -> Result<Vec<(String, String, usize)>> {
         let (where_sql, args) = filter_sql(filter);

@@ -9,7 +9,7 @@ use hpcscope_report::{ChartOptions, Series, line_chart_svg};
 
 use crate::changepoint::Method;
 use crate::robust::Detection;
-use crate::store::{SeriesPoint, StoredRun};
+use crate::store::{MachineRow, SeriesPoint, StoredRun};
 
 /// The runs as CSV: one column per field, then one per metric any run has.
 pub fn runs_csv(runs: &[StoredRun]) -> String {
@@ -73,6 +73,44 @@ pub fn runs_csv(runs: &[StoredRun]) -> String {
         let _ = writeln!(out, "{}", row.join(","));
     }
     out
+}
+
+/// `history metrics`: each metric's name, unit and number of runs.
+pub fn metrics_text(names: &[(String, String, usize)]) -> String {
+    let mut t = String::new();
+    if names.is_empty() {
+        t.push_str("no metric stored for these runs\n");
+    }
+    let _ = writeln!(t, "{:<40} {:<10} {:>6}", "metric", "unit", "runs");
+    for (n, u, c) in names {
+        let _ = writeln!(t, "{n:<40} {u:<10} {c:>6}");
+    }
+    t
+}
+
+/// `history machines`: each machine of the store, its runs and its fingerprint.
+pub fn machines_text(machines: &[MachineRow]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:<18} {:>5} {:<40} {:>5} {:<24} {:<12} machine file",
+        "id", "runs", "cpu", "cpus", "kernel", "governor"
+    );
+    for m in machines {
+        let f = &m.fingerprint;
+        let _ = writeln!(
+            t,
+            "{:<18} {:>5} {:<40} {:>5} {:<24} {:<12} {}",
+            m.id,
+            m.runs,
+            f.cpu_model,
+            f.cpu_count,
+            f.kernel,
+            f.governor.as_deref().unwrap_or("-"),
+            f.machine_file.as_deref().unwrap_or("-")
+        );
+    }
+    t
 }
 
 /// The runs as an aligned table (id, date, machine, commit, time, tags, command); `store`

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use hpcscope_history::changepoint::{ChangesReport, EDivisiveOptions, Method, PeltOptions, detect};
 use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
@@ -223,36 +223,12 @@ pub fn run(args: &HistoryArgs) -> Result<ExitCode> {
     match &args.cmd {
         HistoryCmd::List(a) => list(a),
         HistoryCmd::Metrics(f) => {
-            let store = open(&f.db)?;
-            let names = store.metric_names(&f.filter())?;
-            if names.is_empty() {
-                println!("no metric stored for these runs");
-            }
-            println!("{:<40} {:<10} {:>6}", "metric", "unit", "runs");
-            for (n, u, c) in names {
-                println!("{n:<40} {u:<10} {c:>6}");
-            }
+            let names = open(&f.db)?.metric_names(&f.filter())?;
+            print!("{}", view::metrics_text(&names));
             Ok(ExitCode::SUCCESS)
         }
         HistoryCmd::Machines(db) => {
-            let store = open(db)?;
-            println!(
-                "{:<18} {:>5} {:<40} {:>5} {:<24} {:<12} machine file",
-                "id", "runs", "cpu", "cpus", "kernel", "governor"
-            );
-            for m in store.machines()? {
-                let f = &m.fingerprint;
-                println!(
-                    "{:<18} {:>5} {:<40} {:>5} {:<24} {:<12} {}",
-                    m.id,
-                    m.runs,
-                    f.cpu_model,
-                    f.cpu_count,
-                    f.kernel,
-                    f.governor.as_deref().unwrap_or("-"),
-                    f.machine_file.as_deref().unwrap_or("-")
-                );
-            }
+            print!("{}", view::machines_text(&open(db)?.machines()?));
             Ok(ExitCode::SUCCESS)
         }
         HistoryCmd::Plot(a) => plot(a),
@@ -294,31 +270,10 @@ fn list_inner(a: &ListArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The series of a metric on one machine (the newest run's unless `mix`), with a note when
-/// other machines were left out.
-fn load_series(a: &SeriesArgs) -> Result<(Store, Vec<SeriesPoint>, Option<String>)> {
-    let store = open(&a.filter.db)?;
-    let mut pts = store.series(&a.metric, &a.filter.filter())?;
-    if pts.is_empty() {
-        bail!(
-            "no run has the metric `{}` (store {}); list the metrics with `hpcscope history metrics`",
-            a.metric,
-            store.path().display()
-        );
-    }
-    let mut note = None;
-    if !a.mix_machines {
-        let m = pts.last().map(|p| p.machine_id.clone()).unwrap_or_default();
-        let before = pts.len();
-        pts.retain(|p| p.machine_id == m);
-        if pts.len() < before {
-            note = Some(format!(
-                "{} run(s) on other machines left out (only machine {m}); --mix-machines to include them",
-                before - pts.len()
-            ));
-        }
-    }
-    Ok((store, pts, note))
+/// The series of a metric on one machine (the newest run's unless `--mix-machines`), with
+/// a note when other machines were left out.
+fn load_series(a: &SeriesArgs) -> Result<(Vec<SeriesPoint>, Option<String>)> {
+    Ok(open(&a.filter.db)?.machine_series(&a.metric, &a.filter.filter(), a.mix_machines)?)
 }
 
 fn method(a: &SeriesArgs) -> Method {
@@ -345,7 +300,7 @@ fn method(a: &SeriesArgs) -> Method {
 }
 
 fn plot(a: &PlotArgs) -> Result<ExitCode> {
-    let (_, pts, note) = load_series(&a.series)?;
+    let (pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
     let m = method(&a.series);
     let det = detect(&xs, &m);
@@ -367,7 +322,7 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
 }
 
 fn changes(a: &ChangesArgs) -> Result<ExitCode> {
-    let (_, pts, note) = load_series(&a.series)?;
+    let (pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
     let m = method(&a.series);
     let det: Detection = detect(&xs, &m);
