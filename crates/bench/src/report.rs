@@ -616,6 +616,34 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
     Ok(m)
 }
 
+/// The numbers a bench run keeps in the history store: each precision's core and node peak
+/// (`peak_f64_core_gflops`...) and each level's core and node bandwidth (`L1_core_gbs`...).
+pub fn record_numbers(r: &Report) -> serde_json::Value {
+    let m = &r.machine;
+    let mut numbers = serde_json::Map::new();
+    for p in &m.peaks {
+        numbers.insert(
+            format!("peak_{}_core_gflops", p.precision),
+            serde_json::json!(p.core_gflops),
+        );
+        numbers.insert(
+            format!("peak_{}_node_gflops", p.precision),
+            serde_json::json!(p.node_gflops),
+        );
+    }
+    for l in &m.levels {
+        numbers.insert(
+            format!("{}_core_gbs", l.name),
+            serde_json::json!(l.core_gbs),
+        );
+        numbers.insert(
+            format!("{}_node_gbs", l.name),
+            serde_json::json!(l.node_gbs),
+        );
+    }
+    serde_json::Value::Object(numbers)
+}
+
 /// A short human-readable summary of a report (peaks, levels, warnings).
 pub fn summary(r: &Report) -> String {
     use std::fmt::Write;

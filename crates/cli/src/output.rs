@@ -9,7 +9,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-pub use hpcscope_report::fmt::num;
 pub use hpcscope_report::{Format, Table};
 
 /// Renders `value` in `format` (see [`hpcscope_report::render`]).

@@ -220,31 +220,10 @@ fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
         &text,
     )?;
     eprint!("{}", hpcscope_bench::report::summary(&report));
-    let m = &report.machine;
-    let mut numbers = serde_json::Map::new();
-    for p in &m.peaks {
-        numbers.insert(
-            format!("peak_{}_core_gflops", p.precision),
-            serde_json::json!(p.core_gflops),
-        );
-        numbers.insert(
-            format!("peak_{}_node_gflops", p.precision),
-            serde_json::json!(p.node_gflops),
-        );
-    }
-    for l in &m.levels {
-        numbers.insert(
-            format!("{}_core_gbs", l.name),
-            serde_json::json!(l.core_gbs),
-        );
-        numbers.insert(
-            format!("{}_node_gbs", l.name),
-            serde_json::json!(l.node_gbs),
-        );
-    }
+    let numbers = hpcscope_bench::report::record_numbers(&report);
     if let Some(line) = args
         .record
-        .store("bench", &m.id, &serde_json::Value::Object(numbers))
+        .store("bench", &report.machine.id, &numbers)
         .map_err(|e| BenchError::Internal(format!("{e:#}")))?
     {
         eprintln!("{line}");

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use hpcscope_mix::{MixError, MixOptions, MixReport, RunSpec, SpecError, analyze};
 
-use crate::output::{Format, emit, num, render, write_atomic, write_files};
+use crate::output::{Format, emit, render, write_atomic, write_files};
 use hpcscope_core::load;
 
 /// Arguments of `mix`.
@@ -209,7 +209,6 @@ pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Runs `mix`.
-#[allow(clippy::too_many_lines)]
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
     // (The specification is checked by the analysis, before anything runs.)
@@ -217,118 +216,9 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
         MixError::Spec(s) => phrase(s),
         e => e.into(),
     })?;
-    let mut pre = vec![format!(
-        "{} ({}, {}){}",
-        r.program,
-        r.arch.name(),
-        &r.sha256[..12],
-        r.compiler
-            .as_deref()
-            .map(|c| format!(", built by {c}"))
-            .unwrap_or_default()
-    )];
-    if let Some(m) = hpcscope_core::stats::median(&r.native_times_s) {
-        pre.push(format!(
-            "native time: median {} s over {} runs",
-            num(m, 4),
-            r.native_times_s.len()
-        ));
-    }
-    let mut epi: Vec<String> = Vec::new();
-    if let Some(t) = hpcscope_mix::view::thread_table(&r)
-        && matches!(a.format, Format::Table)
-    {
-        epi.push(format!(
-            "per thread ({} placement, on the caches of {}):",
-            r.variants[0].placement,
-            r.variants[0].profiles[0]
-                .machine
-                .as_deref()
-                .unwrap_or("the first machine")
-        ));
-        epi.extend(t.text().lines().map(str::to_string));
-    }
-    epi.extend(r.notes.iter().map(|n| format!("note: {n}")));
-    let mut partial = false;
-    for v in &r.variants {
-        partial |= v.partial;
-        for n in v
-            .profiles
-            .first()
-            .map(|p| p.notes.clone())
-            .unwrap_or_default()
-        {
-            let line = format!("note: {n}");
-            if !epi.contains(&line) {
-                epi.push(line);
-            }
-        }
-        let t = &v.counts.totals;
-        let key = v
-            .sve_bits
-            .map(|b| format!(" (SVE {b})"))
-            .unwrap_or_default();
-        if let Some(s) = &v.sampling {
-            let lines = s.lines();
-            if let Some((first, rest)) = lines.split_first() {
-                epi.push(format!("{first}{key}"));
-                epi.extend(rest.iter().cloned());
-            }
-        }
-        if t.flops_excluded > 0 {
-            epi.push(format!(
-                "note{key}: {} lane FLOPs of reductions and unused lanes left out (docs/flop-counting.md)",
-                t.flops_excluded
-            ));
-        }
-        if t.bytes_unreported > 0 {
-            epi.push(format!(
-                "note{key}: {} bytes of accesses QEMU does not report (SVE loads and stores, DC ZVA) are counted but not in the cache simulation",
-                t.bytes_unreported
-            ));
-        }
-        if let Some(w) = hpcscope_mix::widths::describe(t) {
-            epi.push(format!("bytes by access width{key}: {w}"));
-        }
-        if v.threads().len() > 1 {
-            epi.push(format!("per guest thread{key}:"));
-            for th in v.threads() {
-                epi.push(format!(
-                    "  thread {:<3} (vCPU {:<3}) {:>14} FLOPs {:>14} FP instructions {:>14} bytes",
-                    th.thread,
-                    th.vcpu,
-                    th.totals.flops,
-                    th.totals.fp_instructions,
-                    th.totals.bytes_loaded + th.totals.bytes_stored
-                ));
-            }
-        }
-        if v.regions().len() > 1 {
-            epi.push(format!("per function{key}:"));
-            for (name, r) in a.functions.iter().zip(v.regions()) {
-                epi.push(format!(
-                    "  {name:<32} {:>14} FLOPs {:>14} instructions {:>14} bytes",
-                    r.totals.flops,
-                    r.totals.instructions,
-                    r.totals.bytes_loaded + r.totals.bytes_stored
-                ));
-            }
-        }
-        if !v.functions.is_empty() {
-            epi.push(format!(
-                "hottest functions{}:",
-                v.sve_bits
-                    .map(|b| format!(" (SVE {b})"))
-                    .unwrap_or_default()
-            ));
-            for f in v.functions.iter().take(8) {
-                epi.push(format!(
-                    "  {:<32} {:>14} FLOPs {:>14} instructions",
-                    f.function, f.flops, f.instructions
-                ));
-            }
-        }
-    }
+    let pre = hpcscope_mix::view::preamble(&r);
+    let mut epi = hpcscope_mix::view::notes(&r, &a.functions, matches!(a.format, Format::Table));
+    let partial = r.variants.iter().any(|v| v.partial);
     if let Some(out) = &a.output {
         for f in write_outputs(&r, out)? {
             epi.push(format!("wrote {}", f.display()));
@@ -336,50 +226,8 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
     } else {
         epi.push("profiles not written: give -o DIR (or -o FILE.json for one profile)".into());
     }
-    let mut numbers = serde_json::Map::new();
-    for v in &r.variants {
-        let key = v
-            .sve_bits
-            .map(|b| format!("sve{b}"))
-            .unwrap_or_else(|| "native".into());
-        let t = &v.counts.totals;
-        numbers.insert(format!("{key}.flops"), t.flops.into());
-        numbers.insert(format!("{key}.fp_instructions"), t.fp_instructions.into());
-        numbers.insert(format!("{key}.instructions"), t.instructions.into());
-        if v.threads().len() > 1 {
-            numbers.insert(format!("{key}.threads"), v.threads().len().into());
-            for th in v.threads() {
-                numbers.insert(
-                    format!("{key}.thread{}.flops", th.thread),
-                    th.totals.flops.into(),
-                );
-            }
-        }
-        numbers.insert(
-            format!("{key}.bytes"),
-            (t.bytes_loaded + t.bytes_stored).into(),
-        );
-        for p in &v.profiles {
-            let th = hpcscope_mix::view::all_threads(p)?;
-            for (level, bytes) in th.levels.iter().zip(&th.bytes) {
-                numbers.insert(
-                    format!(
-                        "{key}.{}.bytes_{level}",
-                        p.machine.as_deref().unwrap_or("machine"),
-                    ),
-                    (*bytes).into(),
-                );
-            }
-            if let Some(ts) = th.time_s {
-                numbers.insert("time_s".into(), ts.into());
-            }
-        }
-    }
-    if let Some(line) = a.record.store(
-        "mix",
-        &a.command.join(" "),
-        &serde_json::Value::Object(numbers),
-    )? {
+    let numbers = hpcscope_mix::view::record_numbers(&r)?;
+    if let Some(line) = a.record.store("mix", &a.command.join(" "), &numbers)? {
         epi.push(line);
     }
     emit(
