@@ -121,6 +121,71 @@ impl Measurement {
     pub fn band(&self) -> Option<Spread> {
         Spread::from_rates(&self.rates())
     }
+
+    /// The measured rate by `stat`, GFLOP/s: the median's, or the fastest run's (the
+    /// median's when no run gives a rate).
+    pub fn gflops(&self, stat: Statistic) -> f64 {
+        match stat {
+            Statistic::Median => self.gflops_median,
+            Statistic::Best => self
+                .rates()
+                .into_iter()
+                .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
+                .unwrap_or(self.gflops_median),
+        }
+    }
+
+    /// The band of the rate by `stat`: the median's ([`Measurement::band`]), or for the
+    /// fastest run the gap to the second fastest, both ways (`low` = second / fastest,
+    /// `high` its inverse), with `min` and `max` relative to the fastest.
+    pub fn band_of(&self, stat: Statistic) -> Option<Spread> {
+        match stat {
+            Statistic::Median => self.band(),
+            Statistic::Best => {
+                let mut r: Vec<f64> = self
+                    .rates()
+                    .into_iter()
+                    .filter(|x| x.is_finite() && *x > 0.0)
+                    .collect();
+                if r.len() < 2 {
+                    return None;
+                }
+                r.sort_by(|a, b| b.total_cmp(a));
+                let gap = r[1] / r[0];
+                Some(Spread {
+                    runs: r.len(),
+                    min: r[r.len() - 1] / r[0],
+                    max: 1.0,
+                    low: gap,
+                    high: 1.0 / gap,
+                })
+            }
+        }
+    }
+}
+
+/// Which of a host's runs gives its measured rate.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Statistic {
+    /// The fastest run: the statistic of the machine files (`bench --statistic best`), the
+    /// ruler of every cross-machine projection, and the one least moved by other programs
+    /// on a shared host.
+    #[default]
+    Best,
+    /// The median of the runs.
+    Median,
+}
+
+impl Statistic {
+    /// `best` or `median`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statistic::Best => "best",
+            Statistic::Median => "median",
+        }
+    }
 }
 
 /// What a record says of its host.
@@ -617,13 +682,15 @@ pub fn project_pair(
     records: &[HostRecord],
     (a, b): (usize, usize),
     calibration: Option<&Calibration>,
+    stat: Statistic,
 ) -> Result<HostPair> {
     let (ra, rb) = (&records[p.hosts[a]], &records[p.hosts[b]]);
     let (ma, mb) = (&ra.file.measurements[&p.key], &rb.file.measurements[&p.key]);
     let so = format!("{} on {}", p.key, ra.name);
     let to = format!("{} on {}", p.key, rb.name);
-    let (sa, sb) = (ma.band(), mb.band());
-    // Each profile carries the time its rate comes from (the measured median).
+    let (sa, sb) = (ma.band_of(stat), mb.band_of(stat));
+    let (ga, gb) = (ma.gflops(stat), mb.gflops(stat));
+    // Each profile carries the time its rate comes from (the measured rate).
     let timed = |prof: &Profile, gflops: f64| -> Profile {
         let mut prof = prof.clone();
         let total: f64 = prof.regions[0].threads.iter().map(|t| t.flops).sum();
@@ -632,10 +699,7 @@ pub fn project_pair(
         }
         prof
     };
-    let (pa, pb) = (
-        timed(&c.profiles[a], ma.gflops_median),
-        timed(&c.profiles[b], mb.gflops_median),
-    );
+    let (pa, pb) = (timed(&c.profiles[a], ga), timed(&c.profiles[b], gb));
     let flops: f64 = pa.regions[0].threads.iter().map(|t| t.flops).sum();
     if !(flops.is_finite() && flops > 0.0) {
         bail!(
@@ -664,7 +728,7 @@ pub fn project_pair(
             threads: &ta,
             origin: &so,
         },
-        ma.gflops_median,
+        ga,
         Side {
             machine: &rb.machine,
             threads: &tb,
@@ -687,25 +751,30 @@ pub fn project_pair(
             drop_contradicted: false,
         },
     )?;
-    Ok(pair_of(p, (&ra.name, ma), (&rb.name, mb), proj, (sa, sb)))
+    Ok(pair_of(
+        p,
+        (&ra.name, ma, ga),
+        (&rb.name, mb, gb),
+        proj,
+        (sa, sb),
+    ))
 }
 
 /// The pair of projection `proj` of `source`'s measurement onto `target`'s.
 fn pair_of(
     p: &Planned,
-    (sname, ms): (&str, &Measurement),
-    (tname, mt): (&str, &Measurement),
+    (sname, ms, gs): (&str, &Measurement, f64),
+    (tname, mt, gt): (&str, &Measurement, f64),
     proj: hpcscope_core::project::Projection,
     (ss, ts): (Option<Spread>, Option<Spread>),
 ) -> HostPair {
-    let v = proj.validate(mt.gflops_median, ts);
+    let v = proj.validate(gt, ts);
     let kwack_inside_within_noise = proj.kwack_gflops.map(|k| {
         let (sl, sh) = ss.map_or((1.0, 1.0), |x| (x.low, x.high));
         let (tl, th) = ts.map_or((1.0, 1.0), |x| (x.low, x.high));
-        k * sl <= mt.gflops_median * th * (1.0 + 1e-9)
-            && mt.gflops_median * tl <= k * sh * (1.0 + 1e-9)
+        k * sl <= gt * th * (1.0 + 1e-9) && gt * tl <= k * sh * (1.0 + 1e-9)
     });
-    let ratio = mt.gflops_median / ms.gflops_median;
+    let ratio = gt / gs;
     let spread = ms.spread.max(mt.spread);
     HostPair {
         key: p.key.clone(),
@@ -718,15 +787,15 @@ fn pair_of(
         measured_ratio: ratio,
         spread,
         changed: (ratio - 1.0).abs() > 2.0 * spread,
-        no_change_error: ms.gflops_median / mt.gflops_median - 1.0,
+        no_change_error: gs / gt - 1.0,
         pair: PairResult {
             group: p.key.clone(),
             source: sname.to_string(),
             target: tname.to_string(),
             change: Change::Machine,
             calibration: false,
-            source_gflops: ms.gflops_median,
-            measured_gflops: mt.gflops_median,
+            source_gflops: gs,
+            measured_gflops: gt,
             interval: proj.interval,
             model_interval: proj.widening.map_or(proj.interval, |w| w.model_interval),
             point: proj.point.clone(),
@@ -961,6 +1030,8 @@ pub struct HostsValidation {
     pub notes: Vec<String>,
     /// Seconds the characterizations took.
     pub seconds: f64,
+    /// Which run of each host gave its rate (`best`, `median`).
+    pub statistic: Statistic,
 }
 
 /// A host of [`HostsValidation`].
@@ -993,6 +1064,8 @@ pub struct ValidateOptions {
     /// Keep each characterization here and take it back when the binary, its arguments,
     /// threads, the hosts' machine files and the sampling are the same.
     pub cache_dir: Option<PathBuf>,
+    /// Which run of each host gives its rate.
+    pub statistic: Statistic,
 }
 
 /// A characterization as the cache keeps it.
@@ -1152,6 +1225,7 @@ pub fn validate(
                 records,
                 (pa, pb),
                 o.calibration.as_ref(),
+                o.statistic,
             )?);
         }
     }
@@ -1186,6 +1260,7 @@ pub fn validate(
         summary,
         notes,
         seconds: started.elapsed().as_secs_f64(),
+        statistic: o.statistic,
     })
 }
 
@@ -1240,6 +1315,10 @@ pub fn text(v: &HostsValidation) -> String {
             h.name, h.cpu, h.machine, h.keys
         ));
     }
+    t.push_str(match v.statistic {
+        Statistic::Best => "each host's rate: its fastest run (as its machine file's), the band the gap to the second fastest\n",
+        Statistic::Median => "each host's rate: the median of its runs, with the median's band\n",
+    });
     let kw = v.pairs.iter().map(|p| p.key.len()).max().unwrap_or(0);
     let dw = v
         .pairs
@@ -1707,6 +1786,34 @@ mod tests {
     }
 
     #[test]
+    fn the_fastest_run_and_its_band() {
+        let m = meas(
+            "x86-64/triad@1",
+            'a',
+            &["1"],
+            &[0.30, 0.25, 0.40, 0.26, 0.50],
+        );
+        let flops = m.runs[0].flops;
+        // The median statistic is the median's, the best one the fastest run's.
+        assert_eq!(m.gflops(Statistic::Median), m.gflops_median);
+        let best = m.gflops(Statistic::Best);
+        assert!((best - flops / 0.25 / 1e9).abs() < 1e-12, "{best}");
+        assert_eq!(m.band_of(Statistic::Median), m.band());
+        // The band: the gap to the second fastest run (0.26 s), both ways.
+        let b = m.band_of(Statistic::Best).unwrap();
+        let gap = 0.25 / 0.26;
+        assert!(
+            (b.low - gap).abs() < 1e-12 && (b.high - 1.0 / gap).abs() < 1e-12,
+            "{b:?}"
+        );
+        assert!((b.min - 0.25 / 0.50).abs() < 1e-12 && b.max == 1.0 && b.runs == 5);
+        // One run: no band, and the rate is still the run's.
+        let one = meas("x86-64/triad@1", 'a', &["1"], &[0.25]);
+        assert!(one.band_of(Statistic::Best).is_none());
+        assert!((one.gflops(Statistic::Best) - flops / 0.25 / 1e9).abs() < 1e-12);
+    }
+
+    #[test]
     fn the_result_line_is_the_last_one() {
         let out = "triad n=1000000\nflops=6e8 bytes=7.2e9 time_s=0.26 cpu_s=0.25 check=1\n\n";
         let r = parse_result_line(out).unwrap();
@@ -1842,7 +1949,9 @@ mod tests {
         let pairs: Vec<HostPair> = p[0]
             .ordered_pairs()
             .into_iter()
-            .map(|(x, y)| project_pair(&p[0], &c, &recs, (x, y), Some(&cal)).unwrap())
+            .map(|(x, y)| {
+                project_pair(&p[0], &c, &recs, (x, y), Some(&cal), Statistic::Median).unwrap()
+            })
             .collect();
         let s = summarize(&pairs);
         (pairs, s)
@@ -1915,6 +2024,7 @@ mod tests {
             summary: s,
             notes: vec![],
             seconds: 0.0,
+            statistic: Statistic::Median,
         });
         assert!(t.contains("tx2 -> a64fx") && t.contains("inside"), "{t}");
         assert!(!t.contains("NaN") && !t.contains("inf"), "{t}");

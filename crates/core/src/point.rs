@@ -345,7 +345,14 @@ impl Calibration {
             speedup: gflops / p.source_gflops,
             change,
             error: self.error_for(change),
-            rule: self.point.method.describe(self.point.parameter),
+            rule: match (self.point.method, p.clock_ratio) {
+                (PointMethod::ExplainedTime, Some(k)) => format!(
+                    "{} in core cycles (x{} of its seconds: the source's clock over the target's)",
+                    self.point.method.describe(self.point.parameter),
+                    (k * 1000.0).round() / 1000.0
+                ),
+                _ => self.point.method.describe(self.point.parameter),
+            },
         })
     }
 }
@@ -410,7 +417,8 @@ fn value(method: PointMethod, parameter: f64, p: &Projection) -> Option<f64> {
                 let t_s = fs / b.source_gflops;
                 let explained =
                     f * t_s * (ft / fs) * b.source_ceiling_gflops / b.target_ceiling_gflops;
-                sum += ft / (explained + (1.0 - f) * t_s);
+                // The rest carries over in core cycles (across clocks; seconds on one).
+                sum += ft / (explained + (1.0 - f) * t_s * p.clock_ratio.unwrap_or(1.0));
             }
             sum
         }

@@ -167,6 +167,11 @@ pub struct Point {
     /// roof_target + (1 - efficiency) x t_s x I_t / I_s)`, GFLOP/s ([`Inputs::instructions`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_rate_gflops: Option<f64>,
+    /// The carried time in core cycles rather than seconds, across machines of different
+    /// clocks ([`Projection::clock_ratio`] `k`): `F_t / (F_t / roof_target + (1 -
+    /// efficiency) x t_s x k)`, GFLOP/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_cycles_gflops: Option<f64>,
 }
 
 /// The projection of one thread (node scope).
@@ -243,6 +248,13 @@ pub struct Projection {
     /// comparison with the point estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kwack_gflops: Option<f64>,
+    /// The source machine's core clock over the target's (`frequency_ghz`), when the two
+    /// machines give different clocks: the source's time that the binding ceiling does not
+    /// explain (latencies, dependencies, front end) is carried over in core cycles, this
+    /// factor times its seconds, by the point estimate; the interval holds both (see
+    /// [`Point::carried_cycles_gflops`]). `None`: one machine, or a clock unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_ratio: Option<f64>,
 }
 
 /// The binding ceilings of one thread's source and target: the lowest of the rooflines of
@@ -559,6 +571,7 @@ pub fn project_with(
         inputs.source_widths.as_ref(),
         inputs.target_widths.as_ref(),
     )?;
+    p.clock_ratio = clock_ratio(source.machine, target.machine);
     if inputs.carried_time {
         let ratio = inputs
             .instructions
@@ -645,9 +658,19 @@ pub fn project_with(
     Ok(p)
 }
 
+/// The source's core clock over the target's, when both machines give one and they differ
+/// ([`Projection::clock_ratio`]).
+pub fn clock_ratio(source: &Machine, target: &Machine) -> Option<f64> {
+    let (fs, ft) = (source.frequency_ghz?, target.frequency_ghz?);
+    let k = fs / ft;
+    (k.is_finite() && k > 0.0 && (k - 1.0).abs() > 1e-9).then_some(k)
+}
+
 /// Adds every point's carried-time values (efficiency of at most 1) to the interval; with
-/// `rate_ratio` (target / source instructions), the carried-rate values too.
+/// `rate_ratio` (target / source instructions), the carried-rate values too; across
+/// clocks ([`Projection::clock_ratio`]), the carried-cycles values too.
 fn add_carried_time(p: &mut Projection, rate_ratio: Option<f64>) {
+    let clock = p.clock_ratio;
     let add = |pts: &mut [Point], b: &Binding| -> Option<Interval> {
         let mut out: Option<Interval> = None;
         for pt in pts.iter_mut() {
@@ -665,10 +688,12 @@ fn add_carried_time(p: &mut Projection, rate_ratio: Option<f64>) {
                 };
                 pt.carried_time_gflops = Some(1.0).and_then(carried);
                 pt.carried_rate_gflops = rate_ratio.and_then(carried);
+                pt.carried_cycles_gflops = clock.and_then(carried);
             }
             for v in std::iter::once(pt.gflops)
                 .chain(pt.carried_time_gflops)
                 .chain(pt.carried_rate_gflops)
+                .chain(pt.carried_cycles_gflops)
             {
                 out = Some(match out {
                     None => Interval { lo: v, hi: v },
@@ -722,6 +747,7 @@ fn drop_contradicted(p: &mut Projection, tolerance: f64) {
                 std::iter::once(pt.gflops)
                     .chain(pt.carried_time_gflops)
                     .chain(pt.carried_rate_gflops)
+                    .chain(pt.carried_cycles_gflops)
             },
         )))
     };
@@ -1054,6 +1080,7 @@ fn project_inner(
         widening: None,
         point: None,
         kwack_gflops: None,
+        clock_ratio: None,
     })
 }
 
@@ -1130,6 +1157,7 @@ fn point(
         excluded: false,
         carried_time_gflops: None,
         carried_rate_gflops: None,
+        carried_cycles_gflops: None,
     }
 }
 

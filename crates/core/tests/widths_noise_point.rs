@@ -619,3 +619,79 @@ fn transforms_keep_per_width_values_consistent() {
     .unwrap();
     assert!(s.levels[1].widths.is_empty());
 }
+
+/// Across machines of different clocks the source's time that the binding ceiling does not
+/// explain carries over in core cycles: the point estimate scales it by the source's clock
+/// over the target's, and the interval holds both the carried seconds and the carried
+/// cycles. One machine (or a clock unknown): nothing changes.
+#[test]
+fn across_clocks_the_unexplained_time_carries_over_in_cycles() {
+    let mut src = machine();
+    src.frequency_ghz = Some(3.0);
+    let mut tgt = src.clone();
+    tgt.name = "the same core at a faster clock".into();
+    tgt.frequency_ghz = Some(4.0);
+    // Compute-bound (L1 only), the same binary on both: FPI 2.
+    let s = [app(1e10, 2.0, [1e9, 0.0, 0.0], Some(2.0))];
+    let t = [app(1e10, 2.0, [1e9, 0.0, 0.0], None)];
+    let cal = Calibration::bundled();
+    let inputs = Inputs {
+        carried_time: true,
+        calibration: Some(&cal),
+        ..Inputs::default()
+    };
+    let side = |m, th, origin| Side {
+        machine: m,
+        threads: th,
+        origin,
+    };
+    let p = project_with(
+        side(&src, &s, "source"),
+        5.0,
+        side(&tgt, &t, "target"),
+        Precision::F64,
+        Options::default(),
+        &inputs,
+    )
+    .unwrap();
+    let k = 0.75;
+    assert_eq!(p.clock_ratio, Some(k));
+    // The point: efficiency^0.97 of t_s scales with the binding ceiling (equal on both:
+    // the machine files give the same peak), the rest by the clocks.
+    let b = p.binding[0];
+    let e = (b.source_gflops / b.source_ceiling_gflops).clamp(0.0, 1.0);
+    let f = e.powf(0.97);
+    let t_s = 1e10 / 5.0;
+    let expected =
+        1e10 / (f * t_s * b.source_ceiling_gflops / b.target_ceiling_gflops + (1.0 - f) * t_s * k);
+    let point = p.point.as_ref().unwrap();
+    assert!(
+        (point.gflops - expected.clamp(p.interval.lo, p.interval.hi)).abs() < 1e-9,
+        "{point:?} {expected}"
+    );
+    assert!(point.gflops > 5.0, "a faster clock is faster: {point:?}");
+    assert!(point.rule.contains("core cycles"), "{}", point.rule);
+    // The carried-cycles point joins the interval beside the carried-seconds one.
+    let pt = &p.points[0];
+    let cycles = 1e10 / (1e10 / pt.roof_target_gflops + (1.0 - pt.efficiency) * t_s * k);
+    assert!((pt.carried_cycles_gflops.unwrap() - cycles).abs() < 1e-9);
+    assert!(p.interval.lo <= pt.carried_time_gflops.unwrap() + 1e-9);
+    assert!(p.interval.hi >= cycles - 1e-9);
+    // One machine: no ratio, no carried-cycles point, the point rule as before.
+    let same = project_with(
+        side(&src, &s, "source"),
+        5.0,
+        side(&src, &t, "target"),
+        Precision::F64,
+        Options::default(),
+        &inputs,
+    )
+    .unwrap();
+    assert_eq!(same.clock_ratio, None);
+    assert!(
+        same.points
+            .iter()
+            .all(|p| p.carried_cycles_gflops.is_none())
+    );
+    assert!(!same.point.unwrap().rule.contains("cycles"));
+}
