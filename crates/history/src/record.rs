@@ -256,6 +256,59 @@ pub fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
+/// What every recorded run of one command shares: the command line, the working directory,
+/// the tags, the executable's SHA-256, the git state, the machine and the environment.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// Each run's record before its measurement (`source` `record`).
+    base: RunRecord,
+}
+
+impl RunContext {
+    /// The context of `argv` run from `cwd` on this machine (`fingerprint`), with `tags`.
+    pub fn capture(
+        argv: &[String],
+        cwd: &Path,
+        tags: BTreeMap<String, String>,
+        fingerprint: Fingerprint,
+    ) -> RunContext {
+        let mut base = RunRecord::new(shell_join(argv), "record");
+        base.cwd = Some(cwd.display().to_string());
+        base.tags = tags;
+        base.binary_sha256 = argv
+            .first()
+            .and_then(|p| resolve_program(p))
+            .and_then(|b| crate::sha256::sha256_file(&b).ok());
+        base.git = GitInfo::detect(cwd);
+        base.fingerprint = fingerprint;
+        base.env = capture_env();
+        RunContext { base }
+    }
+
+    /// The command line, joined with shell quoting.
+    pub fn command(&self) -> &str {
+        &self.base.command
+    }
+
+    /// The record of one run: its times (`time_s`, `user_s`, `sys_s`), its exit status, and
+    /// the numbers of `metrics` (a JSON object the command wrote), when given.
+    pub fn record(&self, m: &Measured, metrics: Option<&serde_json::Value>) -> RunRecord {
+        let mut r = self.base.clone();
+        r.started_at = m.started_at;
+        r.duration_s = Some(m.wall_s);
+        r.exit_status = m.exit_status;
+        r.metrics = vec![
+            Metric::new("time_s", m.wall_s, "s"),
+            Metric::new("user_s", m.user_s, "s"),
+            Metric::new("sys_s", m.sys_s, "s"),
+        ];
+        if let Some(v) = metrics {
+            r.add_json_metrics("", v);
+        }
+        r
+    }
+}
+
 /// What one execution of a command measured.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -356,6 +409,29 @@ pub fn measure_command(argv: &[String]) -> std::io::Result<Measured> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_context_gives_every_run_its_context_and_its_own_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = vec!["sh".to_string(), "-c".into(), "exit 3".into()];
+        let tags: BTreeMap<String, String> = [("k".to_string(), "v".to_string())].into();
+        let ctx = RunContext::capture(&argv, dir.path(), tags.clone(), Fingerprint::default());
+        assert_eq!(ctx.command(), "sh -c 'exit 3'");
+        let m = measure_command(&argv).unwrap();
+        let v = serde_json::json!({"flops": 2.0});
+        let r = ctx.record(&m, Some(&v));
+        assert_eq!(r.source, "record");
+        assert_eq!(r.tags, tags);
+        assert_eq!(r.cwd.as_deref(), Some(dir.path().to_str().unwrap()));
+        // sh was found on PATH and hashed.
+        assert_eq!(r.binary_sha256.as_ref().map(String::len), Some(64));
+        assert_eq!(r.exit_status, Some(3));
+        assert_eq!((r.started_at, r.duration_s), (m.started_at, Some(m.wall_s)));
+        assert_eq!(r.metric("time_s"), Some(m.wall_s));
+        assert_eq!(r.metric("flops"), Some(2.0));
+        // Without a metrics file: the times only.
+        assert_eq!(ctx.record(&m, None).metrics.len(), 3);
+    }
 
     /// `std::env::vars` panicked on the first variable that is not UTF-8 (`PWD` after `cd`
     /// into `caf\xe9`), whatever its name.

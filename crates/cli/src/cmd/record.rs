@@ -6,11 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use hpcscope_history::record::{
-    Fingerprint, GitInfo, Metric, RunRecord, capture_env, measure_command, resolve_program,
-    shell_join,
-};
-use hpcscope_history::sha256::sha256_file;
+use hpcscope_history::record::{Fingerprint, RunContext, measure_command, shell_join};
 use hpcscope_history::store::Store;
 
 use super::history::{DbArg, parse_kv};
@@ -80,11 +76,9 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         fingerprint = fingerprint.with_machine_file(&name, text.as_bytes());
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let git = GitInfo::detect(&cwd);
-    let binary = resolve_program(&args.command[0]);
-    let binary_sha256 = binary.as_deref().and_then(|b| sha256_file(b).ok());
-    let env = capture_env();
-    let command = shell_join(&args.command);
+    let tags = args.tags.iter().cloned().collect();
+    let ctx = RunContext::capture(&args.command, &cwd, tags, fingerprint.clone());
+    let command = ctx.command().to_string();
     for i in 0..args.warmup {
         let m = measure_command(&args.command).with_context(|| cannot_run(&args.command[0]))?;
         eprintln!("warm-up {}/{}: {:.4} s", i + 1, args.warmup, m.wall_s);
@@ -104,27 +98,10 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             let _ = std::fs::remove_file(p);
         }
         let m = measure_command(&args.command).with_context(|| cannot_run(&args.command[0]))?;
-        let mut r = RunRecord::new(command.clone(), "record");
-        r.cwd = Some(cwd.display().to_string());
-        r.tags = args.tags.iter().cloned().collect();
-        r.binary_sha256 = binary_sha256.clone();
-        r.git = git.clone();
-        r.fingerprint = fingerprint.clone();
-        r.env = env.clone();
-        r.started_at = m.started_at;
-        r.duration_s = Some(m.wall_s);
-        r.exit_status = m.exit_status;
-        r.metrics = vec![
-            Metric::new("time_s", m.wall_s, "s"),
-            Metric::new("user_s", m.user_s, "s"),
-            Metric::new("sys_s", m.sys_s, "s"),
-        ];
         // The run is measured: a metrics file that cannot be taken loses its numbers, never
         // the run.
         let metrics = args.metrics_json.as_deref().map(metrics_of);
-        if let Some(Ok(v)) = &metrics {
-            r.add_json_metrics("", v);
-        }
+        let r = ctx.record(&m, metrics.as_ref().and_then(|x| x.as_ref().ok()));
         let id = store.record(&r)?;
         if let Some(Err(why)) = metrics {
             eprintln!(
