@@ -279,7 +279,12 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
         },
         progress,
     )?;
-    notes.extend(protocol.notes);
+    // The protocol builds the workloads again: a note both builds give is said once.
+    for n in protocol.notes {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    }
     let validation = protocol.pairs;
     // The node section: the OpenMP workloads with several threads.
     let mut node_analyses = Vec::new();

@@ -189,6 +189,22 @@ fn have(tool: &str) -> bool {
 /// for x86-64-v4 is 256-bit vectors).
 pub const AVX512_FLAGS: &[&str] = &["-O3", "-march=x86-64-v4", "-mprefer-vector-width=512"];
 
+/// Says once (the demo builds twice) why there are no AVX-512 builds.
+fn note_no_avx512(notes: &mut Vec<String>) {
+    #[cfg(target_arch = "x86_64")]
+    let why = if std::arch::is_x86_feature_detected!("avx512f") {
+        "the native engine that counts them (scripts/build-dynamorio.sh) is not built or not chosen (HPCSCOPE_ENGINE)"
+    } else {
+        "this machine has no AVX-512"
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let why = "this machine is not x86-64";
+    let n = format!("no AVX-512 builds: {why}");
+    if !notes.contains(&n) {
+        notes.push(n);
+    }
+}
+
 /// Writes the embedded sources and builds every variant this machine's compilers allow.
 pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<Builds>> {
     let src = write_sources(dir)?;
@@ -202,7 +218,7 @@ pub fn build(dir: &Path, names: &[&str], notes: &mut Vec<String>) -> Result<Vec<
     }
     let avx512 = hpcscope_mix::engine::avx512_counted_here();
     if !avx512 {
-        notes.push("no AVX-512 builds: this machine has no AVX-512, or the native engine (scripts/build-dynamorio.sh) that counts them is not built".into());
+        note_no_avx512(notes);
     }
     let mut out = Vec::new();
     for n in names {
@@ -399,7 +415,7 @@ pub fn build_protocol(
     let mut missing: Vec<&str> = Vec::new();
     let avx512 = hpcscope_mix::engine::avx512_counted_here();
     if !avx512 {
-        notes.push("no AVX-512 builds: this machine has no AVX-512, or the native engine (scripts/build-dynamorio.sh) that counts them is not built".into());
+        note_no_avx512(notes);
     }
     let mut out = Vec::new();
     for n in names {
