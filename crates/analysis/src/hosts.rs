@@ -1431,13 +1431,17 @@ pub fn section(v: &HostsValidation) -> hpcscope_report::Section {
         title: "Validation across hosts: the same binary measured on two machines".into(),
         summary: all.map_or("No pair.".into(), |s| {
             format!(
-                "{} pairs: the measurement met the projected interval for {:.0} % of them; median width x{}; point estimate off by {:.1} % at the median, the Kwack baseline by {:.1} %, no change by {:.1} %.",
+                "{} pairs: the measurement met the projected interval for {:.0} % of them; median width x{}; point estimate off by {:.1} % at the median, the Kwack baseline by {:.1} %, no change by {:.1} %. Each host's rate: {}.",
                 s.summary.weighted.pairs,
                 s.summary.weighted.inside_fraction * 100.0,
                 num(s.summary.weighted.median_width, 3),
                 s.summary.weighted.median_point_error * 100.0,
                 s.summary.kwack.median_point_error * 100.0,
-                s.no_change.median_error * 100.0
+                s.no_change.median_error * 100.0,
+                match v.statistic {
+                    Statistic::Best => "its fastest run, as its machine file's",
+                    Statistic::Median => "the median of its runs",
+                }
             )
         }),
         body_html: hpcscope_report::html_table(
