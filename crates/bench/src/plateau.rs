@@ -187,6 +187,52 @@ pub fn transition_sizes(plateaus: &[Plateau]) -> Vec<u64> {
         .collect()
 }
 
+/// Without cache geometry: each plateau is a level, the last one main memory.
+fn levels_of_plateaus(plateaus: &[Plateau]) -> Vec<LevelEstimate> {
+    let mut out = Vec::new();
+    let n = plateaus.len();
+    for (i, p) in plateaus.iter().enumerate() {
+        let memory = i + 1 == n && n > 1;
+        out.push(LevelEstimate {
+            name: if memory { "MM".into() } else { format!("L{}", i + 1) },
+            memory,
+            gbs: Some(if i == 0 { p.max_gbs } else { p.gbs }),
+            at_size: Some(((p.first_size as f64) * (p.last_size as f64)).sqrt() as u64),
+            rule: format!(
+                "plateau {}..{} B ({} points; no cache geometry known, so levels are the detected plateaus){}",
+                p.first_size,
+                p.last_size,
+                p.points,
+                if i == 0 { ", maximum" } else { ", median" }
+            ),
+        });
+    }
+    out
+}
+
+/// `caches` with the last level's capacity replaced by the sweep's last step (the one into
+/// main memory, the last of `transitions`) where that lies more than an octave below
+/// sysfs's capacity (see [`assign_levels`]); the sysfs capacity so replaced.
+fn measured_llc(
+    caches: &[CacheCapacity],
+    transitions: &[u64],
+) -> (Vec<CacheCapacity>, Option<u64>) {
+    let mut out = caches.to_vec();
+    let n = out.len();
+    let Some(last) = out.last().copied() else {
+        return (out, None);
+    };
+    let before = if n > 1 { out[n - 2].bytes } else { 0 };
+    // The sweep's last step is the one into main memory: no step after it.
+    match transitions.last().copied() {
+        Some(t) if (t as f64) < last.bytes as f64 / 2.0 && t > 2 * before => {
+            out[n - 1].bytes = t;
+            (out, Some(last.bytes))
+        }
+        _ => (out, None),
+    }
+}
+
 /// Capacity of one cache level as seen by the measuring threads.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -219,11 +265,20 @@ pub struct LevelEstimate {
 /// the points within 0.3 octave of `Ck / 2` (else the point of `(C(k-1), Ck]` closest to
 /// `Ck / 2`); MM = median of the points `>= 4 * C_last` (else the largest point beyond
 /// `C_last`, flagged). Without `caches`, each plateau is a level, the last one is `MM`.
+///
+/// The last-level cache's capacity is the sweep's own where the two disagree: when the
+/// sweep's last bandwidth step (into main memory) lies more than an octave below the
+/// capacity `caches` gives (sysfs), and more than an octave above the level before, the
+/// level is measured at half that step, and its rule says so. A VM's vCPUs can see a share of the host's L3
+/// that sysfs reports whole (480 MiB reported, the step at about 108 MiB, seen on a 2-vCPU
+/// guest): measured at half of sysfs's size, the "L3" point is main memory.
 pub fn assign_levels(
     points: &[(u64, f64)],
     caches: &[CacheCapacity],
     plateaus: &[Plateau],
 ) -> Vec<LevelEstimate> {
+    let (caches, llc_step) = measured_llc(caches, &transition_sizes(plateaus));
+    let caches = &caches[..];
     let mut pts: Vec<(u64, f64)> = points
         .iter()
         .copied()
@@ -232,24 +287,7 @@ pub fn assign_levels(
     pts.sort_by_key(|p| p.0);
     let mut out = Vec::new();
     if caches.is_empty() {
-        let n = plateaus.len();
-        for (i, p) in plateaus.iter().enumerate() {
-            let memory = i + 1 == n && n > 1;
-            out.push(LevelEstimate {
-                name: if memory { "MM".into() } else { format!("L{}", i + 1) },
-                memory,
-                gbs: Some(if i == 0 { p.max_gbs } else { p.gbs }),
-                at_size: Some(((p.first_size as f64) * (p.last_size as f64)).sqrt() as u64),
-                rule: format!(
-                    "plateau {}..{} B ({} points; no cache geometry known, so levels are the detected plateaus){}",
-                    p.first_size,
-                    p.last_size,
-                    p.points,
-                    if i == 0 { ", maximum" } else { ", median" }
-                ),
-            });
-        }
-        return out;
+        return levels_of_plateaus(plateaus);
     }
     let median = |v: &[(u64, f64)]| -> (f64, u64) {
         let mut b: Vec<f64> = v.iter().map(|p| p.1).collect();
@@ -328,6 +366,16 @@ pub fn assign_levels(
                     ),
                 }
             }
+        };
+        let est = match llc_step {
+            Some(sysfs) if k + 1 == caches.len() => LevelEstimate {
+                rule: format!(
+                    "{}; capacity from the sweep: its bandwidth steps down at about {} B, where sysfs reports {sysfs} B",
+                    est.rule, c.bytes
+                ),
+                ..est
+            },
+            _ => est,
         };
         out.push(est);
     }
@@ -540,6 +588,51 @@ mod tests {
         let l = assign_levels(&[(32_000, 400.0), (1_000_000_000, 15.0)], &caps, &[]);
         assert_eq!(l[1].gbs, None);
         assert_eq!(l[2].gbs, None);
+    }
+
+    /// The Intel Xeon VM's sweep: sysfs says 480 MiB of L3, the bandwidth steps down to
+    /// memory's at about 108 MiB. The L3 is measured at half the step, not at 240 MiB.
+    #[test]
+    fn a_last_level_cache_smaller_than_sysfs_says_is_measured_where_the_sweep_sees_it() {
+        let seen = [
+            48.0 * 1024.0,
+            2.0 * 1024.0 * 1024.0,
+            108.0 * 1024.0 * 1024.0,
+        ];
+        let pts = sweep(&seen, &BWS, 4, 0.0, 0.02);
+        let p = detect_plateaus(&pts, &PlateauParams::default());
+        let sysfs = |l3: u64| {
+            vec![
+                CacheCapacity {
+                    level: 1,
+                    bytes: 48 << 10,
+                },
+                CacheCapacity {
+                    level: 2,
+                    bytes: 2 << 20,
+                },
+                CacheCapacity {
+                    level: 3,
+                    bytes: l3,
+                },
+            ]
+        };
+        let l = assign_levels(&pts, &sysfs(480 << 20), &p);
+        assert!(close(l[2].gbs.unwrap(), 40.0, 0.1), "{:?}", l[2]);
+        assert!(l[2].at_size.unwrap() < 80 << 20, "{:?}", l[2]);
+        assert!(
+            l[2].rule.contains("sysfs reports 503316480 B"),
+            "{}",
+            l[2].rule
+        );
+        assert!(close(l[3].gbs.unwrap(), 15.0, 0.05) && l[3].memory);
+        // Sysfs's capacity where the step agrees with it (within an octave): as before.
+        let l = assign_levels(&pts, &sysfs(128 << 20), &p);
+        assert!(!l[2].rule.contains("sysfs"), "{}", l[2].rule);
+        assert_eq!(l, assign_levels(&pts, &sysfs(128 << 20), &[]));
+        // No plateaus (no sweep steps known): sysfs's, even if wrong.
+        let l = assign_levels(&pts, &sysfs(480 << 20), &[]);
+        assert!(close(l[2].gbs.unwrap(), 15.0, 0.1), "{:?}", l[2]);
     }
 
     #[test]
