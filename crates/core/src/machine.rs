@@ -1413,8 +1413,91 @@ pub enum Derivation {
     CoreAsShare,
 }
 
+/// A value of [`diff`]: the number, or `-`.
+fn opt(v: Option<f64>) -> String {
+    v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into())
+}
+
+/// The peaks of precision `prec` of [`diff`]: core and node, per width, per compute ceiling.
+fn diff_peak(
+    a: &Machine,
+    b: &Machine,
+    prec: Precision,
+    push: &mut impl FnMut(String, String, String),
+) {
+    let (pa, pb) = (a.peak(prec), b.peak(prec));
+    push(
+        format!("peak.{prec}.core_gflops"),
+        opt(pa.and_then(|p| p.core_gflops)),
+        opt(pb.and_then(|p| p.core_gflops)),
+    );
+    push(
+        format!("peak.{prec}.node_gflops"),
+        opt(pa.and_then(|p| p.node_gflops)),
+        opt(pb.and_then(|p| p.node_gflops)),
+    );
+    // Per-width peaks, matched by width.
+    let empty_w: &[WidthPeak] = &[];
+    let (wa, wb) = (
+        pa.map_or(empty_w, |p| &p.widths[..]),
+        pb.map_or(empty_w, |p| &p.widths[..]),
+    );
+    for bits in union_sorted(
+        wa.iter().map(|w| w.vector_bits),
+        wb.iter().map(|w| w.vector_bits),
+    ) {
+        let (x, y) = (
+            wa.iter().find(|w| w.vector_bits == bits),
+            wb.iter().find(|w| w.vector_bits == bits),
+        );
+        for (f, get) in [
+            (
+                "core_gflops",
+                (|w: &WidthPeak| w.core_gflops) as fn(&WidthPeak) -> Option<f64>,
+            ),
+            ("node_gflops", |w: &WidthPeak| w.node_gflops),
+        ] {
+            push(
+                format!("peak.{prec}.widths.{bits}.{f}"),
+                opt(x.and_then(get)),
+                opt(y.and_then(get)),
+            );
+        }
+    }
+    // Compute ceilings, matched by (operation, width).
+    let empty_c: &[ComputeCeiling] = &[];
+    let (ca, cb) = (
+        pa.map_or(empty_c, |p| &p.ceilings[..]),
+        pb.map_or(empty_c, |p| &p.ceilings[..]),
+    );
+    let mut keys: Vec<(CeilingOp, u32)> = Vec::new();
+    for c in ca.iter().chain(cb) {
+        if !keys.contains(&(c.op, c.vector_bits)) {
+            keys.push((c.op, c.vector_bits));
+        }
+    }
+    keys.sort_by_key(|(op, bits)| (op.to_string(), *bits));
+    for (op, bits) in keys {
+        let find = |cs: &[ComputeCeiling]| {
+            cs.iter()
+                .find(|c| c.op == op && c.vector_bits == bits)
+                .cloned()
+        };
+        let (x, y) = (find(ca), find(cb));
+        push(
+            format!("peak.{prec}.ceilings.{op}.{bits}.core_gflops"),
+            opt(x.as_ref().and_then(|c| c.core_gflops)),
+            opt(y.as_ref().and_then(|c| c.core_gflops)),
+        );
+        push(
+            format!("peak.{prec}.ceilings.{op}.{bits}.node_gflops"),
+            opt(x.as_ref().and_then(|c| c.node_gflops)),
+            opt(y.as_ref().and_then(|c| c.node_gflops)),
+        );
+    }
+}
+
 /// Differences between two machines, field by field, for `hpcscope machine diff`.
-#[allow(clippy::too_many_lines)]
 pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
     let mut out = Vec::new();
     let mut push = |field: String, x: String, y: String| {
@@ -1422,7 +1505,6 @@ pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
             out.push(FieldDiff { field, a: x, b: y });
         }
     };
-    let opt = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_else(|| "-".into());
     push("name".into(), a.name.clone(), b.name.clone());
     push("isa".into(), a.isa.clone(), b.isa.clone());
     push("simd".into(), a.simd.clone(), b.simd.clone());
@@ -1439,76 +1521,7 @@ pub fn diff(a: &Machine, b: &Machine) -> Vec<FieldDiff> {
         opt(b.frequency_ghz),
     );
     for prec in [Precision::F64, Precision::F32] {
-        let (pa, pb) = (a.peak(prec), b.peak(prec));
-        push(
-            format!("peak.{prec}.core_gflops"),
-            opt(pa.and_then(|p| p.core_gflops)),
-            opt(pb.and_then(|p| p.core_gflops)),
-        );
-        push(
-            format!("peak.{prec}.node_gflops"),
-            opt(pa.and_then(|p| p.node_gflops)),
-            opt(pb.and_then(|p| p.node_gflops)),
-        );
-        // Per-width peaks, matched by width.
-        let empty_w: &[WidthPeak] = &[];
-        let (wa, wb) = (
-            pa.map_or(empty_w, |p| &p.widths[..]),
-            pb.map_or(empty_w, |p| &p.widths[..]),
-        );
-        for bits in union_sorted(
-            wa.iter().map(|w| w.vector_bits),
-            wb.iter().map(|w| w.vector_bits),
-        ) {
-            let (x, y) = (
-                wa.iter().find(|w| w.vector_bits == bits),
-                wb.iter().find(|w| w.vector_bits == bits),
-            );
-            for (f, get) in [
-                (
-                    "core_gflops",
-                    (|w: &WidthPeak| w.core_gflops) as fn(&WidthPeak) -> Option<f64>,
-                ),
-                ("node_gflops", |w: &WidthPeak| w.node_gflops),
-            ] {
-                push(
-                    format!("peak.{prec}.widths.{bits}.{f}"),
-                    opt(x.and_then(get)),
-                    opt(y.and_then(get)),
-                );
-            }
-        }
-        // Compute ceilings, matched by (operation, width).
-        let empty_c: &[ComputeCeiling] = &[];
-        let (ca, cb) = (
-            pa.map_or(empty_c, |p| &p.ceilings[..]),
-            pb.map_or(empty_c, |p| &p.ceilings[..]),
-        );
-        let mut keys: Vec<(CeilingOp, u32)> = Vec::new();
-        for c in ca.iter().chain(cb) {
-            if !keys.contains(&(c.op, c.vector_bits)) {
-                keys.push((c.op, c.vector_bits));
-            }
-        }
-        keys.sort_by_key(|(op, bits)| (op.to_string(), *bits));
-        for (op, bits) in keys {
-            let find = |cs: &[ComputeCeiling]| {
-                cs.iter()
-                    .find(|c| c.op == op && c.vector_bits == bits)
-                    .cloned()
-            };
-            let (x, y) = (find(ca), find(cb));
-            push(
-                format!("peak.{prec}.ceilings.{op}.{bits}.core_gflops"),
-                opt(x.as_ref().and_then(|c| c.core_gflops)),
-                opt(y.as_ref().and_then(|c| c.core_gflops)),
-            );
-            push(
-                format!("peak.{prec}.ceilings.{op}.{bits}.node_gflops"),
-                opt(x.as_ref().and_then(|c| c.node_gflops)),
-                opt(y.as_ref().and_then(|c| c.node_gflops)),
-            );
-        }
+        diff_peak(a, b, prec, &mut push);
     }
     let mut names: Vec<String> = a.level_names();
     for n in b.level_names() {

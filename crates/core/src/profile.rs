@@ -357,7 +357,6 @@ impl Profile {
     }
 
     /// Checks every field; returns all problems at once.
-    #[allow(clippy::too_many_lines)]
     pub fn validate(&self, origin: &str) -> Result<()> {
         let mut errs = Vec::new();
         if self.format_version != FORMAT_VERSION {
@@ -452,72 +451,11 @@ impl Profile {
                 ));
             }
             for (t, th) in region.threads.iter().enumerate() {
-                let f = format!("regions[{r}].threads[{t}]");
-                errs.extend(
-                    check_non_negative(origin, &format!("{f}.flops"), th.flops, "FLOPs").or_else(
-                        || range::check(&range::COUNT, origin, &format!("{f}.flops"), th.flops),
-                    ),
-                );
-                errs.extend(
-                    check_non_negative(
-                        origin,
-                        &format!("{f}.fp_instructions"),
-                        th.fp_instructions,
-                        "instructions",
-                    )
-                    .or_else(|| {
-                        range::check(
-                            &range::COUNT,
-                            origin,
-                            &format!("{f}.fp_instructions"),
-                            th.fp_instructions,
-                        )
-                    }),
-                );
-                if th.fp_instructions == 0.0 && th.flops > 0.0 {
-                    errs.push(InputError::new(
-                        origin,
-                        format!("{f}.fp_instructions"),
-                        "is 0 while flops > 0",
-                        "count the FP arithmetic instructions that produced the FLOPs",
-                    ));
-                }
-                if let Some(ts) = th.time_s {
-                    if let Some(e) = check_positive(origin, &format!("{f}.time_s"), ts, "seconds") {
-                        errs.push(e);
-                    } else if ts > range::TIME_S.max {
-                        errs.push(InputError::new(
-                            origin,
-                            format!("{f}.time_s"),
-                            format!(
-                                "{} s is more than 100 days (8.64e6 s)",
-                                crate::error::short_number(ts)
-                            ),
-                            "the unit is seconds: convert from ns/us/ms",
-                        ));
-                    } else {
-                        errs.extend(range::check(
-                            &range::TIME_S,
-                            origin,
-                            &format!("{f}.time_s"),
-                            ts,
-                        ));
-                    }
-                }
-                for (name, v) in [
-                    ("loads", th.loads),
-                    ("stores", th.stores),
-                    ("instructions", th.instructions),
-                ] {
-                    if let Some(v) = v {
-                        errs.extend(
-                            check_non_negative(origin, &format!("{f}.{name}"), v, "").or_else(
-                                || range::check(&range::COUNT, origin, &format!("{f}.{name}"), v),
-                            ),
-                        );
-                    }
-                }
-                errs.extend(th.memory.check(origin, &format!("{f}.memory")));
+                errs.extend(thread_problems(
+                    origin,
+                    &format!("regions[{r}].threads[{t}]"),
+                    th,
+                ));
             }
         }
         match errs.len() {
@@ -526,6 +464,75 @@ impl Profile {
             _ => Err(crate::Error::Inputs(errs)),
         }
     }
+}
+
+/// The problems of one thread's metrics (`f`: where it is in the file).
+fn thread_problems(origin: &str, f: &str, th: &ThreadMetrics) -> Vec<InputError> {
+    let mut errs = Vec::new();
+    errs.extend(
+        check_non_negative(origin, &format!("{f}.flops"), th.flops, "FLOPs")
+            .or_else(|| range::check(&range::COUNT, origin, &format!("{f}.flops"), th.flops)),
+    );
+    errs.extend(
+        check_non_negative(
+            origin,
+            &format!("{f}.fp_instructions"),
+            th.fp_instructions,
+            "instructions",
+        )
+        .or_else(|| {
+            range::check(
+                &range::COUNT,
+                origin,
+                &format!("{f}.fp_instructions"),
+                th.fp_instructions,
+            )
+        }),
+    );
+    if th.fp_instructions == 0.0 && th.flops > 0.0 {
+        errs.push(InputError::new(
+            origin,
+            format!("{f}.fp_instructions"),
+            "is 0 while flops > 0",
+            "count the FP arithmetic instructions that produced the FLOPs",
+        ));
+    }
+    if let Some(ts) = th.time_s {
+        if let Some(e) = check_positive(origin, &format!("{f}.time_s"), ts, "seconds") {
+            errs.push(e);
+        } else if ts > range::TIME_S.max {
+            errs.push(InputError::new(
+                origin,
+                format!("{f}.time_s"),
+                format!(
+                    "{} s is more than 100 days (8.64e6 s)",
+                    crate::error::short_number(ts)
+                ),
+                "the unit is seconds: convert from ns/us/ms",
+            ));
+        } else {
+            errs.extend(range::check(
+                &range::TIME_S,
+                origin,
+                &format!("{f}.time_s"),
+                ts,
+            ));
+        }
+    }
+    for (name, v) in [
+        ("loads", th.loads),
+        ("stores", th.stores),
+        ("instructions", th.instructions),
+    ] {
+        if let Some(v) = v {
+            errs.extend(
+                check_non_negative(origin, &format!("{f}.{name}"), v, "")
+                    .or_else(|| range::check(&range::COUNT, origin, &format!("{f}.{name}"), v)),
+            );
+        }
+    }
+    errs.extend(th.memory.check(origin, &format!("{f}.memory")));
+    errs
 }
 
 impl Memory {
