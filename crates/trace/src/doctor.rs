@@ -88,7 +88,6 @@ pub fn which(names: &[&str]) -> Option<String> {
 }
 
 /// Runs every check. BPF program loads are tried only as root (or with the capabilities).
-#[allow(clippy::too_many_lines)]
 pub fn run() -> Doctor {
     let mut checks = Vec::new();
     let caps = has_bpf_caps();
@@ -217,6 +216,19 @@ pub fn run() -> Doctor {
         },
         "USDT probes guarded by a semaphore (--usdt refuses them; unguarded ones still work)",
     ));
+    perf_and_tool_checks(&mut checks);
+    checks.push(exact_sve_check());
+    checks.push(native_engine_check());
+    Doctor {
+        kernel: kernel_release(),
+        cpus: hpcscope_host::facts::logical_cpus() as usize,
+        checks,
+    }
+}
+
+/// The perf events, the perf_event_paranoid level, and the tools beside hpcscope (QEMU,
+/// cross compilers, bpftrace).
+fn perf_and_tool_checks(checks: &mut Vec<Check>) {
     let sw = perf_event_opens(1, 0); // PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK
     checks.push(check(
         "perf software events",
@@ -262,13 +274,6 @@ pub fn run() -> Doctor {
         bt.unwrap_or_else(|| "not found (apt-get install bpftrace)".into()),
         "the bpftrace comparison in bench/trace",
     ));
-    checks.push(exact_sve_check());
-    checks.push(native_engine_check());
-    Doctor {
-        kernel: kernel_release(),
-        cpus: hpcscope_host::facts::logical_cpus() as usize,
-        checks,
-    }
 }
 
 /// Whether the native engine (DynamoRIO and hpcscope's client) is built, as
