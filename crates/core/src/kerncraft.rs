@@ -570,8 +570,59 @@ fn unit(x: f64, prefix: &str, u: &str) -> Value {
     s(&format!("{x:.2} {prefix}{u}"))
 }
 
+/// Level `l`'s (Kerncraft name `name`) STREAM triad measurements for a Kerncraft machine
+/// file: one thread per core, the single core's and the whole node's; `None` without a
+/// bandwidth.
+fn triad_measurements(
+    m: &Machine,
+    l: &Level,
+    name: &str,
+    unmapped: &mut Vec<String>,
+) -> Option<Value> {
+    // One thread per core: the single-core and the whole-node triad.
+    let mut points: Vec<(u32, f64)> = Vec::new();
+    if let Some(c) = l.core_gbs {
+        points.push((1, c));
+    }
+    if let Some(n) = l.node_gbs
+        && m.cores() > 1
+    {
+        points.push((m.cores(), n));
+    }
+    if points.is_empty() {
+        return None;
+    }
+    if m.sockets > 1 && l.node_gbs.is_some() {
+        unmapped.push(format!(
+            "{} node_gbs is for {} sockets; kerncraft's measurements are for one socket: \
+             written with cores = {}",
+            name,
+            m.sockets,
+            m.cores()
+        ));
+    }
+    let mut meas = Mapping::new();
+    meas.insert(s("threads per core"), num(1.0));
+    meas.insert(
+        s("cores"),
+        Value::Sequence(points.iter().map(|p| num(p.0.into())).collect()),
+    );
+    meas.insert(
+        s("threads"),
+        Value::Sequence(points.iter().map(|p| num(p.0.into())).collect()),
+    );
+    let mut results = Mapping::new();
+    results.insert(
+        s("stream_triad"),
+        Value::Sequence(points.iter().map(|p| unit(p.1, "G", "B/s")).collect()),
+    );
+    meas.insert(s("results"), Value::Mapping(results));
+    let mut by_threads = Mapping::new();
+    by_threads.insert(num(1.0), Value::Mapping(meas));
+    Some(Value::Mapping(by_threads))
+}
+
 /// Writes the fields of `m` that map to a Kerncraft machine file (YAML); the rest is listed.
-#[allow(clippy::too_many_lines)]
 pub fn export(m: &Machine) -> Result<Converted<String>, Failure> {
     let mut unmapped = Vec::new();
     let mut doc = Mapping::new();
@@ -684,47 +735,9 @@ pub fn export(m: &Machine) -> Result<Converted<String>, Failure> {
             ));
         }
         hierarchy.push(Value::Mapping(e));
-        // One thread per core: the single-core and the whole-node triad.
-        let mut points: Vec<(u32, f64)> = Vec::new();
-        if let Some(c) = l.core_gbs {
-            points.push((1, c));
+        if let Some(v) = triad_measurements(m, l, &names[i], &mut unmapped) {
+            measurements.insert(s(&names[i]), v);
         }
-        if let Some(n) = l.node_gbs
-            && m.cores() > 1
-        {
-            points.push((m.cores(), n));
-        }
-        if points.is_empty() {
-            continue;
-        }
-        if m.sockets > 1 && l.node_gbs.is_some() {
-            unmapped.push(format!(
-                "{} node_gbs is for {} sockets; kerncraft's measurements are for one socket: \
-                 written with cores = {}",
-                names[i],
-                m.sockets,
-                m.cores()
-            ));
-        }
-        let mut meas = Mapping::new();
-        meas.insert(s("threads per core"), num(1.0));
-        meas.insert(
-            s("cores"),
-            Value::Sequence(points.iter().map(|p| num(p.0.into())).collect()),
-        );
-        meas.insert(
-            s("threads"),
-            Value::Sequence(points.iter().map(|p| num(p.0.into())).collect()),
-        );
-        let mut results = Mapping::new();
-        results.insert(
-            s("stream_triad"),
-            Value::Sequence(points.iter().map(|p| unit(p.1, "G", "B/s")).collect()),
-        );
-        meas.insert(s("results"), Value::Mapping(results));
-        let mut by_threads = Mapping::new();
-        by_threads.insert(num(1.0), Value::Mapping(meas));
-        measurements.insert(s(&names[i]), Value::Mapping(by_threads));
     }
     put("memory hierarchy", Value::Sequence(hierarchy));
     if !measurements.is_empty() {
