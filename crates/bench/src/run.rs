@@ -409,31 +409,8 @@ impl Notes {
     }
 }
 
-/// Runs the benchmark described by `cfg`.
-#[allow(clippy::too_many_lines)]
-pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
-    let date = hpcscope_host::time::utc_now();
-    let topo = if cfg.sysfs_root == std::path::Path::new("/sys") {
-        Topology::detect()
-    } else {
-        Topology::from_sysfs(&cfg.sysfs_root, "")
-    };
-    let real_isa = Isa::detect();
-    let isa = cfg.isa.clone().unwrap_or(real_isa);
-    let allowed = crate::affinity::allowed_cpus();
-    let cpus = resolve_cpus(&cfg.cpus, &topo.cpus, allowed.as_deref())?;
-    let mem = hpcscope_host::facts::mem_available_bytes();
-    let llc = topo.llc().map(|c| c.size_bytes).unwrap_or(32 << 20);
-    let sweep_sizes = match &cfg.sizes {
-        Some(s) => {
-            let mut s = s.clone();
-            s.sort_unstable();
-            s.dedup();
-            s
-        }
-        None => default_sweep_sizes(llc, if cfg.quick { 1 } else { 4 }),
-    };
-    check_sizes(&sweep_sizes, mem)?;
+/// `--id` and `--repeat` checked; the repetitions.
+fn check_config(cfg: &BenchConfig) -> Result<usize, BenchError> {
     if let Some(id) = &cfg.names.id
         && (id.trim().is_empty() || id.contains(char::is_whitespace) || id.contains('/'))
     {
@@ -451,11 +428,14 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
             "give 1 to 1000 (default 3 with --quick, 7 otherwise)",
         ));
     }
-    let timing = Timing {
-        target_s: if cfg.quick { 0.004 } else { 0.015 },
-        reps,
-        cpu_clock: cfg.cpu_clock,
-    };
+    Ok(reps)
+}
+
+/// The widths asked for (sorted), those this CPU and build run, and the widest of those.
+fn widths_to_run(
+    cfg: &BenchConfig,
+    isa: &Isa,
+) -> Result<(Vec<Width>, Vec<Width>, Width), BenchError> {
     let mut widths: Vec<Width> = cfg.widths.clone().unwrap_or_else(|| Width::ALL.to_vec());
     widths.sort();
     widths.dedup();
@@ -484,6 +464,72 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
             ),
         });
     };
+    Ok((widths, runnable, widest))
+}
+
+/// The node DGEMM: one independent product per CPU at once (HPCC's StarDGEMM), into `d`.
+fn node_dgemm(
+    d: &mut crate::dgemm::DgemmResult,
+    cpus: &[u32],
+    timing: Timing,
+    spread_warning: f64,
+    progress: &Progress,
+    notes: &mut Notes,
+) -> Result<(), BenchError> {
+    progress.add(1);
+    progress.step(format!("dgemm x{}", cpus.len()));
+    let n = d.n;
+    let flops = 2.0 * (n as f64).powi(3);
+    let calls = ((timing.target_s * d.gflops.median * 1e9 / flops).round() as u64).max(1);
+    let s = parallel_rate(
+        cpus,
+        timing.reps,
+        calls,
+        || Ok(crate::dgemm::Problem::new(n)),
+        |p| p.run(),
+    )?;
+    let g = scale(&s, flops, 1e9);
+    notes.check(&format!("dgemm x{}", cpus.len()), &g, spread_warning);
+    d.node = Some(crate::dgemm::NodeDgemm {
+        threads: cpus.len(),
+        cpus: topology::format_cpu_list(cpus),
+        gflops: g,
+    });
+    notes.stage("dgemm node");
+    Ok(())
+}
+
+/// Runs the benchmark described by `cfg`.
+pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
+    let date = hpcscope_host::time::utc_now();
+    let topo = if cfg.sysfs_root == std::path::Path::new("/sys") {
+        Topology::detect()
+    } else {
+        Topology::from_sysfs(&cfg.sysfs_root, "")
+    };
+    let real_isa = Isa::detect();
+    let isa = cfg.isa.clone().unwrap_or(real_isa);
+    let allowed = crate::affinity::allowed_cpus();
+    let cpus = resolve_cpus(&cfg.cpus, &topo.cpus, allowed.as_deref())?;
+    let mem = hpcscope_host::facts::mem_available_bytes();
+    let llc = topo.llc().map(|c| c.size_bytes).unwrap_or(32 << 20);
+    let sweep_sizes = match &cfg.sizes {
+        Some(s) => {
+            let mut s = s.clone();
+            s.sort_unstable();
+            s.dedup();
+            s
+        }
+        None => default_sweep_sizes(llc, if cfg.quick { 1 } else { 4 }),
+    };
+    check_sizes(&sweep_sizes, mem)?;
+    let reps = check_config(cfg)?;
+    let timing = Timing {
+        target_s: if cfg.quick { 0.004 } else { 0.015 },
+        reps,
+        cpu_clock: cfg.cpu_clock,
+    };
+    let (widths, runnable, widest) = widths_to_run(cfg, &isa)?;
     let progress = Progress::new(cfg.progress);
     let mut notes = Notes::default();
     for w in &widths {
@@ -535,28 +581,8 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     notes.stages.extend(sn.stages);
     notes.clock = Some(std::time::Instant::now());
     let mut dgemm = dgemm;
-    // The node DGEMM: one independent product per CPU at once (HPCC's StarDGEMM).
     if let Some(d) = dgemm.as_mut().filter(|_| cpus.len() > 1) {
-        progress.add(1);
-        progress.step(format!("dgemm x{}", cpus.len()));
-        let n = d.n;
-        let flops = 2.0 * (n as f64).powi(3);
-        let calls = ((timing.target_s * d.gflops.median * 1e9 / flops).round() as u64).max(1);
-        let s = parallel_rate(
-            &cpus,
-            timing.reps,
-            calls,
-            || Ok(crate::dgemm::Problem::new(n)),
-            |p| p.run(),
-        )?;
-        let g = scale(&s, flops, 1e9);
-        notes.check(&format!("dgemm x{}", cpus.len()), &g, cfg.spread_warning);
-        d.node = Some(crate::dgemm::NodeDgemm {
-            threads: cpus.len(),
-            cpus: topology::format_cpu_list(&cpus),
-            gflops: g,
-        });
-        notes.stage("dgemm node");
+        node_dgemm(d, &cpus, timing, cfg.spread_warning, &progress, &mut notes)?;
     }
 
     // ---- scaling ----
