@@ -119,7 +119,7 @@ fn test_support_is_a_dev_dependency_only() {
 /// clippy.toml and turned on in every crate) are allowed one by one, and this list only
 /// shrinks: lower the ceiling when a change splits one, never raise it. A new long
 /// function is split instead (a workflow into its steps, a view into its parts).
-const LONG_FUNCTIONS_CEILING: usize = 28;
+const LONG_FUNCTIONS_CEILING: usize = 27;
 
 /// The `#[allow(clippy::too_many_lines)]` of a file's non-test code (before its
 /// `#[cfg(test)] mod ...`).

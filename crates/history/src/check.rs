@@ -147,8 +147,80 @@ fn values(runs: &[StoredRun]) -> Vec<BTreeMap<String, f64>> {
         .collect()
 }
 
+/// The change points of each checked metric's series over `pool` (`method`), those of the
+/// series that false-discovery control (`fdr` < 1) withholds left out with a note.
+fn history_changes(
+    pool: &[StoredRun],
+    results: &[GateResult],
+    method: &Method,
+    fdr: f64,
+    notes: &mut Vec<String>,
+) -> Vec<HistoryChange> {
+    let mut change_points = Vec::new();
+    let mut per_metric = Vec::new();
+    for r in results {
+        let pts: Vec<(&StoredRun, f64)> = pool
+            .iter()
+            .filter_map(|run| run.record.metric(&r.metric).map(|v| (run, v)))
+            .collect();
+        let xs: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let det = detect(&xs, method);
+        for n in &det.notes {
+            notes.push(format!("change points of `{}`: {n}", r.metric));
+        }
+        per_metric.push((r, pts, det));
+    }
+    let pvals: Vec<f64> = per_metric.iter().map(|m| m.2.series_pvalue()).collect();
+    let keep = if fdr < 1.0 {
+        benjamini_hochberg(&pvals, fdr)
+    } else {
+        vec![true; pvals.len()]
+    };
+    let withheld: Vec<&str> = per_metric
+        .iter()
+        .zip(&keep)
+        .filter(|(m, k)| !**k && !m.2.changes.is_empty())
+        .map(|(m, _)| m.0.metric.as_str())
+        .collect();
+    if !withheld.is_empty() {
+        notes.push(format!(
+            "change points of {} withheld by false-discovery control across the {} metrics checked (Benjamini-Hochberg, q = {})",
+            withheld
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            per_metric.len(),
+            fdr
+        ));
+    }
+    for ((r, pts, det), k) in per_metric.iter().zip(&keep) {
+        if !k {
+            continue;
+        }
+        for cp in &det.changes {
+            let run = pts[cp.index].0;
+            change_points.push(HistoryChange {
+                metric: r.metric.clone(),
+                run_id: run.id,
+                git_commit: run.record.git.as_ref().map(|g| g.commit.clone()),
+                rel_change: cp.rel_change,
+                pvalue: cp.pvalue,
+                worse: cp.step * r.direction.worse_sign() > 0.0,
+                mean_before: cp.before.mean,
+                mean_after: cp.after.mean,
+                step: cp.step,
+                noise_sd: cp.noise_sd,
+                step_over_noise: cp.step_over_noise,
+                trend: cp.model.has_trend(),
+                model: cp.model.describe(),
+            });
+        }
+    }
+    change_points
+}
+
 /// Compares the newest runs to the baseline (see [`CheckOptions`]).
-#[allow(clippy::too_many_lines)]
 pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
     let mut all = store.runs(&opts.filter)?;
     // A run whose command failed measured something else: leave it out.
@@ -281,69 +353,10 @@ pub fn check(store: &Store, opts: &CheckOptions) -> Result<CheckReport> {
             opts.gate.min_effect,
         )
     });
-    let mut change_points = Vec::new();
-    if let Some(method) = &opts.change_points {
-        let mut per_metric = Vec::new();
-        for r in &results {
-            let pts: Vec<(&StoredRun, f64)> = pool
-                .iter()
-                .filter_map(|run| run.record.metric(&r.metric).map(|v| (run, v)))
-                .collect();
-            let xs: Vec<f64> = pts.iter().map(|p| p.1).collect();
-            let det = detect(&xs, method);
-            for n in &det.notes {
-                notes.push(format!("change points of `{}`: {n}", r.metric));
-            }
-            per_metric.push((r, pts, det));
-        }
-        let pvals: Vec<f64> = per_metric.iter().map(|m| m.2.series_pvalue()).collect();
-        let keep = if opts.fdr < 1.0 {
-            benjamini_hochberg(&pvals, opts.fdr)
-        } else {
-            vec![true; pvals.len()]
-        };
-        let withheld: Vec<&str> = per_metric
-            .iter()
-            .zip(&keep)
-            .filter(|(m, k)| !**k && !m.2.changes.is_empty())
-            .map(|(m, _)| m.0.metric.as_str())
-            .collect();
-        if !withheld.is_empty() {
-            notes.push(format!(
-                "change points of {} withheld by false-discovery control across the {} metrics checked (Benjamini-Hochberg, q = {})",
-                withheld
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                per_metric.len(),
-                opts.fdr
-            ));
-        }
-        for ((r, pts, det), k) in per_metric.iter().zip(&keep) {
-            if !k {
-                continue;
-            }
-            for cp in &det.changes {
-                let run = pts[cp.index].0;
-                change_points.push(HistoryChange {
-                    metric: r.metric.clone(),
-                    run_id: run.id,
-                    git_commit: run.record.git.as_ref().map(|g| g.commit.clone()),
-                    rel_change: cp.rel_change,
-                    pvalue: cp.pvalue,
-                    worse: cp.step * r.direction.worse_sign() > 0.0,
-                    mean_before: cp.before.mean,
-                    mean_after: cp.after.mean,
-                    step: cp.step,
-                    noise_sd: cp.noise_sd,
-                    step_over_noise: cp.step_over_noise,
-                    trend: cp.model.has_trend(),
-                    model: cp.model.describe(),
-                });
-            }
-        }
-    }
+    let change_points = match &opts.change_points {
+        Some(method) => history_changes(&pool, &results, method, opts.fdr, &mut notes),
+        None => Vec::new(),
+    };
     Ok(CheckReport {
         db: store.path().display().to_string(),
         machine_id: machine,
