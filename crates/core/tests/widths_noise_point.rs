@@ -677,6 +677,9 @@ fn across_clocks_the_unexplained_time_carries_over_in_cycles() {
     assert!((pt.carried_cycles_gflops.unwrap() - cycles).abs() < 1e-9);
     assert!(p.interval.lo <= pt.carried_time_gflops.unwrap() + 1e-9);
     assert!(p.interval.hi >= cycles - 1e-9);
+    // Every point that can set a bound is in the points table.
+    let table = hpcscope_core::view::project::points_table(&p).text();
+    assert!(table.contains("carried cycles GF/s"), "{table}");
     // One machine: no ratio, no carried-cycles point, the point rule as before.
     let same = project_with(
         side(&src, &s, "source"),

@@ -75,8 +75,8 @@ pub fn preamble(r: &ProjectResult) -> Vec<String> {
 }
 
 /// One row per (OI, roofline) point, per thread at node scope. Every value that can set a
-/// bound of the interval is in it: the carried-time and carried-rate projections of a point
-/// get columns of their own when the projection has them.
+/// bound of the interval is in it: the carried-time, carried-rate and carried-cycles
+/// projections of a point get columns of their own when the projection has them.
 pub fn points_table(p: &Projection) -> Table {
     let all = || {
         p.points
@@ -85,6 +85,7 @@ pub fn points_table(p: &Projection) -> Table {
     };
     let time = all().any(|pt| pt.carried_time_gflops.is_some());
     let rate = all().any(|pt| pt.carried_rate_gflops.is_some());
+    let cycles = all().any(|pt| pt.carried_cycles_gflops.is_some());
     let mut headers = vec![
         "thread",
         "OI level",
@@ -103,6 +104,9 @@ pub fn points_table(p: &Projection) -> Table {
     }
     if rate {
         headers.push("carried rate GF/s");
+    }
+    if cycles {
+        headers.push("carried cycles GF/s");
     }
     let mut t = Table::new(&headers);
     let mut add = |th: String, pt: &Point| {
@@ -124,6 +128,9 @@ pub fn points_table(p: &Projection) -> Table {
         }
         if rate {
             row.push(pt.carried_rate_gflops.map_or("-".into(), |v| num(v, 6)));
+        }
+        if cycles {
+            row.push(pt.carried_cycles_gflops.map_or("-".into(), |v| num(v, 6)));
         }
         t.row(row);
     };
