@@ -130,7 +130,7 @@ impl Measurement {
             Statistic::Best => self
                 .rates()
                 .into_iter()
-                .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
+                .reduce(f64::max)
                 .unwrap_or(self.gflops_median),
         }
     }
