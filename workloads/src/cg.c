@@ -2,30 +2,30 @@
  * sqrt(n) x sqrt(n) grid; REPS is the number of CG iterations (no convergence test).
  * Per iteration: q = A p (2 FLOPs per non-zero), alpha = rr / (p . q), x += alpha p,
  * r -= alpha q, rr' = r . r, p = r + beta p: 10 FLOPs per row besides the SpMV, plus 2
- * divisions per iteration. Bytes as written (r . r reads r once): SpMV 20 per non-zero
- * and 24 per row, then 16 + 24 + 24 + 8 + 24 = 96 per row. */
+ * divisions per iteration. Bytes as written (r . r reads r once), E the element size (8 in
+ * double): SpMV E + 4 + E per non-zero and 16 + E per row, then 12 E per row. */
 #include "common.h"
 
-NOINLINE double kernel_cg(long n, long iters, const long *restrict row_ptr,
-                          const int *restrict col, const double *restrict val,
-                          double *restrict x, double *restrict r, double *restrict p,
-                          double *restrict q) {
-  double rr = 0.0;
+NOINLINE real kernel_cg(long n, long iters, const long *restrict row_ptr,
+                        const int *restrict col, const real *restrict val,
+                        real *restrict x, real *restrict r, real *restrict p,
+                        real *restrict q) {
+  real rr = 0.0;
   for (long i = 0; i < n; i++) rr += r[i] * r[i];
   for (long it = 0; it < iters; it++) {
     for (long i = 0; i < n; i++) {
-      double s = 0.0;
+      real s = 0.0;
       for (long k = row_ptr[i]; k < row_ptr[i + 1]; k++) s += val[k] * p[col[k]];
       q[i] = s;
     }
-    double pq = 0.0;
+    real pq = 0.0;
     for (long i = 0; i < n; i++) pq += p[i] * q[i];
-    double alpha = rr / pq;
+    real alpha = rr / pq;
     for (long i = 0; i < n; i++) x[i] += alpha * p[i];
     for (long i = 0; i < n; i++) r[i] -= alpha * q[i];
-    double rr_new = 0.0;
+    real rr_new = 0.0;
     for (long i = 0; i < n; i++) rr_new += r[i] * r[i];
-    double beta = rr_new / rr;
+    real beta = rr_new / rr;
     rr = rr_new;
     for (long i = 0; i < n; i++) p[i] = r[i] + beta * p[i];
   }
@@ -39,9 +39,9 @@ int main(int argc, char **argv) {
   n = g * g;
   long *row_ptr = xalloc((n + 1) * sizeof *row_ptr);
   int *col = xalloc(5 * n * sizeof *col);
-  double *val = xalloc(5 * n * sizeof *val);
-  double *x = xalloc(n * sizeof *x), *r = xalloc(n * sizeof *r), *p = xalloc(n * sizeof *p),
-         *q = xalloc(n * sizeof *q);
+  real *val = xalloc(5 * n * sizeof *val);
+  real *x = xalloc(n * sizeof *x), *r = xalloc(n * sizeof *r), *p = xalloc(n * sizeof *p),
+       *q = xalloc(n * sizeof *q);
   long nnz = 0;
   for (long i = 0; i < g; i++)
     for (long j = 0; j < g; j++) {
@@ -58,11 +58,12 @@ int main(int argc, char **argv) {
   row_ptr[n] = nnz;
   for (long i = 0; i < n; i++) x[i] = 0.0, r[i] = 1.0 + i % 3, p[i] = r[i], q[i] = 0.0;
   double t = now_s(), cpu = cpu_s();
-  double rr = kernel_cg(n, reps, row_ptr, col, val, x, r, p, q);
+  double rr = (double)kernel_cg(n, reps, row_ptr, col, val, x, r, p, q);
   t = now_s() - t, cpu = cpu_s() - cpu;
-  /* The initial r . r: 2 FLOPs and 8 bytes per row, once. */
+  /* The initial r . r: 2 FLOPs and one element per row, once. */
   double flops = (2.0 * nnz + 10.0 * n + 2.0) * reps + 2.0 * n;
-  double bytes = (20.0 * nnz + 24.0 * n + 96.0 * n) * reps + 8.0 * n;
+  double e = (double)sizeof(real);
+  double bytes = ((2.0 * e + 4.0) * nnz + (16.0 + e) * n + 12.0 * e * n) * reps + e * n;
   report_cpu("cg", n, reps, flops, bytes, t, cpu, rr);
   return 0;
 }

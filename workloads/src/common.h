@@ -22,6 +22,13 @@
 #define NOINLINE __attribute__((noipa))
 #endif
 
+/* The floating-point type of the kernels' data: double, or float with -DREAL=float (the
+ * validation protocol's precision pairs). The counts are per element of this type. */
+#ifndef REAL
+#define REAL double
+#endif
+typedef REAL real;
+
 static inline double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

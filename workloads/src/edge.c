@@ -1,16 +1,16 @@
 /* Unstructured edge loop (MG-CFD-like flux accumulation): for each edge e = (a, b)
  *   f = w[e] * (q[a] - q[b]);  res[a] -= f;  res[b] += f;
  * over a mesh whose edges join grid neighbours in a shuffled order (indirect access).
- * 4 FLOPs per edge (sub, mul, sub, add); bytes as written: two 4-byte indices, w (8),
- * q[a], q[b] (16), res[a], res[b] read and written (32): 64 bytes per edge. */
+ * 4 FLOPs per edge (sub, mul, sub, add); as written: two 4-byte indices, w, q[a], q[b],
+ * res[a], res[b] read and written (7 elements): 64 bytes per edge in double. */
 #include "common.h"
 
 NOINLINE void kernel_edge(long nedges, const int *restrict ea, const int *restrict eb,
-                          const double *restrict w, const double *restrict q,
-                          double *restrict res) {
+                          const real *restrict w, const real *restrict q,
+                          real *restrict res) {
   for (long e = 0; e < nedges; e++) {
     int a = ea[e], b = eb[e];
-    double f = w[e] * (q[a] - q[b]);
+    real f = w[e] * (q[a] - q[b]);
     res[a] -= f;
     res[b] += f;
   }
@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
   n = g * g;
   long ne = 2 * g * (g - 1);
   int *ea = xalloc(ne * sizeof *ea), *eb = xalloc(ne * sizeof *eb);
-  double *w = xalloc(ne * sizeof *w), *q = xalloc(n * sizeof *q), *res = xalloc(n * sizeof *res);
+  real *w = xalloc(ne * sizeof *w), *q = xalloc(n * sizeof *q), *res = xalloc(n * sizeof *res);
   long e = 0;
   for (long i = 0; i < g; i++)
     for (long j = 0; j < g; j++) {
@@ -45,6 +45,6 @@ int main(int argc, char **argv) {
   t = now_s() - t, cpu = cpu_s() - cpu;
   double check = 0;
   for (long k = 0; k < n; k++) check += res[k] * (k % 7);
-  report_cpu("edge", ne, reps, 4.0 * ne * reps, 64.0 * ne * reps, t, cpu, check);
+  report_cpu("edge", ne, reps, 4.0 * ne * reps, (8.0 + 7.0 * sizeof(real)) * ne * reps, t, cpu, check);
   return 0;
 }
