@@ -536,6 +536,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                             .instructions()
                             .zip(prof.regions[0].instructions()),
                         drop_contradicted: false,
+                        target_precision: None,
                     },
                 )
             };

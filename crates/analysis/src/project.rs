@@ -207,6 +207,7 @@ pub fn project(o: &ProjectOptions) -> Result<Projected> {
             drop_contradicted: o.drop_contradicted,
             carried_time: o.carried_time,
             instructions: src.instructions.zip(tgt.instructions),
+            target_precision: None,
         },
     )?;
     if !isa_matches(&tgt.isa, &tgt.machine.isa) {

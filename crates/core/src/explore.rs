@@ -1170,6 +1170,7 @@ pub fn sweep_with(
                 .source_instructions
                 .zip(r.variant_instructions.get(vi).copied().flatten()),
             drop_contradicted: extra.drop_contradicted,
+            target_precision: None,
         };
         for (ti, (tname, tm)) in r.targets.iter().enumerate() {
             let (threads, origin) = match resim.metrics.get(&(vi, ti)) {

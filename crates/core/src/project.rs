@@ -200,8 +200,12 @@ pub struct Projection {
     pub source_machine: String,
     /// Target machine id.
     pub target_machine: String,
-    /// Precision.
+    /// Precision (of the source, and of the target unless `target_precision` says another).
     pub precision: Precision,
+    /// The target's precision when it is not the source's (a float build of a double
+    /// program): its ceilings are that precision's peaks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_precision: Option<Precision>,
     /// Options used.
     pub options: Options,
     /// Levels with a roofline on both machines, ordered from the core outwards.
@@ -456,13 +460,14 @@ impl Projection {
     /// The ceilings the projection used on each side (at the binaries' widths when it took
     /// them there), for the charts: `source` and `target` are its machines.
     pub fn ceilings(&self, source: &Machine, target: &Machine) -> Result<(Ceilings, Ceilings)> {
-        let c = |m: &Machine, w: &Option<AccessWidths>| match w {
-            Some(w) => Ceilings::at_widths(m, self.precision, self.options.scope, w),
-            None => Ceilings::of(m, self.precision, self.options.scope),
+        let c = |m: &Machine, p: Precision, w: &Option<AccessWidths>| match w {
+            Some(w) => Ceilings::at_widths(m, p, self.options.scope, w),
+            None => Ceilings::of(m, p, self.options.scope),
         };
+        let tp = self.target_precision.unwrap_or(self.precision);
         Ok((
-            c(source, &self.bandwidths.source)?,
-            c(target, &self.bandwidths.target)?,
+            c(source, self.precision, &self.bandwidths.source)?,
+            c(target, tp, &self.bandwidths.target)?,
         ))
     }
 
@@ -491,7 +496,15 @@ pub fn project(
     precision: Precision,
     opts: Options,
 ) -> Result<Projection> {
-    project_inner(source, source_gflops, target, precision, opts, None, None)
+    project_inner(
+        source,
+        source_gflops,
+        target,
+        (precision, precision),
+        opts,
+        None,
+        None,
+    )
 }
 
 /// What a projection can use beyond the seeds' inputs.
@@ -516,6 +529,8 @@ pub struct Inputs<'a> {
     /// All instructions of the source's and the target's binary (every thread), for the
     /// carried-rate points.
     pub instructions: Option<(f64, f64)>,
+    /// The target binary's precision when it differs from the source's (`None`: the same).
+    pub target_precision: Option<Precision>,
     /// Leave out of the interval the pairs whose roofline the measured source exceeds
     /// (efficiency above 1, beyond the upper end of the source's band): the measurement
     /// shows that roofline does not limit the source at that OI, so carrying an efficiency
@@ -562,11 +577,12 @@ pub fn project_with(
     opts: Options,
     inputs: &Inputs<'_>,
 ) -> Result<Projection> {
+    let precisions = (precision, inputs.target_precision.unwrap_or(precision));
     let mut p = project_inner(
         source,
         source_gflops,
         target,
-        precision,
+        precisions,
         opts,
         inputs.source_widths.as_ref(),
         inputs.target_widths.as_ref(),
@@ -601,7 +617,7 @@ pub fn project_with(
             source,
             source_gflops,
             target,
-            precision,
+            precisions,
             Options {
                 method: Method::Kwack,
                 ..opts
@@ -789,7 +805,7 @@ fn project_inner(
     source: Side<'_>,
     source_gflops: f64,
     target: Side<'_>,
-    precision: Precision,
+    (precision, target_precision): (Precision, Precision),
     opts: Options,
     source_widths: Option<&AccessWidths>,
     target_widths: Option<&AccessWidths>,
@@ -819,12 +835,12 @@ fn project_inner(
         ));
     }
     let mut notes = Vec::new();
-    let ceilings = |m: &Machine, w: Option<&AccessWidths>| match w {
-        Some(w) => Ceilings::at_widths(m, precision, opts.scope, w),
-        None => Ceilings::of(m, precision, opts.scope),
+    let ceilings = |m: &Machine, p: Precision, w: Option<&AccessWidths>| match w {
+        Some(w) => Ceilings::at_widths(m, p, opts.scope, w),
+        None => Ceilings::of(m, p, opts.scope),
     };
-    let src_c = ceilings(source.machine, source_widths)?;
-    let tgt_c = ceilings(target.machine, target_widths)?;
+    let src_c = ceilings(source.machine, precision, source_widths)?;
+    let tgt_c = ceilings(target.machine, target_precision, target_widths)?;
     notes.extend(src_c.notes.iter().cloned());
     notes.extend(tgt_c.notes.iter().cloned());
     let mut common: Vec<String> = src_c
@@ -1058,6 +1074,7 @@ fn project_inner(
         source_machine: source.machine.id.clone(),
         target_machine: target.machine.id.clone(),
         precision,
+        target_precision: (target_precision != precision).then_some(target_precision),
         options: opts,
         levels: common,
         source_gflops,

@@ -698,3 +698,60 @@ fn across_clocks_the_unexplained_time_carries_over_in_cycles() {
     );
     assert!(!same.point.unwrap().rule.contains("cycles"));
 }
+
+#[test]
+fn a_float_target_of_a_double_source_has_the_float_peaks() {
+    let mut m = machine();
+    let mut single = m.peaks[0].clone();
+    single.precision = Precision::F32;
+    single.core_gflops = single.core_gflops.map(|g| 2.0 * g);
+    for w in &mut single.widths {
+        w.core_gflops = w.core_gflops.map(|g| 2.0 * g);
+    }
+    m.peaks.push(single);
+    // Compute-bound (little traffic): the float build does the same FLOPs with half the
+    // instructions (8 lanes of 256 bits) and half the bytes.
+    let s = [app(1e10, 4.0, [1e8, 1e7, 1e6], Some(1.0))];
+    let t = [app(1e10, 8.0, [5e7, 5e6, 5e5], None)];
+    let (ss, ts) = sides(&m, &s, &t);
+    let with = |target_precision| {
+        project_with(
+            ss,
+            10.0,
+            ts,
+            Precision::F64,
+            Options::default(),
+            &Inputs {
+                target_precision,
+                ..Inputs::default()
+            },
+        )
+        .unwrap()
+    };
+    let same = with(None);
+    let float = with(Some(Precision::F32));
+    assert_eq!(same.target_precision, None);
+    assert_eq!(float.target_precision, Some(Precision::F32));
+    // The target's ceilings are the float peaks: twice the double ones.
+    assert!(
+        (float.target_peak_gflops - 2.0 * same.target_peak_gflops).abs() < 1e-9,
+        "{} {}",
+        float.target_peak_gflops,
+        same.target_peak_gflops
+    );
+    assert_eq!(float.source_peak_gflops, same.source_peak_gflops);
+    // The weighted roof follows the FLOPs per instruction (an instruction's lanes), which
+    // the float build doubles: the interval does not depend on the precision's name...
+    assert_eq!(float.interval, same.interval);
+    assert!(
+        (float.points[0].roof_target_gflops - 2.0 * float.points[0].roof_source_gflops).abs()
+            < 1e-9
+    );
+    // ...while the Kwack baseline's peak-to-peak ratio does.
+    let (kf, ks) = (float.kwack_gflops.unwrap(), same.kwack_gflops.unwrap());
+    assert!((kf - 2.0 * ks).abs() < 1e-9, "{kf} {ks}");
+    // Saying the target's precision is the source's changes nothing.
+    assert_eq!(with(Some(Precision::F64)), same);
+    let (_, tc) = float.ceilings(&m, &m).unwrap();
+    assert!((tc.peak_gflops - float.target_peak_gflops).abs() < 1e-9);
+}
