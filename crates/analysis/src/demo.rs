@@ -265,6 +265,8 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                         target,
                         change: Change::VectorWidth,
                         calibration: true,
+                        // SSE2, AVX2, then AVX-512.
+                        widens: Some(target > source),
                     })
                     .collect(),
             })

@@ -749,6 +749,7 @@ pub fn project_pair(
                 .instructions()
                 .zip(pb.regions[0].instructions()),
             drop_contradicted: false,
+            target_precision: None,
         },
     )?;
     Ok(pair_of(
@@ -794,6 +795,7 @@ fn pair_of(
             target: tname.to_string(),
             change: Change::Machine,
             calibration: false,
+            widens: None,
             source_gflops: gs,
             measured_gflops: gt,
             interval: proj.interval,

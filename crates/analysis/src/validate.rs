@@ -96,6 +96,8 @@ pub struct PairSpec {
     pub change: Change,
     /// Whether the point estimate is fitted on this pair.
     pub calibration: bool,
+    /// For a vector-width pair: whether the target build has the wider vectors.
+    pub widens: Option<bool>,
 }
 
 /// A characterized and timed build.
@@ -136,6 +138,9 @@ pub struct PairResult {
     pub change: Change,
     /// Whether the point estimate was fitted on this pair's kind.
     pub calibration: bool,
+    /// For a vector-width pair: whether the target build has the wider vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widens: Option<bool>,
     /// Measured GFLOP/s of the source (median).
     pub source_gflops: f64,
     /// Measured GFLOP/s of the target (median).
@@ -196,12 +201,22 @@ pub fn bundled_groups(ws: &[&Workload], builds: &[Vec<(usize, PathBuf)>]) -> Vec
                 let (Some(i), Some(j)) = (idx(x), idx(y)) else {
                     continue;
                 };
-                for (s, t) in [(i, j), (j, i)] {
+                let widths = (recipe_bits(x), recipe_bits(y));
+                for ((s, t), widens) in
+                    [((i, j), widths), ((j, i), (widths.1, widths.0))].map(|(st, (a, b))| {
+                        let w = match (a, b) {
+                            (Some(a), Some(b)) if change == Change::VectorWidth => Some(b > a),
+                            _ => None,
+                        };
+                        (st, w)
+                    })
+                {
                     pairs.push(PairSpec {
                         source: s,
                         target: t,
                         change,
                         calibration: change == Change::VectorWidth,
+                        widens,
                     });
                 }
             }
@@ -223,6 +238,17 @@ pub fn bundled_groups(ws: &[&Workload], builds: &[Vec<(usize, PathBuf)>]) -> Vec
         .collect()
 }
 
+/// The widest vectors of a gcc -O3 recipe of the vector-width pairs, in bits.
+fn recipe_bits(recipe: usize) -> Option<u32> {
+    match recipe {
+        0 => Some(64),
+        1 => Some(128),
+        2 => Some(256),
+        crate::workloads::AVX512_RECIPE => Some(512),
+        _ => None,
+    }
+}
+
 /// The protocol over a user's builds: every ordered pair.
 pub fn user_group(builds: Vec<Build>, args: Vec<String>, function: Option<String>) -> Group {
     let n = builds.len();
@@ -233,6 +259,7 @@ pub fn user_group(builds: Vec<Build>, args: Vec<String>, function: Option<String
             target,
             change: Change::Builds,
             calibration: false,
+            widens: None,
         })
         .collect();
     let name = builds
@@ -298,11 +325,22 @@ pub fn characterize(
 ) -> Result<Vec<Characterized>> {
     // Each build runs once natively first: a program that fails is reported with its own
     // output before anything is emulated (the run also warms the caches and the page cache).
+    let mut first = Vec::new();
     for b in &g.builds {
         progress(&format!("{}: a native run of {}", g.name, b.label));
-        run_checked(&b.path, &g.args)
+        let o = run_checked(&b.path, &g.args)
             .with_context(|| format!("{} ({}) before characterizing it", g.name, b.label))?;
+        first.push(String::from_utf8_lossy(&o.stdout).into_owned());
     }
+    // The timed runs of a bundled kernel last at least TIMED_RUN_S: its repetitions are
+    // multiplied (the same sizes), and its rate is the characterized FLOPs scaled by the
+    // kernel's own count of both runs.
+    let timed = if g.timer == Timer::KernelLine {
+        lengthened(&g.args, &first)
+    } else {
+        None
+    };
+    let timed_args = timed.as_ref().map_or(&g.args, |t| &t.args);
     let mut mixes = Vec::new();
     for b in &g.builds {
         progress(&format!("{}: characterize {}", g.name, b.label));
@@ -335,13 +373,36 @@ pub fn characterize(
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); g.builds.len()];
     if g.timer != Timer::Region {
         progress(&format!(
-            "{}: {runs} timed runs of each of {} builds",
+            "{}: {runs} timed runs of each of {} builds{}",
             g.name,
-            g.builds.len()
+            g.builds.len(),
+            timed.as_ref().map_or(String::new(), |t| format!(
+                " (arguments {}: at least {TIMED_RUN_S} s each)",
+                t.args.join(" ")
+            ))
         ));
         for _ in 0..runs {
             for (i, b) in g.builds.iter().enumerate() {
-                times[i].push(timed_run(&b.path, &g.args, g.timer)?);
+                let (t, line) = timed_run(&b.path, timed_args, g.timer)?;
+                // Per characterized run: the kernel's own FLOPs of this run over the
+                // first's.
+                let scale = match &timed {
+                    Some(_) => {
+                        let now = kernel_value(&line, "flops");
+                        let then = kernel_value(&first[i], "flops");
+                        match (now, then) {
+                            (Some(x), Some(y)) if x > 0.0 && y > 0.0 => x / y,
+                            _ => bail!(
+                                "{} ({}): no flops= in its kernel line, so its longer timed runs cannot be scaled ({})",
+                                g.name,
+                                b.label,
+                                line.trim()
+                            ),
+                        }
+                    }
+                    None => 1.0,
+                };
+                times[i].push(t / scale);
             }
         }
     }
@@ -400,8 +461,43 @@ pub fn characterize(
     Ok(out)
 }
 
-/// One native run of `program`, its time by `timer`, seconds.
-fn timed_run(program: &Path, args: &[String], timer: Timer) -> Result<f64> {
+/// How long a timed run of a bundled kernel lasts at least, seconds: long enough that the
+/// scheduler's and the clock's noise stay small beside it, where the characterized run may
+/// be a few milliseconds.
+pub const TIMED_RUN_S: f64 = 0.2;
+
+/// The timed runs' arguments of a bundled kernel (`SIZE REPS`), when its first runs
+/// (`first`: each build's output) are shorter than [`TIMED_RUN_S`].
+#[derive(Debug, Clone, PartialEq)]
+struct Lengthened {
+    args: Vec<String>,
+}
+
+fn lengthened(args: &[String], first: &[String]) -> Option<Lengthened> {
+    let shortest = first
+        .iter()
+        .filter_map(|o| kernel_value(o, "cpu_s"))
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let reps: u64 = args.get(1)?.parse().ok()?;
+    if !shortest.is_finite() || shortest >= TIMED_RUN_S || args.len() != 2 {
+        return None;
+    }
+    let k = (TIMED_RUN_S / shortest).ceil().min(1000.0) as u64;
+    (k > 1).then(|| Lengthened {
+        args: vec![args[0].clone(), (reps * k).to_string()],
+    })
+}
+
+/// The value of `key=` in a kernel's result line.
+fn kernel_value(out: &str, key: &str) -> Option<f64> {
+    out.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse::<f64>().ok())
+}
+
+/// One native run of `program`: its time by `timer`, seconds, and its standard output.
+fn timed_run(program: &Path, args: &[String], timer: Timer) -> Result<(f64, String)> {
     let (u0, s0) = children_cpu_s();
     let o = run_checked(program, args)?;
     let (u1, s1) = children_cpu_s();
@@ -427,7 +523,7 @@ fn timed_run(program: &Path, args: &[String], timer: Timer) -> Result<f64> {
             program.display()
         );
     }
-    Ok(t)
+    Ok((t, String::from_utf8_lossy(&o.stdout).into_owned()))
 }
 
 /// Runs `program` natively with `args` (no input, output captured); a failure is an error
@@ -500,13 +596,6 @@ pub fn validate_pairs(
         let (s, t) = (&c[ps.source], &c[ps.target]);
         let so = format!("{} ({})", g.name, s.label);
         let to = format!("{} ({})", g.name, t.label);
-        if s.profile.precision != t.profile.precision {
-            bail!(
-                "{so} is {} while {to} is {}: the projection compares builds of the same precision",
-                s.profile.precision,
-                t.profile.precision
-            );
-        }
         let mut p = project_with(
             Side {
                 machine: m,
@@ -531,6 +620,7 @@ pub fn validate_pairs(
                     .instructions()
                     .zip(t.profile.regions[0].instructions()),
                 drop_contradicted: false,
+                target_precision: Some(t.profile.precision),
             },
         )?;
         if let Some(c) = model {
@@ -548,6 +638,7 @@ pub fn validate_pairs(
             target: t.label.clone(),
             change: ps.change,
             calibration: ps.calibration,
+            widens: ps.widens,
             source_gflops: s.gflops,
             measured_gflops: t.gflops,
             interval: p.interval,
@@ -643,6 +734,57 @@ pub struct ValidationSummary {
     pub calibration: Option<Summary>,
     /// The other pairs: builds the point estimate was not fitted on.
     pub held_out: Option<Summary>,
+    /// Per kind of change, in the protocol's order (only the kinds with pairs).
+    #[serde(default)]
+    pub by_change: Vec<ChangeSummary>,
+    /// The pairs whose measured change is larger than twice the runs' spread (of the
+    /// slower-spreading build: (fastest - slowest) / median).
+    pub changed: Option<ChangedSummary>,
+    /// The vector-width pairs where the wider build measured slower than the narrower one.
+    pub wider_slower: Option<Summary>,
+}
+
+/// The pairs of one kind of change.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeSummary {
+    /// The kind.
+    pub change: Change,
+    /// Its pairs' figures.
+    pub summary: Summary,
+}
+
+/// The changed pairs, with the model's skill against the two baselines.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangedSummary {
+    /// Their figures.
+    pub summary: Summary,
+    /// Median |source / measured - 1|: the error of assuming nothing changes.
+    pub no_change_error: f64,
+    /// 1 - point error / Kwack error (medians): above 0.5 the point estimate is off by at
+    /// most half the Kwack baseline's error; None without a Kwack error.
+    pub skill_vs_kwack: Option<f64>,
+    /// 1 - point error / no-change error (medians).
+    pub skill_vs_no_change: Option<f64>,
+}
+
+/// Whether a pair's measured change is larger than twice its builds' run-to-run spread
+/// ((fastest - slowest) / median of the noisier build; no spread known: any change).
+pub fn is_changed(r: &PairResult) -> bool {
+    let width = |sp: Option<Spread>| sp.map_or(0.0, |s| s.max - s.min);
+    let spread =
+        width(r.projection.widening.and_then(|w| w.source)).max(width(r.validation.spread));
+    (r.measured_gflops / r.source_gflops - 1.0).abs() > 2.0 * spread
+}
+
+/// Whether a vector-width pair's wider build measured slower than its narrower one.
+pub fn wider_is_slower(r: &PairResult) -> bool {
+    match r.widens {
+        Some(true) => r.measured_gflops < r.source_gflops,
+        Some(false) => r.measured_gflops > r.source_gflops,
+        None => false,
+    }
 }
 
 fn median(v: Vec<f64>) -> f64 {
@@ -736,10 +878,49 @@ pub fn summarize(v: &[PairResult]) -> ValidationSummary {
     let cal: Vec<&PairResult> = v.iter().filter(|r| r.calibration).collect();
     let held: Vec<&PairResult> = v.iter().filter(|r| !r.calibration).collect();
     let both = !cal.is_empty() && !held.is_empty();
+    let mut kinds: Vec<Change> = Vec::new();
+    for r in v {
+        if !kinds.contains(&r.change) {
+            kinds.push(r.change);
+        }
+    }
+    let by_change = kinds
+        .into_iter()
+        .map(|change| ChangeSummary {
+            change,
+            summary: summary_of(&v.iter().filter(|r| r.change == change).collect::<Vec<_>>()),
+        })
+        .collect();
+    let changed: Vec<&PairResult> = v.iter().filter(|r| is_changed(r)).collect();
+    let slower: Vec<&PairResult> = v.iter().filter(|r| wider_is_slower(r)).collect();
     ValidationSummary {
         all: summary_of(&all),
         calibration: both.then(|| summary_of(&cal)),
         held_out: both.then(|| summary_of(&held)),
+        by_change,
+        changed: (!changed.is_empty()).then(|| {
+            let summary = summary_of(&changed);
+            let no_change_error = median(
+                changed
+                    .iter()
+                    .map(|r| (r.source_gflops / r.measured_gflops - 1.0).abs())
+                    .collect(),
+            );
+            let p = summary.weighted.median_point_error;
+            let skill =
+                |base: f64| (summary.weighted.pairs > 0 && base > 0.0).then(|| 1.0 - p / base);
+            ChangedSummary {
+                skill_vs_kwack: if summary.kwack.pairs > 0 {
+                    skill(summary.kwack.median_point_error)
+                } else {
+                    None
+                },
+                skill_vs_no_change: skill(no_change_error),
+                no_change_error,
+                summary,
+            }
+        }),
+        wider_slower: (!slower.is_empty()).then(|| summary_of(&slower)),
     }
 }
 
@@ -859,8 +1040,32 @@ pub fn validation_text(v: &[PairResult], s: &ValidationSummary) -> String {
     }
     if let Some(h) = &s.held_out {
         text.push_str(&summary_lines(
-            "held-out pairs (compiler, optimization level: builds the fit never saw)",
+            "held-out pairs (compiler, optimization level, precision: builds the fit never saw)",
             h,
+        ));
+    }
+    if s.by_change.len() > 1 {
+        for c in &s.by_change {
+            text.push_str(&summary_lines(&format!("{}", c.change), &c.summary));
+        }
+    }
+    if let Some(c) = &s.changed {
+        text.push_str(&summary_lines(
+            "changed pairs (measured change above twice the runs' spread)",
+            &c.summary,
+        ));
+        let skill = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+        text.push_str(&format!(
+            "  no change: median error {}; skill (1 - point error / baseline error): {} against Kwack (0.5 or more: at most half its error), {} against no change\n",
+            pct(c.no_change_error),
+            skill(c.skill_vs_kwack),
+            skill(c.skill_vs_no_change),
+        ));
+    }
+    if let Some(w) = &s.wider_slower {
+        text.push_str(&summary_lines(
+            "vector-width pairs where the wider build measured slower",
+            w,
         ));
     }
     text
@@ -1050,7 +1255,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::workloads::WORKLOADS;
+    use crate::workloads::{FLOAT_RECIPE, WORKLOADS};
     use hpcscope_core::AppMetrics;
 
     #[test]
@@ -1061,7 +1266,7 @@ mod tests {
     }
 
     #[test]
-    fn the_bundled_protocol_has_sixteen_pairs_per_workload() {
+    fn the_bundled_protocol_has_eighteen_pairs_per_workload_with_a_float_build() {
         let ws: Vec<&Workload> = WORKLOADS.iter().take(2).collect();
         let all: Vec<(usize, PathBuf)> = (0..PROTOCOL_BUILDS.len())
             .map(|i| (i, PathBuf::from(format!("b{i}"))))
@@ -1069,8 +1274,16 @@ mod tests {
         let groups = bundled_groups(&ws, &[all.clone(), all.clone()]);
         assert_eq!(groups.len(), 2);
         for g in &groups {
-            assert_eq!(g.pairs.len(), 16);
+            assert_eq!(g.pairs.len(), 18);
             assert_eq!(g.pairs.iter().filter(|p| p.calibration).count(), 10);
+            // The float build against the AVX2 one, both ways.
+            let precision: Vec<(usize, usize)> = g
+                .pairs
+                .iter()
+                .filter(|p| p.change == Change::Precision)
+                .map(|p| (p.source, p.target))
+                .collect();
+            assert_eq!(precision, [(2, FLOAT_RECIPE), (FLOAT_RECIPE, 2)]);
             assert!(
                 g.pairs
                     .iter()
@@ -1079,7 +1292,7 @@ mod tests {
             assert_eq!(g.timer, Timer::KernelLine);
             assert_eq!(g.function.as_deref(), Some(&*format!("kernel_{}", g.name)));
         }
-        // Without AVX-512 (no AVX-512 here, or no native engine): 12.
+        // Without AVX-512 (no AVX-512 here, or no native engine) and float builds: 12.
         let no512: Vec<(usize, PathBuf)> = all[..6].to_vec();
         assert_eq!(bundled_groups(&ws[..1], &[no512])[0].pairs.len(), 12);
         // Without clang: its builds and their pairs are left out.
@@ -1163,6 +1376,7 @@ mod tests {
             target: "b".into(),
             change: Change::VectorWidth,
             calibration,
+            widens: Some(true),
             source_gflops: source,
             measured_gflops: measured,
             interval: p.interval,
@@ -1201,5 +1415,80 @@ mod tests {
         let c = calibrate(&v, "test").unwrap();
         assert_eq!(c.fitted_on, vec!["w: a -> b".to_string()]);
         assert_eq!(c.point.error.pairs, 1);
+    }
+
+    #[test]
+    fn changed_pairs_kinds_and_wider_slower_pairs_are_summarized_apart() {
+        // No spread known: any change is a change.
+        let faster = pair(1.0, 1.5, true);
+        let same = pair(1.0, 1.0, true);
+        let mut slower = pair(2.0, 1.0, true);
+        let mut float = pair(1.0, 1.8, false);
+        float.change = Change::Precision;
+        float.widens = None;
+        assert!(is_changed(&faster) && is_changed(&slower) && !is_changed(&same));
+        // The wider target measured slower; a narrower one measured faster is the same case.
+        assert!(wider_is_slower(&slower) && !wider_is_slower(&faster));
+        let mut narrower_faster = faster.clone();
+        narrower_faster.widens = Some(false);
+        assert!(wider_is_slower(&narrower_faster));
+        assert!(!wider_is_slower(&float));
+        let v = vec![faster.clone(), same, slower.clone(), float.clone()];
+        let s = summarize(&v);
+        let kinds: Vec<(Change, usize)> = s
+            .by_change
+            .iter()
+            .map(|c| (c.change, c.summary.weighted.pairs))
+            .collect();
+        assert_eq!(kinds, [(Change::VectorWidth, 3), (Change::Precision, 1)]);
+        let c = s.changed.as_ref().unwrap();
+        assert_eq!(c.summary.weighted.pairs, 3);
+        // No change is off by |source / measured - 1|: 1/3, 1 and 4/9; median 4/9.
+        assert!((c.no_change_error - 4.0 / 9.0).abs() < 1e-12, "{c:?}");
+        let skill = 1.0 - c.summary.weighted.median_point_error / c.no_change_error;
+        assert!((c.skill_vs_no_change.unwrap() - skill).abs() < 1e-12);
+        let ks = 1.0 - c.summary.weighted.median_point_error / c.summary.kwack.median_point_error;
+        assert!((c.skill_vs_kwack.unwrap() - ks).abs() < 1e-12);
+        assert_eq!(s.wider_slower.as_ref().unwrap().weighted.pairs, 1);
+        let text = validation_text(&v, &s);
+        for line in [
+            "vector width: 3 pairs",
+            "precision: 1 pairs",
+            "changed pairs (measured change above twice the runs' spread): 3 pairs",
+            "skill (1 - point error / baseline error)",
+            "vector-width pairs where the wider build measured slower: 1 pairs",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        // A spread twice as wide as the change: not changed.
+        slower.validation.spread = Some(Spread {
+            runs: 5,
+            min: 0.6,
+            max: 1.4,
+            low: 0.9,
+            high: 1.1,
+        });
+        assert!(!is_changed(&slower));
+    }
+
+    #[test]
+    fn short_kernels_are_timed_over_more_repetitions() {
+        let line = |cpu: f64| {
+            format!(
+                "kernel=triad n=1000 reps=10 flops=2e4 bytes=1 time_s={cpu} gflops=1 check=0 cpu_s={cpu}"
+            )
+        };
+        let args = ["1000000".to_string(), "10".to_string()];
+        // The shortest build (9 ms) sets the factor: ceil(0.2 / 0.009) = 23.
+        let l = lengthened(&args, &[line(0.012), line(0.009)]).unwrap();
+        assert_eq!(l.args, ["1000000", "230"]);
+        // Long enough already, or not SIZE REPS: unchanged.
+        assert_eq!(lengthened(&args, &[line(0.25)]), None);
+        assert_eq!(lengthened(&args[..1], &[line(0.01)]), None);
+        assert_eq!(lengthened(&["a".into(), "b".into()], &[line(0.01)]), None);
+        assert_eq!(lengthened(&args, &["no kernel line".into()]), None);
+        assert_eq!(kernel_value(&line(0.5), "flops"), Some(2e4));
+        assert_eq!(kernel_value(&line(0.5), "cpu_s"), Some(0.5));
+        assert_eq!(kernel_value("xflops=3", "flops"), None);
     }
 }

@@ -12,7 +12,7 @@ use crate::node_validate::{
     node_validation_section, node_validation_text, node_values_check, summarize_node, validate_node,
 };
 use crate::validate::{self as v, Build, ProtocolOptions};
-use crate::workloads::{Workload, build, build_protocol};
+use crate::workloads::{Change, Workload, build, build_protocol};
 
 /// What to validate.
 #[derive(Debug, Clone)]
@@ -71,17 +71,36 @@ pub struct ValidateRun {
     pub text: String,
 }
 
+/// Leaves out the precision pairs when machine `m` has no f32 peak (a float build's
+/// ceilings), with a note saying how many and what to do.
+fn drop_precision_pairs_without_f32(
+    m: &hpcscope_core::Machine,
+    groups: &mut [v::Group],
+    notes: &mut Vec<String>,
+) {
+    if m.peak(hpcscope_core::Precision::F32).is_some() {
+        return;
+    }
+    let before: usize = groups.iter().map(|g| g.pairs.len()).sum();
+    for g in groups.iter_mut() {
+        g.pairs.retain(|p| p.change != Change::Precision);
+    }
+    let left = before - groups.iter().map(|g| g.pairs.len()).sum::<usize>();
+    if left > 0 {
+        notes.push(format!(
+            "the machine '{}' has no f32 peak: the {left} precision pairs (double <-> float builds) are left out; give a machine file measured in both precisions (hpcscope bench -o FILE, then -m FILE)",
+            m.id
+        ));
+    }
+}
+
 /// Runs the validation protocol; `progress` hears each step.
 pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> {
     let (ws, nws) = &o.workloads;
     let model = &o.calibration;
     let mut notes = Vec::new();
-    let groups = if o.builds.is_empty() {
-        let builds = build_protocol(
-            &o.output.join("build"),
-            &ws.iter().map(|w| w.name).collect::<Vec<_>>(),
-            &mut notes,
-        )?;
+    let mut groups = if o.builds.is_empty() {
+        let builds = build_protocol(&o.output.join("build"), ws, &mut notes)?;
         v::bundled_groups(ws, &builds)
     } else {
         vec![v::user_group(
@@ -91,6 +110,7 @@ pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> 
         )]
     };
     let m = &crate::host_machine::source_machine(o.machine.as_deref())?;
+    drop_precision_pairs_without_f32(m, &mut groups, &mut notes);
     let load_before = hpcscope_host::facts::loadavg();
     let started = std::time::Instant::now();
     let protocol = v::run(
@@ -230,4 +250,41 @@ fn load_text(l: Option<[f64; 3]>) -> String {
     l.map_or("unknown".into(), |l| {
         format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads::{PROTOCOL_BUILDS, WORKLOADS};
+
+    /// A machine file without an f32 peak cannot hold a float build to its ceilings: the
+    /// precision pairs are left out, with a note that counts them, and the others stay.
+    #[test]
+    fn precision_pairs_need_an_f32_peak() {
+        let ws: Vec<&Workload> = WORKLOADS.iter().take(2).collect();
+        let all: Vec<(usize, PathBuf)> = (0..PROTOCOL_BUILDS.len())
+            .map(|i| (i, PathBuf::from(format!("b{i}"))))
+            .collect();
+        let groups = v::bundled_groups(&ws, &[all.clone(), all]);
+        // The published machine files give f64 peaks only; a measured one has both.
+        let mut m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        let (mut left, mut notes) = (groups.clone(), Vec::new());
+        let mut single = m.peaks[0].clone();
+        single.precision = hpcscope_core::Precision::F32;
+        m.peaks.push(single);
+        let (mut kept, mut kept_notes) = (groups, Vec::new());
+        drop_precision_pairs_without_f32(&m, &mut kept, &mut kept_notes);
+        assert!(kept_notes.is_empty());
+        assert_eq!(kept[0].pairs.len(), 18);
+        m.peaks
+            .retain(|p| p.precision != hpcscope_core::Precision::F32);
+        drop_precision_pairs_without_f32(&m, &mut left, &mut notes);
+        assert!(left.iter().all(|g| g.pairs.len() == 16));
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("no f32 peak: the 4 precision pairs"),
+            "{}",
+            notes[0]
+        );
+    }
 }

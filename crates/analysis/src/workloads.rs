@@ -16,6 +16,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("daxpy.c", include_str!("../../../workloads/src/daxpy.c")),
     ("dot.c", include_str!("../../../workloads/src/dot.c")),
     ("edge.c", include_str!("../../../workloads/src/edge.c")),
+    ("gather.c", include_str!("../../../workloads/src/gather.c")),
     ("gemm.c", include_str!("../../../workloads/src/gemm.c")),
     (
         "montecarlo.c",
@@ -55,6 +56,9 @@ pub struct Workload {
     pub args: &'static [&'static str],
     /// What it is.
     pub what: &'static str,
+    /// Whether its source builds in single precision too (`-DREAL=float`): the protocol's
+    /// precision pairs. Not Monte-Carlo's, whose random walk (and so its FLOPs) would change.
+    pub float: bool,
 }
 
 /// The demo's workloads.
@@ -63,38 +67,55 @@ pub const WORKLOADS: &[Workload] = &[
         name: "triad",
         args: &["1000000", "10"],
         what: "STREAM triad (bandwidth-bound)",
+        float: true,
     },
     Workload {
         name: "stencil",
         args: &["1000", "25"],
         what: "2D 5-point stencil",
+        float: true,
     },
     Workload {
         name: "gemm",
         args: &["300", "5"],
         what: "dense matrix multiply (compute-bound)",
+        float: true,
     },
     Workload {
         name: "cg",
         args: &["100000", "20"],
         what: "sparse conjugate gradient, in the spirit of MiniFE",
+        float: true,
     },
     Workload {
         name: "edge",
         args: &["100000", "10"],
         what: "unstructured edge-flux loop, in the spirit of MG-CFD",
+        float: true,
     },
     Workload {
         name: "montecarlo",
         args: &["150000", "1"],
         what: "Monte-Carlo particle transport, in the spirit of Quicksilver",
+        float: false,
     },
     Workload {
         name: "nbody",
         args: &["1000", "2"],
         what: "N-body",
+        float: true,
     },
 ];
+
+/// The workloads of the validation protocol beside the demo's: a gather-heavy loop, whose
+/// AVX2 build gathers with `vgatherdpd` and may run slower than its SSE2 build (a pair where
+/// the wider build can lose).
+pub const PROTOCOL_EXTRA: &[Workload] = &[Workload {
+    name: "gather",
+    args: &["1000000", "10"],
+    what: "random-permutation gather y[i] += a * x[p[i]] (AVX2 gathers)",
+    float: false,
+}];
 
 /// The OpenMP workloads of the node scope: each runs its kernel's parallel region, which
 /// GCC outlines into `kernel_<name>._omp_fn.0` (the region they are characterized and timed
@@ -104,21 +125,25 @@ pub const NODE_WORKLOADS: &[Workload] = &[
         name: "triad_omp",
         args: &["2000000", "10"],
         what: "OpenMP STREAM triad (bandwidth-bound, balanced)",
+        float: false,
     },
     Workload {
         name: "stencil_omp",
         args: &["1000", "25"],
         what: "OpenMP 2D 5-point stencil (balanced)",
+        float: false,
     },
     Workload {
         name: "cg_omp",
         args: &["100000", "20"],
         what: "OpenMP conjugate gradient, one parallel region (balanced, barriers)",
+        float: false,
     },
     Workload {
         name: "trmv_omp",
         args: &["2000", "10"],
         what: "OpenMP triangular matrix-vector product (imbalanced: 1/4 and 3/4 of the work with two threads)",
+        float: false,
     },
 ];
 
@@ -142,20 +167,39 @@ impl Workload {
 /// The workloads named, from the demo's and the node scope's (all of both when none): an
 /// unknown name is an error that lists the known ones.
 pub fn selected_all(names: &[String]) -> Result<(Vec<&'static Workload>, Vec<&'static Workload>)> {
+    selected_among(names, &WORKLOADS.iter().collect::<Vec<_>>())
+}
+
+/// [`selected_all`] for the validation protocol: the demo's workloads and
+/// [`PROTOCOL_EXTRA`].
+pub fn selected_protocol(
+    names: &[String],
+) -> Result<(Vec<&'static Workload>, Vec<&'static Workload>)> {
+    selected_among(
+        names,
+        &WORKLOADS.iter().chain(PROTOCOL_EXTRA).collect::<Vec<_>>(),
+    )
+}
+
+fn selected_among(
+    names: &[String],
+    singles: &[&'static Workload],
+) -> Result<(Vec<&'static Workload>, Vec<&'static Workload>)> {
     if names.is_empty() {
-        return Ok((WORKLOADS.iter().collect(), NODE_WORKLOADS.iter().collect()));
+        return Ok((singles.to_vec(), NODE_WORKLOADS.iter().collect()));
     }
     let (mut single, mut node) = (Vec::new(), Vec::new());
     for n in names {
-        if let Some(w) = WORKLOADS.iter().find(|w| w.name == n) {
-            single.push(w);
+        if let Some(w) = singles.iter().find(|w| w.name == n) {
+            single.push(*w);
         } else if let Some(w) = NODE_WORKLOADS.iter().find(|w| w.name == n) {
             node.push(w);
         } else {
             anyhow::bail!(
                 "--workloads: no workload named '{n}'\n  fix: choose among {}",
-                WORKLOADS
+                singles
                     .iter()
+                    .copied()
                     .chain(NODE_WORKLOADS)
                     .map(|w| w.name)
                     .collect::<Vec<_>>()
@@ -288,7 +332,8 @@ pub struct Recipe {
 }
 
 /// The builds of the bundled protocol: three vector widths with gcc -O3, the two vector
-/// widths with clang -O3, and gcc -O2.
+/// widths with clang -O3, gcc -O2, AVX-512 (where it is counted), and a float build of the
+/// workloads that have one ([`Workload::float`]).
 pub const PROTOCOL_BUILDS: &[Recipe] = &[
     Recipe {
         label: "gcc -O3 scalar",
@@ -337,11 +382,21 @@ pub const PROTOCOL_BUILDS: &[Recipe] = &[
         compiler: "gcc",
         flags: AVX512_FLAGS,
     },
+    Recipe {
+        label: "gcc -O3 AVX2 float",
+        dir: "gcc-O3-avx2-float",
+        compiler: "gcc",
+        flags: &["-O3", "-march=x86-64-v3", "-DREAL=float"],
+    },
 ];
 
 /// The index of the AVX-512 recipe in [`PROTOCOL_BUILDS`] (built where
 /// [`hpcscope_mix::engine::avx512_counted_here`]).
 pub const AVX512_RECIPE: usize = 6;
+
+/// The index of the float recipe in [`PROTOCOL_BUILDS`] (built for the workloads whose
+/// source has a float build, [`Workload::float`]).
+pub const FLOAT_RECIPE: usize = 7;
 
 /// What a pair of builds changes.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -354,6 +409,8 @@ pub enum Change {
     Compiler,
     /// The optimization level (-O2 or -O3).
     OptimizationLevel,
+    /// The floating-point precision (double and float builds, gcc -O3 AVX2).
+    Precision,
     /// Two builds a user gave.
     Builds,
     /// The same binary on two machines (`hosts validate`).
@@ -367,6 +424,7 @@ impl Change {
             Change::VectorWidth => ChangeKind::VectorWidth,
             Change::Compiler => ChangeKind::Compiler,
             Change::OptimizationLevel => ChangeKind::OptimizationLevel,
+            Change::Precision => ChangeKind::Precision,
             Change::Builds => ChangeKind::Builds,
             Change::Machine => ChangeKind::SameIsaMachine,
         }
@@ -379,6 +437,7 @@ impl std::fmt::Display for Change {
             Change::VectorWidth => "vector width",
             Change::Compiler => "compiler",
             Change::OptimizationLevel => "optimization level",
+            Change::Precision => "precision",
             Change::Builds => "builds",
             Change::Machine => "machine",
         })
@@ -386,9 +445,10 @@ impl std::fmt::Display for Change {
 }
 
 /// The pairs of the bundled protocol (indices into [`PROTOCOL_BUILDS`]), each in both
-/// directions: 12 per workload, 16 where the AVX-512 builds run. The point estimate is
-/// fitted on the vector-width pairs only ([`Change::VectorWidth`]); the compiler and
-/// optimization-level pairs, whose clang and -O2 builds it never saw, check it.
+/// directions: 12 per workload, 16 where the AVX-512 builds run, 2 more where a float build
+/// is made. The point estimate is fitted on the vector-width pairs only
+/// ([`Change::VectorWidth`]); the compiler, optimization-level and precision pairs, whose
+/// clang, -O2 and float builds it never saw, check it.
 pub const PROTOCOL_PAIRS: &[(usize, usize, Change)] = &[
     (0, 1, Change::VectorWidth),
     (1, 2, Change::VectorWidth),
@@ -398,6 +458,7 @@ pub const PROTOCOL_PAIRS: &[(usize, usize, Change)] = &[
     (1, 3, Change::Compiler),
     (2, 4, Change::Compiler),
     (5, 2, Change::OptimizationLevel),
+    (2, FLOAT_RECIPE, Change::Precision),
 ];
 
 /// Builds every recipe of [`PROTOCOL_BUILDS`] of each workload `names` into
@@ -405,7 +466,7 @@ pub const PROTOCOL_PAIRS: &[(usize, usize, Change)] = &[
 /// Returns, per workload, `(recipe index, path)` of the builds made.
 pub fn build_protocol(
     dir: &Path,
-    names: &[&str],
+    workloads: &[&Workload],
     notes: &mut Vec<String>,
 ) -> Result<Vec<Vec<(usize, PathBuf)>>> {
     let src = write_sources(dir)?;
@@ -418,10 +479,11 @@ pub fn build_protocol(
         note_no_avx512(notes);
     }
     let mut out = Vec::new();
-    for n in names {
+    for w in workloads {
+        let n = w.name;
         let mut v = Vec::new();
         for (i, r) in PROTOCOL_BUILDS.iter().enumerate() {
-            if i == AVX512_RECIPE && !avx512 {
+            if (i == AVX512_RECIPE && !avx512) || (i == FLOAT_RECIPE && !w.float) {
                 continue;
             }
             if !have(r.compiler) {
@@ -548,5 +610,44 @@ pub fn node_threads(t: Option<u32>) -> Result<u32> {
         )),
         Some(t) => Ok(t),
         None => Ok(hpcscope_host::facts::logical_cpus().max(2)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The float build of a workload counts the same FLOPs and half the bytes of its double
+    /// build, and only the workloads marked `float` get one.
+    #[test]
+    fn the_float_build_halves_the_bytes_and_keeps_the_flops() {
+        if std::env::consts::ARCH != "x86_64" || !have("gcc") {
+            println!("skipping: the protocol's builds need gcc on x86-64");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let triad = WORKLOADS.iter().find(|w| w.name == "triad").unwrap();
+        let mc = WORKLOADS.iter().find(|w| w.name == "montecarlo").unwrap();
+        assert!(triad.float && !mc.float);
+        let mut notes = Vec::new();
+        let b = build_protocol(dir.path(), &[triad, mc], &mut notes).unwrap();
+        let has_float = |v: &Vec<(usize, PathBuf)>| v.iter().any(|(r, _)| *r == FLOAT_RECIPE);
+        assert!(has_float(&b[0]) && !has_float(&b[1]));
+        let line = |recipe: usize| {
+            let exe = &b[0].iter().find(|(r, _)| *r == recipe).unwrap().1;
+            let o = Command::new(exe).args(["1000", "3"]).output().unwrap();
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let v = |k: &str| {
+                out.split_whitespace()
+                    .find_map(|kv| kv.strip_prefix(k))
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap()
+            };
+            (v("flops="), v("bytes="))
+        };
+        let (fd, bd) = line(2);
+        let (ff, bf) = line(FLOAT_RECIPE);
+        assert_eq!((fd, bd), (6000.0, 72000.0));
+        assert_eq!((ff, bf), (fd, bd / 2.0));
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use hpcscope_analysis::validate::{Build, parse_build};
 use hpcscope_analysis::validate_run::{self, NoPairsToFit, ValidateOptions};
-use hpcscope_analysis::workloads::selected_all;
+use hpcscope_analysis::workloads::selected_protocol;
 use hpcscope_core::point::Calibration;
 
 use crate::output::{emit, write_atomic};
@@ -78,7 +78,7 @@ pub fn run(a: &ValidateArgs) -> Result<ExitCode> {
             a.native_runs
         );
     }
-    let workloads = selected_all(&a.workloads)?;
+    let workloads = selected_protocol(&a.workloads)?;
     let builds: Vec<Build> = if a.builds.is_empty() {
         if !a.args.is_empty() {
             anyhow::bail!(
