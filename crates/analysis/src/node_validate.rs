@@ -123,20 +123,40 @@ pub fn profile_threads(
     threads: u32,
     native_runs: u32,
 ) -> Result<Threaded> {
+    let args: Vec<String> = w.args.iter().map(|s| s.to_string()).collect();
+    profile_program(
+        m,
+        (w.name, bin, &args),
+        Some(&w.region()),
+        threads,
+        native_runs,
+    )
+}
+
+/// Characterizes program `(name, bin, args)` (its function `function`, or the whole
+/// program) on `m` with `threads` threads (`OMP_NUM_THREADS`), timed by `native_runs` native
+/// runs.
+pub fn profile_program(
+    m: &Machine,
+    (name, bin, args): (&str, &Path, &[String]),
+    function: Option<&str>,
+    threads: u32,
+    native_runs: u32,
+) -> Result<Threaded> {
     let r = hpcscope_mix::analyze(&MixOptions {
         run: hpcscope_mix::RunSpec {
             program: bin.to_path_buf(),
-            args: w.args.iter().map(|s| s.to_string()).collect(),
-            functions: vec![w.region()],
+            args: args.to_vec(),
+            functions: function.iter().map(|f| f.to_string()).collect(),
             threads: Some(threads),
             ..Default::default()
         },
         machines: vec![m.clone()],
         native_runs,
-        application: Some(w.name.to_string()),
+        application: Some(name.to_string()),
         ..Default::default()
     })
-    .with_context(|| format!("characterizing {} with {threads} threads", w.name))?;
+    .with_context(|| format!("characterizing {name} with {threads} threads"))?;
     Ok(Threaded {
         profile: r.variants[0].profiles[0].clone(),
         spread: Spread::from_times(&r.native_times_s),
@@ -302,6 +322,71 @@ pub fn node_values_check(m: &Machine) -> Vec<String> {
         }
     }
     out
+}
+
+/// The node pairs of a user's builds (`validate --build ... --threads N`): each build from
+/// one thread to `threads`, and every ordered pair of builds at `threads`; the program
+/// (`args`, `function` or the whole program) characterized and timed by `mix` at each
+/// thread count.
+#[allow(clippy::too_many_arguments)]
+pub fn validate_node_builds(
+    m: &Machine,
+    builds: &[crate::validate::Build],
+    args: &[String],
+    function: Option<&str>,
+    threads: u32,
+    native_runs: u32,
+    calibration: Option<&Calibration>,
+    progress: &dyn Fn(&str),
+) -> Result<(Vec<NodePair>, Vec<String>)> {
+    let alone = cores_alone(m);
+    let name = builds
+        .first()
+        .and_then(|b| b.path.file_name())
+        .map_or("program".into(), |f| f.to_string_lossy().into_owned());
+    let mut one = Vec::new();
+    let mut many = Vec::new();
+    for b in builds {
+        progress(&format!(
+            "{name} ({}): characterize and time at node scope, 1 and {threads} threads",
+            b.label
+        ));
+        let prog = (name.as_str(), b.path.as_path(), args);
+        one.push(profile_program(m, prog, function, 1, native_runs)?);
+        many.push(profile_program(m, prog, function, threads, native_runs)?);
+    }
+    let (mut out, mut untimed) = (Vec::new(), Vec::new());
+    let mut add = |source: &Machine, pair: String, from: &Threaded, to: &Threaded| {
+        match node_pair(source, m, &name, &pair, from, to, calibration)? {
+            Some(p) => out.push(p),
+            None => untimed.push(pair),
+        }
+        anyhow::Ok(())
+    };
+    for (i, b) in builds.iter().enumerate() {
+        add(
+            &alone,
+            format!("1 -> {threads} threads ({})", b.label),
+            &one[i],
+            &many[i],
+        )?;
+    }
+    for (i, s) in builds.iter().enumerate() {
+        for (j, t) in builds.iter().enumerate().filter(|(j, _)| *j != i) {
+            add(
+                m,
+                format!("{} -> {} ({threads} threads)", s.label, t.label),
+                &many[i],
+                &many[j],
+            )?;
+        }
+    }
+    // Said, not dropped: a pair whose runs have no time is not projected.
+    let notes = untimed
+        .into_iter()
+        .map(|p| format!("{name} {p}: no measured time on one side (see the profiles' notes): this node pair is left out"))
+        .collect();
+    Ok((out, notes))
 }
 
 /// Runs the node validation over the OpenMP workloads `ws` with `threads` threads; the

@@ -9,7 +9,8 @@ use anyhow::Result;
 use hpcscope_core::point::Calibration;
 
 use crate::node_validate::{
-    node_validation_section, node_validation_text, node_values_check, summarize_node, validate_node,
+    node_validation_section, node_validation_text, node_values_check, summarize_node,
+    validate_node, validate_node_builds,
 };
 use crate::validate::{self as v, Build, ProtocolOptions};
 use crate::workloads::{Change, Workload, build, build_protocol};
@@ -94,6 +95,48 @@ fn drop_precision_pairs_without_f32(
     }
 }
 
+/// The node section: the bundled OpenMP workloads from one thread to N and SSE2 <-> AVX2 at
+/// N threads, or with `--threads` the user's builds (each from one thread to N, each pair at
+/// N); its pairs, the warnings about the machine's node values, and N (0: no section).
+fn node_section(
+    o: &ValidateOptions,
+    m: &hpcscope_core::Machine,
+    nws: &[&'static Workload],
+    notes: &mut Vec<String>,
+    progress: &dyn Fn(&str),
+) -> Result<(Vec<crate::node_validate::NodePair>, Vec<String>, u32)> {
+    let model = Some(&o.calibration);
+    let (nv, threads) = if !o.builds.is_empty() && o.threads.is_some() {
+        let threads = crate::workloads::node_threads(o.threads)?;
+        let (nv, untimed) = validate_node_builds(
+            m,
+            &o.builds,
+            &o.args,
+            o.function.as_deref(),
+            threads,
+            o.native_runs,
+            model,
+            progress,
+        )?;
+        notes.extend(untimed);
+        (nv, threads)
+    } else if o.builds.is_empty() && !nws.is_empty() {
+        let threads = crate::workloads::node_threads(o.threads)?;
+        let names: Vec<&str> = nws.iter().map(|w| w.name).collect();
+        let nbuilds = build(&o.output.join("build"), &names, notes)?;
+        let nv = validate_node(m, nws, &nbuilds, threads, o.native_runs, model, progress)?;
+        (nv, threads)
+    } else {
+        return Ok((Vec::new(), Vec::new(), 0));
+    };
+    let warnings = if nv.is_empty() {
+        Vec::new()
+    } else {
+        node_values_check(m)
+    };
+    Ok((nv, warnings, threads))
+}
+
 /// Runs the validation protocol; `progress` hears each step.
 pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> {
     let (ws, nws) = &o.workloads;
@@ -125,33 +168,7 @@ pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> 
     let load_after = hpcscope_host::facts::loadavg();
     notes.extend(protocol.notes.iter().cloned());
     let s = v::summarize(&protocol.pairs);
-    // At node scope (bundled protocol only): the OpenMP workloads from one thread to N, and
-    // SSE2 <-> AVX2 at N threads.
-    let (nv, warnings, threads) = if o.builds.is_empty() && !nws.is_empty() {
-        let threads = crate::workloads::node_threads(o.threads)?;
-        let nbuilds = build(
-            &o.output.join("build"),
-            &nws.iter().map(|w| w.name).collect::<Vec<_>>(),
-            &mut notes,
-        )?;
-        let nv = validate_node(
-            m,
-            nws,
-            &nbuilds,
-            threads,
-            o.native_runs,
-            Some(model),
-            progress,
-        )?;
-        let warnings = if nv.is_empty() {
-            Vec::new()
-        } else {
-            node_values_check(m)
-        };
-        (nv, warnings, threads)
-    } else {
-        (Vec::new(), Vec::new(), 0)
-    };
+    let (nv, warnings, threads) = node_section(o, m, nws, &mut notes, progress)?;
     let ns = summarize_node(&nv);
     // After the node section too (load_after closes the core protocol, which a fit uses).
     let load_end = hpcscope_host::facts::loadavg();

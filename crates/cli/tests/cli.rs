@@ -2,6 +2,7 @@
 //! and broken inputs; check outputs, exit codes and that no partial file is left behind.
 
 use hpcscope_test_support::{bin, repo_root, stderr, stdout};
+mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -940,32 +941,68 @@ fn record_exits_with_the_command_status() {
     assert_eq!(exit_of("2").as_deref(), Some("killed"), "{text}");
 }
 
-/// `validate --build A --build B --threads N` says that node pairs of a user's builds are not
-/// projected, instead of running without them and saying nothing.
+/// `validate --build A --build B --threads N` gives the node pairs of the user's builds:
+/// each build from one thread to N, and each ordered pair at N threads (before, --threads
+/// was ignored, then refused).
 #[test]
-fn validate_builds_with_threads_is_refused_not_ignored() {
+fn validate_builds_with_threads_gives_their_node_pairs() {
+    let Some(plugin) = common::qemu_plugin_ready() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = include_str!("../../../workloads/src/triad_omp.c").replace(
+        "#include \"common.h\"",
+        include_str!("../../../workloads/src/common.h"),
+    );
+    let a = common::cc(dir.path(), "t1", &src, &["-fopenmp"]);
+    let b = common::cc(
+        dir.path(),
+        "t2",
+        &src,
+        &["-fopenmp", "-O3", "-march=x86-64-v3"],
+    );
+    let out = dir.path().join("v");
     let o = bin!()
-        .args([
-            "validate",
-            "-m",
-            "thunderx2",
-            "--build",
-            "a=/bin/true",
-            "--build",
-            "b=/bin/true",
-            "--threads",
-            "2",
-            "--",
-            "1",
-        ])
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["validate", "-m", "cascadelake-8260", "--native-runs", "2"])
+        .arg("--build")
+        .arg(format!("a={}", a.display()))
+        .arg("--build")
+        .arg(format!("b={}", b.display()))
+        .args(["--threads", "2", "-o"])
+        .arg(&out)
+        .args(["--", "200000", "5"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("--threads with --build") && err.contains("fix:"),
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("validation.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["node"]["threads"], 2);
+    let pairs: Vec<String> = v["node"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pair"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            "1 -> 2 threads (a)",
+            "1 -> 2 threads (b)",
+            "a -> b (2 threads)",
+            "b -> a (2 threads)"
+        ],
         "{err}"
     );
+    for p in v["node"]["results"].as_array().unwrap() {
+        assert!(p["interval"]["lo"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    // The core pairs are still there, and the text has the node section.
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 2);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("node summary: 4 pairs"), "{text}");
 }
 
 /// `machine list`, `show` and `diff` take `-o` as every result command does (the README

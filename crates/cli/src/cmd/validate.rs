@@ -30,7 +30,9 @@ pub struct ValidateArgs {
     #[arg(long, default_value_t = 11)]
     pub native_runs: u32,
     /// Threads of the node pairs (from one thread to this many, and SSE2 <-> AVX2 at this
-    /// many); default: this machine's cores.
+    /// many); default: this machine's cores. With --build: each of your builds from one
+    /// thread to this many (OMP_NUM_THREADS) and every pair at this many, characterized and
+    /// timed by mix (without it, your builds get no node pairs).
     #[arg(long)]
     pub threads: Option<u32>,
     /// Validate your own builds instead of the bundled ones: `[LABEL=]PATH`, at least two;
@@ -87,13 +89,6 @@ pub fn run(a: &ValidateArgs) -> Result<ExitCode> {
         }
         Vec::new()
     } else {
-        if a.threads.is_some() {
-            // Said, not ignored: the node section projects the bundled OpenMP workloads only.
-            return Err(hpcscope_core::Failure::input(
-                "--threads with --build: node-scope pairs of your own builds are not projected yet (only the bundled OpenMP workloads get a node section); your builds are validated with one thread\n  fix: leave out --threads, or time each build at N threads yourself (OMP_NUM_THREADS=N) and compare with `hpcscope project --scope node`",
-            )
-            .into());
-        }
         if a.builds.len() < 2 {
             anyhow::bail!(
                 "--build: give at least two builds to project one onto the other\n  fix: --build sse2=./app-sse2 --build avx2=./app-avx2 -- ARGS"
