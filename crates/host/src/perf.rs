@@ -462,6 +462,18 @@ impl Drop for Group {
     }
 }
 
+/// The kernel's uprobe PMU type (`/sys/bus/event_source/devices/uprobe/type`): a
+/// `perf_event_open` of this type with `config1` a pointer to a file's path and `config2` an
+/// offset in that file probes the instruction there (`config` 1: its function's return).
+/// None without uprobe events in the kernel.
+pub fn uprobe_type() -> Option<u32> {
+    std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// `/proc/sys/kernel/perf_event_paranoid`, when readable.
 pub fn paranoid() -> Option<i32> {
     paranoid_text().and_then(|s| s.parse().ok())

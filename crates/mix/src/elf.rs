@@ -63,6 +63,8 @@ pub struct ElfInfo {
     pub pie: bool,
     /// Lowest address of its loadable segments.
     pub lowest_vaddr: u64,
+    /// Its loadable segments: (address, size in memory, offset in the file).
+    pub segments: Vec<(u64, u64, u64)>,
     /// Started by the dynamic loader (it has an `.interp`); else statically linked.
     pub dynamic: bool,
 }
@@ -130,6 +132,13 @@ impl ElfInfo {
             .min()
             .unwrap_or(0);
         let dynamic = file.section_by_name(".interp").is_some();
+        let segments = file
+            .segments()
+            .map(|s| {
+                use object::ObjectSegment;
+                (s.address(), s.size(), s.file_range().0)
+            })
+            .collect();
         Ok(ElfInfo {
             arch,
             functions,
@@ -137,8 +146,18 @@ impl ElfInfo {
             sha256,
             pie,
             lowest_vaddr,
+            segments,
             dynamic,
         })
+    }
+
+    /// The offset in the file of link-time address `addr` (what a uprobe takes), through
+    /// the loadable segment that holds it.
+    pub fn file_offset(&self, addr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(a, size, _)| addr >= *a && addr < a + size)
+            .map(|(a, _, off)| addr - a + off)
     }
 
     /// The function called `name`.

@@ -216,6 +216,12 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     };
     let regions = resolve(&run_spec.functions, &info, &run_spec.program)?;
     let scopes = resolve(&run_spec.scope, &info, &run_spec.program)?;
+    // Each scope's entry in the file, for the probes that time it natively.
+    let probes: Vec<native::Scope> = scopes
+        .iter()
+        .filter_map(|(a, _)| info.file_offset(*a))
+        .map(|file_offset| native::Scope { file_offset })
+        .collect();
     let cache_info = match &opts.cache_binary {
         Some(p) => Some(ElfInfo::read(p)?),
         None => None,
@@ -238,6 +244,8 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     // Samples over every sampled run: (runs, samples, in the region).
     let mut pooled = (0u64, 0u64, 0u64);
     let native_ok = Arch::host() == Some(info.arch) && opts.sve_bits.is_empty();
+    // Native runs whose scopes could not be timed (no uprobes, or probe records lost).
+    let mut scopes_untimed = 0u32;
     if opts.native_runs > 0 {
         if native_ok {
             let started = std::time::Instant::now();
@@ -245,7 +253,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             // A region too short for MIN_SAMPLES in one run is timed over more runs (a few
             // seconds at most), its samples pooled.
             while runs < opts.native_runs
-                || (!regions.is_empty()
+                || ((!regions.is_empty() || !scopes.is_empty())
                     && pooled.0 > 0
                     && pooled.1 < MIN_SAMPLES
                     && runs < opts.native_runs + MAX_EXTRA_RUNS
@@ -256,7 +264,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     &run_spec.program,
                     &run_spec.args,
                     &env,
-                    &regions,
+                    (&regions, &probes),
                     info.lowest_vaddr,
                     info.pie,
                     SAMPLE_HZ,
@@ -299,6 +307,11 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                     eprintln!("native run: {s:?}");
                 }
                 native_times_s.push(s.wall_s);
+                if !scopes.is_empty() && !s.scopes_timed {
+                    // Without the probes, no sample is known to be in a scope: not timed.
+                    scopes_untimed += 1;
+                    continue;
+                }
                 if let Some(t) = s.region_s(MIN_SAMPLES) {
                     region_times_s.push(t);
                 }
@@ -489,16 +502,16 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         let n_threads = profile::thread_list(&counts).len();
         let time_s = if regions.is_empty() && scopes.is_empty() {
             median(&native_times_s)
-        } else if !scopes.is_empty() {
+        } else if !scopes.is_empty() && (scopes_untimed > 0 || probes.len() < scopes.len()) {
             if !native_times_s.is_empty() {
-                vnotes.push("a scope (callees included) is not timed by sampling: no time recorded; give the region's time with --source-gflops when projecting".into());
+                vnotes.push(format!("the scope (callees included) could not be timed: its entry and return probes (uprobes) could not be set up or lost records in {scopes_untimed} of {} native runs (perf_event_paranoid, a kernel without uprobe events; HPCSCOPE_DEBUG=1 says why): no time recorded; give the region's time with --source-gflops when projecting", native_times_s.len()));
             }
             None
         } else if !region_times_s.is_empty() && region_times_s.len() as u64 == pooled.0 {
-            vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz (median of the {} of {} native runs that could be sampled)", region_times_s.len(), native_times_s.len()));
+            vnotes.push(format!("region time: CPU time in the region{} measured by CPU-clock sampling at {SAMPLE_HZ} Hz (median of the {} of {} native runs that could be sampled)", scope_words(&scopes), region_times_s.len(), native_times_s.len()));
             median(&region_times_s)
         } else if pooled.1 >= MIN_SAMPLES {
-            vnotes.push(format!("region time: CPU time in the region measured by CPU-clock sampling at {SAMPLE_HZ} Hz, pooled over {} native runs (each too short for {MIN_SAMPLES} samples): {} of {} samples in the region", pooled.0, pooled.2, pooled.1));
+            vnotes.push(format!("region time: CPU time in the region{} measured by CPU-clock sampling at {SAMPLE_HZ} Hz, pooled over {} native runs (each too short for {MIN_SAMPLES} samples): {} of {} samples in the region", scope_words(&scopes), pooled.0, pooled.2, pooled.1));
             Some(pooled.2 as f64 / SAMPLE_HZ as f64 / pooled.0 as f64)
         } else {
             if !native_times_s.is_empty() && pooled.0 == 0 {
@@ -509,7 +522,7 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
             None
         };
         // The region of a program with threads: each thread's CPU time in it.
-        let thread_times = if n_threads > 1 && !regions.is_empty() && scopes.is_empty() {
+        let thread_times = if n_threads > 1 && (!regions.is_empty() || !scopes.is_empty()) {
             per_thread_times(&thread_samples, pooled, n_threads, &mut vnotes)
         } else {
             None
@@ -633,4 +646,14 @@ fn per_thread_times(
         runs.iter().map(|r| r.len().to_string()).collect::<Vec<_>>().join("/")
     ));
     (longest > 0.0).then(|| vec![longest; n_threads])
+}
+
+/// How a region's time is told apart when it has scopes: the samples taken while a thread
+/// was inside one (between the entry and the return probes), callees included.
+fn scope_words(scopes: &[(u64, u64)]) -> &'static str {
+    if scopes.is_empty() {
+        ""
+    } else {
+        " (the scope with its callees: the samples taken while a thread was between the scope's entry and its return, both probed by uprobes)"
+    }
 }

@@ -57,6 +57,19 @@ pub struct Sampled {
     pub threads: Vec<ThreadSamples>,
     /// Whether the run reached its time limit and was killed (then `signal` is SIGKILL).
     pub timed_out: bool,
+    /// With scopes ([`Scope`]): whether their entries and returns could be probed (uprobes)
+    /// and none of their records was lost, so that the samples in the region are those
+    /// taken while a thread was inside a scope.
+    pub scopes_timed: bool,
+}
+
+/// A function whose time is measured with its callees (`mix --scope`): the samples of a
+/// thread between its entry and its return (uprobes on both; nesting and recursion counted
+/// once) are in the region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    /// Offset of the function's entry in the program's file.
+    pub file_offset: u64,
 }
 
 impl Sampled {
@@ -90,13 +103,17 @@ struct Ring {
 }
 
 impl Ring {
-    fn open(pid: i32, cpu: i32, period_ns: u64) -> Option<Ring> {
+    /// `timed`: the samples carry their time too (after the TID), to place them against the
+    /// scopes' entries and returns.
+    fn open(pid: i32, cpu: i32, period_ns: u64, timed: bool) -> Option<Ring> {
         let attr = perf::PerfEventAttr {
             size: std::mem::size_of::<perf::PerfEventAttr>() as u32,
             type_: perf::TYPE_SOFTWARE,
             config: perf::SW_CPU_CLOCK,
             sample_period: period_ns,
-            sample_type: perf::SAMPLE_IP | perf::SAMPLE_TID,
+            sample_type: perf::SAMPLE_IP
+                | perf::SAMPLE_TID
+                | if timed { perf::SAMPLE_TIME } else { 0 },
             flags: perf::FLAG_INHERIT
                 | perf::FLAG_DISABLED
                 | perf::FLAG_ENABLE_ON_EXEC
@@ -122,18 +139,26 @@ impl Ring {
         Some(Ring { ring, _fd: fd })
     }
 
-    /// Reads every complete record: sample (IP, TID)s into `ips`, lost samples into
-    /// `lost`, and executable mappings `(addr, pgoff, path)` of process `pid` into `maps`.
+    /// Reads every complete record: sample (IP, TID)s into `ips` (and with their time into
+    /// `timed`, when the event gives it), lost samples into `lost`, and executable mappings
+    /// `(addr, pgoff, path)` of process `pid` into `maps`.
     fn drain(
         &mut self,
         pid: u32,
         ips: &mut HashMap<(u64, u32), u64>,
+        timed: Option<&mut Vec<(u64, u32, u64)>>,
         lost: &mut u64,
         maps: &mut Vec<(u64, u64, String)>,
     ) {
+        let mut timed = timed;
         self.ring.drain(|r| match r.kind {
-            // IP (u64), then pid and tid (u32 each).
-            perf::RECORD_SAMPLE => *ips.entry((r.u64_at(8), r.u32_at(20))).or_insert(0) += 1,
+            // IP (u64), then pid and tid (u32 each), then the time (u64) when asked for.
+            perf::RECORD_SAMPLE => {
+                *ips.entry((r.u64_at(8), r.u32_at(20))).or_insert(0) += 1;
+                if let Some(t) = timed.as_deref_mut() {
+                    t.push((r.u64_at(24), r.u32_at(20), r.u64_at(8)));
+                }
+            }
             perf::RECORD_LOST => *lost += r.u64_at(16),
             // pid, tid (u32 each), addr, len, pgoff (u64 each), file name (NUL-padded).
             perf::RECORD_MMAP if r.u32_at(8) == pid => {
@@ -151,6 +176,95 @@ impl Ring {
             _ => {}
         });
     }
+}
+
+/// The entry or the return probe of one scope on one CPU, and its ring buffer.
+struct Probe {
+    ring: RingBuffer,
+    _fd: OwnedFd,
+    /// +1 at the entry, -1 at the return.
+    step: i32,
+}
+
+impl Probe {
+    /// The probe of the function at `offset` in file `path` (its entry, or its return when
+    /// `ret`), on CPU `cpu`, for every process (the hits are told apart by their pid: a
+    /// probe inherited by a child from this process was never hit).
+    fn open(
+        uprobe: u32,
+        path: &std::ffi::CStr,
+        offset: u64,
+        ret: bool,
+        cpu: i32,
+    ) -> std::io::Result<Probe> {
+        let attr = perf::PerfEventAttr {
+            size: std::mem::size_of::<perf::PerfEventAttr>() as u32,
+            type_: uprobe,
+            config: u64::from(ret),
+            config1: path.as_ptr() as u64,
+            config2: offset,
+            sample_period: 1,
+            sample_type: perf::SAMPLE_TID | perf::SAMPLE_TIME,
+            wakeup_events: 1 << 20,
+            ..perf::PerfEventAttr::default()
+        };
+        let fd = perf::perf_event_open(&attr, -1, cpu, -1, perf::PERF_FLAG_FD_CLOEXEC)?;
+        // SAFETY: the kernel just returned this descriptor; it is owned here.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let ring = RingBuffer::map(fd.as_raw_fd(), PROBE_PAGES)?;
+        Ok(Probe {
+            ring,
+            _fd: fd,
+            step: if ret { -1 } else { 1 },
+        })
+    }
+
+    /// Reads the hits of process `pid`'s tasks: (time, tid, step) into `hits`, lost ones
+    /// into `lost`.
+    fn drain(&mut self, pid: u32, hits: &mut Vec<(u64, u32, i32)>, lost: &mut u64) {
+        let step = self.step;
+        self.ring.drain(|r| match r.kind {
+            // pid and tid (u32 each), then the time (u64).
+            perf::RECORD_SAMPLE if r.u32_at(8) == pid => {
+                hits.push((r.u64_at(16), r.u32_at(12), step));
+            }
+            perf::RECORD_LOST => *lost += r.u64_at(16),
+            _ => {}
+        });
+    }
+}
+
+/// Data pages of a probe's ring: 64 KiB, about 2,000 hits between two reads (every 2 ms).
+const PROBE_PAGES: usize = 16;
+
+/// The intervals each thread spent inside a scope, from the probes' hits (time, tid, +1 at
+/// an entry, -1 at a return): from the entry that takes a thread's depth from 0 to the
+/// return that brings it back (nested and recursive calls inside). A thread still inside
+/// at the end stays inside until `end`.
+fn scope_intervals(mut hits: Vec<(u64, u32, i32)>, end: u64) -> HashMap<u32, Vec<(u64, u64)>> {
+    hits.sort_unstable();
+    let mut depth: HashMap<u32, (i32, u64)> = HashMap::new();
+    let mut out: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for (t, tid, step) in hits {
+        let d = depth.entry(tid).or_insert((0, 0));
+        if step > 0 {
+            if d.0 == 0 {
+                d.1 = t;
+            }
+            d.0 += 1;
+        } else if d.0 > 0 {
+            d.0 -= 1;
+            if d.0 == 0 {
+                out.entry(tid).or_default().push((d.1, t));
+            }
+        }
+    }
+    for (tid, (d, since)) in depth {
+        if d > 0 {
+            out.entry(tid).or_default().push((since, end));
+        }
+    }
+    out
 }
 
 /// Load bias of `program` from the kernel's records of its executable mappings: the
@@ -199,7 +313,7 @@ pub fn run(
         program,
         args,
         &[],
-        regions,
+        (regions, &[]),
         lowest_vaddr,
         pie,
         freq_hz,
@@ -209,14 +323,14 @@ pub fn run(
 }
 
 /// [`run`] with variables `env` added to the program's environment (`OMP_NUM_THREADS`...),
-/// and a time limit: a run still going after `timeout` is killed (SIGKILL) and reported
-/// with [`Sampled::timed_out`].
+/// `scopes` whose time (callees included) is in the region too, and a time limit: a run
+/// still going after `timeout` is killed (SIGKILL) and reported with [`Sampled::timed_out`].
 #[allow(clippy::too_many_arguments)]
 pub fn run_env(
     program: &Path,
     args: &[String],
     env: &[(String, String)],
-    regions: &[(u64, u64)],
+    (regions, scopes): (&[(u64, u64)], &[Scope]),
     lowest_vaddr: u64,
     pie: bool,
     freq_hz: u64,
@@ -226,7 +340,7 @@ pub fn run_env(
         program,
         args,
         env,
-        regions,
+        (regions, scopes),
         lowest_vaddr,
         pie,
         freq_hz,
@@ -251,7 +365,7 @@ pub fn ip_histogram(
         program,
         args,
         &[],
-        &[],
+        (&[], &[]),
         lowest_vaddr,
         pie,
         freq_hz,
@@ -266,7 +380,7 @@ fn run_with(
     program: &Path,
     args: &[String],
     env: &[(String, String)],
-    regions: &[(u64, u64)],
+    (regions, scopes): (&[(u64, u64)], &[Scope]),
     lowest_vaddr: u64,
     pie: bool,
     freq_hz: u64,
@@ -282,9 +396,33 @@ fn run_with(
     let me = unsafe { libc::gettid() };
     let ncpu = hpcscope_host::topology::possible_cpus()
         .unwrap_or_else(|| hpcscope_host::facts::logical_cpus() as usize);
+    let timed = !scopes.is_empty();
     let mut rings: Vec<Ring> = (0..ncpu as i32)
-        .filter_map(|c| Ring::open(me, c, 1_000_000_000 / freq_hz.max(1)))
+        .filter_map(|c| Ring::open(me, c, 1_000_000_000 / freq_hz.max(1), timed))
         .collect();
+    // The scopes' entry and return probes, per CPU as the sampling events (None: they could
+    // not be set up, and the scopes are not timed).
+    let path = std::fs::canonicalize(program)
+        .ok()
+        .and_then(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok());
+    let mut probes: Option<Vec<Probe>> = match (timed, perf::uprobe_type(), &path) {
+        (true, Some(u), Some(path)) => scopes
+            .iter()
+            .flat_map(|sc| [(sc, false), (sc, true)])
+            .flat_map(|(sc, ret)| (0..ncpu as i32).map(move |c| (sc.file_offset, ret, c)))
+            .map(|(off, ret, c)| Probe::open(u, path, off, ret, c))
+            .collect::<std::io::Result<Vec<Probe>>>()
+            .map_err(|e| {
+                if std::env::var_os("HPCSCOPE_DEBUG").is_some() {
+                    eprintln!("uprobe: {e}");
+                }
+            })
+            .ok(),
+        _ => None,
+    };
+    let mut timed_samples: Vec<(u64, u32, u64)> = Vec::new();
+    let mut hits: Vec<(u64, u32, i32)> = Vec::new();
+    let mut probe_lost = 0u64;
     let start = Instant::now();
     // The program dies with hpcscope (a Ctrl-C, `kill`, a scheduler's time limit).
     let mut child = hpcscope_host::child::die_with_parent(&mut Command::new(program))
@@ -302,7 +440,11 @@ fn run_with(
     let mut timed_out = false;
     let status = loop {
         for r in &mut rings {
-            r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
+            let t = timed.then_some(&mut timed_samples);
+            r.drain(pid as u32, &mut ips, t, &mut lost, &mut maps);
+        }
+        for p in probes.iter_mut().flatten() {
+            p.drain(pid as u32, &mut hits, &mut probe_lost);
         }
         // The kernel's mapping records are the source of the load address; /proc is the
         // fallback while the program runs.
@@ -321,7 +463,33 @@ fn run_with(
     };
     let wall_s = start.elapsed().as_secs_f64();
     for r in &mut rings {
-        r.drain(pid as u32, &mut ips, &mut lost, &mut maps);
+        let t = timed.then_some(&mut timed_samples);
+        r.drain(pid as u32, &mut ips, t, &mut lost, &mut maps);
+    }
+    for p in probes.iter_mut().flatten() {
+        p.drain(pid as u32, &mut hits, &mut probe_lost);
+    }
+    if timed && std::env::var_os("HPCSCOPE_DEBUG").is_some() {
+        eprintln!(
+            "scopes: probes {}, {} hits ({probe_lost} lost), {} timed samples ({lost} lost)",
+            probes.as_ref().map_or(0, Vec::len),
+            hits.len(),
+            timed_samples.len()
+        );
+    }
+    // The samples taken while their thread was inside a scope, per (IP, TID).
+    let scopes_timed = probes.take().is_some() && probe_lost == 0 && lost == 0;
+    let mut in_scope: HashMap<(u64, u32), u64> = HashMap::new();
+    if scopes_timed {
+        let intervals = scope_intervals(std::mem::take(&mut hits), u64::MAX);
+        for (t, tid, ip) in &timed_samples {
+            if intervals
+                .get(tid)
+                .is_some_and(|v| v.iter().any(|(a, b)| t >= a && t < b))
+            {
+                *in_scope.entry((*ip, *tid)).or_insert(0) += 1;
+            }
+        }
     }
     let bias = if pie {
         bias_from_mmaps(&maps, program, lowest_vaddr).or(proc_bias)
@@ -346,10 +514,13 @@ fn run_with(
             in_region: 0,
         });
         th.samples += n;
-        if ranges.iter().any(|(a, e)| ip >= *a && ip < *e) {
-            in_region += n;
-            th.in_region += n;
-        }
+        let k = if ranges.iter().any(|(a, e)| ip >= *a && ip < *e) {
+            n
+        } else {
+            in_scope.get(&(ip, tid)).copied().unwrap_or(0)
+        };
+        in_region += k;
+        th.in_region += k;
         if let (Some(h), Some(b)) = (hist.as_deref_mut(), bias) {
             *h.entry(ip.wrapping_sub(b)).or_insert(0) += n;
         }
@@ -366,6 +537,7 @@ fn run_with(
         freq_hz: freq_hz.max(1),
         threads: threads.into_values().collect(),
         timed_out,
+        scopes_timed,
     })
 }
 

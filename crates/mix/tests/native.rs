@@ -73,3 +73,72 @@ fn a_program_that_ends_at_once_is_still_located() {
         assert!(s.in_region <= 1, "{s:?}");
     }
 }
+
+/// `outer` does little itself and calls `inner`, where the time goes (twice, and once
+/// recursively through itself): as a function region `outer` holds few samples; as a
+/// scope (entry and return probed, callees included) it holds nearly all of them.
+const CALLER: &str = r#"
+#include <stdlib.h>
+volatile double sink;
+__attribute__((noipa)) double inner(long n) {
+  double s = 0; for (long i = 0; i < n; i++) s += (double)i * 1e-9; return s; }
+__attribute__((noipa)) double outer(long n, int depth) {
+  double s = inner(n);
+  if (depth > 0) s += outer(n, depth - 1);
+  return s; }
+int main(int c, char **v) {
+  long n = atol(v[1]);
+  for (long i = 0; i < n / 100; i++) sink += (double)i;
+  sink += outer(n, 1);
+  return 0; }
+"#;
+
+#[test]
+fn a_scope_holds_the_time_of_its_callees() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = common::gcc(dir.path(), "caller", CALLER, &["-O1"]) else {
+        eprintln!("skipping: gcc cannot build the test program");
+        return;
+    };
+    let info = ElfInfo::read(&bin).unwrap();
+    let f = info.function("outer", &bin).unwrap();
+    let scope = native::Scope {
+        file_offset: info.file_offset(f.addr).unwrap(),
+    };
+    let run = |regions: &[(u64, u64)], scopes: &[native::Scope]| {
+        native::run_env(
+            &bin,
+            &["40000000".to_string()],
+            &[],
+            (regions, scopes),
+            info.lowest_vaddr,
+            info.pie,
+            10_000,
+            None,
+        )
+        .unwrap()
+    };
+    let s = run(&[], &[scope]);
+    assert!(s.success);
+    if !s.scopes_timed {
+        // System-wide uprobes need root (or perf_event_paranoid <= 0 with CAP_PERFMON).
+        assert!(
+            !hpcscope_test_support::is_root(),
+            "root, yet the scope's probes could not be set up: {s:?}"
+        );
+        println!("skipping: uprobes on the program need root here (perf_event_paranoid)");
+        return;
+    }
+    assert!(s.samples >= 100, "{s:?}");
+    assert!(
+        s.in_region as f64 >= 0.9 * s.samples as f64,
+        "the scope holds its callee's samples: {s:?}"
+    );
+    // The same function as a region: its own instructions only.
+    let r = run(&[(f.addr, f.addr + f.size)], &[]);
+    assert!(
+        (r.in_region as f64) < 0.1 * r.samples as f64,
+        "outer alone holds few samples: {r:?}"
+    );
+    assert!(!r.scopes_timed);
+}
