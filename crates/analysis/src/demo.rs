@@ -256,6 +256,7 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                 name: w.name.to_string(),
                 args: w.args.iter().map(|s| s.to_string()).collect(),
                 function: Some(format!("kernel_{}", w.name)),
+                scope: false,
                 timer: Timer::KernelLine,
                 builds,
                 pairs: pairs

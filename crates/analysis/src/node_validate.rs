@@ -127,19 +127,19 @@ pub fn profile_threads(
     profile_program(
         m,
         (w.name, bin, &args),
-        Some(&w.region()),
+        (Some(&w.region()), false),
         threads,
         native_runs,
     )
 }
 
-/// Characterizes program `(name, bin, args)` (its function `function`, or the whole
-/// program) on `m` with `threads` threads (`OMP_NUM_THREADS`), timed by `native_runs` native
-/// runs.
+/// Characterizes program `(name, bin, args)` (its function `function`, with its callees when
+/// `scope`, or the whole program) on `m` with `threads` threads (`OMP_NUM_THREADS`), timed by
+/// `native_runs` native runs.
 pub fn profile_program(
     m: &Machine,
     (name, bin, args): (&str, &Path, &[String]),
-    function: Option<&str>,
+    (function, scope): (Option<&str>, bool),
     threads: u32,
     native_runs: u32,
 ) -> Result<Threaded> {
@@ -147,7 +147,16 @@ pub fn profile_program(
         run: hpcscope_mix::RunSpec {
             program: bin.to_path_buf(),
             args: args.to_vec(),
-            functions: function.iter().map(|f| f.to_string()).collect(),
+            functions: function
+                .iter()
+                .filter(|_| !scope)
+                .map(|f| f.to_string())
+                .collect(),
+            scope: function
+                .iter()
+                .filter(|_| scope)
+                .map(|f| f.to_string())
+                .collect(),
             threads: Some(threads),
             ..Default::default()
         },
@@ -333,7 +342,7 @@ pub fn validate_node_builds(
     m: &Machine,
     builds: &[crate::validate::Build],
     args: &[String],
-    function: Option<&str>,
+    function: (Option<&str>, bool),
     threads: u32,
     native_runs: u32,
     calibration: Option<&Calibration>,

@@ -77,6 +77,8 @@ pub struct Group {
     pub args: Vec<String>,
     /// Count (and time) only this function.
     pub function: Option<String>,
+    /// Whether `function` is a scope: counted and timed with its callees (`mix --scope`).
+    pub scope: bool,
     /// How its runs are timed.
     pub timer: Timer,
     /// The builds.
@@ -224,6 +226,7 @@ pub fn bundled_groups(ws: &[&Workload], builds: &[Vec<(usize, PathBuf)>]) -> Vec
                 name: w.name.to_string(),
                 args: w.args.iter().map(|s| s.to_string()).collect(),
                 function: Some(format!("kernel_{}", w.name)),
+                scope: false,
                 timer: Timer::KernelLine,
                 builds: b
                     .iter()
@@ -250,7 +253,12 @@ fn recipe_bits(recipe: usize) -> Option<u32> {
 }
 
 /// The protocol over a user's builds: every ordered pair.
-pub fn user_group(builds: Vec<Build>, args: Vec<String>, function: Option<String>) -> Group {
+pub fn user_group(
+    builds: Vec<Build>,
+    args: Vec<String>,
+    function: Option<String>,
+    scope: bool,
+) -> Group {
     let n = builds.len();
     let pairs = (0..n)
         .flat_map(|s| (0..n).filter(move |t| *t != s).map(move |t| (s, t)))
@@ -275,6 +283,7 @@ pub fn user_group(builds: Vec<Build>, args: Vec<String>, function: Option<String
             Timer::Process
         },
         function,
+        scope,
         builds,
         pairs,
     }
@@ -348,7 +357,8 @@ pub fn characterize(
             run: hpcscope_mix::RunSpec {
                 program: b.path.clone(),
                 args: g.args.clone(),
-                functions: g.function.iter().cloned().collect(),
+                functions: g.function.iter().filter(|_| !g.scope).cloned().collect(),
+                scope: g.function.iter().filter(|_| g.scope).cloned().collect(),
                 ..Default::default()
             },
             machines: vec![m.clone()],
@@ -413,7 +423,7 @@ pub fn characterize(
             let t = profile.regions[0].threads[0].time_s;
             let Some(t) = t else {
                 bail!(
-                    "{} ({}): the function {} has no measured time (see the profile's notes: {})\n  fix: validate the whole program (leave out --function), or lengthen its run",
+                    "{} ({}): the function {} has no measured time (see the profile's notes: {})\n  fix: validate the whole program (leave out --function or --scope), or lengthen its run",
                     b.label,
                     b.path.display(),
                     g.function.as_deref().unwrap_or("?"),
@@ -1216,6 +1226,7 @@ mod tests {
             name: "w".into(),
             args: vec![],
             function: None,
+            scope: false,
             timer: Timer::Process,
             builds: vec![
                 Build {
@@ -1311,7 +1322,7 @@ mod tests {
             label: l.into(),
             path: PathBuf::from(format!("/bin/{l}")),
         };
-        let g = user_group(vec![b("a"), b("b"), b("c")], vec!["1".into()], None);
+        let g = user_group(vec![b("a"), b("b"), b("c")], vec!["1".into()], None, false);
         assert_eq!(g.pairs.len(), 6);
         assert!(
             g.pairs
@@ -1319,7 +1330,7 @@ mod tests {
                 .all(|p| p.source != p.target && !p.calibration)
         );
         assert_eq!(g.timer, Timer::Process);
-        let g = user_group(vec![b("a"), b("b")], vec![], Some("kernel".into()));
+        let g = user_group(vec![b("a"), b("b")], vec![], Some("kernel".into()), false);
         assert_eq!(g.timer, Timer::Region);
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("app");

@@ -34,6 +34,8 @@ pub struct ValidateOptions {
     pub args: Vec<String>,
     /// The user's builds' region (a function), if any.
     pub function: Option<String>,
+    /// Whether that function is counted and timed with its callees (`mix --scope`).
+    pub scope: bool,
     /// The calibration to check the pairs with.
     pub calibration: Calibration,
     /// Fit a calibration on this run's vector-width pairs too, to be written there.
@@ -112,7 +114,7 @@ fn node_section(
             m,
             &o.builds,
             &o.args,
-            o.function.as_deref(),
+            (o.function.as_deref(), o.scope),
             threads,
             o.native_runs,
             model,
@@ -150,6 +152,7 @@ pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> 
             o.builds.clone(),
             o.args.clone(),
             o.function.clone(),
+            o.scope,
         )]
     };
     let m = &crate::host_machine::source_machine(o.machine.as_deref())?;

@@ -44,7 +44,7 @@ fn no_command_module_imports_another() {
 
 /// The lines of crates/cli/src may only go down, toward the 5,000 of docs/ARCHITECTURE.md:
 /// lower the ceiling when a change makes the binary thinner, never raise it.
-const CLI_LINES_CEILING: usize = 6_402;
+const CLI_LINES_CEILING: usize = 6_401;
 
 #[test]
 fn the_binary_does_not_grow() {

@@ -1005,6 +1005,60 @@ fn validate_builds_with_threads_gives_their_node_pairs() {
     assert!(text.contains("node summary: 4 pairs"), "{text}");
 }
 
+/// `validate --build A --build B --scope F` counts and times F with its callees: `outer`
+/// does little but call `inner`, so as a scope it has the program's FLOPs and a time, where
+/// `--function outer` would count only its own adds.
+#[test]
+fn validate_builds_with_a_scope_counts_and_times_its_callees() {
+    let Some(plugin) = common::qemu_plugin_ready() else {
+        return;
+    };
+    if !common::is_root() {
+        println!("skipping: timing a scope probes it with uprobes, which need root here");
+        return;
+    }
+    let src = "#include <stdlib.h>\nvolatile double sink;\n\
+        __attribute__((noipa)) double inner(double *a, long n) {\n\
+          double s = 0; for (long i = 0; i < n; i++) s += a[i] * 1.5; return s; }\n\
+        __attribute__((noipa)) double outer(double *a, long n, int r) {\n\
+          double s = 0; for (int k = 0; k < r; k++) s += inner(a, n); return s; }\n\
+        int main(int c, char **v) { long n = atol(v[1]); double *a = calloc(n, 8);\n\
+          sink = outer(a, n, atoi(v[2])); return 0; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let a = common::cc(dir.path(), "s1", src, &[]);
+    let b = common::cc(dir.path(), "s2", src, &["-O3", "-march=x86-64-v3"]);
+    let out = dir.path().join("v");
+    let o = bin!()
+        .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+        .args(["validate", "-m", "cascadelake-8260", "--native-runs", "3"])
+        .arg("--build")
+        .arg(format!("a={}", a.display()))
+        .arg("--build")
+        .arg(format!("b={}", b.display()))
+        .args(["--scope", "outer", "-o"])
+        .arg(&out)
+        .args(["--", "200000", "200"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("validation.json")).unwrap())
+            .unwrap();
+    for b in v["builds"].as_array().unwrap() {
+        let t = &b["profile"]["regions"][0]["threads"][0];
+        // 2 FLOPs per element and call in the callee, and outer's own add per call.
+        assert_eq!(
+            t["flops"].as_f64(),
+            Some(2.0 * 200_000.0 * 200.0 + 200.0),
+            "{b}"
+        );
+        assert!(t["time_s"].as_f64().unwrap() > 0.0, "{b}");
+        assert_eq!(b["timer"], "region", "{b}");
+    }
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 2);
+}
+
 /// `machine list`, `show` and `diff` take `-o` as every result command does (the README
 /// said so; they did not).
 #[test]

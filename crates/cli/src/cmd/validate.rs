@@ -10,7 +10,6 @@ use clap::Args;
 use hpcscope_analysis::validate::{Build, parse_build};
 use hpcscope_analysis::validate_run::{self, NoPairsToFit, ValidateOptions};
 use hpcscope_analysis::workloads::selected_protocol;
-use hpcscope_core::point::Calibration;
 
 use crate::output::{emit, write_atomic};
 
@@ -43,6 +42,15 @@ pub struct ValidateArgs {
     /// default: the whole program, timed by its user + system CPU time.
     #[arg(long, value_name = "NAME", requires = "builds")]
     pub function: Option<String>,
+    /// With --build: count and time this function with its callees (mix --scope: counted
+    /// while it runs, timed between its entry and return by uprobes, which need root).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "builds",
+        conflicts_with = "function"
+    )]
+    pub scope: Option<String>,
     /// The calibration to use (point-estimate rule and interval margin: a file `--calibrate`
     /// wrote); default: the bundled one.
     #[arg(long, value_name = "FILE")]
@@ -63,17 +71,7 @@ fn progress(msg: &str) {
 
 /// Runs `validate`.
 pub fn run(a: &ValidateArgs) -> Result<ExitCode> {
-    let calibration = match &a.calibration {
-        Some(p) => {
-            let text = hpcscope_core::load::read(
-                p,
-                "calibration",
-                "give a file written by hpcscope validate --calibrate",
-            )?;
-            Calibration::from_toml_str(&text, &p.display().to_string())?
-        }
-        None => Calibration::bundled(),
-    };
+    let calibration = hpcscope_core::load::calibration(a.calibration.as_deref())?;
     if a.native_runs < 2 {
         anyhow::bail!(
             "--native-runs {}: give at least 2 (the spread of the runs widens the intervals; 5 or more is better)",
@@ -108,7 +106,8 @@ pub fn run(a: &ValidateArgs) -> Result<ExitCode> {
             threads: a.threads,
             builds,
             args: a.args.clone(),
-            function: a.function.clone(),
+            function: a.function.clone().or_else(|| a.scope.clone()),
+            scope: a.scope.is_some(),
             calibration,
             calibrate: a.calibrate.clone(),
         },
