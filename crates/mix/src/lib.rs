@@ -244,8 +244,10 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
     // Samples over every sampled run: (runs, samples, in the region).
     let mut pooled = (0u64, 0u64, 0u64);
     let native_ok = Arch::host() == Some(info.arch) && opts.sve_bits.is_empty();
-    // Native runs whose scopes could not be timed (no uprobes, or probe records lost).
+    // Native runs whose scopes could not be timed (no uprobes, or probe records lost), and
+    // whether one run removed them for being hit too often.
     let mut scopes_untimed = 0u32;
+    let mut scopes_too_busy = false;
     if opts.native_runs > 0 {
         if native_ok {
             let started = std::time::Instant::now();
@@ -310,6 +312,13 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
                 if !scopes.is_empty() && !s.scopes_timed {
                     // Without the probes, no sample is known to be in a scope: not timed.
                     scopes_untimed += 1;
+                    if s.scopes_too_busy {
+                        // The probes slowed this run (its wall time is not the program's),
+                        // and the next runs would be as slow until they go: none is timed.
+                        native_times_s.pop();
+                        scopes_too_busy = true;
+                        break;
+                    }
                     continue;
                 }
                 if let Some(t) = s.region_s(MIN_SAMPLES) {
@@ -502,6 +511,9 @@ pub fn analyze(opts: &MixOptions) -> Result<MixReport, MixError> {
         let n_threads = profile::thread_list(&counts).len();
         let time_s = if regions.is_empty() && scopes.is_empty() {
             median(&native_times_s)
+        } else if !scopes.is_empty() && scopes_too_busy {
+            vnotes.push(format!("the scope was entered and left more than {} times in a native run: its probes (uprobes, each hit a trap into the kernel) were removed, and it has no time; time a function called this often with --function, or give the region's time with --source-gflops when projecting", native::MAX_SCOPE_HITS));
+            None
         } else if !scopes.is_empty() && (scopes_untimed > 0 || probes.len() < scopes.len()) {
             if !native_times_s.is_empty() {
                 vnotes.push(format!("the scope (callees included) could not be timed: its entry and return probes (uprobes) could not be set up or lost records in {scopes_untimed} of {} native runs (perf_event_paranoid, a kernel without uprobe events; HPCSCOPE_DEBUG=1 says why): no time recorded; give the region's time with --source-gflops when projecting", native_times_s.len()));

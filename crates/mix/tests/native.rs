@@ -142,3 +142,41 @@ fn a_scope_holds_the_time_of_its_callees() {
     );
     assert!(!r.scopes_timed);
 }
+
+/// A scope entered a million times would take its native run tens of seconds under the
+/// probes (each hit traps into the kernel): they are removed after `MAX_SCOPE_HITS`, and the
+/// run says so and is not timed.
+#[test]
+fn a_scope_entered_too_often_loses_its_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = "#include <stdlib.h>\nvolatile double sink;\n\
+        __attribute__((noipa)) double tiny(double x) { return x * 1.0000001; }\n\
+        int main(int c, char **v) { long n = atol(v[1]); double s = 1;\n\
+        for (long i = 0; i < n; i++) s = tiny(s); sink = s; return 0; }\n";
+    let Some(bin) = common::gcc(dir.path(), "calls", src, &["-O2"]) else {
+        eprintln!("skipping: gcc cannot build the test program");
+        return;
+    };
+    let info = ElfInfo::read(&bin).unwrap();
+    let f = info.function("tiny", &bin).unwrap();
+    let scope = native::Scope {
+        file_offset: info.file_offset(f.addr).unwrap(),
+    };
+    let s = native::run_env(
+        &bin,
+        &["1000000".to_string()],
+        &[],
+        (&[], &[scope]),
+        info.lowest_vaddr,
+        info.pie,
+        10_000,
+        None,
+    )
+    .unwrap();
+    assert!(s.success);
+    if !hpcscope_test_support::is_root() && !s.scopes_too_busy {
+        println!("skipping: uprobes on the program need root here (perf_event_paranoid)");
+        return;
+    }
+    assert!(s.scopes_too_busy && !s.scopes_timed, "{s:?}");
+}
