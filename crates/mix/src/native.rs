@@ -67,10 +67,10 @@ pub struct Sampled {
     pub scopes_too_busy: bool,
 }
 
-/// Probe hits (entries and returns) after which a run's scope probes are removed: a hit
-/// costs about 20 us (1,000,000 calls of a one-multiply function took 20.2 s under the
-/// probes against 0.0048 s without), so a scope entered this often would take the native
-/// runs minutes.
+/// Probe hits (entries and returns) after which a run's scope probes are removed: a call
+/// (two hits) costs about 20 us (1,000,000 calls of a one-multiply function took 20.2 s
+/// under the probes against 0.0048 s without), so a scope entered more often would take the
+/// native runs minutes.
 pub const MAX_SCOPE_HITS: usize = 100_000;
 
 /// A function whose time is measured with its callees (`mix --scope`): the samples of a
