@@ -203,16 +203,12 @@ pub fn bundled_groups(ws: &[&Workload], builds: &[Vec<(usize, PathBuf)>]) -> Vec
                 let (Some(i), Some(j)) = (idx(x), idx(y)) else {
                     continue;
                 };
-                let widths = (recipe_bits(x), recipe_bits(y));
-                for ((s, t), widens) in
-                    [((i, j), widths), ((j, i), (widths.1, widths.0))].map(|(st, (a, b))| {
-                        let w = match (a, b) {
-                            (Some(a), Some(b)) if change == Change::VectorWidth => Some(b > a),
-                            _ => None,
-                        };
-                        (st, w)
-                    })
-                {
+                // Whether y has the wider vectors (vector-width pairs only).
+                let y_wider = match (recipe_bits(x), recipe_bits(y)) {
+                    (Some(a), Some(b)) if change == Change::VectorWidth => Some(b > a),
+                    _ => None,
+                };
+                for (s, t, widens) in [(i, j, y_wider), (j, i, y_wider.map(|w| !w))] {
                     pairs.push(PairSpec {
                         source: s,
                         target: t,
@@ -349,7 +345,7 @@ pub fn characterize(
     } else {
         None
     };
-    let timed_args = timed.as_ref().map_or(&g.args, |t| &t.args);
+    let timed_args = timed.as_ref().unwrap_or(&g.args);
     let mut mixes = Vec::new();
     for b in &g.builds {
         progress(&format!("{}: characterize {}", g.name, b.label));
@@ -388,7 +384,7 @@ pub fn characterize(
             g.builds.len(),
             timed.as_ref().map_or(String::new(), |t| format!(
                 " (arguments {}: at least {TIMED_RUN_S} s each)",
-                t.args.join(" ")
+                t.join(" ")
             ))
         ));
         for _ in 0..runs {
@@ -478,12 +474,7 @@ pub const TIMED_RUN_S: f64 = 0.2;
 
 /// The timed runs' arguments of a bundled kernel (`SIZE REPS`), when its first runs
 /// (`first`: each build's output) are shorter than [`TIMED_RUN_S`].
-#[derive(Debug, Clone, PartialEq)]
-struct Lengthened {
-    args: Vec<String>,
-}
-
-fn lengthened(args: &[String], first: &[String]) -> Option<Lengthened> {
+fn lengthened(args: &[String], first: &[String]) -> Option<Vec<String>> {
     let shortest = first
         .iter()
         .filter_map(|o| kernel_value(o, "cpu_s"))
@@ -494,9 +485,7 @@ fn lengthened(args: &[String], first: &[String]) -> Option<Lengthened> {
         return None;
     }
     let k = (TIMED_RUN_S / shortest).ceil().min(1000.0) as u64;
-    (k > 1).then(|| Lengthened {
-        args: vec![args[0].clone(), (reps * k).to_string()],
-    })
+    (k > 1).then(|| vec![args[0].clone(), (reps * k).to_string()])
 }
 
 /// The value of `key=` in a kernel's result line.
@@ -1492,7 +1481,7 @@ mod tests {
         let args = ["1000000".to_string(), "10".to_string()];
         // The shortest build (9 ms) sets the factor: ceil(0.2 / 0.009) = 23.
         let l = lengthened(&args, &[line(0.012), line(0.009)]).unwrap();
-        assert_eq!(l.args, ["1000000", "230"]);
+        assert_eq!(l, ["1000000", "230"]);
         // Long enough already, or not SIZE REPS: unchanged.
         assert_eq!(lengthened(&args, &[line(0.25)]), None);
         assert_eq!(lengthened(&args[..1], &[line(0.01)]), None);

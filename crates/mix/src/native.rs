@@ -156,11 +156,10 @@ impl Ring {
         &mut self,
         pid: u32,
         ips: &mut HashMap<(u64, u32), u64>,
-        timed: Option<&mut Vec<(u64, u32, u64)>>,
+        mut timed: Option<&mut Vec<(u64, u32, u64)>>,
         lost: &mut u64,
         maps: &mut Vec<(u64, u64, String)>,
     ) {
-        let mut timed = timed;
         self.ring.drain(|r| match r.kind {
             // IP (u64), then pid and tid (u32 each), then the time (u64) when asked for.
             perf::RECORD_SAMPLE => {
