@@ -106,6 +106,42 @@ impl RecipeChoice {
         Ok(rep)
     }
 
+    /// `counters compare`: the metrics of each recorded run in `runs` (read as `from`),
+    /// labelled by `labels` (one per run, in order; by default each file's name), the first
+    /// with recipe `recipe_a`, the others with `recipe_b` (each else chosen as
+    /// [`RecipeChoice::compute_recorded`] chooses), with the catalogue they were computed
+    /// with.
+    pub fn compare_recorded(
+        &self,
+        runs: &[PathBuf],
+        labels: &[String],
+        from: Option<crate::import::Format>,
+        [recipe_a, recipe_b]: [Option<&str>; 2],
+    ) -> Result<(Catalogue, Vec<Report>)> {
+        if !labels.is_empty() && labels.len() != runs.len() {
+            return Err(Error::Input(format!(
+                "--labels gives {} labels for {} runs: give one label per run, in the runs' order",
+                labels.len(),
+                runs.len()
+            )));
+        }
+        let cat = self.catalogue()?;
+        let mut reps = Vec::new();
+        for (i, f) in runs.iter().enumerate() {
+            let label = labels
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| crate::import::label_of(f));
+            let rid = if i == 0 { recipe_a } else { recipe_b };
+            let raw = crate::import::import_file(f, from, &label)?;
+            let mut rep =
+                self.compute_recorded(&cat, rid, &raw, &f.display().to_string(), false)?;
+            rep.label = label;
+            reps.push(rep);
+        }
+        Ok((cat, reps))
+    }
+
     /// The computation options.
     pub fn options(&self, per_thread: bool) -> Options {
         Options {

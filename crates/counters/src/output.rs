@@ -99,6 +99,37 @@ fn ratio_pairs(ratios: Ratios, reports: usize, n: usize) -> Vec<(usize, usize)> 
     }
 }
 
+/// Checks that `region`, when given, names a region of one of `reports` (the error lists
+/// the regions there are).
+pub fn check_region(reports: &[Report], region: Option<&str>) -> crate::Result<()> {
+    let Some(r) = region else {
+        return Ok(());
+    };
+    if reports
+        .iter()
+        .any(|x| x.regions.iter().any(|g| g.name == r))
+    {
+        return Ok(());
+    }
+    let names: Vec<String> = reports
+        .iter()
+        .flat_map(|x| x.regions.iter().map(|g| g.name.clone()))
+        .collect();
+    Err(crate::Error::Input(format!(
+        "no region named '{r}'; regions: {}",
+        names.join(", ")
+    )))
+}
+
+/// The catalogue's recipes as `counters recipes --format json` lists them: id, name,
+/// aliases, whether the seed gives them, and the file each comes from.
+pub fn recipes_json(cat: &crate::catalogue::Catalogue) -> serde_json::Value {
+    cat.recipes
+        .iter()
+        .map(|(o, r)| serde_json::json!({"id": r.recipe.id, "name": r.recipe.name, "aliases": r.recipe.aliases, "from_seed": r.recipe.from_seed, "file": o}))
+        .collect()
+}
+
 /// Renders reports. `region` picks one region; `per_thread` adds per-thread columns.
 pub fn render(
     reports: &[Report],

@@ -464,6 +464,26 @@ impl SuiteReport {
         }
     }
 
+    /// The suite's verdict: a finding when a check failed, an environment limit when
+    /// nothing was counted (only a report of NAs is "nothing": per-call rows, libm's, count).
+    pub fn verdict(&self) -> Result<(), hpcscope_core::Failure> {
+        if self.failed > 0 {
+            return Err(hpcscope_core::Failure::finding(format!(
+                "{} of {} checks outside {} %",
+                self.failed,
+                self.checks.len(),
+                TOLERANCE_PCT
+            )));
+        }
+        if self.passed + self.per_call == 0 {
+            return Err(hpcscope_core::Failure::environment(format!(
+                "nothing was counted: {}",
+                self.notes.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
     /// The text (or CSV) table.
     pub fn text(&self, csv: bool) -> String {
         use std::fmt::Write;

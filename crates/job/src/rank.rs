@@ -654,6 +654,55 @@ pub fn without_bpf(what: &str, why: &str, command: &[String]) -> Result<Outcome>
     Ok(o)
 }
 
+/// A rank that counted its command with hardware counters (`counters run --run-dir`):
+/// the outcome of `measured`, the measurement started at `started`. Where the counters are an
+/// environment limit (no PMU, `perf_event_paranoid`), the command runs anyway, timed (the job
+/// needs every rank), and the result says what is missing and why; any other error is
+/// returned.
+pub fn counted(
+    measured: Result<hpcscope_counters::Measurement>,
+    command: &[String],
+    started: Instant,
+) -> Result<Outcome> {
+    let e = match measured {
+        Ok(hpcscope_counters::Measurement {
+            raw, report: rep, ..
+        }) => {
+            let status = raw.exit_status;
+            return Ok(Outcome {
+                wall_s: started.elapsed().as_secs_f64(),
+                exit: Exit {
+                    code: status.filter(|s| *s < 128),
+                    signal: status.filter(|s| *s > 128).map(|s| s - 128),
+                },
+                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
+                notes: rep.warnings.clone(),
+                data: serde_json::json!({
+                    "recipe": rep.recipe,
+                    "hardware_unavailable": rep.hardware_unavailable,
+                    "metrics": rep.record_numbers(),
+                }),
+                ..Outcome::default()
+            });
+        }
+        Err(e) => e,
+    };
+    let environment = e
+        .downcast_ref::<hpcscope_counters::Error>()
+        .is_some_and(|c| hpcscope_core::Classify::kind(c) == hpcscope_core::ErrorKind::Environment);
+    if !environment {
+        return Err(e);
+    }
+    eprintln!("warning: counters: {e:#}; running the rank's command without counters");
+    let ran = run_command(command)?;
+    let mut o = Outcome::from_ran(&ran);
+    o.notes.push(format!(
+        "counters are not available here ({e:#}): what remains is the rank's elapsed, user and system time"
+    ));
+    o.data = serde_json::json!({"time_s": ran.wall_s});
+    Ok(o)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

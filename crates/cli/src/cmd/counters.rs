@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use hpcscope_core::Classify;
 use hpcscope_counters::catalogue::{Catalogue, Variant};
 use hpcscope_counters::compute::{Precision, Report};
 use hpcscope_counters::import::{self, Format as InFormat};
@@ -326,17 +325,7 @@ fn report_with(
     app: &str,
     ratios: output::Ratios,
 ) -> Result<()> {
-    if let Some(r) = &o.region
-        && !reports
-            .iter()
-            .any(|x| x.regions.iter().any(|g| &g.name == r))
-    {
-        let names: Vec<String> = reports
-            .iter()
-            .flat_map(|x| x.regions.iter().map(|g| g.name.clone()))
-            .collect();
-        bail!("no region named '{r}'; regions: {}", names.join(", "));
-    }
+    output::check_region(reports, o.region.as_deref())?;
     let text = output::render_with(
         reports,
         &cat.metrics,
@@ -409,42 +398,7 @@ fn run_rank(a: &RunArgs) -> Result<ExitCode> {
         unreachable!("run_rank is called with --run-dir");
     };
     let started = std::time::Instant::now();
-    let outcome = match measure(a, true) {
-        Ok(Measurement {
-            raw, report: rep, ..
-        }) => {
-            let status = raw.exit_status;
-            hpcscope_job::rank::Outcome {
-                wall_s: started.elapsed().as_secs_f64(),
-                exit: hpcscope_job::rank::Exit {
-                    code: status.filter(|s| *s < 128),
-                    signal: status.filter(|s| *s > 128).map(|s| s - 128),
-                },
-                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
-                notes: rep.warnings.clone(),
-                data: serde_json::json!({
-                    "recipe": rep.recipe,
-                    "hardware_unavailable": rep.hardware_unavailable,
-                    "metrics": rep.record_numbers(),
-                }),
-                ..hpcscope_job::rank::Outcome::default()
-            }
-        }
-        Err(e)
-            if e.downcast_ref::<hpcscope_counters::Error>()
-                .is_some_and(|c| c.kind() == hpcscope_core::ErrorKind::Environment) =>
-        {
-            eprintln!("warning: counters: {e:#}; running the rank's command without counters");
-            let ran = hpcscope_job::rank::run_command(&a.command)?;
-            let mut o = hpcscope_job::rank::Outcome::from_ran(&ran);
-            o.notes.push(format!(
-                "counters are not available here ({e:#}): what remains is the rank's elapsed, user and system time"
-            ));
-            o.data = serde_json::json!({"time_s": ran.wall_s});
-            o
-        }
-        Err(e) => return Err(e),
-    };
+    let outcome = hpcscope_job::rank::counted(measure(a, true), &a.command, started)?;
     Ok(ExitCode::from(session.finish(outcome)?))
 }
 
@@ -500,32 +454,12 @@ fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
-    if !a.labels.is_empty() && a.labels.len() != a.runs.len() {
-        return Err(hpcscope_core::Failure::input(format!(
-            "--labels gives {} labels for {} runs: give one label per run, in the runs' order",
-            a.labels.len(),
-            a.runs.len()
-        ))
-        .into());
-    }
-    let cat = catalogue(&a.recipe)?;
-    let mut reps = Vec::new();
-    for (i, f) in a.runs.iter().enumerate() {
-        let label = a
-            .labels
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| import::label_of(f));
-        let rid = if i == 0 { &a.recipe_a } else { &a.recipe_b };
-        let raw = import::import_file(f, a.from, &label)?;
-        let origin = f.display().to_string();
-        let mut rep =
-            a.recipe
-                .choice()
-                .compute_recorded(&cat, rid.as_deref(), &raw, &origin, false)?;
-        rep.label = label;
-        reps.push(rep);
-    }
+    let (cat, reps) = a.recipe.choice().compare_recorded(
+        &a.runs,
+        &a.labels,
+        a.from,
+        [a.recipe_a.as_deref(), a.recipe_b.as_deref()],
+    )?;
     let ratios = match a.ratio {
         RatioArg::Auto => output::Ratios::Auto,
         RatioArg::First => output::Ratios::First,
@@ -557,19 +491,6 @@ fn cmd_kernel(a: &KernelArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--kernels`: each a group of the suite.
-fn check_groups(groups: &[String]) -> Result<()> {
-    for g in groups {
-        if !suite::GROUPS.contains(&g.as_str()) {
-            bail!(
-                "--kernels {g}: unknown group; give some of {}",
-                suite::GROUPS.join(", ")
-            );
-        }
-    }
-    Ok(())
-}
-
 fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
     if !a.synthetic && !a.triad {
         let rep = if let Some(f) = &a.counted {
@@ -580,36 +501,20 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
             )?;
             validate::validate_file(&text, &f.display().to_string())?
         } else if a.counted_by == CountedBy::Mix {
-            check_groups(&a.kernels)?;
+            suite::check_groups(&a.kernels)?;
             let exe =
                 std::env::current_exe().context("cannot find the hpcscope binary to emulate")?;
             hpcscope_analysis::kernel_suite::suite_under_mix(&exe, a.quick, &a.kernels)?
         } else {
             // The arguments first: a typo in --kernels is refused before any recipe is needed.
-            check_groups(&a.kernels)?;
+            suite::check_groups(&a.kernels)?;
             validate::suite_on_perf(&a.recipe.choice(), a.quick, &a.kernels)?
         };
         match a.format {
             Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
             f => print!("{}", rep.text(f == Format::Csv)),
         }
-        if rep.failed > 0 {
-            return Err(hpcscope_core::Failure::finding(format!(
-                "{} of {} checks outside {} %",
-                rep.failed,
-                rep.checks.len(),
-                validate::TOLERANCE_PCT
-            ))
-            .into());
-        }
-        // Per-call rows (libm) were counted too: only a report of NAs is "nothing".
-        if rep.passed + rep.per_call == 0 {
-            return Err(hpcscope_core::Failure::environment(format!(
-                "nothing was counted: {}",
-                rep.notes.join("; ")
-            ))
-            .into());
-        }
+        rep.verdict()?;
         return Ok(ExitCode::SUCCESS);
     }
     let v = validate::check_triad(&a.recipe.choice(), a.n, a.reps, a.synthetic)?;
@@ -667,12 +572,10 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if a.format == Format::Json {
-        let list: Vec<_> = cat
-            .recipes
-            .iter()
-            .map(|(o, r)| serde_json::json!({"id": r.recipe.id, "name": r.recipe.name, "aliases": r.recipe.aliases, "from_seed": r.recipe.from_seed, "file": o}))
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&output::recipes_json(&cat))?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", output::recipes_text(&cat, &here));
