@@ -16,12 +16,13 @@ use serde::{Deserialize, Serialize};
 /// What the least squares minimise.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Weights {
-    /// Sum of squared relative errors (weights 1/t^2).
+    /// Minimise relative errors (weights 1/t^2): small and large messages count alike.
     #[default]
     Relative,
-    /// Sum of squared errors in µs (ordinary least squares).
+    /// Ordinary least squares on µs: the large messages dominate.
     Absolute,
 }
 

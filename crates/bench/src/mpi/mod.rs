@@ -592,6 +592,98 @@ pub fn run(cfg: &MpiConfig, announce: &mut dyn FnMut(&str)) -> Result<MpiReport,
     Ok(analyse(&parsed, cfg, &plan, command, fin.seconds))
 }
 
+/// Parses a list of message sizes given by option `flag` (`0,1,1k,64k,4m`; `0` allowed).
+pub fn parse_sizes(flag: &str, s: &str) -> Result<Vec<u64>, BenchError> {
+    let mut v = Vec::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let n = if p.trim_end_matches(['B', 'b']) == "0" {
+            0
+        } else {
+            crate::units::parse_size(p).map_err(|e| {
+                BenchError::bad_input(
+                    flag,
+                    e,
+                    "give sizes such as 0,1,1k,64k,4m (k/m = KiB/MiB; kB/MB = 1000-based)",
+                )
+            })?
+        };
+        v.push(n);
+    }
+    if v.is_empty() {
+        return Err(BenchError::bad_input(
+            flag,
+            "is empty",
+            "give sizes such as 0,1,1k,64k,4m",
+        ));
+    }
+    Ok(v)
+}
+
+/// One message size given by option `flag`, `default` when it is not given.
+pub fn parse_one_size(flag: &str, s: Option<&str>, default: u64) -> Result<u64, BenchError> {
+    match s {
+        None => Ok(default),
+        Some(s) => match parse_sizes(flag, s)?.as_slice() {
+            [n] => Ok(*n),
+            _ => Err(BenchError::bad_input(
+                flag,
+                "takes one size",
+                "give one size such as 1k",
+            )),
+        },
+    }
+}
+
+/// Parses `--benchmarks` (`pingpong,allreduce`): each once, in the benchmarks' order.
+pub fn parse_benchmarks(list: &str) -> Result<Vec<Benchmark>, BenchError> {
+    let mut v = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let b = Benchmark::from_name(name).ok_or_else(|| {
+            BenchError::bad_input(
+                "--benchmarks",
+                format!("unknown benchmark '{name}'"),
+                "give some of: pingpong, sendrecv, exchange, allreduce",
+            )
+        })?;
+        if !v.contains(&b) {
+            v.push(b);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// Checks that a run asked for the network link (`--update`, a TOML output) measures the
+/// PingPong, which the link is fitted on.
+pub fn check_link_wanted(cfg: &MpiConfig) -> Result<(), BenchError> {
+    if cfg.benchmarks.contains(&Benchmark::PingPong) {
+        return Ok(());
+    }
+    Err(BenchError::bad_input(
+        "--benchmarks",
+        "the network link is the PingPong fit, and pingpong is not in the list",
+        "add pingpong to --benchmarks",
+    ))
+}
+
+impl MpiReport {
+    /// The machine file's network link, or why the PingPong times gave none.
+    pub fn link(&self) -> Result<NetworkLink, BenchError> {
+        self.network.clone().ok_or_else(|| {
+            let why = self
+                .benchmarks
+                .iter()
+                .find(|b| b.benchmark == Benchmark::PingPong)
+                .and_then(|b| b.fit_error.clone())
+                .unwrap_or_else(|| "the fitted latency is not positive".into());
+            BenchError::Environment {
+                what: format!("no network link: the PingPong times give no Hockney fit: {why}"),
+                fix: "measure more sizes (the default 0 B .. 4 MiB), raise --repeat on a busy machine, or set --fit-min/--fit-max".into(),
+            }
+        })
+    }
+}
+
 /// Checks the configuration before anything runs.
 pub fn check(cfg: &MpiConfig) -> Result<(), BenchError> {
     if cfg.sizes.is_empty() {

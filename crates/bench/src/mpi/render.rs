@@ -284,3 +284,52 @@ pub fn link_written(path: &std::path::Path, l: &hpcscope_core::machine::NetworkL
         num(l.bandwidth_gbs, 3)
     )
 }
+
+/// The forms of `bench mpi`'s report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Form {
+    /// IMB-like tables, one per benchmark, and the fits.
+    Table,
+    /// The full report.
+    Json,
+    /// Every row of every benchmark.
+    Csv,
+    /// Markdown tables.
+    Md,
+    /// The `[[network]]` link, ready for a machine file.
+    Toml,
+}
+
+impl Form {
+    /// The form an output file's extension asks for (`.toml`, `.json`, `.csv`, `.md`); a
+    /// table otherwise, and on standard output.
+    pub fn of_path(path: Option<&std::path::Path>) -> Form {
+        match path
+            .and_then(std::path::Path::extension)
+            .and_then(|e| e.to_str())
+        {
+            Some("toml") => Form::Toml,
+            Some("json") => Form::Json,
+            Some("csv") => Form::Csv,
+            Some("md") => Form::Md,
+            _ => Form::Table,
+        }
+    }
+}
+
+/// The report in `form`; the TOML form needs the network link ([`MpiReport::link`]).
+pub fn rendered(r: &MpiReport, form: Form) -> Result<String, crate::BenchError> {
+    Ok(match form {
+        Form::Json => {
+            let mut s = serde_json::to_string_pretty(r)
+                .map_err(|e| crate::BenchError::Internal(format!("JSON: {e}")))?;
+            s.push('\n');
+            s
+        }
+        Form::Toml => super::machine_file::link_toml(&r.link()?)?,
+        Form::Csv => csv_table(r).csv(),
+        Form::Table => text_report(r, false),
+        Form::Md => text_report(r, true),
+    })
+}

@@ -10,27 +10,11 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use hpcscope_bench::BenchError;
-use hpcscope_bench::mpi::MpiConfig;
 use hpcscope_bench::mpi::hockney::Weights;
-use hpcscope_bench::mpi::imb::Benchmark;
-use hpcscope_bench::mpi::machine_file::{link_toml, read_machine, upsert_network};
-use hpcscope_bench::mpi::render::{chart_svg, csv_table, link_line, link_written, text_report};
+use hpcscope_bench::mpi::machine_file::{read_machine, upsert_network};
+use hpcscope_bench::mpi::render::{Form, chart_svg, link_line, link_written, rendered};
+use hpcscope_bench::mpi::{self, MpiConfig};
 use hpcscope_core::machine::Placement;
-
-/// Output format of `bench mpi`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MpiFormat {
-    /// IMB-like tables, one per benchmark, and the fits.
-    Table,
-    /// The full report.
-    Json,
-    /// Every row of every benchmark.
-    Csv,
-    /// Markdown tables.
-    Md,
-    /// The `[[network]]` link, ready for a machine file.
-    Toml,
-}
 
 /// Where the two ranks should run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -39,15 +23,6 @@ pub enum PairsArg {
     Intra,
     /// On two nodes (the interconnect).
     Inter,
-}
-
-/// Least-squares weights of the Hockney fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WeightsArg {
-    /// Minimise relative errors (weights 1/t^2): small and large messages count alike.
-    Relative,
-    /// Ordinary least squares on µs: the large messages dominate.
-    Absolute,
 }
 
 /// Arguments of `bench mpi`.
@@ -88,7 +63,7 @@ pub struct MpiArgs {
     pub fit_max: Option<String>,
     /// Least-squares weights of the Hockney fit.
     #[arg(long, value_enum, default_value = "relative")]
-    pub fit_weights: WeightsArg,
+    pub fit_weights: Weights,
     /// Name of the network link (default: mpi-intra-node or mpi-inter-node, as measured).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -100,7 +75,7 @@ pub struct MpiArgs {
     pub timeout: Option<u64>,
     /// Output format (default: from the -o extension, else table).
     #[arg(long, value_enum)]
-    pub format: Option<MpiFormat>,
+    pub format: Option<Form>,
     /// Write the output to this file (atomically) instead of standard output. With `.toml`
     /// (or --format toml) it is the `[[network]]` link alone: a machine file also needs
     /// peaks and levels (`hpcscope bench -o FILE`), so add the link with --update.
@@ -113,47 +88,6 @@ pub struct MpiArgs {
     /// Draw time and bandwidth against message size, with the fits, to this SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-}
-
-/// Parses a size list where `0` is allowed.
-fn sizes(flag: &str, s: &str) -> Result<Vec<u64>, BenchError> {
-    let mut v = Vec::new();
-    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let n = if p.trim_end_matches(['B', 'b']) == "0" {
-            0
-        } else {
-            hpcscope_bench::units::parse_size(p).map_err(|e| {
-                BenchError::bad_input(
-                    flag,
-                    e,
-                    "give sizes such as 0,1,1k,64k,4m (k/m = KiB/MiB; kB/MB = 1000-based)",
-                )
-            })?
-        };
-        v.push(n);
-    }
-    if v.is_empty() {
-        return Err(BenchError::bad_input(
-            flag,
-            "is empty",
-            "give sizes such as 0,1,1k,64k,4m",
-        ));
-    }
-    Ok(v)
-}
-
-fn one_size(flag: &str, s: &Option<String>, default: u64) -> Result<u64, BenchError> {
-    match s {
-        None => Ok(default),
-        Some(s) => match sizes(flag, s)?.as_slice() {
-            [n] => Ok(*n),
-            _ => Err(BenchError::bad_input(
-                flag,
-                "takes one size",
-                "give one size such as 1k",
-            )),
-        },
-    }
 }
 
 /// Turns the arguments into a configuration.
@@ -179,13 +113,10 @@ pub fn config(a: &MpiArgs) -> Result<MpiConfig, BenchError> {
         cache_dir: hpcscope_host::dirs::cache_dir(),
         timeout: Duration::from_secs(a.timeout.unwrap_or(if a.quick { 120 } else { 300 })),
         fit_range: (
-            one_size("--fit-min", &a.fit_min, 0)?,
-            one_size("--fit-max", &a.fit_max, u64::MAX)?,
+            mpi::parse_one_size("--fit-min", a.fit_min.as_deref(), 0)?,
+            mpi::parse_one_size("--fit-max", a.fit_max.as_deref(), u64::MAX)?,
         ),
-        weights: match a.fit_weights {
-            WeightsArg::Relative => Weights::Relative,
-            WeightsArg::Absolute => Weights::Absolute,
-        },
+        weights: a.fit_weights,
         link_name: a.name.clone(),
         ..MpiConfig::default()
     };
@@ -204,49 +135,22 @@ pub fn config(a: &MpiArgs) -> Result<MpiConfig, BenchError> {
         ));
     }
     if let Some(s) = &a.sizes {
-        let mut v = sizes("--sizes", s)?;
+        let mut v = mpi::parse_sizes("--sizes", s)?;
         v.sort_unstable();
         v.dedup();
         cfg.sizes = v;
     }
     if let Some(list) = &a.benchmarks {
-        let mut v = Vec::new();
-        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let b = Benchmark::from_name(name).ok_or_else(|| {
-                BenchError::bad_input(
-                    "--benchmarks",
-                    format!("unknown benchmark '{name}'"),
-                    "give some of: pingpong, sendrecv, exchange, allreduce",
-                )
-            })?;
-            if !v.contains(&b) {
-                v.push(b);
-            }
-        }
-        v.sort();
-        cfg.benchmarks = v;
+        cfg.benchmarks = mpi::parse_benchmarks(list)?;
     }
     hpcscope_bench::mpi::check(&cfg)?;
     Ok(cfg)
 }
 
 /// The output format: `--format`, else the `-o` extension, else a table.
-pub fn format_of(a: &MpiArgs) -> MpiFormat {
-    if let Some(f) = a.format {
-        return f;
-    }
-    match a
-        .output
-        .as_deref()
-        .and_then(Path::extension)
-        .and_then(|e| e.to_str())
-    {
-        Some("toml") => MpiFormat::Toml,
-        Some("json") => MpiFormat::Json,
-        Some("csv") => MpiFormat::Csv,
-        Some("md") => MpiFormat::Md,
-        _ => MpiFormat::Table,
-    }
+pub fn format_of(a: &MpiArgs) -> Form {
+    a.format
+        .unwrap_or_else(|| Form::of_path(a.output.as_deref()))
 }
 
 /// Runs `bench mpi`.
@@ -255,62 +159,23 @@ pub fn run(a: &MpiArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn env_err(what: String, fix: &str) -> BenchError {
-    BenchError::Environment {
-        what,
-        fix: fix.into(),
-    }
-}
-
 fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
     let cfg = config(a)?;
     let format = format_of(a);
-    let wants_link = a.update.is_some() || format == MpiFormat::Toml;
-    if wants_link && !cfg.benchmarks.contains(&Benchmark::PingPong) {
-        return Err(BenchError::bad_input(
-            "--benchmarks",
-            "the network link is the PingPong fit, and pingpong is not in the list",
-            "add pingpong to --benchmarks",
-        ));
+    if a.update.is_some() || format == Form::Toml {
+        mpi::check_link_wanted(&cfg)?;
     }
     // Check the machine file before measuring: a bad file fails in a second, not after the run.
-    let update = match &a.update {
-        Some(p) => Some((p.clone(), read_machine(p)?)),
-        None => None,
-    };
+    let update = (a.update.as_ref())
+        .map(|p| read_machine(p).map(|m| (p.clone(), m)))
+        .transpose()?;
     let report = hpcscope_bench::mpi::run(&cfg, &mut |cmd| eprintln!("running: {cmd}"))?;
     for f in &report.launcher_flags_added {
         eprintln!("  added {f}");
     }
-    let link = report.network.clone();
-    let need_link = || {
-        link.clone().ok_or_else(|| {
-            let why = report
-                .benchmarks
-                .iter()
-                .find(|b| b.benchmark == Benchmark::PingPong)
-                .and_then(|b| b.fit_error.clone())
-                .unwrap_or_else(|| "the fitted latency is not positive".into());
-            env_err(
-                format!("no network link: the PingPong times give no Hockney fit: {why}"),
-                "measure more sizes (the default 0 B .. 4 MiB), raise --repeat on a busy machine, or set --fit-min/--fit-max",
-            )
-        })
-    };
-    let text = match format {
-        MpiFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&report)
-                .map_err(|e| BenchError::Internal(format!("JSON: {e}")))?;
-            s.push('\n');
-            s
-        }
-        MpiFormat::Toml => link_toml(&need_link()?)?,
-        MpiFormat::Csv => csv_table(&report).csv(),
-        MpiFormat::Table => text_report(&report, false),
-        MpiFormat::Md => text_report(&report, true),
-    };
+    let text = rendered(&report, format)?;
     if let Some((path, (src, _))) = &update {
-        let l = need_link()?;
+        let l = report.link()?;
         let new = upsert_network(src, &l, &path.display().to_string())?;
         // In place, on purpose: the one output that may be an input.
         hpcscope_core::fs::write_atomic(path, new.as_bytes()).map_err(|e| BenchError::Write {
@@ -342,13 +207,13 @@ fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
         }
     })?;
     // The text and Markdown reports carry the notes; elsewhere they go to stderr.
-    let notes_shown = matches!(format, MpiFormat::Table | MpiFormat::Md) && a.output.is_none();
+    let notes_shown = matches!(format, Form::Table | Form::Md) && a.output.is_none();
     if !notes_shown {
         for n in &report.notes {
             eprintln!("note: {n}");
         }
     }
-    if let Some(l) = &link {
+    if let Some(l) = &report.network {
         eprintln!("{}", link_line(l, &report.mpi_library));
     }
     Ok(())
@@ -358,6 +223,7 @@ fn run_inner(a: &MpiArgs) -> Result<(), BenchError> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use hpcscope_bench::mpi::imb::Benchmark;
     use hpcscope_core::Classify;
 
     #[derive(Parser, Debug)]
@@ -416,13 +282,13 @@ mod tests {
 
     #[test]
     fn the_format_follows_the_output_extension() {
-        assert_eq!(format_of(&parse(&["-o", "m.toml"])), MpiFormat::Toml);
-        assert_eq!(format_of(&parse(&["-o", "r.json"])), MpiFormat::Json);
-        assert_eq!(format_of(&parse(&["-o", "r.txt"])), MpiFormat::Table);
+        assert_eq!(format_of(&parse(&["-o", "m.toml"])), Form::Toml);
+        assert_eq!(format_of(&parse(&["-o", "r.json"])), Form::Json);
+        assert_eq!(format_of(&parse(&["-o", "r.txt"])), Form::Table);
         assert_eq!(
             format_of(&parse(&["-o", "m.toml", "--format", "csv"])),
-            MpiFormat::Csv
+            Form::Csv
         );
-        assert_eq!(format_of(&parse(&[])), MpiFormat::Table);
+        assert_eq!(format_of(&parse(&[])), Form::Table);
     }
 }
