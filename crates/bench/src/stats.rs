@@ -23,14 +23,13 @@ pub struct Summary {
 /// Which statistic of the repetitions a machine file keeps.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {
     /// The median repetition.
     #[default]
     Median,
-    /// The best (fastest) repetition, as STREAM reports its best rate: another program on
-    /// the machine only slows a kernel down, so on a busy machine the best repetition is the
-    /// nearest to what the hardware sustains.
+    /// The best repetition.
     Best,
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use hpcscope_job::rank::RankSession;
 use hpcscope_job::slurm::{Plan, SlurmOptions};
 
@@ -57,25 +57,6 @@ impl RankFlags {
     }
 }
 
-/// When the merge job may start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum DependencyArg {
-    /// After every task ended, however it ended (the merge reports the failed ones).
-    #[default]
-    Afterany,
-    /// Only when every task succeeded (a failed task cancels the merge).
-    Afterok,
-}
-
-impl From<DependencyArg> for hpcscope_job::slurm::Dependency {
-    fn from(d: DependencyArg) -> Self {
-        match d {
-            DependencyArg::Afterany => hpcscope_job::slurm::Dependency::Afterany,
-            DependencyArg::Afterok => hpcscope_job::slurm::Dependency::Afterok,
-        }
-    }
-}
-
 /// `--slurm SCRIPT` and its options, flattened into the commands that sweep.
 #[derive(Args, Debug, Clone, Default)]
 pub struct SlurmFlags {
@@ -96,7 +77,7 @@ pub struct SlurmFlags {
     /// When the merge job starts: after every task (afterany) or only if all succeeded
     /// (afterok).
     #[arg(long, value_enum, default_value_t, requires = "slurm")]
-    pub dependency: DependencyArg,
+    pub dependency: hpcscope_job::slurm::Dependency,
     /// Run at most this many array tasks at a time (`--array=0-N%K`).
     #[arg(long, value_name = "K", requires = "slurm")]
     pub max_parallel: Option<u32>,
@@ -113,7 +94,7 @@ impl SlurmFlags {
             &SlurmOptions {
                 script: script.clone(),
                 sbatch: self.sbatch.clone(),
-                dependency: self.dependency.into(),
+                dependency: self.dependency,
                 max_parallel: self.max_parallel,
             },
         )
@@ -249,26 +230,4 @@ pub enum BandwidthsArg {
     BinaryWidth,
     /// Each level's own bandwidth and the machine's peak (the seeds' form).
     Level,
-}
-
-/// Which peak the projections use (`--peak`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
-pub enum PeakArg {
-    /// The `[[peaks]]` values of the machine files (the FP kernel `bench` measured, or the
-    /// HPL of a document).
-    #[default]
-    Listed,
-    /// The sustained DGEMM of `[peaks.dgemm]` (the seeds use HPL), eq. 6.2 weighing it at
-    /// the machine's width.
-    Dgemm,
-}
-
-impl PeakArg {
-    /// The library's choice.
-    pub fn choice(self) -> hpcscope_core::machine::PeakChoice {
-        match self {
-            PeakArg::Listed => hpcscope_core::machine::PeakChoice::Listed,
-            PeakArg::Dgemm => hpcscope_core::machine::PeakChoice::Dgemm,
-        }
-    }
 }

@@ -96,13 +96,15 @@ pub struct SustainedPeak {
 /// Which peak a projection uses.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PeakChoice {
-    /// The `[[peaks]]` values as the file gives them (the FP kernel `bench` measured, or the
-    /// source's HPL).
+    /// The `[[peaks]]` values of the machine files (the FP kernel `bench` measured, or the
+    /// HPL of a document).
     #[default]
     Listed,
-    /// The `[peaks.dgemm]` values: the sustained peak of a DGEMM.
+    /// The sustained DGEMM of `[peaks.dgemm]` (the seeds use HPL), eq. 6.2 weighing it at
+    /// the machine's width.
     Dgemm,
 }
 

@@ -34,27 +34,28 @@ use crate::roofline::{
 /// Which (OI level k, roofline level j) pairs give points in the single-core projection.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum PairRule {
-    /// j >= k: each OI against its own level's roofline and every slower level's (thesis
-    /// section 6.1.3; 6 points with two cache levels).
+    /// Each OI against its own level's roofline and every slower level's (thesis default).
     #[default]
     UpperTriangular,
-    /// j = k only.
+    /// Each OI against its own level's roofline only.
     Diagonal,
-    /// Every pair.
+    /// Every OI against every roofline.
     All,
 }
 
 /// Which ceilings the projection uses.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
-    /// Gavoille: the peak weighted by each binary's instruction mix (eq. 6.2), all levels.
+    /// Gavoille: peak weighted by each binary's instruction mix, every level.
     #[default]
     Weighted,
-    /// Kwack et al.: unweighted peak, main memory only.
+    /// Kwack et al.: raw peak, main memory only.
     Kwack,
 }
 

@@ -72,16 +72,16 @@ fn cell(m: &MetricValue, scale: f64) -> String {
 
 /// Which ratio columns a comparison of runs gets (one column per run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Ratios {
-    /// Two runs: `B / A`; more: none.
+    /// Two runs: B / A; more runs: none.
     #[default]
     Auto,
-    /// Every run after the first over the first (`v3 / v1`): a version ladder against its
-    /// baseline.
+    /// Every run over the first (a version ladder against its baseline).
     First,
-    /// Every run over the one before it (`v3 / v2`): what each step of the ladder changed.
+    /// Every run over the one before it (what each step changed).
     Previous,
-    /// No ratio.
+    /// No ratio column.
     None,
 }
 

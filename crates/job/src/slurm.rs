@@ -14,6 +14,7 @@ use hpcscope_history::record::shell_join;
 
 /// When the merge job may start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Dependency {
     /// After every task ended, however it ended (the merge reports the failed ones).
     #[default]

@@ -77,13 +77,13 @@ pub struct PortModel {
 /// How the bulk scheduler places one class's cycles on its ports.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheduler {
-    /// Min-max optimal water-filling (default).
+    /// Min-max optimal water-filling.
     #[default]
     Waterfill,
-    /// The author's public code: raise ports in list order towards the set's maximum, then
-    /// spread the remainder equally.
+    /// The thesis author's public code.
     GreedyExt,
 }
 

@@ -83,7 +83,7 @@ pub struct BenchArgs {
     /// Which repetition the machine file keeps: the median, or the best (STREAM's
     /// convention; nearer to what the machine sustains when other programs share it).
     #[arg(long, value_enum, default_value_t)]
-    pub statistic: StatisticArg,
+    pub statistic: hpcscope_bench::stats::Statistic,
     /// Time the single-core kernels by the thread's CPU time instead of the wall clock
     /// (the time other programs hold the core does not count; for a shared machine).
     #[arg(long)]
@@ -158,10 +158,7 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
         sizes,
         cpus,
         repeat: args.repeat,
-        statistic: match args.statistic {
-            StatisticArg::Median => hpcscope_bench::stats::Statistic::Median,
-            StatisticArg::Best => hpcscope_bench::stats::Statistic::Best,
-        },
+        statistic: args.statistic,
         cpu_clock: args.cpu_clock,
         widths,
         precisions,
@@ -171,16 +168,6 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
         },
         ..BenchConfig::default()
     })
-}
-
-/// Which repetition a machine file keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
-pub enum StatisticArg {
-    /// The median repetition.
-    #[default]
-    Median,
-    /// The best repetition.
-    Best,
 }
 
 /// Runs `bench`.

@@ -162,20 +162,6 @@ pub struct ImportArgs {
     pub out: OutOpts,
 }
 
-/// Ratio columns of `counters compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum RatioArg {
-    /// Two runs: B / A; more runs: none.
-    #[default]
-    Auto,
-    /// Every run over the first (a version ladder against its baseline).
-    First,
-    /// Every run over the one before it (what each step changed).
-    Previous,
-    /// No ratio column.
-    None,
-}
-
 /// Arguments of `counters compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
@@ -188,7 +174,7 @@ pub struct CompareArgs {
     pub labels: Vec<String>,
     /// Ratio columns: auto (B / A for two runs), first, previous or none.
     #[arg(long, value_enum, default_value_t)]
-    pub ratio: RatioArg,
+    pub ratio: output::Ratios,
     /// Input format of every file (default: guessed).
     #[arg(long, value_enum)]
     pub from: Option<InFormat>,
@@ -460,13 +446,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<ExitCode> {
         a.from,
         [a.recipe_a.as_deref(), a.recipe_b.as_deref()],
     )?;
-    let ratios = match a.ratio {
-        RatioArg::Auto => output::Ratios::Auto,
-        RatioArg::First => output::Ratios::First,
-        RatioArg::Previous => output::Ratios::Previous,
-        RatioArg::None => output::Ratios::None,
-    };
-    report_with(&cat, &reps, &a.out, "compare", ratios)?;
+    report_with(&cat, &reps, &a.out, "compare", a.ratio)?;
     Ok(ExitCode::SUCCESS)
 }
 

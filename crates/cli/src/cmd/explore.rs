@@ -38,7 +38,7 @@ pub struct ExploreArgs {
     /// The peak of every machine: the listed `[[peaks]]` values, or the DGEMM's
     /// (`[peaks.dgemm]`, what `bench --kernels dgemm` measures; the seeds use HPL).
     #[arg(long, value_enum, default_value_t)]
-    pub peak: crate::args::PeakArg,
+    pub peak: hpcscope_core::machine::PeakChoice,
     /// The calibration (point-estimate rule and interval margin: a file `validate
     /// --calibrate` wrote); default: the bundled one.
     #[arg(long, value_name = "FILE")]
@@ -180,7 +180,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         r,
         &caches,
         &ExploreOptions {
-            peak: a.peak.choice(),
+            peak: a.peak,
             binary_width: a.bandwidths == crate::args::BandwidthsArg::BinaryWidth,
             calibration: a.calibration.clone(),
             calibrate: !a.no_calibration,

@@ -6,32 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hpcscope_analysis::project::{ProjectOptions, Projected, project};
+use hpcscope_core::machine::PeakChoice;
 use hpcscope_core::project::{Method, Options, PairRule};
 use hpcscope_core::roofline::Scope;
 
 use crate::output::emit_with;
-
-/// Pair rule choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum PairRuleArg {
-    /// Each OI against its own level's roofline and every slower level's (thesis default).
-    #[default]
-    UpperTriangular,
-    /// Each OI against its own level's roofline only.
-    Diagonal,
-    /// Every OI against every roofline.
-    All,
-}
-
-/// Method choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum MethodArg {
-    /// Gavoille: peak weighted by each binary's instruction mix, every level.
-    #[default]
-    Weighted,
-    /// Kwack et al.: raw peak, main memory only.
-    Kwack,
-}
 
 /// Scope choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -64,7 +43,7 @@ pub struct ProjectArgs {
     /// The peak of both machines: the listed `[[peaks]]` values, or the DGEMM's
     /// (`[peaks.dgemm]`, what `bench --kernels dgemm` measures; the seeds use HPL).
     #[arg(long, value_enum, default_value_t)]
-    pub peak: crate::args::PeakArg,
+    pub peak: PeakChoice,
     /// Profile of the target binary, analysed for the target's caches (default: the source
     /// profile, i.e. the same binary and hit ratios).
     #[arg(long)]
@@ -74,10 +53,10 @@ pub struct ProjectArgs {
     pub target_region: Option<String>,
     /// Which (OI, roofline) pairs give points.
     #[arg(long, value_enum, default_value_t)]
-    pub pair_rule: PairRuleArg,
+    pub pair_rule: PairRule,
     /// Weighted peaks (Gavoille) or the Kwack baseline.
     #[arg(long, value_enum, default_value_t)]
-    pub method: MethodArg,
+    pub method: Method,
     /// Single core or whole node.
     #[arg(long, value_enum, default_value_t)]
     pub scope: ScopeArg,
@@ -139,19 +118,12 @@ fn options(a: &ProjectArgs) -> ProjectOptions {
         source_region: a.source_region.clone(),
         source_gflops: a.source_gflops,
         target_machine: a.target_machine.clone(),
-        peak: a.peak.choice(),
+        peak: a.peak,
         target_profile: a.target_profile.clone(),
         target_region: a.target_region.clone(),
         options: Options {
-            pair_rule: match a.pair_rule {
-                PairRuleArg::UpperTriangular => PairRule::UpperTriangular,
-                PairRuleArg::Diagonal => PairRule::Diagonal,
-                PairRuleArg::All => PairRule::All,
-            },
-            method: match a.method {
-                MethodArg::Weighted => Method::Weighted,
-                MethodArg::Kwack => Method::Kwack,
-            },
+            pair_rule: a.pair_rule,
+            method: a.method,
             scope: match a.scope {
                 ScopeArg::Core => Scope::Core,
                 ScopeArg::Node => Scope::Node,

@@ -4,28 +4,9 @@
 use hpcscope_core::range::option as number;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use hpcscope_analysis::model::{FitOptions, PredictOptions};
 use hpcscope_models::ports::Scheduler;
-
-/// Placement rule of the port model's bulk scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum SchedArg {
-    /// Min-max optimal water-filling.
-    #[default]
-    Waterfill,
-    /// The thesis author's public code.
-    GreedyExt,
-}
-
-impl From<SchedArg> for Scheduler {
-    fn from(s: SchedArg) -> Scheduler {
-        match s {
-            SchedArg::Waterfill => Scheduler::Waterfill,
-            SchedArg::GreedyExt => Scheduler::GreedyExt,
-        }
-    }
-}
 
 // The arguments of `model fit`.
 #[derive(Args, Debug)]
@@ -49,7 +30,7 @@ pub struct FitArgs {
     pub cpi_max: f64,
     /// Scheduler placement rule.
     #[arg(long, value_enum, default_value_t)]
-    pub scheduler: SchedArg,
+    pub scheduler: Scheduler,
 }
 
 // The arguments of `model predict`.
@@ -80,7 +61,7 @@ pub struct PredictArgs {
     pub iters: Option<f64>,
     /// Scheduler placement rule.
     #[arg(long, value_enum, default_value_t)]
-    pub scheduler: SchedArg,
+    pub scheduler: Scheduler,
     /// Compare with the measured rows instead: every row but the proxy that has
     /// cycles_per_iter (or the --target rows) is predicted, and each model's % error per
     /// variant and mean / SD / max over variants are printed side by side (Tables 5.2
@@ -98,7 +79,7 @@ pub(super) fn fit_options(a: &FitArgs) -> FitOptions {
         hops: a.hops,
         cpi_min: a.cpi_min,
         cpi_max: a.cpi_max,
-        scheduler: a.scheduler.into(),
+        scheduler: a.scheduler,
     }
 }
 
@@ -113,7 +94,7 @@ pub(super) fn predict_options(a: &PredictArgs) -> PredictOptions {
         rc: a.rc,
         clock_ghz: a.clock_ghz,
         iters: a.iters,
-        scheduler: a.scheduler.into(),
+        scheduler: a.scheduler,
         validate: a.validate,
     }
 }
