@@ -40,6 +40,7 @@ pub mod model;
 pub mod node;
 pub mod node_validate;
 pub mod project;
+pub mod record;
 pub mod render;
 pub mod resim;
 pub mod scenario;

@@ -654,6 +654,38 @@ pub fn without_bpf(what: &str, why: &str, command: &[String]) -> Result<Outcome>
     Ok(o)
 }
 
+/// A rank of `record --run-dir`: runs `command` once and keeps its times, its `tags` and
+/// the numbers of the JSON file it writes to `metrics_json` (where `{rank}` in the path
+/// becomes `rank`); a metrics file that cannot be taken becomes a note, never a lost run.
+pub fn recorded(
+    rank: u32,
+    command: &[String],
+    metrics_json: Option<&Path>,
+    tags: &[(String, String)],
+) -> Result<Outcome> {
+    let metrics_path = metrics_json
+        .map(|p| PathBuf::from(p.display().to_string().replace("{rank}", &rank.to_string())));
+    if let Some(p) = &metrics_path {
+        let _ = std::fs::remove_file(p);
+    }
+    let ran = run_command(command)?;
+    let mut out = Outcome::from_ran(&ran);
+    let mut data = serde_json::json!({
+        "time_s": ran.wall_s,
+        "user_s": ran.user_s,
+        "sys_s": ran.sys_s,
+        "tags": tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+    });
+    if let Some(p) = &metrics_path {
+        match hpcscope_history::record::read_metrics_json(p) {
+            Ok(v) => data["metrics"] = v,
+            Err(why) => out.notes.push(why),
+        }
+    }
+    out.data = data;
+    Ok(out)
+}
+
 /// A rank that counted its command with hardware counters (`counters run --run-dir`):
 /// the outcome of `measured`, the measurement started at `started`. Where the counters are an
 /// environment limit (no PMU, `perf_event_paranoid`), the command runs anyway, timed (the job

@@ -66,6 +66,55 @@ pub struct Plan {
     pub merge: String,
 }
 
+impl Plan {
+    /// The plan of `record --slurm`: `runs` array tasks, each running `command` once (under
+    /// `launcher`, when given) with `record --run-dir`, its `tags` and `metrics_json`, and a
+    /// merge of every repetition into `run_dir`.
+    pub fn record(
+        runs: usize,
+        command: &[String],
+        tags: &[(String, String)],
+        metrics_json: Option<&Path>,
+        launcher: Option<&str>,
+        run_dir: &Path,
+    ) -> Result<Plan> {
+        let launcher = match launcher {
+            Some(l) => {
+                let w = hpcscope_bench::mpi::launch::split_words(l)
+                    .map_err(|e| anyhow::anyhow!("--launcher '{l}' {e}"))?;
+                format!("{} ", shell_join(&w))
+            }
+            None => String::new(),
+        };
+        let mut rec: Vec<String> = Vec::new();
+        for (k, v) in tags {
+            rec.push("--tag".into());
+            rec.push(format!("{k}={v}"));
+        }
+        if let Some(m) = metrics_json {
+            rec.push("--metrics-json".into());
+            rec.push(m.display().to_string());
+        }
+        Ok(Plan {
+            what: "record".into(),
+            summary: format!("{runs} run(s) of `{}`", shell_join(command)),
+            tasks: runs as u32,
+            workdir: std::env::current_dir()?,
+            run_dir: absolute(run_dir)?,
+            task: format!(
+                r#"exec {launcher}"$HPCSCOPE" record --run-dir "$RUN" {}-- {}"#,
+                if rec.is_empty() {
+                    String::new()
+                } else {
+                    format!("{} ", shell_join(&rec))
+                },
+                shell_join(command)
+            ),
+            merge: "--all".into(),
+        })
+    }
+}
+
 /// The absolute form of `p` (relative to the current directory).
 pub fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
