@@ -37,6 +37,48 @@ pub struct ExploreOptions {
     pub program: Program,
 }
 
+/// Keeps only design point `i` of `r` (variants outer, targets inner) and its variant's
+/// caches; `scenario` names the file in the error when there is no such point.
+pub fn keep_point(
+    r: &mut Resolved,
+    caches: &mut Vec<Arc<ProfileCaches>>,
+    i: usize,
+    scenario: &std::path::Path,
+) -> Result<()> {
+    let n = r.variants.len() * r.targets.len();
+    if i >= n {
+        anyhow::bail!(
+            "--point {i}: {} has {n} design points ({} variant(s) x {} target(s)), numbered 0 to {}",
+            scenario.display(),
+            r.variants.len(),
+            r.targets.len(),
+            n.saturating_sub(1)
+        );
+    }
+    let nt = r.targets.len();
+    r.variants = vec![r.variants.swap_remove(i / nt)];
+    *caches = vec![caches.swap_remove(i / nt)];
+    r.targets = vec![r.targets.swap_remove(i % nt)];
+    Ok(())
+}
+
+/// The directory relative paths of `scenario` start from, and where re-simulated bytes are
+/// kept by default: `resim-cache/` beside the `output` file, or beside the scenario.
+pub fn default_dirs(
+    scenario: &std::path::Path,
+    output: Option<&std::path::Path>,
+) -> (PathBuf, PathBuf) {
+    let base = scenario
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    let resim = output
+        .and_then(|o| o.parent())
+        .unwrap_or(&base)
+        .join("resim-cache");
+    (base, resim)
+}
+
 /// A swept design space and what its text says beyond the result.
 pub struct Explored {
     /// The result.

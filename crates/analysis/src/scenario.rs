@@ -47,6 +47,23 @@ pub struct Limits {
     pub max_bytes: u64,
 }
 
+impl Limits {
+    /// `max_points` and `max_mb` MiB of results, or none for a sweep never held whole at
+    /// once (`whole` false: one point per task of a job array).
+    pub fn of(max_points: u64, max_mb: u64, whole: bool) -> Limits {
+        if !whole {
+            return Limits {
+                max_points: u64::MAX,
+                max_bytes: u64::MAX,
+            };
+        }
+        Limits {
+            max_points,
+            max_bytes: max_mb.saturating_mul(1 << 20),
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits {

@@ -1,7 +1,7 @@
 //! Argument groups shared by several commands (flattened into their clap structs), each
 //! turned into the options of the library that does the work.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -207,11 +207,6 @@ impl TargetArgs {
         }
         Ok(())
     }
-}
-
-/// Absolute path of `p` (relative to the current directory), for scripts run elsewhere.
-pub fn absolute(p: &Path) -> Result<PathBuf> {
-    hpcscope_job::slurm::absolute(p)
 }
 
 /// The exit status of `trace` or `profile` once their own work succeeded: the traced

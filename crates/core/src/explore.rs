@@ -1067,6 +1067,20 @@ pub struct Cost {
 }
 
 impl Cost {
+    /// What a sweep of 1,000 design points or more is told before it starts.
+    pub fn notice(&self) -> Option<String> {
+        (self.points >= 1000).then(|| {
+            format!(
+                "explore: {} design points ({} variants x {} targets), {} roofline projections, about {} MiB of results",
+                self.points,
+                self.variants,
+                self.targets,
+                self.projections,
+                (self.bytes >> 20).max(1)
+            )
+        })
+    }
+
     /// The cost of sweeping `r`.
     pub fn of(r: &Resolved) -> Cost {
         let variants = r.variants.len() as u64;

@@ -622,6 +622,19 @@ pub fn run_command(argv: &[String]) -> Result<Ran> {
 }
 
 impl Outcome {
+    /// The outcome of work done in this process since `started`, which succeeded with `data`.
+    pub fn succeeded(started: Instant, data: serde_json::Value) -> Outcome {
+        Outcome {
+            wall_s: started.elapsed().as_secs_f64(),
+            exit: Exit {
+                code: Some(0),
+                signal: None,
+            },
+            data,
+            ..Outcome::default()
+        }
+    }
+
     /// The outcome of a plain run (no measurement beyond times).
     pub fn from_ran(r: &Ran) -> Outcome {
         Outcome {

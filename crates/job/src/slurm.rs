@@ -67,6 +67,24 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan of `explore --slurm`: one array task per design point of the `n` of
+    /// `scenario` (`name`), each with `explore --point`, into `run_dir`.
+    pub fn explore(n: usize, name: &str, scenario: &Path, run_dir: &Path) -> Result<Plan> {
+        let scenario = absolute(scenario)?;
+        Ok(Plan {
+            what: "explore".into(),
+            summary: format!("the {n} design points of {} ({name})", scenario.display()),
+            tasks: n as u32,
+            workdir: std::env::current_dir()?,
+            run_dir: absolute(run_dir)?,
+            task: format!(
+                r#"exec "$HPCSCOPE" explore {} --point "$SLURM_ARRAY_TASK_ID" --run-dir "$RUN" --job-id points"#,
+                quote(&scenario)
+            ),
+            merge: String::new(),
+        })
+    }
+
     /// The plan of `record --slurm`: `runs` array tasks, each running `command` once (under
     /// `launcher`, when given) with `record --run-dir`, its `tags` and `metrics_json`, and a
     /// merge of every repetition into `run_dir`.

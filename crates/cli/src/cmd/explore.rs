@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_analysis::explore::{ExploreOptions, explore};
+use hpcscope_analysis::explore::{ExploreOptions, default_dirs, explore, keep_point};
 use hpcscope_analysis::scenario::{Limits, resolve_within};
 
 use crate::output::emit_with;
@@ -88,69 +88,30 @@ fn write_slurm(a: &ExploreArgs, name: &str, n: usize) -> Result<ExitCode> {
     if a.point.is_some() {
         anyhow::bail!("--slurm writes one task per design point; leave out --point");
     }
-    let scenario = crate::args::absolute(&a.scenario)?;
-    let plan = hpcscope_job::slurm::Plan {
-        what: "explore".into(),
-        summary: format!("the {n} design points of {} ({name})", scenario.display()),
-        tasks: n as u32,
-        workdir: std::env::current_dir()?,
-        run_dir: crate::args::absolute(run_dir)?,
-        task: format!(
-            r#"exec "$HPCSCOPE" explore {} --point "$SLURM_ARRAY_TASK_ID" --run-dir "$RUN" --job-id points"#,
-            hpcscope_job::slurm::quote(&scenario)
-        ),
-        merge: String::new(),
-    };
-    a.slurm.write(&plan)?;
+    a.slurm.write(&hpcscope_job::slurm::Plan::explore(
+        n,
+        name,
+        &a.scenario,
+        run_dir,
+    )?)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `explore`.
 pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
-    let limits = Limits {
-        max_points: a.max_points,
-        max_bytes: a.max_memory_mb.saturating_mul(1 << 20),
-    };
     // A job array runs one point per task: the whole sweep is never held at once.
-    let limits = if a.slurm.slurm.is_some() || a.point.is_some() {
-        Limits {
-            max_points: u64::MAX,
-            max_bytes: u64::MAX,
-        }
-    } else {
-        limits
-    };
+    let whole = a.slurm.slurm.is_none() && a.point.is_none();
+    let limits = Limits::of(a.max_points, a.max_memory_mb, whole);
     let (s, mut r, mut caches) = resolve_within(&a.scenario, limits)?;
     let n = r.variants.len() * r.targets.len();
-    let cost = hpcscope_core::explore::Cost::of(&r);
-    if cost.points >= 1000 {
-        eprintln!(
-            "explore: {} design points ({} variants x {} targets), {} roofline projections, about {} MiB of results",
-            cost.points,
-            cost.variants,
-            cost.targets,
-            cost.projections,
-            (cost.bytes >> 20).max(1)
-        );
+    if let Some(notice) = hpcscope_core::explore::Cost::of(&r).notice() {
+        eprintln!("{notice}");
     }
     if a.slurm.slurm.is_some() {
         return write_slurm(a, &s.name, n);
     }
     if let Some(i) = a.point {
-        if i >= n {
-            anyhow::bail!(
-                "--point {i}: {} has {n} design points ({} variant(s) x {} target(s)), numbered 0 to {}",
-                a.scenario.display(),
-                r.variants.len(),
-                r.targets.len(),
-                n.saturating_sub(1)
-            );
-        }
-        // Sweep order: variants outer, targets inner.
-        let nt = r.targets.len();
-        r.variants = vec![r.variants.swap_remove(i / nt)];
-        caches = vec![caches.swap_remove(i / nt)];
-        r.targets = vec![r.targets.swap_remove(i % nt)];
+        keep_point(&mut r, &mut caches, i, &a.scenario)?;
     }
     let session = match a.point {
         Some(i) => a
@@ -162,19 +123,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
         None => None,
     };
     let started = std::time::Instant::now();
-    let base = a
-        .scenario
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .to_path_buf();
-    let resim_dir = a.resim_dir.clone().unwrap_or_else(|| {
-        a.out
-            .output
-            .as_deref()
-            .and_then(|o| o.parent())
-            .unwrap_or(&base)
-            .join("resim-cache")
-    });
+    let (base, resim_dir) = default_dirs(&a.scenario, a.out.output.as_deref());
     let explored = explore(
         &s,
         r,
@@ -187,7 +136,7 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
             drop_contradicted: a.drop_contradicted,
             carried_time: !a.no_carried_time,
             base,
-            resim_dir,
+            resim_dir: a.resim_dir.clone().unwrap_or(resim_dir),
             program: hpcscope_analysis::resim::Program {
                 command: a.command.clone(),
                 functions: a.functions.clone(),
@@ -198,17 +147,8 @@ pub fn run(a: &ExploreArgs) -> Result<ExitCode> {
     if let Some(session) = session {
         let mut data = serde_json::to_value(result)?;
         data["point_index"] = a.point.into();
-        return Ok(ExitCode::from(session.finish(
-            hpcscope_job::rank::Outcome {
-                wall_s: started.elapsed().as_secs_f64(),
-                exit: hpcscope_job::rank::Exit {
-                    code: Some(0),
-                    signal: None,
-                },
-                data,
-                ..hpcscope_job::rank::Outcome::default()
-            },
-        )?));
+        let outcome = hpcscope_job::rank::Outcome::succeeded(started, data);
+        return Ok(ExitCode::from(session.finish(outcome)?));
     }
     let text = explored.render(a.out.format)?;
     let svg = a.svg.as_ref().map(|p| {
