@@ -293,3 +293,63 @@ pub fn record_numbers(r: &MixReport) -> hpcscope_core::Result<serde_json::Value>
     }
     Ok(serde_json::Value::Object(numbers))
 }
+
+/// File name of one profile: the application's and the machine's names (and the SVE
+/// vector length), with every character but ASCII letters, digits, `-` and `.` as `_`.
+pub fn profile_file(r: &MixReport, sve: Option<u32>, machine: &str) -> String {
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    match sve {
+        Some(b) => format!("{}-sve{b}-{}.json", clean(&r.application), clean(machine)),
+        None => format!("{}-{}.json", clean(&r.application), clean(machine)),
+    }
+}
+
+/// The files `mix -o OUT` writes, with their text: one profile's JSON when `out` is a
+/// `.json` file that is not a directory (an error unless there is exactly one profile);
+/// else, in the directory `out` (created here), one file per profile and `mix-report.json`.
+pub fn output_files(
+    r: &MixReport,
+    out: &std::path::Path,
+) -> Result<Vec<(std::path::PathBuf, String)>, crate::MixError> {
+    let n: usize = r.variants.iter().map(|v| v.profiles.len()).sum();
+    if out.extension().is_some_and(|e| e == "json") && !out.is_dir() {
+        if n != 1 {
+            return Err(crate::MixError::Usage {
+                message: format!(
+                    "{}: {n} profiles to write (machines x vector lengths) but one file given",
+                    out.display()
+                ),
+                fix: "give a directory with -o".into(),
+            });
+        }
+        let p = &r.variants[0].profiles[0];
+        return Ok(vec![(out.to_path_buf(), p.to_json_string())]);
+    }
+    std::fs::create_dir_all(out).map_err(|e| {
+        crate::MixError::Run(format!("cannot create directory {}: {e}", out.display()))
+    })?;
+    let mut files = Vec::new();
+    for v in &r.variants {
+        for p in &v.profiles {
+            let machine = p.machine.as_deref().unwrap_or("machine");
+            files.push((
+                out.join(profile_file(r, v.sve_bits, machine)),
+                p.to_json_string(),
+            ));
+        }
+    }
+    let report = serde_json::to_string_pretty(r)
+        .map_err(|e| crate::MixError::Run(format!("serializing the report: {e}")))?;
+    files.push((out.join("mix-report.json"), report + "\n"));
+    Ok(files)
+}

@@ -147,65 +147,19 @@ fn phrase(e: SpecError) -> anyhow::Error {
     }
 }
 
-/// File name of one profile.
-pub fn profile_file(r: &MixReport, sve: Option<u32>, machine: &str) -> String {
-    let clean = |s: &str| {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect::<String>()
-    };
-    match sve {
-        Some(b) => format!("{}-sve{b}-{}.json", clean(&r.application), clean(machine)),
-        None => format!("{}-{}.json", clean(&r.application), clean(machine)),
+/// Writes the profiles (and the report) under `out`, all or none.
+fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
+    let files = hpcscope_mix::view::output_files(r, out)?;
+    match files.as_slice() {
+        [(p, t)] => write_atomic(p, t)?,
+        _ => write_files(
+            &files
+                .iter()
+                .map(|(p, t)| (p.as_path(), t.as_str()))
+                .collect::<Vec<_>>(),
+        )?,
     }
-}
-
-/// Writes the profiles (and the report) under `out`.
-pub fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
-    let n: usize = r.variants.iter().map(|v| v.profiles.len()).sum();
-    let mut written = Vec::new();
-    if out.extension().is_some_and(|e| e == "json") && !out.is_dir() {
-        if n != 1 {
-            anyhow::bail!(
-                "{}: {n} profiles to write (machines x vector lengths) but one file given\n  fix: give a directory with -o",
-                out.display()
-            );
-        }
-        let p = &r.variants[0].profiles[0];
-        write_atomic(out, &p.to_json_string())?;
-        written.push(out.to_path_buf());
-        return Ok(written);
-    }
-    std::fs::create_dir_all(out)
-        .map_err(|e| anyhow::anyhow!("cannot create directory {}: {e}", out.display()))?;
-    let mut texts = Vec::new();
-    for v in &r.variants {
-        for p in &v.profiles {
-            let f = out.join(profile_file(
-                r,
-                v.sve_bits,
-                p.machine.as_deref().unwrap_or("machine"),
-            ));
-            texts.push(p.to_json_string());
-            written.push(f);
-        }
-    }
-    texts.push(serde_json::to_string_pretty(r)? + "\n");
-    written.push(out.join("mix-report.json"));
-    // All together: none is left when one cannot be written, and none replaces another.
-    let files: Vec<(&Path, &str)> = written
-        .iter()
-        .zip(&texts)
-        .map(|(p, t)| (p.as_path(), t.as_str()))
-        .collect();
-    write_files(&files)?;
-    Ok(written)
+    Ok(files.into_iter().map(|(p, _)| p).collect())
 }
 
 /// Runs `mix`.
