@@ -699,6 +699,47 @@ pub fn recorded(
     Ok(out)
 }
 
+/// A rank that traced its command (`trace --run-dir`, MPI probes on): the outcome of
+/// `traced`, with its time in MPI. Where eBPF is an environment limit, the command runs
+/// anyway, timed, and the result says what is missing; any other error is returned.
+pub fn traced(
+    traced: Result<hpcscope_trace::TraceOutcome, hpcscope_trace::TraceError>,
+    command: &[String],
+) -> Result<Outcome> {
+    let out = match traced {
+        Ok(out) => out,
+        Err(e) if hpcscope_core::Classify::kind(&e) == hpcscope_core::ErrorKind::Environment => {
+            return without_bpf("trace", &e.to_string(), command);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let r = &out.report;
+    let mut notes = r.notes.clone();
+    let mpi = MpiTime::from_trace(r);
+    if mpi.as_ref().is_some_and(|m| !m.initialized) {
+        notes.push(
+            "no MPI_Init returned in this rank: not an MPI program, or it did not get that far"
+                .into(),
+        );
+    }
+    Ok(Outcome {
+        wall_s: mpi
+            .as_ref()
+            .and_then(|m| m.process_s)
+            .unwrap_or(r.duration_s),
+        user_s: None,
+        sys_s: None,
+        exit: Exit {
+            code: r.exit_code,
+            signal: r.exit_signal,
+        },
+        interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
+        mpi,
+        notes,
+        data: out.report.summary(),
+    })
+}
+
 /// A rank that counted its command with hardware counters (`counters run --run-dir`):
 /// the outcome of `measured`, the measurement started at `started`. Where the counters are an
 /// environment limit (no PMU, `perf_event_paranoid`), the command runs anyway, timed (the job

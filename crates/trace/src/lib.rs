@@ -167,6 +167,34 @@ pub struct Probes {
 }
 
 impl Probes {
+    /// Turns on the probes named (`syscalls`, `sched`, `faults`, `block`, `files`, or `all`;
+    /// blank names are skipped).
+    pub fn enable(&mut self, names: &[String]) -> Result<(), TraceError> {
+        for name in names {
+            match name.trim() {
+                "syscalls" => self.syscalls = true,
+                "sched" => self.sched = true,
+                "faults" => self.faults = true,
+                "block" => self.block = true,
+                "files" => self.files = true,
+                "all" => {
+                    self.syscalls = true;
+                    self.sched = true;
+                    self.faults = true;
+                    self.block = true;
+                    self.files = true;
+                }
+                "" => {}
+                other => {
+                    return Err(TraceError::Invalid(format!(
+                        "--probes: unknown probe `{other}`; choose from syscalls, sched, faults, block, files, all"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Every probe (no functions), profiling at `hz`.
     pub fn all(hz: u64) -> Probes {
         Probes {

@@ -7,8 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use hpcscope_core::{Classify, ErrorKind};
-use hpcscope_job::rank::{Exit, Outcome};
 use hpcscope_trace::mpitime::MpiTime;
 use hpcscope_trace::{FunctionSpec, Probes, TraceOptions};
 
@@ -78,26 +76,7 @@ pub struct TraceArgs {
 
 fn options(a: &TraceArgs) -> Result<TraceOptions> {
     let mut p = Probes::default();
-    for name in &a.probes {
-        match name.trim() {
-            "syscalls" => p.syscalls = true,
-            "sched" => p.sched = true,
-            "faults" => p.faults = true,
-            "block" => p.block = true,
-            "files" => p.files = true,
-            "all" => {
-                p.syscalls = true;
-                p.sched = true;
-                p.faults = true;
-                p.block = true;
-                p.files = true;
-            }
-            "" => {}
-            other => anyhow::bail!(
-                "--probes: unknown probe `{other}`; choose from syscalls, sched, faults, block, files, all"
-            ),
-        }
-    }
+    p.enable(&a.probes)?;
     for f in &a.functions {
         p.functions.push(
             f.parse::<FunctionSpec>()
@@ -201,38 +180,6 @@ fn run_rank(a: &TraceArgs) -> Result<ExitCode> {
     let Some(session) = a.rank.begin("trace", &a.command)? else {
         unreachable!("run_rank is called with --run-dir");
     };
-    let outcome = match hpcscope_trace::trace(&opts) {
-        Ok(out) => {
-            let r = &out.report;
-            let mut notes = r.notes.clone();
-            let mpi = MpiTime::from_trace(r);
-            if mpi.as_ref().is_some_and(|m| !m.initialized) {
-                notes.push(
-                    "no MPI_Init returned in this rank: not an MPI program, or it did not get that far"
-                        .into(),
-                );
-            }
-            Outcome {
-                wall_s: mpi
-                    .as_ref()
-                    .and_then(|m| m.process_s)
-                    .unwrap_or(r.duration_s),
-                user_s: None,
-                sys_s: None,
-                exit: Exit {
-                    code: r.exit_code,
-                    signal: r.exit_signal,
-                },
-                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
-                mpi,
-                notes,
-                data: out.report.summary(),
-            }
-        }
-        Err(e) if e.kind() == ErrorKind::Environment => {
-            hpcscope_job::rank::without_bpf("trace", &e.to_string(), &a.command)?
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let outcome = hpcscope_job::rank::traced(hpcscope_trace::trace(&opts), &a.command)?;
     Ok(ExitCode::from(session.finish(outcome)?))
 }
