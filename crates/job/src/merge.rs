@@ -381,6 +381,53 @@ fn has_rank_files(dir: &Path) -> bool {
     })
 }
 
+/// The jobs of `run_dir` to merge: the one named `job`, every one (`all`), or the only one;
+/// the error lists the jobs there are when the choice is not one of them.
+pub fn choose_jobs(run_dir: &Path, job: Option<&str>, all: bool) -> Result<Vec<JobDir>> {
+    let mut jobs = list_jobs(run_dir)?;
+    if jobs.is_empty() {
+        bail!(
+            "{}: no rank results (rank-*.json) in it or in its subdirectories; give the --run-dir the ranks wrote to",
+            run_dir.display()
+        );
+    }
+    let listing = |jobs: &[JobDir]| {
+        jobs.iter()
+            .map(|j| {
+                format!(
+                    "  {} ({} file(s){}{})",
+                    j.id,
+                    j.files,
+                    j.command
+                        .as_ref()
+                        .map(|c| format!(", {c}"))
+                        .unwrap_or_default(),
+                    j.size.map(|s| format!(", {s} ranks")).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    match (job, all) {
+        (Some(id), _) => match jobs.iter().position(|j| j.id == id) {
+            Some(i) => Ok(vec![jobs.swap_remove(i)]),
+            None => bail!(
+                "no job '{id}' in {}; its jobs:\n{}",
+                run_dir.display(),
+                listing(&jobs)
+            ),
+        },
+        (None, true) => Ok(jobs),
+        (None, false) if jobs.len() == 1 => Ok(jobs),
+        (None, false) => bail!(
+            "{} holds {} jobs; merge one with --job ID, or each on its own with --all:\n{}",
+            run_dir.display(),
+            jobs.len(),
+            listing(&jobs)
+        ),
+    }
+}
+
 /// The jobs of a run directory (or the directory itself when it is a job's), oldest first.
 pub fn list_jobs(run_dir: &Path) -> Result<Vec<JobDir>> {
     let meta = std::fs::metadata(run_dir).with_context(|| {

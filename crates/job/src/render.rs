@@ -614,6 +614,40 @@ fn most_uneven(m: &MergedJob, n: usize) -> Vec<&MetricStat> {
     top
 }
 
+/// The merged jobs of `run_dir` in `format`: every one with their runtime's spread (`all`),
+/// or the first.
+pub fn render_merged(
+    merged: &[MergedJob],
+    all: bool,
+    run_dir: &std::path::Path,
+    format: Format,
+) -> Result<String, serde_json::Error> {
+    if !all {
+        return render_job(&merged[0], format);
+    }
+    let runs = MergedRuns {
+        format: "hpcscope-merged-runs".into(),
+        directory: run_dir.display().to_string(),
+        jobs: merged.to_vec(),
+        runtime: crate::merge::Spread::of(merged),
+    };
+    render_runs(&runs, format)
+}
+
+/// The HTML report of the merged jobs of `run_dir`, the first with `flame` (its flame graph).
+pub fn html_report(
+    merged: &[MergedJob],
+    flame: Option<String>,
+    run_dir: &std::path::Path,
+) -> String {
+    let mut sections = Vec::new();
+    let mut flame = flame;
+    for m in merged {
+        sections.extend(html_sections(m, flame.take()));
+    }
+    hpcscope_report::html_page(&format!("hpcscope merge: {}", run_dir.display()), &sections)
+}
+
 /// The jobs of a run directory merged each on its own (`merge --all`): the runtime spread
 /// over the complete jobs, one row per job, and every job's problems.
 pub fn render_runs(runs: &MergedRuns, format: Format) -> Result<String, serde_json::Error> {

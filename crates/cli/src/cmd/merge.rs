@@ -5,13 +5,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
-use hpcscope_job::merge::{
-    JobDir, MergedJob, MergedRuns, Spread, job_flame_profile, list_jobs, load_reference, merge_job,
-};
-use hpcscope_job::render::{html_sections, job_svg, record_numbers, render_job, render_runs};
-use hpcscope_report::html_page;
+use hpcscope_job::merge::{MergedJob, choose_jobs, job_flame_profile, load_reference, merge_job};
+use hpcscope_job::render::{html_report, job_svg, record_numbers, render_merged};
 
 use crate::output::{Format, emit_with};
 
@@ -56,48 +53,7 @@ pub struct MergeArgs {
 /// Runs `merge`: 0 when the job is complete, 1 when ranks are missing, failed or
 /// unreadable (the result is still written), 2 on bad input.
 pub fn run(a: &MergeArgs) -> Result<ExitCode> {
-    let jobs = list_jobs(&a.run_dir)?;
-    if jobs.is_empty() {
-        bail!(
-            "{}: no rank results (rank-*.json) in it or in its subdirectories; give the --run-dir the ranks wrote to",
-            a.run_dir.display()
-        );
-    }
-    let listing = || {
-        jobs.iter()
-            .map(|j| {
-                format!(
-                    "  {} ({} file(s){}{})",
-                    j.id,
-                    j.files,
-                    j.command
-                        .as_ref()
-                        .map(|c| format!(", {c}"))
-                        .unwrap_or_default(),
-                    j.size.map(|s| format!(", {s} ranks")).unwrap_or_default()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let chosen: Vec<&JobDir> = match (&a.job, a.all) {
-        (Some(id), _) => match jobs.iter().find(|j| &j.id == id) {
-            Some(j) => vec![j],
-            None => bail!(
-                "no job '{id}' in {}; its jobs:\n{}",
-                a.run_dir.display(),
-                listing()
-            ),
-        },
-        (None, true) => jobs.iter().collect(),
-        (None, false) if jobs.len() == 1 => vec![&jobs[0]],
-        (None, false) => bail!(
-            "{} holds {} jobs; merge one with --job ID, or each on its own with --all:\n{}",
-            a.run_dir.display(),
-            jobs.len(),
-            listing()
-        ),
-    };
+    let chosen = choose_jobs(&a.run_dir, a.job.as_deref(), a.all)?;
     let reference = match &a.reference {
         Some(p) => Some(load_reference(p)?),
         None => None,
@@ -107,17 +63,7 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
         .map(|j| merge_job(&j.path, reference.clone()))
         .collect::<Result<_>>()?;
     let complete = merged.iter().all(|m| m.complete);
-    let text = if a.all {
-        let runs = MergedRuns {
-            format: "hpcscope-merged-runs".into(),
-            directory: a.run_dir.display().to_string(),
-            jobs: merged.clone(),
-            runtime: Spread::of(&merged),
-        };
-        render_runs(&runs, a.format)?
-    } else {
-        render_job(&merged[0], a.format)?
-    };
+    let text = render_merged(&merged, a.all, &a.run_dir, a.format)?;
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     if let Some(svg) = &a.svg {
         match job_svg(&merged[0]) {
@@ -145,17 +91,7 @@ pub fn run(a: &MergeArgs) -> Result<ExitCode> {
         None
     };
     if let Some(h) = &a.html {
-        let mut sections = Vec::new();
-        for (i, m) in merged.iter().enumerate() {
-            sections.extend(html_sections(m, if i == 0 { flame.clone() } else { None }));
-        }
-        files.push((
-            h.clone(),
-            html_page(
-                &format!("hpcscope merge: {}", a.run_dir.display()),
-                &sections,
-            ),
-        ));
+        files.push((h.clone(), html_report(&merged, flame, &a.run_dir)));
     }
     let files: Vec<(&std::path::Path, &str)> = files
         .iter()
