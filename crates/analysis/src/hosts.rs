@@ -167,11 +167,12 @@ impl Measurement {
 /// Which of a host's runs gives its measured rate.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Statistic {
-    /// The fastest run: the statistic of the machine files (`bench --statistic best`), the
-    /// ruler of every cross-machine projection, and the one least moved by other programs
-    /// on a shared host.
+    /// The fastest run.
+    // The statistic of the machine files (`bench --statistic best`), the ruler of every
+    // cross-machine projection, and the one least moved by other programs on a shared host.
     #[default]
     Best,
     /// The median of the runs.

@@ -33,6 +33,7 @@
 pub mod analyze;
 pub mod demo;
 pub mod explore;
+pub mod export;
 pub mod host_machine;
 pub mod hosts;
 pub mod kernel_suite;

@@ -74,16 +74,7 @@ pub struct ValidateArgs {
     /// Which run gives each host's rate: the fastest (`best`, the machine files'
     /// statistic) or the median.
     #[arg(long, value_enum, default_value = "best")]
-    pub statistic: StatisticArg,
-}
-
-/// `--statistic`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StatisticArg {
-    /// The fastest run.
-    Best,
-    /// The median of the runs.
-    Median,
+    pub statistic: hosts::Statistic,
 }
 
 /// Arguments of `hosts record`.
@@ -137,10 +128,7 @@ fn validate(a: &ValidateArgs) -> Result<ExitCode> {
             calibration: Some(calibration),
             sample: a.sample.map(hpcscope_mix::SampleSpec::sets).transpose()?,
             cache_dir: (!a.no_cache).then(|| a.cache_dir.clone()),
-            statistic: match a.statistic {
-                StatisticArg::Best => hosts::Statistic::Best,
-                StatisticArg::Median => hosts::Statistic::Median,
-            },
+            statistic: a.statistic,
         },
         &progress,
     )?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use hpcscope_trace::perf_script::{self, Imported};
 use hpcscope_trace::view;
 
@@ -70,17 +70,6 @@ pub struct DiffArgs {
     pub format: Format,
 }
 
-/// What `profile export` writes.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// Gzipped pprof protocol buffer.
-    Pprof,
-    /// speedscope JSON.
-    Speedscope,
-    /// Hatchet literal JSON.
-    Hatchet,
-}
-
 /// Arguments of `profile export`.
 #[derive(Args, Debug)]
 pub struct ExportArgs {
@@ -90,7 +79,7 @@ pub struct ExportArgs {
     pub file: PathBuf,
     /// The format to write.
     #[arg(long, value_enum)]
-    pub to: ExportFormat,
+    pub to: hpcscope_analysis::export::ExportFormat,
     /// The file to write.
     #[arg(long, short, value_name = "FILE")]
     pub output: PathBuf,
@@ -161,76 +150,8 @@ fn diff(a: &DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The JSON of `counters run --format json` (a list of reports, or one).
-fn is_counters(v: &serde_json::Value) -> bool {
-    let one = |r: &serde_json::Value| r.get("recipe").is_some() && r.get("regions").is_some();
-    match v {
-        serde_json::Value::Array(a) => !a.is_empty() && a.iter().all(one),
-        v => one(v),
-    }
-}
-
 fn export(a: &ExportArgs) -> Result<ExitCode> {
-    let json: Option<serde_json::Value> = hpcscope_core::load::read_bytes(&a.file)
-        .ok()
-        .filter(|b| {
-            b.trim_ascii_start().starts_with(b"{") || b.trim_ascii_start().starts_with(b"[")
-        })
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let name = a.file.display().to_string();
-    let mut notes: Vec<String> = Vec::new();
-    let bytes: Vec<u8> = match (a.to, &json) {
-        (ExportFormat::Speedscope, Some(v)) if v.get("traceEvents").is_some() || v.is_array() => {
-            let (out, n) = hpcscope_trace::speedscope::from_chrome_trace(v, &name)?;
-            notes = n;
-            (serde_json::to_string(&out)? + "\n").into_bytes()
-        }
-        (ExportFormat::Hatchet, Some(v)) if is_counters(v) => {
-            let reports: Vec<hpcscope_counters::compute::Report> = match v {
-                serde_json::Value::Array(_) => serde_json::from_value(v.clone())?,
-                _ => vec![serde_json::from_value(v.clone())?],
-            };
-            let (out, n) = hpcscope_counters::hatchet::from_reports(&reports);
-            notes = n;
-            (serde_json::to_string_pretty(&out)? + "\n").into_bytes()
-        }
-        (ExportFormat::Hatchet, Some(v))
-            if v.get("regions").is_some() && v.get("format_version").is_some() =>
-        {
-            let text = hpcscope_core::load::read(
-                &a.file,
-                "the profile",
-                "give a profile written by hpcscope mix or counters --profile",
-            )?;
-            let p = hpcscope_core::Profile::from_json_str(&text, &name)?;
-            let (out, n) = hpcscope_core::hatchet::from_profile(&p, &name)?;
-            notes = n;
-            (serde_json::to_string_pretty(&out)? + "\n").into_bytes()
-        }
-        _ => {
-            let imp = read(&a.file)?;
-            notes.extend(imp.notes.iter().cloned());
-            match a.to {
-                ExportFormat::Pprof => {
-                    hpcscope_trace::pprof::to_pprof_gz(&imp.profile, &imp.weight, 0)
-                }
-                ExportFormat::Speedscope => {
-                    let v = hpcscope_trace::speedscope::from_profile(
-                        &imp.profile,
-                        &imp.weight,
-                        &imp.origin,
-                    );
-                    (serde_json::to_string(&v)? + "\n").into_bytes()
-                }
-                ExportFormat::Hatchet => {
-                    // Compact and without recursion: a deep stack's pretty-printed tree grew
-                    // with the square of its depth (8,000 frames: 1.5 GB).
-                    (hpcscope_trace::hatchet::to_json(&imp.profile, &imp.weight) + "\n")
-                        .into_bytes()
-                }
-            }
-        }
-    };
+    let (bytes, notes) = hpcscope_analysis::export::export(&a.file, a.to)?;
     hpcscope_core::fs::write_atomic(&a.output, &bytes)
         .with_context(|| format!("cannot write '{}'", a.output.display()))?;
     let mut text = format!("wrote {} ({} bytes)\n", a.output.display(), bytes.len());
