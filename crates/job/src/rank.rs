@@ -740,6 +740,43 @@ pub fn traced(
     })
 }
 
+/// A rank that profiled its command (`profile --run-dir`): the outcome of `profiled`, with
+/// its stacks and its `top` hottest functions. Where eBPF is an environment limit, the
+/// command runs anyway, timed, and the result says what is missing; any other error is
+/// returned.
+pub fn profiled(
+    profiled: Result<hpcscope_trace::TraceOutcome, hpcscope_trace::TraceError>,
+    command: &[String],
+    top: usize,
+) -> Result<Outcome> {
+    let out = match profiled {
+        Ok(out) => out,
+        Err(e) if hpcscope_core::Classify::kind(&e) == hpcscope_core::ErrorKind::Environment => {
+            return without_bpf("profile", &e.to_string(), command);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let prof = out.profile.clone().unwrap_or_default();
+    let r = &out.report;
+    Ok(Outcome {
+        wall_s: r.duration_s,
+        exit: Exit {
+            code: r.exit_code,
+            signal: r.exit_signal,
+        },
+        interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
+        notes: r.notes.clone(),
+        data: serde_json::json!({
+            "hz": prof.hz,
+            "samples": prof.total(),
+            "missing_user_stacks": prof.missing_user_stacks,
+            "hot_functions": prof.hot_functions(top),
+            "stacks": prof.samples,
+        }),
+        ..Outcome::default()
+    })
+}
+
 /// A rank that counted its command with hardware counters (`counters run --run-dir`):
 /// the outcome of `measured`, the measurement started at `started`. Where the counters are an
 /// environment limit (no PMU, `perf_event_paranoid`), the command runs anyway, timed (the job

@@ -195,6 +195,17 @@ impl Probes {
         Ok(())
     }
 
+    /// Sampling stacks only, at `hz` (with the kernel's stacks when `kernel_stacks`), in at
+    /// most `max_processes` processes.
+    pub fn profiling(hz: u64, kernel_stacks: bool, max_processes: Option<u32>) -> Probes {
+        Probes {
+            profile_hz: Some(hz),
+            kernel_stacks,
+            max_processes,
+            ..Probes::default()
+        }
+    }
+
     /// Every probe (no functions), profiling at `hz`.
     pub fn all(hz: u64) -> Probes {
         Probes {

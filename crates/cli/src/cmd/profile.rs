@@ -9,7 +9,6 @@ use clap::Args;
 use hpcscope_trace::{Probes, TraceOptions};
 
 use crate::output::{Format, emit, write_atomic};
-use hpcscope_core::{Classify, ErrorKind};
 
 mod formats;
 
@@ -61,45 +60,14 @@ fn run_rank(a: &ProfileArgs) -> Result<ExitCode> {
     }
     let opts = TraceOptions {
         target: hpcscope_trace::Target::Command(a.command.clone()),
-        probes: Probes {
-            profile_hz: Some(a.hz),
-            kernel_stacks: !a.no_kernel,
-            max_processes: a.target.max_processes,
-            ..Probes::default()
-        },
+        probes: Probes::profiling(a.hz, !a.no_kernel, a.target.max_processes),
         duration: a.target.duration()?,
         quiet: false,
     };
     let Some(session) = a.rank.begin("profile", &a.command)? else {
         unreachable!("run_rank is called with --run-dir");
     };
-    let outcome = match hpcscope_trace::trace(&opts) {
-        Ok(out) => {
-            let prof = out.profile.clone().unwrap_or_default();
-            let r = &out.report;
-            hpcscope_job::rank::Outcome {
-                wall_s: r.duration_s,
-                exit: hpcscope_job::rank::Exit {
-                    code: r.exit_code,
-                    signal: r.exit_signal,
-                },
-                interrupted: hpcscope_trace::STOP.load(std::sync::atomic::Ordering::SeqCst),
-                notes: r.notes.clone(),
-                data: serde_json::json!({
-                    "hz": prof.hz,
-                    "samples": prof.total(),
-                    "missing_user_stacks": prof.missing_user_stacks,
-                    "hot_functions": prof.hot_functions(a.top),
-                    "stacks": prof.samples,
-                }),
-                ..hpcscope_job::rank::Outcome::default()
-            }
-        }
-        Err(e) if e.kind() == ErrorKind::Environment => {
-            hpcscope_job::rank::without_bpf("profile", &e.to_string(), &a.command)?
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let outcome = hpcscope_job::rank::profiled(hpcscope_trace::trace(&opts), &a.command, a.top)?;
     Ok(ExitCode::from(session.finish(outcome)?))
 }
 
@@ -116,12 +84,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     }
     let opts = TraceOptions {
         target: a.target.target(&a.command)?,
-        probes: Probes {
-            profile_hz: Some(a.hz),
-            kernel_stacks: !a.no_kernel,
-            max_processes: a.target.max_processes,
-            ..Probes::default()
-        },
+        probes: Probes::profiling(a.hz, !a.no_kernel, a.target.max_processes),
         duration: a.target.duration()?,
         quiet: false,
     };
