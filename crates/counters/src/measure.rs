@@ -152,6 +152,25 @@ impl RecipeChoice {
     }
 }
 
+impl Regions {
+    /// The regions asked for: `functions` when some are named, else the marker regions when
+    /// `markers`, else the whole command; `events` to count in them (default the recipe's).
+    pub fn of(functions: &[String], markers: bool, events: &[String]) -> Regions {
+        if !functions.is_empty() {
+            Regions::Functions {
+                names: functions.to_vec(),
+                events: events.to_vec(),
+            }
+        } else if markers {
+            Regions::Markers {
+                events: events.to_vec(),
+            }
+        } else {
+            Regions::Whole
+        }
+    }
+}
+
 /// The catalogue's metrics, in the seed's order.
 pub fn metric_order(cat: &Catalogue) -> Vec<String> {
     cat.metrics.metrics.iter().map(|m| m.id.clone()).collect()

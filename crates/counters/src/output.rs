@@ -121,6 +121,36 @@ pub fn check_region(reports: &[Report], region: Option<&str>) -> crate::Result<(
     )))
 }
 
+/// `counters recipes [ID]` in `format`: recipe `id`, or every recipe of `cat`; the text
+/// listing marks this CPU's and ends with what this machine's PMU offers.
+pub fn recipes_listing(
+    cat: &crate::catalogue::Catalogue,
+    id: Option<&str>,
+    format: Format,
+) -> crate::Result<String> {
+    if let Some(id) = id {
+        let r = cat.find(id)?;
+        return Ok(if format == Format::Json {
+            json(r)
+        } else {
+            recipe_text(r)
+        });
+    }
+    if format == Format::Json {
+        return Ok(json(&recipes_json(cat)));
+    }
+    Ok(format!(
+        "{}{}\n",
+        recipes_text(cat, &crate::cpu::CpuId::detect()),
+        crate::perf::probe()
+    ))
+}
+
+/// `v` as pretty JSON, with a newline.
+fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
 /// The catalogue's recipes as `counters recipes --format json` lists them: id, name,
 /// aliases, whether the seed gives them, and the file each comes from.
 pub fn recipes_json(cat: &crate::catalogue::Catalogue) -> serde_json::Value {

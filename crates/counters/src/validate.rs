@@ -746,6 +746,41 @@ pub struct TriadValidation {
     pub note: Option<String>,
 }
 
+impl TriadValidation {
+    /// The check of `n` elements and `reps` repetitions in `format` (JSON: the expected
+    /// counts, the checks and the report).
+    pub fn render(&self, n: u64, reps: u64, format: hpcscope_report::Format) -> String {
+        let (e, checks, rep) = (&self.expected, &self.checks, &self.report);
+        match format {
+            hpcscope_report::Format::Json => format!(
+                "{}\n",
+                serde_json::to_string_pretty(
+                    &serde_json::json!({"expected": e, "checks": checks, "report": rep})
+                )
+                .unwrap_or_default()
+            ),
+            f => crate::output::validation_text(
+                n,
+                reps,
+                e,
+                checks,
+                rep,
+                f == hpcscope_report::Format::Csv,
+            ),
+        }
+    }
+
+    /// An environment limit when the counters needed were not there.
+    pub fn verdict(&self) -> Result<(), hpcscope_core::Failure> {
+        match &self.report.hardware_unavailable {
+            Some(h) => Err(hpcscope_core::Failure::environment(format!(
+                "validation needs hardware counters: {h}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 /// `counters validate --triad` (measured here by perf) or `--synthetic` (the counters the
 /// recipe's CPU would give): `n` elements, `reps` repetitions.
 pub fn check_triad(

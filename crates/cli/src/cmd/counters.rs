@@ -15,7 +15,7 @@ use hpcscope_counters::compute::{Precision, Report};
 use hpcscope_counters::import::{self, Format as InFormat};
 use hpcscope_counters::output;
 use hpcscope_counters::{MeasureOptions, Measurement, RecipeChoice, Regions};
-use hpcscope_counters::{cpu, perf, profile, suite, validate};
+use hpcscope_counters::{profile, suite, validate};
 
 use crate::output::{Format, emit};
 
@@ -338,18 +338,7 @@ fn report_with(
 /// Counts the command's events with the chosen recipe (see
 /// [`hpcscope_counters::measure_with`]); `multiplex` forces one run of the command.
 fn measure(a: &RunArgs, multiplex: bool) -> Result<Measurement> {
-    let regions = if !a.functions.is_empty() {
-        Regions::Functions {
-            names: a.functions.clone(),
-            events: a.events.clone(),
-        }
-    } else if a.markers {
-        Regions::Markers {
-            events: a.events.clone(),
-        }
-    } else {
-        Regions::Whole
-    };
+    let regions = Regions::of(&a.functions, a.markers, &a.events);
     let m = hpcscope_counters::measure_with(
         &a.command,
         &MeasureOptions {
@@ -501,25 +490,8 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
     if let Some(n) = &v.note {
         eprintln!("note: {n}");
     }
-    let (e, checks, rep) = (v.expected, v.checks, v.report);
-    match a.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"expected": e, "checks": checks, "report": rep})
-            )?
-        ),
-        f => print!(
-            "{}",
-            output::validation_text(a.n, a.reps, &e, &checks, &rep, f == Format::Csv)
-        ),
-    }
-    if let Some(h) = &rep.hardware_unavailable {
-        return Err(hpcscope_core::Failure::environment(format!(
-            "validation needs hardware counters: {h}"
-        ))
-        .into());
-    }
+    print!("{}", v.render(a.n, a.reps, a.format));
+    v.verdict()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -537,28 +509,9 @@ fn cmd_recipes(a: &RecipesArgs) -> Result<ExitCode> {
     if let Some(f) = &a.recipe_file {
         cat.add_recipe_file(f)?;
     }
-    let here = cpu::CpuId::detect();
-    if let Some(id) = a.id.as_deref().or(a
-        .recipe_file
-        .as_ref()
-        .map(|_| cat.recipes[0].1.recipe.id.as_str()))
-    {
-        let r = cat.find(id)?;
-        if a.format == Format::Json {
-            println!("{}", serde_json::to_string_pretty(r)?);
-            return Ok(ExitCode::SUCCESS);
-        }
-        print!("{}", output::recipe_text(r));
-        return Ok(ExitCode::SUCCESS);
-    }
-    if a.format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&output::recipes_json(&cat))?
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    print!("{}", output::recipes_text(&cat, &here));
-    println!("{}", perf::probe());
+    // A recipe file comes first in the catalogue: without an id, it is the one shown.
+    let first = (a.recipe_file.as_ref()).map(|_| cat.recipes[0].1.recipe.id.clone());
+    let id = a.id.as_deref().or(first.as_deref());
+    print!("{}", output::recipes_listing(&cat, id, a.format)?);
     Ok(ExitCode::SUCCESS)
 }
