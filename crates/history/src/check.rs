@@ -14,6 +14,18 @@ use crate::gate::{
     change_text, explain, gate,
 };
 use crate::stats::benjamini_hochberg;
+
+/// The direction of each metric named: `higher` better, or `lower` (named in both: lower).
+pub fn directions(higher: &[String], lower: &[String]) -> BTreeMap<String, Direction> {
+    let mut d = BTreeMap::new();
+    for m in higher {
+        d.insert(m.clone(), Direction::HigherIsBetter);
+    }
+    for m in lower {
+        d.insert(m.clone(), Direction::LowerIsBetter);
+    }
+    d
+}
 use crate::store::{Filter, Store, StoredRun};
 
 /// Options of [`check`].

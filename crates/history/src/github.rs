@@ -90,3 +90,30 @@ mod tests {
         assert_eq!(property("a: b, c"), "a%3A b%2C c");
     }
 }
+
+/// Appends `markdown` to the job's step summary (`$GITHUB_STEP_SUMMARY`); `Ok(false)` when
+/// the variable is not set (not in a GitHub Actions step).
+pub fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
+    use std::io::Write as _;
+    let Some(p) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return Ok(false);
+    };
+    let p = std::path::PathBuf::from(p);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p)
+        .map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("opening the step summary {}: {e}", p.display()),
+            )
+        })?;
+    f.write_all(markdown.as_bytes()).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("appending to the step summary {}: {e}", p.display()),
+        )
+    })?;
+    Ok(true)
+}

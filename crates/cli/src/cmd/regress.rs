@@ -2,14 +2,13 @@
 //! them (same machine fingerprint unless `--mix-machines`), prints Markdown, writes JSON and
 //! JUnit XML, and exits 1 on a regression, 0 otherwise.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use hpcscope_history::changepoint::Method;
-use hpcscope_history::check::{CheckOptions, check};
-use hpcscope_history::gate::{Direction, GateOptions};
+use hpcscope_history::check::{CheckOptions, check, directions};
+use hpcscope_history::gate::GateOptions;
 use hpcscope_history::store::Store;
 
 use super::history::FilterArgs;
@@ -102,13 +101,6 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     }
     let path = a.filter.db.path()?;
     let store = Store::open_read_only(&path)?;
-    let mut directions = BTreeMap::new();
-    for m in &a.higher_is_better {
-        directions.insert(m.clone(), Direction::HigherIsBetter);
-    }
-    for m in &a.lower_is_better {
-        directions.insert(m.clone(), Direction::LowerIsBetter);
-    }
     let opts = CheckOptions {
         metrics: a.metrics.clone(),
         candidates: a.candidates,
@@ -122,7 +114,7 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
             seed: a.seed,
             ..GateOptions::default()
         },
-        directions,
+        directions: directions(&a.higher_is_better, &a.lower_is_better),
         change_points: (!a.no_change_points).then(Method::default),
         fdr: a.fdr,
     };
@@ -144,20 +136,10 @@ fn run_check(a: &CheckArgs) -> Result<ExitCode> {
     }
     if a.github {
         print!("{}", hpcscope_history::github::annotations(&report));
-        match std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-            Some(p) => {
-                use std::io::Write as _;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&p)
-                    .with_context(|| format!("opening the step summary {}", p.display()))?;
-                f.write_all(md_for_summary.as_bytes())
-                    .with_context(|| format!("appending to the step summary {}", p.display()))?;
-            }
-            None => eprintln!(
+        if !hpcscope_history::github::append_step_summary(&md_for_summary)? {
+            eprintln!(
                 "--github: GITHUB_STEP_SUMMARY is not set (not in a GitHub Actions step): no step summary written"
-            ),
+            );
         }
     }
     Ok(if report.regression {
