@@ -82,20 +82,27 @@ fn parse_cpi(arg: &str) -> Result<Cpis> {
 
 /// `model fit`: CPIs per class fitted to measured variants.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct FitOptions {
-    /// Variants CSV (name, cycles_per_iter, one column per class).
+    /// Variants CSV.
     pub variants: PathBuf,
-    /// Port model: a built-in id or a TOML file.
+    /// Port model: a built-in id (skylake, skylake-avx512, haswell, sandybridge, knl, sapphirerapids, zen5, a64fx) or a TOML file.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "skylake"))]
     pub ports: String,
     /// Basin-hopping seed.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 65432))]
     pub seed: u64,
     /// Basin-hopping hops.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 40))]
     pub hops: usize,
     /// Lower bound of every CPI.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0, value_parser = hpcscope_core::range::option::positive))]
     pub cpi_min: f64,
     /// Upper bound of every CPI.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 100.0, value_parser = hpcscope_core::range::option::positive))]
     pub cpi_max: f64,
     /// Scheduler placement rule.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t))]
     pub scheduler: Scheduler,
 }
 
@@ -123,27 +130,39 @@ pub fn fit(o: &FitOptions) -> Result<Report<hpcscope_models::fit::CpiFit>> {
 /// `model predict`: a target's cycles per iteration from a proxy (the difference model), or
 /// with `validate` each model's error against the measured rows.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct PredictOptions {
-    /// Variants CSV holding the proxy and the targets.
+    /// Variants CSV holding the proxy (measured) and the target (cycles may be empty).
     pub variants: PathBuf,
-    /// CPIs: a JSON file written by `model fit --format json`, or `CLASS=CPI,...`.
+    /// CPIs: JSON written by `model fit --format json`, or `CLASS=CPI,...`.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub cpi: String,
     /// Name of the proxy row.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub proxy: String,
-    /// Names of the target rows (empty: every row without cycles, or with `validate` every
-    /// row but the proxy with cycles).
+    /// Name of the target row (repeatable; default: every row without cycles).
+    #[cfg_attr(feature = "clap", arg(long = "target", value_name = "TARGET"))]
     pub targets: Vec<String>,
     /// Port model id or TOML file.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "skylake"))]
     pub ports: String,
     /// R_c of the constant-R_c baseline.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = hpcscope_core::range::option::positive))]
     pub rc: Option<f64>,
     /// Clock in GHz, to convert cycles to time (eq. 5.2).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = hpcscope_core::range::option::ghz))]
     pub clock_ghz: Option<f64>,
     /// Loop iterations of the busiest thread (eq. 5.1).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = hpcscope_core::range::option::count))]
     pub iters: Option<f64>,
     /// Scheduler placement rule.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t))]
     pub scheduler: Scheduler,
-    /// Compare with the measured rows instead (Tables 5.2 and 5.3).
+    /// Compare with the measured rows instead: every row but the proxy that has
+    /// cycles_per_iter (or the --target rows) is predicted, and each model's % error per
+    /// variant and mean / SD / max over variants are printed side by side (Tables 5.2
+    /// and 5.3).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub validate: bool,
 }
 
@@ -260,12 +279,19 @@ pub fn predict(o: &PredictOptions) -> Result<Report<PredictOutput>> {
 
 /// `model scaling`: laws fitted to runs, and one chosen.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct ScalingOptions {
-    /// Laws to offer by name (empty: all).
+    /// Laws to offer (default: all).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "law", value_delimiter = ',', value_name = "LAW")
+    )]
     pub laws: Vec<String>,
     /// Work grows with p (weak scaling).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub weak: bool,
     /// Process counts to predict.
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', value_parser = hpcscope_core::range::option::processes))]
     pub predict: Vec<f64>,
 }
 
@@ -294,10 +320,12 @@ pub fn scaling(runs: &[Run], o: &ScalingOptions) -> Result<Report<ScalingOutput>
 
 /// `model pop`: POP efficiencies of a run, optionally against a reference run.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct PopOptions {
     /// Run CSV.
     pub run: PathBuf,
-    /// Reference run CSV.
+    /// Reference run CSV (for computation scaling and global efficiency).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub reference: Option<PathBuf>,
 }
 
@@ -345,36 +373,55 @@ pub fn pop(o: &PopOptions) -> Result<Report<PopOutput>> {
 
 /// `model compose`: eq. 3.3, each term in seconds or from what it is made of.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct ComposeOptions {
-    /// Kernel invocations (sigma).
+    /// Kernel invocations (sigma: time steps, SCF iterations).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0))]
     pub sigma: f64,
     /// Compute time of one invocation, s.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with_all = ["flops", "gflops"]))]
     pub compute_s: Option<f64>,
-    /// FLOPs of one invocation (with `gflops`).
+    /// FLOPs of one invocation (with --gflops: T_c = flops / rate).
+    #[cfg_attr(feature = "clap", arg(long, requires = "gflops"))]
     pub flops: Option<f64>,
-    /// Sustained compute rate, GFLOP/s.
+    /// Sustained compute rate, GFLOP/s (a kernel benchmark's, or `model peak`).
+    #[cfg_attr(feature = "clap", arg(long, requires = "flops"))]
     pub gflops: Option<f64>,
     /// Memory time of one invocation, s.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with_all = ["bytes", "bandwidth_gbs"]))]
     pub memory_s: Option<f64>,
-    /// Bytes one invocation moves (with `bandwidth_gbs`).
+    /// Bytes one invocation moves to and from memory (with --bandwidth-gbs).
+    #[cfg_attr(feature = "clap", arg(long, requires = "bandwidth_gbs"))]
     pub bytes: Option<f64>,
-    /// Memory bandwidth, GB/s.
+    /// Memory bandwidth, GB/s (STREAM triad, `hpcscope bench`).
+    #[cfg_attr(feature = "clap", arg(long, requires = "bytes"))]
     pub bandwidth_gbs: Option<f64>,
     /// MPI time of one invocation, s.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with_all = ["messages", "message_bytes", "mpi_table"]))]
     pub mpi_s: Option<f64>,
-    /// Messages one invocation sends (with `message_bytes` and `mpi_table`).
+    /// Messages one invocation sends (with --message-bytes and --mpi-table: Hockney's
+    /// t0 + n / bandwidth for each).
+    #[cfg_attr(feature = "clap", arg(long, requires_all = ["message_bytes", "mpi_table"]))]
     pub messages: Option<f64>,
     /// Bytes of each message.
+    #[cfg_attr(feature = "clap", arg(long, requires = "messages"))]
     pub message_bytes: Option<f64>,
-    /// Point-to-point times to fit Hockney's model to (CSV `bytes`, `t_avg_us`).
+    /// Point-to-point times to fit Hockney's model to: CSV with `bytes` and `t_avg_us`
+    /// (`hpcscope bench mpi --format csv`, or an IMB table).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "CSV", requires = "messages"))]
     pub mpi_table: Option<PathBuf>,
-    /// Benchmark rows of `mpi_table` to fit.
+    /// Benchmark rows of --mpi-table to fit (its `benchmark` column), e.g. sendrecv.
+    #[cfg_attr(feature = "clap", arg(long, requires = "mpi_table"))]
     pub benchmark: Option<String>,
-    /// Smallest message of `mpi_table` in the fit, bytes.
+    /// Smallest message of --mpi-table in the fit, bytes (small messages follow the
+    /// latency, not the bandwidth).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1024.0))]
     pub min_bytes: f64,
     /// I/O time of one invocation, s.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
     pub io_s: f64,
     /// Time of the rest of the program, s.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
     pub other_s: f64,
 }
 
@@ -457,10 +504,12 @@ pub fn compose(o: &ComposeOptions) -> Result<Report<ComposeOutput>> {
 
 /// `model decompose`: the weights of the time decomposition (eq. 3.2), and a projection.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct DecomposeOptions {
     /// Runs CSV: `ratio` (T/T_ref) and ref/run ratios per resource.
     pub runs: PathBuf,
-    /// A configuration to project: `NAME=RATIO,...`.
+    /// Project a configuration: NAME=RATIO,...
+    #[cfg_attr(feature = "clap", arg(long))]
     pub project: Option<String>,
 }
 

@@ -13,18 +13,24 @@ use super::read;
 
 /// `model similarity`.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SimilarityOptions {
     /// The kernel's (mini-app's) counters or profile.
     pub kernel: PathBuf,
     /// The parent code's counters or profile.
     pub parent: PathBuf,
-    /// More environments: `KERNEL,PARENT` file pairs, for the IPC-ratio invariance.
+    /// More environments: KERNEL,PARENT file pairs (another machine, ISA, compiler),
+    /// for the IPC-ratio invariance.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "KERNEL,PARENT"))]
     pub also: Vec<String>,
-    /// Region to compare (none: every region summed).
+    /// Region to compare (default: every region summed).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub region: Option<String>,
     /// Relative difference above which a counter is dissimilar.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.1))]
     pub threshold: f64,
     /// Largest deviation of the IPC ratio from its mean still called invariant, percent.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 10.0))]
     pub tolerance: f64,
 }
 

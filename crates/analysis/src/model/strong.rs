@@ -211,12 +211,16 @@ fn measurement_line(r: &DtReport) -> String {
 
 /// `model dt`: the data-throughput kernel and the clock at each thread count.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct DtOptions {
-    /// Thread counts (empty: 1, 2, 4... up to the CPUs this process may use).
+    /// Thread counts (default: 1, 2, 4... up to the CPUs this process may use).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ','))]
     pub threads: Vec<usize>,
     /// MiB of each thread's mesh copy (default: twice the last-level cache).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub dt_mib: Option<f64>,
     /// Timed samples per thread count.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5))]
     pub reps: usize,
 }
 

@@ -6,10 +6,7 @@
 //! and text views in `hpcscope-models`); this module runs one and prints its result, and its
 //! children hold each subcommand's arguments and their conversion into the workflow's options.
 
-pub mod difference;
 pub mod kernel;
-pub mod scaling;
-pub mod similarity;
 pub mod strong;
 
 use std::path::PathBuf;
@@ -20,11 +17,8 @@ use clap::{Args, Subcommand};
 use hpcscope_analysis::model;
 use hpcscope_models::view::Report;
 
-use self::difference::{FitArgs, PredictArgs};
 use self::kernel::{KernelArgs, PeakArgs};
-use self::scaling::{ComposeArgs, DecomposeArgs, PopArgs, ScalingArgs};
-use self::similarity::SimilarityArgs;
-use self::strong::{DtArgs, StrongArgs};
+use self::strong::StrongArgs;
 use crate::output::{Format, emit};
 
 /// Arguments of `model`.
@@ -41,15 +35,27 @@ pub struct ModelArgs {
     pub output: Option<PathBuf>,
 }
 
+/// Arguments of `model scaling`.
+#[derive(Args, Debug)]
+pub struct ScalingArgs {
+    /// Runs: one CSV (p or threads or ranks, and time_s), or merged jobs at several rank
+    /// counts: JSON written by `hpcscope merge --format json`, or run directories.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// The laws and predictions.
+    #[command(flatten)]
+    pub options: model::ScalingOptions,
+}
+
 /// Subcommands of `model`.
 #[derive(Subcommand, Debug)]
 pub enum ModelCmd {
     /// Find a function's innermost loops in a binary and count instructions per iteration by class.
     Kernel(KernelArgs),
     /// Fit CPIs per class to measured variants (CSV: name, cycles_per_iter, one column per class).
-    Fit(FitArgs),
+    Fit(model::FitOptions),
     /// Predict a target's cycles per iteration from a proxy (difference model, eqs. 5.8-5.11, with v1, v2 and baselines).
-    Predict(PredictArgs),
+    Predict(model::PredictOptions),
     /// Strong scaling capped by a memory benchmark (eqs. 5.1, 5.2 and section 5.5.1):
     /// from a CSV threads,clock_ghz,iters,memory_s[,proxy_cycles | ,stall_cycles], or
     /// measured: --measure runs the data-throughput kernel and the clock at each thread
@@ -58,23 +64,23 @@ pub enum ModelCmd {
     Strong(StrongArgs),
     /// Measure the data-throughput kernel of an unstructured-grid edge loop (seed 003's
     /// memory-bound cap) and the clock at each thread count; save it with --format json -o.
-    Dt(DtArgs),
+    Dt(model::DtOptions),
     /// Is a mini-app kernel representative of its parent? IPC-ratio invariance and
     /// counter-vector similarity (section 4.1) from counters files (`counters run --save`,
     /// perf stat CSV, PAPI, likwid) or profiles (`mix`, `counters --profile`).
-    Similarity(SimilarityArgs),
+    Similarity(model::SimilarityOptions),
     /// Fit Amdahl, Gustafson, USL and Extra-P-style laws to runs (CSV p,time_s, or merged
     /// parallel jobs) and choose one.
     Scaling(ScalingArgs),
     /// POP efficiencies of a run (CSV comp_s,runtime_s[,rank,out_mpi_s][,instructions,cycles
     /// or frequency_ghz]), optionally against a reference run (eq. 3.12's factors when both
     /// give instructions and cycles).
-    Pop(PopArgs),
+    Pop(model::PopOptions),
     /// The kernel-composition model of eq. 3.3: T = sigma (T_c + T_mem + T_MPI + T_IO) +
     /// T_other, each term given in seconds or from what it is made of.
-    Compose(ComposeArgs),
+    Compose(model::ComposeOptions),
     /// Fit the weights of the time decomposition (eq. 3.2) and project (CSV ratio + one column per resource).
-    Decompose(DecomposeArgs),
+    Decompose(model::DecomposeOptions),
     /// Theoretical single-core performance: a DAG file (habakkuk-style), or a binary's main loop.
     Peak(PeakArgs),
 }
@@ -89,20 +95,18 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode> {
     let f = args.format;
     let text = match &args.command {
         ModelCmd::Kernel(a) => render(f, &model::kernel(&kernel::kernel_options(a))?)?,
-        ModelCmd::Fit(a) => render(f, &model::fit(&difference::fit_options(a))?)?,
-        ModelCmd::Predict(a) => render(f, &model::predict(&difference::predict_options(a))?)?,
+        ModelCmd::Fit(a) => render(f, &model::fit(a)?)?,
+        ModelCmd::Predict(a) => render(f, &model::predict(a)?)?,
         ModelCmd::Strong(a) => render(f, &model::strong(&strong::strong_options(a)?)?)?,
-        ModelCmd::Dt(a) => render(f, &model::dt(&strong::dt_options(a))?)?,
-        ModelCmd::Similarity(a) => {
-            render(f, &model::similarity(&similarity::similarity_options(a))?)?
-        }
+        ModelCmd::Dt(a) => render(f, &model::dt(a)?)?,
+        ModelCmd::Similarity(a) => render(f, &model::similarity(a)?)?,
         ModelCmd::Scaling(a) => {
             let runs = hpcscope_job::scaling::scaling_runs(&a.runs)?;
-            render(f, &model::scaling(&runs, &scaling::scaling_options(a))?)?
+            render(f, &model::scaling(&runs, &a.options)?)?
         }
-        ModelCmd::Pop(a) => render(f, &model::pop(&scaling::pop_options(a))?)?,
-        ModelCmd::Compose(a) => render(f, &model::compose(&scaling::compose_options(a))?)?,
-        ModelCmd::Decompose(a) => render(f, &model::decompose(&scaling::decompose_options(a))?)?,
+        ModelCmd::Pop(a) => render(f, &model::pop(a)?)?,
+        ModelCmd::Compose(a) => render(f, &model::compose(a)?)?,
+        ModelCmd::Decompose(a) => render(f, &model::decompose(a)?)?,
         ModelCmd::Peak(a) => render(f, &model::peak(&kernel::peak_options(a)?)?)?,
     };
     emit(&text, args.output.as_deref())?;
@@ -153,7 +157,7 @@ mod tests {
         let ModelCmd::Fit(a) = parse(&["fit", "v.csv", "--scheduler", "greedy-ext"]) else {
             panic!()
         };
-        let o = difference::fit_options(&a);
+        let o = a;
         assert_eq!(o.ports, "skylake");
         assert_eq!((o.seed, o.hops), (65432, 40));
         assert_eq!((o.cpi_min, o.cpi_max), (1.0, 100.0));
@@ -173,7 +177,7 @@ mod tests {
         ]) else {
             panic!()
         };
-        let o = difference::predict_options(&a);
+        let o = a;
         assert_eq!(o.targets, vec!["a".to_string(), "b".to_string()]);
         assert!(o.validate);
         assert_eq!(o.scheduler, Scheduler::Waterfill);
@@ -233,7 +237,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            strong::dt_options(&a),
+            a,
             DtOptions {
                 threads: vec![1, 4],
                 dt_mib: None,
@@ -243,14 +247,14 @@ mod tests {
         let ModelCmd::Similarity(a) = parse(&["similarity", "k", "p", "--also", "a,b"]) else {
             panic!()
         };
-        let o = similarity::similarity_options(&a);
+        let o = a;
         assert_eq!(o.also, vec!["a,b".to_string()]);
         assert_eq!((o.threshold, o.tolerance), (0.1, 10.0));
         let ModelCmd::Scaling(a) = parse(&["scaling", "r.csv", "--law", "amdahl,usl", "--weak"])
         else {
             panic!()
         };
-        let o = scaling::scaling_options(&a);
+        let o = a.options;
         assert_eq!(o.laws, vec!["amdahl".to_string(), "usl".to_string()]);
         assert!(o.weak);
     }
@@ -260,20 +264,17 @@ mod tests {
         let ModelCmd::Pop(a) = parse(&["pop", "r.csv", "--reference", "x.csv"]) else {
             panic!()
         };
-        assert_eq!(scaling::pop_options(&a).reference, Some("x.csv".into()));
+        assert_eq!(a.reference, Some("x.csv".into()));
         let ModelCmd::Compose(a) = parse(&["compose", "--flops", "1e12", "--gflops", "50"]) else {
             panic!()
         };
-        let o = scaling::compose_options(&a);
+        let o = a;
         assert_eq!((o.sigma, o.flops, o.gflops), (1.0, Some(1e12), Some(50.0)));
         assert_eq!(o.min_bytes, 1024.0);
         let ModelCmd::Decompose(a) = parse(&["decompose", "d.csv", "--project", "a=1"]) else {
             panic!()
         };
-        assert_eq!(
-            scaling::decompose_options(&a).project.as_deref(),
-            Some("a=1")
-        );
+        assert_eq!(a.project.as_deref(), Some("a=1"));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use hpcscope_analysis::model::{DtOptions, StrongOptions, StrongSource};
+use hpcscope_analysis::model::{StrongOptions, StrongSource};
 
 // The arguments of `model strong`.
 #[derive(Args, Debug)]
@@ -59,20 +59,6 @@ pub struct StrongArgs {
     pub program: Vec<String>,
 }
 
-// The arguments of `model dt`.
-#[derive(Args, Debug)]
-pub struct DtArgs {
-    /// Thread counts (default: 1, 2, 4... up to the CPUs this process may use).
-    #[arg(long, value_delimiter = ',')]
-    pub threads: Vec<usize>,
-    /// MiB of each thread's mesh copy (default: twice the last-level cache).
-    #[arg(long)]
-    pub dt_mib: Option<f64>,
-    /// Timed samples per thread count.
-    #[arg(long, default_value_t = 5)]
-    pub reps: usize,
-}
-
 /// The options of `model strong`.
 pub(super) fn strong_options(a: &StrongArgs) -> Result<StrongOptions> {
     let source = match (&a.table, a.measure, &a.dt) {
@@ -96,13 +82,4 @@ pub(super) fn strong_options(a: &StrongArgs) -> Result<StrongOptions> {
         bytes_per_element: a.bytes_per_element,
         program: a.program.clone(),
     })
-}
-
-/// The options of `model dt`.
-pub(super) fn dt_options(a: &DtArgs) -> DtOptions {
-    DtOptions {
-        threads: a.threads.clone(),
-        dt_mib: a.dt_mib,
-        reps: a.reps,
-    }
 }
