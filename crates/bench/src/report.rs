@@ -226,6 +226,33 @@ pub struct Report {
     pub machine: Machine,
 }
 
+/// What `bench` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Form {
+    /// The machine file (hpcscope machine format).
+    #[default]
+    Toml,
+    /// The full report: sweep points, peaks per kernel and width, latency, scaling, and
+    /// the machine.
+    Json,
+}
+
+impl Report {
+    /// The report in `form`.
+    pub fn text(&self, form: Form) -> Result<String, crate::BenchError> {
+        Ok(match form {
+            Form::Toml => self.machine.to_toml_string(),
+            Form::Json => {
+                let mut s = serde_json::to_string_pretty(self)
+                    .map_err(|e| crate::BenchError::Internal(format!("JSON: {e}")))?;
+                s.push('\n');
+                s
+            }
+        })
+    }
+}
+
 /// Inputs to [`build_machine`] that are not measurements.
 #[derive(Debug, Clone, Default)]
 pub struct MachineNames {

@@ -37,6 +37,71 @@ pub enum CpuRequest {
     List(Vec<u32>),
 }
 
+impl CpuRequest {
+    /// `threads` (the first n CPUs), else the CPU list `cpus` (`0-3,8`), else every CPU.
+    pub fn of(threads: Option<usize>, cpus: Option<&str>) -> Result<CpuRequest, BenchError> {
+        Ok(match (threads, cpus) {
+            (Some(n), _) => CpuRequest::Threads(n),
+            (None, Some(list)) => {
+                CpuRequest::List(topology::parse_cpu_list(list).map_err(|e| {
+                    BenchError::bad_input("--cpus", e, "give CPU numbers and ranges such as 0-3,8")
+                })?)
+            }
+            (None, None) => CpuRequest::All,
+        })
+    }
+}
+
+/// The precisions of the peak kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Precisions {
+    /// Double and single precision.
+    #[default]
+    All,
+    /// Double precision only.
+    F64,
+    /// Single precision only.
+    F32,
+}
+
+impl Precisions {
+    /// The precisions measured.
+    pub fn list(self) -> Vec<Precision> {
+        match self {
+            Precisions::All => vec![Precision::F64, Precision::F32],
+            Precisions::F64 => vec![Precision::F64],
+            Precisions::F32 => vec![Precision::F32],
+        }
+    }
+}
+
+/// Parses `--sizes` (`32k,1m,64m,1g`).
+pub fn parse_sizes(s: &str) -> Result<Vec<u64>, BenchError> {
+    crate::units::parse_size_list(s).map_err(|e| {
+        BenchError::bad_input(
+            "--sizes",
+            e,
+            "give sizes such as 32k,1m,64m,1g (k/m/g = KiB/MiB/GiB; kB/MB/GB = 1000-based)",
+        )
+    })
+}
+
+/// Parses `--widths` (`scalar,128,256,512`).
+pub fn parse_widths(list: &str) -> Result<Vec<Width>, BenchError> {
+    let mut v = Vec::new();
+    for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        v.push(Width::from_name(w).ok_or_else(|| {
+            BenchError::bad_input(
+                "--widths",
+                format!("unknown width '{w}'"),
+                "give some of: scalar, 128, 256, 512",
+            )
+        })?);
+    }
+    Ok(v)
+}
+
 /// What to measure (`--kernels`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection {

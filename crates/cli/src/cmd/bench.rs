@@ -7,33 +7,9 @@ pub mod mpi;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand, ValueEnum};
-use hpcscope_bench::kernels::Width;
+use clap::{Args, Subcommand};
+use hpcscope_bench::run as bench_run;
 use hpcscope_bench::{BenchConfig, BenchError, CpuRequest, MachineNames, Selection};
-use hpcscope_core::Precision;
-
-/// Output format of `bench`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum BenchFormat {
-    /// The machine file (hpcscope machine format).
-    #[default]
-    Toml,
-    /// The full report: sweep points, peaks per kernel and width, latency, scaling, and
-    /// the machine.
-    Json,
-}
-
-/// Precisions of the peak kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum PrecisionArg {
-    /// Double and single precision.
-    #[default]
-    All,
-    /// Double precision only.
-    F64,
-    /// Single precision only.
-    F32,
-}
 
 /// Subcommands of `bench`.
 #[derive(Subcommand, Debug)]
@@ -58,7 +34,7 @@ pub struct BenchArgs {
     pub output: Option<PathBuf>,
     /// Output format: the machine file, or the full report.
     #[arg(long, value_enum, default_value_t)]
-    pub format: BenchFormat,
+    pub format: hpcscope_bench::report::Form,
     /// Also draw the bandwidth-vs-working-set sweep to this SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -100,7 +76,7 @@ pub struct BenchArgs {
     pub name: Option<String>,
     /// Precisions of the peak kernels.
     #[arg(long, value_enum, default_value_t)]
-    pub precision: PrecisionArg,
+    pub precision: hpcscope_bench::run::Precisions,
     /// Keep the measured peaks and bandwidths in the run history.
     #[command(flatten)]
     pub record: crate::args::RecordFlags,
@@ -112,46 +88,17 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
         Some(list) => Selection::parse(list)?,
         None => Selection::all(),
     };
-    let sizes = match &args.sizes {
-        Some(s) => Some(hpcscope_bench::units::parse_size_list(s).map_err(|e| {
-            BenchError::bad_input(
-                "--sizes",
-                e,
-                "give sizes such as 32k,1m,64m,1g (k/m/g = KiB/MiB/GiB; kB/MB/GB = 1000-based)",
-            )
-        })?),
-        None => None,
-    };
-    let cpus = match (&args.threads, &args.cpus) {
-        (Some(n), _) => CpuRequest::Threads(*n),
-        (None, Some(list)) => {
-            CpuRequest::List(hpcscope_bench::topology::parse_cpu_list(list).map_err(|e| {
-                BenchError::bad_input("--cpus", e, "give CPU numbers and ranges such as 0-3,8")
-            })?)
-        }
-        (None, None) => CpuRequest::All,
-    };
-    let widths = match &args.widths {
-        Some(list) => {
-            let mut v = Vec::new();
-            for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-                v.push(Width::from_name(w).ok_or_else(|| {
-                    BenchError::bad_input(
-                        "--widths",
-                        format!("unknown width '{w}'"),
-                        "give some of: scalar, 128, 256, 512",
-                    )
-                })?);
-            }
-            Some(v)
-        }
-        None => None,
-    };
-    let precisions = match args.precision {
-        PrecisionArg::All => vec![Precision::F64, Precision::F32],
-        PrecisionArg::F64 => vec![Precision::F64],
-        PrecisionArg::F32 => vec![Precision::F32],
-    };
+    let sizes = args
+        .sizes
+        .as_deref()
+        .map(bench_run::parse_sizes)
+        .transpose()?;
+    let cpus = CpuRequest::of(args.threads, args.cpus.as_deref())?;
+    let widths = args
+        .widths
+        .as_deref()
+        .map(bench_run::parse_widths)
+        .transpose()?;
     Ok(BenchConfig {
         quick: args.quick,
         selection,
@@ -161,7 +108,7 @@ pub fn config(args: &BenchArgs) -> Result<BenchConfig, BenchError> {
         statistic: args.statistic,
         cpu_clock: args.cpu_clock,
         widths,
-        precisions,
+        precisions: args.precision.list(),
         names: MachineNames {
             id: args.id.clone(),
             name: args.name.clone(),
@@ -190,15 +137,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), BenchError> {
         .collect();
     hpcscope_bench::report::preflight(&outs)?;
     let report = hpcscope_bench::run(&cfg)?;
-    let text = match args.format {
-        BenchFormat::Toml => report.machine.to_toml_string(),
-        BenchFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&report)
-                .map_err(|e| BenchError::Internal(format!("JSON: {e}")))?;
-            s.push('\n');
-            s
-        }
-    };
+    let text = report.text(args.format)?;
     hpcscope_bench::report::write_outputs(
         args.svg
             .as_deref()
