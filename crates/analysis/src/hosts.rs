@@ -1475,6 +1475,79 @@ pub fn section(v: &HostsValidation) -> hpcscope_report::Section {
     }
 }
 
+/// `hosts record`: this host's record into a directory.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct RecordHost {
+    /// The record's directory (created; refused when it already holds measurements.json).
+    pub dir: PathBuf,
+    /// Timed rounds: each round runs every binary once.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 11))]
+    pub runs: u32,
+    /// Take this machine file instead of measuring this host with `hpcscope bench
+    /// --cpu-clock --statistic best`.
+    #[cfg_attr(feature = "clap", arg(long, short, value_name = "FILE"))]
+    pub machine: Option<String>,
+    /// Only these workloads (comma-separated).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ','))]
+    pub workloads: Vec<String>,
+    /// Thread counts of the OpenMP workloads (comma-separated).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_delimiter = ',', default_value = "1,2")
+    )]
+    pub threads: Vec<u32>,
+    /// Where the workloads are built.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "out/hosts/build"))]
+    pub build_dir: PathBuf,
+}
+
+/// Records this host as `o` says: its files (`machine.toml` and `measurements.json` in
+/// `o.dir`, which is created) with their text, to be written together, and what to print.
+/// A directory that already holds a record is refused before anything runs, and so is a
+/// machine file that cannot be read.
+pub fn record_host(
+    o: &RecordHost,
+    progress: &dyn Fn(&str),
+) -> Result<(Vec<(PathBuf, String)>, String)> {
+    let mj = o.dir.join("measurements.json");
+    if mj.exists() {
+        anyhow::bail!(hpcscope_core::InputError::new(
+            mj.display().to_string(),
+            "",
+            "already exists: a host record is not written over",
+            "give a new directory, or remove the old record first"
+        ));
+    }
+    // The machine first: a machine file that cannot be read is refused before the runs.
+    let given = match &o.machine {
+        Some(m) => Some(hpcscope_core::load::machine(m)?),
+        None => None,
+    };
+    let file = record(
+        &RecordOptions {
+            build_dir: o.build_dir.clone(),
+            runs: o.runs,
+            workloads: o.workloads.clone(),
+            threads: o.threads.clone(),
+        },
+        progress,
+    )?;
+    let machine = match given {
+        Some(m) => m,
+        None => {
+            progress("measuring this host: hpcscope bench --cpu-clock --statistic best");
+            bench_machine()?
+        }
+    };
+    std::fs::create_dir_all(&o.dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", o.dir.display()))?;
+    let json = serde_json::to_string_pretty(&file)? + "\n";
+    let mt = o.dir.join("machine.toml");
+    let text = record_text(&file, &mt, &mj);
+    Ok((vec![(mt, machine.to_toml_string()), (mj, json)], text))
+}
+
 /// Options of [`record`].
 #[derive(Debug, Clone)]
 pub struct RecordOptions {

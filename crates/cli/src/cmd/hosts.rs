@@ -19,7 +19,7 @@ pub enum HostsCmd {
     Validate(ValidateArgs),
     /// Record this host: build the bundled workloads, time them, and write machine.toml
     /// and measurements.json into DIR.
-    Record(RecordArgs),
+    Record(hosts::RecordHost),
 }
 
 /// How `hosts validate` prints.
@@ -77,29 +77,6 @@ pub struct ValidateArgs {
     pub statistic: hosts::Statistic,
 }
 
-/// Arguments of `hosts record`.
-#[derive(Args, Debug)]
-pub struct RecordArgs {
-    /// The record's directory (created; refused when it already holds measurements.json).
-    pub dir: PathBuf,
-    /// Timed rounds: each round runs every binary once.
-    #[arg(long, default_value_t = 11)]
-    pub runs: u32,
-    /// Take this machine file instead of measuring this host with `hpcscope bench
-    /// --cpu-clock --statistic best`.
-    #[arg(long, short, value_name = "FILE")]
-    pub machine: Option<String>,
-    /// Only these workloads (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub workloads: Vec<String>,
-    /// Thread counts of the OpenMP workloads (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
-    pub threads: Vec<u32>,
-    /// Where the workloads are built.
-    #[arg(long, default_value = "out/hosts/build")]
-    pub build_dir: PathBuf,
-}
-
 fn progress(msg: &str) {
     eprintln!("[hpcscope hosts] {msg}");
 }
@@ -147,44 +124,13 @@ fn validate(a: &ValidateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn record(a: &RecordArgs) -> Result<ExitCode> {
-    let mj = a.dir.join("measurements.json");
-    if mj.exists() {
-        anyhow::bail!(hpcscope_core::InputError::new(
-            mj.display().to_string(),
-            "",
-            "already exists: a host record is not written over",
-            "give a new directory, or remove the old record first"
-        ));
-    }
-    // The machine first: a machine file that cannot be read is refused before the runs.
-    let given = match &a.machine {
-        Some(m) => Some(hpcscope_core::load::machine(m)?),
-        None => None,
-    };
-    let file = hosts::record(
-        &hosts::RecordOptions {
-            build_dir: a.build_dir.clone(),
-            runs: a.runs,
-            workloads: a.workloads.clone(),
-            threads: a.threads.clone(),
-        },
-        &progress,
-    )?;
-    let machine = match given {
-        Some(m) => m,
-        None => {
-            progress("measuring this host: hpcscope bench --cpu-clock --statistic best");
-            hosts::bench_machine()?
-        }
-    };
-    std::fs::create_dir_all(&a.dir)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", a.dir.display()))?;
-    let json = serde_json::to_string_pretty(&file)? + "\n";
-    let toml = machine.to_toml_string();
-    let mt = a.dir.join("machine.toml");
-    let text = hosts::record_text(&file, &mt, &mj);
-    crate::output::write_files(&[(&mt, &toml), (&mj, &json)])?;
+fn record(a: &hosts::RecordHost) -> Result<ExitCode> {
+    let (files, text) = hosts::record_host(a, &progress)?;
+    let files: Vec<(&std::path::Path, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.as_str()))
+        .collect();
+    crate::output::write_files(&files)?;
     emit(&text, None)?;
     Ok(ExitCode::SUCCESS)
 }
