@@ -29,6 +29,81 @@ use serde::{Deserialize, Serialize};
 use crate::robust::{Change, Detection, LevelModel, RobustOptions, prepare};
 use crate::stats::{TTest, t_test_from_stats};
 
+/// The change-point detectors, by name: what each is, [`DetectorChoice::method`] says (the
+/// variants have no doc of their own, so that `--help` lists their names only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[allow(missing_docs)]
+pub enum Detector {
+    Robust,
+    Edivisive,
+    Pelt,
+}
+
+/// A detector and its settings, as a user gives them (`history plot`, `history changes`).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct DetectorChoice {
+    /// Detector: `robust` (steps against a trend, seasonality and autocorrelated noise),
+    /// `edivisive` (Otava's E-divisive with a t-test) or `pelt` (PELT, normal mean cost).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = Detector::Robust))]
+    pub method: Detector,
+    /// Minimum step, in noise standard deviations (robust; for E-divisive, the effect size
+    /// in pooled standard deviations).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0, value_name = "D"))]
+    pub min_effect: f64,
+    /// Penalty multiplier of the robust detector: a change needs z² >= PENALTY x ln(runs).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = 3.0, value_name = "PENALTY")
+    )]
+    pub penalty: f64,
+    /// Minimum runs on each side of a change (robust and PELT).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5, value_name = "N"))]
+    pub min_segment: usize,
+    /// Seasonal period in runs (robust): `auto` (detected), `off`, or a number.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "auto", value_name = "auto|off|N", value_parser = crate::robust::Seasonality::parse))]
+    pub period: crate::robust::Seasonality,
+    /// Robust: model plain steps of a constant level (no local trend).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub no_trend: bool,
+    /// E-divisive: significance level of the change points.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.001, value_name = "P"))]
+    pub max_pvalue: f64,
+    /// E-divisive: minimum relative change of a change point, percent.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0, value_name = "PCT"))]
+    pub min_change: f64,
+    /// E-divisive: window length.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 50, value_name = "N"))]
+    pub window: usize,
+}
+
+impl DetectorChoice {
+    /// The method these settings choose.
+    pub fn method(&self) -> Method {
+        match self.method {
+            Detector::Robust => Method::Robust(RobustOptions {
+                min_segment: self.min_segment,
+                penalty: self.penalty,
+                min_effect: self.min_effect,
+                trend: !self.no_trend,
+                seasonality: self.period,
+                ..RobustOptions::default()
+            }),
+            Detector::Edivisive => Method::EDivisive(EDivisiveOptions {
+                window: self.window,
+                max_pvalue: self.max_pvalue,
+                min_magnitude: self.min_change / 100.0,
+                min_effect_size: self.min_effect,
+            }),
+            Detector::Pelt => Method::Pelt(PeltOptions {
+                min_size: self.min_segment,
+                ..PeltOptions::default()
+            }),
+        }
+    }
+}
+
 /// A change-point method with its options, for [`detect`].
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

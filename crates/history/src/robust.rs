@@ -70,6 +70,22 @@ pub enum Seasonality {
     Period(usize),
 }
 
+impl Seasonality {
+    /// Parses `--period`: `auto`, `off` (or 0) or a period of at least 2 runs.
+    pub fn parse(s: &str) -> Result<Seasonality, String> {
+        match s {
+            "auto" => Ok(Seasonality::Auto),
+            "off" | "0" => Ok(Seasonality::Off),
+            _ => match s.parse::<usize>() {
+                Ok(p) if p >= 2 => Ok(Seasonality::Period(p)),
+                _ => Err(format!(
+                    "`{s}` is not a period: use auto, off or a number of runs >= 2 (7 for a weekly pattern of daily runs)"
+                )),
+            },
+        }
+    }
+}
+
 /// Options of [`detect`].
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use hpcscope_history::changepoint::{ChangesReport, EDivisiveOptions, Method, PeltOptions, detect};
-use hpcscope_history::robust::{Detection, RobustOptions, Seasonality};
+use hpcscope_history::changepoint::{ChangesReport, DetectorChoice, detect};
+use hpcscope_history::robust::Detection;
 use hpcscope_history::store::{Filter, SeriesPoint, Store, default_db_path};
 use hpcscope_history::view;
 
@@ -132,56 +132,9 @@ struct SeriesArgs {
     /// Mix runs of different machine fingerprints (by default only the newest run's machine).
     #[arg(long)]
     mix_machines: bool,
-    /// Detector: `robust` (steps against a trend, seasonality and autocorrelated noise),
-    /// `edivisive` (Otava's E-divisive with a t-test) or `pelt` (PELT, normal mean cost).
-    #[arg(long, value_enum, default_value_t = CpMethod::Robust)]
-    method: CpMethod,
-    /// Minimum step, in noise standard deviations (robust; for E-divisive, the effect size
-    /// in pooled standard deviations).
-    #[arg(long, default_value_t = 1.0, value_name = "D")]
-    min_effect: f64,
-    /// Penalty multiplier of the robust detector: a change needs z² >= PENALTY x ln(runs).
-    #[arg(long, default_value_t = 3.0, value_name = "PENALTY")]
-    penalty: f64,
-    /// Minimum runs on each side of a change (robust and PELT).
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    min_segment: usize,
-    /// Seasonal period in runs (robust): `auto` (detected), `off`, or a number.
-    #[arg(long, default_value = "auto", value_name = "auto|off|N", value_parser = parse_period)]
-    period: Seasonality,
-    /// Robust: model plain steps of a constant level (no local trend).
-    #[arg(long)]
-    no_trend: bool,
-    /// E-divisive: significance level of the change points.
-    #[arg(long, default_value_t = 0.001, value_name = "P")]
-    max_pvalue: f64,
-    /// E-divisive: minimum relative change of a change point, percent.
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
-    min_change: f64,
-    /// E-divisive: window length.
-    #[arg(long, default_value_t = 50, value_name = "N")]
-    window: usize,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum CpMethod {
-    Robust,
-    Edivisive,
-    Pelt,
-}
-
-/// Parses `--period`: `auto`, `off` (or 0) or a period of at least 2 runs.
-fn parse_period(s: &str) -> std::result::Result<Seasonality, String> {
-    match s {
-        "auto" => Ok(Seasonality::Auto),
-        "off" | "0" => Ok(Seasonality::Off),
-        _ => match s.parse::<usize>() {
-            Ok(p) if p >= 2 => Ok(Seasonality::Period(p)),
-            _ => Err(format!(
-                "`{s}` is not a period: use auto, off or a number of runs >= 2 (7 for a weekly pattern of daily runs)"
-            )),
-        },
-    }
+    /// The change-point detector.
+    #[command(flatten)]
+    detector: DetectorChoice,
 }
 
 #[derive(clap::Args, Debug)]
@@ -276,33 +229,10 @@ fn load_series(a: &SeriesArgs) -> Result<(Vec<SeriesPoint>, Option<String>)> {
     Ok(open(&a.filter.db)?.machine_series(&a.metric, &a.filter.filter(), a.mix_machines)?)
 }
 
-fn method(a: &SeriesArgs) -> Method {
-    match a.method {
-        CpMethod::Robust => Method::Robust(RobustOptions {
-            min_segment: a.min_segment,
-            penalty: a.penalty,
-            min_effect: a.min_effect,
-            trend: !a.no_trend,
-            seasonality: a.period,
-            ..RobustOptions::default()
-        }),
-        CpMethod::Edivisive => Method::EDivisive(EDivisiveOptions {
-            window: a.window,
-            max_pvalue: a.max_pvalue,
-            min_magnitude: a.min_change / 100.0,
-            min_effect_size: a.min_effect,
-        }),
-        CpMethod::Pelt => Method::Pelt(PeltOptions {
-            min_size: a.min_segment,
-            ..PeltOptions::default()
-        }),
-    }
-}
-
 fn plot(a: &PlotArgs) -> Result<ExitCode> {
     let (pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
-    let m = method(&a.series);
+    let m = a.series.detector.method();
     let det = detect(&xs, &m);
     let svg = view::plot_svg(&a.series.metric, &pts, &xs, &det, &m, note.as_deref());
     crate::output::write_atomic(&a.output, &svg)?;
@@ -324,7 +254,7 @@ fn plot(a: &PlotArgs) -> Result<ExitCode> {
 fn changes(a: &ChangesArgs) -> Result<ExitCode> {
     let (pts, note) = load_series(&a.series)?;
     let xs: Vec<f64> = pts.iter().map(|p| p.value).collect();
-    let m = method(&a.series);
+    let m = a.series.detector.method();
     let det: Detection = detect(&xs, &m);
     let mut notes: Vec<String> = note.into_iter().collect();
     notes.extend(det.notes.iter().cloned());
