@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use hpcscope_history::store::{Filter, default_db_path};
 use hpcscope_job::rank::RankSession;
 use hpcscope_job::slurm::{Plan, SlurmOptions};
 
@@ -225,4 +226,93 @@ pub enum BandwidthsArg {
     BinaryWidth,
     /// Each level's own bandwidth and the machine's peak (the seeds' form).
     Level,
+}
+
+/// The store to use.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DbArg {
+    /// History store (default: $HPCSCOPE_DB, else $XDG_DATA_HOME/hpcscope/history.sqlite,
+    /// else ~/.local/share/hpcscope/history.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    /// The store path.
+    pub fn path(&self) -> Result<PathBuf> {
+        match &self.db {
+            Some(p) => Ok(p.clone()),
+            None => Ok(default_db_path()?),
+        }
+    }
+}
+
+/// Which runs to select.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Only runs whose command line contains TEXT.
+    #[arg(long = "command", value_name = "TEXT")]
+    pub command: Option<String>,
+    /// Only runs with this tag (repeatable; all must match).
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    pub tags: Vec<(String, String)>,
+    /// Only runs on the machine whose fingerprint id starts with ID.
+    #[arg(long, value_name = "ID")]
+    pub machine: Option<String>,
+    /// Only runs of the git commit starting with SHA.
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// Only runs recorded by SOURCE (`record`, or the hpcscope subcommand that stored them).
+    #[arg(long, value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// Only runs started at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS UTC, or Unix seconds).
+    #[arg(long, value_name = "DATE", value_parser = hpcscope_host::time::parse_time)]
+    pub since: Option<f64>,
+    /// Only runs started before DATE.
+    #[arg(long, value_name = "DATE", value_parser = hpcscope_host::time::parse_time)]
+    pub until: Option<f64>,
+    /// Only the newest N runs.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+}
+
+impl FilterArgs {
+    /// The store filter.
+    pub fn filter(&self) -> Filter {
+        Filter {
+            command_contains: self.command.clone(),
+            tags: self.tags.clone(),
+            machine: self.machine.clone(),
+            git_commit: self.commit.clone(),
+            source: self.source.clone(),
+            since: self.since,
+            until: self.until,
+            last: self.last,
+            ..Filter::default()
+        }
+    }
+}
+
+/// Parses `KEY=VALUE`.
+pub fn parse_kv(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!(
+            "`{s}` is not KEY=VALUE (example: --tag branch=main)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags() {
+        // Dates: hpcscope_host::time::parse_time has their tests.
+        assert!(parse_kv("a=b=c").unwrap().1 == "b=c");
+        assert!(parse_kv("=x").is_err());
+    }
 }

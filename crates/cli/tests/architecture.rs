@@ -19,18 +19,34 @@ fn src() -> PathBuf {
 }
 
 /// What several commands share lives in `args.rs`, `output.rs` or a library, not in another
-/// command's module: a command module never names `crate::cmd::` (a sibling) nor climbs
-/// past its parent (`super::super::`). A subcommand's module may use its parent's.
+/// command's module: a command module never names `crate::cmd::` or, from cmd/, `super::`
+/// another command (a sibling), nor climbs past its parent (`super::super::`). A
+/// subcommand's module may use its parent's.
 #[test]
 fn no_command_module_imports_another() {
+    let cmd = src().join("cmd");
     let mut files = Vec::new();
-    rust_files(&src().join("cmd"), &mut files);
+    rust_files(&cmd, &mut files);
+    // The command modules by name: `super::NAME` at the top of a file directly in cmd/ is a
+    // sibling (inside a file's own `mod tests`, `super` is the file itself, and indented).
+    let siblings: Vec<String> = std::fs::read_dir(&cmd)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .filter(|n| n != "mod")
+        .collect();
     let mut bad = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
+        let top = f.parent() == Some(cmd.as_path());
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            if code.contains("crate::cmd::") || code.contains("super::super::") {
+            let sibling = top
+                && siblings.iter().any(|n| {
+                    code.starts_with(&format!("use super::{n}::"))
+                        || code.starts_with(&format!("use super::{n};"))
+                });
+            if code.contains("crate::cmd::") || code.contains("super::super::") || sibling {
                 bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
             }
         }
@@ -42,9 +58,9 @@ fn no_command_module_imports_another() {
     );
 }
 
-/// The lines of crates/cli/src may only go down, toward the 5,000 of docs/ARCHITECTURE.md:
-/// lower the ceiling when a change makes the binary thinner, never raise it.
-const CLI_LINES_CEILING: usize = 6_401;
+/// The lines of crates/cli/src stay within the 5,000 of docs/ARCHITECTURE.md: the binary
+/// parses, converts, calls and prints; new logic goes into the library of its domain.
+const CLI_LINES_CEILING: usize = 5_000;
 
 #[test]
 fn the_binary_does_not_grow() {

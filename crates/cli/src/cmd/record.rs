@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use hpcscope_analysis::record::{Failed, RecordOptions, record};
 use hpcscope_history::store::Store;
 
-use super::history::{DbArg, parse_kv};
+use crate::args::{DbArg, parse_kv};
 
 /// Run a command N times and store each run in the history.
 #[derive(clap::Args, Debug)]

@@ -11,7 +11,7 @@ use hpcscope_history::check::{CheckOptions, check, directions};
 use hpcscope_history::gate::GateOptions;
 use hpcscope_history::store::Store;
 
-use super::history::FilterArgs;
+use crate::args::FilterArgs;
 
 /// Non-regression testing over the run history.
 #[derive(clap::Args, Debug)]

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hpcscope_history::export::{otava_config, otava_csv};
 
-use super::FilterArgs;
+use crate::args::FilterArgs;
 use crate::output::emit_with;
 
 /// Formats of `history export`.
