@@ -23,10 +23,13 @@
 #   mix native sampled  --engine native --sample SAMPLE
 # Printed: the mean wall times, the ratios of the criteria of the native engine (counts only
 # at most 1.5x native; full simulation at most 1.0x cachegrind; sampled at most 4x native),
-# and the L1 data misses of one run each: cachegrind's D1 misses, and the cascadelake-8260 L1
+# the L1 data misses of one run each: cachegrind's D1 misses, and the cascadelake-8260 L1
 # misses of mix under each engine, with their differences to cachegrind (whole program: the
 # C library's start-up and ifunc choices differ a little between valgrind's CPU, QEMU's and
-# the machine's, so a difference of the order of a start-up's misses is expected).
+# the machine's, so a difference of the order of a start-up's misses is expected), and the
+# throughput of each simulator over its mean wall time: data accesses per second, and
+# lookups per second in its cache levels (cachegrind: I refs + D refs + LL refs; mix
+# native: every level's accesses, both hierarchies, each level's own rate beside).
 #
 # Needs gcc, valgrind, hyperfine, python3, the DynamoRIO build (scripts/build-dynamorio.sh)
 # and a release build of hpcscope (built here unless HPCSCOPE is given).
@@ -110,6 +113,26 @@ def diff(x):
     return f"{(x - d1) / d1 * 100:+.3f} %" if d1 else "n/a"
 print(f"  L1 data misses: cachegrind {d1}; mix native {mn} ({diff(mn)}, {an} accesses); "
       f"mix qemu {mq} ({diff(mq)}, {aq} accesses)")
+# Throughput of each simulator over the wall time of its whole run (start-up included):
+# the program's data accesses per second, and lookups per second in all its cache levels
+# (cachegrind: I1, D1 and LL, each reference one L1 lookup and each L1 miss one LL lookup;
+# mix: the accesses every level of both hierarchies counted).
+def count(name):
+    m = re.search(name + r":\s+([\d,]+)", text)
+    return int(m.group(1).replace(",", "")) if m else 0
+def mps(n, s):
+    return f"{n / s / 1e6:.1f} M/s"
+irefs, drefs, llrefs = count(r"I\s+refs"), count(r"D\s+refs"), count(r"LL refs")
+t = open(n).read()
+caches = json.loads(t[t.index("{"):])["variants"][0]["caches"]
+per_level = [(c["name"], lv["name"], lv["accesses"]) for c in caches for lv in c["levels"]]
+lookups = sum(a for _, _, a in per_level)
+tm = r["mix native"]
+print(f"  simulator throughput: cachegrind {mps(drefs, r['cachegrind'])} data refs, "
+      f"{mps(irefs + drefs + llrefs, r['cachegrind'])} lookups in I1+D1+LL; "
+      f"mix native {mps(an, tm)} data accesses, {mps(lookups, tm)} lookups in "
+      f"{len(per_level)} levels ("
+      + ", ".join(f"{c} {lv} {mps(a, tm)}" for c, lv, a in per_level) + ")")
 PY
 done
 exit $status

@@ -9,14 +9,24 @@
 //! qemu-x86_64 -plugin target/release/libhpcscope_qemu_plugin.so,mem=on,memfd=3,coalesce=64 ./prog 3>stream.bin
 //! cargo run --release -p hpcscope-mix --example replay -- stream.bin cascadelake-8260 graviton2
 //! ```
+//!
+//! `--json FILE` first writes every counter (each machine's, all threads and per thread) to
+//! FILE as JSON, to compare two builds of the simulator count for count.
 
 use std::io::Read;
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let json = if args.first().map(String::as_str) == Some("--json") && args.len() > 1 {
+        let file = args.remove(1);
+        args.remove(0);
+        Some(file)
+    } else {
+        None
+    };
     let Some((path, machines)) = args.split_first() else {
-        return Err("usage: replay STREAM MACHINE...".into());
+        return Err("usage: replay [--json FILE] STREAM MACHINE...".into());
     };
     let configs = machines
         .iter()
@@ -32,8 +42,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t1 = Instant::now();
     let r =
         hpcscope_mix::replay_stream(&bytes[..], configs, &hpcscope_cachesim::Placement::Compact)?;
-    let (stats, records) = (r.caches, r.records);
     let sim_s = t1.elapsed().as_secs_f64();
+    if let Some(file) = json {
+        let all = serde_json::json!({
+            "records": r.records,
+            "caches": r.caches,
+            "thread_caches": r.thread_caches,
+        });
+        std::fs::write(file, serde_json::to_string_pretty(&all)?)?;
+    }
+    let (stats, records) = (r.caches, r.records);
     println!(
         "{records} records; read {read_s:.3} s; decode + simulate {sim_s:.3} s ({:.1} M records/s, {:.2} ns per record and hierarchy)",
         records as f64 / sim_s / 1e6,
