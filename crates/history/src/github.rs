@@ -80,17 +80,6 @@ pub fn annotations(report: &CheckReport) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_and_properties_are_escaped() {
-        assert_eq!(message("50%\nnext"), "50%25%0Anext");
-        assert_eq!(property("a: b, c"), "a%3A b%2C c");
-    }
-}
-
 /// Appends `markdown` to the job's step summary (`$GITHUB_STEP_SUMMARY`); `Ok(false)` when
 /// the variable is not set (not in a GitHub Actions step).
 pub fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
@@ -116,4 +105,15 @@ pub fn append_step_summary(markdown: &str) -> std::io::Result<bool> {
         )
     })?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_and_properties_are_escaped() {
+        assert_eq!(message("50%\nnext"), "50%25%0Anext");
+        assert_eq!(property("a: b, c"), "a%3A b%2C c");
+    }
 }

@@ -406,6 +406,44 @@ pub fn measure_command(argv: &[String]) -> std::io::Result<Measured> {
     })
 }
 
+/// The numbers a command wrote to `p` (`record --metrics-json`), read with the input limit;
+/// the error says what is wrong with the file and how to fix it.
+pub fn read_metrics_json(p: &Path) -> std::result::Result<serde_json::Value, String> {
+    if !p.exists() {
+        return Err(format!(
+            "the command did not write {} (--metrics-json): write a JSON object of numbers there",
+            p.display()
+        ));
+    }
+    let text = hpcscope_core::load::read(
+        p,
+        "the metrics file (--metrics-json)",
+        "write a JSON object of numbers there",
+    )
+    .map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            format!(
+                "{}: JSON nested deeper than 128 levels at line {} column {} (--metrics-json): \
+                 write a JSON object of numbers, nested less",
+                p.display(),
+                e.line(),
+                e.column()
+            )
+        } else {
+            format!(
+                "{}: not valid JSON (--metrics-json): {e}: write a JSON object of numbers there",
+                p.display()
+            )
+        }
+    })
+}
+
+/// What is said when a command cannot be started.
+pub fn cannot_run(prog: &str) -> String {
+    format!("cannot run `{prog}`: check that it exists and is executable (is it on PATH?)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,42 +538,4 @@ mod tests {
         assert_eq!(f.exit_status, Some(1));
         assert!(measure_command(&[]).is_err());
     }
-}
-
-/// The numbers a command wrote to `p` (`record --metrics-json`), read with the input limit;
-/// the error says what is wrong with the file and how to fix it.
-pub fn read_metrics_json(p: &Path) -> std::result::Result<serde_json::Value, String> {
-    if !p.exists() {
-        return Err(format!(
-            "the command did not write {} (--metrics-json): write a JSON object of numbers there",
-            p.display()
-        ));
-    }
-    let text = hpcscope_core::load::read(
-        p,
-        "the metrics file (--metrics-json)",
-        "write a JSON object of numbers there",
-    )
-    .map_err(|e| e.to_string())?;
-    serde_json::from_str(&text).map_err(|e| {
-        if e.to_string().starts_with("recursion limit exceeded") {
-            format!(
-                "{}: JSON nested deeper than 128 levels at line {} column {} (--metrics-json): \
-                 write a JSON object of numbers, nested less",
-                p.display(),
-                e.line(),
-                e.column()
-            )
-        } else {
-            format!(
-                "{}: not valid JSON (--metrics-json): {e}: write a JSON object of numbers there",
-                p.display()
-            )
-        }
-    })
-}
-
-/// What is said when a command cannot be started.
-pub fn cannot_run(prog: &str) -> String {
-    format!("cannot run `{prog}`: check that it exists and is executable (is it on PATH?)")
 }
