@@ -132,17 +132,6 @@ pub fn supported(op: Op, w: Width) -> bool {
 /// The kernel groups a validation can be limited to (the first part of a kernel's name).
 pub const GROUPS: [&str; 5] = ["fp", "libm", "stream", "conflict", "matmul"];
 
-/// Checks `counters validate --kernels`: each a group of [`GROUPS`].
-pub fn check_groups(groups: &[String]) -> Result<()> {
-    match groups.iter().find(|g| !GROUPS.contains(&g.as_str())) {
-        Some(g) => Err(Error::Input(format!(
-            "--kernels {g}: unknown group; give some of {}",
-            GROUPS.join(", ")
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// Whether `groups` selects `group` (an empty list selects every group).
 pub fn selects(groups: &[String], group: &str) -> bool {
     groups.is_empty() || groups.iter().any(|g| g == group)

@@ -429,6 +429,18 @@ pub fn compare(
     out
 }
 
+/// Checks `counters validate --kernels`: each a group of [`crate::suite::GROUPS`].
+pub fn check_groups(groups: &[String]) -> crate::Result<()> {
+    use crate::suite::GROUPS;
+    match groups.iter().find(|g| !GROUPS.contains(&g.as_str())) {
+        Some(g) => Err(crate::Error::Input(format!(
+            "--kernels {g}: unknown group; give some of {}",
+            GROUPS.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The suite's result.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]

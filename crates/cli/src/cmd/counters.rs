@@ -470,13 +470,13 @@ fn cmd_validate(a: &ValidateArgs) -> Result<ExitCode> {
             )?;
             validate::validate_file(&text, &f.display().to_string())?
         } else if a.counted_by == CountedBy::Mix {
-            suite::check_groups(&a.kernels)?;
+            validate::check_groups(&a.kernels)?;
             let exe =
                 std::env::current_exe().context("cannot find the hpcscope binary to emulate")?;
             hpcscope_analysis::kernel_suite::suite_under_mix(&exe, a.quick, &a.kernels)?
         } else {
             // The arguments first: a typo in --kernels is refused before any recipe is needed.
-            suite::check_groups(&a.kernels)?;
+            validate::check_groups(&a.kernels)?;
             validate::suite_on_perf(&a.recipe.choice(), a.quick, &a.kernels)?
         };
         match a.format {
