@@ -1,5 +1,6 @@
 //! Repetition statistics: median and spread of repeated measurements.
 
+use hpcscope_core::stats::quantile_sorted as quantile;
 use serde::{Deserialize, Serialize};
 
 /// Summary of repeated measurements of one quantity.
@@ -86,14 +87,6 @@ impl Summary {
             (self.q3 - self.q1) / self.median
         }
     }
-}
-
-/// Quantile `q` of sorted `v` with linear interpolation.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let pos = q * (v.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use crate::roofline::{
     AccessWidths, Bound, Ceilings, Scope, attainable, cumulative_oi, match_levels,
     weighted_bandwidth,
 };
+use crate::stats::quantile_sorted as quantile;
 
 /// Which (OI level k, roofline level j) pairs give points in the single-core projection.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -364,15 +365,6 @@ impl Spread {
     pub fn relative(&self) -> f64 {
         self.max - self.min
     }
-}
-
-/// Quantile `q` of sorted `v` by linear interpolation.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let x = q * (v.len() - 1) as f64;
-    let i = x.floor() as usize;
-    let f = x - i as f64;
-    let j = (i + 1).min(v.len() - 1);
-    v[i] + (v[j] - v[i]) * f
 }
 
 /// How the model's interval was widened, and how its width splits between the model, the

@@ -25,9 +25,28 @@ pub fn median_sorted(v: &[f64]) -> f64 {
     }
 }
 
+/// Quantile `q` (0 to 1) of an already sorted, non-empty slice, by linear interpolation
+/// between the two nearest ranks (`q * (n - 1)`).
+pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    let x = q * (v.len() - 1) as f64;
+    let i = x.floor() as usize;
+    let j = (i + 1).min(v.len() - 1);
+    v[i] + (v[j] - v[i]) * (x - i as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_interpolate_between_ranks() {
+        let v = [1.0, 2.0, 4.0, 8.0];
+        assert_eq!(quantile_sorted(&v, 0.0), 1.0);
+        assert_eq!(quantile_sorted(&v, 1.0), 8.0);
+        assert_eq!(quantile_sorted(&v, 0.5), 3.0);
+        assert!((quantile_sorted(&v, 0.9) - 6.8).abs() < 1e-12);
+        assert_eq!(quantile_sorted(&[5.0], 0.3), 5.0);
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {
