@@ -22,7 +22,6 @@ use crate::raw::{Collector, Count, RawData};
 /// File offset of function `name` in ELF file `path` (what a uprobe needs): its address in
 /// the symbol tables (`.symtab`, then `.dynsym`), through the loadable segment holding it.
 pub fn function_offset(path: &Path, name: &str) -> Result<u64> {
-    use object::{Object, ObjectSegment, ObjectSymbol};
     let data =
         hpcscope_core::load::read_bytes(path).map_err(|e| crate::import::read_error(path, e))?;
     let bad = |m: &str| Error::Input(format!("{}: {m}", path.display()));
@@ -31,26 +30,20 @@ pub fn function_offset(path: &Path, name: &str) -> Result<u64> {
     if file.format() != object::BinaryFormat::Elf {
         return Err(bad("not an ELF file"));
     }
-    let addr = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .find(|s| {
-            s.kind() == object::SymbolKind::Text && s.address() != 0 && s.name() == Ok(name)
-        })
-        .map(|s| s.address())
+    let functions = hpcscope_host::elf::Functions::of(&file);
+    let addr = functions
+        .named(name)
+        .map(|s| s.addr)
         .ok_or_else(|| {
             bad(&format!(
                 "no function '{name}' in the symbol tables (stripped binary, or a C++ name that needs its mangled form)"
             ))
         })?;
-    file.segments()
-        .find(|seg| addr >= seg.address() && addr - seg.address() < seg.size())
-        .map(|seg| addr - seg.address() + seg.file_range().0)
-        .ok_or_else(|| {
-            bad(&format!(
-                "function '{name}' at {addr:#x} is in no loadable segment"
-            ))
-        })
+    functions.file_offset(addr).ok_or_else(|| {
+        bad(&format!(
+            "function '{name}' at {addr:#x} is in no loadable segment"
+        ))
+    })
 }
 
 fn open(attr: &PerfEventAttr, pid: libc::pid_t, group: i32) -> std::io::Result<i32> {

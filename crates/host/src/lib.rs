@@ -21,6 +21,7 @@
 
 pub mod child;
 pub mod dirs;
+pub mod elf;
 pub mod facts;
 pub mod fingerprint;
 pub mod hash;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use object::{Object, ObjectSection, ObjectSymbol};
+use object::{Object, ObjectSection};
 
 use crate::error::MixError;
 
@@ -100,15 +100,14 @@ impl ElfInfo {
                 });
             }
         };
-        let mut functions: Vec<Symbol> = file
-            .symbols()
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
-            .filter_map(|s| {
-                Some(Symbol {
-                    name: s.name().ok()?.to_string(),
-                    addr: s.address(),
-                    size: s.size(),
-                })
+        let table = hpcscope_host::elf::Functions::of(&file);
+        // Regions are the functions of `.symtab` with a size.
+        let mut functions: Vec<Symbol> = (table.symbols.iter())
+            .filter(|s| !s.dynamic && s.size > 0)
+            .map(|s| Symbol {
+                name: s.name.clone(),
+                addr: s.addr,
+                size: s.size,
             })
             .collect();
         functions.sort_by_key(|s| s.addr);
@@ -132,13 +131,7 @@ impl ElfInfo {
             .min()
             .unwrap_or(0);
         let dynamic = file.section_by_name(".interp").is_some();
-        let segments = file
-            .segments()
-            .map(|s| {
-                use object::ObjectSegment;
-                (s.address(), s.size(), s.file_range().0)
-            })
-            .collect();
+        let segments = table.segments;
         Ok(ElfInfo {
             arch,
             functions,
@@ -154,10 +147,7 @@ impl ElfInfo {
     /// The offset in the file of link-time address `addr` (what a uprobe takes), through
     /// the loadable segment that holds it.
     pub fn file_offset(&self, addr: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|(a, size, _)| addr >= *a && addr < a + size)
-            .map(|(a, _, off)| addr - a + off)
+        hpcscope_host::elf::file_offset(&self.segments, addr)
     }
 
     /// The function called `name`.
