@@ -4,7 +4,7 @@
 
 use object::{Object, ObjectSegment, ObjectSymbol};
 
-/// A function symbol (`STT_FUNC`-like: object's `SymbolKind::Text`) at a non-zero address.
+/// A function symbol defined in the file (object's `SymbolKind::Text`, not undefined).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionSymbol {
     /// Name, as the symbol table spells it (mangled for C++).
@@ -35,7 +35,7 @@ impl Functions {
             } else {
                 Box::new(file.symbols())
             };
-            syms.filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            syms.filter(|s| s.kind() == object::SymbolKind::Text && !s.is_undefined())
                 .filter_map(move |s| {
                     Some(FunctionSymbol {
                         name: s.name().ok()?.to_string(),

@@ -17,7 +17,7 @@ use iced_x86::{
     Decoder, DecoderOptions, FlowControl, Formatter, Instruction, InstructionInfoFactory,
     IntelFormatter, OpAccess, OpKind, Register,
 };
-use object::{Object, ObjectSection, ObjectSymbol};
+use object::{Object, ObjectSection};
 use serde::Serialize;
 
 use crate::classes::{ClassTable, Classified};
@@ -277,15 +277,13 @@ pub fn extract(path: &Path, sel: &Selector, table: &ClassTable) -> Result<Kernel
     };
     let (name, start, end) = match sel {
         Selector::Function(f) => {
-            let sym = file
-                .symbols()
-                .chain(file.dynamic_symbols())
-                .find(|s| s.name().is_ok_and(|n| n == f) && s.kind() == object::SymbolKind::Text)
+            let functions = hpcscope_host::elf::Functions::of(&file);
+            let sym = functions
+                .named(f)
                 .ok_or_else(|| {
-                    let mut near: Vec<String> = file
-                        .symbols()
-                        .filter(|s| s.kind() == object::SymbolKind::Text)
-                        .filter_map(|s| s.name().ok().map(str::to_string))
+                    let mut near: Vec<String> = (functions.symbols.iter())
+                        .filter(|s| !s.dynamic)
+                        .map(|s| s.name.clone())
                         .filter(|n| n.contains(f.as_str()) || f.contains(n.as_str()) && n.len() > 3)
                         .take(5)
                         .collect();
@@ -295,12 +293,12 @@ pub fn extract(path: &Path, sel: &Selector, table: &ClassTable) -> Result<Kernel
                         if near.is_empty() { String::new() } else { format!(" (similar: {})", near.join(", ")) }
                     ))
                 })?;
-            if sym.size() == 0 {
+            if sym.size == 0 {
                 return Err(bin(format!(
                     "symbol '{f}' has size 0; pass --range START:END"
                 )));
             }
-            (f.clone(), sym.address(), sym.address() + sym.size())
+            (f.clone(), sym.addr, sym.addr + sym.size)
         }
         Selector::Range(a, b) => {
             if b <= a {
