@@ -699,6 +699,23 @@ pub fn recorded(
     Ok(out)
 }
 
+/// What an eBPF measurement (`what`: trace, profile) of a rank's `command` gave: its outcome,
+/// or, where eBPF is an environment limit, the command's run without it ([`without_bpf`]);
+/// any other error is returned.
+fn bpf_ran(
+    what: &str,
+    ran: Result<hpcscope_trace::TraceOutcome, hpcscope_trace::TraceError>,
+    command: &[String],
+) -> Result<std::result::Result<hpcscope_trace::TraceOutcome, Outcome>> {
+    match ran {
+        Ok(out) => Ok(Ok(out)),
+        Err(e) if hpcscope_core::Classify::kind(&e) == hpcscope_core::ErrorKind::Environment => {
+            Ok(Err(without_bpf(what, &e.to_string(), command)?))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A rank that traced its command (`trace --run-dir`, MPI probes on): the outcome of
 /// `traced`, with its time in MPI. Where eBPF is an environment limit, the command runs
 /// anyway, timed, and the result says what is missing; any other error is returned.
@@ -706,12 +723,9 @@ pub fn traced(
     traced: Result<hpcscope_trace::TraceOutcome, hpcscope_trace::TraceError>,
     command: &[String],
 ) -> Result<Outcome> {
-    let out = match traced {
+    let out = match bpf_ran("trace", traced, command)? {
         Ok(out) => out,
-        Err(e) if hpcscope_core::Classify::kind(&e) == hpcscope_core::ErrorKind::Environment => {
-            return without_bpf("trace", &e.to_string(), command);
-        }
-        Err(e) => return Err(e.into()),
+        Err(without) => return Ok(without),
     };
     let r = &out.report;
     let mut notes = r.notes.clone();
@@ -749,12 +763,9 @@ pub fn profiled(
     command: &[String],
     top: usize,
 ) -> Result<Outcome> {
-    let out = match profiled {
+    let out = match bpf_ran("profile", profiled, command)? {
         Ok(out) => out,
-        Err(e) if hpcscope_core::Classify::kind(&e) == hpcscope_core::ErrorKind::Environment => {
-            return without_bpf("profile", &e.to_string(), command);
-        }
-        Err(e) => return Err(e.into()),
+        Err(without) => return Ok(without),
     };
     let prof = out.profile.clone().unwrap_or_default();
     let r = &out.report;
