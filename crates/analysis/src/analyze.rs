@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::scenario::SweepTargets;
 use crate::validate::access_widths;
-use crate::verdict::{no_fp_verdict, source_verdict, target_verdict};
+use crate::verdict::{borrowed_caches, no_fp_verdict, source_verdict, target_verdict};
 
 /// The binary built for the targets (e.g. an SVE build), characterized for each target's
 /// caches in place of the analyzed one.
@@ -496,15 +496,15 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         }
         let mut widest_sampling = None;
         for t in targets {
-            let (prof, how, twidths) =
-                match target_profiles.iter().find(|(id, _, _, _)| id == &t.id) {
-                    Some((_, p, h, w)) => (p.clone(), h.clone(), w.clone()),
-                    None => (
-                        source_profile.clone(),
-                        format!("the source's caches ({} has no cache geometry)", t.id),
-                        source_widths.clone(),
-                    ),
-                };
+            let found = target_profiles.iter().find(|(id, _, _, _)| id == &t.id);
+            let (prof, how, twidths) = match found {
+                Some((_, p, h, w)) => (p.clone(), h.clone(), w.clone()),
+                None => (
+                    source_profile.clone(),
+                    format!("the source's caches ({} has no cache geometry)", t.id),
+                    source_widths.clone(),
+                ),
+            };
             let binary_isa = prof.isa.clone();
             let same_isa = isa_matches(&binary_isa, &t.isa);
             let assumption = (!same_isa)
@@ -559,7 +559,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                 let c = corners(&src_metrics, &se, &tm, &te, |a, b| run(a, b).ok());
                 widest_sampling = Some(widest_sampling.unwrap_or(1.0f64).max(p.take_in(&c)));
             }
-            let verdict = target_verdict(t, &p);
+            let verdict = target_verdict(t, &p) + &borrowed_caches(t, found.is_none());
             results.push(TargetResult {
                 machine: t.id.clone(),
                 name: t.name.clone(),

@@ -226,7 +226,9 @@ pub fn analyze_node(
     if let Some(g) = source_gflops.filter(|g| *g > 0.0) {
         for (t, base) in targets {
             let id = base.as_deref().unwrap_or(&t.id);
-            let (prof, how) = match profile_for(id) {
+            let found = profile_for(id);
+            let borrowed = found.is_none();
+            let (prof, how) = match found {
                 Some((p, h)) => (p, h),
                 None => (
                     source_profile.clone(),
@@ -285,7 +287,7 @@ pub fn analyze_node(
                 name: t.name.clone(),
                 derived_from: base.clone(),
                 caches_from: how,
-                verdict: target_verdict(t, &p),
+                verdict: target_verdict(t, &p) + &crate::verdict::borrowed_caches(t, borrowed),
                 projection: p,
                 target: t.clone(),
             });

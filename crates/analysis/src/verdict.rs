@@ -88,6 +88,19 @@ pub fn lower_bound_by(p: &Projection) -> String {
         .unwrap_or_default()
 }
 
+/// What a target's verdict adds when the target gives no cache geometry, so that its bytes
+/// per level are the source's (`borrowed`): said in the verdict itself, not only in the
+/// table's column.
+pub fn borrowed_caches(t: &Machine, borrowed: bool) -> String {
+    if !borrowed {
+        return String::new();
+    }
+    format!(
+        " {} gives no cache geometry: its bytes per level are those of the source's caches, so the points bound by a cache or memory level are approximate (give the machine file [levels.cache] sizes to have them simulated).",
+        t.name
+    )
+}
+
 /// One sentence on a target.
 pub fn target_verdict(t: &Machine, p: &Projection) -> String {
     let what = match p.lowest_point() {
@@ -189,5 +202,15 @@ mod tests {
             mem.contains("is memory-bound") && mem.contains("Well below"),
             "{mem}"
         );
+    }
+
+    #[test]
+    fn a_target_without_caches_says_so_in_its_verdict() {
+        let knl = library::builtin("knl-flat-dram").unwrap();
+        assert!(knl.levels.iter().all(|l| l.cache.is_none()));
+        let said = borrowed_caches(&knl, true);
+        assert!(said.contains("gives no cache geometry"), "{said}");
+        assert!(said.contains(&knl.name), "{said}");
+        assert_eq!(borrowed_caches(&knl, false), "");
     }
 }
