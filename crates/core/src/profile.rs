@@ -680,7 +680,8 @@ impl Region {
             .collect()
     }
 
-    /// Metrics of the whole region: sums over threads, time = the slowest thread's.
+    /// Metrics of the whole region: sums over threads, time = the slowest thread's
+    /// ([`crate::project::aggregate`]), once every thread is checked to have the same levels.
     pub fn aggregate(&self, origin: &str) -> Result<AppMetrics> {
         let per = self.thread_metrics(origin)?;
         let levels = per[0].levels.clone();
@@ -699,22 +700,6 @@ impl Region {
                 .into());
             }
         }
-        let mut bytes = vec![0.0; levels.len()];
-        for m in &per {
-            for (b, x) in bytes.iter_mut().zip(&m.bytes) {
-                *b += x;
-            }
-        }
-        let time_s = per
-            .iter()
-            .filter_map(|m| m.time_s)
-            .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))));
-        Ok(AppMetrics {
-            flops: per.iter().map(|m| m.flops).sum(),
-            fp_instructions: per.iter().map(|m| m.fp_instructions).sum(),
-            levels,
-            bytes,
-            time_s,
-        })
+        Ok(crate::project::aggregate(&per))
     }
 }
