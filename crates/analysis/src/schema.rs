@@ -22,28 +22,6 @@ enum ResultJson {
     Partial(Box<crate::analyze::PartialAnalysis>),
 }
 
-/// `profile --format json`.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct ProfileRun {
-    /// Counts, times and histograms of the sampled run.
-    report: hpcscope_trace::report::TraceReport,
-    /// The stack samples.
-    profile: hpcscope_trace::profile::Profile,
-    /// The hottest functions, by self samples.
-    hot_functions: Vec<hpcscope_trace::profile::HotFunction>,
-}
-
-/// `profile import --format json`.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct ProfileImportJson {
-    /// The hottest functions, by self weight.
-    hot_functions: Vec<hpcscope_trace::profile::HotFunction>,
-    /// The profile read and what its counts mean.
-    import: hpcscope_trace::perf_script::Imported,
-}
-
 /// `counters validate --format json`: the triad check of the recipe's metrics, or with a
 /// suite (`--suite`, `--kernel`...) one check per kernel and metric.
 #[derive(JsonSchema)]
@@ -51,32 +29,9 @@ struct ProfileImportJson {
 #[allow(dead_code)]
 enum CountersValidateJson {
     /// The STREAM-triad check.
-    Triad {
-        /// One check per metric.
-        checks: Vec<hpcscope_counters::validate::Check>,
-        /// What the triad must count.
-        expected: hpcscope_counters::validate::Expected,
-        /// The metrics computed from the counts.
-        report: Box<hpcscope_counters::compute::Report>,
-    },
+    Triad(hpcscope_counters::validate::TriadJson<'static>),
     /// The kernel suite.
     Suite(Box<hpcscope_counters::validate::SuiteReport>),
-}
-
-/// One entry of `counters recipes --format json`.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-struct RecipeEntry {
-    /// Other names the recipe answers to.
-    aliases: Vec<String>,
-    /// The file it was read from (`builtin` for the bundled ones).
-    file: String,
-    /// Whether it was generated from a seed table.
-    from_seed: bool,
-    /// Recipe id.
-    id: String,
-    /// Human name.
-    name: String,
 }
 
 /// The schemas: name and what it describes.
@@ -249,7 +204,7 @@ pub fn schema(name: &str) -> Option<String> {
         "counters" => make::<Vec<hpcscope_counters::compute::Report>>(name, about, true),
         "mix" => make::<hpcscope_mix::MixReport>(name, about, true),
         "trace" => make::<hpcscope_trace::TraceOutcome>(name, about, true),
-        "profile-run" => make::<ProfileRun>(name, about, true),
+        "profile-run" => make::<hpcscope_trace::view::ProfileRun<'static>>(name, about, true),
         "roofline" => make::<hpcscope_core::roofline::RooflineAnalysis>(name, about, true),
         "roofline-node" => make::<hpcscope_core::node::NodeRoofline>(name, about, true),
         "project" => make::<hpcscope_core::project::ProjectResult>(name, about, true),
@@ -260,14 +215,18 @@ pub fn schema(name: &str) -> Option<String> {
         "history-changes" => {
             make::<hpcscope_history::changepoint::ChangesReport>(name, about, true)
         }
-        "profile-import" => make::<ProfileImportJson>(name, about, true),
+        "profile-import" => {
+            make::<hpcscope_trace::view::ProfileImportJson<'static>>(name, about, true)
+        }
         "profile-diff" => {
             make::<Vec<hpcscope_trace::perf_script::FunctionDelta>>(name, about, true)
         }
         "counters-validate" => make::<CountersValidateJson>(name, about, true),
         "counters-raw" => make::<hpcscope_counters::raw::RawData>(name, about, true),
         "counters-metrics" => make::<hpcscope_counters::catalogue::MetricSet>(name, about, true),
-        "counters-recipes" => make::<Vec<RecipeEntry>>(name, about, true),
+        "counters-recipes" => {
+            make::<Vec<hpcscope_counters::output::RecipeEntry<'static>>>(name, about, true)
+        }
         "counters-recipe" => make::<hpcscope_counters::catalogue::Recipe>(name, about, true),
         "model-kernel" => make::<output::KernelOutput>(name, about, true),
         "model-fit" => make::<hpcscope_models::fit::CpiFit>(name, about, true),

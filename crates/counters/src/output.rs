@@ -137,7 +137,10 @@ pub fn recipes_listing(
         });
     }
     if format == Format::Json {
-        return Ok(json(&recipes_json(cat)));
+        // Keys sorted at every level, as this output has always been printed.
+        return Ok(json(
+            &serde_json::to_value(recipes_json(cat)).unwrap_or_default(),
+        ));
     }
     Ok(format!(
         "{}{}\n",
@@ -153,11 +156,32 @@ fn json<T: Serialize + ?Sized>(v: &T) -> String {
 
 /// The catalogue's recipes as `counters recipes --format json` lists them: id, name,
 /// aliases, whether the seed gives them, and the file each comes from.
-pub fn recipes_json(cat: &crate::catalogue::Catalogue) -> serde_json::Value {
-    cat.recipes
-        .iter()
-        .map(|(o, r)| serde_json::json!({"id": r.recipe.id, "name": r.recipe.name, "aliases": r.recipe.aliases, "from_seed": r.recipe.from_seed, "file": o}))
+pub fn recipes_json(cat: &crate::catalogue::Catalogue) -> Vec<RecipeEntry<'_>> {
+    (cat.recipes.iter())
+        .map(|(o, r)| RecipeEntry {
+            aliases: &r.recipe.aliases,
+            file: o,
+            from_seed: r.recipe.from_seed,
+            id: &r.recipe.id,
+            name: &r.recipe.name,
+        })
         .collect()
+}
+
+/// One entry of `counters recipes --format json`.
+#[derive(Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RecipeEntry<'a> {
+    /// Other names the recipe answers to.
+    pub aliases: &'a [String],
+    /// The file it was read from (`builtin` for the bundled ones).
+    pub file: &'a str,
+    /// Whether it was generated from a seed table.
+    pub from_seed: bool,
+    /// Recipe id.
+    pub id: &'a str,
+    /// Human name.
+    pub name: &'a str,
 }
 
 /// Renders reports. `region` picks one region; `per_thread` adds per-thread columns.

@@ -758,6 +758,18 @@ pub struct TriadValidation {
     pub note: Option<String>,
 }
 
+/// `counters validate --triad --format json` (and `--synthetic`).
+#[derive(Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TriadJson<'a> {
+    /// One check per metric.
+    pub checks: &'a [Check],
+    /// What the triad must count.
+    pub expected: &'a Expected,
+    /// The metrics computed from the counts.
+    pub report: &'a compute::Report,
+}
+
 impl TriadValidation {
     /// The check of `n` elements and `reps` repetitions in `format` (JSON: the expected
     /// counts, the checks and the report).
@@ -766,9 +778,13 @@ impl TriadValidation {
         match format {
             hpcscope_report::Format::Json => format!(
                 "{}\n",
-                serde_json::to_string_pretty(
-                    &serde_json::json!({"expected": e, "checks": checks, "report": rep})
-                )
+                // Keys sorted at every level, as this output has always been printed.
+                serde_json::to_value(TriadJson {
+                    checks,
+                    expected: e,
+                    report: rep,
+                })
+                .and_then(|v| serde_json::to_string_pretty(&v))
                 .unwrap_or_default()
             ),
             f => crate::output::validation_text(

@@ -167,14 +167,38 @@ pub fn profile(
     let table = prof.hot_table(top);
     Ok(match format {
         Format::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({
-                "report": out.report,
-                "profile": prof,
-                "hot_functions": prof.hot_functions(top),
-            }))? + "\n"
+            // Keys sorted at every level, as this output has always been printed.
+            serde_json::to_string_pretty(&serde_json::to_value(ProfileRun {
+                hot_functions: prof.hot_functions(top),
+                profile: prof,
+                report: &out.report,
+            })?)?
+                + "\n"
         }
         f => hpcscope_report::render(f, prof, &pre, &table, &out.report.notes)?,
     })
+}
+
+/// `profile --format json`: what was sampled, as printed and as its schema says.
+#[derive(serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ProfileRun<'a> {
+    /// The hottest functions, by self samples.
+    pub hot_functions: Vec<crate::profile::HotFunction>,
+    /// The stack samples.
+    pub profile: &'a Profile,
+    /// Counts, times and histograms of the sampled run.
+    pub report: &'a crate::report::TraceReport,
+}
+
+/// `profile import --format json`.
+#[derive(serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ProfileImportJson<'a> {
+    /// The hottest functions, by self weight.
+    pub hot_functions: Vec<crate::profile::HotFunction>,
+    /// The profile read and what its counts mean.
+    pub import: &'a Imported,
 }
 
 /// One line on an imported profile: its origin, format, stacks and total weight.
@@ -202,10 +226,12 @@ pub fn imported(
     let table = imp.profile.hot_table(top);
     Ok(match format {
         Format::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({
-                "import": &imp,
-                "hot_functions": imp.profile.hot_functions(top),
-            }))? + "\n"
+            // Keys sorted at every level, as this output has always been printed.
+            serde_json::to_string_pretty(&serde_json::to_value(ProfileImportJson {
+                hot_functions: imp.profile.hot_functions(top),
+                import: imp,
+            })?)?
+                + "\n"
         }
         f => hpcscope_report::render(f, imp, pre, &table, &imp.notes)?,
     })
