@@ -119,6 +119,19 @@ impl Planned {
     }
 }
 
+/// Checks that every workload asked for (`--workloads`) is one of `known`.
+fn check_workloads(asked: &[String], known: &[&str]) -> Result<()> {
+    match asked.iter().find(|w| !known.contains(&w.as_str())) {
+        Some(w) => bail!(hpcscope_core::InputError::new(
+            "--workloads",
+            "",
+            format!("no workload named '{w}'"),
+            format!("choose among {}", known.join(", "))
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The keys to characterize (every key measured by two or more hosts with the same binary
 /// and arguments; only `workloads` when not empty), and notes on what is left out and why.
 pub fn plan(records: &[HostRecord], workloads: &[String]) -> Result<(Vec<Planned>, Vec<String>)> {
@@ -127,16 +140,7 @@ pub fn plan(records: &[HostRecord], workloads: &[String]) -> Result<(Vec<Planned
         .chain(NODE_WORKLOADS)
         .map(|w| w.name)
         .collect();
-    for w in workloads {
-        if !known.contains(&w.as_str()) {
-            bail!(hpcscope_core::InputError::new(
-                "--workloads",
-                "",
-                format!("no workload named '{w}'"),
-                format!("choose among {}", known.join(", "))
-            ));
-        }
-    }
+    check_workloads(workloads, &known)?;
     let mut keys: Vec<&String> = records
         .iter()
         .flat_map(|r| r.file.measurements.keys())

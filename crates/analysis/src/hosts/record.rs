@@ -218,16 +218,7 @@ pub fn record(o: &RecordOptions, progress: &dyn Fn(&str)) -> Result<Measurements
         ));
     }
     let known: Vec<&str> = RECORD_ARGS.iter().map(|(n, _)| *n).collect();
-    for w in &o.workloads {
-        if !known.contains(&w.as_str()) {
-            bail!(hpcscope_core::InputError::new(
-                "--workloads",
-                "",
-                format!("no workload named '{w}'"),
-                format!("choose among {}", known.join(", "))
-            ));
-        }
-    }
+    check_workloads(&o.workloads, &known)?;
     let mut todo: Vec<(String, PathBuf, Vec<String>, u32)> = Vec::new();
     let mut entries: BTreeMap<String, Measurement> = BTreeMap::new();
     for build in BUILDS {
