@@ -51,10 +51,12 @@ fi
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 crate="$root/crates/dr-client"
-# The client's source (and the report format it serializes, and the QEMU plugin's x86-64
-# table it reads its integer class from): its checksum marks the build.
+# The client's source (and the report format it serializes, the FLOP rule for reductions it
+# shares with the QEMU plugin, and the plugin's x86-64 table it reads its integer class
+# from): its checksum marks the build.
 src_sum=$(cd "$root" && cat crates/dr-client/Cargo.toml crates/dr-client/Cargo.lock \
-  crates/dr-client/src/*.rs crates/plugin-format/src/*.rs crates/qemu-plugin/data/x86_64.toml \
+  crates/dr-client/src/*.rs crates/plugin-format/src/*.rs crates/x86-lanes/Cargo.toml \
+  crates/x86-lanes/src/*.rs crates/qemu-plugin/data/x86_64.toml \
   | sha256sum | cut -c1-16)
 
 present() {

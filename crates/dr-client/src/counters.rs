@@ -22,6 +22,7 @@ pub enum Slot {
     BytesDynamic,
     FpInstructions,
     Flops,
+    FlopsExcluded,
     FmaInstructions,
     ClassFp,
     ClassLoad,
@@ -157,7 +158,7 @@ fn mem_slot(bytes: u32) -> usize {
 }
 
 /// Adds one execution of an instruction's counts known before it runs.
-pub fn add_static(v: &mut [u64], info: &Info) {
+pub fn add_static(v: &mut [u64], info: &Info, counted_lanes: Option<u32>) {
     v[Slot::Instructions as usize] += 1;
     v[match info.class {
         Class::Fp => Slot::ClassFp,
@@ -192,8 +193,11 @@ pub fn add_static(v: &mut [u64], info: &Info) {
             v[Slot::FmaInstructions as usize] += 1;
         }
         if info.mask.is_none() {
-            let f = u64::from(fp.lanes() * fp.flops_per_lane);
+            // The lanes the FLOP rule for reductions counts (every lane by default).
+            let lanes = counted_lanes.unwrap_or(fp.lanes()).min(fp.lanes());
+            let f = u64::from(lanes * fp.flops_per_lane);
             v[Slot::Flops as usize] += f;
+            v[Slot::FlopsExcluded as usize] += u64::from((fp.lanes() - lanes) * fp.flops_per_lane);
             v[fp_flops_slot(fp.precision, fp.vector_bits)] += f;
         }
     }
@@ -255,7 +259,7 @@ pub fn totals(v: &[u64; N]) -> Totals {
         bytes_unreported: 0,
         fp_instructions: c(Slot::FpInstructions),
         flops: c(Slot::Flops),
-        flops_excluded: 0,
+        flops_excluded: c(Slot::FlopsExcluded),
         fma_instructions: c(Slot::FmaInstructions),
         fp_by_width,
         mem_by_width,

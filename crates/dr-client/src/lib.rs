@@ -499,12 +499,25 @@ unsafe fn instrument(
         if first {
             let n_regions = REGIONS.get().map_or(0, Vec::len).max(1);
             let mut statics = vec![0u64; N * n_regions];
+            let mut block = Vec::new();
             let mut i = dr::instrlist_first_app(bb);
             while !i.is_null() {
-                if let Some(r) = region_of(dr::instr_get_app_pc(i) as u64) {
-                    counters::add_static(&mut statics[r * N..(r + 1) * N], &classify(i));
-                }
+                let at = dr::instr_get_app_pc(i) as u64;
+                block.push((at, classify(i), app_instruction(at)));
                 i = dr::instr_get_next_app(i);
+            }
+            // The FLOP rule for reductions (docs/flop-counting.md), as the QEMU plugin
+            // applies it to its blocks; a masked instruction's FLOPs follow its mask.
+            let decoded: Vec<_> = block.iter().map(|b| b.2).collect();
+            let fps: Vec<Option<hpcscope_x86_lanes::Fp>> = block
+                .iter()
+                .map(|(_, info, _)| info.fp.filter(|_| info.mask.is_none()).map(lanes_fp))
+                .collect();
+            let counted = hpcscope_x86_lanes::counted_lanes(&decoded, &fps);
+            for ((at, info, _), counted) in block.iter().zip(counted) {
+                if let Some(r) = region_of(*at) {
+                    counters::add_static(&mut statics[r * N..(r + 1) * N], info, counted);
+                }
             }
             let sparse: Vec<(u32, u64)> = statics
                 .iter()
@@ -598,6 +611,33 @@ unsafe fn instrument(
         }
     }
     dr::dr_emit_flags_t::DR_EMIT_DEFAULT
+}
+
+/// The application's instruction at `pc`, decoded for the FLOP rule (an invalid
+/// instruction, which the rule does not model, when its bytes cannot be read).
+unsafe fn app_instruction(pc: u64) -> hpcscope_x86_lanes::iced_x86::Instruction {
+    let mut bytes = [0u8; 15];
+    let mut read = 0usize;
+    // SAFETY: dr_safe_read reads what is mapped of the 15 bytes at `pc` (the instruction
+    // DynamoRIO just decoded there), without faulting, into `bytes`.
+    unsafe {
+        dr::dr_safe_read(
+            pc as *const c_void,
+            bytes.len(),
+            bytes.as_mut_ptr().cast(),
+            &mut read,
+        );
+    }
+    hpcscope_x86_lanes::decode(&bytes[..read.min(bytes.len())], pc)
+}
+
+/// What the FLOP rule needs of an FP instruction.
+fn lanes_fp(fp: classify::Fp) -> hpcscope_x86_lanes::Fp {
+    hpcscope_x86_lanes::Fp {
+        element_bits: fp.precision.bytes() * 8,
+        vector_bits: fp.vector_bits,
+        fma: fp.flops_per_lane == 2,
+    }
 }
 
 /// Lanes a masked instruction's mask governs.

@@ -356,6 +356,55 @@ mod tests {
         assert_eq!(by_width, t.flops);
     }
 
+    /// A dot product built with -ffast-math (a vectorized reduction): the partial sums'
+    /// tail after the loop is left out by the FLOP rule, as under QEMU, so the FLOPs are the
+    /// source's 2 n per call, whatever the vector width.
+    #[test]
+    fn a_reduction_tail_counts_no_flops() {
+        let Some(engine) = engine() else { return };
+        if std::process::Command::new("gcc")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("skipped: no gcc");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("d.c");
+        std::fs::write(
+            &src,
+            "#include <stdlib.h>\n\
+             __attribute__((noipa)) double k(long n, const double *x, const double *y) {\n\
+               double s = 0; for (long i = 0; i < n; i++) s += x[i] * y[i]; return s;\n}\n\
+             volatile double sink;\n\
+             int main(int c, char **v) { long n = atol(v[1]), r = atol(v[2]);\n\
+               double *x = calloc(n, 8), *y = calloc(n, 8);\n\
+               for (long i = 0; i < r; i++) sink = k(n, x, y);\n\
+               return 0; }\n",
+        )
+        .expect("write");
+        for march in ["x86-64", "x86-64-v3"] {
+            let bin = dir.path().join(march);
+            let ok = std::process::Command::new("gcc")
+                .args(["-O3", "-ffast-math", &format!("-march={march}"), "-o"])
+                .arg(&bin)
+                .arg(&src)
+                .status()
+                .expect("gcc runs");
+            assert!(ok.success());
+            let f = engine
+                .start(&launch(bin, &["1000", "9"]))
+                .expect("starts")
+                .finish()
+                .expect("finishes");
+            assert_eq!(f.ending, Ending::Success, "{}", f.stderr_tail);
+            let t = f.counts.expect("a report").totals;
+            assert_eq!(t.flops, 2 * 1000 * 9, "{march}: {t:?}");
+            assert!(t.flops_excluded > 0, "{march}: the tail's lanes: {t:?}");
+        }
+    }
+
     /// Two threads each run the kernel: each thread's counts are its own.
     #[test]
     fn counts_each_thread() {

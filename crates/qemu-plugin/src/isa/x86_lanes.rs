@@ -1,913 +1,31 @@
-//! The FLOP rule for horizontal and reduction operations on x86-64 (`docs/flop-counting.md`).
-//!
-//! A vectorized reduction keeps `L` partial sums in the lanes of a register and combines
-//! them after the loop: `vextractf128` + `vaddpd`, `unpckhpd` + `addpd`, `haddpd`... Those
-//! combining operations do `L - 1` adds the source does not have (the source adds each
-//! element once to one sum), and the last of them also computes lanes nobody reads. Counted
-//! lane by lane they make the FLOPs of a build depend on its vector width: a short reduction
-//! per row of a sparse matrix adds 1 FLOP per row in an SSE2 build and 3 to 4 in an AVX2
-//! build.
-//!
-//! This module follows the 32-bit chunks of the 16 xmm/ymm registers through one translation
-//! block: where each chunk's value came from (an *origin*: a register's value at block entry,
-//! a load, or an instruction's result) and which chunk of that origin it is. With that:
-//!
-//! - a lane of an FP operation is a **combining** lane when its two inputs are two different
-//!   lanes of the same origin (one was moved by a shuffle, an extract, or the operation is
-//!   horizontal);
-//! - an operation with combining lanes whose origin is an **accumulator** (a value that
-//!   entered the block, i.e. was carried around a loop, or that adds or fused-multiply-adds
-//!   into one, or a previous combination of one) is a reduction tail: it counts **0 FLOPs**;
-//! - otherwise (a horizontal sum of values computed in the block, e.g. the components of a
-//!   vector) its combining lanes count, and so do its other lanes except those that combine
-//!   a value with itself through a shuffled copy (the unused upper lane of `unpckhpd x, x` +
-//!   `addpd`);
-//! - an add of two accumulators (partial sums kept in several registers, as clang does) whose
-//!   result a reduction tail combines is part of that tail: 0 FLOPs as well;
-//! - in every FP operation, a lane that computes the same operation on the same inputs as a
-//!   lower lane of the same instruction (e.g. both lanes of `haddpd x, x`) counts once;
-//! - a lane whose result is never used — overwritten in the block before any instruction
-//!   reads it, e.g. the low lane of a `mulpd` whose result only `unpckhpd x, x` reads — does
-//!   not count (partial vectors). A result still in a register at the end of the block is
-//!   taken as used.
-//!
-//! Everything else counts every lane, as before. The analysis is local to the block: a value
-//! coming from another block is taken as an accumulator; a register written by an
-//! instruction not modelled here gets a new origin.
+//! The FLOP rule for horizontal and reduction operations on x86-64
+//! (`docs/flop-counting.md`), applied to the plugin's classification of a translation block.
+//! The rule itself is `hpcscope_x86_lanes`, which the DynamoRIO client applies too, so that
+//! both engines count alike.
 
-use iced_x86::{
-    EncodingKind, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
-};
+use iced_x86::Instruction;
 
 use super::{FpOp, InsnInfo};
 
-const REGS: usize = 16;
-const CHUNKS: usize = 8;
-
-/// Where a 32-bit chunk of a register came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Prov {
-    origin: u32,
-    chunk: u8,
-}
-
-/// A register's value: its eight 32-bit chunks (ymm).
-type Val = [Prov; CHUNKS];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Value of a register at block entry.
-    External,
-    /// A running sum: an add or FMA into an accumulator, or a combination of one.
-    Acc,
-    /// Computed or loaded in this block.
-    Local,
-}
-
-/// One FP lane's inputs: (origin, lane) per operand, `None` for an input that mixes origins.
-type LaneIn = Option<(u32, u8)>;
-
-struct State {
-    regs: [Val; REGS],
-    kinds: Vec<Kind>,
-    /// Results of adds of two accumulators: origin -> (instruction index, input origins).
-    partial_sums: std::collections::HashMap<u32, (usize, Vec<u32>)>,
-    /// Index of the instruction being modelled.
-    at: usize,
-    /// Chunks read by an instruction, per origin (bit per chunk).
-    used: Vec<u8>,
-    /// FP results of the block, for the final count.
-    results: Vec<FpResult>,
-}
-
-/// An FP instruction's result and the lanes that count so far.
-struct FpResult {
-    insn: usize,
-    origin: u32,
-    ebits: u32,
-    lanes: u32,
-    /// Lanes counted by the combining and duplicate rules (bit per lane).
-    mask: u32,
-}
-
-impl State {
-    fn new() -> Self {
-        let mut regs = [[Prov {
-            origin: 0,
-            chunk: 0,
-        }; CHUNKS]; REGS];
-        for (r, v) in regs.iter_mut().enumerate() {
-            for (k, p) in v.iter_mut().enumerate() {
-                *p = Prov {
-                    origin: r as u32,
-                    chunk: k as u8,
-                };
-            }
-        }
-        State {
-            regs,
-            kinds: vec![Kind::External; REGS],
-            partial_sums: std::collections::HashMap::new(),
-            at: 0,
-            used: vec![0; REGS],
-            results: Vec::new(),
-        }
-    }
-
-    /// A new value: `CHUNKS` chunks of a new origin of `kind`.
-    fn fresh(&mut self, kind: Kind) -> Val {
-        let origin = self.kinds.len() as u32;
-        self.kinds.push(kind);
-        self.used.push(0);
-        std::array::from_fn(|k| Prov {
-            origin,
-            chunk: k as u8,
-        })
-    }
-
-    /// Marks chunks `range` of `v` as read.
-    fn mark(&mut self, v: &Val, range: std::ops::Range<usize>) {
-        for k in range {
-            let p = v[k.min(CHUNKS - 1)];
-            if let Some(u) = self.used.get_mut(p.origin as usize) {
-                *u |= 1 << p.chunk;
-            }
-        }
-    }
-
-    /// Marks lane `i` (element `bits` wide) of `v` as read.
-    fn mark_lane(&mut self, v: &Val, i: usize, bits: u32) {
-        let per = (bits / 32) as usize;
-        self.mark(v, i * per..(i + 1) * per);
-    }
-
-    fn kind(&self, origin: u32) -> Kind {
-        self.kinds
-            .get(origin as usize)
-            .copied()
-            .unwrap_or(Kind::Local)
-    }
-
-    /// Write `v` to register `r`: `bits` 128 writes the low half and, for VEX, zeroes the
-    /// upper half (legacy SSE keeps it); 256 writes all.
-    fn write(&mut self, r: usize, v: Val, bits: u32, vex: bool) {
-        if bits >= 256 {
-            self.regs[r] = v;
-        } else {
-            self.regs[r][..4].copy_from_slice(&v[..4]);
-            if vex {
-                let z = self.fresh(Kind::Local);
-                self.regs[r][4..].copy_from_slice(&z[4..]);
-            }
-        }
-    }
-}
-
-/// An operand of interest: a vector register (index, width in bits) or memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Opnd {
-    Reg(usize, u32),
-    Mem,
-    Other,
-}
-
-fn vreg(r: Register) -> Option<(usize, u32)> {
-    if r.is_xmm() || r.is_ymm() {
-        let n = r.number();
-        (n < REGS).then(|| (n, if r.is_ymm() { 256 } else { 128 }))
-    } else {
-        None
-    }
-}
-
-fn opnd(ins: &Instruction, i: u32) -> Opnd {
-    if i >= ins.op_count() {
-        return Opnd::Other;
-    }
-    match ins.op_kind(i) {
-        OpKind::Register => vreg(ins.op_register(i)).map_or(Opnd::Other, |(n, b)| Opnd::Reg(n, b)),
-        OpKind::Memory => Opnd::Mem,
-        _ => Opnd::Other,
-    }
-}
-
-fn imm(ins: &Instruction) -> u32 {
-    (0..ins.op_count())
-        .find(|&i| {
-            matches!(
-                ins.op_kind(i),
-                OpKind::Immediate8
-                    | OpKind::Immediate8_2nd
-                    | OpKind::Immediate16
-                    | OpKind::Immediate32
-            )
-        })
-        .map_or(0, |i| ins.immediate(i) as u32)
-}
-
-/// 64-bit lane `i` of a value, as (chunk, chunk+1).
-fn q(v: &Val, i: usize) -> [Prov; 2] {
-    [v[2 * i], v[2 * i + 1]]
-}
-
-fn set_q(v: &mut Val, i: usize, x: [Prov; 2]) {
-    v[2 * i] = x[0];
-    v[2 * i + 1] = x[1];
-}
-
-/// The inputs of lane `i` of element size `bits` in `v`.
-fn lane(v: &Val, i: usize, bits: u32) -> LaneIn {
-    if bits == 32 {
-        let p = v[i];
-        Some((p.origin, p.chunk))
-    } else {
-        let [a, b] = q(v, i);
-        (a.origin == b.origin && a.chunk % 2 == 0 && b.chunk == a.chunk + 1)
-            .then_some((a.origin, a.chunk / 2))
-    }
-}
-
-/// The analysis of one block: sets `counted_lanes` of the FP instructions it applies to.
+/// Sets `counted_lanes` of the FP instructions of one block that the rule applies to.
 pub fn adjust(insns: &[Instruction], infos: &mut [InsnInfo]) {
-    let mut st = State::new();
-    let mut factory = InstructionInfoFactory::new();
-    for (i, ins) in insns.iter().enumerate() {
-        if ins.is_invalid() {
-            continue;
-        }
-        st.at = i;
-        let mut tails = Vec::new();
-        if !step(&mut st, ins, &mut infos[i], &mut tails) {
-            mark_reads(&mut st, ins, &mut factory);
-            clobber(&mut st, ins, &mut factory);
-        }
-        // The partial sums a reduction tail combines are part of it.
-        let mut work = tails;
-        while let Some(o) = work.pop() {
-            if let Some((k, inputs)) = st.partial_sums.remove(&o) {
-                if let Some(r) = st.results.iter_mut().find(|r| r.insn == k) {
-                    r.mask = 0;
-                }
-                work.extend(inputs);
-            }
-        }
-    }
-    // What is still in a register may be used after the block.
-    for r in 0..REGS {
-        let v = st.regs[r];
-        st.mark(&v, 0..CHUNKS);
-    }
-    for r in &st.results {
-        let per = (r.ebits / 32) as usize;
-        let used = st.used.get(r.origin as usize).copied().unwrap_or(0xff);
-        let alive = (0..r.lanes as usize)
-            .filter(|&l| (0..per).any(|c| used & (1 << (l * per + c)) != 0))
-            .fold(0u32, |m, l| m | 1 << l);
-        let counted = (r.mask & alive).count_ones();
-        if let Some(fp) = infos[r.insn].fp.as_mut() {
-            fp.counted_lanes = (counted != r.lanes).then_some(counted);
-        }
-    }
-}
-
-/// Every vector register an instruction not modelled here reads is used, whole.
-fn mark_reads(st: &mut State, ins: &Instruction, factory: &mut InstructionInfoFactory) {
-    let read: Vec<Register> = factory
-        .info(ins)
-        .used_registers()
+    let fps: Vec<Option<hpcscope_x86_lanes::Fp>> = infos
         .iter()
-        .filter(|u| {
-            matches!(
-                u.access(),
-                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-            )
+        .map(|i| {
+            i.fp.filter(|f| !f.active_lanes)
+                .map(|f| hpcscope_x86_lanes::Fp {
+                    element_bits: f.precision.bits(),
+                    vector_bits: f.vector_bits,
+                    fma: f.op == FpOp::Fma,
+                })
         })
-        .map(|u| u.register())
         .collect();
-    for r in read {
-        if (r.is_xmm() || r.is_ymm() || r.is_zmm()) && r.number() < REGS {
-            let v = st.regs[r.number()];
-            let n = if r.is_xmm() { 4 } else { CHUNKS };
-            st.mark(&v, 0..n);
+    let counted = hpcscope_x86_lanes::counted_lanes(insns, &fps);
+    for (info, c) in infos.iter_mut().zip(counted) {
+        if let Some(fp) = info.fp.as_mut() {
+            fp.counted_lanes = c;
         }
     }
-}
-
-/// Every vector register the instruction writes gets a new origin.
-fn clobber(st: &mut State, ins: &Instruction, factory: &mut InstructionInfoFactory) {
-    let vex = ins.encoding() != EncodingKind::Legacy;
-    if ins.mnemonic() == Mnemonic::Vzeroupper || ins.mnemonic() == Mnemonic::Vzeroall {
-        for r in 0..REGS {
-            let z = st.fresh(Kind::Local);
-            if ins.mnemonic() == Mnemonic::Vzeroall {
-                st.regs[r] = z;
-            } else {
-                st.regs[r][4..].copy_from_slice(&z[4..]);
-            }
-        }
-        return;
-    }
-    let written: Vec<Register> = factory
-        .info(ins)
-        .used_registers()
-        .iter()
-        .filter(|u| {
-            matches!(
-                u.access(),
-                OpAccess::Write
-                    | OpAccess::CondWrite
-                    | OpAccess::ReadWrite
-                    | OpAccess::ReadCondWrite
-            )
-        })
-        .map(|u| u.register())
-        .collect();
-    for r in written {
-        if let Some((n, bits)) = vreg(r) {
-            let v = st.fresh(Kind::Local);
-            st.write(n, v, bits, vex);
-        } else if r.is_zmm() && r.number() < REGS {
-            st.regs[r.number()] = st.fresh(Kind::Local);
-        }
-    }
-}
-
-/// Reads an operand as a value (a memory operand is a new loaded value).
-fn read(st: &mut State, o: Opnd) -> Val {
-    match o {
-        Opnd::Reg(n, _) => st.regs[n],
-        _ => st.fresh(Kind::Local),
-    }
-}
-
-/// A memory operand read as a broadcast of its first element (`bits` wide).
-fn read_bcast(st: &mut State, o: Opnd, bits: u32) -> Val {
-    let mut v = read(st, o);
-    if o == Opnd::Mem {
-        let first = v;
-        for k in 0..CHUNKS {
-            v[k] = first[k % (bits as usize / 32)];
-        }
-    }
-    v
-}
-
-/// Models one instruction; returns false when it is not modelled (the caller clobbers the
-/// registers it writes).
-#[allow(clippy::too_many_lines)]
-fn step(st: &mut State, ins: &Instruction, info: &mut InsnInfo, tails: &mut Vec<u32>) -> bool {
-    use Mnemonic as M;
-    let m = ins.mnemonic();
-    let vex = ins.encoding() != EncodingKind::Legacy;
-    // (destination, first source, second source) for the usual two- and three-operand forms.
-    let (d, a, b) = if vex {
-        (opnd(ins, 0), opnd(ins, 1), opnd(ins, 2))
-    } else {
-        (opnd(ins, 0), opnd(ins, 0), opnd(ins, 1))
-    };
-    let Opnd::Reg(dn, dbits) = d else {
-        // A store, a compare, a move to a general register...: its reads are uses.
-        return false;
-    };
-    if info.fp.is_some() {
-        return fp_op(st, ins, info, dn, dbits, vex, tails);
-    }
-    let imm8 = imm(ins);
-    let halves = if dbits >= 256 { 2 } else { 1 };
-    match m {
-        M::Movapd
-        | M::Movaps
-        | M::Movupd
-        | M::Movups
-        | M::Movdqa
-        | M::Movdqu
-        | M::Vmovapd
-        | M::Vmovaps
-        | M::Vmovupd
-        | M::Vmovups
-        | M::Vmovdqa
-        | M::Vmovdqu => {
-            let s = opnd(ins, 1);
-            let v = read(st, s);
-            st.write(dn, v, dbits, vex);
-        }
-        M::Xorps | M::Xorpd | M::Pxor | M::Vxorps | M::Vxorpd | M::Vpxor
-            if a == b && matches!(a, Opnd::Reg(..)) =>
-        {
-            let v = st.fresh(Kind::Local);
-            st.write(dn, v, dbits, vex);
-        }
-        M::Unpcklpd
-        | M::Unpckhpd
-        | M::Vunpcklpd
-        | M::Vunpckhpd
-        | M::Punpcklqdq
-        | M::Punpckhqdq
-        | M::Vpunpcklqdq
-        | M::Vpunpckhqdq => {
-            let hi = matches!(
-                m,
-                M::Unpckhpd | M::Vunpckhpd | M::Punpckhqdq | M::Vpunpckhqdq
-            );
-            let (va, vb) = (read(st, a), read(st, b));
-            let mut v = va;
-            for h in 0..halves {
-                let k = 2 * h + usize::from(hi);
-                set_q(&mut v, 2 * h, q(&va, k));
-                set_q(&mut v, 2 * h + 1, q(&vb, k));
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Unpcklps | M::Unpckhps | M::Vunpcklps | M::Vunpckhps => {
-            let off = if matches!(m, M::Unpckhps | M::Vunpckhps) {
-                2
-            } else {
-                0
-            };
-            let (va, vb) = (read(st, a), read(st, b));
-            let mut v = va;
-            for h in 0..halves {
-                let base = 4 * h;
-                v[base] = va[base + off];
-                v[base + 1] = vb[base + off];
-                v[base + 2] = va[base + off + 1];
-                v[base + 3] = vb[base + off + 1];
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Movhlps | M::Vmovhlps | M::Movlhps | M::Vmovlhps => {
-            let (va, vb) = (read(st, a), read(st, b));
-            let mut v = va;
-            if matches!(m, M::Movhlps | M::Vmovhlps) {
-                set_q(&mut v, 0, q(&vb, 1));
-                set_q(&mut v, 1, q(&va, 1));
-            } else {
-                set_q(&mut v, 0, q(&va, 0));
-                set_q(&mut v, 1, q(&vb, 0));
-            }
-            st.write(dn, v, 128, vex);
-        }
-        M::Shufpd | M::Vshufpd => {
-            let (va, vb) = (read(st, a), read(st, b));
-            let mut v = va;
-            for h in 0..halves {
-                let sa = 2 * h + ((imm8 >> (2 * h)) & 1) as usize;
-                let sb = 2 * h + ((imm8 >> (2 * h + 1)) & 1) as usize;
-                set_q(&mut v, 2 * h, q(&va, sa));
-                set_q(&mut v, 2 * h + 1, q(&vb, sb));
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Shufps | M::Vshufps => {
-            let (va, vb) = (read(st, a), read(st, b));
-            let mut v = va;
-            for h in 0..halves {
-                let base = 4 * h;
-                let sel = |k: u32| base + ((imm8 >> (2 * k)) & 3) as usize;
-                v[base] = va[sel(0)];
-                v[base + 1] = va[sel(1)];
-                v[base + 2] = vb[sel(2)];
-                v[base + 3] = vb[sel(3)];
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Pshufd | M::Vpshufd | M::Vpermilps if ins.op_count() == 3 && is_imm(ins, 2) => {
-            let s = read(st, opnd(ins, 1));
-            let mut v = s;
-            for h in 0..halves {
-                for k in 0..4 {
-                    v[4 * h + k] = s[4 * h + ((imm8 >> (2 * k)) & 3) as usize];
-                }
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Vpermilpd if ins.op_count() == 3 && is_imm(ins, 2) => {
-            let s = read(st, opnd(ins, 1));
-            let mut v = s;
-            for i in 0..2 * halves {
-                let src = 2 * (i / 2) + ((imm8 >> i) & 1) as usize;
-                set_q(&mut v, i, q(&s, src));
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Vpermpd | M::Vpermq if is_imm(ins, 2) => {
-            let s = read(st, opnd(ins, 1));
-            let mut v = s;
-            for i in 0..4 {
-                set_q(&mut v, i, q(&s, ((imm8 >> (2 * i)) & 3) as usize));
-            }
-            st.write(dn, v, 256, vex);
-        }
-        M::Vextractf128 | M::Vextracti128 => {
-            let s = read(st, opnd(ins, 1));
-            let h = (imm8 & 1) as usize;
-            let mut v = s;
-            v[..4].copy_from_slice(&s[4 * h..4 * h + 4]);
-            st.write(dn, v, 128, true);
-        }
-        M::Vinsertf128 | M::Vinserti128 => {
-            let (va, vb) = (read(st, a), read(st, b));
-            let h = (imm8 & 1) as usize;
-            let mut v = va;
-            v[4 * h..4 * h + 4].copy_from_slice(&vb[..4]);
-            st.write(dn, v, 256, vex);
-        }
-        M::Vperm2f128 | M::Vperm2i128 => {
-            let (va, vb) = (read(st, a), read(st, b));
-            let z = st.fresh(Kind::Local);
-            let mut v = va;
-            for h in 0..2 {
-                let ctl = (imm8 >> (4 * h)) & 0xf;
-                let src = if ctl & 8 != 0 {
-                    &z[..4]
-                } else {
-                    match ctl & 3 {
-                        0 => &va[..4],
-                        1 => &va[4..],
-                        2 => &vb[..4],
-                        _ => &vb[4..],
-                    }
-                };
-                let mut part = [z[0]; 4];
-                part.copy_from_slice(src);
-                v[4 * h..4 * h + 4].copy_from_slice(&part);
-            }
-            st.write(dn, v, 256, vex);
-        }
-        M::Movddup | M::Vmovddup => {
-            let s = read(st, opnd(ins, 1));
-            let mut v = s;
-            for h in 0..halves {
-                set_q(&mut v, 2 * h, q(&s, 2 * h));
-                set_q(&mut v, 2 * h + 1, q(&s, 2 * h));
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Movshdup | M::Vmovshdup | M::Movsldup | M::Vmovsldup => {
-            let s = read(st, opnd(ins, 1));
-            let off = usize::from(matches!(m, M::Movshdup | M::Vmovshdup));
-            let mut v = s;
-            for h in 0..halves {
-                for k in 0..2 {
-                    v[4 * h + 2 * k] = s[4 * h + 2 * k + off];
-                    v[4 * h + 2 * k + 1] = s[4 * h + 2 * k + off];
-                }
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        M::Vbroadcastsd | M::Vpbroadcastq | M::Vbroadcastss | M::Vpbroadcastd => {
-            let bits = if matches!(m, M::Vbroadcastss | M::Vpbroadcastd) {
-                32
-            } else {
-                64
-            };
-            let s = read_bcast(st, opnd(ins, 1), bits);
-            let mut v = s;
-            for k in 0..CHUNKS {
-                v[k] = s[k % (bits as usize / 32)];
-            }
-            st.write(dn, v, dbits, true);
-        }
-        M::Movsd | M::Vmovsd | M::Movss | M::Vmovss => {
-            let n = if matches!(m, M::Movss | M::Vmovss) {
-                1
-            } else {
-                2
-            };
-            if ins.op_count() == 2 && opnd(ins, 1) == Opnd::Mem {
-                // Load: the element, upper part zeroed.
-                let v = st.fresh(Kind::Local);
-                st.write(dn, v, 256, true);
-            } else if ins.op_count() == 2 {
-                // Legacy register form: low element from the source, the rest kept.
-                let s = read(st, opnd(ins, 1));
-                let mut v = st.regs[dn];
-                v[..n].copy_from_slice(&s[..n]);
-                st.write(dn, v, 128, false);
-            } else {
-                let (va, vb) = (read(st, a), read(st, b));
-                let mut v = va;
-                v[..n].copy_from_slice(&vb[..n]);
-                st.write(dn, v, 128, true);
-            }
-        }
-        M::Movq | M::Vmovq if matches!(opnd(ins, 1), Opnd::Reg(..)) => {
-            let s = read(st, opnd(ins, 1));
-            let mut v = st.fresh(Kind::Local);
-            set_q(&mut v, 0, q(&s, 0));
-            st.write(dn, v, 256, true);
-        }
-        M::Psrldq | M::Vpsrldq if imm8.is_multiple_of(4) => {
-            let s = if vex {
-                read(st, opnd(ins, 1))
-            } else {
-                st.regs[dn]
-            };
-            let z = st.fresh(Kind::Local);
-            let sh = (imm8 / 4) as usize;
-            let mut v = s;
-            for h in 0..halves {
-                for k in 0..4 {
-                    v[4 * h + k] = if k + sh < 4 {
-                        s[4 * h + k + sh]
-                    } else {
-                        z[4 * h + k]
-                    };
-                }
-            }
-            st.write(dn, v, dbits, vex);
-        }
-        _ => return false,
-    }
-    true
-}
-
-fn is_imm(ins: &Instruction, i: u32) -> bool {
-    i < ins.op_count() && matches!(ins.op_kind(i), OpKind::Immediate8)
-}
-
-/// An FP arithmetic instruction: decide its counted lanes and write its result.
-#[allow(clippy::too_many_lines)]
-fn fp_op(
-    st: &mut State,
-    ins: &Instruction,
-    info: &mut InsnInfo,
-    dn: usize,
-    dbits: u32,
-    vex: bool,
-    tails: &mut Vec<u32>,
-) -> bool {
-    use Mnemonic as M;
-    let Some(fp) = info.fp.as_mut() else {
-        return false;
-    };
-    let m = ins.mnemonic();
-    let ebits = fp.precision.bits();
-    if ebits < 32 {
-        return false;
-    }
-    let scalar = fp.vector_bits.is_none();
-    let lanes = fp.lanes() as usize;
-    let count = ins.op_count();
-    // Operands: first and second source (FMA: the three inputs in order op1, op2, op3).
-    let o = |i| opnd(ins, i);
-    let horizontal = matches!(
-        m,
-        M::Haddpd
-            | M::Haddps
-            | M::Hsubpd
-            | M::Hsubps
-            | M::Vhaddpd
-            | M::Vhaddps
-            | M::Vhsubpd
-            | M::Vhsubps
-    );
-    let commutative = matches!(
-        m,
-        M::Addpd
-            | M::Addps
-            | M::Addsd
-            | M::Addss
-            | M::Vaddpd
-            | M::Vaddps
-            | M::Vaddsd
-            | M::Vaddss
-            | M::Mulpd
-            | M::Mulps
-            | M::Mulsd
-            | M::Mulss
-            | M::Vmulpd
-            | M::Vmulps
-            | M::Vmulsd
-            | M::Vmulss
-            | M::Minpd
-            | M::Minps
-            | M::Minsd
-            | M::Minss
-            | M::Vminpd
-            | M::Vminps
-            | M::Vminsd
-            | M::Vminss
-            | M::Maxpd
-            | M::Maxps
-            | M::Maxsd
-            | M::Maxss
-            | M::Vmaxpd
-            | M::Vmaxps
-            | M::Vmaxsd
-            | M::Vmaxss
-    );
-    let adds = matches!(
-        m,
-        M::Addpd
-            | M::Addps
-            | M::Addsd
-            | M::Addss
-            | M::Vaddpd
-            | M::Vaddps
-            | M::Vaddsd
-            | M::Vaddss
-            | M::Subpd
-            | M::Subps
-            | M::Subsd
-            | M::Subss
-            | M::Vsubpd
-            | M::Vsubps
-            | M::Vsubsd
-            | M::Vsubss
-            | M::Addsubpd
-            | M::Addsubps
-            | M::Vaddsubpd
-            | M::Vaddsubps
-    );
-    let fma = fp.op == FpOp::Fma;
-    let unary = matches!(
-        m,
-        M::Sqrtpd
-            | M::Sqrtps
-            | M::Sqrtsd
-            | M::Sqrtss
-            | M::Vsqrtpd
-            | M::Vsqrtps
-            | M::Vsqrtsd
-            | M::Vsqrtss
-    );
-    // The per-lane input pairs (or triples for FMA).
-    let mut inputs: Vec<Vec<LaneIn>> = Vec::with_capacity(lanes);
-    let mut same_reg = false;
-    let (va, vb, vc, addend) = if fma {
-        // op1 = destination, op2 = vvvv, op3 = r/m; the addend depends on the form.
-        let (v1, v2, v3) = (read(st, o(0)), read(st, o(1)), read(st, o(2)));
-        let name = format!("{m:?}");
-        let addend = if name.contains("132") {
-            2
-        } else if name.contains("213") {
-            3
-        } else {
-            1
-        };
-        (v1, v2, Some(v3), addend)
-    } else if unary {
-        // The source is the last operand (VEX scalar forms take the upper part from op1).
-        let s = read(st, o(count.saturating_sub(1)));
-        let first = if vex && scalar { read(st, o(1)) } else { s };
-        (first, s, None, 0)
-    } else if vex {
-        same_reg = o(1) == o(2) && matches!(o(1), Opnd::Reg(..));
-        (read(st, o(1)), read(st, o(2)), None, 0)
-    } else {
-        same_reg = o(0) == o(1);
-        (read(st, o(0)), read(st, o(1)), None, 0)
-    };
-    let per_half = (128 / ebits) as usize;
-    for i in 0..lanes {
-        let mut v = Vec::with_capacity(3);
-        // The inputs of lane i are read.
-        if horizontal {
-            let h = i / per_half;
-            let k = i % per_half;
-            let src = if k < per_half / 2 { va } else { vb };
-            let j = h * per_half + 2 * (k % (per_half / 2));
-            st.mark_lane(&src, j, ebits);
-            st.mark_lane(&src, j + 1, ebits);
-        } else if unary {
-            st.mark_lane(&vb, i, ebits);
-        } else {
-            st.mark_lane(&va, i, ebits);
-            st.mark_lane(&vb, i, ebits);
-            if let Some(vc) = vc {
-                st.mark_lane(&vc, i, ebits);
-            }
-        }
-        if horizontal {
-            // Output lane i of half h: pairs of adjacent lanes of the first source for the
-            // low part of the half, of the second source for the high part.
-            let h = i / per_half;
-            let k = i % per_half;
-            let src = if k < per_half / 2 { &va } else { &vb };
-            let j = h * per_half + 2 * (k % (per_half / 2));
-            v.push(lane(src, j, ebits));
-            v.push(lane(src, j + 1, ebits));
-        } else if unary {
-            v.push(lane(&vb, i, ebits));
-        } else {
-            v.push(lane(&va, i, ebits));
-            v.push(lane(&vb, i, ebits));
-            if let Some(vc) = &vc {
-                v.push(lane(vc, i, ebits));
-            }
-        }
-        inputs.push(v);
-    }
-    let combining = |v: &Vec<LaneIn>| -> Option<u32> {
-        match (v.first().copied().flatten(), v.get(1).copied().flatten()) {
-            (Some((oa, la)), Some((ob, lb))) if !fma && oa == ob && la != lb => Some(oa),
-            _ => None,
-        }
-    };
-    let self_combining = |v: &Vec<LaneIn>| -> bool {
-        !same_reg && !fma && v.len() == 2 && v[0].is_some() && v[0] == v[1]
-    };
-    let duplicate = |i: usize| -> bool {
-        let key = |v: &Vec<LaneIn>| -> Option<Vec<(u32, u8)>> {
-            let mut k: Vec<(u32, u8)> = v
-                .iter()
-                .map(|x| x.ok_or(()))
-                .collect::<Result<_, _>>()
-                .ok()?;
-            if commutative && k.len() == 2 {
-                k.sort();
-            }
-            Some(k)
-        };
-        let Some(ki) = key(&inputs[i]) else {
-            return false;
-        };
-        (0..i).any(|j| key(&inputs[j]).as_ref() == Some(&ki))
-    };
-    let combined: Vec<u32> = inputs.iter().filter_map(combining).collect();
-    let tail = combined
-        .iter()
-        .any(|&o| matches!(st.kind(o), Kind::External | Kind::Acc));
-    let mask = if tail {
-        0
-    } else if !combined.is_empty() {
-        (0..lanes)
-            .filter(|&i| !self_combining(&inputs[i]) && !duplicate(i))
-            .fold(0u32, |m, i| m | 1 << i)
-    } else {
-        (0..lanes)
-            .filter(|&i| !duplicate(i))
-            .fold(0u32, |m, i| m | 1 << i)
-    };
-    // The result's kind.
-    let feeds_acc = |v: &Val| {
-        (0..lanes).any(|i| {
-            lane(v, i, ebits).is_some_and(|(o, _)| matches!(st.kind(o), Kind::External | Kind::Acc))
-        })
-    };
-    if tail {
-        tails.extend(combined.iter().copied());
-    }
-    // An add of accumulators only: a combination of partial sums, if a tail takes it.
-    let carried_inputs: Option<Vec<u32>> = (adds && !fma && !tail && combined.is_empty())
-        .then(|| {
-            let mut origins = Vec::new();
-            for v in &inputs {
-                for x in v {
-                    match x {
-                        Some((o, _)) if matches!(st.kind(*o), Kind::External | Kind::Acc) => {
-                            if !origins.contains(o) {
-                                origins.push(*o);
-                            }
-                        }
-                        _ => return None,
-                    }
-                }
-            }
-            Some(origins)
-        })
-        .flatten();
-    let kind = if tail {
-        Kind::Acc
-    } else if fma {
-        let add = match addend {
-            1 => &va,
-            2 => &vb,
-            _ => vc.as_ref().unwrap_or(&va),
-        };
-        if feeds_acc(add) {
-            Kind::Acc
-        } else {
-            Kind::Local
-        }
-    } else if adds && combined.is_empty() && (feeds_acc(&va) || feeds_acc(&vb)) {
-        Kind::Acc
-    } else {
-        Kind::Local
-    };
-    let res = st.fresh(kind);
-    st.results.push(FpResult {
-        insn: st.at,
-        origin: res[0].origin,
-        ebits,
-        lanes: lanes as u32,
-        mask,
-    });
-    if let Some(origins) = carried_inputs {
-        st.partial_sums.insert(res[0].origin, (st.at, origins));
-    }
-    // Scalar: only the low element changes; the rest comes from the destination (legacy
-    // SSE, FMA) or the first source (VEX three-operand), upper half zeroed for VEX.
-    if scalar {
-        let n = (ebits / 32) as usize;
-        let mut v = if vex && !fma { va } else { st.regs[dn] };
-        v[..n].copy_from_slice(&res[..n]);
-        st.write(dn, v, 128, vex);
-    } else {
-        st.write(dn, res, dbits, vex);
-    }
-    true
 }
 
 #[cfg(test)]
@@ -1024,5 +142,104 @@ mod tests {
     fn identical_lanes_count_once() {
         // vbroadcastsd (%rdi),%ymm0; vmulpd %ymm0,%ymm0,%ymm1: four times the same square.
         assert_eq!(flops(&["c4 e2 7d 19 07", "c5 fd 59 c8"]), [0, 1]);
+    }
+
+    #[test]
+    fn avx512_reduction_tail_counts_nothing() {
+        // gcc 12 -O3 -ffast-math -march=x86-64-v4 -mprefer-vector-width=512, a dot product's
+        // tail after its zmm FMA loop: vextractf64x4 $1,%zmm1,%ymm3; mov; vaddpd
+        // %ymm1,%ymm3,%ymm0; and; vaddpd %ymm3,%ymm1,%ymm1 (the remainder loop's
+        // accumulator); mov; vextractf64x2 $1,%ymm0,%xmm2; vaddpd %xmm0,%xmm2,%xmm2;
+        // vunpckhpd %xmm2,%xmm2,%xmm0; vaddpd %xmm2,%xmm0,%xmm0; cmp; je.
+        let f = flops(&[
+            "62 f3 fd 48 1b cb 01",
+            "48 89 c8",
+            "c5 e5 58 c1",
+            "48 83 e0 f8",
+            "c5 f5 58 cb",
+            "48 89 c7",
+            "62 f3 fd 28 19 c2 01",
+            "c5 e9 58 d0",
+            "c5 e9 15 c2",
+            "c5 f9 58 c2",
+            "48 39 c1",
+            "0f 84 84 00 00 00",
+        ]);
+        assert_eq!(f, [0; 12]);
+        // The float sum's: vextractf32x8, vextractf128, vmovhlps and vshufps $0x55.
+        let f = flops(&[
+            "62 f3 7d 48 1b cb 01",
+            "c5 e4 58 d1",
+            "c5 f4 58 cb",
+            "c4 e3 7d 19 d0 01",
+            "c5 f8 58 c2",
+            "c5 f8 12 d0",
+            "c5 e8 58 d0",
+            "c5 e8 c6 c2 55",
+            "c5 f8 58 c2",
+        ]);
+        assert_eq!(f, [0; 9]);
+    }
+
+    #[test]
+    fn avx512_partial_sums_and_a_zmm_wide_tail_count_nothing() {
+        // clang 14, the same sum: four zmm accumulators added pairwise, then
+        // vextractf64x4 $1,%zmm0,%ymm1 and a 512-bit vaddpd %zmm1,%zmm0,%zmm0 (its upper
+        // lanes add zeros), vextractf128, vaddpd, vpermilpd $1, vaddsd.
+        let f = flops(&[
+            "62 f1 f5 48 58 cb",
+            "62 f1 fd 48 58 c2",
+            "62 f1 fd 48 58 c1",
+            "62 f3 fd 48 1b c1 01",
+            "62 f1 fd 48 58 c1",
+            "c4 e3 7d 19 c1 01",
+            "c5 f9 58 c1",
+            "c4 e3 79 05 c8 01",
+            "c5 fb 58 c1",
+        ]);
+        assert_eq!(f, [0; 9]);
+    }
+
+    #[test]
+    fn avx512_loop_body_counts_every_lane() {
+        // vmovupd (%rsi,%rax,1),%zmm4; vfmadd231pd (%rdx,%rax,1),%zmm4,%zmm1: 8 lanes x 2.
+        assert_eq!(
+            flops(&["62 f1 fd 48 10 24 06", "62 f2 dd 48 b8 0c 02"]),
+            [0, 16]
+        );
+    }
+
+    #[test]
+    fn avx512_shuffles_of_blocks_follow_their_lanes() {
+        // vshuff64x2 $0x4e,%zmm0,%zmm0,%zmm1 swaps zmm0's 256-bit halves; vaddpd
+        // %zmm1,%zmm0,%zmm0 then adds lane i to lane i+4 of one accumulator: a tail.
+        assert_eq!(
+            flops(&["62 f3 fd 48 23 c8 4e", "62 f1 fd 48 58 c1"]),
+            [0, 0]
+        );
+        // Of a loaded value, a horizontal step counts: its 8 lanes are 4 distinct sums
+        // (lane i and lane i+4 add the same pair), counted once each.
+        assert_eq!(
+            flops(&[
+                "62 f1 fd 48 10 07",
+                "62 f3 fd 48 23 c8 4e",
+                "62 f1 fd 48 58 c1",
+            ]),
+            [0, 0, 4]
+        );
+    }
+
+    #[test]
+    fn an_avx512_instruction_under_a_mask_counts_every_lane() {
+        // vmovupd (%rdi),%zmm0; vshuff64x2 $0x4e,%zmm0,%zmm0,%zmm1;
+        // vaddpd %zmm1,%zmm0,%zmm0{%k1}: merge masking is not modelled, every lane counts.
+        assert_eq!(
+            flops(&[
+                "62 f1 fd 48 10 07",
+                "62 f3 fd 48 23 c8 4e",
+                "62 f1 fd 49 58 c1",
+            ]),
+            [0, 0, 8]
+        );
     }
 }
