@@ -443,11 +443,11 @@ unsafe extern "C" fn bb_insert(
     bb: *mut dr::instrlist_t,
     instr: *mut dr::instr_t,
     _for_trace: i8,
-    _translating: i8,
+    translating: i8,
     _user_data: *mut c_void,
 ) -> dr::dr_emit_flags_t {
     // SAFETY: the arguments are drmgr's, passed on.
-    unsafe { instrument(dc, bb, instr) }
+    unsafe { instrument(dc, bb, instr, translating != 0) }
 }
 
 /// The insertion phase's work on one instruction (see [`bb_insert`]).
@@ -455,6 +455,7 @@ unsafe fn instrument(
     dc: *mut c_void,
     bb: *mut dr::instrlist_t,
     instr: *mut dr::instr_t,
+    translating: bool,
 ) -> dr::dr_emit_flags_t {
     // SAFETY: drmgr's insertion phase: `bb` and `instr` are the block being built.
     unsafe {
@@ -502,19 +503,11 @@ unsafe fn instrument(
             let mut block = Vec::new();
             let mut i = dr::instrlist_first_app(bb);
             while !i.is_null() {
-                let at = dr::instr_get_app_pc(i) as u64;
-                block.push((at, classify(i), app_instruction(at)));
+                block.push((dr::instr_get_app_pc(i) as u64, classify(i)));
                 i = dr::instr_get_next_app(i);
             }
-            // The FLOP rule for reductions (docs/flop-counting.md), as the QEMU plugin
-            // applies it to its blocks; a masked instruction's FLOPs follow its mask.
-            let decoded: Vec<_> = block.iter().map(|b| b.2).collect();
-            let fps: Vec<Option<hpcscope_x86_lanes::Fp>> = block
-                .iter()
-                .map(|(_, info, _)| info.fp.filter(|_| info.mask.is_none()).map(lanes_fp))
-                .collect();
-            let counted = hpcscope_x86_lanes::counted_lanes(&decoded, &fps);
-            for ((at, info, _), counted) in block.iter().zip(counted) {
+            let counted = block_lanes(&block, translating);
+            for ((at, info), counted) in block.iter().zip(counted) {
                 if let Some(r) = region_of(*at) {
                     counters::add_static(&mut statics[r * N..(r + 1) * N], info, counted);
                 }
@@ -611,6 +604,52 @@ unsafe fn instrument(
         }
     }
     dr::dr_emit_flags_t::DR_EMIT_DEFAULT
+}
+
+/// The blocks where the FLOP rule leaves lanes out, by (first pc, last pc, instructions):
+/// the lanes it counts per instruction.
+type LaneTable = HashMap<(u64, u64, usize), Vec<Option<u32>>>;
+static LANES: Mutex<Option<LaneTable>> = Mutex::new(None);
+
+/// The lanes the FLOP rule for reductions (docs/flop-counting.md) counts of each
+/// instruction of a block (None: every lane), as the QEMU plugin applies it to its blocks;
+/// a masked instruction's FLOPs follow its mask instead. Worked out when DynamoRIO builds
+/// the block, and kept where it leaves lanes out. When DynamoRIO builds the block again to
+/// translate a fault (the guard page of drx's record buffer), it does so on its signal
+/// stack, which the analysis' frames (some 15 KiB) would overflow: the kept result is used
+/// there (a block not kept had every lane counted).
+unsafe fn block_lanes(block: &[(u64, Info)], translating: bool) -> Vec<Option<u32>> {
+    let key = (
+        block.first().map_or(0, |b| b.0),
+        block.last().map_or(0, |b| b.0),
+        block.len(),
+    );
+    if translating {
+        let kept = LANES.lock().unwrap_or_else(|e| e.into_inner());
+        return kept
+            .as_ref()
+            .and_then(|t| t.get(&key).cloned())
+            .unwrap_or_else(|| vec![None; block.len()]);
+    }
+    if !block.iter().any(|(_, info)| info.fp.is_some()) {
+        return vec![None; block.len()];
+    }
+    // SAFETY: each pc is an application instruction DynamoRIO just decoded.
+    let decoded: Vec<_> = block
+        .iter()
+        .map(|(at, _)| unsafe { app_instruction(*at) })
+        .collect();
+    let fps: Vec<Option<hpcscope_x86_lanes::Fp>> = block
+        .iter()
+        .map(|(_, info)| info.fp.filter(|_| info.mask.is_none()).map(lanes_fp))
+        .collect();
+    let counted = hpcscope_x86_lanes::counted_lanes(&decoded, &fps);
+    if counted.iter().any(Option::is_some) {
+        let mut kept = LANES.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get_or_insert_with(HashMap::new)
+            .insert(key, counted.clone());
+    }
+    counted
 }
 
 /// The application's instruction at `pc`, decoded for the FLOP rule (an invalid

@@ -107,7 +107,8 @@ enum Kind {
 type LaneIn = Option<(u32, u8)>;
 
 struct State {
-    regs: [Val; REGS],
+    /// The registers' values (on the heap: a DynamoRIO client runs this on a small stack).
+    regs: Vec<Val>,
     kinds: Vec<Kind>,
     /// Results of adds of two accumulators: origin -> (instruction index, input origins).
     partial_sums: std::collections::HashMap<u32, (usize, Vec<u32>)>,
@@ -131,10 +132,13 @@ struct FpResult {
 
 impl State {
     fn new() -> Self {
-        let mut regs = [[Prov {
-            origin: 0,
-            chunk: 0,
-        }; CHUNKS]; REGS];
+        let mut regs = vec![
+            [Prov {
+                origin: 0,
+                chunk: 0,
+            }; CHUNKS];
+            REGS
+        ];
         for (r, v) in regs.iter_mut().enumerate() {
             for (k, p) in v.iter_mut().enumerate() {
                 *p = Prov {

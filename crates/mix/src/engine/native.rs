@@ -402,6 +402,13 @@ mod tests {
             let t = f.counts.expect("a report").totals;
             assert_eq!(t.flops, 2 * 1000 * 9, "{march}: {t:?}");
             assert!(t.flops_excluded > 0, "{march}: the tail's lanes: {t:?}");
+            // With the memory stream, long enough to fill the records' buffer many times:
+            // each full buffer faults on its guard page, and DynamoRIO builds the faulting
+            // block again to translate the fault, on its small signal stack (the rule's
+            // analysis there overflowed it: SIGSEGV in the client).
+            let (t, ld, st, _) = stream_run(&engine, dir.path().join(march), &["200000", "3"]);
+            assert_eq!(t.flops, 2 * 200000 * 3, "{march}: {t:?}");
+            assert_eq!((ld, st), (t.bytes_loaded, t.bytes_stored), "{march}");
         }
     }
 
