@@ -69,12 +69,7 @@ out=$(cd "$out" && pwd)
 started=$(date +%s)
 
 fail() { echo "real_apps: $*" >&2; exit 1; }
-for tool in gcc g++ gfortran mpicc python3 apt-get; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "real_apps: missing $tool (apt-get install gcc g++ gfortran libopenmpi-dev openmpi-bin python3)" >&2
-    exit 3
-  }
-done
+
 [ -x "$bin" ] || {
   echo "real_apps: missing $bin (cargo build --release -p hpcscope -p hpcscope-qemu-plugin)" >&2
   exit 3
@@ -95,6 +90,17 @@ for c in $cases; do
     *) fail "case $c: the part must be fft, stream, eigen or lapack (CASES=\"fft:64 eigen:800\")" ;;
   esac
   case "$size" in ''|*[!0-9]*|0) fail "case $c: give a positive size after the colon (fft:64, eigen:800)" ;; esac
+done
+# The tools the chosen cases need (gfortran only for lapack, mpicc only for hpcc's parts).
+tools="gcc python3 apt-get"
+[ "$need_hpcc" = 1 ] && tools="$tools mpicc"
+[ "$need_eigen" = 1 ] && tools="$tools g++"
+[ "$need_lapack" = 1 ] && tools="$tools gfortran"
+for tool in $tools; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "real_apps: missing $tool (apt-get install gcc g++ gfortran libopenmpi-dev openmpi-bin python3)" >&2
+    exit 3
+  }
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpcscope-real-apps.XXXXXX")
