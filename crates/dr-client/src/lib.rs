@@ -10,7 +10,16 @@
 //! `coalesce=BYTES` and `sample=LINE:MOD:HEX` (as the QEMU plugin's), `tbs=on` (the
 //! per-block breakdown: each block's executions and counts, for `--per-function`),
 //! `scope=START-END[+...]` (count only while one of these functions runs, callees
-//! included, as the QEMU plugin's `scope=`: see [`scope_enter`]).
+//! included, as the QEMU plugin's `scope=`: see [`scope_enter`]), `owner=PID` (the process
+//! id of whoever started the program: see below).
+//!
+//! One process is characterized, the one started. DynamoRIO follows the program into the
+//! processes it creates: a child of `fork()` runs on in a copy of the client, and a program
+//! a child `exec`s is injected again (the environment carries the injection) with the same
+//! arguments. Both would write their own report over the parent's and their records into
+//! its stream. A program whose parent is not `owner=` (an exec'd descendant) is left
+//! uncounted; a forked child stops streaming and reports nothing; the parent counts the
+//! processes it creates (`forked_processes`, as the QEMU plugin does).
 //!
 //! How it counts: each basic block's counts are known when DynamoRIO builds it
 //! ([`classify`]). Blocks with the same counts share one execution counter per thread; the
@@ -27,7 +36,7 @@ mod stream;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use dynamorio_sys as dr;
 
@@ -299,7 +308,60 @@ unsafe extern "C" fn thread_exit(drcontext: *mut c_void) {
     stream::thread_ended(thread_number(drcontext));
 }
 
+/// This process is a child of `fork()` (without `exec` yet): it reports nothing.
+static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
+/// Processes this one created (`fork`, `vfork`, `clone` and `clone3` without
+/// `CLONE_THREAD`: `system()` and `posix_spawn` among them).
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+const SYS_CLONE: c_int = 56;
+const SYS_FORK: c_int = 57;
+const SYS_VFORK: c_int = 58;
+const SYS_CLONE3: c_int = 435;
+const CLONE_THREAD: u64 = 0x10000;
+
+/// In the child of a `fork()`: its counts and records are the parent's copies plus its own;
+/// it stops streaming (the pipe is the parent's) and writes no report.
+unsafe extern "C" fn fork_child(_dc: *mut c_void) {
+    FORKED_CHILD.store(true, Ordering::Relaxed);
+    stream::silence();
+}
+
+unsafe extern "C" fn creates_process_filter(_dc: *mut c_void, sysnum: c_int) -> i8 {
+    i8::from(matches!(
+        sysnum,
+        SYS_CLONE | SYS_FORK | SYS_VFORK | SYS_CLONE3
+    ))
+}
+
+/// Counts a system call that creates a process (not a thread), before it runs.
+unsafe extern "C" fn count_process_creation(dc: *mut c_void, sysnum: c_int) -> i8 {
+    // SAFETY: DynamoRIO's pre-syscall event: the parameters are readable here.
+    let flags = unsafe {
+        match sysnum {
+            SYS_FORK | SYS_VFORK => Some(0),
+            SYS_CLONE => Some(dr::dr_syscall_get_param(dc, 0) as u64),
+            SYS_CLONE3 => {
+                // struct clone_args: its first field is the flags.
+                let mut flags = 0u64;
+                let at = dr::dr_syscall_get_param(dc, 0) as *const c_void;
+                let ok =
+                    dr::dr_safe_read(at, 8, (&raw mut flags).cast(), std::ptr::null_mut()) != 0;
+                ok.then_some(flags)
+            }
+            _ => None,
+        }
+    };
+    if flags.is_some_and(|f| f & CLONE_THREAD == 0) {
+        FORKS.fetch_add(1, Ordering::Relaxed);
+    }
+    1
+}
+
 unsafe extern "C" fn process_exit() {
+    if FORKED_CHILD.load(Ordering::Relaxed) {
+        return;
+    }
     let g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner()).take();
     let blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(mut g) = g {
@@ -314,6 +376,7 @@ unsafe extern "C" fn process_exit() {
         }
         let mut report = counters::report(&g.threads, &g.regions, g.load_bias);
         report.tbs = tbs;
+        report.forked_processes = FORKS.load(Ordering::Relaxed);
         if stream::on() {
             report.mem_stream = Some(hpcscope_plugin_format::report::StreamStats {
                 records: stream::WRITTEN.load(Ordering::Relaxed),
@@ -793,6 +856,17 @@ pub unsafe extern "C" fn dr_client_main(
         unsafe { dr::dr_abort_with_code(2) };
         return;
     };
+    // A descendant of the process started (its parent is not the one that started it):
+    // not characterized, and it must not write the report or the stream. DynamoRIO runs it
+    // without instrumentation.
+    let owner = keys
+        .iter()
+        .find_map(|a| a.strip_prefix("owner="))
+        .and_then(|p| p.parse::<u64>().ok());
+    // SAFETY: a plain query of DynamoRIO.
+    if owner.is_some_and(|p| p != unsafe { dr::dr_get_parent_id() } as u64) {
+        return;
+    }
     TBS.store(keys.contains(&"tbs=on"), Ordering::Relaxed);
     let stream = match stream_config(&keys) {
         Ok(c) => c,
@@ -868,6 +942,9 @@ pub unsafe extern "C" fn dr_client_main(
             }
         }
         dr::dr_register_exit_event(Some(process_exit));
+        dr::dr_register_fork_init_event(Some(fork_child));
+        dr::dr_register_filter_syscall_event(Some(creates_process_filter));
+        dr::drmgr_register_pre_syscall_event(Some(count_process_creation));
         dr::drmgr_register_thread_init_event(Some(thread_init));
         dr::drmgr_register_thread_exit_event(Some(thread_exit));
         dr::drmgr_register_bb_instrumentation_event(None, Some(bb_insert), std::ptr::null_mut());

@@ -67,6 +67,11 @@ unsafe extern "C" {
 /// Linux `F_SETPIPE_SZ`.
 const F_SETPIPE_SZ: std::ffi::c_int = 1031;
 
+/// Writes nothing more (a forked child: the pipe is its parent's).
+pub fn silence() {
+    BROKEN.store(true, Ordering::Relaxed);
+}
+
 /// Whether the stream is on.
 #[inline]
 pub fn on() -> bool {

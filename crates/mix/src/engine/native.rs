@@ -101,7 +101,9 @@ impl Engine for NativeEngine {
         }
         let dir = tempdir()?;
         let out_json = dir.join("counts.json");
-        let mut args = format!("out={}", out_json.display());
+        // The process started is this one's child: its descendants (a forked child, a
+        // program it execs) are left out by the client (see crates/dr-client).
+        let mut args = format!("out={},owner={}", out_json.display(), std::process::id());
         if !req.regions.is_empty() {
             args.push_str(&format!(",region={}", ranges(&req.regions)));
         }
@@ -534,7 +536,8 @@ mod tests {
     /// Runs `bin` with the record stream (64-byte coalescing) and returns the counts and
     /// (bytes loaded, bytes stored, thread markers) of the stream.
     fn stream_run(engine: &NativeEngine, bin: PathBuf, args: &[&str]) -> (Totals, u64, u64, u64) {
-        stream_run_in(engine, bin, args, None)
+        let (c, ld, st, markers) = stream_report(engine, bin, args, None);
+        (c.totals, ld, st, markers)
     }
 
     /// [`stream_run`] counting and streaming function `function` only, when given.
@@ -544,6 +547,17 @@ mod tests {
         args: &[&str],
         function: Option<&str>,
     ) -> (Totals, u64, u64, u64) {
+        let (c, ld, st, markers) = stream_report(engine, bin, args, function);
+        (c.totals, ld, st, markers)
+    }
+
+    /// [`stream_run_in`] with the whole report.
+    fn stream_report(
+        engine: &NativeEngine,
+        bin: PathBuf,
+        args: &[&str],
+        function: Option<&str>,
+    ) -> (PluginOutput, u64, u64, u64) {
         let mut l = launch(bin.clone(), args);
         if let Some(f) = function {
             let elf = crate::elf::ElfInfo::read(&bin).expect("an ELF");
@@ -577,9 +591,40 @@ mod tests {
         assert_eq!(f.ending, Ending::Success, "{}", f.stderr_tail);
         let (ld, st, markers) = reader.join().expect("reader");
         let c = f.counts.expect("a report");
-        let s = c.mem_stream.expect("stream statistics");
+        let s = c.mem_stream.clone().expect("stream statistics");
         assert_eq!(s.dropped, 0);
-        (c.totals, ld, st, markers)
+        (c, ld, st, markers)
+    }
+
+    /// A program that forks a child doing the same work, and runs a shell command
+    /// (`system`: the shell is exec'd in a child, under DynamoRIO too): only the process
+    /// started is counted and streamed, and the processes it created are counted. Before,
+    /// the children wrote their records into the parent's stream (and a report over its
+    /// own, the last to exit winning).
+    #[test]
+    fn only_the_process_started_is_counted_and_streamed() {
+        let Some(engine) = engine() else { return };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = "#include <stdlib.h>\n#include <unistd.h>\n#include <sys/wait.h>\n\
+             __attribute__((noipa)) void k(long n, double *y, const double *x, double a) {\n\
+               for (long i = 0; i < n; i++) y[i] += a * x[i];\n}\n\
+             int main(int c, char **v) { long n = atol(v[1]);\n\
+               double *x = calloc(n, 8), *y = calloc(n, 8);\n\
+               pid_t p = fork();\n\
+               if (p == 0) { for (int r = 0; r < 5; r++) k(n, y, x, 2.0); _exit(0); }\n\
+               waitpid(p, 0, 0);\n\
+               if (system(\"exec true\") != 0) return 2;\n\
+               k(n, y, x, 3.0);\n\
+               return 0; }\n";
+        let Some(bin) = build(dir.path(), src, &["-O2", "-ffp-contract=off"]) else {
+            return;
+        };
+        let (c, ld, st, _) = stream_report(&engine, bin, &["100003"], None);
+        // The parent's one call: 2 n FLOPs; the child's five are not there.
+        assert_eq!(c.totals.flops, 2 * 100003, "{:?}", c.totals);
+        assert_eq!((ld, st), (c.totals.bytes_loaded, c.totals.bytes_stored));
+        // fork() and system()'s own (clone, or vfork where the C library uses it).
+        assert!(c.forked_processes >= 2, "{}", c.forked_processes);
     }
 
     /// The stream carries the bytes the counts count, load by load and store by store,
