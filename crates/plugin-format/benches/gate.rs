@@ -31,7 +31,10 @@ fn gate() -> SampleGate {
     let hex: String = bits
         .chunks(4)
         .map(|q| {
-            let d = q.iter().enumerate().fold(0u32, |d, (j, b)| d | u32::from(*b) << j);
+            let d = q
+                .iter()
+                .enumerate()
+                .fold(0u32, |d, (j, b)| d | u32::from(*b) << j);
             char::from_digit(d, 16).expect("a hex digit")
         })
         .collect();
