@@ -147,6 +147,11 @@ pub struct PairResult {
     pub source_gflops: f64,
     /// Measured GFLOP/s of the target (median).
     pub measured_gflops: f64,
+    /// The target build's FLOPs over the source build's, as counted (1 for one binary):
+    /// each build's GFLOP/s is its own FLOPs over its time, so where the builds' FLOPs
+    /// differ, what changed is the time ([`PairResult::speedup`]).
+    #[serde(default = "one")]
+    pub flops_ratio: f64,
     /// The projected interval with the source's noise, GFLOP/s.
     pub interval: Interval,
     /// The model's interval, without noise.
@@ -163,7 +168,28 @@ pub struct PairResult {
     pub projection: Projection,
 }
 
+fn one() -> f64 {
+    1.0
+}
+
 impl PairResult {
+    /// The measured speed-up, the source's time over the target's: the GFLOP/s ratio over
+    /// the FLOPs ratio (equal to the GFLOP/s ratio when both builds do the same FLOPs).
+    pub fn speedup(&self) -> f64 {
+        let fr = if self.flops_ratio > 0.0 && self.flops_ratio.is_finite() {
+            self.flops_ratio
+        } else {
+            1.0
+        };
+        self.measured_gflops / self.source_gflops / fr
+    }
+
+    /// The error of assuming the time does not change: that rate is the source's time
+    /// spent on the target's FLOPs.
+    pub fn no_change_error(&self) -> f64 {
+        (1.0 / self.speedup() - 1.0).abs()
+    }
+
     /// `gcc -O3 SSE2 -> gcc -O3 AVX2`.
     pub fn pair(&self) -> String {
         format!("{} -> {}", self.source, self.target)
@@ -591,8 +617,14 @@ pub fn validate_pairs(
     model: Option<&Calibration>,
 ) -> Result<Vec<PairResult>> {
     let mut out = Vec::new();
+    let flops =
+        |c: &Characterized| -> f64 { c.profile.regions[0].threads.iter().map(|t| t.flops).sum() };
     for ps in &g.pairs {
         let (s, t) = (&c[ps.source], &c[ps.target]);
+        let flops_ratio = match (flops(s), flops(t)) {
+            (fs, ft) if fs > 0.0 && ft > 0.0 => ft / fs,
+            _ => 1.0,
+        };
         let so = format!("{} ({})", g.name, s.label);
         let to = format!("{} ({})", g.name, t.label);
         let mut p = project_with(
@@ -640,6 +672,7 @@ pub fn validate_pairs(
             widens: ps.widens,
             source_gflops: s.gflops,
             measured_gflops: t.gflops,
+            flops_ratio,
             interval: p.interval,
             model_interval: p.widening.map_or(p.interval, |w| w.model_interval),
             point: p.point.clone(),
@@ -768,20 +801,22 @@ pub struct ChangedSummary {
     pub skill_vs_no_change: Option<f64>,
 }
 
-/// Whether a pair's measured change is larger than twice its builds' run-to-run spread
-/// ((fastest - slowest) / median of the noisier build; no spread known: any change).
+/// Whether a pair's measured change (its speed-up: on time, whatever FLOPs each build
+/// counts) is larger than twice its builds' run-to-run spread ((fastest - slowest) / median
+/// of the noisier build; no spread known: any change).
 pub fn is_changed(r: &PairResult) -> bool {
     let width = |sp: Option<Spread>| sp.map_or(0.0, |s| s.max - s.min);
     let spread =
         width(r.projection.widening.and_then(|w| w.source)).max(width(r.validation.spread));
-    (r.measured_gflops / r.source_gflops - 1.0).abs() > 2.0 * spread
+    (r.speedup() - 1.0).abs() > 2.0 * spread
 }
 
-/// Whether a vector-width pair's wider build measured slower than its narrower one.
+/// Whether a vector-width pair's wider build measured slower (took longer) than its
+/// narrower one.
 pub fn wider_is_slower(r: &PairResult) -> bool {
     match r.widens {
-        Some(true) => r.measured_gflops < r.source_gflops,
-        Some(false) => r.measured_gflops > r.source_gflops,
+        Some(true) => r.speedup() < 1.0,
+        Some(false) => r.speedup() > 1.0,
         None => false,
     }
 }
@@ -899,12 +934,7 @@ pub fn summarize(v: &[PairResult]) -> ValidationSummary {
         by_change,
         changed: (!changed.is_empty()).then(|| {
             let summary = summary_of(&changed);
-            let no_change_error = median(
-                changed
-                    .iter()
-                    .map(|r| (r.source_gflops / r.measured_gflops - 1.0).abs())
-                    .collect(),
-            );
+            let no_change_error = median(changed.iter().map(|r| r.no_change_error()).collect());
             let p = summary.weighted.median_point_error;
             let skill =
                 |base: f64| (summary.weighted.pairs > 0 && base > 0.0).then(|| 1.0 - p / base);
@@ -1379,6 +1409,7 @@ mod tests {
             widens: Some(true),
             source_gflops: source,
             measured_gflops: measured,
+            flops_ratio: 1.0,
             interval: p.interval,
             model_interval: p.widening.map_or(p.interval, |w| w.model_interval),
             point: p.point.clone(),
@@ -1469,6 +1500,28 @@ mod tests {
             high: 1.1,
         });
         assert!(!is_changed(&slower));
+    }
+
+    #[test]
+    fn builds_whose_flops_differ_are_compared_on_time() {
+        // The target counts 1.25 times the source's FLOPs (an FMA contraction done twice, a
+        // vectorized loop's extra lanes) at 1.25 times its GFLOP/s: the same time.
+        let mut same_time = pair(2.0, 2.5, true);
+        same_time.flops_ratio = 1.25;
+        assert!((same_time.speedup() - 1.0).abs() < 1e-12);
+        assert!(!is_changed(&same_time));
+        assert!(same_time.no_change_error() < 1e-12);
+        // Wider and 10 % higher GFLOP/s, but 25 % more FLOPs: it takes longer.
+        let mut slower = pair(2.0, 2.2, true);
+        slower.flops_ratio = 1.25;
+        assert!(wider_is_slower(&slower) && is_changed(&slower));
+        // Assuming no change in time: the target's FLOPs at the source's time, 2.5 GFLOP/s,
+        // off by 2.5 / 2.2 - 1.
+        assert!((slower.no_change_error() - (2.5 / 2.2 - 1.0)).abs() < 1e-12);
+        let s = summarize(&[same_time, slower]);
+        let c = s.changed.as_ref().unwrap();
+        assert_eq!(c.summary.weighted.pairs, 1);
+        assert_eq!(s.wider_slower.as_ref().unwrap().weighted.pairs, 1);
     }
 
     #[test]

@@ -516,6 +516,8 @@ fn pair_of(
             widens: None,
             source_gflops: gs,
             measured_gflops: gt,
+            // One binary on both hosts.
+            flops_ratio: 1.0,
             interval: proj.interval,
             model_interval: proj.widening.map_or(proj.interval, |w| w.model_interval),
             point: proj.point.clone(),
