@@ -938,23 +938,27 @@ fn fp_op(
     let self_combining = |v: &Vec<LaneIn>| -> bool {
         !same_reg && !fma && v.len() == 2 && v[0].is_some() && v[0] == v[1]
     };
-    let duplicate = |i: usize| -> bool {
-        let key = |v: &Vec<LaneIn>| -> Option<Vec<(u32, u8)>> {
-            let mut k: Vec<(u32, u8)> = v
-                .iter()
-                .map(|x| x.ok_or(()))
-                .collect::<Result<_, _>>()
-                .ok()?;
-            if commutative && k.len() == 2 {
-                k.sort();
-            }
-            Some(k)
-        };
-        let Some(ki) = key(&inputs[i]) else {
-            return false;
-        };
-        (0..i).any(|j| key(&inputs[j]).as_ref() == Some(&ki))
+    // For each lane, the lowest lane that computes the same operation on the same inputs
+    // (the same value), if another.
+    let key = |v: &Vec<LaneIn>| -> Option<Vec<(u32, u8)>> {
+        let mut k: Vec<(u32, u8)> = v
+            .iter()
+            .map(|x| x.ok_or(()))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if commutative && k.len() == 2 {
+            k.sort();
+        }
+        Some(k)
     };
+    let keys: Vec<Option<Vec<(u32, u8)>>> = inputs.iter().map(key).collect();
+    let same_as: Vec<Option<usize>> = (0..lanes)
+        .map(|i| {
+            let ki = keys[i].as_ref()?;
+            (0..i).find(|&j| keys[j].as_ref() == Some(ki))
+        })
+        .collect();
+    let duplicate = |i: usize| same_as[i].is_some();
     let combined: Vec<u32> = inputs.iter().filter_map(combining).collect();
     let tail = combined
         .iter()
@@ -1016,7 +1020,19 @@ fn fp_op(
     } else {
         Kind::Local
     };
-    let res = st.fresh(kind);
+    let fresh = st.fresh(kind);
+    // A lane that duplicates a lower one holds the same value: later instructions see the
+    // two as one (identical lanes of a result stay identical through the arithmetic on it).
+    let mut res = fresh;
+    for (i, j) in same_as.iter().enumerate() {
+        if let Some(j) = *j {
+            if ebits == 32 {
+                res[i] = fresh[j];
+            } else {
+                set_q(&mut res, i, q(&fresh, j));
+            }
+        }
+    }
     st.results.push(FpResult {
         insn: st.at,
         origin: res[0].origin,

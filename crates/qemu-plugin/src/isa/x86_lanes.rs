@@ -242,4 +242,24 @@ mod tests {
             [0, 0, 8]
         );
     }
+
+    #[test]
+    fn identical_lanes_stay_identical_through_arithmetic() {
+        // hpcc's FFTE (gcc 12 -O3 -march=x86-64-v3), the complex products of its zfft1d:
+        // vpermilpd $0x0,(%rsi),%ymm7; vpermilpd $0xf,(%r10),%ymm9; vpermilpd
+        // $0xf,(%rsi),%ymm5; vpermilpd $0x0,(%r10),%ymm0 (each real or imaginary part in
+        // two lanes); vmulpd %ymm7,%ymm9,%ymm6 (2 distinct products); vfmadd231pd
+        // %ymm0,%ymm5,%ymm6 (2 distinct sums: its inputs' lanes are pairwise identical);
+        // vmovupd %ymm6,(%rax).
+        let f = flops(&[
+            "c4 e3 7d 05 3e 00",
+            "c4 43 7d 05 0a 0f",
+            "c4 e3 7d 05 2e 0f",
+            "c4 c3 7d 05 02 00",
+            "c5 b5 59 f7",
+            "c4 e2 d5 b8 f0",
+            "c5 fd 11 30",
+        ]);
+        assert_eq!(f, [0, 0, 0, 0, 2, 4, 0]);
+    }
 }
