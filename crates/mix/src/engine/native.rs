@@ -364,39 +364,22 @@ mod tests {
     #[test]
     fn a_reduction_tail_counts_no_flops() {
         let Some(engine) = engine() else { return };
-        if std::process::Command::new("gcc")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            eprintln!("skipped: no gcc");
-            return;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let src = dir.path().join("d.c");
-        std::fs::write(
-            &src,
-            "#include <stdlib.h>\n\
+        let src = "#include <stdlib.h>\n\
              __attribute__((noipa)) double k(long n, const double *x, const double *y) {\n\
                double s = 0; for (long i = 0; i < n; i++) s += x[i] * y[i]; return s;\n}\n\
              volatile double sink;\n\
              int main(int c, char **v) { long n = atol(v[1]), r = atol(v[2]);\n\
                double *x = calloc(n, 8), *y = calloc(n, 8);\n\
                for (long i = 0; i < r; i++) sink = k(n, x, y);\n\
-               return 0; }\n",
-        )
-        .expect("write");
+               return 0; }\n";
         for march in ["x86-64", "x86-64-v3"] {
-            let bin = dir.path().join(march);
-            let ok = std::process::Command::new("gcc")
-                .args(["-O3", "-ffast-math", &format!("-march={march}"), "-o"])
-                .arg(&bin)
-                .arg(&src)
-                .status()
-                .expect("gcc runs");
-            assert!(ok.success());
+            let dir = tempfile::tempdir().expect("tempdir");
+            let flags = ["-O3", "-ffast-math", &format!("-march={march}")];
+            let Some(bin) = build(dir.path(), src, &flags) else {
+                return;
+            };
             let f = engine
-                .start(&launch(bin, &["1000", "9"]))
+                .start(&launch(bin.clone(), &["1000", "9"]))
                 .expect("starts")
                 .finish()
                 .expect("finishes");
@@ -408,7 +391,7 @@ mod tests {
             // each full buffer faults on its guard page, and DynamoRIO builds the faulting
             // block again to translate the fault, on its small signal stack (the rule's
             // analysis there overflowed it: SIGSEGV in the client).
-            let (t, ld, st, _) = stream_run(&engine, dir.path().join(march), &["200000", "3"]);
+            let (t, ld, st, _) = stream_run(&engine, bin, &["200000", "3"]);
             assert_eq!(t.flops, 2 * 200000 * 3, "{march}: {t:?}");
             assert_eq!((ld, st), (t.bytes_loaded, t.bytes_stored), "{march}");
         }
