@@ -9,7 +9,6 @@ the totals against the goals.
 """
 
 import json
-import math
 import re
 import statistics
 import sys
@@ -102,8 +101,11 @@ def main():
             s, t = p["source"], p["target"]
             val, iv = p["validation"], p["interval"]
             src_spread = ((p.get("projection") or {}).get("widening") or {}).get("source")
+            # validate's own FLOPs ratio (target over source) and speed-up (its
+            # PairResult::speedup); from the builds' FLOPs for files of an older validate.
             fs, ft = flops[s], flops[t]
-            speedup = (fs / p["source_gflops"]) / (ft / p["measured_gflops"]) if fs and ft else math.nan
+            fr = p.get("flops_ratio") or (ft / fs if fs and ft else 1.0)
+            speedup = p["measured_gflops"] / p["source_gflops"] / fr
             # As validate decides it: the speed-up (time), not the GFLOP/s ratio, against
             # twice the noisier build's spread.
             changed = abs(speedup - 1) > 2 * max(
@@ -115,7 +117,7 @@ def main():
             kw = p.get("kwack_gflops")
             print_row = (
                 f"| {case} | {s} -> {t} | {kind(s, t)} | {p['measured_gflops']:.3f} | x{speedup:.2f}"
-                + ("" if abs(ft / fs - 1) < 0.01 else f" (FLOPs x{ft / fs:.2f})")
+                + ("" if abs(fr - 1) < 0.01 else f" (FLOPs x{fr:.2f})")
                 + f" | [{iv['lo']:.3f}, {iv['hi']:.3f}] | {iv['hi'] / iv['lo']:.2f} | "
                 + ("inside" if val["inside_within_noise"] else "outside") + " | "
                 + ("-" if point is None else f"{point:.3f} ({pct(val.get('point_error'))})") + " | "
