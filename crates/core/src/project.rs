@@ -832,8 +832,21 @@ fn project_inner(
         Some(w) => Ceilings::at_widths(m, p, opts.scope, w),
         None => Ceilings::of(m, p, opts.scope),
     };
-    let src_c = ceilings(source.machine, precision, source_widths)?;
-    let tgt_c = ceilings(target.machine, target_precision, target_widths)?;
+    let mut src_c = ceilings(source.machine, precision, source_widths)?;
+    let mut tgt_c = ceilings(target.machine, target_precision, target_widths)?;
+    if src_c.divider_unknown || tgt_c.divider_unknown {
+        // One side cannot say what its divides cost: a divider on the other side alone
+        // would read as a change of machine.
+        for c in [&mut src_c, &mut tgt_c] {
+            if c.divider_rate.is_some() {
+                c.without_divider();
+                c.notes.push(format!(
+                    "{}: the divider is left out, as the other side has no divide or square-root ceiling",
+                    c.machine
+                ));
+            }
+        }
+    }
     notes.extend(src_c.notes.iter().cloned());
     notes.extend(tgt_c.notes.iter().cloned());
     let mut common: Vec<String> = src_c

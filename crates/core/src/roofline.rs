@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::machine::{Derivation, Machine, Precision};
+use crate::machine::{CeilingOp, Derivation, Machine, Precision};
 use crate::profile::AppMetrics;
 
 /// Eq. 6.1: attainable GFLOP/s at operational intensity `oi` under one bandwidth and a peak.
@@ -157,6 +157,20 @@ pub struct Ceilings {
     /// per-width peaks: eq. 6.2 then reads `min(rate x FLOPs / FP instruction, peak)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fp_instruction_rate: Option<f64>,
+    /// FP instructions per second the divider allows at the binary's mix of divides and
+    /// square roots, G/s: the time per FP instruction of its divides and square roots at
+    /// the machine's `div` and `sqrt` ceilings of their widths. The compute ceiling takes
+    /// the lower of this and [`Ceilings::fp_instruction_rate`] (the divider works beside
+    /// the other FP units). `None` when the binary neither divides nor takes square roots,
+    /// or the machine gives no such ceiling at one of their widths
+    /// ([`Ceilings::divider_unknown`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divider_rate: Option<f64>,
+    /// The binary divides or takes square roots at a width where the machine gives no
+    /// `div` or `sqrt` ceiling: they count as other FP instructions. A projection then
+    /// leaves the divider out on both sides ([`Ceilings::without_divider`]).
+    #[serde(skip)]
+    pub divider_unknown: bool,
     /// The compute ceilings below the peak (scalar, no-FMA, add-only, mul-only) the machine
     /// gives, in this scope ([`Machine::carm_ceilings`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -174,7 +188,7 @@ pub struct AccessWidths {
 }
 
 /// One vector width and its shares.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WidthShare {
     /// Width, bits (the element size for scalar code).
@@ -183,6 +197,18 @@ pub struct WidthShare {
     pub fraction: f64,
     /// Fraction of the FP instructions of this width, in [0, 1].
     pub instructions: f64,
+    /// Fraction of all FP instructions that are divides of this width (part of
+    /// `instructions`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub div: f64,
+    /// Fraction of all FP instructions that are square roots of this width (part of
+    /// `instructions`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sqrt: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl AccessWidths {
@@ -193,6 +219,7 @@ impl AccessWidths {
                 vector_bits,
                 fraction: 1.0,
                 instructions: 1.0,
+                ..WidthShare::default()
             }],
             from: from.into(),
         }
@@ -228,6 +255,7 @@ impl AccessWidths {
                     vector_bits: w,
                     fraction: f64::from(w) * n / bits,
                     instructions: n / count,
+                    ..WidthShare::default()
                 })
                 .collect(),
             from: from.into(),
@@ -279,10 +307,42 @@ impl AccessWidths {
                     vector_bits: w,
                     fraction: share(&b, tb, w),
                     instructions: share(&n, tn, w),
+                    ..WidthShare::default()
                 })
                 .collect(),
             from: from.into(),
         })
+    }
+
+    /// Records the divides and square roots: `counts` are (width in bits, divides, square
+    /// roots), `fp_instructions` all FP instructions (the base of every share). A width
+    /// without a part gets one (no bytes, no other instruction share).
+    pub fn with_divider(mut self, counts: &[(u32, f64, f64)], fp_instructions: f64) -> Self {
+        if !(fp_instructions.is_finite() && fp_instructions > 0.0) {
+            return self;
+        }
+        for &(w, d, q) in counts {
+            if w == 0 || !(d.is_finite() && q.is_finite()) || d + q <= 0.0 {
+                continue;
+            }
+            let i = match self.parts.iter().position(|p| p.vector_bits == w) {
+                Some(i) => i,
+                None => {
+                    self.parts.push(WidthShare {
+                        vector_bits: w,
+                        ..WidthShare::default()
+                    });
+                    self.parts.sort_by_key(|p| p.vector_bits);
+                    self.parts
+                        .iter()
+                        .position(|p| p.vector_bits == w)
+                        .expect("just added")
+                }
+            };
+            self.parts[i].div += d.max(0.0) / fp_instructions;
+            self.parts[i].sqrt += q.max(0.0) / fp_instructions;
+        }
+        self
     }
 
     /// Problems with the shares (for files that carry a split), in words: each share finite
@@ -296,10 +356,22 @@ impl AccessWidths {
             if p.vector_bits == 0 {
                 out.push(format!("parts[{i}].vector_bits is 0"));
             }
-            for (name, v) in [("fraction", p.fraction), ("instructions", p.instructions)] {
+            for (name, v) in [
+                ("fraction", p.fraction),
+                ("instructions", p.instructions),
+                ("div", p.div),
+                ("sqrt", p.sqrt),
+            ] {
                 if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                     out.push(format!("parts[{i}].{name} is {v}, not a share in [0, 1]"));
                 }
+            }
+            if p.div + p.sqrt > p.instructions + 1e-9 {
+                out.push(format!(
+                    "parts[{i}]: divides and square roots ({:.3}) exceed the width's FP instructions ({:.3})",
+                    p.div + p.sqrt,
+                    p.instructions
+                ));
             }
         }
         let sum: f64 = self.parts.iter().map(|p| p.fraction).sum();
@@ -368,6 +440,8 @@ impl Ceilings {
             notes,
             access_widths: None,
             fp_instruction_rate: None,
+            divider_rate: None,
+            divider_unknown: false,
             compute_ceilings: m.carm_ceilings(precision, scope == Scope::Node),
         })
     }
@@ -437,6 +511,7 @@ impl Ceilings {
         }
         if complete && per_instruction > 0.0 {
             c.fp_instruction_rate = Some(1.0 / per_instruction);
+            c.set_divider(m, precision, scope, widths, 1.0 / per_instruction);
         } else if m.peak(precision).is_some_and(|p| p.widths.is_empty()) {
             c.notes.push(format!(
                 "{}: no per-width peak: eq. 6.2 weighs the machine's peak at its {}-bit vectors",
@@ -449,6 +524,80 @@ impl Ceilings {
         Ok(c)
     }
 
+    /// The divider's rate ([`Ceilings::divider_rate`]) for the divides and square roots of
+    /// `widths`, beside `arith_rate`, the rate of the FP instructions at their widths.
+    fn set_divider(
+        &mut self,
+        m: &Machine,
+        precision: Precision,
+        scope: Scope,
+        widths: &AccessWidths,
+        arith_rate: f64,
+    ) {
+        let mut per_instruction = 0.0;
+        let mut missing = Vec::new();
+        for part in &widths.parts {
+            for (op, share) in [(CeilingOp::Div, part.div), (CeilingOp::Sqrt, part.sqrt)] {
+                if share <= 0.0 {
+                    continue;
+                }
+                match m.exact_ceiling_gflops(precision, op, part.vector_bits, scope == Scope::Node)
+                {
+                    Some((gflops, _)) if gflops > 0.0 => {
+                        // One FLOP per lane: instructions per second = GFLOP/s / lanes.
+                        let lanes = (part.vector_bits / precision.bits()).max(1);
+                        per_instruction += share * f64::from(lanes) / gflops;
+                    }
+                    _ => missing.push(format!("{op} {}-bit", part.vector_bits)),
+                }
+            }
+        }
+        if !missing.is_empty() {
+            self.divider_unknown = true;
+            self.notes.push(format!(
+                "{}: no {precision} ceiling for {}: the binary's divides and square roots count as other FP instructions",
+                m.id,
+                missing.join(", ")
+            ));
+            return;
+        }
+        if per_instruction <= 0.0 {
+            return;
+        }
+        let rate = 1.0 / per_instruction;
+        self.divider_rate = Some(rate);
+        if rate < arith_rate {
+            let (d, q) = widths
+                .parts
+                .iter()
+                .fold((0.0, 0.0), |(d, q), p| (d + p.div, q + p.sqrt));
+            self.notes.push(format!(
+                "{}: the divider binds the compute ceiling: divides and square roots ({:.1} % and {:.1} % of the FP instructions) allow {:.3} G FP instructions/s, the other FP units {:.3}",
+                m.id,
+                100.0 * d,
+                100.0 * q,
+                rate,
+                arith_rate
+            ));
+        }
+    }
+
+    /// The same ceilings with the binary's divides and square roots counted as other FP
+    /// instructions (for a projection whose other side has no divider ceiling).
+    pub fn without_divider(&mut self) {
+        self.divider_rate = None;
+        self.notes.retain(|n| !n.contains("the divider binds"));
+    }
+
+    /// FP instructions per second at the binary's widths: the FP units' rate, or the
+    /// divider's where it is lower.
+    pub fn instruction_rate(&self) -> Option<f64> {
+        match (self.fp_instruction_rate, self.divider_rate) {
+            (Some(a), Some(d)) => Some(a.min(d)),
+            (a, _) => a,
+        }
+    }
+
     /// Bandwidth of level `name`, if it has one.
     pub fn bandwidth(&self, name: &str) -> Option<f64> {
         self.levels
@@ -459,7 +608,7 @@ impl Ceilings {
 
     /// Eq. 6.2 for this machine and an application's mix: (weighted peak, clamped).
     pub fn weighted_peak(&self, app: &AppMetrics) -> (f64, bool) {
-        if let (Some(rate), Some(fpi)) = (self.fp_instruction_rate, app.flops_per_instruction()) {
+        if let (Some(rate), Some(fpi)) = (self.instruction_rate(), app.flops_per_instruction()) {
             let w = rate * fpi;
             return (
                 w.min(self.peak_gflops),

@@ -158,11 +158,13 @@ fn ceilings_at_the_binary_width_mix_harmonically_and_fall_back_with_a_note() {
                 vector_bits: 64,
                 fraction: 0.5,
                 instructions: 0.5,
+                ..Default::default()
             },
             hpcscope_core::roofline::WidthShare {
                 vector_bits: 128,
                 fraction: 0.5,
                 instructions: 0.5,
+                ..Default::default()
             },
         ],
         from: "test".into(),

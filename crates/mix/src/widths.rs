@@ -27,6 +27,17 @@ pub fn fp_instruction_widths(t: &Totals) -> Vec<(u32, f64)> {
         .collect()
 }
 
+/// FP divides and square roots per width in bits (as [`fp_instruction_widths`]): (width,
+/// divides, square roots), the widths with either.
+pub fn divider_widths(t: &Totals) -> Vec<(u32, f64, f64)> {
+    fp_instruction_widths(t)
+        .into_iter()
+        .zip(t.fp_by_width.values())
+        .filter(|(_, w)| w.div + w.sqrt > 0)
+        .map(|((bits, _), w)| (bits, w.div as f64, w.sqrt as f64))
+        .collect()
+}
+
 /// The bytes' split by access width from `mem_by_width` (and the FP instructions' from
 /// `fp_by_width`). `None` when the plugin did not count loads and stores by width (output
 /// of a plugin before `mem_by_width`) or no byte had a width known from the encoding.
@@ -57,7 +68,9 @@ pub fn access_widths(t: &Totals) -> Option<AccessWidths> {
             100.0 * left / total
         ));
     }
-    AccessWidths::from_bytes(&bytes, &fp_instruction_widths(t), from)
+    let fp = fp_instruction_widths(t);
+    let all: f64 = fp.iter().map(|x| x.1).sum();
+    AccessWidths::from_bytes(&bytes, &fp, from).map(|w| w.with_divider(&divider_widths(t), all))
 }
 
 /// `256-bit 99.4 % (300 loads, 100 stores), 64-bit 0.6 % (10 loads); 1000 bytes counted
@@ -138,6 +151,7 @@ mod tests {
             WidthCounts {
                 instructions: 100,
                 flops: 800,
+                ..WidthCounts::default()
             },
         );
         t

@@ -147,6 +147,12 @@ pub struct WidthCounts {
     pub instructions: u64,
     /// FLOPs.
     pub flops: u64,
+    /// Of `instructions`, the FP divides.
+    #[serde(default)]
+    pub div: u64,
+    /// Of `instructions`, the FP square roots.
+    #[serde(default)]
+    pub sqrt: u64,
 }
 
 /// Loads and stores of one access width.

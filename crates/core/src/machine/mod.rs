@@ -131,6 +131,10 @@ pub enum CeilingOp {
     Mul,
     /// Fused multiply-adds (2 FLOPs per lane).
     Fma,
+    /// Divides (1 FLOP per lane): the divider's throughput.
+    Div,
+    /// Square roots (1 FLOP per lane): the divider's throughput.
+    Sqrt,
 }
 
 impl std::fmt::Display for CeilingOp {
@@ -139,6 +143,8 @@ impl std::fmt::Display for CeilingOp {
             CeilingOp::Add => "add",
             CeilingOp::Mul => "mul",
             CeilingOp::Fma => "fma",
+            CeilingOp::Div => "div",
+            CeilingOp::Sqrt => "sqrt",
         })
     }
 }
@@ -1201,6 +1207,26 @@ impl Machine {
             .map(|w| (w.vector_bits, w.core_gflops, w.node_gflops))
             .collect();
         pick_width(&entries, bits, node_share, f64::from(self.cores()))
+    }
+
+    /// Rate of `op`'s ceiling of `precision` at exactly `bits` (`[[peaks.ceilings]]`), one
+    /// core's or the per-core share of the node's, GFLOP/s. `None` when the machine gives
+    /// no such ceiling: a divide's rate is not implied by another width's.
+    pub fn exact_ceiling_gflops(
+        &self,
+        precision: Precision,
+        op: CeilingOp,
+        bits: u32,
+        node_share: bool,
+    ) -> Option<(f64, Derivation)> {
+        let p = self.peak(precision)?;
+        let entries: Vec<(u32, Option<f64>, Option<f64>)> = p
+            .ceilings
+            .iter()
+            .filter(|c| c.op == op && c.vector_bits == bits)
+            .map(|c| (c.vector_bits, c.core_gflops, c.node_gflops))
+            .collect();
+        pick_width(&entries, bits, node_share, f64::from(self.cores())).map(|(v, d, _)| (v, d))
     }
 
     /// Per-core share of the node bandwidth of `level` (eq. 7.1), GB/s; `None` for a
