@@ -171,7 +171,7 @@ provenance = "b"
     let e = machine(
         r#"
 [[peaks.ceilings]]
-op = "div"
+op = "exp"
 vector_bits = 256
 core_gflops = 3.0
 provenance = "a"
