@@ -14,10 +14,10 @@
 # count the kernel's function (`region=` of `kernel_<name>`, the link-time range from
 # `nm -S`): the C library the program calls is not the same code natively and under QEMU
 # (its ifuncs pick the AVX-512 or ERMS variants the host has), so only the kernel's counts
-# can be equal. Printed per kernel: FLOPs, FP instructions, FP instructions and FLOPs per
-# precision and width, loads, stores and bytes per access width, side by side, `=` when
-# equal; the whole-program instructions; and the mean wall time of RUNS runs of each (the
-# ratios to native).
+# can be equal. Printed per kernel: FLOPs, FP instructions, FP instructions, FLOPs,
+# divides and square roots per precision and width, loads, stores and bytes per access
+# width, side by side, `=` when equal; the whole-program instructions; and the mean wall
+# time of RUNS runs of each (the ratios to native).
 #
 # Then the OpenMP workloads with 2 threads, per thread (OMP_KERNELS), and the same kernels
 # built for AVX-512 (native FLOPs against QEMU's of the AVX2 build),
@@ -150,6 +150,10 @@ for w in sorted(set(n["fp_by_width"]) | set(q["fp_by_width"])):
     b = q["fp_by_width"].get(w, {"instructions": 0, "flops": 0})
     row(f"{w} instructions", a["instructions"], b["instructions"])
     row(f"{w} flops", a["flops"], b["flops"])
+    # Divides and square roots (written when not 0).
+    for f in ["div", "sqrt"]:
+        if a.get(f, 0) or b.get(f, 0):
+            row(f"{w} {f}", a.get(f, 0), b.get(f, 0))
 for f in ["instructions", "loads", "stores", "bytes_loaded", "bytes_stored"]:
     row(f, n[f], q[f])
 for c in ["fp", "int", "load", "store", "branch", "other"]:
@@ -200,7 +204,11 @@ bad = []
 for t in sorted(set(n) | set(q)):
     a, b = n.get(t, {}), q.get(t, {})
     cells = []
-    for f in ["flops", "fp_instructions", "loads", "stores", "bytes_loaded", "bytes_stored"]:
+    # Divides and square roots, all precisions and widths together.
+    for t_ in (a, b):
+        for f in ["div", "sqrt"]:
+            t_[f] = sum(c.get(f, 0) for c in t_.get("fp_by_width", {}).values())
+    for f in ["flops", "fp_instructions", "div", "sqrt", "loads", "stores", "bytes_loaded", "bytes_stored"]:
         x, y = a.get(f, 0), b.get(f, 0)
         cells.append(f"{f} {x:,} {'=' if x == y else '!= ' + format(y, ',')}")
         if x != y:

@@ -1063,6 +1063,93 @@ fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
     );
 }
 
+/// Divides and square roots (`div`, `sqrt` of `fp_by_width`): `workloads/src/nbody.c` does
+/// one of each per ordered pair of bodies, n * n per step; counted natively (DynamoRIO) and
+/// under QEMU, in the scalar bucket of its precision, alike and each the analytic count.
+#[test]
+fn nbody_divides_and_square_roots_alike_natively_and_under_qemu() {
+    let Some(plugin) = ready() else { return };
+    if !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
+        .iter()
+        .all(|f| f.is_file())
+    {
+        eprintln!("skipped: DynamoRIO is not built");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/src/nbody.c");
+    let (n, reps) = (300u64, 3u64);
+    let pairs = n * n * reps;
+    // Without -ffast-math the inner loop's sums stay in order: scalar sqrtsd and divsd
+    // (sqrtss and divss in single precision).
+    for (real, bucket) in [("double", "f64_scalar"), ("float", "f32_scalar")] {
+        let prog = dir.path().join(format!("nbody_{real}"));
+        let st = std::process::Command::new("gcc")
+            .args(["-O2", "-march=x86-64", "-std=gnu11"])
+            .arg(format!("-DREAL={real}"))
+            .arg("-o")
+            .arg(&prog)
+            .arg(&src)
+            .arg("-lm")
+            .status()
+            .unwrap();
+        assert!(st.success(), "gcc failed on {}", src.display());
+        let run = |engine: &str| -> serde_json::Value {
+            let (ns, rs) = (n.to_string(), reps.to_string());
+            let o = mix(
+                &plugin,
+                &[
+                    "--engine",
+                    engine,
+                    "--native-runs",
+                    "0",
+                    "--function",
+                    "kernel_nbody",
+                    "-m",
+                    "cascadelake-8260",
+                    "--format",
+                    "json",
+                    "--",
+                    prog.to_str().unwrap(),
+                    &ns,
+                    &rs,
+                ],
+            );
+            assert!(
+                o.status.success(),
+                "{engine}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            r["variants"][0]["counts"]["totals"]["fp_by_width"].clone()
+        };
+        let (native, qemu) = (run("native"), run("qemu"));
+        let counts = |w: &serde_json::Value| -> Vec<(String, u64, u64)> {
+            w.as_object()
+                .unwrap_or_else(|| panic!("no fp_by_width: {w}"))
+                .iter()
+                .map(|(k, c)| {
+                    let get = |f: &str| c.get(f).map_or(0, |v| v.as_u64().unwrap());
+                    (k.clone(), get("div"), get("sqrt"))
+                })
+                .filter(|(_, d, s)| d + s > 0)
+                .collect()
+        };
+        println!(
+            "nbody {real} n={n} reps={reps}: native {:?}, qemu {:?}",
+            counts(&native),
+            counts(&qemu)
+        );
+        let want = vec![(bucket.to_string(), pairs, pairs)];
+        assert_eq!(counts(&native), want, "native: {native}");
+        assert_eq!(counts(&qemu), want, "qemu: {qemu}");
+        assert_eq!(
+            native[bucket]["instructions"], qemu[bucket]["instructions"],
+            "native {native} qemu {qemu}"
+        );
+    }
+}
+
 /// `--scope`: counted while a function runs, its callees and its recursion included, and
 /// nothing outside: the same counts natively (DynamoRIO) and under QEMU, each the
 /// analytical FLOPs.

@@ -52,6 +52,17 @@ impl Precision {
     }
 }
 
+/// What an FP instruction does, for the divide and square-root counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Add, sub, mul, min, max, the horizontal ones, and the fused multiply-adds.
+    Arith,
+    /// `div*`.
+    Div,
+    /// `sqrt*` (not the estimate `rsqrt*`, which is no FP instruction).
+    Sqrt,
+}
+
 /// The FP arithmetic part of an instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fp {
@@ -60,6 +71,7 @@ pub struct Fp {
     pub vector_bits: Option<u32>,
     /// 1, or 2 for a fused multiply-add.
     pub flops_per_lane: u32,
+    pub op: Op,
 }
 
 impl Fp {
@@ -143,8 +155,8 @@ pub fn opcode_name(instr: *mut dr::instr_t) -> String {
 }
 
 /// The FP operation of an opcode name (DynamoRIO names them as the manuals do: `vaddpd`,
-/// `vfmadd231ps`...): (precision, packed, FLOPs per lane).
-pub fn fp_of_name(name: &str) -> Option<(Precision, bool, u32)> {
+/// `vfmadd231ps`...): (precision, packed, FLOPs per lane, divide or square root or other).
+pub fn fp_of_name(name: &str) -> Option<(Precision, bool, u32, Op)> {
     let base = name.strip_prefix('v').unwrap_or(name);
     let suffix_of = |s: &str| -> Option<(Precision, bool)> {
         match s {
@@ -171,7 +183,7 @@ pub fn fp_of_name(name: &str) -> Option<(Precision, bool, u32)> {
                 if (op == "maddsub" || op == "msubadd") && !packed {
                     return None;
                 }
-                return Some((p, packed, 2));
+                return Some((p, packed, 2, Op::Arith));
             }
         }
         return None;
@@ -186,7 +198,12 @@ pub fn fp_of_name(name: &str) -> Option<(Precision, bool, u32)> {
             if matches!(op, "addsub" | "hadd" | "hsub") && !packed {
                 return None;
             }
-            return Some((p, packed, 1));
+            let op = match op {
+                "div" => Op::Div,
+                "sqrt" => Op::Sqrt,
+                _ => Op::Arith,
+            };
+            return Some((p, packed, 1, op));
         }
     }
     None
@@ -303,11 +320,12 @@ pub fn classify(instr: *mut dr::instr_t) -> Info {
         if info.mask.is_some() && (info.loads || info.stores) {
             info.mask_elem_bytes = move_elem_bytes(&name);
         }
-        if let Some((precision, packed, fpl)) = fp_of_name(&name) {
+        if let Some((precision, packed, fpl, op)) = fp_of_name(&name) {
             info.fp = Some(Fp {
                 precision,
                 vector_bits: packed.then(|| widest.unwrap_or(128)),
                 flops_per_lane: fpl,
+                op,
             });
             info.class = Class::Fp;
         } else if dr::instr_is_cti(instr) != 0 {
@@ -329,17 +347,65 @@ mod tests {
 
     #[test]
     fn names_to_fp() {
-        assert_eq!(fp_of_name("vfmadd231pd"), Some((Precision::F64, true, 2)));
-        assert_eq!(fp_of_name("vfnmsub213ss"), Some((Precision::F32, false, 2)));
+        assert_eq!(
+            fp_of_name("vfmadd231pd"),
+            Some((Precision::F64, true, 2, Op::Arith))
+        );
+        assert_eq!(
+            fp_of_name("vfnmsub213ss"),
+            Some((Precision::F32, false, 2, Op::Arith))
+        );
         assert_eq!(
             fp_of_name("vfmaddsub132ps"),
-            Some((Precision::F32, true, 2))
+            Some((Precision::F32, true, 2, Op::Arith))
         );
-        assert_eq!(fp_of_name("addpd"), Some((Precision::F64, true, 1)));
-        assert_eq!(fp_of_name("vaddsd"), Some((Precision::F64, false, 1)));
-        assert_eq!(fp_of_name("vhaddps"), Some((Precision::F32, true, 1)));
-        assert_eq!(fp_of_name("vsqrtsd"), Some((Precision::F64, false, 1)));
-        assert_eq!(fp_of_name("addsubpd"), Some((Precision::F64, true, 1)));
+        assert_eq!(
+            fp_of_name("addpd"),
+            Some((Precision::F64, true, 1, Op::Arith))
+        );
+        assert_eq!(
+            fp_of_name("vaddsd"),
+            Some((Precision::F64, false, 1, Op::Arith))
+        );
+        assert_eq!(
+            fp_of_name("vhaddps"),
+            Some((Precision::F32, true, 1, Op::Arith))
+        );
+        assert_eq!(
+            fp_of_name("vsqrtsd"),
+            Some((Precision::F64, false, 1, Op::Sqrt))
+        );
+        assert_eq!(
+            fp_of_name("addsubpd"),
+            Some((Precision::F64, true, 1, Op::Arith))
+        );
+        // Divides and square roots, every encoding's name.
+        for (name, p, packed, op) in [
+            ("divpd", Precision::F64, true, Op::Div),
+            ("vdivps", Precision::F32, true, Op::Div),
+            ("divss", Precision::F32, false, Op::Div),
+            ("vdivsd", Precision::F64, false, Op::Div),
+            ("sqrtsd", Precision::F64, false, Op::Sqrt),
+            ("vsqrtpd", Precision::F64, true, Op::Sqrt),
+            ("vsqrtss", Precision::F32, false, Op::Sqrt),
+            ("sqrtps", Precision::F32, true, Op::Sqrt),
+        ] {
+            assert_eq!(fp_of_name(name), Some((p, packed, 1, op)), "{name}");
+        }
+        for arith in ["vaddpd", "mulsd", "vfmadd231pd", "vmaxps"] {
+            assert_eq!(fp_of_name(arith).map(|f| f.3), Some(Op::Arith), "{arith}");
+        }
+        // Reciprocal estimates: no FP instructions.
+        for not in [
+            "rcpps",
+            "vrcpss",
+            "rsqrtps",
+            "vrsqrtss",
+            "vrsqrt14pd",
+            "vrcp14ps",
+        ] {
+            assert_eq!(fp_of_name(not), None, "{not}");
+        }
         for not in [
             "vcmppd",
             "vcvtsd2ss",

@@ -9,7 +9,7 @@ use hpcscope_plugin_format::report::{
 
 use dynamorio_sys as dr;
 
-use crate::classify::{Class, Info, Precision};
+use crate::classify::{Class, Info, Op, Precision};
 
 /// Named counters, first in the array.
 #[derive(Debug, Clone, Copy)]
@@ -38,12 +38,15 @@ const FP_WIDTHS: [Option<u32>; 4] = [None, Some(128), Some(256), Some(512)];
 const FP_SLOTS: usize = 2 * FP_WIDTHS.len();
 const FP_INSNS: usize = NAMED;
 const FP_FLOPS: usize = FP_INSNS + FP_SLOTS;
+/// Of the FP instructions of each precision and width, the divides and the square roots.
+const FP_DIV: usize = FP_FLOPS + FP_SLOTS;
+const FP_SQRT: usize = FP_DIV + FP_SLOTS;
 
 /// Access widths in bytes (all memory operands of one direction of an instruction
 /// together), then `other`: the QEMU plugin's buckets.
 const MEM_BYTES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 const MEM_SLOTS: usize = MEM_BYTES.len() + 1;
-const MEM_LOADS: usize = FP_FLOPS + FP_SLOTS;
+const MEM_LOADS: usize = FP_SQRT + FP_SLOTS;
 const MEM_LOAD_BYTES: usize = MEM_LOADS + MEM_SLOTS;
 const MEM_STORES: usize = MEM_LOAD_BYTES + MEM_SLOTS;
 const MEM_STORE_BYTES: usize = MEM_STORES + MEM_SLOTS;
@@ -188,9 +191,16 @@ pub fn add_static(v: &mut [u64], info: &Info, counted_lanes: Option<u32>) {
     }
     if let Some(fp) = info.fp {
         v[Slot::FpInstructions as usize] += 1;
-        v[FP_INSNS + fp_slot(fp.precision, fp.vector_bits)] += 1;
+        let slot = fp_slot(fp.precision, fp.vector_bits);
+        v[FP_INSNS + slot] += 1;
         if fp.flops_per_lane == 2 {
             v[Slot::FmaInstructions as usize] += 1;
+        }
+        // Instructions, masked or not (their FLOPs follow the mask).
+        match fp.op {
+            Op::Div => v[FP_DIV + slot] += 1,
+            Op::Sqrt => v[FP_SQRT + slot] += 1,
+            Op::Arith => {}
         }
         if info.mask.is_none() {
             // The lanes the FLOP rule for reductions counts (every lane by default).
@@ -218,6 +228,8 @@ pub fn totals(v: &[u64; N]) -> Totals {
                 WidthCounts {
                     instructions: v[FP_INSNS + s],
                     flops: v[FP_FLOPS + s],
+                    div: v[FP_DIV + s],
+                    sqrt: v[FP_SQRT + s],
                 },
             );
         }

@@ -147,12 +147,18 @@ pub struct WidthCounts {
     pub instructions: u64,
     /// FLOPs.
     pub flops: u64,
-    /// Of `instructions`, the FP divides.
-    #[serde(default)]
+    /// Of `instructions`, the FP divides (`div*`): instructions, whatever their lanes or
+    /// mask. Written when not 0; 0 in reports from before this key.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub div: u64,
-    /// Of `instructions`, the FP square roots.
-    #[serde(default)]
+    /// Of `instructions`, the FP square roots (`sqrt*`; reciprocal square-root estimates
+    /// are not FP instructions), counted as `div`.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub sqrt: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Loads and stores of one access width.
@@ -217,4 +223,31 @@ pub struct TbCounts {
     pub bytes_loaded: u64,
     /// Bytes stored.
     pub bytes_stored: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divides_and_square_roots_are_written_when_there_are_some() {
+        // A report from before the keys: both 0.
+        let old: WidthCounts =
+            serde_json::from_str(r#"{"instructions": 4, "flops": 8}"#).expect("old entry");
+        assert_eq!((old.instructions, old.div, old.sqrt), (4, 0, 0));
+        let none = serde_json::to_value(&old).expect("JSON");
+        assert_eq!(none, serde_json::json!({"instructions": 4, "flops": 8}));
+        let some = WidthCounts {
+            div: 3,
+            sqrt: 1,
+            ..old
+        };
+        let v = serde_json::to_value(&some).expect("JSON");
+        assert_eq!(
+            v,
+            serde_json::json!({"instructions": 4, "flops": 8, "div": 3, "sqrt": 1})
+        );
+        let back: WidthCounts = serde_json::from_value(v).expect("new entry");
+        assert_eq!((back.div, back.sqrt), (3, 1));
+    }
 }

@@ -23,8 +23,18 @@ fn c(v: &[u64; N_COUNTERS], k: Counter) -> u64 {
 /// The `totals` object (also used per thread and per region, and shortened per TB).
 pub fn totals_json(v: &[u64; N_COUNTERS]) -> Value {
     let mut by_width = Map::new();
-    for (name, insns, flops) in fp_breakdown(v) {
-        by_width.insert(name, json!({ "instructions": insns, "flops": flops }));
+    for w in fp_breakdown(v) {
+        let mut e = json!({ "instructions": w.instructions, "flops": w.flops });
+        // Written when not 0, as the reader's type writes them.
+        if let Value::Object(o) = &mut e {
+            if w.div > 0 {
+                o.insert("div".into(), json!(w.div));
+            }
+            if w.sqrt > 0 {
+                o.insert("sqrt".into(), json!(w.sqrt));
+            }
+        }
+        by_width.insert(w.name, e);
     }
     let mut mem_by_width = Map::new();
     for m in mem_breakdown(v) {
@@ -231,6 +241,23 @@ mod tests {
             ..crate::isa::InsnInfo::plain(crate::isa::Class::Load)
         }
         .add_to(&mut a);
+        // A scalar divide and two square roots (sqrtsd, sqrtsd).
+        for op in [
+            crate::isa::FpOp::Div,
+            crate::isa::FpOp::Sqrt,
+            crate::isa::FpOp::Sqrt,
+        ] {
+            crate::isa::InsnInfo {
+                fp: Some(crate::isa::FpInfo::new(
+                    crate::isa::Precision::F64,
+                    None,
+                    1,
+                    op,
+                )),
+                ..crate::isa::InsnInfo::plain(crate::isa::Class::Fp)
+            }
+            .add_to(&mut a);
+        }
         let mut b = [0u64; N_COUNTERS];
         b[Counter::Flops as usize] = 2;
         let tally = Tally {
@@ -264,14 +291,21 @@ mod tests {
         };
         let s = summary(&run, &tally, true);
         assert_eq!(s["format"], FORMAT);
-        assert_eq!(s["totals"]["flops"], 42);
+        assert_eq!(s["totals"]["flops"], 42 + 3);
+        let f64s = &s["totals"]["fp_by_width"]["f64_scalar"];
+        assert_eq!((&f64s["div"], &f64s["sqrt"]), (&json!(1), &json!(2)));
+        assert_eq!(s["totals"]["divsqrt_instructions"], 3);
+        assert_eq!(
+            s["regions"][0]["threads"][0]["totals"]["fp_by_width"],
+            s["totals"]["fp_by_width"]
+        );
         assert_eq!(s["totals"]["mem_by_width"]["128"]["bytes_loaded"], 16);
         assert_eq!(s["totals"]["mem_by_width"]["128"]["loads"], 1);
         assert!(s["totals"]["mem_by_width"].get("64").is_none());
         assert_eq!(s["threads"][1]["totals"]["flops"], 2);
         assert_eq!(s["threads"][0]["vcpu"], 0);
         assert_eq!(s["regions"][0]["end"], 2);
-        assert_eq!(s["regions"][0]["totals"]["flops"], 42);
+        assert_eq!(s["regions"][0]["totals"]["flops"], 45);
         assert_eq!(s["regions"][0]["threads"][1]["totals"]["flops"], 2);
         assert!(s["tbs"].as_array().is_some_and(|a| a.is_empty()));
         assert!(s.get("lost_executions").is_none());
@@ -287,7 +321,9 @@ mod tests {
             (Some(1), Some(1))
         );
         assert_eq!(typed.counting.as_deref(), Some("per_vcpu"));
-        assert_eq!(typed.totals.flops, 42);
+        assert_eq!(typed.totals.flops, 45);
+        let f64s = &typed.totals.fp_by_width["f64_scalar"];
+        assert_eq!((f64s.instructions, f64s.div, f64s.sqrt), (3, 1, 2));
         assert_eq!(typed.totals.loads, 1);
         assert_eq!(typed.totals.bytes_loaded, 16);
         assert_eq!(typed.totals.mem_by_width["128"].bytes_loaded, 16);
@@ -295,7 +331,9 @@ mod tests {
         assert_eq!((typed.threads[1].thread, typed.threads[1].vcpu), (1, 1));
         assert_eq!(typed.threads[1].totals.flops, 2);
         assert_eq!((typed.regions[0].start, typed.regions[0].end), (1, 2));
-        assert_eq!(typed.regions[0].totals.flops, 42);
+        assert_eq!(typed.regions[0].totals.flops, 45);
+        assert_eq!(typed.regions[0].totals.fp_by_width["f64_scalar"].div, 1);
+        assert_eq!(typed.threads[0].totals.fp_by_width["f64_scalar"].sqrt, 2);
         assert_eq!(typed.regions[0].threads[1].totals.flops, 2);
         assert!(typed.tbs.is_empty() && typed.mem_stream.is_none());
         assert_eq!(typed.lost_executions, 0);

@@ -848,6 +848,34 @@ mod tests {
         assert_eq!(a.classify_word(0x8b020020).class, Class::Int);
     }
 
+    #[test]
+    fn divides_and_square_roots_apart_estimates_not_fp() {
+        let a = c(512);
+        let op = |w: u32| {
+            a.classify_word(w)
+                .fp
+                .map(|f| (f.op, f.precision, f.vector_bits))
+        };
+        use FpOp::{Div, Sqrt};
+        use Precision::{F16, F32, F64};
+        // fdiv d0, d1, d2; fsqrt s0, s1; fsqrt h0, h1
+        assert_eq!(op(0x1e621820), Some((Div, F64, None)));
+        assert_eq!(op(0x1e21c020), Some((Sqrt, F32, None)));
+        assert_eq!(op(0x1ee1c020), Some((Sqrt, F16, None)));
+        // fdiv v0.2d, v1.2d, v2.2d; fdiv v0.2s, v1.2s, v2.2s; fsqrt v0.4s, v1.4s
+        assert_eq!(op(0x6e62fc20), Some((Div, F64, Some(128))));
+        assert_eq!(op(0x2e22fc20), Some((Div, F32, Some(64))));
+        assert_eq!(op(0x6ea1f820), Some((Sqrt, F32, Some(128))));
+        // fdiv z0.d, p0/m, z0.d, z1.d; fdivr z0.s, p0/m, z0.s, z1.s; fsqrt z0.d, p0/m, z1.d
+        assert_eq!(op(0x65cd8020), Some((Div, F64, Some(512))));
+        assert_eq!(op(0x658c8020), Some((Div, F32, Some(512))));
+        assert_eq!(op(0x65cda020), Some((Sqrt, F64, Some(512))));
+        // frecpe v0.2d, v1.2d; frsqrte v0.4s, v1.4s; frsqrte d0, d1: estimates, no FLOPs.
+        for w in [0x4ee1d820, 0x6ea1d820, 0x7ee1d820] {
+            assert_eq!(op(w), None, "{w:#x}");
+        }
+    }
+
     /// FLOPs per instruction of a block of words.
     fn block(a: &Aarch64, words: &[u32]) -> Vec<u32> {
         let w: Vec<Option<u32>> = words.iter().map(|w| Some(*w)).collect();

@@ -66,21 +66,25 @@ pub enum Class {
     Other,
 }
 
-/// What an FP arithmetic instruction does, for the FMA and divide/sqrt counters.
+/// What an FP arithmetic instruction does, for the FMA, divide and square-root counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FpOp {
     Arith,
     Fma,
-    DivSqrt,
+    /// A divide (x86 `div*`, aarch64 `FDIV`, `FDIVR`).
+    Div,
+    /// A square root (x86 `sqrt*`, aarch64 `FSQRT`); not the reciprocal estimates.
+    Sqrt,
 }
 
 impl FpOp {
-    /// Parse `arith`, `fma` or `divsqrt`.
+    /// Parse `arith`, `fma`, `div` or `sqrt`.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "arith" => Some(FpOp::Arith),
             "fma" => Some(FpOp::Fma),
-            "divsqrt" => Some(FpOp::DivSqrt),
+            "div" => Some(FpOp::Div),
+            "sqrt" => Some(FpOp::Sqrt),
             _ => None,
         }
     }
@@ -271,12 +275,19 @@ impl InsnInfo {
             v[Counter::FpInstructions as usize] += 1;
             v[Counter::Flops as usize] += flops;
             v[Counter::FlopsExcluded as usize] += u64::from(fp.flops_excluded());
+            let slot = fp_slot(fp.precision, fp.vector_bits);
             match fp.op {
                 FpOp::Fma => v[Counter::FmaInstructions as usize] += 1,
-                FpOp::DivSqrt => v[Counter::DivSqrtInstructions as usize] += 1,
+                FpOp::Div => {
+                    v[Counter::DivSqrtInstructions as usize] += 1;
+                    v[FP_BY_WIDTH_DIV + slot] += 1;
+                }
+                FpOp::Sqrt => {
+                    v[Counter::DivSqrtInstructions as usize] += 1;
+                    v[FP_BY_WIDTH_SQRT + slot] += 1;
+                }
                 FpOp::Arith => {}
             }
-            let slot = fp_slot(fp.precision, fp.vector_bits);
             v[FP_BY_WIDTH_INSNS + slot] += 1;
             v[FP_BY_WIDTH_FLOPS + slot] += flops;
         }
@@ -300,6 +311,7 @@ pub enum Counter {
     FpInstructions,
     Flops,
     FmaInstructions,
+    /// Divides and square roots (the sum of the per-width `div` and `sqrt`).
     DivSqrtInstructions,
     SveInstructions,
     /// Lane FLOPs left out by the rule for horizontal and reduction operations.
@@ -331,13 +343,16 @@ pub const WIDTHS: [Option<u32>; 7] = [
 const N_SLOTS: usize = 3 * WIDTHS.len();
 const FP_BY_WIDTH_INSNS: usize = N_NAMED;
 const FP_BY_WIDTH_FLOPS: usize = N_NAMED + N_SLOTS;
+/// Of the FP instructions of each bucket, the divides and the square roots.
+const FP_BY_WIDTH_DIV: usize = FP_BY_WIDTH_FLOPS + N_SLOTS;
+const FP_BY_WIDTH_SQRT: usize = FP_BY_WIDTH_DIV + N_SLOTS;
 
 /// Access-size buckets of the loads and stores by width, bytes per execution of one
 /// instruction (all its memory operands of one direction together); any other size falls
 /// into one more bucket, `other`.
 pub const MEM_WIDTH_BYTES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 const MEM_SLOTS: usize = MEM_WIDTH_BYTES.len() + 1;
-const MEM_LOADS: usize = FP_BY_WIDTH_FLOPS + N_SLOTS;
+const MEM_LOADS: usize = FP_BY_WIDTH_SQRT + N_SLOTS;
 const MEM_LOAD_BYTES: usize = MEM_LOADS + MEM_SLOTS;
 const MEM_STORES: usize = MEM_LOAD_BYTES + MEM_SLOTS;
 const MEM_STORE_BYTES: usize = MEM_STORES + MEM_SLOTS;
@@ -404,9 +419,20 @@ fn fp_slot(p: Precision, vector_bits: Option<u32>) -> usize {
     p as usize * WIDTHS.len() + w
 }
 
-/// Names and values of the FP-by-width breakdown, e.g. `("f64_256", insns, flops)`,
-/// skipping empty buckets.
-pub fn fp_breakdown(v: &[u64; N_COUNTERS]) -> Vec<(String, u64, u64)> {
+/// One bucket of the FP-by-width breakdown (see [`fp_breakdown`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FpWidth {
+    /// Precision and width, e.g. `f64_256`, `f32_scalar`.
+    pub name: String,
+    /// FP instructions, their FLOPs, and of the instructions the divides and square roots.
+    pub instructions: u64,
+    pub flops: u64,
+    pub div: u64,
+    pub sqrt: u64,
+}
+
+/// The FP-by-width breakdown, skipping empty buckets.
+pub fn fp_breakdown(v: &[u64; N_COUNTERS]) -> Vec<FpWidth> {
     let mut out = Vec::new();
     for p in Precision::ALL {
         for w in WIDTHS {
@@ -419,11 +445,13 @@ pub fn fp_breakdown(v: &[u64; N_COUNTERS]) -> Vec<(String, u64, u64)> {
                 None => "scalar".to_string(),
                 Some(b) => b.to_string(),
             };
-            out.push((
-                format!("{}_{}", p.name(), width),
-                insns,
-                v[FP_BY_WIDTH_FLOPS + slot],
-            ));
+            out.push(FpWidth {
+                name: format!("{}_{}", p.name(), width),
+                instructions: insns,
+                flops: v[FP_BY_WIDTH_FLOPS + slot],
+                div: v[FP_BY_WIDTH_DIV + slot],
+                sqrt: v[FP_BY_WIDTH_SQRT + slot],
+            });
         }
     }
     out
@@ -468,7 +496,13 @@ mod tests {
         };
         info.add_to(&mut v);
         assert_eq!(v[Counter::Flops as usize], 16);
-        assert_eq!(fp_breakdown(&v), vec![("f64_512".to_string(), 1, 16)]);
+        let b = fp_breakdown(&v);
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            (b[0].name.as_str(), b[0].instructions, b[0].flops),
+            ("f64_512", 1, 16)
+        );
+        assert_eq!((b[0].div, b[0].sqrt), (0, 0));
     }
 
     #[test]
@@ -486,7 +520,43 @@ mod tests {
         .add_to(&mut v);
         assert_eq!(v[Counter::Flops as usize], 1);
         assert_eq!(v[Counter::FlopsExcluded as usize], 3);
-        assert_eq!(fp_breakdown(&v), vec![("f64_256".to_string(), 1, 1)]);
+        let b = fp_breakdown(&v);
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            (b[0].name.as_str(), b[0].instructions, b[0].flops),
+            ("f64_256", 1, 1)
+        );
+    }
+
+    #[test]
+    fn divides_and_square_roots_are_counted_per_bucket() {
+        let mut v = [0u64; N_COUNTERS];
+        let add = |v: &mut [u64; N_COUNTERS], p, bits, op| {
+            InsnInfo {
+                fp: Some(FpInfo::new(p, bits, 1, op)),
+                ..InsnInfo::plain(Class::Fp)
+            }
+            .add_to(v)
+        };
+        add(&mut v, Precision::F64, None, FpOp::Div);
+        add(&mut v, Precision::F64, None, FpOp::Sqrt);
+        add(&mut v, Precision::F64, None, FpOp::Sqrt);
+        add(&mut v, Precision::F64, None, FpOp::Arith);
+        add(&mut v, Precision::F32, Some(256), FpOp::Div);
+        add(&mut v, Precision::F64, Some(512), FpOp::Sqrt);
+        let b = fp_breakdown(&v);
+        let w = |n: &str| {
+            b.iter()
+                .find(|w| w.name == n)
+                .map(|w| (w.instructions, w.flops, w.div, w.sqrt))
+        };
+        assert_eq!(w("f64_scalar"), Some((4, 4, 1, 2)));
+        assert_eq!(w("f32_256"), Some((1, 8, 1, 0)));
+        assert_eq!(w("f64_512"), Some((1, 8, 0, 1)));
+        assert_eq!(b.len(), 3);
+        assert_eq!(v[Counter::DivSqrtInstructions as usize], 5);
+        // Nothing spilled into the memory buckets.
+        assert!(mem_breakdown(&v).is_empty());
     }
 
     #[test]

@@ -381,6 +381,48 @@ mod tests {
     }
 
     #[test]
+    fn divides_and_square_roots_apart_estimates_not_fp() {
+        let op = |b: &[u8]| {
+            c().classify(b)
+                .fp
+                .map(|f| (f.op, f.precision, f.vector_bits))
+        };
+        use FpOp::{Div, Sqrt};
+        use Precision::{F32, F64};
+        // divpd xmm0, xmm1; sqrtsd xmm0, xmm1
+        assert_eq!(op(&[0x66, 0x0f, 0x5e, 0xc1]), Some((Div, F64, Some(128))));
+        assert_eq!(op(&[0xf2, 0x0f, 0x51, 0xc1]), Some((Sqrt, F64, None)));
+        // vdivps ymm0, ymm1, ymm2; vdivsd xmm0, xmm1, xmm2
+        assert_eq!(op(&[0xc5, 0xf4, 0x5e, 0xc2]), Some((Div, F32, Some(256))));
+        assert_eq!(op(&[0xc5, 0xf3, 0x5e, 0xc2]), Some((Div, F64, None)));
+        // vsqrtpd zmm0, zmm1, and masked vsqrtpd zmm0{k1}, zmm1
+        assert_eq!(
+            op(&[0x62, 0xf1, 0xfd, 0x48, 0x51, 0xc1]),
+            Some((Sqrt, F64, Some(512)))
+        );
+        assert_eq!(
+            op(&[0x62, 0xf1, 0xfd, 0x49, 0x51, 0xc1]),
+            Some((Sqrt, F64, Some(512)))
+        );
+        // sqrtss xmm0, [rdi]
+        assert_eq!(op(&[0xf3, 0x0f, 0x51, 0x07]), Some((Sqrt, F32, None)));
+        // rcpps xmm0, xmm1; rsqrtps xmm0, xmm1: estimates, not FP instructions.
+        assert_eq!(op(&[0x0f, 0x53, 0xc1]), None);
+        assert_eq!(op(&[0x0f, 0x52, 0xc1]), None);
+        // mulpd xmm0, xmm1 and vfmadd231pd ymm0, ymm1, [rax]: neither.
+        assert_eq!(
+            c().classify(&[0x66, 0x0f, 0x59, 0xc1]).fp.map(|f| f.op),
+            Some(FpOp::Arith)
+        );
+        assert_eq!(
+            c().classify(&[0xc4, 0xe2, 0xf5, 0xb8, 0x00])
+                .fp
+                .map(|f| f.op),
+            Some(FpOp::Fma)
+        );
+    }
+
+    #[test]
     fn avx512_fma_zmm() {
         // vfmadd231pd zmm0, zmm1, zmm2
         let i = c().classify(&[0x62, 0xf2, 0xf5, 0x48, 0xb8, 0xc2]);
