@@ -1,12 +1,24 @@
-//! Peak floating-point kernels: add, mul and FMA, f32 and f64, per vector width.
+//! Peak floating-point kernels: add, mul and FMA, f32 and f64, per vector width; and the
+//! divide and square-root throughput kernels (ceilings, never the peak).
 //!
 //! Each kernel keeps 12 independent accumulator chains in registers: with an FMA latency
 //! of 4 cycles and 2 FMA ports, 8 chains in flight fill the pipelines, 12 leave margin.
 //! The loop body (24 instructions, two rounds over the 12 accumulators) is inline
 //! assembly, so the compiler cannot fold, reorder or narrow it.
 //!
-//! Forms: add `acc = acc + c1`, mul `acc = acc * c1`, FMA `acc = acc + c1 * c2`.
-//! FLOPs per loop iteration: `24 * lanes` (add, mul) or `48 * lanes` (FMA).
+//! Forms: add `acc = acc + c1`, mul `acc = acc * c1`, FMA `acc = acc + c1 * c2`, divide
+//! `acc = c1 / acc`, square root `acc = sqrt(c1)`.
+//! FLOPs per loop iteration: `24 * lanes` (add, mul, divide, square root) or `48 * lanes`
+//! (FMA).
+//!
+//! Divide: a division's latency (13-24 cycles on current x86 cores) is at most about 5
+//! times its reciprocal throughput (4-16 cycles), so 12 independent chains keep the divider
+//! busy: the kernel measures its throughput, not its latency. With `acc = c1 / acc` each
+//! chain alternates between `init` and `c1 / init` (both near 1, never denormal, infinite
+//! or NaN), so the divisor is never a trivial value (1.0, a power of two) that a divider
+//! could finish early. Square root: every instruction takes the square root of the same
+//! constant `c1` (not 1.0) into its own register, so no instruction waits for another and
+//! the operand never becomes a trivial one (a chain `acc = sqrt(acc)` would reach 1.0).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,11 +43,21 @@ pub enum FlopOp {
     Mul,
     /// Fused multiply-add: 2 FLOPs per lane.
     Fma,
+    /// Division: 1 FLOP per lane (a ceiling of the divider, never the machine's peak).
+    Div,
+    /// Square root: 1 FLOP per lane (a ceiling of the divider, never the machine's peak).
+    Sqrt,
 }
 
 impl FlopOp {
     /// Every operation.
-    pub const ALL: [FlopOp; 3] = [FlopOp::Add, FlopOp::Mul, FlopOp::Fma];
+    pub const ALL: [FlopOp; 5] = [
+        FlopOp::Add,
+        FlopOp::Mul,
+        FlopOp::Fma,
+        FlopOp::Div,
+        FlopOp::Sqrt,
+    ];
 
     /// Name on the command line.
     pub fn name(self) -> &'static str {
@@ -43,12 +65,41 @@ impl FlopOp {
             FlopOp::Add => "add",
             FlopOp::Mul => "mul",
             FlopOp::Fma => "fma",
+            FlopOp::Div => "div",
+            FlopOp::Sqrt => "sqrt",
         }
+    }
+
+    /// Whether the operation's kernel can set the machine's peak (add, mul, FMA); divide
+    /// and square root run on the divider, far below it, and only give ceilings.
+    pub fn is_peak(self) -> bool {
+        matches!(self, FlopOp::Add | FlopOp::Mul | FlopOp::Fma)
     }
 
     /// Parses a name.
     pub fn from_name(s: &str) -> Option<FlopOp> {
         FlopOp::ALL.into_iter().find(|o| o.name() == s)
+    }
+
+    /// How the kernel keeps its 12 registers busy, in words (machine-file provenance):
+    /// `12 independent accumulator chains, inline asm` for add, mul and FMA.
+    pub fn kernel_form(self) -> String {
+        match self {
+            FlopOp::Add | FlopOp::Mul | FlopOp::Fma => {
+                format!("{CHAINS} independent accumulator chains, inline asm")
+            }
+            FlopOp::Div => {
+                let s = FlopState::steady(self);
+                format!(
+                    "{CHAINS} independent chains acc = c1 / acc, c1 = {}, acc alternating {} and c1 / {}, results checked, inline asm",
+                    s.c1, s.init, s.init
+                )
+            }
+            FlopOp::Sqrt => format!(
+                "{CHAINS} independent square roots of the constant {} per round, results checked, inline asm",
+                FlopState::steady(self).c1
+            ),
+        }
     }
 
     /// FLOPs per lane per instruction.
@@ -147,7 +198,69 @@ impl FlopState {
                 c1: 1.0,
                 c2: 1.0,
             },
+            // acc = c1 / acc alternates between 1.5 and c1 / 1.5 (about 0.667); in f64 and
+            // in f32, c1 / (c1 / 1.5) rounds back to exactly 1.5, so the values never drift.
+            FlopOp::Div => FlopState {
+                init: 1.5,
+                c1: 1.000_000_1,
+                c2: 0.0,
+            },
+            // acc = sqrt(c1): about 1.0488 in every lane.
+            FlopOp::Sqrt => FlopState {
+                init: 1.5,
+                c1: 1.1,
+                c2: 0.0,
+            },
         }
+    }
+
+    /// Checks the accumulators `out` that [`run`] returned after `iters` iterations of
+    /// `op` from this state, computed in `precision`: every value finite and, for divide
+    /// and square root, the value the kernel must compute (divide: an even number of
+    /// divisions per chain brings it back to `init`, within 4 units in the last place for
+    /// rounding; square root: `sqrt(c1)` exactly). Says what is wrong otherwise.
+    pub fn check(
+        &self,
+        op: FlopOp,
+        precision: Precision,
+        iters: u64,
+        out: &[f64],
+    ) -> Result<(), String> {
+        let round = |v: f64| match precision {
+            Precision::F64 => v,
+            Precision::F32 => f64::from(v as f32),
+        };
+        if let Some(v) = out.iter().find(|v| !v.is_finite()) {
+            return Err(format!("an accumulator is {v}, not finite"));
+        }
+        if iters == 0 {
+            return Ok(());
+        }
+        let (init, c1) = (round(self.init), round(self.c1));
+        let ulp = match precision {
+            Precision::F64 => f64::EPSILON,
+            Precision::F32 => f64::from(f32::EPSILON),
+        };
+        match op {
+            FlopOp::Div => {
+                if let Some(v) = out.iter().find(|v| ((**v - init) / init).abs() > 4.0 * ulp) {
+                    return Err(format!(
+                        "an accumulator holds {v} after an even number of divisions acc = {c1} / acc, not {init}"
+                    ));
+                }
+            }
+            FlopOp::Sqrt => {
+                let want = match precision {
+                    Precision::F64 => c1.sqrt(),
+                    Precision::F32 => f64::from((c1 as f32).sqrt()),
+                };
+                if let Some(v) = out.iter().find(|v| **v != want) {
+                    return Err(format!("an accumulator holds {v}, not sqrt({c1}) = {want}"));
+                }
+            }
+            FlopOp::Add | FlopOp::Mul | FlopOp::Fma => {}
+        }
+        Ok(())
     }
 }
 
@@ -363,6 +476,25 @@ mod imp {
         "{c1}, {c2} # ",
         ""
     );
+    // Divide `acc = c1 / acc`: `vdiv acc, c1, acc`. Square root `acc = sqrt(c1)`: the
+    // accumulator is only written (packed `vsqrt acc, c1`; scalar `vsqrt acc, c1, c1`, whose
+    // upper lanes also come from c1), so no instruction depends on another.
+    k_peak!(div_f64_s, "avx", xmm_reg, "vdivsd", "{c1}, ", "");
+    k_peak!(div_f64_128, "avx", xmm_reg, "vdivpd", "{c1}, ", "");
+    k_peak!(div_f64_256, "avx", ymm_reg, "vdivpd", "{c1}, ", "");
+    k_peak!(div_f64_512, "avx512f", zmm_reg, "vdivpd", "{c1}, ", "");
+    k_peak!(sqrt_f64_s, "avx", xmm_reg, "vsqrtsd", "{c1}, {c1} # ", "");
+    k_peak!(sqrt_f64_128, "avx", xmm_reg, "vsqrtpd", "{c1} # ", "");
+    k_peak!(sqrt_f64_256, "avx", ymm_reg, "vsqrtpd", "{c1} # ", "");
+    k_peak!(sqrt_f64_512, "avx512f", zmm_reg, "vsqrtpd", "{c1} # ", "");
+    k_peak!(div_f32_s, "avx", xmm_reg, "vdivss", "{c1}, ", "");
+    k_peak!(div_f32_128, "avx", xmm_reg, "vdivps", "{c1}, ", "");
+    k_peak!(div_f32_256, "avx", ymm_reg, "vdivps", "{c1}, ", "");
+    k_peak!(div_f32_512, "avx512f", zmm_reg, "vdivps", "{c1}, ", "");
+    k_peak!(sqrt_f32_s, "avx", xmm_reg, "vsqrtss", "{c1}, {c1} # ", "");
+    k_peak!(sqrt_f32_128, "avx", xmm_reg, "vsqrtps", "{c1} # ", "");
+    k_peak!(sqrt_f32_256, "avx", ymm_reg, "vsqrtps", "{c1} # ", "");
+    k_peak!(sqrt_f32_512, "avx512f", zmm_reg, "vsqrtps", "{c1} # ", "");
     k_peak!(add_f32_s, "avx", xmm_reg, "vaddss", "", ", {c1}");
     k_peak!(add_f32_128, "avx", xmm_reg, "vaddps", "", ", {c1}");
     k_peak!(add_f32_256, "avx", ymm_reg, "vaddps", "", ", {c1}");
@@ -472,6 +604,22 @@ mod imp {
                 (O::Fma, P::F32, W::W128) => fma_f32_128(iters, p),
                 (O::Fma, P::F32, W::W256) => fma_f32_256(iters, p),
                 (O::Fma, P::F32, W::W512) => fma_f32_512(iters, p),
+                (O::Div, P::F64, W::Scalar) => div_f64_s(iters, p),
+                (O::Div, P::F64, W::W128) => div_f64_128(iters, p),
+                (O::Div, P::F64, W::W256) => div_f64_256(iters, p),
+                (O::Div, P::F64, W::W512) => div_f64_512(iters, p),
+                (O::Sqrt, P::F64, W::Scalar) => sqrt_f64_s(iters, p),
+                (O::Sqrt, P::F64, W::W128) => sqrt_f64_128(iters, p),
+                (O::Sqrt, P::F64, W::W256) => sqrt_f64_256(iters, p),
+                (O::Sqrt, P::F64, W::W512) => sqrt_f64_512(iters, p),
+                (O::Div, P::F32, W::Scalar) => div_f32_s(iters, p),
+                (O::Div, P::F32, W::W128) => div_f32_128(iters, p),
+                (O::Div, P::F32, W::W256) => div_f32_256(iters, p),
+                (O::Div, P::F32, W::W512) => div_f32_512(iters, p),
+                (O::Sqrt, P::F32, W::Scalar) => sqrt_f32_s(iters, p),
+                (O::Sqrt, P::F32, W::W128) => sqrt_f32_128(iters, p),
+                (O::Sqrt, P::F32, W::W256) => sqrt_f32_256(iters, p),
+                (O::Sqrt, P::F32, W::W512) => sqrt_f32_512(iters, p),
             }
         }
     }
@@ -502,6 +650,8 @@ mod imp {
                             FlopOp::Add => *a + c1,
                             FlopOp::Mul => *a * c1,
                             FlopOp::Fma => c1.mul_add(c2, *a),
+                            FlopOp::Div => c1 / *a,
+                            FlopOp::Sqrt => c1.sqrt(),
                         };
                     }
                 }

@@ -307,7 +307,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
     let peak_width = r
         .peaks
         .iter()
-        .filter(|p| p.op == FlopOp::Fma || !r.isa.fma)
+        .filter(|p| p.op == FlopOp::Fma || (!r.isa.fma && p.op.is_peak()))
         .map(|p| p.width)
         .max()
         .unwrap_or(Width::Scalar);
@@ -318,7 +318,9 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
         let best = r
             .peaks
             .iter()
-            .filter(|p| p.precision == prec && (p.op == FlopOp::Fma || !r.isa.fma))
+            .filter(|p| {
+                p.precision == prec && (p.op == FlopOp::Fma || (!r.isa.fma && p.op.is_peak()))
+            })
             .max_by(|a, b| a.gflops.pick(stat).total_cmp(&b.gflops.pick(stat)));
         let Some(best) = best else { continue };
         let node = r
@@ -373,7 +375,8 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
         }
         widths.sort_by_key(|w| w.vector_bits);
         // The other operations at every width they ran: the compute ceilings of the
-        // cache-aware roofline below the peak (no-FMA, add-only, mul-only).
+        // cache-aware roofline below the peak (no-FMA, add-only, mul-only), and the
+        // divider's throughput (div, sqrt: 1 FLOP per lane, never a roof of the CARM).
         let mut ceilings: Vec<ComputeCeiling> = Vec::new();
         for p in r
             .peaks
@@ -384,6 +387,8 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
                 FlopOp::Add => CeilingOp::Add,
                 FlopOp::Mul => CeilingOp::Mul,
                 FlopOp::Fma => CeilingOp::Fma,
+                FlopOp::Div => CeilingOp::Div,
+                FlopOp::Sqrt => CeilingOp::Sqrt,
             };
             let bits = p.width.bits(prec.bits());
             if ceilings.iter().any(|c| c.op == op && c.vector_bits == bits) {
@@ -396,11 +401,11 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
                 node_gflops: None,
                 label: None,
                 provenance: format!(
-                    "{stamp}: kernel {}-{}-{} ({} independent accumulator chains, inline asm), 1 thread pinned to CPU {}, {settings} (spread {:.1}%)",
+                    "{stamp}: kernel {}-{}-{} ({}), 1 thread pinned to CPU {}, {settings} (spread {:.1}%)",
                     p.op,
                     prec,
                     p.width,
-                    crate::flops::CHAINS,
+                    p.op.kernel_form(),
                     ri.cpus.first().copied().unwrap_or(0),
                     100.0 * p.gflops.spread()
                 ),
@@ -693,7 +698,11 @@ pub fn summary(r: &Report) -> String {
         if vf.is_empty() { "" } else { ", " },
         vf.join(", ")
     );
-    for p in r.peaks.iter().filter(|p| p.op == FlopOp::Fma || !r.isa.fma) {
+    for p in r
+        .peaks
+        .iter()
+        .filter(|p| p.op == FlopOp::Fma || (!r.isa.fma && p.op.is_peak()))
+    {
         let _ = writeln!(
             s,
             "  peak {}-{}-{}: {:.1} GFLOP/s median, best {:.1} ({:.1} flop/cycle, {:.1}% of {} unit(s) x {} lanes x {} x {:.3} GHz)",
@@ -714,7 +723,10 @@ pub fn summary(r: &Report) -> String {
         let fma = r
             .peaks
             .iter()
-            .filter(|p| p.precision == Precision::F64 && (p.op == FlopOp::Fma || !r.isa.fma))
+            .filter(|p| {
+                p.precision == Precision::F64
+                    && (p.op == FlopOp::Fma || (!r.isa.fma && p.op.is_peak()))
+            })
             .map(|p| p.gflops.median)
             .fold(0.0, f64::max);
         let of_fma = if fma > 0.0 {

@@ -118,7 +118,7 @@ pub struct Selection {
 }
 
 /// Names accepted by `--kernels`.
-pub const KERNEL_NAMES: &str = "load, store, copy, triad, triad4, daxpy (bandwidth), add, mul, fma (peak FLOP/s), dgemm (blocked matrix product), latency, scaling, all";
+pub const KERNEL_NAMES: &str = "load, store, copy, triad, triad4, daxpy (bandwidth), add, mul, fma (peak FLOP/s), div, sqrt (divider throughput), dgemm (blocked matrix product), latency, scaling, all";
 
 impl Selection {
     /// Everything.
@@ -831,6 +831,15 @@ fn single_core(
             notes.skipped.push(e.to_string());
             continue;
         }
+        // The kernel must compute what it says (finite values; the divide and square-root
+        // kernels' exact results), else its rate is not reported.
+        let out = flops::run(spec, iters, state, isa)?;
+        if let Err(why) = state.check(spec.op, spec.precision, iters, &out) {
+            return Err(BenchError::Internal(format!(
+                "the peak kernel {} computed a wrong result ({why}): its rate is not reported",
+                spec.label()
+            )));
+        }
         let g = scale(&s, spec.flops(iters) as f64, 1e9);
         notes.check(&format!("peak {}", spec.label()), &g, limit);
         let per_unit = f64::from(spec.lanes() * spec.op.flops_per_lane());
@@ -1185,7 +1194,9 @@ fn scaling_runs(
         peaks
             .iter()
             .filter(|p| {
-                p.precision == prec && p.width == widest && (p.op == FlopOp::Fma || !isa.fma)
+                p.precision == prec
+                    && p.width == widest
+                    && (p.op == FlopOp::Fma || (!isa.fma && p.op.is_peak()))
             })
             .max_by(|a, b| a.gflops.median.total_cmp(&b.gflops.median))
     };

@@ -129,6 +129,16 @@ fn peak_kernels_compute_and_count() {
                         c1: 2.0,
                         c2: 3.0,
                     },
+                    FlopOp::Div => FlopState {
+                        init: 4.0,
+                        c1: 2.0,
+                        c2: 0.0,
+                    },
+                    FlopOp::Sqrt => FlopState {
+                        init: 1.0,
+                        c1: 6.25,
+                        c2: 0.0,
+                    },
                 };
                 let r = flops::run(spec, iters, state, &isa);
                 if spec.unsupported_reason(&isa).is_some() {
@@ -142,10 +152,19 @@ fn peak_kernels_compute_and_count() {
                     FlopOp::Add => 1.0 + 0.5 * f64::from(steps),
                     FlopOp::Mul => 2f64.powi(steps),
                     FlopOp::Fma => 1.0 + 6.0 * f64::from(steps),
+                    // acc = 2 / acc: 4, 0.5, 4, ... (an even number of steps).
+                    FlopOp::Div => 4.0,
+                    // acc = sqrt(6.25) in every step.
+                    FlopOp::Sqrt => 2.5,
                 };
                 assert!(
                     out.iter().all(|v| *v == want),
                     "{}: {out:?} != {want}",
+                    spec.label()
+                );
+                assert!(
+                    state.check(op, precision, iters, &out).is_ok(),
+                    "{}",
                     spec.label()
                 );
                 // 24 instructions per iteration x lanes x (2 for FMA).
@@ -161,6 +180,70 @@ fn peak_kernels_compute_and_count() {
     assert!(ran >= 1);
     assert_eq!(Width::W512.lanes(32), 16);
     assert_eq!(Width::Scalar.lanes(64), 1);
+}
+
+#[test]
+fn divider_kernels_stay_finite_and_exact_over_long_runs() {
+    // The states `bench` times with, over more iterations than one timed call: every
+    // result finite, and what the kernel must compute.
+    let isa = Isa::detect();
+    let mut ran = 0;
+    for precision in [Precision::F64, Precision::F32] {
+        for op in [FlopOp::Div, FlopOp::Sqrt] {
+            assert!(!op.is_peak());
+            assert_eq!(op.flops_per_lane(), 1);
+            assert_eq!(FlopOp::from_name(op.name()), Some(op));
+            let state = FlopState::steady(op);
+            for width in Width::ALL {
+                let spec = FlopSpec {
+                    op,
+                    precision,
+                    width,
+                };
+                if spec.unsupported_reason(&isa).is_some() {
+                    continue;
+                }
+                for iters in [1, 2, 4096, 100_000] {
+                    let out = flops::run(spec, iters, state, &isa).unwrap();
+                    state
+                        .check(op, precision, iters, &out)
+                        .unwrap_or_else(|e| panic!("{} x{iters}: {e}", spec.label()));
+                    let c1 = match precision {
+                        Precision::F64 => state.c1,
+                        Precision::F32 => f64::from(state.c1 as f32),
+                    };
+                    for v in out {
+                        assert!(v.is_finite() && v > 0.0, "{}: {v}", spec.label());
+                        if op == FlopOp::Div {
+                            assert_eq!(v, state.init, "{} x{iters}", spec.label());
+                        } else {
+                            assert!((v - c1.sqrt()).abs() < 1e-6, "{}: {v}", spec.label());
+                        }
+                    }
+                }
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 2);
+    // A wrong result is caught: division the wrong way round (acc / c1) drifts away.
+    let state = FlopState::steady(FlopOp::Div);
+    let drifted = [state.init / state.c1.powi(8192); 12];
+    assert!(
+        state
+            .check(FlopOp::Div, Precision::F64, 4096, &drifted)
+            .is_err()
+    );
+    assert!(
+        state
+            .check(FlopOp::Div, Precision::F64, 1, &[f64::NAN; 12])
+            .is_err()
+    );
+    let sq = FlopState::steady(FlopOp::Sqrt);
+    assert!(
+        sq.check(FlopOp::Sqrt, Precision::F32, 1, &[sq.c1; 12])
+            .is_err()
+    );
 }
 
 #[test]

@@ -171,7 +171,7 @@ provenance = "b"
     let e = machine(
         r#"
 [[peaks.ceilings]]
-op = "exp"
+op = "rcp"
 vector_bits = 256
 core_gflops = 3.0
 provenance = "a"
@@ -189,4 +189,120 @@ provenance = ""
     )
     .unwrap_err();
     assert!(e.contains("neither core_gflops nor node_gflops"), "{e}");
+}
+
+#[test]
+fn divide_and_square_root_ceilings_parse_validate_and_are_no_roof() {
+    // Faster than the add, mul and per-width ceilings on purpose: were they read as roofs,
+    // they would win the scalar, no-FMA and (through the op) every kind.
+    let m = machine(
+        r#"
+[[peaks.ceilings]]
+op = "add"
+vector_bits = 256
+core_gflops = 32.0
+provenance = "add-f64-256"
+
+[[peaks.ceilings]]
+op = "mul"
+vector_bits = 256
+core_gflops = 31.0
+provenance = "mul-f64-256"
+
+[[peaks.ceilings]]
+op = "div"
+vector_bits = 256
+core_gflops = 40.0
+provenance = "div-f64-256"
+
+[[peaks.ceilings]]
+op = "sqrt"
+vector_bits = 64
+core_gflops = 20.0
+node_gflops = 80.0
+provenance = "sqrt-f64-scalar"
+
+[[peaks.ceilings]]
+op = "div"
+vector_bits = 64
+core_gflops = 0.9
+provenance = "div-f64-scalar"
+"#,
+    )
+    .unwrap();
+    let p = m.peak(Precision::F64).unwrap();
+    let ops: Vec<String> = p.ceilings.iter().map(|c| c.op.to_string()).collect();
+    assert_eq!(ops, ["add", "mul", "div", "sqrt", "div"]);
+    assert!(!CeilingOp::Div.is_roof() && !CeilingOp::Sqrt.is_roof());
+    assert!(CeilingOp::Add.is_roof() && CeilingOp::Mul.is_roof() && CeilingOp::Fma.is_roof());
+    for node in [false, true] {
+        let c = m.carm_ceilings(Precision::F64, node);
+        assert_eq!(c.len(), 4, "{c:?}");
+        assert!(c.iter().all(|k| k.op.is_roof()), "{c:?}");
+    }
+    let c = m.carm_ceilings(Precision::F64, false);
+    let get = |k| c.iter().find(|c| c.kind == k).unwrap();
+    assert_eq!(get(CarmKind::Scalar).gflops, 16.0);
+    assert_eq!(get(CarmKind::NoFma).gflops, 32.0);
+    assert_eq!(get(CarmKind::AddOnly).gflops, 32.0);
+    assert_eq!(get(CarmKind::MulOnly).gflops, 31.0);
+    // The roofline's ceilings read through carm_ceilings: none of them a divider.
+    let r = Ceilings::of(&m, Precision::F64, Scope::Core).unwrap();
+    assert!(r.compute_ceilings.iter().all(|k| k.op.is_roof()));
+    // Written back, read back the same; the TOML names the operations as read.
+    let text = m.to_toml_string();
+    assert!(
+        text.contains("op = \"div\"") && text.contains("op = \"sqrt\""),
+        "{text}"
+    );
+    let again = Machine::from_toml_str(&text, "again").unwrap();
+    assert_eq!(again, m);
+    // A divide ceiling is still one per width, and still checked against the peak.
+    let e = machine(
+        r#"
+[[peaks.ceilings]]
+op = "div"
+vector_bits = 256
+core_gflops = 3.0
+provenance = "a"
+
+[[peaks.ceilings]]
+op = "div"
+vector_bits = 256
+core_gflops = 3.1
+provenance = "b"
+"#,
+    )
+    .unwrap_err();
+    assert!(e.contains("div at 256 bits appears twice"), "{e}");
+    let e = machine(
+        r#"
+[[peaks.ceilings]]
+op = "sqrt"
+vector_bits = 256
+core_gflops = 90.0
+provenance = "a"
+"#,
+    )
+    .unwrap_err();
+    assert!(e.contains("above the peak"), "{e}");
+}
+
+#[test]
+fn an_unknown_ceiling_operation_is_refused_clearly() {
+    let e = machine(
+        r#"
+[[peaks.ceilings]]
+op = "rsqrt"
+vector_bits = 256
+core_gflops = 3.0
+provenance = "a"
+"#,
+    )
+    .unwrap_err();
+    assert!(e.contains("m.toml"), "{e}");
+    assert!(e.contains("rsqrt"), "{e}");
+    for op in ["add", "mul", "fma", "div", "sqrt"] {
+        assert!(e.contains(op), "the error should list `{op}`: {e}");
+    }
 }

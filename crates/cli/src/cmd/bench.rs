@@ -39,8 +39,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Kernels to run, comma-separated: load, store, copy, triad, triad4, daxpy, add, mul,
-    /// fma, latency, scaling, all (default: all). The triad sweep and the FMA peak always
-    /// run: the machine file needs them.
+    /// fma, div, sqrt (divider throughput), dgemm, latency, scaling, all (default: all). The
+    /// triad sweep and the FMA peak always run: the machine file needs them.
     #[arg(long, value_name = "LIST")]
     pub kernels: Option<String>,
     /// Working-set sizes (all arrays together) replacing the default sweep, e.g.

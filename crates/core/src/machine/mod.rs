@@ -131,10 +131,21 @@ pub enum CeilingOp {
     Mul,
     /// Fused multiply-adds (2 FLOPs per lane).
     Fma,
-    /// Divides (1 FLOP per lane): the divider's throughput.
+    /// Divisions (1 FLOP per lane): the divider's throughput, not a roof of the
+    /// cache-aware roofline.
     Div,
-    /// Square roots (1 FLOP per lane): the divider's throughput.
+    /// Square roots (1 FLOP per lane): the divider's throughput, not a roof of the
+    /// cache-aware roofline.
     Sqrt,
+}
+
+impl CeilingOp {
+    /// Whether a ceiling of this operation is an arithmetic roof of the cache-aware
+    /// roofline (add, mul, FMA). Divide and square-root ceilings give the divider's
+    /// throughput, for a model of a code's divisions: never a roof, never the peak.
+    pub fn is_roof(self) -> bool {
+        matches!(self, CeilingOp::Add | CeilingOp::Mul | CeilingOp::Fma)
+    }
 }
 
 impl std::fmt::Display for CeilingOp {
@@ -1073,7 +1084,8 @@ impl Machine {
 
     /// The compute ceilings of the cache-aware roofline below the `precision` peak (scalar,
     /// no-FMA, add-only, mul-only), each the best kernel of the machine's
-    /// `[[peaks.ceilings]]` (and, for scalar, of its per-width peaks) that fits: one core
+    /// `[[peaks.ceilings]]` (and, for scalar, of its per-width peaks) that fits, divide and
+    /// square-root ceilings left out (they are no roof, see [`CeilingOp::is_roof`]): one core
     /// alone (`node_share` false) or its share of the node (true), falling back to the
     /// other as [`Machine::core_peak_gflops`] does. A kind no kernel fits is absent.
     pub fn carm_ceilings(&self, precision: Precision, node_share: bool) -> Vec<CarmCeiling> {
@@ -1098,7 +1110,8 @@ impl Machine {
         };
         // Candidates: (op, bits, kernel, value, derivation).
         let mut cand: Vec<(CeilingOp, u32, String, f64, Derivation)> = Vec::new();
-        for c in &p.ceilings {
+        // Divide and square-root ceilings are the divider's throughput, no roof.
+        for c in p.ceilings.iter().filter(|c| c.op.is_roof()) {
             if let Some((v, d)) = value(c.core_gflops, c.node_gflops) {
                 let kernel = c
                     .label
