@@ -10,9 +10,10 @@ use hpcscope_bench::{BenchConfig, BenchError, MachineNames};
 use hpcscope_core::{Machine, Precision, load};
 
 /// What the cached description holds; raised when the benchmark measures more (2: the
-/// bandwidths and peaks of every vector width; 3: the f32 peaks too), so that an older
-/// cached file is measured again.
-const GENERATION: u32 = 3;
+/// bandwidths and peaks of every vector width; 3: the f32 peaks too; 4: the divider's
+/// `div` and `sqrt` ceilings at every width), so that an older cached file is measured
+/// again.
+const GENERATION: u32 = 4;
 
 /// The key of this machine in the cache: its fingerprint, the hpcscope version and the
 /// generation of the description.

@@ -813,7 +813,11 @@ fn single_core(
             .filter(|s| !s.contains("-bit vector kernels")),
     );
     if cfg.quick {
-        fspecs.retain(|s| s.op == FlopOp::Fma || s.width == widest);
+        // The divider's ceilings at every width (a projection needs the widths of the
+        // binary's divides and square roots; they take a few ms each).
+        fspecs.retain(|s| {
+            matches!(s.op, FlopOp::Fma | FlopOp::Div | FlopOp::Sqrt) || s.width == widest
+        });
     }
     progress.add(fspecs.len() as u64);
     let mut peaks = Vec::new();
