@@ -5,36 +5,37 @@ use hpcscope_core::roofline::AccessWidths;
 
 use crate::engine::Totals;
 
+/// Width in bits of an `fp_by_width` key (`f64_256`; scalar code at its element size).
+fn key_bits(k: &str) -> u32 {
+    let (p, wd) = k.split_once('_').unwrap_or((k, "scalar"));
+    let elem = match p {
+        "f16" => 16,
+        "f32" => 32,
+        _ => 64,
+    };
+    if wd == "scalar" {
+        elem
+    } else {
+        wd.parse::<u32>().unwrap_or(elem)
+    }
+}
+
 /// FP instructions per width in bits (scalar code at its element size), from
 /// `fp_by_width`.
 pub fn fp_instruction_widths(t: &Totals) -> Vec<(u32, f64)> {
     t.fp_by_width
         .iter()
-        .map(|(k, w)| {
-            let (p, wd) = k.split_once('_').unwrap_or((k.as_str(), "scalar"));
-            let elem = match p {
-                "f16" => 16,
-                "f32" => 32,
-                _ => 64,
-            };
-            let bits = if wd == "scalar" {
-                elem
-            } else {
-                wd.parse::<u32>().unwrap_or(elem)
-            };
-            (bits, w.instructions as f64)
-        })
+        .map(|(k, w)| (key_bits(k), w.instructions as f64))
         .collect()
 }
 
 /// FP divides and square roots per width in bits (as [`fp_instruction_widths`]): (width,
 /// divides, square roots), the widths with either.
 pub fn divider_widths(t: &Totals) -> Vec<(u32, f64, f64)> {
-    fp_instruction_widths(t)
-        .into_iter()
-        .zip(t.fp_by_width.values())
+    t.fp_by_width
+        .iter()
         .filter(|(_, w)| w.div + w.sqrt > 0)
-        .map(|((bits, _), w)| (bits, w.div as f64, w.sqrt as f64))
+        .map(|(k, w)| (key_bits(k), w.div as f64, w.sqrt as f64))
         .collect()
 }
 
