@@ -993,11 +993,7 @@ fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
             totals(&qemu)
         );
     }
-    if !std::arch::is_x86_feature_detected!("avx512f")
-        || !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
-            .iter()
-            .all(|f| f.is_file())
-    {
+    if !std::arch::is_x86_feature_detected!("avx512f") || !dynamorio_built() {
         eprintln!("skipped the AVX-512 part: no AVX-512 here or DynamoRIO is not built");
         return;
     }
@@ -1063,16 +1059,20 @@ fn an_avx512_build_is_counted_natively_and_qemu_says_why_it_cannot() {
     );
 }
 
+/// Whether DynamoRIO and the client are built (the native engine's files are there).
+fn dynamorio_built() -> bool {
+    hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
+        .iter()
+        .all(|f| f.is_file())
+}
+
 /// Divides and square roots (`div`, `sqrt` of `fp_by_width`): `workloads/src/nbody.c` does
 /// one of each per ordered pair of bodies, n * n per step; counted natively (DynamoRIO) and
 /// under QEMU, in the scalar bucket of its precision, alike and each the analytic count.
 #[test]
 fn nbody_divides_and_square_roots_alike_natively_and_under_qemu() {
     let Some(plugin) = ready() else { return };
-    if !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
-        .iter()
-        .all(|f| f.is_file())
-    {
+    if !dynamorio_built() {
         eprintln!("skipped: DynamoRIO is not built");
         return;
     }
@@ -1156,10 +1156,7 @@ fn nbody_divides_and_square_roots_alike_natively_and_under_qemu() {
 #[test]
 fn a_scope_counts_its_callees_alike_natively_and_under_qemu() {
     let Some(plugin) = ready() else { return };
-    if !hpcscope_host::tools::dynamorio_files(&hpcscope_host::tools::dynamorio_dir())
-        .iter()
-        .all(|f| f.is_file())
-    {
+    if !dynamorio_built() {
         eprintln!("skipped: DynamoRIO is not built");
         return;
     }
