@@ -419,6 +419,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             provenance: prov,
             widths,
             ceilings,
+            latencies: Vec::new(),
             dgemm: r
                 .dgemm
                 .as_ref()
@@ -627,6 +628,8 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
         cores_per_socket: r.topology.cores_per_socket,
         threads_per_core: Some(r.topology.threads_per_core),
         frequency_ghz: Some(round(peak_ghz, 3)),
+        scalar_frequency_ghz: (r.frequency.measured_ghz > 0.0)
+            .then(|| round(r.frequency.measured_ghz, 3)),
         compiler: None,
         provenance: format!(
             "{stamp}: topology from {}; frequency_ghz is the frequency under {}-bit FMA load (scalar code: {:.3} GHz), {}",

@@ -714,6 +714,7 @@ fn placeholder_machine() -> hpcscope_core::Machine {
         cores_per_socket: 1,
         threads_per_core: None,
         frequency_ghz: None,
+        scalar_frequency_ghz: None,
         compiler: None,
         provenance: String::new(),
         peaks: Vec::new(),

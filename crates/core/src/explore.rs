@@ -529,6 +529,7 @@ pub fn apply(
                     widths: Vec::new(),
                     ceilings: Vec::new(),
                     dgemm: None,
+                    latencies: Vec::new(),
                 }),
             }
         }

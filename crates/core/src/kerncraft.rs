@@ -328,6 +328,7 @@ pub fn import(
             widths: Vec::new(),
             ceilings: Vec::new(),
             dgemm: None,
+            latencies: Vec::new(),
         }),
         (None, _) => missing.push(
             "`FLOPs per cycle` `DP` `total` (INFORMATION_REQUIRED in the file: give \
@@ -345,6 +346,7 @@ pub fn import(
             widths: Vec::new(),
             ceilings: Vec::new(),
             dgemm: None,
+            latencies: Vec::new(),
         });
     }
     // Bandwidths: the triad measurements, one thread per core.
@@ -541,6 +543,7 @@ pub fn import(
         cores_per_socket,
         threads_per_core,
         frequency_ghz: ghz,
+        scalar_frequency_ghz: None,
         compiler: None,
         provenance: format!("{src_note}; vector extension from {simd_from}"),
         peaks,

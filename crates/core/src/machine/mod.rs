@@ -79,6 +79,28 @@ pub struct Peak {
     /// of a projection ([`Machine::with_peak`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dgemm: Option<SustainedPeak>,
+    /// Latencies of single FP operations (add, mul, FMA, divide, square root) at one width
+    /// each: the time a loop-carried dependency chain spends per operation on it
+    /// ([`Machine::latency_ns`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latencies: Vec<OpLatency>,
+}
+
+/// The latency of one FP operation at one width: the time from its inputs to its result, as
+/// a chain of dependent operations measures it (each waits for the one before).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpLatency {
+    /// Operation.
+    pub op: CeilingOp,
+    /// Width, bits (the element size for scalar code).
+    pub vector_bits: u32,
+    /// Time per operation of a dependent chain, nanoseconds.
+    pub ns: f64,
+    /// Where the value comes from (a kernel and its clock, or a published table and the
+    /// clock it was converted at).
+    pub provenance: String,
 }
 
 /// A sustained peak measured by a whole kernel (a DGEMM, HPL) rather than an FP loop.
@@ -444,6 +466,11 @@ pub struct Machine {
     /// Core frequency in GHz at which the peaks were obtained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency_ghz: Option<f64>,
+    /// Core frequency in GHz under scalar code (a chain of dependent integer adds, one
+    /// cycle each), when it differs from `frequency_ghz` (the clock under the widest FP
+    /// load): the time of an integer operation on a loop's dependency chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scalar_frequency_ghz: Option<f64>,
     /// Compiler the published numbers were obtained with, when relevant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiler: Option<String>,
@@ -646,13 +673,13 @@ impl Machine {
                 errs.extend(range::check(q, origin, field, f64::from(v)));
             }
         }
-        if let Some(f) = self.frequency_ghz {
-            errs.extend(range::check(
-                &range::FREQUENCY_GHZ,
-                origin,
-                "frequency_ghz",
-                f,
-            ));
+        for (field, f) in [
+            ("frequency_ghz", self.frequency_ghz),
+            ("scalar_frequency_ghz", self.scalar_frequency_ghz),
+        ] {
+            if let Some(f) = f {
+                errs.extend(range::check(&range::FREQUENCY_GHZ, origin, field, f));
+            }
         }
         for (field, n, max, what) in [
             (
@@ -777,6 +804,21 @@ impl Machine {
                         format!("{g}.vector_bits"),
                         format!("width {} appears twice", wp.vector_bits),
                         "give one [[peaks.widths]] entry per width",
+                    ));
+                }
+            }
+            for (k, l) in p.latencies.iter().enumerate() {
+                let g = format!("{f}.latencies[{k}]");
+                errs.extend(l.check(origin, &g));
+                if p.latencies[..k]
+                    .iter()
+                    .any(|o| o.op == l.op && o.vector_bits == l.vector_bits)
+                {
+                    errs.push(InputError::new(
+                        origin,
+                        format!("{g}.op"),
+                        format!("{} at {} bits appears twice", l.op, l.vector_bits),
+                        "give one [[peaks.latencies]] entry per operation and width",
                     ));
                 }
             }
@@ -1242,6 +1284,24 @@ impl Machine {
         pick_width(&entries, bits, node_share, f64::from(self.cores())).map(|(v, d, _)| (v, d))
     }
 
+    /// Latency of `op` of `precision` at exactly `bits` (`[[peaks.latencies]]`), ns.
+    pub fn latency_ns(&self, precision: Precision, op: CeilingOp, bits: u32) -> Option<f64> {
+        self.peak(precision)?
+            .latencies
+            .iter()
+            .find(|l| l.op == op && l.vector_bits == bits)
+            .map(|l| l.ns)
+    }
+
+    /// One core cycle under scalar code, ns (`scalar_frequency_ghz`, else
+    /// `frequency_ghz`): the time of an integer operation on a dependency chain.
+    pub fn scalar_cycle_ns(&self) -> Option<f64> {
+        self.scalar_frequency_ghz
+            .or(self.frequency_ghz)
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .map(|f| 1.0 / f)
+    }
+
     /// Per-core share of the node bandwidth of `level` (eq. 7.1), GB/s; `None` for a
     /// level given only by its cache geometry.
     pub fn node_share_bandwidth_gbs(&self, level: &Level) -> Option<(f64, Derivation)> {
@@ -1257,6 +1317,37 @@ impl Machine {
         self.levels
             .iter()
             .filter(|l| l.core_gbs.is_some() || l.node_gbs.is_some())
+    }
+}
+
+/// Longest latency accepted for one FP operation, ns: a divide takes some 20 cycles, a
+/// microsecond is a unit error.
+const MAX_LATENCY_NS: f64 = 1000.0;
+
+impl OpLatency {
+    /// Problems of this entry, reported under field path `f`.
+    fn check(&self, origin: &str, f: &str) -> Vec<InputError> {
+        let mut errs = check_width_entry(
+            origin,
+            f,
+            self.vector_bits,
+            [("ns", Some(self.ns)), ("ns", None)],
+            "ns",
+            f64::INFINITY,
+            &self.provenance,
+        );
+        if self.ns.is_finite() && self.ns > MAX_LATENCY_NS {
+            errs.push(InputError::new(
+                origin,
+                format!("{f}.ns"),
+                format!(
+                    "{} ns per operation is implausible (over {MAX_LATENCY_NS} ns)",
+                    short_number(self.ns)
+                ),
+                "the unit is nanoseconds: a latency in cycles divided by the clock in GHz",
+            ));
+        }
+        errs
     }
 }
 
