@@ -340,7 +340,10 @@ pub fn access_widths(mix: &MixReport, variant: usize) -> AccessWidths {
     let counts = hpcscope_mix::widths::fp_instruction_widths(t);
     let all: f64 = counts.iter().map(|x| x.1).sum();
     AccessWidths::from_instructions(&counts, "FP instructions by width, counted by mix")
-        .map(|w| w.with_divider(&hpcscope_mix::widths::divider_widths(t), all))
+        .map(|w| {
+            w.with_divider(&hpcscope_mix::widths::divider_widths(t), all)
+                .with_chains(&hpcscope_mix::widths::chain_counts(t), all)
+        })
         .unwrap_or_else(|| {
             let bits = v.profiles.first().map_or(64, |p| p.vector_bits);
             AccessWidths::single(

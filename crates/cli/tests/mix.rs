@@ -1311,3 +1311,75 @@ fn a_scope_counts_its_callees_alike_natively_and_under_qemu() {
         );
     }
 }
+
+/// Dependency chains (`fp_by_width`'s `chain`, docs/projection.md): `workloads/src/trmv_omp.c`
+/// sums each row in order, `s += row[j] * x[j]` without reassociation, so gcc 12's AVX2
+/// loop (four elements per iteration) adds its four products one after the other into `s`:
+/// four scalar adds on the loop's chain per iteration, `4 * floor((i + 1) / 4)` per row `i`
+/// (the row's last elements are added after the loop). Counted natively; the QEMU plugin
+/// counts no chain.
+#[test]
+fn an_in_order_row_sum_is_a_chain_of_adds_natively() {
+    let Some(plugin) = ready() else { return };
+    if !dynamorio_built() {
+        eprintln!("skipped: DynamoRIO is not built");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/src/trmv_omp.c");
+    let prog = dir.path().join("trmv_omp");
+    let st = std::process::Command::new("gcc")
+        .args(["-O3", "-march=x86-64-v3", "-fopenmp", "-std=gnu11", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .arg("-lm")
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed on {}", src.display());
+    let (n, reps) = (203u64, 2u64);
+    let run = |engine: &str| -> serde_json::Value {
+        let o = bin!()
+            .env("HPCSCOPE_QEMU_PLUGIN", &plugin)
+            .env("OMP_NUM_THREADS", "1")
+            .args([
+                "mix",
+                "--engine",
+                engine,
+                "--native-runs",
+                "0",
+                "--function",
+                "kernel_trmv_omp._omp_fn.0",
+                "-m",
+                "cascadelake-8260",
+                "--format",
+                "json",
+                "--",
+            ])
+            .arg(&prog)
+            .args([n.to_string(), reps.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        r["variants"][0]["counts"]["totals"].clone()
+    };
+    let native = run("native");
+    let want: u64 = reps * 4 * (1..=n).map(|m| m / 4).sum::<u64>();
+    let adds = &native["fp_by_width"]["f64_scalar"]["chain"]["add"];
+    println!("trmv n={n} reps={reps}: native chain adds {adds}, analytic {want}");
+    assert_eq!(adds.as_u64(), Some(want), "{native}");
+    for k in ["mul", "fma", "div", "sqrt"] {
+        assert!(
+            native["fp_by_width"]["f64_scalar"]["chain"]
+                .get(k)
+                .is_none(),
+            "{native}"
+        );
+    }
+    let qemu = run("qemu");
+    assert!(qemu.get("chain_iterations").is_none(), "{qemu}");
+}

@@ -847,6 +847,25 @@ fn project_inner(
             }
         }
     }
+    let chains = |c: &Ceilings| c.access_widths.as_ref().is_some_and(|w| w.has_chains());
+    if src_c.latency_unknown || tgt_c.latency_unknown || chains(&src_c) != chains(&tgt_c) {
+        // A dependency chain on one side only would read as a change of machine (one
+        // side's engine does not count chains, or its machine gives no latency).
+        let why = if src_c.latency_unknown || tgt_c.latency_unknown {
+            "the other side has no latency for them"
+        } else {
+            "the other side's profile records none"
+        };
+        for c in [&mut src_c, &mut tgt_c] {
+            if c.latency_rate.is_some() {
+                c.without_latency();
+                c.notes.push(format!(
+                    "{}: the loops' dependency chains are left out, as {why}",
+                    c.machine
+                ));
+            }
+        }
+    }
     notes.extend(src_c.notes.iter().cloned());
     notes.extend(tgt_c.notes.iter().cloned());
     let mut common: Vec<String> = src_c

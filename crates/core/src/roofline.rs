@@ -171,6 +171,19 @@ pub struct Ceilings {
     /// leaves the divider out on both sides ([`Ceilings::without_divider`]).
     #[serde(skip)]
     pub divider_unknown: bool,
+    /// FP instructions per second the loops' loop-carried dependency chains allow, G/s:
+    /// the time per FP instruction of the chains' operations at the machine's latencies
+    /// (`[[peaks.latencies]]`, one core cycle per other operation). The compute ceiling
+    /// takes the lowest of this, the divider's and the FP units' rates. `None` when the
+    /// profile records no chain, or the machine gives no latency for one of its operations
+    /// ([`Ceilings::latency_unknown`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_rate: Option<f64>,
+    /// The profile records chains with an operation or width the machine gives no latency
+    /// for (or the machine has no clock): a projection leaves the chains out on both sides
+    /// ([`Ceilings::without_latency`]).
+    #[serde(skip)]
+    pub latency_unknown: bool,
     /// The compute ceilings below the peak (scalar, no-FMA, add-only, mul-only) the machine
     /// gives, in this scope ([`Machine::carm_ceilings`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -185,6 +198,10 @@ pub struct AccessWidths {
     pub parts: Vec<WidthShare>,
     /// Where the split comes from, in words.
     pub from: String,
+    /// Other instructions (integer and the rest, one core cycle each) on the loops'
+    /// dependency chains, per FP instruction of the binary (with `parts[].chain`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub chain_other: f64,
 }
 
 /// One vector width and its shares.
@@ -205,6 +222,61 @@ pub struct WidthShare {
     /// `instructions`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sqrt: f64,
+    /// FP instructions of this width on the loops' loop-carried dependency chains, per FP
+    /// instruction of the binary, by operation (once per iteration; docs/projection.md,
+    /// "The dependency chain").
+    #[serde(default, skip_serializing_if = "ChainShares::is_empty")]
+    pub chain: ChainShares,
+}
+
+/// FP instructions on dependency chains per FP instruction of the binary, by operation.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ChainShares {
+    /// Adds and subtracts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub add: f64,
+    /// Multiplies.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mul: f64,
+    /// Fused multiply-adds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fma: f64,
+    /// Divides.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub div: f64,
+    /// Square roots.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sqrt: f64,
+}
+
+impl ChainShares {
+    /// Whether every share is 0.
+    pub fn is_empty(&self) -> bool {
+        self.add == 0.0 && self.mul == 0.0 && self.fma == 0.0 && self.div == 0.0 && self.sqrt == 0.0
+    }
+
+    /// (operation, share) for each operation.
+    pub fn ops(&self) -> [(CeilingOp, f64); 5] {
+        [
+            (CeilingOp::Add, self.add),
+            (CeilingOp::Mul, self.mul),
+            (CeilingOp::Fma, self.fma),
+            (CeilingOp::Div, self.div),
+            (CeilingOp::Sqrt, self.sqrt),
+        ]
+    }
+}
+
+/// The loops' dependency chains in a profile's counts, absolute: per width in bits,
+/// (add, mul, fma, div, sqrt) instructions on the chains; the other instructions on them
+/// (one cycle each).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChainCounts {
+    /// (width in bits, [add, mul, fma, div, sqrt]).
+    pub fp: Vec<(u32, [f64; 5])>,
+    /// Other instructions on the chains.
+    pub other: f64,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -222,6 +294,7 @@ impl AccessWidths {
                 ..WidthShare::default()
             }],
             from: from.into(),
+            chain_other: 0.0,
         }
     }
 
@@ -259,6 +332,7 @@ impl AccessWidths {
                 })
                 .collect(),
             from: from.into(),
+            chain_other: 0.0,
         })
     }
 
@@ -311,6 +385,7 @@ impl AccessWidths {
                 })
                 .collect(),
             from: from.into(),
+            chain_other: 0.0,
         })
     }
 
@@ -345,6 +420,51 @@ impl AccessWidths {
         self
     }
 
+    /// Records the loops' dependency chains ([`ChainCounts`]) as shares of `fp_instructions`
+    /// (all FP instructions). A width without a part gets one (no bytes, no other share).
+    pub fn with_chains(mut self, counts: &ChainCounts, fp_instructions: f64) -> Self {
+        if !(fp_instructions.is_finite() && fp_instructions > 0.0) {
+            return self;
+        }
+        let mut any = false;
+        for &(w, ops) in &counts.fp {
+            if w == 0 || ops.iter().any(|v| !v.is_finite()) || ops.iter().sum::<f64>() <= 0.0 {
+                continue;
+            }
+            any = true;
+            let i = match self.parts.iter().position(|p| p.vector_bits == w) {
+                Some(i) => i,
+                None => {
+                    self.parts.push(WidthShare {
+                        vector_bits: w,
+                        ..WidthShare::default()
+                    });
+                    self.parts.sort_by_key(|p| p.vector_bits);
+                    self.parts
+                        .iter()
+                        .position(|p| p.vector_bits == w)
+                        .expect("just added")
+                }
+            };
+            let c = &mut self.parts[i].chain;
+            for (slot, v) in [&mut c.add, &mut c.mul, &mut c.fma, &mut c.div, &mut c.sqrt]
+                .into_iter()
+                .zip(ops)
+            {
+                *slot += v.max(0.0) / fp_instructions;
+            }
+        }
+        if any && counts.other.is_finite() && counts.other > 0.0 {
+            self.chain_other += counts.other / fp_instructions;
+        }
+        self
+    }
+
+    /// Whether the split records dependency chains.
+    pub fn has_chains(&self) -> bool {
+        self.parts.iter().any(|p| !p.chain.is_empty())
+    }
+
     /// Problems with the shares (for files that carry a split), in words: each share finite
     /// and in [0, 1], each width positive, the byte fractions summing to 1.
     pub fn problems(&self) -> Vec<String> {
@@ -361,6 +481,11 @@ impl AccessWidths {
                 ("instructions", p.instructions),
                 ("div", p.div),
                 ("sqrt", p.sqrt),
+                ("chain.add", p.chain.add),
+                ("chain.mul", p.chain.mul),
+                ("chain.fma", p.chain.fma),
+                ("chain.div", p.chain.div),
+                ("chain.sqrt", p.chain.sqrt),
             ] {
                 if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                     out.push(format!("parts[{i}].{name} is {v}, not a share in [0, 1]"));
@@ -373,6 +498,12 @@ impl AccessWidths {
                     p.instructions
                 ));
             }
+        }
+        if !(self.chain_other.is_finite() && self.chain_other >= 0.0) {
+            out.push(format!(
+                "chain_other is {}, not a count per FP instruction",
+                self.chain_other
+            ));
         }
         let sum: f64 = self.parts.iter().map(|p| p.fraction).sum();
         if !self.parts.is_empty() && (sum - 1.0).abs() > 1e-6 {
@@ -442,6 +573,8 @@ impl Ceilings {
             fp_instruction_rate: None,
             divider_rate: None,
             divider_unknown: false,
+            latency_rate: None,
+            latency_unknown: false,
             compute_ceilings: m.carm_ceilings(precision, scope == Scope::Node),
         })
     }
@@ -512,6 +645,7 @@ impl Ceilings {
         if complete && per_instruction > 0.0 {
             c.fp_instruction_rate = Some(1.0 / per_instruction);
             c.set_divider(m, precision, scope, widths, 1.0 / per_instruction);
+            c.set_latency(m, precision, widths);
         } else if m.peak(precision).is_some_and(|p| p.widths.is_empty()) {
             c.notes.push(format!(
                 "{}: no per-width peak: eq. 6.2 weighs the machine's peak at its {}-bit vectors",
@@ -582,6 +716,66 @@ impl Ceilings {
         }
     }
 
+    /// The chains' rate ([`Ceilings::latency_rate`]) for the dependency chains of `widths`.
+    fn set_latency(&mut self, m: &Machine, precision: Precision, widths: &AccessWidths) {
+        if !widths.has_chains() {
+            return;
+        }
+        let mut per_instruction = 0.0;
+        let mut missing = Vec::new();
+        for part in &widths.parts {
+            for (op, share) in part.chain.ops() {
+                if share <= 0.0 {
+                    continue;
+                }
+                match m.latency_ns(precision, op, part.vector_bits) {
+                    Some(ns) if ns > 0.0 => per_instruction += share * ns,
+                    _ => missing.push(format!("{op} {}-bit", part.vector_bits)),
+                }
+            }
+        }
+        if widths.chain_other > 0.0 {
+            match m.scalar_cycle_ns() {
+                Some(ns) => per_instruction += widths.chain_other * ns,
+                None => missing.push("a clock (frequency_ghz)".to_string()),
+            }
+        }
+        if !missing.is_empty() {
+            self.latency_unknown = true;
+            self.notes.push(format!(
+                "{}: no {precision} latency for {}: the loops' dependency chains are left out",
+                m.id,
+                missing.join(", ")
+            ));
+            return;
+        }
+        if per_instruction <= 0.0 {
+            return;
+        }
+        let rate = 1.0 / per_instruction;
+        self.latency_rate = Some(rate);
+        let others = match (self.fp_instruction_rate, self.divider_rate) {
+            (Some(a), Some(d)) => Some(a.min(d)),
+            (a, _) => a,
+        };
+        if others.is_some_and(|o| rate < o) {
+            self.notes.push(format!(
+                "{}: the loops' dependency chains bind the compute ceiling: they allow {:.3} G FP instructions/s, the FP units and the divider {:.3}",
+                m.id,
+                rate,
+                others.unwrap_or(f64::NAN)
+            ));
+        }
+    }
+
+    /// The same ceilings without the loops' dependency chains (for a projection whose other
+    /// side has no latency for them).
+    pub fn without_latency(&mut self) {
+        self.latency_rate = None;
+        self.notes
+            .retain(|n| !n.contains("the loops' dependency chains bind"));
+    }
+
     /// The same ceilings with the binary's divides and square roots counted as other FP
     /// instructions (for a projection whose other side has no divider ceiling).
     pub fn without_divider(&mut self) {
@@ -590,12 +784,15 @@ impl Ceilings {
     }
 
     /// FP instructions per second at the binary's widths: the FP units' rate, or the
-    /// divider's where it is lower.
+    /// divider's or the dependency chains' where lower.
     pub fn instruction_rate(&self) -> Option<f64> {
-        match (self.fp_instruction_rate, self.divider_rate) {
-            (Some(a), Some(d)) => Some(a.min(d)),
-            (a, _) => a,
-        }
+        let a = self.fp_instruction_rate?;
+        Some(
+            [self.divider_rate, self.latency_rate]
+                .into_iter()
+                .flatten()
+                .fold(a, f64::min),
+        )
     }
 
     /// Bandwidth of level `name`, if it has one.

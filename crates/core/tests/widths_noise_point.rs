@@ -168,6 +168,7 @@ fn ceilings_at_the_binary_width_mix_harmonically_and_fall_back_with_a_note() {
             },
         ],
         from: "test".into(),
+        chain_other: 0.0,
     };
     let c = Ceilings::at_widths(&m, Precision::F64, Scope::Core, &half).unwrap();
     // Time per byte adds up: 1 / (0.5/78 + 0.5/155).

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 
 use hpcscope_plugin_format::report::{
-    FORMAT, MemWidthCounts, PluginOutput, RegionCounts, TbCounts, ThreadCounts, Totals, WidthCounts,
+    ChainCounts, FORMAT, MemWidthCounts, PluginOutput, RegionCounts, TbCounts, ThreadCounts, Totals,
+    WidthCounts,
 };
+use hpcscope_x86_lanes::chain::{Chain, ChainOp};
 
 use dynamorio_sys as dr;
 
@@ -30,8 +32,12 @@ pub enum Slot {
     ClassBranch,
     ClassOther,
     ClassInt,
+    /// Other instructions on loops' dependency chains, per iteration.
+    ChainOther,
+    /// Iterations of loops with a dependency chain.
+    ChainIterations,
 }
-const NAMED: usize = Slot::ClassInt as usize + 1;
+const NAMED: usize = Slot::ChainIterations as usize + 1;
 
 /// FP widths: scalar, 128, 256, 512 bits.
 const FP_WIDTHS: [Option<u32>; 4] = [None, Some(128), Some(256), Some(512)];
@@ -46,7 +52,10 @@ const FP_SQRT: usize = FP_DIV + FP_SLOTS;
 /// together), then `other`: the QEMU plugin's buckets.
 const MEM_BYTES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 const MEM_SLOTS: usize = MEM_BYTES.len() + 1;
-const MEM_LOADS: usize = FP_SQRT + FP_SLOTS;
+/// FP instructions on loops' dependency chains, per operation ([`ChainOp::ALL`]'s order),
+/// precision and width.
+const FP_CHAIN: usize = FP_SQRT + FP_SLOTS;
+const MEM_LOADS: usize = FP_CHAIN + ChainOp::ALL.len() * FP_SLOTS;
 const MEM_LOAD_BYTES: usize = MEM_LOADS + MEM_SLOTS;
 const MEM_STORES: usize = MEM_LOAD_BYTES + MEM_SLOTS;
 const MEM_STORE_BYTES: usize = MEM_STORES + MEM_SLOTS;
@@ -213,6 +222,24 @@ pub fn add_static(v: &mut [u64], info: &Info, counted_lanes: Option<u32>) {
     }
 }
 
+/// Adds one iteration of a loop's dependency chain ([`hpcscope_x86_lanes::chain`]).
+pub fn add_chain(v: &mut [u64], chain: &Chain) {
+    v[Slot::ChainIterations as usize] += 1;
+    v[Slot::ChainOther as usize] += u64::from(chain.other);
+    for (step, n) in &chain.fp {
+        let p = if step.element_bits == 32 {
+            Precision::F32
+        } else {
+            Precision::F64
+        };
+        let op = ChainOp::ALL
+            .iter()
+            .position(|o| *o == step.op)
+            .expect("every op");
+        v[FP_CHAIN + op * FP_SLOTS + fp_slot(p, step.vector_bits)] += u64::from(*n);
+    }
+}
+
 /// The totals of a counter array, as the QEMU plugin's report has them.
 pub fn totals(v: &[u64; N]) -> Totals {
     let mut fp_by_width = BTreeMap::new();
@@ -230,6 +257,16 @@ pub fn totals(v: &[u64; N]) -> Totals {
                     flops: v[FP_FLOPS + s],
                     div: v[FP_DIV + s],
                     sqrt: v[FP_SQRT + s],
+                    chain: {
+                        let c = |op: usize| v[FP_CHAIN + op * FP_SLOTS + s];
+                        ChainCounts {
+                            add: c(0),
+                            mul: c(1),
+                            fma: c(2),
+                            div: c(3),
+                            sqrt: c(4),
+                        }
+                    },
                 },
             );
         }
@@ -276,6 +313,8 @@ pub fn totals(v: &[u64; N]) -> Totals {
         fp_by_width,
         mem_by_width,
         classes,
+        chain_other: c(Slot::ChainOther),
+        chain_iterations: c(Slot::ChainIterations),
     }
 }
 

@@ -575,6 +575,11 @@ unsafe fn instrument(
                     counters::add_static(&mut statics[r * N..(r + 1) * N], info, counted);
                 }
             }
+            if let Some(((last, _), chain)) = block.last().zip(block_chain(&block, translating))
+                && let Some(r) = region_of(*last)
+            {
+                counters::add_chain(&mut statics[r * N..(r + 1) * N], &chain);
+            }
             let sparse: Vec<(u32, u64)> = statics
                 .iter()
                 .enumerate()
@@ -713,6 +718,65 @@ unsafe fn block_lanes(block: &[(u64, Info)], translating: bool) -> Vec<Option<u3
             .insert(key, counted.clone());
     }
     counted
+}
+
+/// Blocks closing a loop, by (first pc, last pc, instructions): the loop's dependency chain.
+type ChainTable = HashMap<(u64, u64, usize), Option<hpcscope_x86_lanes::chain::Chain>>;
+static CHAINS: Mutex<Option<ChainTable>> = Mutex::new(None);
+
+/// Longest backward branch whose loop body is analysed, bytes.
+const MAX_LOOP_BYTES: u64 = 4096;
+
+/// The loop-carried dependency chain of the loop a block closes (its last instruction a
+/// backward branch within [`MAX_LOOP_BYTES`]): the loop's body, from the branch's target
+/// to the branch, decoded as straight-line code ([`hpcscope_x86_lanes::chain`]). Worked
+/// out once per block and kept; a block DynamoRIO builds again to translate a fault gets
+/// the kept result (none if it was never worked out).
+unsafe fn block_chain(
+    block: &[(u64, Info)],
+    translating: bool,
+) -> Option<hpcscope_x86_lanes::chain::Chain> {
+    use hpcscope_x86_lanes::chain;
+    let key = (
+        block.first().map_or(0, |b| b.0),
+        block.last().map_or(0, |b| b.0),
+        block.len(),
+    );
+    {
+        let kept = CHAINS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = kept.as_ref().and_then(|t| t.get(&key)) {
+            return c.clone();
+        }
+        if translating {
+            return None;
+        }
+    }
+    let last = block.last()?.0;
+    // SAFETY: `last` is an application instruction DynamoRIO just decoded.
+    let branch = unsafe { app_instruction(last) };
+    let found = chain::backward_target(&branch, MAX_LOOP_BYTES).and_then(|head| {
+        let len = (last - head) as usize + 15;
+        let mut bytes = vec![0u8; len];
+        let mut read = 0usize;
+        // SAFETY: dr_safe_read copies what is mapped of the loop's code, without faulting.
+        unsafe {
+            dr::dr_safe_read(
+                head as *const c_void,
+                len,
+                bytes.as_mut_ptr().cast(),
+                &mut read,
+            );
+        }
+        bytes.truncate(read);
+        let body = chain::decode_body(&bytes, head, last)?;
+        chain::loop_chain(&body)
+    });
+    CHAINS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(key, found.clone());
+    found
 }
 
 /// The application's instruction at `pc`, decoded for the FLOP rule (an invalid

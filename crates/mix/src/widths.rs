@@ -1,7 +1,7 @@
 //! The split of a run's loads and stores by access width, for the rooflines that take each
 //! level's bandwidth at the binary's own widths.
 
-use hpcscope_core::roofline::AccessWidths;
+use hpcscope_core::roofline::{AccessWidths, ChainCounts};
 
 use crate::engine::Totals;
 
@@ -39,6 +39,26 @@ pub fn divider_widths(t: &Totals) -> Vec<(u32, f64, f64)> {
         .collect()
 }
 
+/// The loops' dependency chains per width in bits (as [`fp_instruction_widths`]), from
+/// `fp_by_width`'s `chain` and `chain_other` (the native engine counts them).
+pub fn chain_counts(t: &Totals) -> ChainCounts {
+    ChainCounts {
+        fp: t
+            .fp_by_width
+            .iter()
+            .filter(|(_, w)| !w.chain.is_empty())
+            .map(|(k, w)| {
+                let c = &w.chain;
+                (
+                    key_bits(k),
+                    [c.add, c.mul, c.fma, c.div, c.sqrt].map(|v| v as f64),
+                )
+            })
+            .collect(),
+        other: t.chain_other as f64,
+    }
+}
+
 /// The bytes' split by access width from `mem_by_width` (and the FP instructions' from
 /// `fp_by_width`). `None` when the plugin did not count loads and stores by width (output
 /// of a plugin before `mem_by_width`) or no byte had a width known from the encoding.
@@ -71,7 +91,10 @@ pub fn access_widths(t: &Totals) -> Option<AccessWidths> {
     }
     let fp = fp_instruction_widths(t);
     let all: f64 = fp.iter().map(|x| x.1).sum();
-    AccessWidths::from_bytes(&bytes, &fp, from).map(|w| w.with_divider(&divider_widths(t), all))
+    AccessWidths::from_bytes(&bytes, &fp, from).map(|w| {
+        w.with_divider(&divider_widths(t), all)
+            .with_chains(&chain_counts(t), all)
+    })
 }
 
 /// `256-bit 99.4 % (300 loads, 100 stores), 64-bit 0.6 % (10 loads); 1000 bytes counted

@@ -137,6 +137,15 @@ pub struct Totals {
     /// Instructions per class.
     #[serde(default)]
     pub classes: BTreeMap<String, u64>,
+    /// Other instructions (integer and the rest; register moves not counted) on the
+    /// longest loop-carried dependency chains of the loops, once per iteration: one core
+    /// cycle each. Written when not 0 (the native engine's count).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub chain_other: u64,
+    /// Iterations of the loops whose dependency chains are counted (`chain` of
+    /// `fp_by_width`, `chain_other`). Written when not 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub chain_iterations: u64,
 }
 
 /// FP instructions and FLOPs of one precision and width.
@@ -155,6 +164,39 @@ pub struct WidthCounts {
     /// are not FP instructions), counted as `div`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sqrt: u64,
+    /// Of `instructions`, those on the longest loop-carried dependency chain of their loop,
+    /// by operation, once per iteration (docs/projection.md, "The dependency chain").
+    /// Written when not empty.
+    #[serde(default, skip_serializing_if = "ChainCounts::is_empty")]
+    pub chain: ChainCounts,
+}
+
+/// FP instructions on loops' loop-carried dependency chains, by operation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainCounts {
+    /// Adds and subtracts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub add: u64,
+    /// Multiplies.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mul: u64,
+    /// Fused multiply-adds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fma: u64,
+    /// Divides.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub div: u64,
+    /// Square roots.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sqrt: u64,
+}
+
+impl ChainCounts {
+    /// Whether every count is 0.
+    pub fn is_empty(&self) -> bool {
+        self.add + self.mul + self.fma + self.div + self.sqrt == 0
+    }
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -43,6 +43,8 @@
 //! does; an instruction under an opmask is not (what it writes gets a new origin: its lanes
 //! count, by the mask where the engine counts active lanes).
 
+pub mod chain;
+
 pub use iced_x86;
 use iced_x86::{
     Decoder, DecoderOptions, EncodingKind, Instruction, InstructionInfoFactory, Mnemonic, OpAccess,
