@@ -5,6 +5,7 @@
 //! - [`kernels`]: load, store, copy, STREAM triad, four-stream triad, daxpy, per vector
 //!   width, normal and non-temporal stores;
 //! - [`flops`]: add, mul, FMA peak kernels per precision and width;
+//! - [`oplat`]: the latency of add, mul, FMA, divide and square root (one dependent chain);
 //! - [`plateau`]: bandwidth-vs-size plateaus and Gravelle's level rule (pure functions);
 //! - [`latency`]: pointer chasing over a Sattolo cycle;
 //! - [`dt`]: the data-throughput kernel of an unstructured-grid edge loop (seed 003) and the
@@ -32,6 +33,7 @@ pub mod kernels;
 pub mod latency;
 pub mod measure;
 pub mod mpi;
+pub mod oplat;
 pub mod plateau;
 pub mod report;
 pub mod run;

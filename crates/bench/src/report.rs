@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use hpcscope_core::machine::{
-    CacheGeometry, CeilingOp, ComputeCeiling, Level, LevelKind, Peak, SustainedPeak,
+    CacheGeometry, CeilingOp, ComputeCeiling, Level, LevelKind, OpLatency, Peak, SustainedPeak,
     WidthBandwidth, WidthPeak,
 };
 use hpcscope_core::{Machine, Precision};
@@ -146,6 +146,26 @@ pub struct PeakResult {
     pub efficiency: f64,
 }
 
+/// The latency of one FP operation at one precision and width: a chain of dependent
+/// instructions ([`crate::oplat`]).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpLatencyResult {
+    /// Operation.
+    pub op: FlopOp,
+    /// Precision.
+    pub precision: Precision,
+    /// Vector width.
+    pub width: Width,
+    /// Instruction timed (`vaddpd`).
+    pub instruction: String,
+    /// Nanoseconds per instruction of the chain (square root: per root, the mul chain's
+    /// latency subtracted).
+    pub ns: Summary,
+    /// Median core cycles per instruction at the measured scalar-code clock.
+    pub cycles: f64,
+}
+
 /// Latency at one working-set size.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +231,9 @@ pub struct Report {
     pub kernels: Vec<KernelResult>,
     /// Peak FLOP kernels.
     pub peaks: Vec<PeakResult>,
+    /// Latencies of single FP operations (dependent chains), per precision and width.
+    #[serde(default)]
+    pub op_latencies: Vec<OpLatencyResult>,
     /// The blocked DGEMM (`--kernels dgemm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dgemm: Option<crate::dgemm::DgemmResult>,
@@ -383,13 +406,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             .iter()
             .filter(|p| p.precision == prec && p.op != best.op)
         {
-            let op = match p.op {
-                FlopOp::Add => CeilingOp::Add,
-                FlopOp::Mul => CeilingOp::Mul,
-                FlopOp::Fma => CeilingOp::Fma,
-                FlopOp::Div => CeilingOp::Div,
-                FlopOp::Sqrt => CeilingOp::Sqrt,
-            };
+            let op = ceiling_op(p.op);
             let bits = p.width.bits(prec.bits());
             if ceilings.iter().any(|c| c.op == op && c.vector_bits == bits) {
                 continue;
@@ -412,6 +429,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             });
         }
         ceilings.sort_by_key(|c| (c.vector_bits, c.op.to_string()));
+        let latencies = op_latencies(r, prec, &stamp);
         peaks.push(Peak {
             precision: prec,
             core_gflops: Some(round(best.gflops.pick(stat), 4)),
@@ -419,7 +437,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             provenance: prov,
             widths,
             ceilings,
-            latencies: Vec::new(),
+            latencies,
             dgemm: r
                 .dgemm
                 .as_ref()
@@ -820,6 +838,70 @@ pub fn summary(r: &Report) -> String {
         );
     }
     s
+}
+
+/// The `[[peaks.latencies]]` of `prec`: one entry per operation and width, sorted by (width,
+/// operation), the statistic of the run (median, or the fastest repetition).
+fn op_latencies(r: &Report, prec: Precision, stamp: &str) -> Vec<OpLatency> {
+    let ri = &r.run;
+    let ghz = r.frequency.measured_ghz;
+    let mut out: Vec<OpLatency> = Vec::new();
+    for l in r.op_latencies.iter().filter(|l| l.precision == prec) {
+        let op = ceiling_op(l.op);
+        let bits = l.width.bits(prec.bits());
+        let ns = match ri.statistic {
+            Statistic::Median => l.ns.median,
+            Statistic::Best => l.ns.min,
+        };
+        if !(ns.is_finite() && ns > 0.0) || out.iter().any(|o| o.op == op && o.vector_bits == bits)
+        {
+            continue;
+        }
+        let spec = crate::flops::FlopSpec {
+            op: l.op,
+            precision: prec,
+            width: l.width,
+        };
+        let clock = if ghz > 0.0 {
+            format!(
+                "; {:.2} core cycles = ns x the scalar-code clock {ghz:.3} GHz",
+                ns * ghz
+            )
+        } else {
+            String::new()
+        };
+        out.push(OpLatency {
+            op,
+            vector_bits: bits,
+            ns: round(ns, 4),
+            provenance: format!(
+                "{stamp}: latency kernel {} ({}, inline asm), 1 thread pinned to CPU {}, {} repetitions of ~{} ms, {} (spread {:.1}%){clock}",
+                spec.label(),
+                crate::oplat::chain_form(spec),
+                ri.cpus.first().copied().unwrap_or(0),
+                l.ns.n,
+                (crate::oplat::SAMPLE_S * 1000.0).round(),
+                match ri.statistic {
+                    Statistic::Median => "median",
+                    Statistic::Best => "best repetition",
+                },
+                100.0 * l.ns.spread()
+            ),
+        });
+    }
+    out.sort_by_key(|l| (l.vector_bits, l.op.to_string()));
+    out
+}
+
+/// The machine format's name of a bench operation.
+fn ceiling_op(op: FlopOp) -> CeilingOp {
+    match op {
+        FlopOp::Add => CeilingOp::Add,
+        FlopOp::Mul => CeilingOp::Mul,
+        FlopOp::Fma => CeilingOp::Fma,
+        FlopOp::Div => CeilingOp::Div,
+        FlopOp::Sqrt => CeilingOp::Sqrt,
+    }
 }
 
 fn round(v: f64, digits: i32) -> f64 {

@@ -18,8 +18,8 @@ use crate::latency::Chase;
 use crate::measure::{Timing, calls_per_second, scale};
 use crate::plateau::{self, CacheCapacity, LevelEstimate, PlateauParams};
 use crate::report::{
-    self, Frequency, KernelResult, LatencyPoint, MachineNames, PeakResult, Report, RunInfo,
-    ScalingPoint, SweepPoint,
+    self, Frequency, KernelResult, LatencyPoint, MachineNames, OpLatencyResult, PeakResult, Report,
+    RunInfo, ScalingPoint, SweepPoint,
 };
 use crate::stats::{Statistic, Summary};
 use crate::topology::{self, Isa, Topology};
@@ -637,6 +637,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         levels,
         kernels,
         peaks,
+        op_latencies,
         dgemm,
         latency,
         notes: sn,
@@ -689,6 +690,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         levels,
         kernels,
         peaks,
+        op_latencies,
         dgemm,
         latency,
         scaling,
@@ -732,6 +734,7 @@ struct SingleCore {
     levels: Vec<LevelEstimate>,
     kernels: Vec<KernelResult>,
     peaks: Vec<PeakResult>,
+    op_latencies: Vec<OpLatencyResult>,
     dgemm: Option<crate::dgemm::DgemmResult>,
     latency: Vec<LatencyPoint>,
     notes: Notes,
@@ -868,6 +871,7 @@ fn single_core(
     }
 
     notes.stage("peaks");
+    let op_latencies = op_latencies(cfg, isa, widths, timing, measured_ghz, progress, notes)?;
     let dgemm = if cfg.selection.dgemm && cfg.precisions.contains(&Precision::F64) {
         progress.step("dgemm".to_string());
         // n = 512 (2.7e8 FLOPs a product; 6 MiB of matrices); --quick: 256.
@@ -1062,10 +1066,115 @@ fn single_core(
         levels,
         kernels,
         peaks,
+        op_latencies,
         dgemm,
         latency,
         notes: std::mem::take(notes),
     })
+}
+
+/// The latency chains ([`crate::oplat`]) of the selected operations, every precision and
+/// every width this CPU runs (`--quick` too: a projection needs the binary's own widths; it
+/// only takes fewer repetitions), each timed for ~2 ms per repetition. Square root needs the
+/// mul chain (its kernel alternates roots and multiplications), which runs with it.
+fn op_latencies(
+    cfg: &BenchConfig,
+    isa: &Isa,
+    widths: &[Width],
+    timing: Timing,
+    measured_ghz: f64,
+    progress: &Progress,
+    notes: &mut Notes,
+) -> Result<Vec<OpLatencyResult>, BenchError> {
+    let mut ops: Vec<FlopOp> = FlopOp::ALL
+        .into_iter()
+        .filter(|o| cfg.selection.ops.contains(o))
+        .collect();
+    if ops.contains(&FlopOp::Sqrt) && !ops.contains(&FlopOp::Mul) {
+        ops.insert(0, FlopOp::Mul);
+    }
+    let mut specs = Vec::new();
+    for &precision in &cfg.precisions {
+        for &width in widths {
+            for &op in &ops {
+                let spec = FlopSpec {
+                    op,
+                    precision,
+                    width,
+                };
+                if spec.unsupported_reason(isa).is_none() {
+                    specs.push(spec);
+                }
+            }
+        }
+    }
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ltiming = Timing {
+        target_s: crate::oplat::SAMPLE_S,
+        ..timing
+    };
+    progress.add(specs.len() as u64);
+    let mut out: Vec<OpLatencyResult> = Vec::new();
+    for spec in specs {
+        progress.step(format!("latency {}", spec.label()));
+        let state = crate::oplat::ChainState::steady(spec.op);
+        let iters = crate::oplat::ITERS_PER_CALL;
+        let value = crate::oplat::run(spec, iters, state, isa)?;
+        if let Err(why) = state.check(spec.op, spec.precision, iters, value) {
+            return Err(BenchError::Internal(format!(
+                "the latency kernel {} computed a wrong result ({why}): its latency is not reported",
+                spec.label()
+            )));
+        }
+        let (s, _) = calls_per_second(ltiming, || {
+            std::hint::black_box(crate::oplat::run(spec, iters, state, isa).ok());
+        });
+        // calls/s -> ns per instruction of the operation.
+        let per_call = crate::oplat::ops(spec, iters) as f64;
+        let mut ns = Summary {
+            median: 1e9 / (s.median * per_call),
+            min: 1e9 / (s.max * per_call),
+            max: 1e9 / (s.min * per_call),
+            q1: 1e9 / (s.q3 * per_call),
+            q3: 1e9 / (s.q1 * per_call),
+            n: s.n,
+        };
+        if spec.op == FlopOp::Sqrt {
+            // Each root is followed by a multiplication on the chain: take the mul chain's
+            // latency (same precision and width, this run) off, statistic by statistic.
+            let Some(mul) = out.iter().find(|l| {
+                l.op == FlopOp::Mul && l.precision == spec.precision && l.width == spec.width
+            }) else {
+                continue;
+            };
+            let m = mul.ns;
+            ns = Summary {
+                median: ns.median - m.median,
+                min: ns.min - m.min,
+                max: ns.max - m.max,
+                q1: ns.q1 - m.q1,
+                q3: ns.q3 - m.q3,
+                n: ns.n,
+            };
+        }
+        notes.check(
+            &format!("latency {}", spec.label()),
+            &ns,
+            cfg.spread_warning,
+        );
+        out.push(OpLatencyResult {
+            op: spec.op,
+            precision: spec.precision,
+            width: spec.width,
+            instruction: crate::oplat::mnemonic(spec),
+            cycles: ns.median * measured_ghz,
+            ns,
+        });
+    }
+    notes.stage("op latency");
+    Ok(out)
 }
 
 /// Passes over the arrays per kernel call: enough that a call moves about 4 MiB, so the

@@ -257,3 +257,78 @@ fn frequency_probe_counts() {
     assert!(flops::vector_probe(Width::W128, 1, &isa).is_none());
     assert!(flops::vector_probe(Width::W512, 1, &Isa::none()).is_none());
 }
+
+#[test]
+fn latency_chains_compute_their_values_exactly() {
+    // One dependent chain per kernel: add, mul and FMA come back to their start exactly,
+    // divide within 4 ulps (here exactly), square root settles near 1.21; never denormal.
+    use hpcscope_bench::oplat::{self, ChainState};
+    let isa = Isa::detect();
+    let mut ran = 0;
+    for precision in [Precision::F64, Precision::F32] {
+        for op in FlopOp::ALL {
+            let state = ChainState::steady(op);
+            for width in Width::ALL {
+                let spec = FlopSpec {
+                    op,
+                    precision,
+                    width,
+                };
+                let r = oplat::run(spec, 1, state, &isa);
+                if spec.unsupported_reason(&isa).is_some() {
+                    assert!(r.is_err(), "{}", spec.label());
+                    continue;
+                }
+                for iters in [1, 2, 1024, 50_000] {
+                    let v = oplat::run(spec, iters, state, &isa).unwrap();
+                    state
+                        .check(op, precision, iters, v)
+                        .unwrap_or_else(|e| panic!("{} x{iters}: {e}", spec.label()));
+                    assert!(v.is_normal(), "{}: {v}", spec.label());
+                    let init = match precision {
+                        Precision::F64 => state.init,
+                        Precision::F32 => f64::from(state.init as f32),
+                    };
+                    match op {
+                        FlopOp::Sqrt => {
+                            let want = match precision {
+                                Precision::F64 => 1.21,
+                                Precision::F32 => f64::from(1.21f32),
+                            };
+                            assert!((v - want).abs() < 1e-6, "{}: {v}", spec.label());
+                        }
+                        _ => assert_eq!(v, init, "{} x{iters}", spec.label()),
+                    }
+                }
+                // Instructions of the operation itself: 32 per iteration, 16 roots.
+                let per_iter = if op == FlopOp::Sqrt { 16 } else { 32 };
+                assert_eq!(oplat::ops(spec, 10), 10 * per_iter);
+                assert!(oplat::chain_form(spec).contains(&oplat::mnemonic(spec)));
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 5);
+    // A wrong value is caught.
+    let add = ChainState::steady(FlopOp::Add);
+    assert!(add.check(FlopOp::Add, Precision::F64, 1, 2.0).is_err());
+    assert!(add.check(FlopOp::Add, Precision::F64, 1, 1e-310).is_err());
+    let sq = ChainState::steady(FlopOp::Sqrt);
+    assert!(
+        sq.check(FlopOp::Sqrt, Precision::F64, 1, 1.0 - 1e-9)
+            .is_err()
+    );
+    let dv = ChainState::steady(FlopOp::Div);
+    assert!(
+        dv.check(FlopOp::Div, Precision::F32, 1, 1.1 * 1.001)
+            .is_err()
+    );
+    assert_eq!(
+        oplat::mnemonic(FlopSpec {
+            op: FlopOp::Fma,
+            precision: Precision::F32,
+            width: Width::W256
+        }),
+        "vfmadd231ps"
+    );
+}

@@ -4,9 +4,11 @@
 
 use hpcscope_core::Classify;
 
+use hpcscope_bench::flops::FlopOp;
 use hpcscope_bench::kernels::Width;
 use hpcscope_bench::{BenchConfig, CpuRequest, MachineNames, Selection};
-use hpcscope_core::Machine;
+use hpcscope_core::machine::CeilingOp;
+use hpcscope_core::{Machine, Precision};
 
 fn fixture() -> std::path::PathBuf {
     hpcscope_test_support::test_data!("sysfs-2s-smt2")
@@ -202,4 +204,57 @@ fn dgemm_summary_labels_the_sustained_peak_beside_the_fma_kernel() {
         }
         None => assert!(s.contains("not kept in the machine file"), "{s}"),
     }
+}
+
+#[test]
+fn latency_chains_reach_the_machine_file() {
+    // Selecting sqrt brings the mul chain (its kernel subtracts the mul's latency).
+    let cfg = BenchConfig {
+        selection: Selection::parse("triad,add,sqrt").unwrap(),
+        widths: Some(vec![Width::Scalar, Width::W128]),
+        ..tiny()
+    };
+    let isa = hpcscope_bench::topology::Isa::detect();
+    if !isa.supports(Width::Scalar) {
+        eprintln!("skipping test - no kernel can run on this CPU/build");
+        return;
+    }
+    let r = hpcscope_bench::run(&cfg).unwrap();
+    let ran: Vec<(FlopOp, Width)> = r.op_latencies.iter().map(|l| (l.op, l.width)).collect();
+    for w in isa.widths().into_iter().filter(|w| *w <= Width::W128) {
+        for op in [FlopOp::Add, FlopOp::Mul, FlopOp::Sqrt] {
+            assert!(ran.contains(&(op, w)), "{op} {w}: {ran:?}");
+        }
+    }
+    assert!(
+        r.op_latencies
+            .iter()
+            .all(|l| l.ns.median > 0.0 && l.cycles > 0.0)
+    );
+    let peak = &r.machine.peaks[0];
+    assert_eq!(peak.latencies.len(), r.op_latencies.len());
+    let keys: Vec<(u32, String)> = peak
+        .latencies
+        .iter()
+        .map(|l| (l.vector_bits, l.op.to_string()))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    for l in &peak.latencies {
+        assert!(
+            l.provenance.contains("latency kernel") && l.provenance.contains("core cycles"),
+            "{}",
+            l.provenance
+        );
+    }
+    for op in [CeilingOp::Add, CeilingOp::Mul, CeilingOp::Sqrt] {
+        assert!(
+            r.machine.latency_ns(Precision::F64, op, 64).is_some(),
+            "{op}"
+        );
+    }
+    assert!(r.machine.scalar_frequency_ghz.is_some());
+    let back = Machine::from_toml_str(&r.machine.to_toml_string(), "bench output").unwrap();
+    assert_eq!(back, r.machine);
 }
