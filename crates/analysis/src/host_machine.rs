@@ -11,9 +11,9 @@ use hpcscope_core::{Machine, Precision, load};
 
 /// What the cached description holds; raised when the benchmark measures more (2: the
 /// bandwidths and peaks of every vector width; 3: the f32 peaks too; 4: the divider's
-/// `div` and `sqrt` ceilings at every width), so that an older cached file is measured
-/// again.
-const GENERATION: u32 = 4;
+/// `div` and `sqrt` ceilings at every width; 5: the FP operations' latencies and the
+/// scalar clock), so that an older cached file is measured again.
+const GENERATION: u32 = 5;
 
 /// The key of this machine in the cache: its fingerprint, the hpcscope version and the
 /// generation of the description.
