@@ -129,6 +129,31 @@ impl Counters {
         )
     }
 
+    /// Adds the loops' chains: per loop, its counted iterations ([`chain_iterations`]) times
+    /// its chain, in its region. A loop whose exit block was never given its own counter
+    /// (built before the loop was seen) is left out.
+    pub fn add_loop_chains(
+        &mut self,
+        loops: &[(u32, usize, crate::LoopChain)],
+        exits: Option<&std::collections::HashMap<u64, Option<u32>>>,
+    ) {
+        // One loop may close several blocks (its first iteration in the block that enters
+        // it, the others in a block of their own): its iterations are theirs together.
+        let mut by_exit: BTreeMap<u64, (u64, usize, &crate::LoopChain)> = BTreeMap::new();
+        for (id, r, l) in loops {
+            by_exit.entry(l.exit).or_insert((0, *r, l)).0 += self.1[*id as usize];
+        }
+        for (exit, (iterations, r, l)) in by_exit {
+            let Some(Some(exit)) = exits.and_then(|e| e.get(&exit)) else {
+                continue;
+            };
+            let n = chain_iterations(iterations, self.1[*exit as usize], l.body);
+            if n > 0 && (r + 1) * N <= self.0.len() {
+                add_chain(&mut self.0[r * N..(r + 1) * N], &l.chain, n);
+            }
+        }
+    }
+
     /// Adds the blocks' counts times their executions to the counters.
     pub fn multiply_out(&mut self, blocks: &[Vec<(u32, u64)>]) {
         for (id, counts) in blocks.iter().enumerate() {
@@ -222,11 +247,11 @@ pub fn add_static(v: &mut [u64], info: &Info, counted_lanes: Option<u32>) {
     }
 }
 
-/// Adds one iteration of a loop's dependency chain ([`hpcscope_x86_lanes::chain`]).
-pub fn add_chain(v: &mut [u64], chain: &Chain) {
-    v[Slot::ChainIterations as usize] += 1;
-    v[Slot::ChainOther as usize] += u64::from(chain.other);
-    for (step, n) in &chain.fp {
+/// Adds `n` iterations of a loop's dependency chain ([`hpcscope_x86_lanes::chain`]).
+pub fn add_chain(v: &mut [u64], chain: &Chain, n: u64) {
+    v[Slot::ChainIterations as usize] += n;
+    v[Slot::ChainOther as usize] += n * u64::from(chain.other);
+    for (step, count) in &chain.fp {
         let p = if step.element_bits == 32 {
             Precision::F32
         } else {
@@ -236,8 +261,21 @@ pub fn add_chain(v: &mut [u64], chain: &Chain) {
             .iter()
             .position(|o| *o == step.op)
             .expect("every op");
-        v[FP_CHAIN + op * FP_SLOTS + fp_slot(p, step.vector_bits)] += u64::from(*n);
+        v[FP_CHAIN + op * FP_SLOTS + fp_slot(p, step.vector_bits)] += n * u64::from(*count);
     }
+}
+
+/// Instructions the out-of-order window holds (a current core's reorder buffer: 256 on
+/// Zen 3, 320 on Zen 4, 512 on Golden Cove): when a loop is entered again, the iterations
+/// of its next entry that fit in it start while the last ones run, so a chain restarted at
+/// each entry (a short row's sum) is hidden behind the previous entry's work.
+pub const WINDOW: u64 = 256;
+
+/// Iterations of a loop whose chain counts: those beyond the first `WINDOW / body`
+/// iterations of each entry (entries: executions of the loop's exit block).
+pub fn chain_iterations(iterations: u64, exits: u64, body: usize) -> u64 {
+    let hidden = (WINDOW / (body.max(1) as u64)).max(1);
+    iterations.saturating_sub(exits.saturating_mul(hidden))
 }
 
 /// The totals of a counter array, as the QEMU plugin's report has them.

@@ -200,9 +200,15 @@ static BLOCKS: Mutex<Option<Blocks>> = Mutex::new(None);
 /// Execution counters per thread (8 MiB of address space, touched as used).
 pub const MAX_BLOCKS: usize = 1 << 20;
 
-/// The execution counter of the block at `pc` counting `counts` (None: the table is full).
-fn block_id(counts: Vec<(u32, u64)>, pc: u64) -> Option<u32> {
-    let pc = if TBS.load(Ordering::Relaxed) { pc } else { 0 };
+/// The execution counter of the block at `pc` counting `counts` (None: the table is full);
+/// `own`: a counter of the block's own (a loop's closing block or its exit, whose
+/// executions the loops' chains read), whatever `tbs`.
+fn block_id(counts: Vec<(u32, u64)>, pc: u64, own: bool) -> Option<u32> {
+    let pc = if own || TBS.load(Ordering::Relaxed) {
+        pc
+    } else {
+        0
+    };
     let mut g = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
     let b = g.get_or_insert_with(|| Blocks {
         ids: HashMap::new(),
@@ -370,7 +376,10 @@ unsafe extern "C" fn process_exit() {
             if TBS.load(Ordering::Relaxed) {
                 tbs = counters::tb_counts(&g.threads, &b.counts, &b.pcs);
             }
+            let loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let exits = EXITS.lock().unwrap_or_else(|e| e.into_inner()).clone();
             for (_, c) in g.threads.iter_mut() {
+                c.add_loop_chains(&loops, exits.as_ref());
                 c.multiply_out(&b.counts);
             }
         }
@@ -575,11 +584,10 @@ unsafe fn instrument(
                     counters::add_static(&mut statics[r * N..(r + 1) * N], info, counted);
                 }
             }
-            if let Some(((last, _), chain)) = block.last().zip(block_chain(&block, translating))
-                && let Some(r) = region_of(*last)
-            {
-                counters::add_chain(&mut statics[r * N..(r + 1) * N], &chain);
-            }
+            // A loop's closing block and a loop's exit get counters of their own: the loop's
+            // chain counts per iteration its entries leave to the out-of-order window.
+            let looped = block_chain(&block, translating);
+            let own = looped.is_some() || is_loop_exit(pc, &block, translating);
             let sparse: Vec<(u32, u64)> = statics
                 .iter()
                 .enumerate()
@@ -588,9 +596,12 @@ unsafe fn instrument(
                 .collect();
             if !sparse.is_empty() {
                 reserve(&mut base);
-                match block_id(sparse.clone(), pc) {
+                match block_id(sparse.clone(), pc, own) {
                     // One add per execution: the block's counts are multiplied out at exit.
                     Some(id) => {
+                        if !translating {
+                            note_loop(id, pc, looped.as_ref(), &block);
+                        }
                         dr::dr_insert_read_raw_tls(dc, bb, instr, TLS_SEG, TLS_OFFS + 8, base);
                         add_imm(dc, bb, instr, base, id as usize, 1);
                     }
@@ -720,9 +731,72 @@ unsafe fn block_lanes(block: &[(u64, Info)], translating: bool) -> Vec<Option<u3
     counted
 }
 
+/// A loop the engine found a dependency chain in.
+#[derive(Debug, Clone)]
+pub struct LoopChain {
+    /// The chain, per iteration.
+    pub chain: hpcscope_x86_lanes::chain::Chain,
+    /// Instructions of the loop's body.
+    pub body: usize,
+    /// The address after the closing branch (where the loop exits).
+    pub exit: u64,
+}
+
 /// Blocks closing a loop, by (first pc, last pc, instructions): the loop's dependency chain.
-type ChainTable = HashMap<(u64, u64, usize), Option<hpcscope_x86_lanes::chain::Chain>>;
+type ChainTable = HashMap<(u64, u64, usize), Option<LoopChain>>;
 static CHAINS: Mutex<Option<ChainTable>> = Mutex::new(None);
+
+/// The loops whose chains are counted: (closing block's counter, region, loop).
+pub static LOOPS: Mutex<Vec<(u32, usize, LoopChain)>> = Mutex::new(Vec::new());
+/// The loops' exits: address -> the exit block's own counter (None until it is built).
+pub static EXITS: Mutex<Option<HashMap<u64, Option<u32>>>> = Mutex::new(None);
+/// Blocks that start at a loop's exit, by (first pc, last pc, instructions), as decided
+/// when first built (a block built again to translate a fault gets the same counter).
+type ExitTable = HashMap<(u64, u64, usize), bool>;
+static EXIT_BLOCKS: Mutex<Option<ExitTable>> = Mutex::new(None);
+
+/// Whether the block starting at `pc` is the exit of a loop seen before it.
+fn is_loop_exit(pc: u64, block: &[(u64, Info)], translating: bool) -> bool {
+    let key = (
+        pc,
+        block.last().map_or(0, |b| b.0),
+        block.len(),
+    );
+    let mut kept = EXIT_BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let kept = kept.get_or_insert_with(HashMap::new);
+    if let Some(k) = kept.get(&key) {
+        return *k;
+    }
+    if translating {
+        return false;
+    }
+    let exit = EXITS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|m| m.contains_key(&pc));
+    kept.insert(key, exit);
+    exit
+}
+
+/// Records the counter `id` of a block: a loop's closing block (`looped`), or a loop's exit.
+fn note_loop(id: u32, pc: u64, looped: Option<&LoopChain>, block: &[(u64, Info)]) {
+    let mut exits = EXITS.lock().unwrap_or_else(|e| e.into_inner());
+    let exits = exits.get_or_insert_with(HashMap::new);
+    if let Some(e) = exits.get_mut(&pc) {
+        *e = Some(id);
+    }
+    if let Some(l) = looped {
+        let region = block.last().and_then(|b| region_of(b.0));
+        if let Some(r) = region {
+            let mut loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
+            if !loops.iter().any(|(i, _, _)| *i == id) {
+                loops.push((id, r, l.clone()));
+            }
+            exits.entry(l.exit).or_insert(None);
+        }
+    }
+}
 
 /// Longest backward branch whose loop body is analysed, bytes.
 const MAX_LOOP_BYTES: u64 = 4096;
@@ -732,10 +806,7 @@ const MAX_LOOP_BYTES: u64 = 4096;
 /// to the branch, decoded as straight-line code ([`hpcscope_x86_lanes::chain`]). Worked
 /// out once per block and kept; a block DynamoRIO builds again to translate a fault gets
 /// the kept result (none if it was never worked out).
-unsafe fn block_chain(
-    block: &[(u64, Info)],
-    translating: bool,
-) -> Option<hpcscope_x86_lanes::chain::Chain> {
+unsafe fn block_chain(block: &[(u64, Info)], translating: bool) -> Option<LoopChain> {
     use hpcscope_x86_lanes::chain;
     let key = (
         block.first().map_or(0, |b| b.0),
@@ -769,7 +840,11 @@ unsafe fn block_chain(
         }
         bytes.truncate(read);
         let body = chain::decode_body(&bytes, head, last)?;
-        chain::loop_chain(&body)
+        chain::loop_chain(&body).map(|c| LoopChain {
+            chain: c,
+            body: body.len(),
+            exit: last + branch.len() as u64,
+        })
     });
     CHAINS
         .lock()

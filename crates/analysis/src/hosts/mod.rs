@@ -806,7 +806,7 @@ fn cache_file(
     sample: Option<hpcscope_mix::SampleSpec>,
 ) -> PathBuf {
     let mut s = format!(
-        "hosts {} counts-2\n{}\n{}\n{}\n{}\n{sample:?}\n",
+        "hosts {} counts-3\n{}\n{}\n{}\n{}\n{sample:?}\n",
         env!("CARGO_PKG_VERSION"),
         p.sha256,
         p.args.join(" "),
