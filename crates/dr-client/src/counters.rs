@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use hpcscope_plugin_format::report::{
-    ChainCounts, FORMAT, MemWidthCounts, PluginOutput, RegionCounts, TbCounts, ThreadCounts, Totals,
-    WidthCounts,
+    ChainCounts, FORMAT, MemWidthCounts, PluginOutput, RegionCounts, TbCounts, ThreadCounts,
+    Totals, WidthCounts,
 };
 use hpcscope_x86_lanes::chain::{Chain, ChainOp};
 

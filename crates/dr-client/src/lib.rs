@@ -757,11 +757,7 @@ static EXIT_BLOCKS: Mutex<Option<ExitTable>> = Mutex::new(None);
 
 /// Whether the block starting at `pc` is the exit of a loop seen before it.
 fn is_loop_exit(pc: u64, block: &[(u64, Info)], translating: bool) -> bool {
-    let key = (
-        pc,
-        block.last().map_or(0, |b| b.0),
-        block.len(),
-    );
+    let key = (pc, block.last().map_or(0, |b| b.0), block.len());
     let mut kept = EXIT_BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
     let kept = kept.get_or_insert_with(HashMap::new);
     if let Some(k) = kept.get(&key) {
