@@ -389,6 +389,25 @@ impl AccessWidths {
         })
     }
 
+    /// The part of width `w`, added (no bytes, no instruction share) where there is none.
+    fn part_mut(&mut self, w: u32) -> &mut WidthShare {
+        let i = match self.parts.iter().position(|p| p.vector_bits == w) {
+            Some(i) => i,
+            None => {
+                self.parts.push(WidthShare {
+                    vector_bits: w,
+                    ..WidthShare::default()
+                });
+                self.parts.sort_by_key(|p| p.vector_bits);
+                self.parts
+                    .iter()
+                    .position(|p| p.vector_bits == w)
+                    .expect("just added")
+            }
+        };
+        &mut self.parts[i]
+    }
+
     /// Records the divides and square roots: `counts` are (width in bits, divides, square
     /// roots), `fp_instructions` all FP instructions (the base of every share). A width
     /// without a part gets one (no bytes, no other instruction share).
@@ -400,22 +419,9 @@ impl AccessWidths {
             if w == 0 || !(d.is_finite() && q.is_finite()) || d + q <= 0.0 {
                 continue;
             }
-            let i = match self.parts.iter().position(|p| p.vector_bits == w) {
-                Some(i) => i,
-                None => {
-                    self.parts.push(WidthShare {
-                        vector_bits: w,
-                        ..WidthShare::default()
-                    });
-                    self.parts.sort_by_key(|p| p.vector_bits);
-                    self.parts
-                        .iter()
-                        .position(|p| p.vector_bits == w)
-                        .expect("just added")
-                }
-            };
-            self.parts[i].div += d.max(0.0) / fp_instructions;
-            self.parts[i].sqrt += q.max(0.0) / fp_instructions;
+            let part = self.part_mut(w);
+            part.div += d.max(0.0) / fp_instructions;
+            part.sqrt += q.max(0.0) / fp_instructions;
         }
         self
     }
@@ -432,21 +438,7 @@ impl AccessWidths {
                 continue;
             }
             any = true;
-            let i = match self.parts.iter().position(|p| p.vector_bits == w) {
-                Some(i) => i,
-                None => {
-                    self.parts.push(WidthShare {
-                        vector_bits: w,
-                        ..WidthShare::default()
-                    });
-                    self.parts.sort_by_key(|p| p.vector_bits);
-                    self.parts
-                        .iter()
-                        .position(|p| p.vector_bits == w)
-                        .expect("just added")
-                }
-            };
-            let c = &mut self.parts[i].chain;
+            let c = &mut self.part_mut(w).chain;
             for (slot, v) in [&mut c.add, &mut c.mul, &mut c.fma, &mut c.div, &mut c.sqrt]
                 .into_iter()
                 .zip(ops)
