@@ -340,10 +340,24 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
     let agg = source_profile.regions[0].aggregate(&origin)?;
     let n_threads = src_metrics.len();
+    // The source's ceilings at the binary's own widths, with its divides and its loops'
+    // dependency chains: the ceilings its projections start from.
     let roof = if n_threads > 1 {
-        crate::node::aggregate_roofline(source, &source_profile, &agg, n_threads, &origin)?
+        crate::node::aggregate_roofline(
+            source,
+            &source_profile,
+            &agg,
+            Some(&source_widths),
+            n_threads,
+            &origin,
+        )?
     } else {
-        let ceilings = Ceilings::of(source, source_profile.precision, Scope::Core)?;
+        let ceilings = Ceilings::at_widths(
+            source,
+            source_profile.precision,
+            Scope::Core,
+            &source_widths,
+        )?;
         roofline(&ceilings, &agg, &origin)?
     };
     let source_gflops = agg.gflops();

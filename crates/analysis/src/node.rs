@@ -10,7 +10,9 @@ use hpcscope_core::machine::LevelKind;
 use hpcscope_core::node::{NodeRoofline, node_roofline};
 use hpcscope_core::point::Calibration;
 use hpcscope_core::project::{Inputs, Options, Projection, Side, Spread, project_with};
-use hpcscope_core::roofline::{Ceilings, RooflineAnalysis, Scope, analyze as roofline};
+use hpcscope_core::roofline::{
+    AccessWidths, Ceilings, RooflineAnalysis, Scope, analyze as roofline,
+};
 use hpcscope_core::{AppMetrics, Machine, Profile, library};
 use hpcscope_report::fmt::num;
 use hpcscope_report::{Section, escape, html_table};
@@ -151,14 +153,29 @@ pub fn aggregate_roofline(
     m: &Machine,
     p: &Profile,
     agg: &AppMetrics,
+    widths: Option<&AccessWidths>,
     threads: usize,
     origin: &str,
 ) -> Result<RooflineAnalysis> {
-    let mut c = Ceilings::of(m, p.precision, Scope::Node)?;
+    let mut c = match widths {
+        Some(w) => Ceilings::at_widths(m, p.precision, Scope::Node, w)?,
+        None => Ceilings::of(m, p.precision, Scope::Node)?,
+    };
     let n = threads as f64;
     c.peak_gflops *= n;
     for b in &mut c.bandwidth_gbs {
         *b *= n;
+    }
+    // Each core runs its own FP units, divider and dependency chains.
+    for r in [
+        &mut c.fp_instruction_rate,
+        &mut c.divider_rate,
+        &mut c.latency_rate,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        *r *= n;
     }
     let mut r = roofline(&c, agg, origin)?;
     r.notes.push(format!(

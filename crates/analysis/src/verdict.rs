@@ -3,7 +3,7 @@
 
 use hpcscope_core::Machine;
 use hpcscope_core::project::Projection;
-use hpcscope_core::roofline::{Bound, RooflineAnalysis};
+use hpcscope_core::roofline::{Bound, ComputeLimit, RooflineAnalysis};
 use hpcscope_report::fmt::num;
 
 /// One sentence on the source run.
@@ -24,8 +24,9 @@ pub fn source_verdict(m: &Machine, r: &RooflineAnalysis) -> String {
             num(r.binding_gflops, 3)
         ),
         Bound::Compute => format!(
-            "On {} the application {achieved}is compute-bound: its instruction mix allows {} GFLOP/s{eff}.",
+            "On {} the application {achieved}is compute-bound: {} {} GFLOP/s{eff}.",
             m.name,
+            compute_limit_words(r),
             num(r.binding_gflops, 3)
         ),
     };
@@ -48,6 +49,21 @@ pub fn source_verdict(m: &Machine, r: &RooflineAnalysis) -> String {
         _ => format!(
             "{first} Well below that ceiling, what limits the run is not drawn on the roofline: {what}."
         ),
+    }
+}
+
+/// What sets a compute-bound roofline's ceiling, as the subject of "allows X GFLOP/s".
+fn compute_limit_words(r: &RooflineAnalysis) -> &'static str {
+    // Below the peak, the lowest of the FP units', the divider's and the chains' rates.
+    let below_peak = r.weighted_peak_gflops < r.ceilings.peak_gflops * (1.0 - 1e-9);
+    match r.ceilings.compute_limit() {
+        Some(ComputeLimit::Chains) if below_peak => {
+            "the loops' dependency chains (one operation after the other, at this machine's latencies) allow"
+        }
+        Some(ComputeLimit::Divider) if below_peak => {
+            "the divider, at the binary's share of divides and square roots, allows"
+        }
+        _ => "its instruction mix allows",
     }
 }
 
@@ -201,6 +217,48 @@ mod tests {
         assert!(
             mem.contains("is memory-bound") && mem.contains("Well below"),
             "{mem}"
+        );
+    }
+
+    #[test]
+    fn a_chain_bound_run_says_the_chains_set_its_ceiling() {
+        use hpcscope_core::roofline::{AccessWidths, ChainCounts};
+        // One of the recorded hosts: per-width peaks and latencies.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../data/hosts/amd-epyc-25-1/machine.toml"
+        );
+        let m = hpcscope_core::load::machine(path).unwrap();
+        // An in-order sum: a mul and an add per element, the add on the loop's chain.
+        let app = AppMetrics {
+            flops: 2e9,
+            fp_instructions: 2e9,
+            levels: vec!["L1".into(), "L2".into(), "L3".into(), "MM".into()],
+            bytes: vec![1.6e10, 0.0, 0.0, 0.0],
+            time_s: Some(1.5),
+        };
+        let plain = AccessWidths::from_bytes(&[(64, 1.6e10)], &[(64, 2e9)], "test").unwrap();
+        let chained = plain.clone().with_chains(
+            &ChainCounts {
+                fp: vec![(64, [1e9, 0.0, 0.0, 0.0, 0.0])],
+                other: 0.0,
+            },
+            2e9,
+        );
+        let say = |w: &AccessWidths| {
+            let c = Ceilings::at_widths(&m, hpcscope_core::Precision::F64, Scope::Core, w).unwrap();
+            let r = roofline(&c, &app, "test").unwrap();
+            (source_verdict(&m, &r), r.efficiency.unwrap())
+        };
+        let (s, e) = say(&chained);
+        assert!(s.contains("the loops' dependency chains"), "{s}");
+        // 1e9 adds at 3 cycles of the record's 3.24 GHz: 0.93 s of the 1.5 s.
+        assert!((e - 0.926 / 1.5).abs() < 0.01, "{e} {s}");
+        // The FP units alone: 6.3 G scalar instructions/s.
+        let (s, e) = say(&plain);
+        assert!(
+            s.contains("its instruction mix allows") && e < 0.25,
+            "{e} {s}"
         );
     }
 

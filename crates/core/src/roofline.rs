@@ -48,6 +48,17 @@ impl Bound {
     }
 }
 
+/// What sets the compute ceiling of a binary at its own widths ([`Ceilings::compute_limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputeLimit {
+    /// The FP units' throughput at the binary's widths.
+    FpUnits,
+    /// The divider, at the binary's share of divides and square roots.
+    Divider,
+    /// The loops' loop-carried dependency chains, at the machine's latencies.
+    Chains,
+}
+
 impl std::fmt::Display for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -785,6 +796,21 @@ impl Ceilings {
                 .flatten()
                 .fold(a, f64::min),
         )
+    }
+
+    /// Which of the FP units, the divider and the loops' dependency chains sets
+    /// [`Ceilings::instruction_rate`]; `None` without a rate at the binary's widths.
+    pub fn compute_limit(&self) -> Option<ComputeLimit> {
+        let units = self.fp_instruction_rate?;
+        let divider = self.divider_rate.unwrap_or(f64::INFINITY);
+        let chains = self.latency_rate.unwrap_or(f64::INFINITY);
+        Some(if chains < units.min(divider) {
+            ComputeLimit::Chains
+        } else if divider < units {
+            ComputeLimit::Divider
+        } else {
+            ComputeLimit::FpUnits
+        })
     }
 
     /// Bandwidth of level `name`, if it has one.

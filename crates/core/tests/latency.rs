@@ -2,7 +2,7 @@
 //! (`[[peaks.latencies]]`), beside its FP instructions at the per-width peaks.
 
 use hpcscope_core::project::{Inputs, Options, Side, project_with};
-use hpcscope_core::roofline::{AccessWidths, Ceilings, ChainCounts, Scope};
+use hpcscope_core::roofline::{AccessWidths, Ceilings, ChainCounts, ComputeLimit, Scope};
 use hpcscope_core::{AppMetrics, Machine, Precision};
 
 /// A core with scalar and 256-bit FMA peaks, clocked at `ghz`, and (with `add_cycles`)
@@ -99,6 +99,17 @@ fn an_add_chain_binds_at_one_add_latency_per_element() {
     let c = Ceilings::at_widths(&m, Precision::F64, Scope::Core, &w).unwrap();
     assert!((c.latency_rate.unwrap() - 2.0).abs() < 1e-9, "{c:?}");
     assert!((c.weighted_peak(&app).0 - 2.0).abs() < 1e-9);
+    assert_eq!(c.compute_limit(), Some(ComputeLimit::Chains));
+    // Without the machine's latency the FP units set it.
+    let c = Ceilings::at_widths(&machine("b", 3.0, None), Precision::F64, Scope::Core, &w).unwrap();
+    assert_eq!(c.compute_limit(), Some(ComputeLimit::FpUnits));
+    let c = Ceilings::at_widths(
+        &machine("a", 3.0, Some(3.0)),
+        Precision::F64,
+        Scope::Core,
+        &w,
+    )
+    .unwrap();
     assert!(
         c.notes
             .iter()

@@ -4,7 +4,7 @@
 use crate::node::NodeRoofline;
 use crate::placement::Placed;
 use crate::project::Projection;
-use crate::roofline::{Ceilings, RooflineAnalysis, Scope};
+use crate::roofline::{Ceilings, ComputeLimit, RooflineAnalysis, Scope};
 use hpcscope_report::fmt::num;
 use hpcscope_report::{Format, Table};
 
@@ -319,7 +319,8 @@ pub fn roofline_svg(a: &RooflineAnalysis, title: &str) -> String {
             2.0,
             Some("2 3"),
             format!(
-                "Peak weighted by the instruction mix {} GFLOP/s",
+                "{} {} GFLOP/s",
+                weighted_label(a),
                 fmt_value(a.weighted_peak_gflops)
             ),
         ));
@@ -975,13 +976,18 @@ fn render_whole(
     let mut pre = vec![
         title.to_string(),
         format!(
-            "peak {} GFLOP/s; FLOPs per FP instruction {} of at most {} -> weighted peak {} GFLOP/s",
+            "peak {} GFLOP/s; FLOPs per FP instruction {} of at most {} -> weighted peak {} GFLOP/s{}",
             num(an.ceilings.peak_gflops, 4),
             an.flops_per_instruction
                 .map(|x| num(x, 4))
                 .unwrap_or_else(|| "-".into()),
             num(an.max_flops_per_instruction, 3),
-            num(an.weighted_peak_gflops, 4)
+            num(an.weighted_peak_gflops, 4),
+            match limit_below_peak(an) {
+                Some(ComputeLimit::Chains) => " (set by the loops' dependency chains)",
+                Some(ComputeLimit::Divider) => " (set by the divider)",
+                _ => "",
+            }
         ),
     ];
     if !an.ceilings.compute_ceilings.is_empty() {
@@ -1122,4 +1128,21 @@ fn dedup(it: impl Iterator<Item = String>) -> Vec<String> {
         }
     }
     out
+}
+
+/// What sets the weighted peak when it is below the peak: the FP units at the binary's
+/// widths, the divider, or the loops' dependency chains.
+fn limit_below_peak(a: &RooflineAnalysis) -> Option<ComputeLimit> {
+    (a.weighted_peak_gflops < a.ceilings.peak_gflops * (1.0 - 1e-9))
+        .then(|| a.ceilings.compute_limit())
+        .flatten()
+}
+
+/// The chart's name for the weighted peak.
+fn weighted_label(a: &RooflineAnalysis) -> &'static str {
+    match limit_below_peak(a) {
+        Some(ComputeLimit::Chains) => "Dependency chains' ceiling",
+        Some(ComputeLimit::Divider) => "Divider's ceiling",
+        _ => "Peak weighted by the instruction mix",
+    }
 }
