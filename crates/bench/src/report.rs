@@ -138,12 +138,21 @@ pub struct PeakResult {
     /// FLOPs per cycle at the measured frequency.
     pub flops_per_cycle: f64,
     /// Execution units implied by the best repetition (flops per cycle / (lanes x flops
-    /// per lane)), rounded.
-    pub units: u32,
-    /// `units x lanes x flops-per-lane x measured GHz`, GFLOP/s.
-    pub theoretical_gflops: f64,
-    /// `gflops.median / theoretical_gflops`.
-    pub efficiency: f64,
+    /// per lane)), rounded. Add, mul and FMA only: the divider is not pipelined, so one
+    /// instruction per cycle per unit does not describe it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<u32>,
+    /// `units x lanes x flops-per-lane x measured GHz`, GFLOP/s (add, mul and FMA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theoretical_gflops: Option<f64>,
+    /// `gflops.median / theoretical_gflops` (add, mul and FMA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<f64>,
+    /// Divide and square root: core cycles from one instruction to the next independent
+    /// one at the median rate (`lanes / flops_per_cycle`), the published tables'
+    /// "reciprocal throughput".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_per_instruction: Option<f64>,
 }
 
 /// The latency of one FP operation at one precision and width: a chain of dependent
@@ -724,6 +733,10 @@ pub fn summary(r: &Report) -> String {
         .iter()
         .filter(|p| p.op == FlopOp::Fma || (!r.isa.fma && p.op.is_peak()))
     {
+        let (Some(units), Some(theo), Some(eff)) = (p.units, p.theoretical_gflops, p.efficiency)
+        else {
+            continue;
+        };
         let _ = writeln!(
             s,
             "  peak {}-{}-{}: {:.1} GFLOP/s median, best {:.1} ({:.1} flop/cycle, {:.1}% of {} unit(s) x {} lanes x {} x {:.3} GHz)",
@@ -733,11 +746,11 @@ pub fn summary(r: &Report) -> String {
             p.gflops.median,
             p.gflops.max,
             p.flops_per_cycle,
-            100.0 * p.efficiency,
-            p.units,
+            100.0 * eff,
+            units,
             p.lanes,
             p.op.flops_per_lane(),
-            p.theoretical_gflops / f64::from(p.units * p.lanes * p.op.flops_per_lane())
+            theo / f64::from(units * p.lanes * p.op.flops_per_lane())
         );
     }
     if let Some(d) = &r.dgemm {

@@ -854,9 +854,17 @@ fn single_core(
         let ghz = freq_at(spec.width);
         let fpc = g.median / ghz;
         // Units from the best repetition: a busy machine lowers the median, not the count
-        // of FMA units.
-        let units = ((g.max / ghz / per_unit).round() as u32).max(1);
-        let theo = f64::from(units) * per_unit * ghz;
+        // of FMA units. The divider has no such count: its figure is cycles per instruction.
+        let (units, theo, cpi) = if spec.op.is_peak() {
+            let units = ((g.max / ghz / per_unit).round() as u32).max(1);
+            (Some(units), Some(f64::from(units) * per_unit * ghz), None)
+        } else {
+            (
+                None,
+                None,
+                (fpc > 0.0).then(|| f64::from(spec.lanes()) / fpc),
+            )
+        };
         peaks.push(PeakResult {
             op: spec.op,
             precision: spec.precision,
@@ -866,7 +874,8 @@ fn single_core(
             flops_per_cycle: fpc,
             units,
             theoretical_gflops: theo,
-            efficiency: g.median / theo,
+            efficiency: theo.map(|t| g.median / t),
+            cycles_per_instruction: cpi,
         });
     }
 

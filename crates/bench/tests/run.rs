@@ -257,4 +257,18 @@ fn latency_chains_reach_the_machine_file() {
     assert!(r.machine.scalar_frequency_ghz.is_some());
     let back = Machine::from_toml_str(&r.machine.to_toml_string(), "bench output").unwrap();
     assert_eq!(back, r.machine);
+    // The FP units' kernels have a unit count and an efficiency; the divider's kernels
+    // their cycles per instruction instead (one square root every several cycles).
+    for p in &r.peaks {
+        if p.op.is_peak() {
+            assert!(
+                p.units.is_some() && p.efficiency.is_some() && p.cycles_per_instruction.is_none()
+            );
+        } else {
+            assert!(p.units.is_none() && p.efficiency.is_none() && p.theoretical_gflops.is_none());
+            let cpi = p.cycles_per_instruction.unwrap();
+            assert!(cpi > 1.0 && cpi.is_finite(), "{} {}: {cpi}", p.op, p.width);
+        }
+    }
+    assert!(r.peaks.iter().any(|p| p.op == FlopOp::Sqrt));
 }
