@@ -1387,3 +1387,75 @@ fn an_in_order_row_sum_is_a_chain_of_adds_natively() {
     let qemu = run("qemu");
     assert!(qemu.get("chain_iterations").is_none(), "{qemu}");
 }
+
+/// A loop whose exit block runs before the loop does (`sum(0)` jumps straight to it, then
+/// `sum(1000)` runs the loop 1000 times per call): the engine built that block without a
+/// counter of its own, so it could not tell the loop's entries. It is flushed and built
+/// again once the loop is seen: `REPS x (1000 - 256 / 4)` chain adds, exactly (4
+/// instructions per iteration, 64 left to the out-of-order window per entry). A loop
+/// closed by an unconditional jump has no such exit: its iterations are reported apart.
+#[test]
+fn a_loop_whose_exit_ran_first_still_counts_its_entries() {
+    if ready().is_none() || !dynamorio_built() {
+        eprintln!("skipped: DynamoRIO is not built");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let asm = dir.path().join("sum.s");
+    std::fs::write(
+        &asm,
+        "\t.text\n\t.globl sum\n\t.type sum, @function\nsum:\n\tpxor %xmm0, %xmm0\n\ttestq %rdi, %rdi\n\tjle .Lout\n.Lloop:\n\taddsd (%rsi), %xmm0\n\taddq $8, %rsi\n\tdecq %rdi\n\tjne .Lloop\n.Lout:\n\tret\n\t.size sum, .-sum\n\n\t.globl spin\n\t.type spin, @function\nspin:\n\tpxor %xmm0, %xmm0\n.Lspin:\n\taddsd (%rsi), %xmm0\n\tdecq %rdi\n\tje .Ldone\n\tjmp .Lspin\n.Ldone:\n\tret\n\t.size spin, .-spin\n\t.section .note.GNU-stack,\"\",@progbits\n",
+    )
+    .unwrap();
+    let c = dir.path().join("main.c");
+    std::fs::write(
+        &c,
+        "#include <stdio.h>\n#include <stdlib.h>\ndouble sum(long, const double *);\ndouble spin(long, const double *);\nint main(int argc, char **argv) {\n  long n = 1000, reps = atol(argv[1]);\n  double *a = malloc(n * sizeof *a);\n  for (long i = 0; i < n; i++) a[i] = i % 7;\n  double s = sum(0, a);\n  for (long r = 0; r < reps; r++) s += sum(n, a);\n  s += spin(50000, a);\n  printf(\"%g\\n\", s);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let prog = dir.path().join("exit_first");
+    let st = std::process::Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(&c)
+        .arg(&asm)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed");
+    let reps = 500u64;
+    let o = bin!()
+        .args([
+            "mix",
+            "--engine",
+            "native",
+            "--native-runs",
+            "0",
+            "-m",
+            "cascadelake-8260",
+            "--format",
+            "json",
+            "--",
+        ])
+        .arg(&prog)
+        .arg(reps.to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &r["variants"][0]["counts"]["totals"];
+    let adds = t["fp_by_width"]["f64_scalar"]["chain"]["add"].as_u64();
+    println!(
+        "chain adds {adds:?} (analytic {}), iterations left out {}",
+        reps * (1000 - 64),
+        t["chain_iterations_left_out"]
+    );
+    assert_eq!(adds, Some(reps * (1000 - 64)), "{t}");
+    // `spin`'s 50000 iterations (closed by `jmp`) are left out, and said so.
+    let left = t["chain_iterations_left_out"].as_u64().unwrap_or(0);
+    assert!((50_000..51_000).contains(&left), "{t}");
+    let text = r.to_string();
+    assert!(
+        text.contains("are not counted (against"),
+        "the profile's note: {text}"
+    );
+}

@@ -36,8 +36,11 @@ pub enum Slot {
     ChainOther,
     /// Iterations of loops with a dependency chain.
     ChainIterations,
+    /// Iterations of loops whose chain is not counted: their exit block was built before
+    /// the loop was seen, so it has no counter to give the loop's entries.
+    ChainIterationsLeftOut,
 }
-const NAMED: usize = Slot::ChainIterations as usize + 1;
+const NAMED: usize = Slot::ChainIterationsLeftOut as usize + 1;
 
 /// FP widths: scalar, 128, 256, 512 bits.
 const FP_WIDTHS: [Option<u32>; 4] = [None, Some(128), Some(256), Some(512)];
@@ -131,7 +134,7 @@ impl Counters {
 
     /// Adds the loops' chains: per loop, its counted iterations ([`chain_iterations`]) times
     /// its chain, in its region. A loop whose exit block was never given its own counter
-    /// (built before the loop was seen) is left out.
+    /// (built before the loop was seen) is left out; its iterations are counted apart.
     pub fn add_loop_chains(
         &mut self,
         loops: &[(u32, usize, crate::LoopChain)],
@@ -141,10 +144,22 @@ impl Counters {
         // it, the others in a block of their own): its iterations are theirs together.
         let mut by_exit: BTreeMap<u64, (u64, usize, &crate::LoopChain)> = BTreeMap::new();
         for (id, r, l) in loops {
-            by_exit.entry(l.exit).or_insert((0, *r, l)).0 += self.1[*id as usize];
+            let iterations = self.1[*id as usize];
+            match l.exit {
+                Some(exit) => by_exit.entry(exit).or_insert((0, *r, l)).0 += iterations,
+                // Closed by an unconditional jump: no entry count.
+                None => {
+                    if (r + 1) * N <= self.0.len() {
+                        self.0[r * N + Slot::ChainIterationsLeftOut as usize] += iterations;
+                    }
+                }
+            }
         }
         for (exit, (iterations, r, l)) in by_exit {
             let Some(Some(exit)) = exits.and_then(|e| e.get(&exit)) else {
+                if (r + 1) * N <= self.0.len() {
+                    self.0[r * N + Slot::ChainIterationsLeftOut as usize] += iterations;
+                }
                 continue;
             };
             let n = chain_iterations(iterations, self.1[*exit as usize], l.body);
@@ -353,6 +368,7 @@ pub fn totals(v: &[u64; N]) -> Totals {
         classes,
         chain_other: c(Slot::ChainOther),
         chain_iterations: c(Slot::ChainIterations),
+        chain_iterations_left_out: c(Slot::ChainIterationsLeftOut),
     }
 }
 

@@ -738,8 +738,10 @@ pub struct LoopChain {
     pub chain: hpcscope_x86_lanes::chain::Chain,
     /// Instructions of the loop's body.
     pub body: usize,
-    /// The address after the closing branch (where the loop exits).
-    pub exit: u64,
+    /// The address after the closing branch, where the loop exits when the branch is
+    /// conditional; `None` for a loop closed by an unconditional jump (it leaves by
+    /// branches inside: its entries cannot be told, and its chain is not counted).
+    pub exit: Option<u64>,
 }
 
 /// Blocks closing a loop, by (first pc, last pc, instructions): the loop's dependency chain.
@@ -776,20 +778,47 @@ fn is_loop_exit(pc: u64, block: &[(u64, Info)], translating: bool) -> bool {
 }
 
 /// Records the counter `id` of a block: a loop's closing block (`looped`), or a loop's exit.
+/// A loop whose exit block was built before it (without a counter of its own) has that
+/// block flushed, so that it is built again with one.
 fn note_loop(id: u32, pc: u64, looped: Option<&LoopChain>, block: &[(u64, Info)]) {
-    let mut exits = EXITS.lock().unwrap_or_else(|e| e.into_inner());
-    let exits = exits.get_or_insert_with(HashMap::new);
-    if let Some(e) = exits.get_mut(&pc) {
-        *e = Some(id);
-    }
-    if let Some(l) = looped {
-        let region = block.last().and_then(|b| region_of(b.0));
-        if let Some(r) = region {
-            let mut loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
-            if !loops.iter().any(|(i, _, _)| *i == id) {
-                loops.push((id, r, l.clone()));
+    let mut new_exit = None;
+    {
+        let mut exits = EXITS.lock().unwrap_or_else(|e| e.into_inner());
+        let exits = exits.get_or_insert_with(HashMap::new);
+        if let Some(e) = exits.get_mut(&pc) {
+            *e = Some(id);
+        }
+        if let Some(l) = looped {
+            let region = block.last().and_then(|b| region_of(b.0));
+            if let Some(r) = region {
+                let mut loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
+                if !loops.iter().any(|(i, _, _)| *i == id) {
+                    loops.push((id, r, l.clone()));
+                }
+                if let Some(exit) = l.exit
+                    && !exits.contains_key(&exit)
+                {
+                    exits.insert(exit, None);
+                    new_exit = Some(exit);
+                }
             }
-            exits.entry(l.exit).or_insert(None);
+        }
+    }
+    // (EXIT_BLOCKS is taken before EXITS elsewhere: not while holding it.)
+    if let Some(exit) = new_exit {
+        let mut kept = EXIT_BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut built = false;
+        for (key, is_exit) in kept.get_or_insert_with(HashMap::new).iter_mut() {
+            if key.0 == exit && !*is_exit {
+                *is_exit = true;
+                built = true;
+            }
+        }
+        drop(kept);
+        if built {
+            // SAFETY: a request DynamoRIO carries out at its next safe point (allowed
+            // from the basic-block event); the block is rebuilt when next reached.
+            unsafe { dr::dr_delay_flush_region(exit as *mut u8, 1, 0, None) };
         }
     }
 }
@@ -839,7 +868,7 @@ unsafe fn block_chain(block: &[(u64, Info)], translating: bool) -> Option<LoopCh
         chain::loop_chain(&body).map(|c| LoopChain {
             chain: c,
             body: body.len(),
-            exit: last + branch.len() as u64,
+            exit: (!branch.is_jmp_short_or_near()).then(|| last + branch.len() as u64),
         })
     });
     CHAINS

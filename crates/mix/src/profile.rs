@@ -149,6 +149,15 @@ pub(crate) fn profile(
             c.forked_processes
         ));
     }
+    // (A few dozen iterations of start-up loops are left out of most programs: the
+    // count says so; the note, from 1 % of the loops' iterations.)
+    let left_out = c.totals.chain_iterations_left_out;
+    if left_out > 0 && left_out * 100 >= left_out + c.totals.chain_iterations {
+        notes.push(format!(
+            "the dependency chains of loops with {left_out} iterations in all are not counted (against {} iterations counted on chains): the engine built their exits before it saw the loops, so it cannot tell their entries; the chains' ceiling misses them",
+            c.totals.chain_iterations
+        ));
+    }
     if c.lost_executions > 0 {
         notes.push(format!(
             "{} block executions could not be counted (more translation blocks than the plugin's counters hold): counts are low",

@@ -146,6 +146,11 @@ pub struct Totals {
     /// `fp_by_width`, `chain_other`). Written when not 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub chain_iterations: u64,
+    /// Iterations of loops whose dependency chains are not counted (the native engine
+    /// built the loop's exit before it saw the loop, so it cannot tell the loop's entries).
+    /// Written when not 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub chain_iterations_left_out: u64,
 }
 
 /// FP instructions and FLOPs of one precision and width.
