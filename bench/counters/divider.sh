@@ -34,39 +34,17 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 [ -z "${MACHINE_OUT:-}" ] || cp "$tmp/machine.toml" "$MACHINE_OUT"
 
-python3 - "$tmp/machine.toml" "$table" "$start" "$end" <<'PY'
-import os, sys, tomllib
+python3 - "$tmp/machine.toml" "$table" "$start" "$end" "$here" <<'PY'
+import sys, tomllib
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[5])
+from published import header, row, this_cpu, verdict
 
 machine = tomllib.load(open(sys.argv[1], "rb"))
-table = tomllib.load(open(sys.argv[2], "rb"))
+cpu = this_cpu(sys.argv[2])
 elapsed = float(sys.argv[4]) - float(sys.argv[3])
-
-def cpuinfo(key):
-    for line in open("/proc/cpuinfo"):
-        if line.split(":")[0].strip() == key:
-            return line.split(":", 1)[1].strip()
-    return None
-
-fam, model = int(cpuinfo("cpu family") or -1), int(cpuinfo("model") or -1)
-
-def covers(cpu):
-    if cpu["family"] != fam:
-        return False
-    for r in cpu["models"].split(","):
-        lo, _, hi = r.partition("-")
-        if int(lo, 16) <= model <= int(hi or lo, 16):
-            return True
-    return False
-
-cpu = next((c for c in table["cpu"] if covers(c)), None)
 ghz = machine["frequency_ghz"]
-print(f"{cpuinfo('model name')} (family {fam:#x} model {model:#x}); frequency_ghz {ghz} "
-      f"(hpcscope bench); load average {os.getloadavg()[0]:.1f}; bench run {elapsed:.1f} s")
-if cpu:
-    print(f"published: {cpu['name']}, {cpu['source']}, measured on {cpu['measured_on']}")
-    print(f"  {cpu['url']} (read {cpu['retrieved']})")
-else:
-    print("published: this CPU is in no entry of divider.toml: hpcscope's figures only")
+header("frequency_ghz", ghz, elapsed, [cpu])
 
 rows = []
 for p in machine["peaks"]:
@@ -82,28 +60,18 @@ if not rows:
     print("hpcscope bench wrote no div or sqrt ceiling")
     sys.exit(1)
 
-def published(op, prec, bits):
-    if not cpu:
-        return None
-    want = "evex" if bits == 512 else "vex"
-    for i in cpu["instruction"]:
-        if (i["op"], i["precision"], i["vector_bits"], i["encoding"]) == (op, prec, bits, want):
-            return i
-    return None
-
 hdr = (f"{'precision':<9} {'op':<5} {'width':>5} {'lanes':>5} {'GFLOP/s':>8} {'cyc/instr':>9}  "
        f"{'published form':<22} {'recip. thr.':>11} {'latency':>7} {'ratio':>6}  verdict")
 print(hdr)
 bad = 0
 for prec, op, bits, lanes, g, cpi in sorted(rows, key=lambda r: (r[0] != "f64", r[1], r[2])):
-    pub = published(op, prec, bits)
+    pub = row(cpu, op, prec, bits)
     if pub:
         ratio = cpi / pub["reciprocal_throughput_cycles"]
-        ok = 0.85 <= ratio <= 1.15
+        ok, word = verdict(ratio, 0.85, 1.15)
         bad += not ok
-        verdict = "agree" if ok else ("slower than published" if ratio > 1 else "faster than published")
         print(f"{prec:<9} {op:<5} {bits:>5} {lanes:>5} {g:>8.3f} {cpi:>9.2f}  {pub['mnemonic']:<22} "
-              f"{pub['reciprocal_throughput_cycles']:>11} {pub['latency_cycles']:>7} {ratio:>6.3f}  {verdict}")
+              f"{pub['reciprocal_throughput_cycles']:>11} {pub['latency_cycles']:>7} {ratio:>6.3f}  {word}")
     else:
         print(f"{prec:<9} {op:<5} {bits:>5} {lanes:>5} {g:>8.3f} {cpi:>9.2f}  {'(no published figure)':<22}")
 print(f"{len(rows)} ceilings, {bad} outside 0.85-1.15")

@@ -35,41 +35,17 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 [ -z "${MACHINE_OUT:-}" ] || cp "$tmp/machine.toml" "$MACHINE_OUT"
 
-python3 - "$tmp/machine.toml" "$fp_table" "$div_table" "$start" "$end" <<'PY'
-import os, sys, tomllib
+python3 - "$tmp/machine.toml" "$fp_table" "$div_table" "$start" "$end" "$here" <<'PY'
+import sys, tomllib
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[6])
+from published import header, row, this_cpu, verdict
 
 machine = tomllib.load(open(sys.argv[1], "rb"))
-fp = tomllib.load(open(sys.argv[2], "rb"))
-div = tomllib.load(open(sys.argv[3], "rb"))
+fp_cpu, div_cpu = this_cpu(sys.argv[2]), this_cpu(sys.argv[3])
 elapsed = float(sys.argv[5]) - float(sys.argv[4])
-
-def cpuinfo(key):
-    for line in open("/proc/cpuinfo"):
-        if line.split(":")[0].strip() == key:
-            return line.split(":", 1)[1].strip()
-    return None
-
-fam, model = int(cpuinfo("cpu family") or -1), int(cpuinfo("model") or -1)
-
-def covers(cpu):
-    if cpu["family"] != fam:
-        return False
-    for r in cpu["models"].split(","):
-        lo, _, hi = r.partition("-")
-        if int(lo, 16) <= model <= int(hi or lo, 16):
-            return True
-    return False
-
-fp_cpu = next((c for c in fp["cpu"] if covers(c)), None)
-div_cpu = next((c for c in div["cpu"] if covers(c)), None)
 ghz = machine.get("scalar_frequency_ghz") or machine["frequency_ghz"]
-print(f"{cpuinfo('model name')} (family {fam:#x} model {model:#x}); scalar_frequency_ghz {ghz} "
-      f"(hpcscope bench); load average {os.getloadavg()[0]:.1f}; bench run {elapsed:.1f} s")
-for cpu in {c['url']: c for c in (fp_cpu, div_cpu) if c}.values():
-    print(f"published: {cpu['name']}, {cpu['source']}, measured on {cpu['measured_on']}")
-    print(f"  {cpu['url']} (read {cpu['retrieved']})")
-if not fp_cpu and not div_cpu:
-    print("published: this CPU is in no entry of the tables: hpcscope's figures only")
+header("scalar_frequency_ghz", ghz, elapsed, [fp_cpu, div_cpu])
 
 rows = []
 for p in machine["peaks"]:
@@ -79,29 +55,18 @@ if not rows:
     print("hpcscope bench wrote no [[peaks.latencies]]")
     sys.exit(1)
 
-def published(op, prec, bits):
-    cpu = div_cpu if op in ("div", "sqrt") else fp_cpu
-    if not cpu:
-        return None
-    want = "evex" if bits == 512 else "vex"
-    for i in cpu["instruction"]:
-        if (i["op"], i["precision"], i["vector_bits"], i["encoding"]) == (op, prec, bits, want):
-            return i
-    return None
-
 order = {"add": 0, "mul": 1, "fma": 2, "div": 3, "sqrt": 4}
 print(f"{'precision':<9} {'op':<5} {'width':>5} {'ns':>7} {'cycles':>7}  "
       f"{'published form':<26} {'latency':>7} {'ratio':>6}  verdict")
 bad = 0
 for prec, op, bits, ns, cyc in sorted(rows, key=lambda r: (r[0] != "f64", order[r[1]], r[2])):
-    pub = published(op, prec, bits)
+    pub = row(div_cpu if op in ("div", "sqrt") else fp_cpu, op, prec, bits)
     if pub:
         ratio = cyc / pub["latency_cycles"]
-        ok = 0.9 <= ratio <= 1.1
+        ok, word = verdict(ratio, 0.9, 1.1)
         bad += not ok
-        verdict = "agree" if ok else ("slower than published" if ratio > 1 else "faster than published")
         print(f"{prec:<9} {op:<5} {bits:>5} {ns:>7.4f} {cyc:>7.2f}  {pub['mnemonic']:<26} "
-              f"{pub['latency_cycles']:>7} {ratio:>6.3f}  {verdict}")
+              f"{pub['latency_cycles']:>7} {ratio:>6.3f}  {word}")
     else:
         print(f"{prec:<9} {op:<5} {bits:>5} {ns:>7.4f} {cyc:>7.2f}  {'(no published figure)':<26}")
 print(f"{len(rows)} latencies, {bad} outside 0.9-1.1")
