@@ -23,7 +23,10 @@ fn main() {
     };
     let bytes: Option<Vec<u8>> = (0..hex.len())
         .step_by(2)
-        .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|b| u8::from_str_radix(b, 16).ok())
+        })
         .collect();
     let Some(bytes) = bytes else {
         eprintln!("loop_chain: HEXBYTES is not an even number of hex digits");
@@ -38,7 +41,9 @@ fn main() {
         Some(c) => {
             println!("other {}", c.other);
             for (s, n) in &c.fp {
-                let w = s.vector_bits.map_or("scalar".to_string(), |b| b.to_string());
+                let w = s
+                    .vector_bits
+                    .map_or("scalar".to_string(), |b| b.to_string());
                 println!("fp {} {} {w} {n}", s.op.name(), s.element_bits);
             }
         }
