@@ -58,7 +58,11 @@ fn compute_limit_words(r: &RooflineAnalysis) -> &'static str {
     let below_peak = r.weighted_peak_gflops < r.ceilings.peak_gflops * (1.0 - 1e-9);
     match r.ceilings.compute_limit() {
         Some(ComputeLimit::Chains) if below_peak => {
-            "the loops' dependency chains (one operation after the other, at this machine's latencies) allow"
+            if !r.ceilings.latency_mostly_integer {
+                "the loops' dependency chains (one operation after the other, at this machine's latencies) allow"
+            } else {
+                "the loops' dependency chains, mostly their counters (one iteration per cycle at most), allow"
+            }
         }
         Some(ComputeLimit::Divider) if below_peak => {
             "the divider, at the binary's share of divides and square roots, allows"

@@ -195,6 +195,10 @@ pub struct Ceilings {
     /// ([`Ceilings::without_latency`]).
     #[serde(skip)]
     pub latency_unknown: bool,
+    /// Most of the chains' time is integer steps (loops' counters, one cycle each): they
+    /// bound the loops at one iteration per cycle, not an FP recurrence.
+    #[serde(skip)]
+    pub latency_mostly_integer: bool,
     /// The compute ceilings below the peak (scalar, no-FMA, add-only, mul-only) the machine
     /// gives, in this scope ([`Machine::carm_ceilings`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -578,6 +582,7 @@ impl Ceilings {
             divider_unknown: false,
             latency_rate: None,
             latency_unknown: false,
+            latency_mostly_integer: false,
             compute_ceilings: m.carm_ceilings(precision, scope == Scope::Node),
         })
     }
@@ -737,6 +742,7 @@ impl Ceilings {
                 }
             }
         }
+        let fp_ns = per_instruction;
         if widths.chain_other > 0.0 {
             match m.scalar_cycle_ns() {
                 Some(ns) => per_instruction += widths.chain_other * ns,
@@ -757,16 +763,22 @@ impl Ceilings {
         }
         let rate = 1.0 / per_instruction;
         self.latency_rate = Some(rate);
+        self.latency_mostly_integer = per_instruction - fp_ns > fp_ns;
         let others = match (self.fp_instruction_rate, self.divider_rate) {
             (Some(a), Some(d)) => Some(a.min(d)),
             (a, _) => a,
         };
-        if others.is_some_and(|o| rate < o) {
+        if let Some(o) = others.filter(|o| rate < *o) {
+            // A chain of integer steps only (a loop's counter): the loop runs at most one
+            // iteration per cycle, not an FP recurrence.
+            let what = if !self.latency_mostly_integer {
+                "the loops' dependency chains"
+            } else {
+                "the loops' dependency chains, mostly integer steps (loop counters, one cycle each: at most one iteration per cycle),"
+            };
             self.notes.push(format!(
-                "{}: the loops' dependency chains bind the compute ceiling: they allow {:.3} G FP instructions/s, the FP units and the divider {:.3}",
+                "{}: {what} bind the compute ceiling: they allow {rate:.3} G FP instructions/s, the FP units and the divider {o:.3}",
                 m.id,
-                rate,
-                others.unwrap_or(f64::NAN)
             ));
         }
     }
@@ -776,7 +788,7 @@ impl Ceilings {
     pub fn without_latency(&mut self) {
         self.latency_rate = None;
         self.notes
-            .retain(|n| !n.contains("the loops' dependency chains bind"));
+            .retain(|n| !(n.contains("chains") && n.contains("bind the compute ceiling")));
     }
 
     /// The same ceilings with the binary's divides and square roots counted as other FP

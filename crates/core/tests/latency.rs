@@ -244,3 +244,52 @@ fn integer_steps_cost_a_cycle_of_the_scalar_clock() {
     assert!((c.latency_rate.unwrap() - 1.0 / 3.8).abs() < 1e-9, "{c:?}");
     assert!((c.weighted_peak(&app).0 - 1.0 / 3.8).abs() < 1e-9);
 }
+
+#[test]
+fn a_chain_of_mostly_integer_steps_is_named_as_the_loops_counters() {
+    // Two FP instructions per element, one FP add on a chain every 100 elements, and each
+    // element's loop counter (one cycle): the counters take most of the chains' time, 1.5 ns
+    // per cycle at 0.667 GHz, below the FP units' 4 G instructions/s.
+    let w = AccessWidths::from_bytes(&[(64, 3.2e9)], &[(64, 2e9)], "test")
+        .unwrap()
+        .with_chains(
+            &ChainCounts {
+                fp: vec![(64, [1e7, 0.0, 0.0, 0.0, 0.0])],
+                other: 1e9,
+            },
+            2e9,
+        );
+    let m = machine("slow", 0.667, Some(3.0));
+    let mut c = Ceilings::at_widths(&m, Precision::F64, Scope::Core, &w).unwrap();
+    assert_eq!(c.compute_limit(), Some(ComputeLimit::Chains));
+    assert!(c.latency_mostly_integer);
+    let note = c
+        .notes
+        .iter()
+        .find(|n| n.contains("bind the compute ceiling"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        note.contains("mostly integer steps (loop counters"),
+        "{:?}",
+        c.notes
+    );
+    c.without_latency();
+    assert!(
+        !c.notes
+            .iter()
+            .any(|n| n.contains("bind the compute ceiling")),
+        "{:?}",
+        c.notes
+    );
+    // The in-order sum: its adds take the chains' time.
+    let (_, w) = reduction();
+    let c = Ceilings::at_widths(
+        &machine("a", 3.0, Some(3.0)),
+        Precision::F64,
+        Scope::Core,
+        &w,
+    )
+    .unwrap();
+    assert!(!c.latency_mostly_integer);
+}
