@@ -752,16 +752,17 @@ static CHAINS: Mutex<Option<ChainTable>> = Mutex::new(None);
 pub static LOOPS: Mutex<Vec<(u32, usize, LoopChain)>> = Mutex::new(Vec::new());
 /// The loops' exits: address -> the exit block's own counter (None until it is built).
 pub static EXITS: Mutex<Option<HashMap<u64, Option<u32>>>> = Mutex::new(None);
-/// Blocks that start at a loop's exit, by (first pc, last pc, instructions), as decided
-/// when first built (a block built again to translate a fault gets the same counter).
-type ExitTable = HashMap<(u64, u64, usize), bool>;
+/// Whether each block is a loop's exit, by first pc, then (last pc, instructions), as
+/// decided when built (a block built again to translate a fault gets the same counter;
+/// one built again after a flush, the decision as it stands then).
+type ExitTable = HashMap<u64, HashMap<(u64, usize), bool>>;
 static EXIT_BLOCKS: Mutex<Option<ExitTable>> = Mutex::new(None);
 
 /// Whether the block starting at `pc` is the exit of a loop seen before it.
 fn is_loop_exit(pc: u64, block: &[(u64, Info)], translating: bool) -> bool {
-    let key = (pc, block.last().map_or(0, |b| b.0), block.len());
+    let key = (block.last().map_or(0, |b| b.0), block.len());
     let mut kept = EXIT_BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
-    let kept = kept.get_or_insert_with(HashMap::new);
+    let kept = kept.get_or_insert_with(HashMap::new).entry(pc).or_default();
     if let Some(k) = kept.get(&key) {
         return *k;
     }
@@ -808,8 +809,8 @@ fn note_loop(id: u32, pc: u64, looped: Option<&LoopChain>, block: &[(u64, Info)]
     if let Some(exit) = new_exit {
         let mut kept = EXIT_BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
         let mut built = false;
-        for (key, is_exit) in kept.get_or_insert_with(HashMap::new).iter_mut() {
-            if key.0 == exit && !*is_exit {
+        if let Some(blocks) = kept.as_mut().and_then(|t| t.get_mut(&exit)) {
+            for is_exit in blocks.values_mut().filter(|e| !**e) {
                 *is_exit = true;
                 built = true;
             }
