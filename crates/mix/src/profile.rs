@@ -154,7 +154,7 @@ pub(crate) fn profile(
     let left_out = c.totals.chain_iterations_left_out;
     if left_out > 0 && left_out * 100 >= left_out + c.totals.chain_iterations {
         notes.push(format!(
-            "the dependency chains of loops with {left_out} iterations in all are not counted (against {} iterations counted on chains): the engine built their exits before it saw the loops, so it cannot tell their entries; the chains' ceiling misses them",
+            "the dependency chains of loops with {left_out} iterations in all are not counted (against {} iterations counted on chains): the engine cannot tell how often they were entered (a loop closed by an unconditional jump leaves by branches inside it); the chains' ceiling misses them",
             c.totals.chain_iterations
         ));
     }
