@@ -54,17 +54,15 @@ pub fn source_verdict(m: &Machine, r: &RooflineAnalysis) -> String {
 
 /// What sets a compute-bound roofline's ceiling, as the subject of "allows X GFLOP/s".
 fn compute_limit_words(r: &RooflineAnalysis) -> &'static str {
-    // Below the peak, the lowest of the FP units', the divider's and the chains' rates.
-    let below_peak = r.weighted_peak_gflops < r.ceilings.peak_gflops * (1.0 - 1e-9);
-    match r.ceilings.compute_limit() {
-        Some(ComputeLimit::Chains) if below_peak => {
+    match r.compute_limit_below_peak() {
+        Some(ComputeLimit::Chains) => {
             if !r.ceilings.latency_mostly_integer {
                 "the loops' dependency chains (one operation after the other, at this machine's latencies) allow"
             } else {
                 "the loops' dependency chains, mostly their counters (one iteration per cycle at most), allow"
             }
         }
-        Some(ComputeLimit::Divider) if below_peak => {
+        Some(ComputeLimit::Divider) => {
             "the divider, at the binary's share of divides and square roots, allows"
         }
         _ => "its instruction mix allows",

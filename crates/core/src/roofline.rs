@@ -967,6 +967,16 @@ pub struct RooflineAnalysis {
     pub notes: Vec<String>,
 }
 
+impl RooflineAnalysis {
+    /// What sets the weighted peak when it is below the peak: the FP units at the binary's
+    /// widths, the divider, or the loops' dependency chains.
+    pub fn compute_limit_below_peak(&self) -> Option<ComputeLimit> {
+        (self.weighted_peak_gflops < self.ceilings.peak_gflops * (1.0 - 1e-9))
+            .then(|| self.ceilings.compute_limit())
+            .flatten()
+    }
+}
+
 /// Serializes infinite floats as `null` (JSON has no infinity).
 pub(crate) fn ser_f64_inf<S: serde::Serializer>(
     v: &f64,

@@ -983,7 +983,7 @@ fn render_whole(
                 .unwrap_or_else(|| "-".into()),
             num(an.max_flops_per_instruction, 3),
             num(an.weighted_peak_gflops, 4),
-            match limit_below_peak(an) {
+            match an.compute_limit_below_peak() {
                 Some(ComputeLimit::Chains) => " (set by the loops' dependency chains)",
                 Some(ComputeLimit::Divider) => " (set by the divider)",
                 _ => "",
@@ -1130,17 +1130,9 @@ fn dedup(it: impl Iterator<Item = String>) -> Vec<String> {
     out
 }
 
-/// What sets the weighted peak when it is below the peak: the FP units at the binary's
-/// widths, the divider, or the loops' dependency chains.
-fn limit_below_peak(a: &RooflineAnalysis) -> Option<ComputeLimit> {
-    (a.weighted_peak_gflops < a.ceilings.peak_gflops * (1.0 - 1e-9))
-        .then(|| a.ceilings.compute_limit())
-        .flatten()
-}
-
 /// The chart's name for the weighted peak.
 fn weighted_label(a: &RooflineAnalysis) -> &'static str {
-    match limit_below_peak(a) {
+    match a.compute_limit_below_peak() {
         Some(ComputeLimit::Chains) => "Dependency chains' ceiling",
         Some(ComputeLimit::Divider) => "Divider's ceiling",
         _ => "Peak weighted by the instruction mix",
