@@ -77,25 +77,20 @@ for r in "${rows[@]}"; do
   echo "$r $best" >>"$tmp/likwid.txt"
 done
 
-python3 - "$tmp/bench.json" "$tmp/likwid.txt" "$here/flops-per-cycle.csv" "$(likwid-bench -v 2>&1 | head -1)" <<'PY'
+python3 - "$tmp/bench.json" "$tmp/likwid.txt" "$here/flops-per-cycle.csv" "$(likwid-bench -v 2>&1 | head -1)" "$here" <<'PY'
 import json, os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[5])
+from published import FAMILY as fam, MODEL as model, cpuinfo, model_in
 bench = json.load(open(sys.argv[1]))
 peaks = bench["peaks"]
 
-def cpuinfo(key):
-    for line in open("/proc/cpuinfo"):
-        if line.split(":")[0].strip() == key:
-            return line.split(":", 1)[1].strip()
-    return None
-
-fam, model = int(cpuinfo("cpu family") or -1), int(cpuinfo("model") or -1)
 table = {}
 for line in open(sys.argv[3]):
     if line.startswith("#") or not line.strip():
         continue
     cpu, f, models, width, add, mul, fma, mix = line.strip().split(",")
-    in_model = any(int(r.split("-")[0], 16) <= model <= int(r.split("-")[-1], 16) for r in models.split(";"))
-    if int(f, 16) == fam and in_model:
+    if int(f, 16) == fam and model_in(models, sep=";"):
         table[width] = (cpu, float(add), float(mul), float(fma), float(mix))
 
 ghz = bench["frequency"]["measured_ghz"]

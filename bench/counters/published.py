@@ -1,5 +1,5 @@
 """The published instruction tables (data/published/*.toml) beside this CPU: what
-bench/counters/divider.sh and latency.sh share.
+bench/counters/divider.sh, latency.sh and ceilings.sh share.
 
 A table has `[[cpu]]` entries with `family` and `models` (CPUID, hex ranges) and their
 `[[cpu.instruction]]` rows (`op`, `precision`, `vector_bits`, `encoding`, cycles).
@@ -20,15 +20,18 @@ def cpuinfo(key):
 FAMILY, MODEL = int(cpuinfo("cpu family") or -1), int(cpuinfo("model") or -1)
 
 
-def covers(cpu):
-    """Whether a table's entry is this CPU (its family, a model in its ranges)."""
-    if cpu["family"] != FAMILY:
-        return False
-    for r in cpu["models"].split(","):
-        lo, _, hi = r.partition("-")
+def model_in(ranges, sep=","):
+    """Whether this CPU's model is in `ranges` (hex, `0x10-0x1f` or `0x61`, joined by `sep`)."""
+    for r in ranges.split(sep):
+        lo, _, hi = r.strip().partition("-")
         if int(lo, 16) <= MODEL <= int(hi or lo, 16):
             return True
     return False
+
+
+def covers(cpu):
+    """Whether a table's entry is this CPU (its family, a model in its ranges)."""
+    return cpu["family"] == FAMILY and model_in(cpu["models"])
 
 
 def this_cpu(path):
