@@ -205,6 +205,7 @@ fn levels_of_plateaus(plateaus: &[Plateau]) -> Vec<LevelEstimate> {
                 p.points,
                 if i == 0 { ", maximum" } else { ", median" }
             ),
+            capacity_from_sweep: None,
         });
     }
     out
@@ -257,6 +258,20 @@ pub struct LevelEstimate {
     pub at_size: Option<u64>,
     /// How the value was chosen.
     pub rule: String,
+    /// The level's capacity as the sweep saw it, where it contradicts sysfs's (the last
+    /// level only: see [`assign_levels`]); `None` where sysfs's capacity was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_from_sweep: Option<SweptCapacity>,
+}
+
+/// A last-level cache's capacity taken from the bandwidth sweep instead of sysfs.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweptCapacity {
+    /// Where the sweep's bandwidth steps down into main memory (total working set), bytes.
+    pub bytes: u64,
+    /// What sysfs reports, bytes.
+    pub sysfs_bytes: u64,
 }
 
 /// Assigns a bandwidth to each level from `(size, GB/s)` sweep points.
@@ -313,6 +328,7 @@ pub fn assign_levels(
                 gbs: None,
                 at_size: None,
                 rule: format!("no sweep point between {lower} and {} B", c.bytes),
+                capacity_from_sweep: None,
             }
         } else if k == 0 {
             let best = in_range
@@ -326,6 +342,7 @@ pub fn assign_levels(
                 gbs: Some(best.1),
                 at_size: Some(best.0),
                 rule: "maximum over working sets up to the L1 capacity (Gravelle)".into(),
+                capacity_from_sweep: None,
             }
         } else {
             let half = c.bytes as f64 / 2.0;
@@ -352,6 +369,7 @@ pub fn assign_levels(
                     at_size: Some(best.0),
                     rule: "point closest to half the capacity (no point within 0.3 octave of it)"
                         .into(),
+                    capacity_from_sweep: None,
                 }
             } else {
                 let (m, size) = median(&near);
@@ -364,6 +382,7 @@ pub fn assign_levels(
                         "median of {} point(s) at about half the capacity (Gravelle)",
                         near.len()
                     ),
+                    capacity_from_sweep: None,
                 }
             }
         };
@@ -373,6 +392,10 @@ pub fn assign_levels(
                     "{}; capacity from the sweep: its bandwidth steps down at about {} B, where sysfs reports {sysfs} B",
                     est.rule, c.bytes
                 ),
+                capacity_from_sweep: Some(SweptCapacity {
+                    bytes: c.bytes,
+                    sysfs_bytes: sysfs,
+                }),
                 ..est
             },
             _ => est,
@@ -397,6 +420,7 @@ pub fn assign_levels(
                 "median of {} point(s) at >= 4x the last-level cache",
                 far.len()
             ),
+            capacity_from_sweep: None,
         }
     } else if let Some(&p) = pts.iter().rfind(|p| p.0 > llc) {
         LevelEstimate {
@@ -405,6 +429,7 @@ pub fn assign_levels(
             gbs: Some(p.1),
             at_size: Some(p.0),
             rule: "largest working set, beyond the last-level cache but below 4x its capacity: may include cache hits".into(),
+            capacity_from_sweep: None,
         }
     } else {
         LevelEstimate {
@@ -413,6 +438,7 @@ pub fn assign_levels(
             gbs: None,
             at_size: None,
             rule: format!("no sweep point beyond the last-level cache ({llc} B)"),
+            capacity_from_sweep: None,
         }
     };
     out.push(mm);
@@ -625,10 +651,17 @@ mod tests {
             "{}",
             l[2].rule
         );
+        let sc = l[2].capacity_from_sweep.expect("capacity from the sweep");
+        assert_eq!(sc.sysfs_bytes, 480 << 20);
+        assert!(
+            close(sc.bytes as f64, 108.0 * 1024.0 * 1024.0, 0.2),
+            "{sc:?}"
+        );
         assert!(close(l[3].gbs.unwrap(), 15.0, 0.05) && l[3].memory);
         // Sysfs's capacity where the step agrees with it (within an octave): as before.
         let l = assign_levels(&pts, &sysfs(128 << 20), &p);
         assert!(!l[2].rule.contains("sysfs"), "{}", l[2].rule);
+        assert!(l.iter().all(|e| e.capacity_from_sweep.is_none()));
         assert_eq!(l, assign_levels(&pts, &sysfs(128 << 20), &[]));
         // No plateaus (no sweep steps known): sysfs's, even if wrong.
         let l = assign_levels(&pts, &sysfs(480 << 20), &[]);

@@ -501,24 +501,7 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
                 .strip_prefix('L')
                 .and_then(|n| n.parse::<u32>().ok())
                 .and_then(|lvl| caches.iter().find(|c| c.level == lvl))
-                .map(|c| CacheGeometry {
-                    size_bytes: c.size_bytes,
-                    line_bytes: c.line_bytes,
-                    associativity: c.associativity,
-                    shared_by_cores: Some(c.shared_by_cores),
-                    inclusive: c.inclusive,
-                    provenance: Some(format!(
-                        "sysfs cpu{}/cache (level {}, {}){}",
-                        ri.cpus.first().copied().unwrap_or(0),
-                        c.level,
-                        c.kind,
-                        if c.inclusive.is_some() {
-                            "; inclusiveness from cpuid"
-                        } else {
-                            ""
-                        }
-                    )),
-                })
+                .map(|c| cache_geometry(est, c, ri.cpus.first().copied().unwrap_or(0)))
         };
         let node = r
             .scaling
@@ -633,6 +616,17 @@ pub fn build_machine(r: &Report, names: &MachineNames) -> Result<Machine, BenchE
             "Plateau detection saw the bandwidth step down at about {} (total working set).",
             t.join(", ")
         ));
+    }
+    for est in &r.levels {
+        if let Some(sc) = est.capacity_from_sweep {
+            notes.push(format!(
+                "{}'s capacity is the sweep's, about {}, not the {} sysfs reports: the bandwidth steps down into main memory there (a virtual machine may see a share of the host's cache). {} is measured at half that, and the machine file's cache simulation uses it.",
+                est.name,
+                crate::units::format_bytes(sc.bytes),
+                crate::units::format_bytes(sc.sysfs_bytes),
+                est.name
+            ));
+        }
     }
     for s in &r.skipped {
         notes.push(format!("skipped: {s}"));
@@ -813,19 +807,7 @@ pub fn summary(r: &Report) -> String {
             }
         );
     }
-    for l in &r.machine.levels {
-        let v = |x: Option<f64>| {
-            x.map(|v| format!("{v:.1} GB/s"))
-                .unwrap_or_else(|| "-".into())
-        };
-        let _ = writeln!(
-            s,
-            "  {:<3} core {:>12}  node {:>12}",
-            l.name,
-            v(l.core_gbs),
-            v(l.node_gbs)
-        );
-    }
+    level_lines(r, &mut s);
     for p in r.latency.iter() {
         let _ = writeln!(
             s,
@@ -1047,6 +1029,75 @@ pub fn sweep_svg(r: &Report) -> String {
             caption: "The median of the repetitions at each working-set size, with their minimum and maximum (dashed); each memory level's chosen bandwidth is a dashed horizontal line; vertical markers are the cache capacities and the plateau transitions detected.".into(),
         },
     )
+}
+
+/// The summary's line per level of the machine file: its bandwidths, and the capacity the
+/// sweep saw where it is not sysfs's.
+fn level_lines(r: &Report, s: &mut String) {
+    use std::fmt::Write;
+    for l in &r.machine.levels {
+        let v = |x: Option<f64>| {
+            x.map(|v| format!("{v:.1} GB/s"))
+                .unwrap_or_else(|| "-".into())
+        };
+        let swept = r.levels.iter().find(|e| e.name == l.name);
+        let _ = writeln!(
+            s,
+            "  {:<3} core {:>12}  node {:>12}{}",
+            l.name,
+            v(l.core_gbs),
+            v(l.node_gbs),
+            swept
+                .and_then(|e| e.capacity_from_sweep)
+                .map_or(String::new(), |c| format!(
+                    "  (capacity about {} from the sweep's step into memory, not sysfs's {})",
+                    format_bytes(c.bytes),
+                    format_bytes(c.sysfs_bytes)
+                ))
+        );
+    }
+}
+
+/// A cache level's geometry for the machine file: sysfs's, with the capacity the sweep saw
+/// where `est` has one ([`LevelEstimate::capacity_from_sweep`]), in whole sets.
+fn cache_geometry(
+    est: &LevelEstimate,
+    c: &hpcscope_host::topology::CacheInfo,
+    cpu: u32,
+) -> CacheGeometry {
+    let sysfs = format!(
+        "sysfs cpu{cpu}/cache (level {}, {}){}",
+        c.level,
+        c.kind,
+        if c.inclusive.is_some() {
+            "; inclusiveness from cpuid"
+        } else {
+            ""
+        }
+    );
+    let (size_bytes, provenance) = match est.capacity_from_sweep {
+        Some(sc) => {
+            let set = u64::from(c.line_bytes.max(1)) * u64::from(c.associativity.max(1));
+            let size = (sc.bytes / set).max(1) * set;
+            (
+                size,
+                format!(
+                    "capacity {size} B from the bandwidth sweep (its step into main memory at about {}, where sysfs reports {}: a virtual machine may see a share of the host's cache); line, associativity and sharing: {sysfs}",
+                    format_bytes(sc.bytes),
+                    format_bytes(sc.sysfs_bytes)
+                ),
+            )
+        }
+        None => (c.size_bytes, sysfs),
+    };
+    CacheGeometry {
+        size_bytes,
+        line_bytes: c.line_bytes,
+        associativity: c.associativity,
+        shared_by_cores: Some(c.shared_by_cores),
+        inclusive: c.inclusive,
+        provenance: Some(provenance),
+    }
 }
 
 #[cfg(test)]

@@ -272,3 +272,60 @@ fn latency_chains_reach_the_machine_file() {
     }
     assert!(r.peaks.iter().any(|p| p.op == FlopOp::Sqrt));
 }
+
+/// Where the sweep sees the last level's step into main memory far below sysfs's capacity
+/// (a VM's share of the host's L3), the machine file's cache takes the sweep's capacity,
+/// in whole sets, and says so in its provenance and notes.
+#[test]
+fn a_last_level_capacity_from_the_sweep_reaches_the_machine_file() {
+    let cfg = tiny();
+    let isa = hpcscope_bench::topology::Isa::detect();
+    let mut r = match hpcscope_bench::run(&cfg) {
+        Ok(r) => r,
+        Err(e) if !isa.supports(Width::Scalar) => {
+            eprintln!("skipping test - no kernel can run on this CPU/build: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let l3 = r.machine.levels[2].cache.clone().unwrap();
+    assert!(l3.provenance.as_deref().unwrap().starts_with("sysfs"));
+    let step = (5 << 20) + 12_345;
+    r.levels[2].capacity_from_sweep = Some(hpcscope_bench::plateau::SweptCapacity {
+        bytes: step,
+        sysfs_bytes: l3.size_bytes,
+    });
+    let m = hpcscope_bench::report::build_machine(&r, &cfg.names).unwrap();
+    let c = m.levels[2].cache.as_ref().unwrap();
+    let set = u64::from(c.line_bytes) * u64::from(c.associativity);
+    assert_eq!(c.size_bytes % set, 0, "{c:?}");
+    assert!(c.size_bytes <= step && step - c.size_bytes < set, "{c:?}");
+    assert_eq!(
+        (c.line_bytes, c.associativity, c.shared_by_cores),
+        (l3.line_bytes, l3.associativity, l3.shared_by_cores)
+    );
+    let prov = c.provenance.as_deref().unwrap();
+    assert!(
+        prov.contains("bandwidth sweep") && prov.contains("sysfs"),
+        "{prov}"
+    );
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.starts_with("L3's capacity is the sweep's")),
+        "{:?}",
+        m.notes
+    );
+    // The other levels keep sysfs's capacities, and the file loads back.
+    assert_eq!(m.levels[1].cache, r.machine.levels[1].cache);
+    let back = Machine::from_toml_str(&m.to_toml_string(), "bench output").unwrap();
+    assert_eq!(back, m);
+    // The summary says it on L3's line.
+    r.machine = m;
+    let text = hpcscope_bench::report::summary(&r);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("L3"))
+        .unwrap();
+    assert!(line.contains("from the sweep's step into memory"), "{text}");
+}
