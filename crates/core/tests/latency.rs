@@ -7,6 +7,11 @@ use hpcscope_core::{AppMetrics, Machine, Precision};
 
 /// A core with scalar and 256-bit FMA peaks, clocked at `ghz`, and (with `add_cycles`)
 /// a scalar add latency of that many cycles at that clock.
+/// Whether one of `notes` contains `text`.
+fn has_note(notes: &[String], text: &str) -> bool {
+    notes.iter().any(|n| n.contains(text))
+}
+
 fn machine(id: &str, ghz: f64, add_cycles: Option<f64>) -> Machine {
     let mut src = format!(
         r#"
@@ -111,9 +116,7 @@ fn an_add_chain_binds_at_one_add_latency_per_element() {
     )
     .unwrap();
     assert!(
-        c.notes
-            .iter()
-            .any(|n| n.contains("dependency chains bind the compute ceiling")),
+        has_note(&c.notes, "dependency chains bind the compute ceiling"),
         "{:?}",
         c.notes
     );
@@ -170,9 +173,7 @@ fn one_side_without_a_latency_leaves_the_chains_out_of_both() {
         assert!((p.source_ceiling_gflops - 8.0).abs() < 1e-9, "{p:?}");
         assert!((p.target_ceiling_gflops - 8.0).abs() < 1e-9, "{p:?}");
         assert!(
-            p.notes
-                .iter()
-                .any(|n| n.contains("slow: the loops' dependency chains are left out")),
+            has_note(&p.notes, "slow: the loops' dependency chains are left out"),
             "{:?}",
             p.notes
         );
@@ -209,9 +210,7 @@ fn a_profile_without_chains_on_one_side_leaves_them_out_of_both() {
     .unwrap();
     assert!((p.source_ceiling_gflops - 8.0).abs() < 1e-9, "{p:?}");
     assert!(
-        p.notes
-            .iter()
-            .any(|n| n.contains("the other side's profile records none")),
+        has_note(&p.notes, "the other side's profile records none"),
         "{:?}",
         p.notes
     );
@@ -276,9 +275,7 @@ fn a_chain_of_mostly_integer_steps_is_named_as_the_loops_counters() {
     );
     c.without_latency();
     assert!(
-        !c.notes
-            .iter()
-            .any(|n| n.contains("bind the compute ceiling")),
+        !has_note(&c.notes, "bind the compute ceiling"),
         "{:?}",
         c.notes
     );
