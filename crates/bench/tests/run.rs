@@ -329,3 +329,50 @@ fn a_last_level_capacity_from_the_sweep_reaches_the_machine_file() {
         .unwrap();
     assert!(line.contains("from the sweep's step into memory"), "{text}");
 }
+
+/// A ceiling kernel measured above the peak kernel (one of them disturbed on a busy
+/// machine) is left out of the machine file with a note, instead of making an invalid
+/// machine that fails the whole run.
+#[test]
+fn a_ceiling_above_the_peak_is_left_out_with_a_note() {
+    let cfg = BenchConfig {
+        selection: Selection::parse("triad,add").unwrap(),
+        widths: Some(vec![Width::Scalar]),
+        ..tiny()
+    };
+    let isa = hpcscope_bench::topology::Isa::detect();
+    if !isa.supports(Width::Scalar) {
+        eprintln!("skipping test - no kernel can run on this CPU/build");
+        return;
+    }
+    let mut r = hpcscope_bench::run(&cfg).unwrap();
+    let peak = r.machine.peaks[0].core_gflops.unwrap();
+    let add = r
+        .peaks
+        .iter_mut()
+        .find(|p| p.op == FlopOp::Add && p.precision == Precision::F64)
+        .expect("the add kernel ran");
+    for v in [
+        &mut add.gflops.median,
+        &mut add.gflops.max,
+        &mut add.gflops.q3,
+    ] {
+        *v = 2.0 * peak;
+    }
+    let m = hpcscope_bench::report::build_machine(&r, &cfg.names).unwrap();
+    assert!(
+        m.peaks[0]
+            .ceilings
+            .iter()
+            .all(|c| c.op != CeilingOp::Add || c.vector_bits != 64),
+        "{:?}",
+        m.peaks[0].ceilings
+    );
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.contains("add-f64-scalar") && n.contains("not kept as a ceiling")),
+        "{:?}",
+        m.notes
+    );
+}
