@@ -73,6 +73,10 @@ fn mpirun(np: u32, args: &[&str]) -> Output {
     if is_root() {
         c.arg("--allow-run-as-root");
     }
+    // Open MPI sends SIGKILL 1 s after SIGTERM when it aborts a job; on a loaded 2-core
+    // machine the ranks' hpcscope may need longer to write what they measured (a rank was
+    // seen `lost` so). Users' launchers give more (Slurm's KillWait: 30 s).
+    c.env("OMPI_MCA_odls_base_sigkill_timeout", "10");
     c.args(args)
         .stdin(Stdio::null())
         .output()
