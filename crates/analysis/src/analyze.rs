@@ -337,7 +337,12 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     // binary's): each machine's bytes per level with their errors.
     let mut sampled: Vec<hpcscope_mix::SamplingReport> = v.sampling.iter().cloned().collect();
     let origin = format!("the profile of {}", program.display());
-    let src_metrics = source_profile.regions[0].thread_metrics(&origin)?;
+    // The threads that only wait for the others (a main thread joining its workers) take
+    // no core: the rooflines and projections are the working threads'.
+    let (work, waiting) = without_waiting_threads(&source_profile, &origin)?;
+    notes.extend(waiting);
+    let src_metrics = work.regions[0].thread_metrics(&origin)?;
+    // The run's work and time are every thread's: a waiting thread's time is the region's.
     let agg = source_profile.regions[0].aggregate(&origin)?;
     let n_threads = src_metrics.len();
     // The source's ceilings at the binary's own widths, with its divides and its loops'
@@ -345,7 +350,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
     let roof = if n_threads > 1 {
         crate::node::aggregate_roofline(
             source,
-            &source_profile,
+            &work,
             &agg,
             Some(&source_widths),
             n_threads,
@@ -447,6 +452,9 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             ));
         }
     }
+    for (id, p, _, _) in &mut target_profiles {
+        *p = without_waiting_threads(p, &format!("the target profile for {id}"))?.0;
+    }
     timings.target_binary_s = if o.target_binary.is_some() {
         started.elapsed().as_secs_f64()
     } else {
@@ -466,7 +474,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
         };
         let na = crate::node::analyze_node(
             source,
-            &source_profile,
+            &work,
             source_gflops,
             &nt,
             &lookup,
@@ -514,7 +522,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
             let (prof, how, twidths) = match found {
                 Some((_, p, h, w)) => (p.clone(), h.clone(), w.clone()),
                 None => (
-                    source_profile.clone(),
+                    work.clone(),
                     format!("the source's caches ({} has no cache geometry)", t.id),
                     source_widths.clone(),
                 ),
@@ -546,7 +554,7 @@ pub fn analyze(o: &AnalyzeOptions) -> Result<AnalyzeResult> {
                         source_spread,
                         calibration: Some(&calibration),
                         carried_time: true,
-                        instructions: source_profile.regions[0]
+                        instructions: work.regions[0]
                             .instructions()
                             .zip(prof.regions[0].instructions()),
                         drop_contradicted: false,
@@ -1076,6 +1084,45 @@ pub fn summary_metrics(r: &AnalyzeResult) -> serde_json::Value {
         );
     }
     serde_json::Value::Object(m)
+}
+
+/// `p` without the threads of its first region that wait for the others
+/// ([`hpcscope_core::profile::Region::waiting_threads`]), and a note naming them and what
+/// they did (None when every thread works).
+fn without_waiting_threads(p: &Profile, origin: &str) -> Result<(Profile, Option<String>)> {
+    let region = &p.regions[0];
+    let waiting = region.waiting_threads(origin)?;
+    if waiting.is_empty() {
+        return Ok((p.clone(), None));
+    }
+    let per = region.thread_metrics(origin)?;
+    let (flops, bytes): (f64, f64) = waiting
+        .iter()
+        .map(|&i| (per[i].flops, per[i].bytes_total()))
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let ids: Vec<String> = waiting
+        .iter()
+        .map(|&i| region.threads[i].thread.to_string())
+        .collect();
+    let mut out = p.clone();
+    let mut i = 0;
+    out.regions[0].threads.retain(|_| {
+        i += 1;
+        !waiting.contains(&(i - 1))
+    });
+    let working = out.regions[0].threads.len();
+    let note = format!(
+        "thread{} {} did at most {:.0} % of the busiest thread's FLOPs and bytes ({:.0} FLOPs and {:.0} bytes in all: {} that wait{} for the others, as a main thread that joins its workers does): left out of the rooflines and projections, which take the {working} working thread{}, one per core (the run's time is still the longest thread's)",
+        if ids.len() > 1 { "s" } else { "" },
+        ids.join(", "),
+        hpcscope_core::profile::WAITING_SHARE * 100.0,
+        flops,
+        bytes,
+        if ids.len() > 1 { "threads" } else { "a thread" },
+        if ids.len() > 1 { "" } else { "s" },
+        if working > 1 { "s" } else { "" },
+    );
+    Ok((out, Some(note)))
 }
 
 #[cfg(test)]

@@ -454,6 +454,60 @@ fn analyze_finds_programs_on_path_and_answers_one_without_floating_point() {
     }
 }
 
+/// A main thread that starts two workers and joins them does almost nothing itself: the
+/// node is the two workers' (two cores, their load balance), and a note says the main
+/// thread was left out and what it did.
+#[test]
+fn a_main_thread_that_joins_its_workers_takes_no_core() {
+    let Some(plugin) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = cc(
+        d,
+        "workers",
+        r#"#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static long n;
+static double out[2];
+static void *work(void *arg) {
+  long id = (long)arg; double *a = malloc(n * sizeof *a), s = 0;
+  for (long i = 0; i < n; i++) a[i] = (double)(i + id);
+  for (int r = 0; r < 20; r++) for (long i = 0; i < n; i++) s += a[i] * 1.5;
+  out[id] = s; free(a); return NULL; }
+int main(int argc, char **argv) {
+  n = argc > 1 ? atol(argv[1]) : 100000; pthread_t t[2];
+  for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, (void *)i);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  printf("%f\n", out[0] + out[1]); return 0; }
+"#,
+        &["-pthread"],
+    );
+    let out = d.join("a");
+    let o = analyze(&plugin, &out, None, &[prog.to_str().unwrap(), "100000"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("2 working threads"), "{text}");
+    assert!(text.contains("the work is evenly spread"), "{text}");
+    let r = json(&out.join("result.json"));
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("thread 0 did at most 1 % of the busiest thread's")
+            && notes.contains("the 2 working threads"),
+        "{notes}"
+    );
+    // The profile itself keeps every thread.
+    assert_eq!(
+        r["source_profile"]["regions"][0]["threads"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3,
+        "{}",
+        r["source_profile"]
+    );
+}
+
 #[test]
 fn analyze_sweeps_a_scenario_of_targets() {
     let Some(plugin) = ready() else { return };

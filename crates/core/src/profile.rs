@@ -161,6 +161,10 @@ pub struct Region {
     pub access_widths: Option<crate::roofline::AccessWidths>,
 }
 
+/// The largest share of the busiest thread's FLOPs and bytes a thread that waits for the
+/// others does ([`Region::waiting_threads`]).
+pub const WAITING_SHARE: f64 = 0.01;
+
 /// An application profile.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -678,6 +682,28 @@ impl Region {
                 )
             })
             .collect()
+    }
+
+    /// The threads that wait for the others: each does at most [`WAITING_SHARE`] of the
+    /// busiest thread's FLOPs and of its bytes (a main thread that starts workers and joins
+    /// them), while another thread works. Their indices in `threads`; empty with one thread
+    /// or when every thread works.
+    pub fn waiting_threads(&self, origin: &str) -> Result<Vec<usize>> {
+        let per = self.thread_metrics(origin)?;
+        if per.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let max_flops = per.iter().map(|m| m.flops).fold(0.0, f64::max);
+        let max_bytes = per.iter().map(AppMetrics::bytes_total).fold(0.0, f64::max);
+        let waits = |m: &AppMetrics| {
+            m.flops <= WAITING_SHARE * max_flops && m.bytes_total() <= WAITING_SHARE * max_bytes
+        };
+        let waiting: Vec<usize> = (0..per.len()).filter(|&i| waits(&per[i])).collect();
+        Ok(if waiting.len() == per.len() {
+            Vec::new()
+        } else {
+            waiting
+        })
     }
 
     /// Metrics of the whole region: sums over threads, time = the slowest thread's
