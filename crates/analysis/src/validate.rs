@@ -323,7 +323,20 @@ pub fn parse_build(arg: &str) -> Result<Build> {
             path.display()
         );
     }
-    Ok(Build { label, path })
+    Ok(Build {
+        label,
+        path: as_path(path),
+    })
+}
+
+/// A build's path as a path to run: a bare name (`app`, a file in this directory, as
+/// [`parse_build`] checked) becomes `./app`, which a process start does not look up on PATH.
+fn as_path(p: PathBuf) -> PathBuf {
+    if p.is_relative() && p.components().count() == 1 && p.parent() == Some(Path::new("")) {
+        Path::new(".").join(p)
+    } else {
+        p
+    }
 }
 
 /// How the bytes and FP instructions of variant `variant` of a characterization split by
@@ -1364,6 +1377,14 @@ mod tests {
         assert_eq!((p.label.as_str(), p.path.as_path()), ("avx2", f.as_path()));
         let p = parse_build(&f.display().to_string()).unwrap();
         assert_eq!(p.label, f.display().to_string());
+        // A bare name is a file of this directory, run as such (not looked up on PATH).
+        assert_eq!(as_path(PathBuf::from("app")), PathBuf::from("./app"));
+        assert_eq!(as_path(PathBuf::from("b/app")), PathBuf::from("b/app"));
+        assert_eq!(as_path(PathBuf::from("./app")), PathBuf::from("./app"));
+        assert_eq!(
+            as_path(PathBuf::from("/bin/true")),
+            PathBuf::from("/bin/true")
+        );
         let e = parse_build("x=/nonexistent/app").unwrap_err().to_string();
         assert!(
             e.contains("/nonexistent/app is not a file") && e.contains("fix:"),
