@@ -202,6 +202,14 @@ pub fn public_name(name: &str) -> String {
     name.strip_prefix("__GI_").unwrap_or(name).to_string()
 }
 
+/// Whether `qualified` is `name` with its namespaces (`a::b::name`, `a::b::name(int)`).
+fn qualifies(qualified: &str, name: &str) -> bool {
+    let base = qualified.split('(').next().unwrap_or(qualified);
+    base.len() > name.len() + 2
+        && base.ends_with(name)
+        && base[..base.len() - name.len()].ends_with("::")
+}
+
 /// Symbolizes user and kernel addresses, caching parsed files and resolved addresses.
 pub struct Symbolizer {
     user: blazesym::symbolize::Symbolizer,
@@ -311,6 +319,25 @@ impl Symbolizer {
         let src = Source::Elf(Elf::new(path));
         let frames = self
             .symbol_frames(&src, Input::FileOffset(off))
+            .map(|mut v| {
+                // Debug information with line tables only (`-g1`, `-gmlt`, Rust's
+                // `line-tables-only`) names functions without their namespaces: the
+                // symbol table's name is the qualified one.
+                if let Some(first) = v.first_mut()
+                    && !first.contains("::")
+                {
+                    let mut elf = Elf::new(path);
+                    elf.debug_syms = false;
+                    if let Some(q) = self
+                        .symbol_frames(&Source::Elf(elf), Input::FileOffset(off))
+                        .and_then(|f| f.into_iter().next())
+                        .filter(|q| qualifies(q, first))
+                    {
+                        *first = q;
+                    }
+                }
+                v
+            })
             .or_else(|| {
                 let debug = self.debuginfod_file(path)?;
                 let vaddr = file_offset_to_vaddr(path, off)?;
@@ -594,6 +621,16 @@ int main(void) { double v[4] = {1, 2, 3, 4}; return (int)sum_squares(v, 4); }
         let off = function_offset(&debug, libc, "__strcoll_l").expect("__strcoll_l");
         let frames = s.file_frames(libc, off);
         assert_eq!(frames[0], "__strcoll_l", "{frames:?}");
+    }
+
+    #[test]
+    fn a_qualified_name_is_the_same_function() {
+        assert!(qualifies("a::b::f", "f"));
+        assert!(qualifies("ns::C::f(int, double)", "f"));
+        assert!(!qualifies("g", "f"));
+        assert!(!qualifies("__strcoll_l", "strcoll_l"));
+        assert!(!qualifies("a::xf", "f"));
+        assert!(!qualifies("f", "f"));
     }
 
     #[test]
