@@ -658,9 +658,9 @@ fn step(st: &mut State, ins: &Instruction, fp: Option<Fp>, tails: &mut Vec<u32>)
                 } else {
                     match ctl & 3 {
                         0 => &va[..4],
-                        1 => &va[4..],
+                        1 => &va[4..8],
                         2 => &vb[..4],
-                        _ => &vb[4..],
+                        _ => &vb[4..8],
                     }
                 };
                 let mut part = [z[0]; 4];
@@ -1056,4 +1056,33 @@ fn fp_op(
         st.write(dn, res, dbits, vex);
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `vperm2f128` taking a source's upper 128 bits (Eigen's AVX2 code does) is followed
+    /// without a panic (the upper half was taken as every lane above the fourth: a
+    /// 12-element slice for a 4-element copy, which aborted QEMU under the plugin).
+    #[test]
+    fn a_permute_of_upper_halves_is_followed() {
+        // vperm2f128 $0x31 / $0x13, %ymm2, %ymm1, %ymm0; vaddpd %ymm0, %ymm1, %ymm3
+        // (bytes from GNU as).
+        let code = [
+            0xc4, 0xe3, 0x75, 0x06, 0xc2, 0x31, 0xc4, 0xe3, 0x75, 0x06, 0xc2, 0x13, 0xc5, 0xf5,
+            0x58, 0xd8,
+        ];
+        let mut insns = Vec::new();
+        let mut at = 0;
+        while at < code.len() {
+            let ins = decode(&code[at..], at as u64);
+            assert!(!ins.is_invalid(), "at {at}");
+            at += ins.len();
+            insns.push(ins);
+        }
+        assert_eq!(insns.len(), 3);
+        let fps = vec![None; insns.len()];
+        assert_eq!(counted_lanes(&insns, &fps), vec![None; 3]);
+    }
 }
