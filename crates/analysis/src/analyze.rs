@@ -1105,11 +1105,10 @@ fn without_waiting_threads(p: &Profile, origin: &str) -> Result<(Profile, Option
         .map(|&i| region.threads[i].thread.to_string())
         .collect();
     let mut out = p.clone();
-    let mut i = 0;
-    out.regions[0].threads.retain(|_| {
-        i += 1;
-        !waiting.contains(&(i - 1))
-    });
+    out.regions[0].threads = (region.threads.iter().enumerate())
+        .filter(|(i, _)| !waiting.contains(i))
+        .map(|(_, t)| t.clone())
+        .collect();
     let working = out.regions[0].threads.len();
     let note = format!(
         "thread{} {} did at most {:.0} % of the busiest thread's FLOPs and bytes ({:.0} FLOPs and {:.0} bytes in all: {} that wait{} for the others, as a main thread that joins its workers does): left out of the rooflines and projections, which take the {working} working thread{}, one per core (the run's time is still the longest thread's)",
