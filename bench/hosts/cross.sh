@@ -4,7 +4,8 @@
 # own measurement (the reference: the same binary timed on both hosts, its measured ratio),
 # and the summary with the verdict against the targets (>= 80 % inside, median width <= 1.4,
 # median point error <= 10 %, and on the changed pairs a point error at most half the Kwack
-# baseline's).
+# baseline's). Two records of one kind of CPU (data/hosts/amd-epyc-25-1 and -1-b) pair as
+# repeats: summed up apart ("same CPU"), they show how much two records of one kind differ.
 #
 #   bench/hosts/cross.sh [DIR DIR...]     (env: OUT=target/bench-hosts WORKLOADS=a,b)
 #
@@ -41,7 +42,8 @@ pct = lambda x: f"{x * 100:.1f} %"
 for h in v["hosts"]:
     print(f"host {h['name']}: {h['cpu']}")
 print()
-print(f"{'key':26} {'pair':40} {'A GF/s':>8} {'B GF/s':>8} {'B/A':>6} {'chg':>3} "
+print("(same: both records of one kind of CPU, a repeat: summed up apart, not in the targets)")
+print(f"{'key':26} {'pair':40} {'A GF/s':>8} {'B GF/s':>8} {'B/A':>6} {'chg':>3} {'same':>4} "
       f"{'interval':>19} {'width':>6} {'in':>3} {'point':>8} {'Kwack':>8} {'no chg':>8}")
 for p in v["pairs"]:
     r = p["pair"]; val = r["validation"]; i = r["interval"]
@@ -49,6 +51,7 @@ for p in v["pairs"]:
     f = lambda e: "-" if e is None else f"{e * 100:+.1f}%"
     print(f"{p['key']:26} {p['source'] + ' -> ' + p['target']:40} {r['source_gflops']:8.3f} "
           f"{r['measured_gflops']:8.3f} {p['measured_ratio']:6.3f} {'yes' if p['changed'] else '':>3} "
+          f"{'yes' if p.get('same_cpu') else '':>4} "
           f"[{i['lo']:7.3f}, {i['hi']:7.3f}] {i['hi'] / i['lo']:6.3f} "
           f"{'yes' if val['inside_within_noise'] else 'no':>3} {f(pe):>8} {f(ke):>8} "
           f"{f(p['no_change_error']):>8}")

@@ -199,6 +199,18 @@ fn a_recorded_host_is_projected_onto_another() {
     std::fs::copy(a.join("measurements.json"), b.join("measurements.json")).unwrap();
     edit_record(&a, 1.0);
     edit_record(&b, 2.0);
+    // Another kind of CPU: two records of one kind are repeats, not two machines.
+    let host_of = |dir: &Path, host: Value| {
+        let p = dir.join("measurements.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let old = std::mem::replace(&mut v["host"], host);
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        old
+    };
+    let here_host = host_of(
+        &b,
+        serde_json::json!({"cpu_model": "Intel(R) Xeon(R) Processor", "family": "6", "model": "167"}),
+    );
     let cache = d.path().join("cache");
     let run = || {
         hpcscope(
@@ -287,4 +299,35 @@ fn a_recorded_host_is_projected_onto_another() {
         "{text}"
     );
     assert!(text.contains("target all pairs: inside >= 80 %"), "{text}");
+    // Both records of this host's CPU: repeats, summed up apart, no target.
+    host_of(&b, here_host);
+    let t = hpcscope(
+        Some(&plugin),
+        &[
+            "hosts",
+            "validate",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--build-dir",
+            build.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--workloads",
+            "triad",
+        ],
+    );
+    assert!(t.status.success(), "{}", stderr(&t));
+    let text = String::from_utf8_lossy(&t.stdout);
+    assert!(
+        text.contains("here -> there") && text.contains(", same CPU"),
+        "{text}"
+    );
+    assert!(
+        text.contains("same CPU (repeat records), 1 thread: 4 pairs"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("target ") && text.contains("were recorded on the same kind of CPU"),
+        "{text}"
+    );
 }

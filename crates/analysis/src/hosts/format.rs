@@ -148,6 +148,25 @@ pub struct HostInfo {
     pub lscpu: Option<String>,
 }
 
+impl HostInfo {
+    /// Whether `other` was recorded on a CPU of the same kind: the same `model name`,
+    /// family and model (and, when both say, the same AVX-512 flag). Two records of one
+    /// kind are not two machines: their pairs measure how much the records differ, not a
+    /// projection.
+    pub fn same_cpu(&self, other: &HostInfo) -> bool {
+        let known = |x: &Option<String>| x.as_deref().is_some_and(|v| !v.is_empty());
+        known(&self.family)
+            && known(&self.model)
+            && self.cpu_model == other.cpu_model
+            && self.family == other.family
+            && self.model == other.model
+            && match (self.flags_avx512, other.flags_avx512) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
+}
+
 /// `measurements.json` of a host record.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -386,6 +386,10 @@ pub struct HostPair {
     pub spread: f64,
     /// Whether the measured change is larger than twice that spread.
     pub changed: bool,
+    /// Whether both records are of the same kind of CPU (`model name`, family, model): a
+    /// repeat, not another machine. Such pairs are summed up apart (`same CPU`) and left out
+    /// of the cross-machine figures and targets.
+    pub same_cpu: bool,
     /// Error of "no change" (the source's rate as the target's): source / target - 1.
     pub no_change_error: f64,
     /// The projection and its check, as `validate` reports a pair (`group` is the key,
@@ -470,13 +474,9 @@ pub fn project_pair(
             target_precision: None,
         },
     )?;
-    Ok(pair_of(
-        p,
-        (&ra.name, ma, ga),
-        (&rb.name, mb, gb),
-        proj,
-        (sa, sb),
-    ))
+    let mut pair = pair_of(p, (&ra.name, ma, ga), (&rb.name, mb, gb), proj, (sa, sb));
+    pair.same_cpu = ra.file.host.same_cpu(&rb.file.host);
+    Ok(pair)
 }
 
 /// The pair of projection `proj` of `source`'s measurement onto `target`'s.
@@ -506,6 +506,7 @@ fn pair_of(
         measured_ratio: ratio,
         spread,
         changed: (ratio - 1.0).abs() > 2.0 * spread,
+        same_cpu: false,
         no_change_error: gs / gt - 1.0,
         pair: PairResult {
             group: p.key.clone(),
@@ -555,6 +556,9 @@ pub struct Subset {
     pub threads: Option<u32>,
     /// Only the pairs whose measured change is larger than twice the runs' spread.
     pub changed_only: bool,
+    /// Only pairs of two records of the same kind of CPU (repeats: how much two records of
+    /// one kind differ, left out of every other set and of the targets).
+    pub same_cpu: bool,
     /// The weighted projection and the Kwack baseline, as `validate` sums them up.
     pub summary: Summary,
     /// The "no change" baseline.
@@ -600,6 +604,7 @@ fn subset(
     target: Option<&str>,
     threads: Option<u32>,
     changed_only: bool,
+    same_cpu: bool,
 ) -> Subset {
     let pairs: Vec<&PairResult> = v.iter().map(|h| &h.pair).collect();
     let nc: Vec<f64> = v.iter().map(|h| h.no_change_error.abs()).collect();
@@ -609,6 +614,7 @@ fn subset(
         target: target.map(str::to_string),
         threads,
         changed_only,
+        same_cpu,
         summary: summary_of(&pairs),
         no_change: NoChange {
             pairs: nc.len(),
@@ -620,10 +626,14 @@ fn subset(
 }
 
 /// Sums up `pairs`: all, per thread count, per direction and thread count, changed pairs
-/// per thread count; and the targets on all pairs and per thread count.
+/// per thread count; and the targets on all pairs and per thread count. Pairs of two
+/// records of the same kind of CPU are summed up apart, per thread count (`same CPU`), and
+/// left out of every other set and of the targets.
 pub fn summarize(pairs: &[HostPair]) -> HostsSummary {
     let mut subsets = Vec::new();
-    let mut threads: Vec<u32> = pairs.iter().map(|p| p.threads).collect();
+    let repeats: Vec<&HostPair> = pairs.iter().filter(|p| p.same_cpu).collect();
+    let pairs: Vec<&HostPair> = pairs.iter().filter(|p| !p.same_cpu).collect();
+    let mut threads: Vec<u32> = pairs.iter().chain(&repeats).map(|p| p.threads).collect();
     threads.sort_unstable();
     threads.dedup();
     let mut dirs: Vec<(&str, &str)> = pairs
@@ -639,29 +649,57 @@ pub fn summarize(pairs: &[HostPair]) -> HostsSummary {
             format!("{t} threads")
         }
     };
-    let all: Vec<&HostPair> = pairs.iter().collect();
-    if all.is_empty() {
+    let repeat_sets = |subsets: &mut Vec<Subset>| {
+        for &t in &threads {
+            let v: Vec<&HostPair> = repeats.iter().copied().filter(|p| p.threads == t).collect();
+            if !v.is_empty() {
+                subsets.push(subset(
+                    format!("same CPU (repeat records), {}", th(t)),
+                    &v,
+                    None,
+                    None,
+                    Some(t),
+                    false,
+                    true,
+                ));
+            }
+        }
+    };
+    if pairs.is_empty() {
+        repeat_sets(&mut subsets);
         return HostsSummary {
             subsets,
             targets: Vec::new(),
         };
     }
-    subsets.push(subset("all pairs".into(), &all, None, None, None, false));
+    subsets.push(subset(
+        "all pairs".into(),
+        &pairs,
+        None,
+        None,
+        None,
+        false,
+        false,
+    ));
     for &t in &threads {
-        let v: Vec<&HostPair> = pairs.iter().filter(|p| p.threads == t).collect();
-        subsets.push(subset(
-            format!("all, {}", th(t)),
-            &v,
-            None,
-            None,
-            Some(t),
-            false,
-        ));
+        let v: Vec<&HostPair> = pairs.iter().copied().filter(|p| p.threads == t).collect();
+        if !v.is_empty() {
+            subsets.push(subset(
+                format!("all, {}", th(t)),
+                &v,
+                None,
+                None,
+                Some(t),
+                false,
+                false,
+            ));
+        }
     }
     for &(s, d) in &dirs {
         for &t in &threads {
             let v: Vec<&HostPair> = pairs
                 .iter()
+                .copied()
                 .filter(|p| p.threads == t && p.source == s && p.target == d)
                 .collect();
             if !v.is_empty() {
@@ -672,6 +710,7 @@ pub fn summarize(pairs: &[HostPair]) -> HostsSummary {
                     Some(d),
                     Some(t),
                     false,
+                    false,
                 ));
             }
         }
@@ -679,6 +718,7 @@ pub fn summarize(pairs: &[HostPair]) -> HostsSummary {
     for &t in &threads {
         let v: Vec<&HostPair> = pairs
             .iter()
+            .copied()
             .filter(|p| p.threads == t && p.changed)
             .collect();
         if !v.is_empty() {
@@ -689,13 +729,15 @@ pub fn summarize(pairs: &[HostPair]) -> HostsSummary {
                 None,
                 Some(t),
                 true,
+                false,
             ));
         }
     }
+    repeat_sets(&mut subsets);
     let mut targets = Vec::new();
     for s in subsets
         .iter()
-        .filter(|s| s.source.is_none() && !s.changed_only)
+        .filter(|s| s.source.is_none() && !s.changed_only && !s.same_cpu)
     {
         let w = &s.summary.weighted;
         targets.push(Target {
@@ -955,6 +997,18 @@ pub fn validate(
         notes.push(
             "keys with several threads are projected at node scope: the source is the source host's whole node running the same threads (as validate's SSE2 <-> AVX2 node pairs), timed by the wall time of the kernel loop; the ceilings at the binary's own widths, as at core scope".into(),
         );
+    }
+    let mut same: Vec<String> = pairs
+        .iter()
+        .filter(|p| p.same_cpu && p.source < p.target)
+        .map(|p| format!("{} and {}", p.source, p.target))
+        .collect();
+    same.sort();
+    same.dedup();
+    for s in same {
+        notes.push(format!(
+            "{s} were recorded on the same kind of CPU (model name, family and model): their pairs are repeats, not two machines; they are summed up apart (same CPU) and left out of the cross-machine figures and targets, and their no-change error is how much two records of one kind differ"
+        ));
     }
     if let Some(sp) = o.sample {
         notes.push(format!(
@@ -1312,6 +1366,67 @@ mod tests {
         });
         assert!(t.contains("tx2 -> a64fx") && t.contains("inside"), "{t}");
         assert!(!t.contains("NaN") && !t.contains("inf"), "{t}");
+    }
+
+    #[test]
+    fn two_records_of_one_kind_of_cpu_are_repeats_summed_up_apart() {
+        let zen3 = HostInfo {
+            cpu_model: "AMD EPYC".into(),
+            family: Some("25".into()),
+            model: Some("1".into()),
+            flags_avx512: Some(false),
+            ..HostInfo::default()
+        };
+        let zen4 = HostInfo {
+            model: Some("17".into()),
+            flags_avx512: Some(true),
+            ..zen3.clone()
+        };
+        assert!(zen3.same_cpu(&zen3.clone()) && !zen3.same_cpu(&zen4));
+        // Without family and model nothing says they are one kind.
+        let bare = HostInfo {
+            cpu_model: "AMD EPYC".into(),
+            ..HostInfo::default()
+        };
+        assert!(!bare.same_cpu(&bare.clone()));
+
+        let ta = [0.30, 0.31, 0.29, 0.30, 0.305];
+        let tb: Vec<f64> = ta.iter().map(|t| t * 1.1).collect();
+        let (mut pairs, before) = projected(&ta, &tb);
+        // Marked as one kind of CPU: no cross-machine set and no target, only the repeats'.
+        for p in &mut pairs {
+            p.same_cpu = true;
+        }
+        let s = summarize(&pairs);
+        let labels: Vec<&str> = s.subsets.iter().map(|x| x.label.as_str()).collect();
+        assert_eq!(labels, ["same CPU (repeat records), 1 thread"]);
+        assert!(s.subsets[0].same_cpu && s.targets.is_empty());
+        assert_eq!(s.subsets[0].summary.weighted.pairs, 2);
+        // The no-change error of the repeats: how much the two records differ.
+        let nc = &s.subsets[0].no_change;
+        assert!((nc.max_error - 0.1).abs() < 1e-9, "{nc:?}");
+        // One pair a repeat, the other not: the repeat leaves every other set.
+        pairs[1].same_cpu = false;
+        let s = summarize(&pairs);
+        assert_eq!(s.subsets[0].label, "all pairs");
+        assert_eq!(s.subsets[0].summary.weighted.pairs, 1);
+        assert!(s.targets.iter().all(|t| !t.subset.starts_with("same CPU")));
+        assert_eq!(
+            s.subsets
+                .last()
+                .map(|x| (x.label.as_str(), x.summary.weighted.pairs)),
+            Some(("same CPU (repeat records), 1 thread", 1))
+        );
+        assert!(before.subsets.iter().all(|x| !x.same_cpu));
+        let t = text(&HostsValidation {
+            hosts: Vec::new(),
+            pairs,
+            summary: s,
+            notes: vec![],
+            seconds: 0.0,
+            statistic: Statistic::Median,
+        });
+        assert!(t.contains(", same CPU"), "{t}");
     }
 
     #[test]

@@ -75,7 +75,12 @@ pub fn text(v: &HostsValidation) -> String {
             num(r.source_gflops, 4),
             num(r.measured_gflops, 4),
             num(p.measured_ratio, 3),
-            if p.changed { ", changed" } else { "" },
+            match (p.changed, p.same_cpu) {
+                (true, true) => ", changed, same CPU",
+                (true, false) => ", changed",
+                (false, true) => ", same CPU",
+                (false, false) => "",
+            },
             num(r.interval.lo, 4),
             num(r.interval.hi, 4),
             num(r.interval.hi / r.interval.lo, 3),
@@ -134,7 +139,12 @@ pub fn section(v: &HostsValidation) -> hpcscope_report::Section {
             let r = &p.pair;
             vec![
                 p.key.clone(),
-                format!("{} -> {}", p.source, p.target),
+                format!(
+                    "{} -> {}{}",
+                    p.source,
+                    p.target,
+                    if p.same_cpu { " (same CPU)" } else { "" }
+                ),
                 num(r.source_gflops, 4),
                 format!("[{}, {}]", num(r.interval.lo, 4), num(r.interval.hi, 4)),
                 r.point.as_ref().map_or("-".into(), |x| num(x.gflops, 4)),
@@ -165,7 +175,7 @@ pub fn section(v: &HostsValidation) -> hpcscope_report::Section {
             ]
         })
         .collect();
-    let all = v.summary.subsets.first();
+    let all = v.summary.subsets.first().filter(|s| !s.same_cpu);
     hpcscope_report::Section {
         title: "Validation across hosts: the same binary measured on two machines".into(),
         summary: all.map_or("No pair.".into(), |s| {
