@@ -66,6 +66,20 @@ print()
 for t in v["summary"]["targets"]:
     val = f"x{t['value']:.3f}" if "width" in t["goal"] else pct(t["value"])
     print(f"target {t['subset']:20} {t['goal']:52} {'met' if t['met'] else 'NOT met':8} ({val})")
+# The floor of these checks: how much two records of one kind of CPU differ (the repeats'
+# median |no-change error|), and how many misses are within it (not a second "inside": the
+# verdicts above stay the only ones).
+for t in sorted({p["threads"] for p in v["pairs"]}):
+    rep = sorted(abs(p["no_change_error"]) for p in v["pairs"] if p.get("same_cpu") and p["threads"] == t)
+    if not rep:
+        continue
+    n = len(rep)
+    floor = rep[n // 2] if n % 2 else (rep[n // 2 - 1] + rep[n // 2]) / 2
+    miss = [p for p in v["pairs"] if not p.get("same_cpu") and p["threads"] == t
+            and not p["pair"]["validation"]["inside_within_noise"]]
+    near = [p for p in miss if abs(p["pair"]["validation"]["error_within_noise"]) <= floor]
+    print(f"repeats, {t} thread(s): two records of one kind differ by {pct(floor)} at the median "
+          f"({n} pairs); {len(near)} of the {len(miss)} cross-machine misses are within that")
 for n in v["notes"]:
     print("note:", n)
 PY
