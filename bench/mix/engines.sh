@@ -21,8 +21,11 @@
 #                     hierarchies, every access)
 #   mix native        the same, --engine native
 #   mix native sampled  --engine native --sample SAMPLE
+#   native x10, dr counts x10   the same two with 10 times the repetitions
 # Printed: the mean wall times, the ratios of the criteria of the native engine (counts only
 # at most 1.5x native; full simulation at most 1.0x cachegrind; sampled at most 4x native),
+# counts only at 10 times the repetitions, split into the cost per second of native run (the
+# slope between the two lengths) and the start-up (what is left of the short run),
 # the L1 data misses of one run each: cachegrind's D1 misses, and the cascadelake-8260 L1
 # misses of mix under each engine, with their differences to cachegrind (whole program: the
 # C library's start-up and ifunc choices differ a little between valgrind's CPU, QEMU's and
@@ -65,9 +68,15 @@ status=0
 for w in $workloads; do
   bin="$out/$w"
   a=$(args_of "$w")
+  # The same run with 10 times the repetitions (the second argument): the start-up of
+  # DynamoRIO and of the client is paid once, so the two lengths give it apart from the
+  # cost per second of the program's own run.
+  a10=$(echo "$a" | awk '{ $2 = $2 * 10; print }')
   mix="$hs mix -m cascadelake-8260 -m graviton2 --native-runs 0"
   set -- -n native "$bin $a" \
     -n "dr counts" "$drrun DYNAMORIO_OPTIONS=-code_api\ -client_lib\ '$client;0;out=$out/$w.dr.json' $bin $a" \
+    -n "native x10" "$bin $a10" \
+    -n "dr counts x10" "$drrun DYNAMORIO_OPTIONS=-code_api\ -client_lib\ '$client;0;out=$out/$w.dr10.json' $bin $a10" \
     -n qemu "$qemu $bin $a" \
     -n cachegrind "valgrind --tool=cachegrind --cache-sim=yes $d1 --cachegrind-out-file=/dev/null $bin $a" \
     -n "mix qemu" "env $qenv $mix --engine qemu -- $bin $a" \
@@ -98,6 +107,15 @@ print(f"  native engine: counts only x{c1:.2f} native (<= 1.5: {ok(c1 <= 1.5)});
       f"full simulation x{c2:.2f} cachegrind (<= 1.0: {ok(c2 <= 1.0)}); "
       f"sampled x{c3:.2f} native (<= 4: {ok(c3 <= 4.0)}); "
       f"mix native x{ratio('mix native', 'mix qemu'):.2f} mix qemu")
+# Counts only, start-up apart: the cost per second of native run is the slope between the
+# two lengths, the start-up what is left of the short run.
+dn, dd = r["native x10"] - r["native"], r["dr counts x10"] - r["dr counts"]
+if dn > 0:
+    slope = dd / dn
+    start = r["dr counts"] - slope * r["native"]
+    print(f"  counts only, 10x the repetitions: x{ratio('dr counts x10', 'native x10'):.2f} native "
+          f"({r['native x10']:.3f} s native); per second of native run x{slope:.2f}, "
+          f"start-up {start * 1000:.0f} ms")
 text = open(cg).read()
 m = re.search(r"D1\s+misses:\s+([\d,]+)", text)
 d1 = int(m.group(1).replace(",", "")) if m else None
