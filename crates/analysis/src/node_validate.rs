@@ -27,7 +27,7 @@ use hpcscope_core::point::{Calibration, PointEstimate};
 use hpcscope_core::project::{
     Inputs, Interval, Options, Projection, Side, Spread, Validation, Widening, project_with,
 };
-use hpcscope_core::roofline::Scope;
+use hpcscope_core::roofline::{AccessWidths, Scope};
 use hpcscope_core::view::ValidationRow;
 use hpcscope_core::{AppMetrics, Precision};
 use hpcscope_core::{Machine, Profile};
@@ -113,6 +113,10 @@ pub struct Threaded {
     pub profile: Profile,
     /// Run-to-run spread of the native runs (`None` with fewer than two).
     pub spread: Option<Spread>,
+    /// How its bytes and FP instructions split by width, with its divides and its loops'
+    /// dependency chains ([`crate::validate::access_widths`]): the ceilings at its own
+    /// widths, as at core scope (`None`: the machine's widest peak, as the seeds).
+    pub widths: Option<AccessWidths>,
 }
 
 /// Characterizes `bin`'s parallel region on `m` with `threads` threads.
@@ -169,7 +173,20 @@ pub fn profile_program(
     Ok(Threaded {
         profile: r.variants[0].profiles[0].clone(),
         spread: Spread::from_times(&r.native_times_s),
+        widths: Some(crate::validate::access_widths(&r, 0)),
     })
+}
+
+/// What a node projection takes beside the threads' metrics: each side's split by width
+/// (the ceilings at the binaries' own widths, with the divider and the dependency chains,
+/// when both sides have one; the widest peak otherwise) and each side's instructions (the
+/// carried-rate points, when both counted them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeSides<'a> {
+    /// Source's and target's split by width.
+    pub widths: (Option<&'a AccessWidths>, Option<&'a AccessWidths>),
+    /// Source's and target's instructions.
+    pub instructions: Option<(f64, f64)>,
 }
 
 /// The node projection of `from` (on `src_machine`, `source_gflops` measured, `spread` its
@@ -186,7 +203,12 @@ pub fn node_projection(
     precision: Precision,
     calibration: Option<&Calibration>,
     origins: (&str, &str),
+    sides: NodeSides<'_>,
 ) -> Result<Projection> {
+    let widths = match sides.widths {
+        (Some(a), Some(b)) => (Some(a.clone()), Some(b.clone())),
+        _ => (None, None),
+    };
     let mut p = project_with(
         Side {
             machine: src_machine,
@@ -205,9 +227,12 @@ pub fn node_projection(
             ..Options::default()
         },
         &Inputs {
+            source_widths: widths.0,
+            target_widths: widths.1,
             source_spread: spread,
             calibration,
             carried_time: true,
+            instructions: sides.instructions,
             ..Inputs::default()
         },
     )?;
@@ -234,6 +259,7 @@ pub fn node_pair(
     calibration: Option<&Calibration>,
 ) -> Result<Option<NodePair>> {
     let spread = from.spread;
+    let (from_widths, to_widths) = (&from.widths, &to.widths);
     let from = &from.profile;
     let (to, to_spread) = (&to.profile, to.spread);
     let fo = format!("{w} ({pair}, source)");
@@ -243,8 +269,10 @@ pub fn node_pair(
     let (Some(fg), Some(tg)) = (fa.gflops(), ta.gflops()) else {
         return Ok(None);
     };
-    let ft = from.regions[0].thread_metrics(&fo)?;
-    let tt = to.regions[0].thread_metrics(&to_o)?;
+    // The node's cores take the working threads: a main thread that only waits for its
+    // workers takes none (validate_node_builds notes it). The rates stay every thread's.
+    let ft = from.regions[0].working_thread_metrics(&fo)?.0;
+    let tt = to.regions[0].working_thread_metrics(&to_o)?.0;
     let p = node_projection(
         src_machine,
         &ft,
@@ -255,6 +283,12 @@ pub fn node_pair(
         from.precision,
         calibration,
         (&fo, &to_o),
+        NodeSides {
+            widths: (from_widths.as_ref(), to_widths.as_ref()),
+            instructions: from.regions[0]
+                .instructions()
+                .zip(to.regions[0].instructions()),
+        },
     )?;
     Ok(Some(pair_result(
         w,
@@ -364,6 +398,38 @@ pub fn validate_node_builds(
         one.push(profile_program(m, prog, function, 1, native_runs)?);
         many.push(profile_program(m, prog, function, threads, native_runs)?);
     }
+    // Threads that only wait for the others (a main thread joining its workers) take no
+    // core in the node pairs: said once per build and thread count.
+    let mut waiting_notes = Vec::new();
+    // A build whose run with OMP_NUM_THREADS=1 still has several working threads does not
+    // follow it (pthreads, std::thread): its 1 -> N pair would compare like with like.
+    let mut ignores = vec![false; builds.len()];
+    for (i, (b, (a, n))) in builds.iter().zip(one.iter().zip(&many)).enumerate() {
+        for (t, run) in [(1, a), (threads, n)] {
+            let origin = format!("{name} ({}, OMP_NUM_THREADS={t})", b.label);
+            let region = &run.profile.regions[0];
+            let (working, waiting) = region.working_thread_metrics(&origin)?;
+            if !waiting.is_empty() {
+                let ids: Vec<String> = waiting
+                    .iter()
+                    .map(|&i| region.threads[i].thread.to_string())
+                    .collect();
+                waiting_notes.push(format!(
+                    "{origin}: thread(s) {} did at most {:.0} % of the busiest thread's FLOPs and bytes (waiting for the others, as a main thread that joins its workers does): the node pairs take its {} working thread(s), one per core (the rate is still the whole run's)",
+                    ids.join(", "),
+                    hpcscope_core::profile::WAITING_SHARE * 100.0,
+                    working.len()
+                ));
+            }
+            if t == 1 && working.len() > 1 {
+                ignores[i] = true;
+                waiting_notes.push(format!(
+                    "{origin}: {} threads worked although OMP_NUM_THREADS was 1 (the program starts its own threads: pthreads, std::thread): its 1 -> {threads} threads pair is left out, the pairs between builds at {threads} threads are kept",
+                    working.len()
+                ));
+            }
+        }
+    }
     let (mut out, mut untimed) = (Vec::new(), Vec::new());
     let mut add = |source: &Machine, pair: String, from: &Threaded, to: &Threaded| {
         match node_pair(source, m, &name, &pair, from, to, calibration)? {
@@ -372,7 +438,7 @@ pub fn validate_node_builds(
         }
         anyhow::Ok(())
     };
-    for (i, b) in builds.iter().enumerate() {
+    for (i, b) in builds.iter().enumerate().filter(|(i, _)| !ignores[*i]) {
         add(
             &alone,
             format!("1 -> {threads} threads ({})", b.label),
@@ -391,9 +457,11 @@ pub fn validate_node_builds(
         }
     }
     // Said, not dropped: a pair whose runs have no time is not projected.
-    let notes = untimed
+    let notes = waiting_notes
         .into_iter()
-        .map(|p| format!("{name} {p}: no measured time on one side (see the profiles' notes): this node pair is left out"))
+        .chain(untimed
+        .into_iter()
+        .map(|p| format!("{name} {p}: no measured time on one side (see the profiles' notes): this node pair is left out")))
         .collect();
     Ok((out, notes))
 }
@@ -733,6 +801,7 @@ mod tests {
             Precision::F64,
             Some(&cal),
             ("s", "t"),
+            NodeSides::default(),
         )
         .unwrap();
         let w = node.widening.expect("the node interval was widened");
@@ -755,6 +824,7 @@ mod tests {
             Precision::F64,
             None,
             ("s", "t"),
+            NodeSides::default(),
         )
         .unwrap();
         assert!(bare.widening.is_none());
@@ -822,10 +892,12 @@ mod tests {
         let from = Threaded {
             profile: profile(1, 0.5),
             spread,
+            widths: None,
         };
         let to = Threaded {
             profile: profile(2, 2.0 / 3.5),
             spread: None,
+            widths: None,
         };
         let r = node_pair(&alone, &m, "w", "1 -> 2 threads", &from, &to, Some(&cal))
             .unwrap()
@@ -844,6 +916,7 @@ mod tests {
             Precision::F64,
             Some(&cal),
             ("s", "t"),
+            NodeSides::default(),
         )
         .unwrap();
         let point = r.point.as_ref().expect("a calibrated point estimate");
@@ -919,6 +992,64 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_main_thread_that_waits_takes_no_core_in_a_node_pair() {
+        let mut m = hpcscope_core::library::builtin("cascadelake-8260").unwrap();
+        m.peaks[0].core_gflops = Some(80.0);
+        for (l, c) in m.levels.iter_mut().zip([400.0, 150.0, 40.0, 15.0]) {
+            l.core_gbs = Some(c);
+        }
+        let alone = cores_alone(&m);
+        let from = Threaded {
+            profile: profile(1, 0.5),
+            spread: None,
+            widths: None,
+        };
+        let two = Threaded {
+            profile: profile(2, 0.6),
+            spread: None,
+            widths: None,
+        };
+        // The same two workers and a main thread that joins them: 1 FLOP and 64 bytes.
+        let mut three = two.clone();
+        let mut main = three.profile.regions[0].threads[0].clone();
+        main.flops = 1.0;
+        main.fp_instructions = 1.0;
+        main.memory.bytes_per_level = main.memory.bytes_per_level.map(|v| {
+            v.into_iter()
+                .map(|mut l| {
+                    l.bytes = if l.level == "L1" { 64.0 } else { 0.0 };
+                    l
+                })
+                .collect()
+        });
+        three.profile.regions[0].threads.insert(0, main);
+        for (i, t) in three.profile.regions[0].threads.iter_mut().enumerate() {
+            t.thread = i as u32;
+        }
+        let (working, waiting) = three.profile.regions[0]
+            .working_thread_metrics("x")
+            .unwrap();
+        assert_eq!((working.len(), waiting), (2, vec![0]));
+        let a = node_pair(&alone, &m, "w", "1 -> 2 threads", &from, &two, None)
+            .unwrap()
+            .unwrap();
+        let b = node_pair(&alone, &m, "w", "1 -> 2 threads", &from, &three, None)
+            .unwrap()
+            .unwrap();
+        // Two cores, as without the main thread, not three on a two-core node.
+        assert_eq!((b.source_threads, b.target_threads), (1, 2));
+        let rel = |x: f64, y: f64| (x / y - 1.0).abs();
+        assert!(
+            rel(a.interval.lo, b.interval.lo) < 1e-6 && rel(a.interval.hi, b.interval.hi) < 1e-6,
+            "{:?} {:?}",
+            a.interval,
+            b.interval
+        );
+        // The measured rate is still the whole run's (its FLOPs over the longest thread).
+        assert!(rel(b.validation.check.measured_gflops, (2e9 + 1.0) / 0.6 / 1e9) < 1e-12);
+    }
+
     /// The 1 -> 2 thread pair of `node_pairs_carry_the_point_estimate_and_the_width_parts`
     /// (source band about +-10 %, no calibration) with the target measured at `measured`
     /// GFLOP/s, its runs spread by `spread`.
@@ -931,11 +1062,13 @@ mod tests {
         let from = Threaded {
             profile: profile(1, 0.5),
             spread: Spread::from_times(&[1.0, 1.1, 0.9, 1.05, 0.95]),
+            widths: None,
         };
         // Two threads of 1 GFLOP each: `measured` GFLOP/s over the longest one's time.
         let to = Threaded {
             profile: profile(2, 2.0 / measured),
             spread,
+            widths: None,
         };
         node_pair(
             &cores_alone(&m),

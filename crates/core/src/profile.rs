@@ -706,6 +706,21 @@ impl Region {
         })
     }
 
+    /// Per-thread metrics of the threads that work: [`Self::thread_metrics`] without
+    /// [`Self::waiting_threads`] (whose indices come second). A node's rooflines and
+    /// projections take these, one per core; the region's time stays every thread's.
+    pub fn working_thread_metrics(&self, origin: &str) -> Result<(Vec<AppMetrics>, Vec<usize>)> {
+        let waiting = self.waiting_threads(origin)?;
+        let per = self.thread_metrics(origin)?;
+        let working = per
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !waiting.contains(i))
+            .map(|(_, m)| m)
+            .collect();
+        Ok((working, waiting))
+    }
+
     /// Metrics of the whole region: sums over threads, time = the slowest thread's
     /// ([`crate::project::aggregate`]), once every thread is checked to have the same levels.
     pub fn aggregate(&self, origin: &str) -> Result<AppMetrics> {
