@@ -859,7 +859,7 @@ fn note_derivation(notes: &mut Vec<String>, id: &str, what: &str, how: Derivatio
     match how {
         Derivation::Given => {}
         Derivation::NodeShare => notes.push(format!(
-            "{id}: {what} is the node value divided by the core count (eq. 7.1; at a vector width without a node value of its own, the width's one-core value scaled by that share of its level or peak)"
+            "{id}: {what} is the node value divided by the core count (eq. 7.1)"
         )),
         Derivation::CoreAsShare => notes.push(format!(
             "{id}: {what} has no node value; the single-core value stands in for the per-core share (optimistic)"

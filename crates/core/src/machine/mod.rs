@@ -1243,13 +1243,7 @@ impl Machine {
             .iter()
             .map(|w| (w.vector_bits, w.core_gbs, w.node_gbs))
             .collect();
-        pick_width(
-            &entries,
-            bits,
-            node_share,
-            f64::from(self.cores()),
-            (level.core_gbs, level.node_gbs),
-        )
+        pick_width(&entries, bits, node_share, f64::from(self.cores()))
     }
 
     /// Peak of `precision` when every FP instruction is `bits` wide, from the peak's
@@ -1267,13 +1261,7 @@ impl Machine {
             .iter()
             .map(|w| (w.vector_bits, w.core_gflops, w.node_gflops))
             .collect();
-        pick_width(
-            &entries,
-            bits,
-            node_share,
-            f64::from(self.cores()),
-            (p.core_gflops, p.node_gflops),
-        )
+        pick_width(&entries, bits, node_share, f64::from(self.cores()))
     }
 
     /// Rate of `op`'s ceiling of `precision` at exactly `bits` (`[[peaks.ceilings]]`), one
@@ -1293,14 +1281,7 @@ impl Machine {
             .filter(|c| c.op == op && c.vector_bits == bits)
             .map(|c| (c.vector_bits, c.core_gflops, c.node_gflops))
             .collect();
-        pick_width(
-            &entries,
-            bits,
-            node_share,
-            f64::from(self.cores()),
-            (p.core_gflops, p.node_gflops),
-        )
-        .map(|(v, d, _)| (v, d))
+        pick_width(&entries, bits, node_share, f64::from(self.cores())).map(|(v, d, _)| (v, d))
     }
 
     /// Latency of `op` of `precision` at exactly `bits` (`[[peaks.latencies]]`), ns.
@@ -1531,16 +1512,7 @@ fn pick_width(
     bits: u32,
     node_share: bool,
     cores: f64,
-    (whole_core, whole_node): (Option<f64>, Option<f64>),
 ) -> Option<(f64, Derivation, u32)> {
-    // A width with one core's value only, in a level (or peak) that gives both: the
-    // level's per-core share over its one-core value scales it (the bench measures the
-    // node at the widest width only). Memory shared by the cores then keeps its share at
-    // every width, instead of one core's bandwidth standing in for it.
-    let scale = match (whole_core, whole_node) {
-        (Some(c), Some(n)) if c > 0.0 && n > 0.0 => Some(n / cores / c),
-        _ => None,
-    };
     let mut usable: Vec<(u32, f64, Derivation)> = entries
         .iter()
         .filter_map(|&(w, core, node)| {
@@ -1548,10 +1520,7 @@ fn pick_width(
                 (false, Some(c), _) => (c, Derivation::Given),
                 (false, None, Some(n)) => (n / cores, Derivation::NodeShare),
                 (true, _, Some(n)) => (n / cores, Derivation::NodeShare),
-                (true, Some(c), None) => match scale {
-                    Some(k) => (c * k, Derivation::NodeShare),
-                    None => (c, Derivation::CoreAsShare),
-                },
+                (true, Some(c), None) => (c, Derivation::CoreAsShare),
                 _ => return None,
             };
             Some((w, v.0, v.1))
@@ -1573,9 +1542,7 @@ fn pick_width(
 pub enum Derivation {
     /// Given directly by the file.
     Given,
-    /// Node value divided by the number of cores (eq. 7.1); at a vector width without a
-    /// node value of its own, the width's one-core value scaled by that share of its level
-    /// (or peak) over the level's one-core value.
+    /// Node value divided by the number of cores (eq. 7.1).
     NodeShare,
     /// No node value: the single-core value stands in for the per-core share (optimistic).
     CoreAsShare,
