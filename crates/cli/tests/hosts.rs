@@ -278,21 +278,24 @@ fn a_recorded_host_is_projected_onto_another() {
         }
     }
     // The text names each pair and the targets.
-    let t = hpcscope(
-        Some(&plugin),
-        &[
-            "hosts",
-            "validate",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--build-dir",
-            build.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--workloads",
-            "triad",
-        ],
-    );
+    let text_run = || {
+        hpcscope(
+            Some(&plugin),
+            &[
+                "hosts",
+                "validate",
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "--build-dir",
+                build.to_str().unwrap(),
+                "--cache-dir",
+                cache.to_str().unwrap(),
+                "--workloads",
+                "triad",
+            ],
+        )
+    };
+    let t = text_run();
     let text = String::from_utf8_lossy(&t.stdout);
     assert!(
         text.contains("x86-64/triad@1") && text.contains("here -> there"),
@@ -301,21 +304,7 @@ fn a_recorded_host_is_projected_onto_another() {
     assert!(text.contains("target all pairs: inside >= 80 %"), "{text}");
     // Both records of this host's CPU: repeats, summed up apart, no target.
     host_of(&b, here_host);
-    let t = hpcscope(
-        Some(&plugin),
-        &[
-            "hosts",
-            "validate",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--build-dir",
-            build.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--workloads",
-            "triad",
-        ],
-    );
+    let t = text_run();
     assert!(t.status.success(), "{}", stderr(&t));
     let text = String::from_utf8_lossy(&t.stdout);
     assert!(
