@@ -387,6 +387,10 @@ pub fn demo(o: &DemoOptions, progress: &dyn Fn(&str)) -> Result<Demo> {
                             lo: s.lo,
                             hi: s.hi,
                             point: t.projection.point.as_ref().map(|p| p.speedup),
+                            model: t.projection.widening.map(|w| {
+                                let g = t.projection.source_gflops;
+                                [w.model_interval.lo / g, w.model_interval.hi / g]
+                            }),
                         }
                     })
                 })

@@ -434,6 +434,7 @@ pub fn node_section(n: &NodeAnalysis, source: &Machine, title_prefix: &str) -> S
             lo: t.flops / mean,
             hi: t.flops / mean,
             point: None,
+            model: None,
         })
         .collect();
     Section {

@@ -267,6 +267,7 @@ fn charts() -> Vec<(&'static str, String)> {
                             lo: *lo,
                             hi: *hi,
                             point: None,
+                            model: None,
                         })
                 })
                 .collect::<Vec<_>>(),

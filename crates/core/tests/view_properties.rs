@@ -49,7 +49,7 @@ proptest! {
     ) {
         let rows: Vec<SpeedupRow> = rows
             .into_iter()
-            .map(|(workload, target, lo, hi)| SpeedupRow { workload, target, lo: lo.min(hi), hi: hi.max(lo), point: None })
+            .map(|(workload, target, lo, hi)| SpeedupRow { workload, target, lo: lo.min(hi), hi: hi.max(lo), point: None, model: None })
             .collect();
         well_formed(&speedup_svg(&rows, "s"))?;
     }

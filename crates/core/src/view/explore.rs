@@ -818,6 +818,11 @@ pub struct SpeedupRow {
     /// The point estimate (×).
     #[serde(default)]
     pub point: Option<f64>,
+    /// The model's own interval (×), before the source's run-to-run band and the calibrated
+    /// margin widened it: where it lies on one side of ×1 and the bar does not, the noise
+    /// is what leaves the workload undecided.
+    #[serde(default)]
+    pub model: Option<[f64; 2]>,
 }
 
 /// Projected speed-ups of several workloads on several targets, relative to each workload's
@@ -858,10 +863,24 @@ pub fn speedup_svg(rows: &[SpeedupRow], title: &str) -> String {
         let faster = of_t.iter().filter(|r| r.lo > 1.0).count();
         let slower = of_t.iter().filter(|r| r.hi < 1.0).count();
         caption.push_str(&format!(
-            " {t}: {faster} of {} faster, {slower} slower, {} undecided.",
+            " {t}: {faster} of {} faster, {slower} slower, {} undecided",
             of_t.len(),
             of_t.len() - faster - slower
         ));
+        // Why the undecided are: the noise band (and margin) around a model interval on
+        // one side of ×1, or the model itself (its points on both sides).
+        let undecided: Vec<&&SpeedupRow> =
+            of_t.iter().filter(|r| r.lo <= 1.0 && r.hi >= 1.0).collect();
+        let by_noise = undecided
+            .iter()
+            .filter(|r| r.model.is_some_and(|[lo, hi]| lo > 1.0 || hi < 1.0))
+            .count();
+        if by_noise > 0 {
+            caption.push_str(&format!(
+                " ({by_noise} of them on one side of ×1 by the model's own interval, undecided only once the source's run-to-run band and the calibrated margin widen it)"
+            ));
+        }
+        caption.push('.');
     }
     if rows.is_empty() {
         caption.push_str(" No projection to show.");
@@ -1084,6 +1103,39 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_caption_says_which_undecided_bars_the_noise_leaves_undecided() {
+        let row = |w: &str, lo: f64, hi: f64, model: Option<[f64; 2]>| SpeedupRow {
+            workload: w.into(),
+            target: "A64FX".into(),
+            lo,
+            hi,
+            point: None,
+            model,
+        };
+        let rows = [
+            // Faster.
+            row("a", 1.2, 2.0, Some([1.3, 1.8])),
+            // Undecided by the band alone: the model's interval is below ×1.
+            row("b", 0.6, 1.05, Some([0.7, 0.95])),
+            // Undecided by the model itself.
+            row("c", 0.5, 1.5, Some([0.6, 1.3])),
+            // Undecided, no model interval known.
+            row("d", 0.8, 1.1, None),
+        ];
+        let svg = speedup_svg(&rows, "t");
+        assert!(
+            svg.contains("A64FX: 1 of 4 faster, 0 slower, 3 undecided (1 of them on one side of ×1 by the model"),
+            "{svg}"
+        );
+        // Nothing undecided by the band: no clause.
+        let svg = speedup_svg(&rows[2..3], "t");
+        assert!(
+            svg.contains("A64FX: 0 of 1 faster, 0 slower, 1 undecided."),
+            "{svg}"
+        );
+    }
 
     #[test]
     fn slanted_labels_stay_inside_the_chart() {
