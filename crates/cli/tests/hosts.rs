@@ -212,23 +212,22 @@ fn a_recorded_host_is_projected_onto_another() {
         serde_json::json!({"cpu_model": "Intel(R) Xeon(R) Processor", "family": "6", "model": "167"}),
     );
     let cache = d.path().join("cache");
-    let run = || {
-        hpcscope(
-            Some(&plugin),
-            &[
-                "hosts",
-                "validate",
-                a.to_str().unwrap(),
-                b.to_str().unwrap(),
-                "--build-dir",
-                build.to_str().unwrap(),
-                "--cache-dir",
-                cache.to_str().unwrap(),
-                "--format",
-                "json",
-            ],
-        )
+    // `hosts validate` of the two records, with `extra` arguments.
+    let validate = |extra: [&str; 2]| {
+        let mut args = vec![
+            "hosts",
+            "validate",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--build-dir",
+            build.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        hpcscope(Some(&plugin), &args)
     };
+    let run = || validate(["--format", "json"]);
     let o = run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("[1/2] x86-64-v3/triad@1: characterizing for here, there"));
@@ -278,23 +277,7 @@ fn a_recorded_host_is_projected_onto_another() {
         }
     }
     // The text names each pair and the targets.
-    let text_run = || {
-        hpcscope(
-            Some(&plugin),
-            &[
-                "hosts",
-                "validate",
-                a.to_str().unwrap(),
-                b.to_str().unwrap(),
-                "--build-dir",
-                build.to_str().unwrap(),
-                "--cache-dir",
-                cache.to_str().unwrap(),
-                "--workloads",
-                "triad",
-            ],
-        )
-    };
+    let text_run = || validate(["--workloads", "triad"]);
     let t = text_run();
     let text = String::from_utf8_lossy(&t.stdout);
     assert!(
