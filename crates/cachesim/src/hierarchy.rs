@@ -28,8 +28,9 @@
 //!   line again is an L1 hit that needs no replacement update (the line is already most
 //!   recently used, and tree-PLRU bits are idempotent), so it only adds to two counters and
 //!   remembers a store, which dirties the line before the next slower-path access.
-//! - A 2048-entry memo (32 KiB: room for the lines of a 64 KiB L1 with few collisions),
-//!   indexed by a hash of the line, remembers where recently used lines sit
+//! - A memo of four entries per L1 line, from 16 to 2048 (32 KiB: room for the lines of a
+//!   64 KiB L1 with few collisions), indexed by a hash of the line, remembers where recently
+//!   used lines sit
 //!   in L1. It is exact: an entry is dropped when L1 evicts or invalidates its line, so a
 //!   memo hit is an L1 hit with no set search and no tag check (interleaved streams such as
 //!   `a[i] = b[i] + s * c[i]` hit here). A memo miss proves nothing: the set is searched.
@@ -56,8 +57,22 @@ use crate::{Access, IntoAccess};
 /// No line: larger than any `address >> log2(line_bytes)` with lines of at least 4 bytes.
 const NO_LINE: u64 = u64::MAX;
 
-/// Entries of the L1 slot memo (a power of two).
-const MEMO_LEN: usize = 2048;
+/// Most entries of the L1 slot memo (a power of two).
+const MEMO_MAX: usize = 2048;
+
+/// Fewest entries of the L1 slot memo (a power of two).
+const MEMO_MIN: usize = 16;
+
+/// Entries of the L1 slot memo of a hierarchy whose L1 holds `lines` lines: four per line
+/// (few collisions), from [`MEMO_MIN`] to [`MEMO_MAX`]. Sized to the L1, so that the small
+/// L1 of one class of sets (set sampling simulates tens of such hierarchies side by side)
+/// keeps a memo that stays in the host's caches (2048 entries each, 40 of them missed the
+/// host's L2 on most lookups).
+fn memo_len(lines: u64) -> usize {
+    // (At most MEMO_MAX: no overflow below.)
+    let want = lines.min(MEMO_MAX as u64) as usize * 4;
+    want.next_power_of_two().clamp(MEMO_MIN, MEMO_MAX)
+}
 
 /// The L1 position (index in its tag store) of a recently used line. Exact: the hierarchy
 /// drops an entry whenever L1 loses its line, so `line` is always at `index`.
@@ -97,10 +112,16 @@ fn hint(index: usize) -> u32 {
     u32::try_from(index).unwrap_or(NO_HINT)
 }
 
+/// The memo entry of `line` in a memo of `1 << (64 - shift)` entries.
 #[inline(always)]
-fn memo_index(line: u64) -> usize {
+fn memo_index(line: u64, shift: u32) -> usize {
     // Fibonacci hashing: arrays a multiple of 4 KiB apart still land on different entries.
-    (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_LEN.trailing_zeros())) as usize
+    (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+}
+
+/// The shift of [`memo_index`] for a memo of `len` entries (a power of two).
+fn memo_shift(len: usize) -> u32 {
+    64 - len.trailing_zeros()
 }
 
 /// A simulated cache hierarchy (levels plus implied main memory).
@@ -132,7 +153,9 @@ pub struct Hierarchy {
     // filter and the memo.
     mru_line: u64,
     mru_index: usize,
-    memo: Box<[Memo; MEMO_LEN]>,
+    memo: Box<[Memo]>,
+    /// [`memo_index`]'s shift for the memo's length.
+    memo_shift: u32,
     mru_write: bool,
     mru_hits: u64,
     mru_bytes: u64,
@@ -229,7 +252,8 @@ pub(crate) fn build_level(cfg: &HierarchyConfig, i: usize, tail: bool) -> Level 
 /// filter), so that a node simulator can swap one core's L1 for another's.
 #[derive(Clone, Debug)]
 pub(crate) struct L1State {
-    memo: Box<[Memo; MEMO_LEN]>,
+    /// As long as the hierarchy's.
+    memo: Box<[Memo]>,
     mru_line: u64,
     mru_index: usize,
     /// Line pieces beyond the first of accesses that crossed lines, counted while this L1
@@ -238,10 +262,10 @@ pub(crate) struct L1State {
 }
 
 impl L1State {
-    /// The state of an empty L1.
-    pub(crate) fn cold() -> Self {
+    /// The state of an empty L1 of `h`'s kind.
+    pub(crate) fn cold(h: &Hierarchy) -> Self {
         Self {
-            memo: Box::new([NO_MEMO; MEMO_LEN]),
+            memo: vec![NO_MEMO; h.memo.len()].into_boxed_slice(),
             mru_line: NO_LINE,
             mru_index: 0,
             extra_pieces: 0,
@@ -250,7 +274,7 @@ impl L1State {
 
     /// L1 (whose state this is) no longer holds `line`.
     pub(crate) fn dropped(&mut self, line: u64) {
-        let m = &mut self.memo[memo_index(line)];
+        let m = &mut self.memo[memo_index(line, memo_shift(self.memo.len()))];
         if m.line == line {
             m.line = NO_LINE;
         }
@@ -267,6 +291,7 @@ impl Hierarchy {
         let line_bytes = cfg.levels[0].line_bytes;
         let n = cfg.levels.len();
         let levels = (0..n).map(|i| build_level(&cfg, i, false)).collect();
+        let memo = memo_len(cfg.levels[0].size_bytes / line_bytes);
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
             line_mask: line_bytes - 1,
@@ -274,7 +299,8 @@ impl Hierarchy {
             cfg,
             mru_line: NO_LINE,
             mru_index: 0,
-            memo: Box::new([NO_MEMO; MEMO_LEN]),
+            memo: vec![NO_MEMO; memo].into_boxed_slice(),
+            memo_shift: memo_shift(memo),
             mru_write: false,
             mru_hits: 0,
             mru_bytes: 0,
@@ -494,6 +520,7 @@ impl Hierarchy {
             let mut missed = false;
             {
                 let memo = &*self.memo;
+                let memo_shift = self.memo_shift;
                 let l1 = &mut self.levels[0];
                 // The stamp of the access at `i` is `base + i`.
                 let base = l1.clock.wrapping_sub(i as u32);
@@ -512,7 +539,7 @@ impl Hierarchy {
                             mark_dirty_tag(tags, index);
                             write = false;
                         }
-                        let m = memo[memo_index(line)];
+                        let m = memo[memo_index(line, memo_shift)];
                         if m.line != line {
                             missed = true;
                             break;
@@ -579,7 +606,7 @@ impl Hierarchy {
         let mut r = self.ahead.max(i + 1);
         while r <= end {
             let line = batch[r].into_access().addr >> shift;
-            if self.memo[memo_index(line)].line != line {
+            if self.memo[memo_index(line, self.memo_shift)].line != line {
                 self.prefetch_below_l1(line);
             }
             r += 1;
@@ -589,7 +616,7 @@ impl Hierarchy {
         let mut r = self.ahead_victims.max(i + 1);
         while r <= end {
             let line = batch[r].into_access().addr >> shift;
-            if self.memo[memo_index(line)].line != line {
+            if self.memo[memo_index(line, self.memo_shift)].line != line {
                 self.prefetch_victims(line);
             }
             r += 1;
@@ -658,7 +685,7 @@ impl Hierarchy {
     #[inline(always)]
     fn memo_path(&mut self, line: u64, bytes: u64, write: bool) {
         self.flush_mru();
-        let m = self.memo[memo_index(line)];
+        let m = self.memo[memo_index(line, self.memo_shift)];
         if m.line == line {
             let l1 = &mut self.levels[0];
             l1.touch_index(m.index);
@@ -726,7 +753,7 @@ impl Hierarchy {
     /// places costs no branch on whether it is dirty.
     #[inline(always)]
     fn locate_non_inclusive(&mut self, line: u64, bytes: u64) -> (usize, bool) {
-        let memo = memo_index(line);
+        let memo = memo_index(line, self.memo_shift);
         let l1 = &mut self.levels[0];
         let (set, base) = l1.set_base(line);
         if let Some(w) = l1.find_way(set, base, line) {
@@ -796,7 +823,7 @@ impl Hierarchy {
         let n = self.levels.len();
         let exclusive = self.cfg.inclusion == Inclusion::Exclusive;
         if let Some(slot) = self.levels[0].lookup(line) {
-            self.memo[memo_index(line)] = Memo {
+            self.memo[memo_index(line, self.memo_shift)] = Memo {
                 line,
                 index: slot.index,
             };
@@ -834,14 +861,14 @@ impl Hierarchy {
             }
             self.fill(0, line, false, at)
         };
-        self.memo[memo_index(line)] = Memo { line, index };
+        self.memo[memo_index(line, self.memo_shift)] = Memo { line, index };
         (index, false)
     }
 
     /// L1 no longer holds `line`: forgets its memo entry.
     #[inline(always)]
     fn l1_dropped(&mut self, line: u64) {
-        let m = &mut self.memo[memo_index(line)];
+        let m = &mut self.memo[memo_index(line, self.memo_shift)];
         if m.line == line {
             m.line = NO_LINE;
         }
@@ -1111,7 +1138,11 @@ mod tests {
             let l1 = &self.levels[0];
             for (k, m) in self.memo.iter().enumerate() {
                 if m.line != NO_LINE {
-                    assert_eq!(memo_index(m.line), k, "entry {k} is out of place");
+                    assert_eq!(
+                        memo_index(m.line, self.memo_shift),
+                        k,
+                        "entry {k} is out of place"
+                    );
                     assert_eq!(l1.tag_at(m.index), m.line, "memo entry {k} is stale");
                 }
             }
@@ -1180,6 +1211,36 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    #[test]
+    fn the_memo_is_sized_to_the_l1() {
+        // Four entries per L1 line, from 16 to 2048.
+        assert_eq!(memo_len(512), 2048);
+        assert_eq!(memo_len(1024), 2048);
+        assert_eq!(memo_len(8), 32);
+        assert_eq!(memo_len(1), 16);
+        assert_eq!(memo_len(u64::MAX), 2048);
+        // One set of 8 ways (one class of 64 in set sampling): a 32-entry memo, still exact.
+        let mut h = Hierarchy::new(HierarchyConfig::new(
+            "one class",
+            vec![
+                CacheConfig::new("L1", 512, 64, 8),
+                CacheConfig::new("L2", 4096, 64, 8),
+            ],
+        ))
+        .expect("valid");
+        assert_eq!(h.memo.len(), 32);
+        for i in 0..5000u64 {
+            let addr = ((i * 2_654_435_761) % (1 << 16)) & !7;
+            h.access(Access {
+                addr,
+                size: 8,
+                is_write: i % 3 == 0,
+            });
+            h.check_memo();
+        }
+        assert_eq!(h.stats().levels[0].accesses, 5000);
     }
 
     #[test]

@@ -418,7 +418,10 @@ impl NodeSim {
                 .remove(&want)
                 .unwrap_or_else(|| build_level(self.active.config(), k, self.active.is_tail()));
             if k == 0 {
-                let mut st = self.l1_stash.remove(&want).unwrap_or_else(L1State::cold);
+                let mut st = self
+                    .l1_stash
+                    .remove(&want)
+                    .unwrap_or_else(|| L1State::cold(&self.active));
                 self.active.swap_level(0, &mut level, Some(&mut st));
                 self.l1_stash.insert(have, st);
             } else {

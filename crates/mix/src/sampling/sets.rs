@@ -266,7 +266,18 @@ impl SetSampler {
         for (k, m) in self.machines.iter_mut().enumerate() {
             let shift = m.line_shift;
             let mask = (1u64 << shift) - 1;
-            let pow2 = m.g.is_power_of_two();
+            let g = m.g;
+            // A line's class and its line in the class's simulator: a power of two of
+            // classes (the usual case) by a mask and a shift, not a division.
+            let pow2 = g.is_power_of_two();
+            let (g_mask, g_shift) = (g - 1, g.trailing_zeros());
+            let split = |line: u64| -> (u64, u64) {
+                if pow2 {
+                    (line & g_mask, line >> g_shift)
+                } else {
+                    (line % g, line / g)
+                }
+            };
             let mut kept_bytes = 0u64;
             let mut kept = 0u64;
             for &r in recs {
@@ -274,26 +285,29 @@ impl SetSampler {
                 let line = a.addr >> shift;
                 let off = a.addr & mask;
                 if off + u64::from(a.size) <= mask + 1 {
-                    let class = if pow2 { line & (m.g - 1) } else { line % m.g };
+                    let (class, small_line) = split(line);
                     let s = m.slot[class as usize];
                     if s == u32::MAX {
                         continue;
                     }
                     let small = Access {
-                        addr: (line / m.g) << shift | off,
+                        addr: small_line << shift | off,
                         ..a
                     };
                     let b = &mut m.bufs[s as usize];
-                    for _ in 0..r.count() {
+                    let n = r.count();
+                    if n == 1 {
                         b.push(small);
+                    } else {
+                        b.extend(std::iter::repeat_n(small, n as usize));
                     }
                     kept_bytes += r.bytes();
-                    kept += r.count();
+                    kept += n;
                 } else {
                     // Pieces, each in its line's class (a producer coalesces no split access).
                     let last = a.addr.saturating_add(u64::from(a.size.max(1)) - 1);
                     for l in line..=last >> shift {
-                        let class = if pow2 { l & (m.g - 1) } else { l % m.g };
+                        let (class, small_line) = split(l);
                         let s = m.slot[class as usize];
                         if s == u32::MAX {
                             continue;
@@ -301,7 +315,7 @@ impl SetSampler {
                         let lo = (l << shift).max(a.addr);
                         let hi = ((l << shift) | mask).min(last);
                         m.bufs[s as usize].push(Access {
-                            addr: (l / m.g) << shift | (lo & mask),
+                            addr: small_line << shift | (lo & mask),
                             size: (hi - lo + 1) as u32,
                             is_write: a.is_write,
                         });
