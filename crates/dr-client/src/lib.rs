@@ -239,6 +239,41 @@ fn tls_slot() -> *mut *mut u64 {
 /// drmgr's thread-local field holding each thread's number plus one.
 static THREAD_FIELD: AtomicI32 = AtomicI32::new(-1);
 
+/// drmgr's thread-local field holding each thread's count of the accesses and bytes set
+/// sampling's gate left out in its instrumented code (the third raw TLS slot holds the same
+/// pointer, for that code).
+static SKIP_FIELD: AtomicI32 = AtomicI32::new(-1);
+
+/// Where the instrumented code finds the running thread's pair of left-out counts: the
+/// raw TLS segment and offset of the slot that points to it.
+pub(crate) fn skipped_slot() -> (dr::reg_id_t, u32) {
+    // SAFETY: set once in dr_client_main, before any block is built.
+    unsafe {
+        (
+            TLS_SEG,
+            TLS_OFFS + 2 * std::mem::size_of::<*mut u64>() as u32,
+        )
+    }
+}
+
+/// The accesses and bytes the gate left out in the instrumented code of the thread of
+/// `dc` since the last call, zeroed.
+pub(crate) fn take_skipped(dc: *mut c_void) -> [u64; 2] {
+    // SAFETY: drmgr's field, set by thread_init for every thread: a pair of words only
+    // that thread's code adds to, and only that thread (or the one running the process
+    // exit, after it) takes.
+    unsafe {
+        let p = dr::drmgr_get_tls_field(dc, SKIP_FIELD.load(Ordering::Relaxed)).cast::<u64>();
+        if p.is_null() {
+            return [0, 0];
+        }
+        let v = [*p, *p.add(1)];
+        *p = 0;
+        *p.add(1) = 0;
+        v
+    }
+}
+
 /// The number (start order, 0 the main thread) of the thread of `drcontext`: not always
 /// the running one (at process exit, the exiting thread runs the others' exit events).
 pub(crate) fn thread_number(drcontext: *mut c_void) -> u32 {
@@ -270,10 +305,19 @@ unsafe extern "C" fn thread_init(drcontext: *mut c_void) {
     let mut c = Box::new(Counters::new(regions));
     let p: *mut u64 = c.0.as_mut_ptr();
     let e: *mut u64 = c.1.as_mut_ptr();
+    // The pair lives as long as the process (a thread's last records, and its count, are
+    // handed over after its exit event may have run).
+    let skipped: *mut u64 = Box::leak(Box::new([0u64; 2])).as_mut_ptr();
     // SAFETY: this thread's own slots.
     unsafe {
         *tls_slot() = p;
         *tls_slot().add(1) = e;
+        *tls_slot().add(2) = skipped;
+        dr::drmgr_set_tls_field(
+            drcontext,
+            SKIP_FIELD.load(Ordering::Relaxed),
+            skipped.cast(),
+        );
         dr::drmgr_set_tls_field(
             drcontext,
             THREAD_FIELD.load(Ordering::Relaxed),
@@ -1061,7 +1105,8 @@ pub unsafe extern "C" fn dr_client_main(
         let mut seg: dr::reg_id_t = 0;
         let mut offs: u32 = 0;
         THREAD_FIELD.store(dr::drmgr_register_tls_field(), Ordering::Relaxed);
-        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 2, 0) == 0 {
+        SKIP_FIELD.store(dr::drmgr_register_tls_field(), Ordering::Relaxed);
+        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 3, 0) == 0 {
             dr::dr_abort_with_code(3);
         }
         TLS_SEG = seg;

@@ -6,12 +6,20 @@
 //! memory operands, its address (computed by drutil from the application's registers) and
 //! the record's top byte (size and direction, known when the block is built) go into the
 //! thread's drx trace buffer (64 Ki records, a guard page behind it). A full buffer faults
-//! on the guard page; drx then hands it to [`full`], which applies set sampling's gate
-//! (`sample=`, [`gate_in_place`]) and coalescing (`coalesce=B`), and writes the batch after
-//! its thread's marker (and two skip records when the gate left accesses out) with one
-//! locked write to the pipe. An instruction's records are written from the last to the
-//! first, so that only the first store of an instruction can reach the guard page (the
-//! records before it in the buffer are then whole).
+//! on the guard page; drx then hands it to [`full`], which applies coalescing
+//! (`coalesce=B`), and writes the batch after its thread's marker (and two skip records
+//! when set sampling's gate left accesses out) with one locked write to the pipe. An
+//! instruction's records are written from the last to the first, so that only the first
+//! store of an instruction can reach the guard page (the records before it in the buffer
+//! are then whole).
+//!
+//! With set sampling (`sample=`), the gate runs in the instrumented code, before a record
+//! is written ([`insert_inline`]): an access none of whose lines is in a sampled class only
+//! adds 1 and its size to the thread's count of left-out accesses and bytes (read and
+//! zeroed with each batch); a kept one is written and its buffer pointer moved on at once,
+//! so that a guard page met by a later record of the same instruction finds it handed over.
+//! What the instrumented code does not gate (accesses wider than a line, and the dynamic
+//! accesses below) is gated by [`gate_in_place`] on the batch.
 //!
 //! What the instrumented code cannot know before the instruction runs goes through a clean
 //! call ([`dynamic_access`]): `rep movs`/`stos`/`lods` (the range from `rcx`, `rsi`, `rdi`
@@ -54,6 +62,9 @@ pub struct Config {
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static SINK: Mutex<Option<ManuallyDrop<File>>> = Mutex::new(None);
 static BUF: AtomicPtr<dr::drx_buf_t> = AtomicPtr::new(std::ptr::null_mut());
+/// Set sampling's gate as the instrumented code reads it: one byte per class (1: sampled),
+/// for the whole run (null without `sample=`).
+static GATE_TABLE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 static BROKEN: AtomicBool = AtomicBool::new(false);
 /// Records written, and lost after a write error.
 pub static WRITTEN: AtomicU64 = AtomicU64::new(0);
@@ -88,6 +99,10 @@ pub fn open(cfg: Config) -> Result<(), String> {
     f.write_all(MAGIC)
         .map_err(|e| format!("cannot write the memory stream (memfd={}): {e}", cfg.fd))?;
     *SINK.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    if let Some(g) = &cfg.gate {
+        let table: Vec<u8> = (0..g.modulus).map(|c| u8::from(g.line(c))).collect();
+        GATE_TABLE.store(table.leak().as_mut_ptr(), Ordering::Relaxed);
+    }
     let _ = CONFIG.set(cfg);
     // SAFETY: drx is initialized (dr_client_main) before this.
     let buf = unsafe { dr::drx_buf_create_trace_buffer(BUF_RECORDS * 8, Some(full)) };
@@ -117,14 +132,17 @@ fn write_words(words: &[u64]) {
     }
 }
 
-/// Writes a batch of thread `thread`'s records: gated, coalesced, after its marker.
-fn write_batch(thread: u32, v: &mut [u64]) {
+/// Writes a batch of the records of the thread of `dc`: gated, coalesced, after its
+/// marker, with the accesses its instrumented code left out since the last batch.
+fn write_batch(dc: *mut c_void, v: &mut [u64]) {
     let Some(cfg) = CONFIG.get() else { return };
+    let thread = crate::thread_number(dc);
     let mut n = v.len();
     let mut skipped = (0, 0);
     if let Some(g) = &cfg.gate {
         let (kept, a, b) = gate_in_place(v, g);
-        (n, skipped) = (kept, (a, b));
+        let inline = crate::take_skipped(dc);
+        (n, skipped) = (kept, (a + inline[0], b + inline[1]));
     }
     let n = coalesce_in_place(&mut v[..n], cfg.mask);
     if n == 0 && skipped.0 == 0 {
@@ -143,12 +161,12 @@ fn write_batch(thread: u32, v: &mut [u64]) {
 /// drx's callback of a full buffer (and of a thread's last records, at its exit). Records
 /// written outside every `scope=` function are dropped (see [`crate::counting`]).
 unsafe extern "C" fn full(dc: *mut c_void, base: *mut c_void, size: usize) {
-    if size < 8 || !crate::counting(dc) {
+    if !crate::counting(dc) {
         return;
     }
     // SAFETY: drx hands the thread's own buffer, `size` bytes of records.
     let v = unsafe { std::slice::from_raw_parts_mut(base.cast::<u64>(), size / 8) };
-    write_batch(crate::thread_number(dc), v);
+    write_batch(dc, v);
 }
 
 /// Drops the records of the thread of `dc` not handed over yet (written outside every
@@ -162,6 +180,8 @@ pub unsafe fn discard(dc: *mut c_void) {
         // SAFETY: the thread's own buffer.
         unsafe { dr::drx_buf_set_buffer_ptr(dc, buf, dr::drx_buf_get_buffer_base(dc, buf)) };
     }
+    // And the accesses its gate left out there.
+    crate::take_skipped(dc);
 }
 
 /// Hands over the records of the thread of `dc` written so far (inside a scope, which the
@@ -179,12 +199,7 @@ pub unsafe fn flush(dc: *mut c_void) {
         let base = dr::drx_buf_get_buffer_base(dc, buf).cast::<u64>();
         let p = dr::drx_buf_get_buffer_ptr(dc, buf).cast::<u64>();
         let n = p.offset_from(base).max(0) as usize;
-        if n > 0 {
-            write_batch(
-                crate::thread_number(dc),
-                std::slice::from_raw_parts_mut(base, n),
-            );
-        }
+        write_batch(dc, std::slice::from_raw_parts_mut(base, n));
         dr::drx_buf_set_buffer_ptr(dc, buf, base.cast());
     }
 }
@@ -327,15 +342,35 @@ pub unsafe fn plan(instr: *mut dr::instr_t, info: &Info, name: &str) -> Plan {
     Plan::Inline
 }
 
-/// Writes the records of `instr`'s memory operands into the thread's buffer, before it.
+/// Writes the records of `instr`'s memory operands into the thread's buffer, before it
+/// (with set sampling, those its gate keeps: see the module's documentation).
 pub unsafe fn insert_inline(dc: *mut c_void, bb: *mut dr::instrlist_t, instr: *mut dr::instr_t) {
-    let buf = BUF.load(Ordering::Relaxed);
     // SAFETY: drmgr's insertion phase on the block being built.
     unsafe {
         let ops = inline_operands(instr);
         if ops.is_empty() {
             return;
         }
+        match (
+            CONFIG.get().and_then(|c| c.gate.as_ref()),
+            GATE_TABLE.load(Ordering::Relaxed),
+        ) {
+            (Some(g), table) if !table.is_null() => insert_gated(dc, bb, instr, &ops, g, table),
+            _ => insert_all(dc, bb, instr, &ops),
+        }
+    }
+}
+
+/// Every record of `ops`, `instr`'s memory operands.
+unsafe fn insert_all(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    instr: *mut dr::instr_t,
+    ops: &[(dr::opnd_t, u8)],
+) {
+    let buf = BUF.load(Ordering::Relaxed);
+    // SAFETY: drmgr's insertion phase on the block being built.
+    unsafe {
         let (mut ptr, mut addr): (dr::reg_id_t, dr::reg_id_t) = (0, 0);
         if dr::drreg_reserve_aflags(dc, bb, instr) != dr::drreg_status_t_DRREG_SUCCESS
             || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), &mut ptr)
@@ -384,6 +419,190 @@ pub unsafe fn insert_inline(dc: *mut c_void, bb: *mut dr::instrlist_t, instr: *m
             dr::DR_REG_NULL as _,
             (8 * ops.len()) as u16,
         );
+        dr::drreg_unreserve_register(dc, bb, instr, addr);
+        dr::drreg_unreserve_register(dc, bb, instr, ptr);
+        dr::drreg_unreserve_aflags(dc, bb, instr);
+    }
+}
+
+/// Inserts `i` before `at` as instrumentation (not the application's).
+unsafe fn meta(bb: *mut dr::instrlist_t, at: *mut dr::instr_t, i: *mut dr::instr_t) {
+    // SAFETY: the caller's block, being built.
+    unsafe { dr::instrlist_meta_preinsert(bb, at, i) };
+}
+
+/// `[base + index + disp]`, `size` bytes.
+unsafe fn mem(base: dr::reg_id_t, index: dr::reg_id_t, disp: i32, size: u32) -> dr::opnd_t {
+    // SAFETY: operand construction only.
+    unsafe { dr::opnd_create_base_disp(base, index, 1, disp, size as _) }
+}
+
+/// The records of `ops` that set sampling's gate `g` keeps (`table`: its byte per class),
+/// each written and committed on its own; the others counted as left out, in the thread's
+/// pair of [`crate::skipped_slot`] words. Per operand, in the instrumented code:
+///
+/// ```text
+///     addr  <- the operand's address
+///     t     <- table
+///     ptr   <- (addr >> line) & (classes - 1);  cmp byte [t + ptr], 0;  jnz keep
+///     ptr   <- ((addr + size - 1) >> line) & (classes - 1);  cmp byte [t + ptr], 0;  jnz keep
+///     ptr   <- the thread's pair;  add [ptr], 1;  add [ptr + 8], size;  jmp done
+/// keep:
+///     ptr   <- the buffer pointer;  [ptr] <- addr, top byte;  the buffer pointer <- ptr + 8
+/// done:
+/// ```
+///
+/// (The second test only for an access of more than one byte.) An access wider than a line
+/// is written whole, for the batch's gate.
+unsafe fn insert_gated(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    instr: *mut dr::instr_t,
+    ops: &[(dr::opnd_t, u8)],
+    g: &SampleGate,
+    table: *mut u8,
+) {
+    let buf = BUF.load(Ordering::Relaxed);
+    let (seg, offs) = crate::skipped_slot();
+    // SAFETY: drmgr's insertion phase on the block being built; the branches stay inside
+    // the instrumentation of this instruction, between the registers' reservation and
+    // release (drreg's spills before, restores after).
+    unsafe {
+        let (mut ptr, mut addr, mut t): (dr::reg_id_t, dr::reg_id_t, dr::reg_id_t) = (0, 0, 0);
+        if dr::drreg_reserve_aflags(dc, bb, instr) != dr::drreg_status_t_DRREG_SUCCESS
+            || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), &mut ptr)
+                != dr::drreg_status_t_DRREG_SUCCESS
+            || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), &mut addr)
+                != dr::drreg_status_t_DRREG_SUCCESS
+            || dr::drreg_reserve_register(dc, bb, instr, std::ptr::null_mut(), &mut t)
+                != dr::drreg_status_t_DRREG_SUCCESS
+        {
+            dr::dr_abort_with_code(1);
+        }
+        let reg = |r: dr::reg_id_t| dr::opnd_create_reg(r);
+        let imm = |v: i64, size: u32| dr::opnd_create_immed_int(v, size as _);
+        let classes = (g.modulus - 1) as i64;
+        let line_bytes = 1u64 << g.line_shift;
+        for (o, top) in ops {
+            let size = 1u64 << (top & 0xf);
+            if dr::drutil_insert_get_mem_addr(dc, bb, instr, *o, addr, ptr) == 0 {
+                dr::dr_abort_with_code(1);
+            }
+            let keep = dr::instr_create_0dst_0src(dc, dr::OP_LABEL as _);
+            let done = dr::instr_create_0dst_0src(dc, dr::OP_LABEL as _);
+            if size <= line_bytes {
+                meta(
+                    bb,
+                    instr,
+                    dr::instr_create_1dst_1src(
+                        dc,
+                        dr::OP_mov_imm as _,
+                        reg(t),
+                        dr::opnd_create_immed_int64(table as i64, dr::OPSZ_8 as _),
+                    ),
+                );
+                // The class of the access's first byte's line, then of its last byte's.
+                for last in [false, true] {
+                    if last && size == 1 {
+                        break;
+                    }
+                    let first = if last {
+                        dr::instr_create_1dst_1src(
+                            dc,
+                            dr::OP_lea as _,
+                            reg(ptr),
+                            mem(addr, dr::DR_REG_NULL as _, (size - 1) as i32, dr::OPSZ_0),
+                        )
+                    } else {
+                        dr::instr_create_1dst_1src(dc, dr::OP_mov_ld as _, reg(ptr), reg(addr))
+                    };
+                    meta(bb, instr, first);
+                    let shift = imm(i64::from(g.line_shift), dr::OPSZ_1);
+                    meta(
+                        bb,
+                        instr,
+                        dr::instr_create_1dst_2src(dc, dr::OP_shr as _, reg(ptr), shift, reg(ptr)),
+                    );
+                    meta(
+                        bb,
+                        instr,
+                        dr::instr_create_1dst_2src(
+                            dc,
+                            dr::OP_and as _,
+                            reg(ptr),
+                            imm(classes, dr::OPSZ_4),
+                            reg(ptr),
+                        ),
+                    );
+                    meta(
+                        bb,
+                        instr,
+                        dr::instr_create_0dst_2src(
+                            dc,
+                            dr::OP_cmp as _,
+                            mem(t, ptr, 0, dr::OPSZ_1),
+                            imm(0, dr::OPSZ_1),
+                        ),
+                    );
+                    meta(
+                        bb,
+                        instr,
+                        dr::instr_create_0dst_1src(
+                            dc,
+                            dr::OP_jnz as _,
+                            dr::opnd_create_instr(keep),
+                        ),
+                    );
+                }
+                // Left out: counted.
+                dr::dr_insert_read_raw_tls(dc, bb, instr, seg, offs, ptr);
+                for (disp, v) in [(0, 1i64), (8, size as i64)] {
+                    meta(
+                        bb,
+                        instr,
+                        dr::instr_create_1dst_2src(
+                            dc,
+                            dr::OP_add as _,
+                            mem(ptr, dr::DR_REG_NULL as _, disp, dr::OPSZ_8),
+                            imm(v, dr::OPSZ_4),
+                            mem(ptr, dr::DR_REG_NULL as _, disp, dr::OPSZ_8),
+                        ),
+                    );
+                }
+                meta(
+                    bb,
+                    instr,
+                    dr::instr_create_0dst_1src(dc, dr::OP_jmp as _, dr::opnd_create_instr(done)),
+                );
+            }
+            meta(bb, instr, keep);
+            dr::drx_buf_insert_load_buf_ptr(dc, buf, bb, instr, ptr);
+            dr::drx_buf_insert_buf_store(
+                dc,
+                buf,
+                bb,
+                instr,
+                ptr,
+                dr::DR_REG_NULL as _,
+                reg(addr),
+                dr::OPSZ_8 as _,
+                0,
+            );
+            dr::drx_buf_insert_buf_store(
+                dc,
+                buf,
+                bb,
+                instr,
+                ptr,
+                dr::DR_REG_NULL as _,
+                imm(i64::from(*top as i8), dr::OPSZ_1),
+                dr::OPSZ_1 as _,
+                7,
+            );
+            dr::drx_buf_insert_update_buf_ptr(dc, buf, bb, instr, ptr, dr::DR_REG_NULL as _, 8);
+            meta(bb, instr, done);
+        }
+        dr::drreg_unreserve_register(dc, bb, instr, t);
         dr::drreg_unreserve_register(dc, bb, instr, addr);
         dr::drreg_unreserve_register(dc, bb, instr, ptr);
         dr::drreg_unreserve_aflags(dc, bb, instr);
@@ -473,7 +692,7 @@ impl Appender {
                 // SAFETY: the records from base to p are this thread's.
                 let n = unsafe { self.p.offset_from(self.base) } as usize;
                 let v = unsafe { std::slice::from_raw_parts_mut(self.base, n) };
-                write_batch(crate::thread_number(self.dc), v);
+                write_batch(self.dc, v);
             }
             self.p = self.base;
         }
