@@ -1095,15 +1095,7 @@ fn without_waiting_threads(p: &Profile, origin: &str) -> Result<(Profile, Option
     if waiting.is_empty() {
         return Ok((p.clone(), None));
     }
-    let per = region.thread_metrics(origin)?;
-    let (flops, bytes): (f64, f64) = waiting
-        .iter()
-        .map(|&i| (per[i].flops, per[i].bytes_total()))
-        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let ids: Vec<String> = waiting
-        .iter()
-        .map(|&i| region.threads[i].thread.to_string())
-        .collect();
+    let said = region.waiting_threads_said(origin, &waiting)?;
     let mut out = p.clone();
     out.regions[0].threads = (region.threads.iter().enumerate())
         .filter(|(i, _)| !waiting.contains(i))
@@ -1111,14 +1103,7 @@ fn without_waiting_threads(p: &Profile, origin: &str) -> Result<(Profile, Option
         .collect();
     let working = out.regions[0].threads.len();
     let note = format!(
-        "thread{} {} did at most {:.0} % of the busiest thread's FLOPs and bytes ({:.0} FLOPs and {:.0} bytes in all: {} that wait{} for the others, as a main thread that joins its workers does): left out of the rooflines and projections, which take the {working} working thread{}, one per core (the run's time is still the longest thread's)",
-        if ids.len() > 1 { "s" } else { "" },
-        ids.join(", "),
-        hpcscope_core::profile::WAITING_SHARE * 100.0,
-        flops,
-        bytes,
-        if ids.len() > 1 { "threads" } else { "a thread" },
-        if ids.len() > 1 { "" } else { "s" },
+        "{said}: left out of the rooflines and projections, which take the {working} working thread{}, one per core (the run's time is still the longest thread's)",
         if working > 1 { "s" } else { "" },
     );
     Ok((out, Some(note)))

@@ -410,15 +410,11 @@ pub fn validate_node_builds(
             let region = &run.profile.regions[0];
             let (working, waiting) = region.working_thread_metrics(&origin)?;
             if !waiting.is_empty() {
-                let ids: Vec<String> = waiting
-                    .iter()
-                    .map(|&i| region.threads[i].thread.to_string())
-                    .collect();
+                let said = region.waiting_threads_said(&origin, &waiting)?;
+                let n = working.len();
                 waiting_notes.push(format!(
-                    "{origin}: thread(s) {} did at most {:.0} % of the busiest thread's FLOPs and bytes (waiting for the others, as a main thread that joins its workers does): the node pairs take its {} working thread(s), one per core (the rate is still the whole run's)",
-                    ids.join(", "),
-                    hpcscope_core::profile::WAITING_SHARE * 100.0,
-                    working.len()
+                    "{origin}: {said}: the node pairs take its {n} working thread{}, one per core (the rate is still the whole run's)",
+                    if n > 1 { "s" } else { "" }
                 ));
             }
             if t == 1 && working.len() > 1 {

@@ -721,6 +721,32 @@ impl Region {
         Ok((working, waiting))
     }
 
+    /// What the threads `waiting` ([`Self::waiting_threads`]) did, for a note: "thread 0 did
+    /// at most 5 % of the busiest thread's FLOPs and bytes (1000 FLOPs and 8000 bytes in
+    /// all: a thread that waits for the others, as a main thread that joins its workers
+    /// does)". The caller says what follows from it.
+    pub fn waiting_threads_said(&self, origin: &str, waiting: &[usize]) -> Result<String> {
+        let per = self.thread_metrics(origin)?;
+        let (flops, bytes) = waiting
+            .iter()
+            .filter_map(|&i| per.get(i))
+            .fold((0.0, 0.0), |a, m| (a.0 + m.flops, a.1 + m.bytes_total()));
+        let ids: Vec<String> = waiting
+            .iter()
+            .filter_map(|&i| self.threads.get(i))
+            .map(|t| t.thread.to_string())
+            .collect();
+        let many = ids.len() > 1;
+        Ok(format!(
+            "thread{} {} did at most {:.0} % of the busiest thread's FLOPs and bytes ({flops:.0} FLOPs and {bytes:.0} bytes in all: {} that wait{} for the others, as a main thread that joins its workers does)",
+            if many { "s" } else { "" },
+            ids.join(", "),
+            WAITING_SHARE * 100.0,
+            if many { "threads" } else { "a thread" },
+            if many { "" } else { "s" },
+        ))
+    }
+
     /// Metrics of the whole region: sums over threads, time = the slowest thread's
     /// ([`crate::project::aggregate`]), once every thread is checked to have the same levels.
     pub fn aggregate(&self, origin: &str) -> Result<AppMetrics> {

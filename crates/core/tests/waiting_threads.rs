@@ -66,3 +66,29 @@ fn a_main_thread_joining_its_workers_waits() {
     ]);
     assert_eq!(r.waiting_threads("test").unwrap(), [0, 2]);
 }
+
+#[test]
+fn the_waiting_threads_are_said_with_what_they_did() {
+    let r = region(vec![
+        thread(0, 1.0, 6.5e4, 0.0),
+        thread(1, 1.3e7, 8.5e8, 1e7),
+        thread(2, 1.3e7, 8.6e8, 1e7),
+    ]);
+    let waiting = r.waiting_threads("test").unwrap();
+    assert_eq!(
+        r.waiting_threads_said("test", &waiting).unwrap(),
+        "thread 0 did at most 1 % of the busiest thread's FLOPs and bytes (1 FLOPs and 65000 bytes in all: a thread that waits for the others, as a main thread that joins its workers does)"
+    );
+    let r = region(vec![
+        thread(0, 0.0, 1e3, 0.0),
+        thread(1, 1e9, 1e9, 0.0),
+        thread(2, 0.0, 0.0, 0.0),
+        thread(3, 9e8, 1e9, 0.0),
+    ]);
+    let said = r.waiting_threads_said("test", &[0, 2]).unwrap();
+    assert!(
+        said.starts_with("threads 0, 2 did at most 1 %")
+            && said.contains("(0 FLOPs and 1000 bytes in all: threads that wait for the others"),
+        "{said}"
+    );
+}
