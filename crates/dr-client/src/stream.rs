@@ -361,6 +361,35 @@ pub unsafe fn insert_inline(dc: *mut c_void, bb: *mut dr::instrlist_t, instr: *m
     }
 }
 
+/// Loads the thread's buffer pointer into `ptr` and writes a record at `off` bytes from
+/// it: the address in `addr`, then its top byte `top` (size and direction).
+unsafe fn store_record(
+    dc: *mut c_void,
+    bb: *mut dr::instrlist_t,
+    instr: *mut dr::instr_t,
+    ptr: dr::reg_id_t,
+    addr: dr::reg_id_t,
+    top: u8,
+    off: i16,
+) {
+    let buf = BUF.load(Ordering::Relaxed);
+    // SAFETY: the caller's block, being built; `ptr` and `addr` reserved by the caller.
+    unsafe {
+        dr::drx_buf_insert_load_buf_ptr(dc, buf, bb, instr, ptr);
+        for (value, size, at) in [
+            (dr::opnd_create_reg(addr), dr::OPSZ_8, off),
+            (
+                dr::opnd_create_immed_int(i64::from(top as i8), dr::OPSZ_1 as _),
+                dr::OPSZ_1,
+                off + 7,
+            ),
+        ] {
+            let null = dr::DR_REG_NULL as _;
+            dr::drx_buf_insert_buf_store(dc, buf, bb, instr, ptr, null, value, size as _, at);
+        }
+    }
+}
+
 /// Every record of `ops`, `instr`'s memory operands.
 unsafe fn insert_all(
     dc: *mut c_void,
@@ -385,30 +414,7 @@ unsafe fn insert_all(
             if dr::drutil_insert_get_mem_addr(dc, bb, instr, *o, addr, ptr) == 0 {
                 dr::dr_abort_with_code(1);
             }
-            dr::drx_buf_insert_load_buf_ptr(dc, buf, bb, instr, ptr);
-            let off = (8 * k) as i16;
-            dr::drx_buf_insert_buf_store(
-                dc,
-                buf,
-                bb,
-                instr,
-                ptr,
-                dr::DR_REG_NULL as _,
-                dr::opnd_create_reg(addr),
-                dr::OPSZ_8 as _,
-                off,
-            );
-            dr::drx_buf_insert_buf_store(
-                dc,
-                buf,
-                bb,
-                instr,
-                ptr,
-                dr::DR_REG_NULL as _,
-                dr::opnd_create_immed_int(i64::from(*top as i8), dr::OPSZ_1 as _),
-                dr::OPSZ_1 as _,
-                off + 7,
-            );
+            store_record(dc, bb, instr, ptr, addr, *top, (8 * k) as i16);
         }
         dr::drx_buf_insert_update_buf_ptr(
             dc,
@@ -576,29 +582,7 @@ unsafe fn insert_gated(
                 );
             }
             meta(bb, instr, keep);
-            dr::drx_buf_insert_load_buf_ptr(dc, buf, bb, instr, ptr);
-            dr::drx_buf_insert_buf_store(
-                dc,
-                buf,
-                bb,
-                instr,
-                ptr,
-                dr::DR_REG_NULL as _,
-                reg(addr),
-                dr::OPSZ_8 as _,
-                0,
-            );
-            dr::drx_buf_insert_buf_store(
-                dc,
-                buf,
-                bb,
-                instr,
-                ptr,
-                dr::DR_REG_NULL as _,
-                imm(i64::from(*top as i8), dr::OPSZ_1),
-                dr::OPSZ_1 as _,
-                7,
-            );
+            store_record(dc, bb, instr, ptr, addr, *top, 0);
             dr::drx_buf_insert_update_buf_ptr(dc, buf, bb, instr, ptr, dr::DR_REG_NULL as _, 8);
             meta(bb, instr, done);
         }

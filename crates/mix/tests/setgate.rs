@@ -45,6 +45,45 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// A gated (`sample=` given to the engine) and a whole run (`gated`, then whole) of `bin`
+/// under `engine`, sampled one class in 8 on `nodes`, both finished.
+fn gated_and_whole(
+    engine: &dyn hpcscope_mix::Engine,
+    bin: &Path,
+    args: &[&str],
+    nodes: &[hpcscope_cachesim::NodeConfig],
+    env: &[(&str, &str)],
+) -> (Outcome, Outcome) {
+    let run = |gate: bool| {
+        let o = run::run(
+            engine,
+            &Request {
+                program: bin.to_path_buf(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                arch: Arch::X86_64,
+                static_binary: false,
+                sve_bits: None,
+                regions: Vec::new(),
+                scopes: Vec::new(),
+                nodes: nodes.to_vec(),
+                placement: Placement::Compact,
+                env: env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                tbs: false,
+                timeout: None,
+                sample: Some(SampleSpec::sets(8).unwrap()),
+                stream_gate: gate,
+            },
+        )
+        .unwrap();
+        assert_eq!(o.ending, Ending::Success, "{}", o.stderr_tail);
+        o
+    };
+    (run(true), run(false))
+}
+
 #[test]
 fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
     if !common::qemu_and_gcc() {
@@ -61,34 +100,8 @@ fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
         .iter()
         .map(|id| hpcscope_mix::node(&hpcscope_core::library::builtin(id).unwrap()).unwrap())
         .collect();
-    let spec = SampleSpec::sets(8).unwrap();
-    let run = |gate: bool| {
-        run::run(
-            &QemuEngine::new("qemu-x86_64".into(), build_plugin()),
-            &Request {
-                program: bin.clone(),
-                args: vec!["100000".into()],
-                arch: Arch::X86_64,
-                static_binary: false,
-                sve_bits: None,
-                regions: Vec::new(),
-                scopes: Vec::new(),
-                nodes: nodes.clone(),
-                placement: Placement::Compact,
-                env: Vec::new(),
-                tbs: false,
-                timeout: None,
-                sample: Some(spec),
-                stream_gate: gate,
-            },
-        )
-        .unwrap()
-    };
-    let gated = run(true);
-    let all = run(false);
-    for o in [&gated, &all] {
-        assert_eq!(o.ending, Ending::Success, "{}", o.stderr_tail);
-    }
+    let qemu = QemuEngine::new("qemu-x86_64".into(), build_plugin());
+    let (gated, all) = gated_and_whole(&qemu, &bin, &["100000"], &nodes, &[]);
     let (cg, ca) = (gated.counts.unwrap(), all.counts.unwrap());
     // The gate thinned the stream: about a quarter of the accesses are in a class one of
     // the machines samples.
@@ -150,39 +163,14 @@ fn two_threads_gated_and_ungated_stay_close() {
     let nodes = vec![
         hpcscope_mix::node(&hpcscope_core::library::builtin("cascadelake-8260").unwrap()).unwrap(),
     ];
-    let spec = SampleSpec::sets(8).unwrap();
-    let run = |gate: bool| {
-        run::run(
-            &QemuEngine::new("qemu-x86_64".into(), build_plugin()),
-            &Request {
-                program: bin.clone(),
-                args: vec!["1000000".into(), "4".into()],
-                arch: Arch::X86_64,
-                static_binary: false,
-                sve_bits: None,
-                regions: Vec::new(),
-                scopes: Vec::new(),
-                nodes: nodes.clone(),
-                placement: Placement::Compact,
-                env: vec![
-                    ("OMP_NUM_THREADS".into(), "2".into()),
-                    ("OMP_WAIT_POLICY".into(), "passive".into()),
-                ],
-                tbs: false,
-                timeout: None,
-                sample: Some(spec),
-                stream_gate: gate,
-            },
-        )
-        .unwrap()
-    };
+    let qemu = QemuEngine::new("qemu-x86_64".into(), build_plugin());
+    let env = [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "passive")];
     let ratio = |o: &Outcome, level: usize| {
         let l = &o.caches[0].levels[level];
         l.hits as f64 / (l.hits + l.misses).max(1) as f64 * 100.0
     };
-    let (gated, all) = (run(true), run(false));
+    let (gated, all) = gated_and_whole(&qemu, &bin, &["1000000", "4"], &nodes, &env);
     for o in [&gated, &all] {
-        assert_eq!(o.ending, Ending::Success, "{}", o.stderr_tail);
         assert_eq!(o.thread_caches[0].len(), 2);
     }
     for level in 0..3 {
@@ -229,33 +217,7 @@ fn gating_in_the_dynamorio_client_gives_the_reader_gated_result() {
         .iter()
         .map(|id| hpcscope_mix::node(&hpcscope_core::library::builtin(id).unwrap()).unwrap())
         .collect();
-    let spec = SampleSpec::sets(8).unwrap();
-    let run = |gate: bool| {
-        run::run(
-            &engine,
-            &Request {
-                program: bin.clone(),
-                args: vec!["100000".into()],
-                arch: Arch::X86_64,
-                static_binary: false,
-                sve_bits: None,
-                regions: Vec::new(),
-                scopes: Vec::new(),
-                nodes: nodes.clone(),
-                placement: Placement::Compact,
-                env: Vec::new(),
-                tbs: false,
-                timeout: None,
-                sample: Some(spec),
-                stream_gate: gate,
-            },
-        )
-        .unwrap()
-    };
-    let (gated, all) = (run(true), run(false));
-    for o in [&gated, &all] {
-        assert_eq!(o.ending, Ending::Success, "{}", o.stderr_tail);
-    }
+    let (gated, all) = gated_and_whole(&engine, &bin, &["100000"], &nodes, &[]);
     let (cg, ca) = (gated.counts.unwrap(), all.counts.unwrap());
     let (wg, wa) = (
         cg.mem_stream.as_ref().unwrap().records,
