@@ -898,6 +898,10 @@ int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 			bpf_get_current_comm(t->comm, sizeof(t->comm));
 			if (on) {
 				d = now - on;
+				/* No longer than the scheduler's run time of the slice. */
+				if (t->on_runtime && runtime >= t->on_runtime &&
+				    runtime - t->on_runtime < d)
+					d = runtime - t->on_runtime;
 			} else {
 				d = unseen_slice(t, prev, (u32)id, now, runtime);
 				on = now - d;
@@ -910,6 +914,7 @@ int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 				emit(EV_ONCPU, id >> 32, (u32)id, on, d, 0, 0, true);
 			t->last_runtime = runtime ? runtime : 1;
 			t->last_on_ts = 0;
+			t->on_runtime = 0;
 			t->last_off_ts = now;
 			if (cfg_rate_ns) {
 				struct rate_bucket *b = rate_get(now);
@@ -947,6 +952,7 @@ int hs_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 		}
 		t->last_off_ts = 0;
 		t->last_on_ts = now;
+		t->on_runtime = BPF_CORE_READ(next, se.sum_exec_runtime);
 		t->last_cpu = bpf_get_smp_processor_id();
 	}
 	return 0;

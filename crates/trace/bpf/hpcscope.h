@@ -111,6 +111,10 @@ struct thread_stats {
 	u64 exited;
 	/* The kernel's run time of the thread (se.sum_exec_runtime) at its last switch-out. */
 	u64 last_runtime;
+	/* The same at its last switch-in (0: not seen): a slice lasts at most the run time the
+	 * scheduler gave it, which leaves out the time a virtual machine's CPU was taken by its
+	 * host (steal time, with paravirtual time accounting). */
+	u64 on_runtime;
 };
 
 /* gen counts the opens of this descriptor number seen during the trace (0: opened before). */

@@ -94,6 +94,7 @@ pub struct ThreadStats {
     pub wake_ts: u64,
     pub exited: u64,
     pub last_runtime: u64,
+    pub on_runtime: u64,
 }
 
 #[repr(C)]
@@ -331,7 +332,7 @@ mod tests {
     fn sizes_match_the_c_structs() {
         // Sizes computed from bpf/hpcscope.h by hand (all fields naturally aligned).
         assert_eq!(size_of::<ScStats>(), 8 * (6 + HIST_SLOTS));
-        assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 15);
+        assert_eq!(size_of::<ThreadStats>(), 8 + 16 + 8 * 16);
         assert_eq!(size_of::<SampleKey>(), 32);
         assert_eq!(size_of::<FnStats>(), 8 * (4 + HIST_SLOTS));
         assert_eq!(size_of::<BlkStats>(), 8 * (6 + 2 * HIST_SLOTS));
