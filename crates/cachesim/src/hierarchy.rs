@@ -46,7 +46,8 @@
 //!   the line each level with hints would evict (where a dirty victim is written back). On
 //!   a miss-bound stream the large levels' tag stores do not fit in the host's caches, and
 //!   their host-memory latency then overlaps the simulation of the accesses in between;
-//!   sequential streams, whose sets the host's own prefetchers bring, skip it.
+//!   sequential streams, whose sets the host's own prefetchers bring, skip it, and so do
+//!   hierarchies whose levels below L1 hold few lines ([`LOOKAHEAD_LINES`]).
 
 use crate::config::{HierarchyConfig, Inclusion};
 use crate::error::ConfigError;
@@ -90,6 +91,14 @@ const NO_MEMO: Memo = Memo {
 /// How many records ahead of an access that leaves the fast path the sets below L1 are
 /// prefetched (host-memory latency over the time to simulate a miss, about 20 ns).
 const LOOKAHEAD: usize = 16;
+
+/// Lines the levels below L1 must hold together for the lookahead to run: below this, their
+/// tags stay in the host's caches and the lookahead only costs. Measured (A/B, the same
+/// counts): `mix --sample 8` on two machines (one small hierarchy per class of sets) x0.90
+/// the wall time on cg and x0.80 on edge without it, and a full simulation of a64fx (32 Ki
+/// lines of L2) x0.89 on edge; the full hierarchies of cascadelake-8260 and graviton2
+/// (530 and 590 Ki lines below L1) keep it.
+const LOOKAHEAD_LINES: u64 = 1 << 16;
 
 /// L1 misses remembered to tell a sequential stream (see
 /// [`Hierarchy::continues_stream`]).
@@ -162,6 +171,9 @@ pub struct Hierarchy {
     /// The last access that left the fast path missed L1 and did not continue a stream
     /// (the lookahead prefetches then).
     missing: bool,
+    /// Whether the lookahead runs at all: not where the levels below L1 hold few lines
+    /// ([`LOOKAHEAD_LINES`]), whose tags stay in the host's caches.
+    lookahead: bool,
     /// Records of the current batch before these indices had their lower levels' sets
     /// (`ahead`) and their victims' next-level tags (`ahead_victims`) prefetched.
     ahead: usize,
@@ -292,6 +304,10 @@ impl Hierarchy {
         let n = cfg.levels.len();
         let levels = (0..n).map(|i| build_level(&cfg, i, false)).collect();
         let memo = memo_len(cfg.levels[0].size_bytes / line_bytes);
+        let below: u64 = (cfg.levels[1..].iter())
+            .map(|l| l.size_bytes / l.line_bytes.max(1))
+            .sum();
+        let lookahead = below > LOOKAHEAD_LINES;
         Ok(Self {
             line_shift: line_bytes.trailing_zeros(),
             line_mask: line_bytes - 1,
@@ -305,6 +321,7 @@ impl Hierarchy {
             mru_hits: 0,
             mru_bytes: 0,
             missing: false,
+            lookahead,
             ahead: 0,
             ahead_victims: 0,
             miss_lines: [NO_LINE; STREAMS],
@@ -576,7 +593,7 @@ impl Hierarchy {
             // host's caches now, so that their host-memory latency overlaps the simulation
             // of the accesses in between. Only after an L1 miss: a memo miss that hits L1
             // (a set search) says nothing of the levels below.
-            if self.missing {
+            if self.missing && self.lookahead {
                 self.prefetch_ahead(batch, i, shift);
             }
             let (at, hit) = self.locate(line, u64::from(a.size));
