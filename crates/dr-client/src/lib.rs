@@ -256,6 +256,19 @@ pub(crate) fn skipped_slot() -> (dr::reg_id_t, u32) {
     }
 }
 
+/// Adds `accesses` and `bytes` to the left-out counts of the thread of `dc` (the clean
+/// calls' records the gate leaves out).
+pub(crate) fn add_skipped(dc: *mut c_void, accesses: u64, bytes: u64) {
+    // SAFETY: as in take_skipped; `dc` is the running thread's.
+    unsafe {
+        let p = dr::drmgr_get_tls_field(dc, SKIP_FIELD.load(Ordering::Relaxed)).cast::<u64>();
+        if !p.is_null() {
+            *p += accesses;
+            *p.add(1) += bytes;
+        }
+    }
+}
+
 /// The accesses and bytes the gate left out in the instrumented code of the thread of
 /// `dc` since the last call, zeroed.
 pub(crate) fn take_skipped(dc: *mut c_void) -> [u64; 2] {

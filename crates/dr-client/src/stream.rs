@@ -18,8 +18,9 @@
 //! adds 1 and its size to the thread's count of left-out accesses and bytes (read and
 //! zeroed with each batch); a kept one is written and its buffer pointer moved on at once,
 //! so that a guard page met by a later record of the same instruction finds it handed over.
-//! What the instrumented code does not gate (accesses wider than a line, and the dynamic
-//! accesses below) is gated by [`gate_in_place`] on the batch.
+//! The clean calls below gate their records as they write them; an operand wider than a
+//! line is written whole, and once such code exists every batch goes through
+//! [`gate_in_place`].
 //!
 //! What the instrumented code cannot know before the instruction runs goes through a clean
 //! call ([`dynamic_access`]): `rep movs`/`stos`/`lods` (the range from `rcx`, `rsi`, `rdi`
@@ -65,6 +66,10 @@ static BUF: AtomicPtr<dr::drx_buf_t> = AtomicPtr::new(std::ptr::null_mut());
 /// Set sampling's gate as the instrumented code reads it: one byte per class (1: sampled),
 /// for the whole run (null without `sample=`).
 static GATE_TABLE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+/// Whether some instrumented code writes records the gate has not seen (operands wider
+/// than a line): batches then go through [`gate_in_place`]; else every record in them was
+/// gated where it was written.
+static UNGATED: AtomicBool = AtomicBool::new(false);
 static BROKEN: AtomicBool = AtomicBool::new(false);
 /// Records written, and lost after a write error.
 pub static WRITTEN: AtomicU64 = AtomicU64::new(0);
@@ -140,7 +145,11 @@ fn write_batch(dc: *mut c_void, v: &mut [u64]) {
     let mut n = v.len();
     let mut skipped = (0, 0);
     if let Some(g) = &cfg.gate {
-        let (kept, a, b) = gate_in_place(v, g);
+        let (kept, a, b) = if UNGATED.load(Ordering::Relaxed) {
+            gate_in_place(v, g)
+        } else {
+            (n, 0, 0)
+        };
         let inline = crate::take_skipped(dc);
         (n, skipped) = (kept, (a + inline[0], b + inline[1]));
     }
@@ -496,7 +505,9 @@ unsafe fn insert_gated(
             }
             let keep = dr::instr_create_0dst_0src(dc, dr::OP_LABEL as _);
             let done = dr::instr_create_0dst_0src(dc, dr::OP_LABEL as _);
-            if size <= line_bytes {
+            if size > line_bytes {
+                UNGATED.store(true, Ordering::Relaxed);
+            } else {
                 meta(
                     bb,
                     instr,
@@ -669,6 +680,13 @@ impl Appender {
     #[inline]
     fn push(&mut self, rec: u64) {
         if !self.on {
+            return;
+        }
+        // Gated here, as the instrumented code gates its records.
+        if let Some(g) = CONFIG.get().and_then(|c| c.gate.as_ref())
+            && !g.keeps(rec)
+        {
+            crate::add_skipped(self.dc, 1, 1 << ((rec >> 56) & 0xf));
             return;
         }
         if self.p >= self.end {
