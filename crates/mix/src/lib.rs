@@ -44,7 +44,7 @@ pub use nodes::{Distinct, hierarchy, node};
 /// Set sampling under its former name (the schemas' descriptions name it so).
 pub use sampling::sets as setsample;
 pub use sampling::{SampleMethod, SampleSpec, SamplingReport};
-pub use simulate::{Replay, replay_stream};
+pub use simulate::{Replay, SampledReplay, replay_sampled, replay_stream};
 pub use spec::{RunSpec, SpecError};
 
 /// What to analyse and how.

@@ -103,6 +103,49 @@ fn a_replayed_stream_gives_the_same_counters_on_any_number_of_workers() {
     }
 }
 
+/// The set-sampled simulation spread over workers (each a group of the machines) gives,
+/// counter for counter, what the reading thread alone gives: each machine's classes see the
+/// same accesses in the same order. With skip records (a gated stream) too: they only add
+/// to every group's totals.
+#[test]
+fn a_sampled_replay_gives_the_same_counters_on_any_number_of_workers() {
+    let _g = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gated = stream();
+    // Thread 1 reports 5,000 accesses (40,000 bytes) left out by the producer's gate.
+    gated.extend_from_slice(&thread_marker(1).to_le_bytes());
+    gated.extend_from_slice(&hpcscope_plugin_format::skip_record(5000, false).to_le_bytes());
+    gated.extend_from_slice(&hpcscope_plugin_format::skip_record(40_000, true).to_le_bytes());
+    let spec = hpcscope_mix::SampleSpec::sets(8).unwrap();
+    let mut records = Vec::new();
+    for s in [stream(), gated] {
+        let run = |workers: &str| {
+            with_workers(workers, "sets", || {
+                let (caches, threads, report) =
+                    hpcscope_mix::replay_sampled(&s[..], nodes(), &Placement::Compact, spec)
+                        .unwrap();
+                (
+                    serde_json::to_string(&caches).unwrap(),
+                    serde_json::to_string(&threads).unwrap(),
+                    serde_json::to_string(&report).unwrap(),
+                )
+            })
+        };
+        let one = run("1");
+        assert!(
+            one.2.contains("cascadelake-8260") && one.2.contains("a64fx"),
+            "{}",
+            one.2
+        );
+        for workers in ["2", "3", "4"] {
+            assert_eq!(run(workers), one, "{workers} workers");
+        }
+        let report: serde_json::Value = serde_json::from_str(&one.2).unwrap();
+        records.push(report["records"].as_u64().unwrap());
+    }
+    // The skip records' accesses are in the run's accesses.
+    assert_eq!(records[1], records[0] + 5000, "{records:?}");
+}
+
 #[test]
 fn a_bad_worker_count_is_refused_with_the_fix() {
     let _g = ENV.lock().unwrap_or_else(|e| e.into_inner());
