@@ -344,28 +344,55 @@ pub(crate) fn read_source(
     // or whole machines; the counters come back per machine, in the original order.
     let n = sims.len();
     let groups = crate::partition::plan(sims, spread)?;
+    let mut records = 0;
+    let done = fan_out(
+        f,
+        groups,
+        |g, t, r| g.feed(t, r),
+        |b, runs| {
+            records += demux.split(b, runs);
+        },
+        &mut pacer,
+    )?;
+    ungated(&demux)?;
+    Ok((crate::partition::merge(done, n), records, None))
+}
+
+/// Reads every batch of `f` on this thread and hands what `pacer` lets go to one worker
+/// thread per entry of `states`, which feeds it to its state with `feed`; `split` turns
+/// each batch into its runs first (and sees their events). Every worker reads every buffer,
+/// which is read once and shared; a bounded queue per worker keeps memory bounded when a
+/// worker falls behind. Returns the states, in their order.
+fn fan_out<S: Send>(
+    f: RecordStream<impl Read>,
+    states: Vec<S>,
+    feed: impl Fn(&mut S, u32, &[PackedAccess]) + Sync,
+    mut split: impl FnMut(&[PackedAccess], &mut Vec<Event>),
+    pacer: &mut Pacer,
+) -> Result<Vec<S>, MixError> {
     type Shared = (Arc<Vec<PackedAccess>>, Arc<Vec<Run>>);
+    let feed = &feed;
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
-        for g in groups {
+        for s in states {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Shared>(4);
             senders.push(tx);
             handles.push(scope.spawn(move || {
-                let mut g = g;
+                let mut s = s;
                 for (b, runs) in rx {
                     for &(t, a, e) in runs.iter() {
-                        g.feed(t, &b[a..e]);
+                        feed(&mut s, t, &b[a..e]);
                     }
                 }
-                g
+                s
             }));
         }
         // What the pacer lets go, gathered into buffers that every worker simulates; the
         // buffers come back for reuse once every worker has dropped its reference.
         let mut pool: Vec<Arc<Vec<PackedAccess>>> = Vec::new();
         let out: std::cell::RefCell<(Vec<PackedAccess>, Vec<Run>)> = Default::default();
-        let mut feed = |t: u32, r: &[PackedAccess]| {
+        let mut gather = |t: u32, r: &[PackedAccess]| {
             let mut o = out.borrow_mut();
             let start = o.0.len();
             o.1.push((t, start, start + r.len()));
@@ -391,13 +418,13 @@ pub(crate) fn read_source(
             }
             pool.push(buf);
         };
-        let mut records = 0;
+        let mut runs: Vec<Event> = Vec::new();
         let read = f.for_each_batch(|b| {
-            records += demux.split(b, &mut runs);
-            pacer.events(b, &runs, Instant::now(), &mut feed);
+            split(b, &mut runs);
+            pacer.events(b, &runs, Instant::now(), &mut gather);
             send(&mut out.borrow_mut());
         });
-        pacer.finish(&mut feed);
+        pacer.finish(&mut gather);
         send(&mut out.borrow_mut());
         drop(senders);
         let mut done = Vec::with_capacity(handles.len());
@@ -408,8 +435,7 @@ pub(crate) fn read_source(
             );
         }
         read?;
-        ungated(&demux)?;
-        Ok((crate::partition::merge(done, n), records, None))
+        Ok(done)
     })
 }
 
@@ -436,58 +462,16 @@ fn read_sets_parallel(
         .collect::<Result<Vec<_>, _>>()?;
     let mut demux = Demux::default();
     let mut pacer = Pacer::default();
-    let mut runs: Vec<Event> = Vec::new();
-    type Shared = (Arc<Vec<PackedAccess>>, Arc<Vec<Run>>);
     let mut skips: Vec<(u32, u64, u64)> = Vec::new();
-    let done = std::thread::scope(|scope| {
-        let mut senders = Vec::new();
-        let mut handles = Vec::new();
-        for s in samplers {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Shared>(4);
-            senders.push(tx);
-            handles.push(scope.spawn(move || {
-                let mut s = s;
-                for (b, runs) in rx {
-                    for &(t, a, e) in runs.iter() {
-                        s.feed(t, &b[a..e]);
-                    }
-                }
-                s
-            }));
-        }
-        let mut pool: Vec<Arc<Vec<PackedAccess>>> = Vec::new();
-        let out: std::cell::RefCell<(Vec<PackedAccess>, Vec<Run>)> = Default::default();
-        let mut feed = |t: u32, r: &[PackedAccess]| {
-            let mut o = out.borrow_mut();
-            let start = o.0.len();
-            o.1.push((t, start, start + r.len()));
-            o.0.extend_from_slice(r);
-        };
-        let mut send = |out: &mut (Vec<PackedAccess>, Vec<Run>)| {
-            if out.0.is_empty() {
-                return;
-            }
-            let mut buf = pool
-                .iter()
-                .position(|a| Arc::strong_count(a) == 1)
-                .map(|i| pool.swap_remove(i))
-                .unwrap_or_default();
-            let v = Arc::get_mut(&mut buf).expect("no other reference");
-            v.clear();
-            v.extend_from_slice(&out.0);
-            let shared_runs = Arc::new(std::mem::take(&mut out.1));
-            out.0.clear();
-            for tx in &senders {
-                // A worker that stopped has panicked: its join below reports it.
-                let _ = tx.send((Arc::clone(&buf), Arc::clone(&shared_runs)));
-            }
-            pool.push(buf);
-        };
-        // Per thread, accesses the producer left out, waiting for their bytes.
-        let mut skipped: BTreeMap<u32, u64> = BTreeMap::new();
-        let read = f.for_each_batch(|b| {
-            demux.split(b, &mut runs);
-            for e in &runs {
+    // Per thread, accesses the producer left out, waiting for their bytes.
+    let mut skipped: BTreeMap<u32, u64> = BTreeMap::new();
+    let done = fan_out(
+        f,
+        samplers,
+        |s, t, r| s.feed(t, r),
+        |b, runs| {
+            demux.split(b, runs);
+            for e in runs.iter() {
                 match *e {
                     Event::Skipped(t, n) => {
                         let c = skipped.entry(t).or_default();
@@ -499,23 +483,10 @@ fn read_sets_parallel(
                     _ => {}
                 }
             }
-            pacer.events(b, &runs, Instant::now(), &mut feed);
-            send(&mut out.borrow_mut());
-        });
-        pacer.finish(&mut feed);
-        send(&mut out.borrow_mut());
-        drop(senders);
-        skips.extend(skipped.into_iter().map(|(t, n)| (t, n, 0)));
-        let mut done = Vec::with_capacity(handles.len());
-        for h in handles {
-            done.push(
-                h.join()
-                    .map_err(|_| MixError::Run("a cache-simulation thread panicked".into()))?,
-            );
-        }
-        read?;
-        Ok::<_, MixError>(done)
-    })?;
+        },
+        &mut pacer,
+    )?;
+    skips.extend(skipped.into_iter().map(|(t, n)| (t, n, 0)));
     let mut nodes_out = Vec::new();
     let mut report: Option<SamplingReport> = None;
     for mut s in done {
