@@ -4,8 +4,9 @@
 # own measurement (the reference: the same binary timed on both hosts, its measured ratio),
 # and the summary with the verdict against the targets (>= 80 % inside, median width <= 1.4,
 # median point error <= 10 %, and on the changed pairs a point error at most half the Kwack
-# baseline's). Two records of one kind of CPU (data/hosts/amd-epyc-25-1 and -1-b) pair as
-# repeats: summed up apart ("same CPU"), they show how much two records of one kind differ.
+# baseline's). Two records of one kind of CPU (data/hosts/amd-epyc-25-1 and -1-b,
+# amd-epyc-25-17 and -17-b) pair as repeats: summed up apart ("same CPU"), they show how
+# much two records of one kind differ.
 #
 #   bench/hosts/cross.sh [DIR DIR...]     (env: OUT=target/bench-hosts WORKLOADS=a,b)
 #
