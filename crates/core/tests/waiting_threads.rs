@@ -36,15 +36,19 @@ fn region(threads: Vec<ThreadMetrics>) -> Region {
     }
 }
 
-#[test]
-fn a_main_thread_joining_its_workers_waits() {
-    // As `analyze` counted a std::thread program: the main thread 1 FLOP and 65 KB, each
-    // worker 13 M FLOPs and 860 MB.
-    let r = region(vec![
+/// As `analyze` counted a std::thread program: the main thread 1 FLOP and 65 KB, each
+/// worker 13 M FLOPs and 860 MB.
+fn main_and_two_workers() -> Region {
+    region(vec![
         thread(0, 1.0, 6.5e4, 0.0),
         thread(1, 1.3e7, 8.5e8, 1e7),
         thread(2, 1.3e7, 8.6e8, 1e7),
-    ]);
+    ])
+}
+
+#[test]
+fn a_main_thread_joining_its_workers_waits() {
+    let r = main_and_two_workers();
     assert_eq!(r.waiting_threads("test").unwrap(), [0]);
     // Uneven workers all work: a quarter of the busiest is far above 1 %.
     let r = region(vec![thread(0, 2.5e6, 2e8, 0.0), thread(1, 1e7, 8e8, 0.0)]);
@@ -69,11 +73,7 @@ fn a_main_thread_joining_its_workers_waits() {
 
 #[test]
 fn the_waiting_threads_are_said_with_what_they_did() {
-    let r = region(vec![
-        thread(0, 1.0, 6.5e4, 0.0),
-        thread(1, 1.3e7, 8.5e8, 1e7),
-        thread(2, 1.3e7, 8.6e8, 1e7),
-    ]);
+    let r = main_and_two_workers();
     let waiting = r.waiting_threads("test").unwrap();
     assert_eq!(
         r.waiting_threads_said("test", &waiting).unwrap(),
