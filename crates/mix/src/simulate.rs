@@ -274,29 +274,20 @@ pub(crate) fn read_source(
         }
         let sampler = std::cell::RefCell::new(SetSampler::new(spec, &nodes, &placement)?);
         let mut feed = |t: u32, r: &[PackedAccess]| sampler.borrow_mut().feed(t, r);
-        // Per thread, accesses the plugin left out, waiting for their bytes.
-        let mut skipped: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut skipped = SkipPairs::default();
         f.for_each_batch(|b| {
             demux.split(b, &mut runs);
             for e in &runs {
-                match *e {
-                    Event::Skipped(t, n) => {
-                        let c = skipped.entry(t).or_default();
-                        *c = c.saturating_add(n);
-                    }
-                    Event::SkippedBytes(t, bytes) => {
-                        let n = skipped.remove(&t).unwrap_or(0);
-                        sampler.borrow_mut().skipped(t, n, bytes);
-                    }
-                    _ => {}
+                if let Some((t, n, bytes)) = skipped.event(e) {
+                    sampler.borrow_mut().skipped(t, n, bytes);
                 }
             }
             pacer.events(b, &runs, Instant::now(), &mut feed);
         })?;
         pacer.finish(&mut feed);
         let mut sampler = sampler.into_inner();
-        for (t, n) in skipped {
-            sampler.skipped(t, n, 0);
+        for (t, n, bytes) in skipped.rest() {
+            sampler.skipped(t, n, bytes);
         }
         let result = sampler.finish();
         // Accesses, those the plugin left out included.
@@ -463,30 +454,18 @@ fn read_sets_parallel(
     let mut demux = Demux::default();
     let mut pacer = Pacer::default();
     let mut skips: Vec<(u32, u64, u64)> = Vec::new();
-    // Per thread, accesses the producer left out, waiting for their bytes.
-    let mut skipped: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut skipped = SkipPairs::default();
     let done = fan_out(
         f,
         samplers,
         |s, t, r| s.feed(t, r),
         |b, runs| {
             demux.split(b, runs);
-            for e in runs.iter() {
-                match *e {
-                    Event::Skipped(t, n) => {
-                        let c = skipped.entry(t).or_default();
-                        *c = c.saturating_add(n);
-                    }
-                    Event::SkippedBytes(t, bytes) => {
-                        skips.push((t, skipped.remove(&t).unwrap_or(0), bytes));
-                    }
-                    _ => {}
-                }
-            }
+            skips.extend(runs.iter().filter_map(|e| skipped.event(e)));
         },
         &mut pacer,
     )?;
-    skips.extend(skipped.into_iter().map(|(t, n)| (t, n, 0)));
+    skips.extend(skipped.rest());
     let mut nodes_out = Vec::new();
     let mut report: Option<SamplingReport> = None;
     for mut s in done {
@@ -502,6 +481,33 @@ fn read_sets_parallel(
     }
     let report = report.expect("at least one group");
     Ok((report.records, (nodes_out, report)))
+}
+
+/// The producer's left-out accesses per thread, paired with their bytes: a
+/// [`Event::Skipped`] count waits for its thread's [`Event::SkippedBytes`].
+#[derive(Default)]
+struct SkipPairs {
+    pending: BTreeMap<u32, u64>,
+}
+
+impl SkipPairs {
+    /// `(thread, accesses, bytes)` when `e` completes a thread's left-out accesses.
+    fn event(&mut self, e: &Event) -> Option<(u32, u64, u64)> {
+        match *e {
+            Event::Skipped(t, n) => {
+                let c = self.pending.entry(t).or_default();
+                *c = c.saturating_add(n);
+                None
+            }
+            Event::SkippedBytes(t, bytes) => Some((t, self.pending.remove(&t).unwrap_or(0), bytes)),
+            _ => None,
+        }
+    }
+
+    /// The counts still waiting at the end of the stream, without bytes.
+    fn rest(self) -> impl Iterator<Item = (u32, u64, u64)> {
+        self.pending.into_iter().map(|(t, n)| (t, n, 0))
+    }
 }
 
 /// Only set sampling gates the stream: a gated stream read any other way would miss the
