@@ -211,9 +211,14 @@ fn levels_of_plateaus(plateaus: &[Plateau]) -> Vec<LevelEstimate> {
     out
 }
 
-/// `caches` with the last level's capacity replaced by the sweep's last step (the one into
-/// main memory, the last of `transitions`) where that lies more than an octave below
-/// sysfs's capacity (see [`assign_levels`]); the sysfs capacity so replaced.
+/// `caches` with the last level's capacity replaced by the sweep's step into main memory
+/// where that lies below 3/4 of sysfs's capacity (see [`assign_levels`]); the sysfs
+/// capacity so replaced.
+///
+/// The step into main memory is the sweep's last step that a cache of sysfs's capacity can
+/// make: at most 1.25 times that capacity (a step the sweep places a little above it is the
+/// cache's own) and more than twice the level before. Steps beyond (seen at 50 to 83 MiB on
+/// VMs with 32 MiB of L3) are main memory's own: its pages, the host's memory.
 fn measured_llc(
     caches: &[CacheCapacity],
     transitions: &[u64],
@@ -224,9 +229,12 @@ fn measured_llc(
         return (out, None);
     };
     let before = if n > 1 { out[n - 2].bytes } else { 0 };
-    // The sweep's last step is the one into main memory: no step after it.
-    match transitions.last().copied() {
-        Some(t) if (t as f64) < last.bytes as f64 / 2.0 && t > 2 * before => {
+    let step = transitions
+        .iter()
+        .copied()
+        .rfind(|&t| t > 2 * before && t as f64 <= 1.25 * last.bytes as f64);
+    match step {
+        Some(t) if (t as f64) < 0.75 * last.bytes as f64 => {
             out[n - 1].bytes = t;
             (out, Some(last.bytes))
         }
@@ -282,11 +290,13 @@ pub struct SweptCapacity {
 /// `C_last`, flagged). Without `caches`, each plateau is a level, the last one is `MM`.
 ///
 /// The last-level cache's capacity is the sweep's own where the two disagree: when the
-/// sweep's last bandwidth step (into main memory) lies more than an octave below the
-/// capacity `caches` gives (sysfs), and more than an octave above the level before, the
-/// level is measured at half that step, and its rule says so. A VM's vCPUs can see a share of the host's L3
-/// that sysfs reports whole (480 MiB reported, the step at about 108 MiB, seen on a 2-vCPU
-/// guest): measured at half of sysfs's size, the "L3" point is main memory.
+/// sweep's bandwidth step into main memory (its last step up to 1.25 times the capacity
+/// `caches` gives, sysfs's, and more than an octave above the level before) lies below 3/4
+/// of sysfs's capacity, the level is measured at half that step, and its rule says so. A
+/// VM's vCPUs can see a share of the host's L3 that sysfs reports whole (480 MiB reported,
+/// the step at about 108 MiB, seen on a 2-vCPU guest; 32 MiB reported, the step at 16 MiB
+/// on a 2-vCPU Zen 4 guest): measured at half of sysfs's size, the "L3" point is main
+/// memory, and a working set between the two is simulated in a cache it does not fit.
 pub fn assign_levels(
     points: &[(u64, f64)],
     caches: &[CacheCapacity],
@@ -658,7 +668,7 @@ mod tests {
             "{sc:?}"
         );
         assert!(close(l[3].gbs.unwrap(), 15.0, 0.05) && l[3].memory);
-        // Sysfs's capacity where the step agrees with it (within an octave): as before.
+        // Sysfs's capacity where the step agrees with it (at 0.84 of it): as before.
         let l = assign_levels(&pts, &sysfs(128 << 20), &p);
         assert!(!l[2].rule.contains("sysfs"), "{}", l[2].rule);
         assert!(l.iter().all(|e| e.capacity_from_sweep.is_none()));
@@ -666,6 +676,55 @@ mod tests {
         // No plateaus (no sweep steps known): sysfs's, even if wrong.
         let l = assign_levels(&pts, &sysfs(480 << 20), &[]);
         assert!(close(l[2].gbs.unwrap(), 15.0, 0.1), "{:?}", l[2]);
+    }
+
+    /// A Zen 4 VM's sweep (2026-12-01): sysfs says 32 MiB of L3, the bandwidth steps down at
+    /// 16 MiB, and once more at 70 MiB, inside main memory. The step at 16 MiB is the L3's;
+    /// the one beyond sysfs's capacity is not a cache's. A step at 27 MiB (0.84 of sysfs's,
+    /// another VM of that kind) keeps sysfs's capacity.
+    #[test]
+    fn a_step_beyond_sysfs_capacity_does_not_hide_the_last_level_cache_step() {
+        let bws = [300.0, 114.0, 75.0, 35.0, 30.0];
+        let sysfs = vec![
+            CacheCapacity {
+                level: 1,
+                bytes: 32 << 10,
+            },
+            CacheCapacity {
+                level: 2,
+                bytes: 1 << 20,
+            },
+            CacheCapacity {
+                level: 3,
+                bytes: 32 << 20,
+            },
+        ];
+        let mib = 1024.0 * 1024.0;
+        let pts = sweep(
+            &[32.0 * 1024.0, mib, 16.0 * mib, 70.0 * mib],
+            &bws,
+            4,
+            0.0,
+            0.02,
+        );
+        let p = detect_plateaus(&pts, &PlateauParams::default());
+        assert!(transition_sizes(&p).iter().any(|&t| t > 40 << 20), "{p:#?}");
+        let l = assign_levels(&pts, &sysfs, &p);
+        let sc = l[2].capacity_from_sweep.expect("capacity from the sweep");
+        assert_eq!(sc.sysfs_bytes, 32 << 20);
+        assert!(close(sc.bytes as f64, 16.0 * mib, 0.2), "{sc:?}");
+        assert!(close(l[2].gbs.unwrap(), 75.0, 0.1), "{:?}", l[2]);
+        assert!(l[3].memory && l[3].gbs.unwrap() < 36.0, "{:?}", l[3]);
+        let pts = sweep(
+            &[32.0 * 1024.0, mib, 27.0 * mib, 70.0 * mib],
+            &bws,
+            4,
+            0.0,
+            0.02,
+        );
+        let p = detect_plateaus(&pts, &PlateauParams::default());
+        let l = assign_levels(&pts, &sysfs, &p);
+        assert!(l.iter().all(|e| e.capacity_from_sweep.is_none()), "{l:#?}");
     }
 
     #[test]
