@@ -12,8 +12,9 @@ use hpcscope_core::{Machine, Precision, load};
 /// What the cached description holds; raised when the benchmark measures more (2: the
 /// bandwidths and peaks of every vector width; 3: the f32 peaks too; 4: the divider's
 /// `div` and `sqrt` ceilings at every width; 5: the FP operations' latencies and the
-/// scalar clock), so that an older cached file is measured again.
-const GENERATION: u32 = 5;
+/// scalar clock; 6: the last cache's capacity from the sweep's step into main memory where
+/// a step beyond sysfs's capacity hid it), so that an older cached file is measured again.
+const GENERATION: u32 = 6;
 
 /// The key of this machine in the cache: its fingerprint, the hpcscope version and the
 /// generation of the description.
