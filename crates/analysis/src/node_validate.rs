@@ -918,6 +918,12 @@ mod tests {
         let point = r.point.as_ref().expect("a calibrated point estimate");
         assert_eq!(Some(point), p.point.as_ref());
         assert_eq!(r.interval, p.interval);
+        // One machine from one thread to two: a thread-count change, whose error the bundled
+        // calibration does not state, not another machine's (the one-thread side is the
+        // machine's cores taken alone, a description that differs from the machine's own).
+        assert_eq!(point.change, hpcscope_core::point::ChangeKind::ThreadCount);
+        assert_eq!(point.error, cal.error_for(point.change));
+        assert!(point.error.is_none(), "{point:?}");
         // The point lies inside the model's interval, hence inside the widened one.
         let (mi, i) = (r.model_interval, r.interval);
         assert!(

@@ -387,6 +387,25 @@ mod tests {
     }
 
     #[test]
+    fn a_machine_and_its_cores_alone_are_one_machine() {
+        use crate::point::ChangeKind;
+        use crate::project::machine_change;
+        let m = builtin("cascadelake-8260").unwrap();
+        let a = cores_alone(&m);
+        assert_ne!(a, m);
+        assert_eq!(machine_change(&a, &m), ChangeKind::Builds);
+        assert_eq!(machine_change(&m, &a), ChangeKind::Builds);
+        // Another clock is another machine, alone or not.
+        let mut faster = m.clone();
+        faster.frequency_ghz = Some(faster.frequency_ghz.unwrap_or(2.0) * 2.0);
+        assert_eq!(machine_change(&a, &faster), ChangeKind::SameIsaMachine);
+        assert_eq!(
+            machine_change(&a, &builtin("graviton2").unwrap()),
+            ChangeKind::CrossIsaMachine
+        );
+    }
+
+    #[test]
     fn cores_alone_share_is_the_single_core_value() {
         let mut m = builtin("cascadelake-8260").unwrap();
         m.peaks[0].core_gflops = Some(80.0);

@@ -535,15 +535,34 @@ pub struct Inputs<'a> {
 /// The kind of change of a projection from `source` onto `target` as far as the machines
 /// tell: another machine of the same or another instruction set, else two builds on one
 /// machine (a caller that knows what differs between them says so with
-/// [`Projection::restate_change`]).
+/// [`Projection::restate_change`]). A machine and its cores taken alone
+/// ([`crate::node::cores_alone`]: the node's values set from one core's, as node validation
+/// does for its one-thread side) are one machine.
 pub fn machine_change(source: &Machine, target: &Machine) -> ChangeKind {
-    if std::ptr::eq(source, target) || source == target {
+    if std::ptr::eq(source, target) || source == target || one_machine(source, target) {
         ChangeKind::Builds
     } else if source.isa == target.isa {
         ChangeKind::SameIsaMachine
     } else {
         ChangeKind::CrossIsaMachine
     }
+}
+
+/// `a` and `b` describe one machine: equal but for the node's peaks and bandwidths and the
+/// notes (what [`crate::node::cores_alone`] changes).
+fn one_machine(a: &Machine, b: &Machine) -> bool {
+    let strip = |m: &Machine| {
+        let mut m = m.clone();
+        m.notes.clear();
+        for p in &mut m.peaks {
+            p.node_gflops = None;
+        }
+        for l in &mut m.levels {
+            l.node_gbs = None;
+        }
+        m
+    };
+    a.id == b.id && strip(a) == strip(b)
 }
 
 impl Projection {
