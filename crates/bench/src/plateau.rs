@@ -700,30 +700,26 @@ mod tests {
             },
         ];
         let mib = 1024.0 * 1024.0;
-        let pts = sweep(
-            &[32.0 * 1024.0, mib, 16.0 * mib, 70.0 * mib],
-            &bws,
-            4,
-            0.0,
-            0.02,
-        );
-        let p = detect_plateaus(&pts, &PlateauParams::default());
-        assert!(transition_sizes(&p).iter().any(|&t| t > 40 << 20), "{p:#?}");
-        let l = assign_levels(&pts, &sysfs, &p);
+        // The sweep with its L3 step at `l3` MiB, and the levels assigned from it.
+        let levels = |l3: f64| {
+            let pts = sweep(
+                &[32.0 * 1024.0, mib, l3 * mib, 70.0 * mib],
+                &bws,
+                4,
+                0.0,
+                0.02,
+            );
+            let p = detect_plateaus(&pts, &PlateauParams::default());
+            assert!(transition_sizes(&p).iter().any(|&t| t > 40 << 20), "{p:#?}");
+            assign_levels(&pts, &sysfs, &p)
+        };
+        let l = levels(16.0);
         let sc = l[2].capacity_from_sweep.expect("capacity from the sweep");
         assert_eq!(sc.sysfs_bytes, 32 << 20);
         assert!(close(sc.bytes as f64, 16.0 * mib, 0.2), "{sc:?}");
         assert!(close(l[2].gbs.unwrap(), 75.0, 0.1), "{:?}", l[2]);
         assert!(l[3].memory && l[3].gbs.unwrap() < 36.0, "{:?}", l[3]);
-        let pts = sweep(
-            &[32.0 * 1024.0, mib, 27.0 * mib, 70.0 * mib],
-            &bws,
-            4,
-            0.0,
-            0.02,
-        );
-        let p = detect_plateaus(&pts, &PlateauParams::default());
-        let l = assign_levels(&pts, &sysfs, &p);
+        let l = levels(27.0);
         assert!(l.iter().all(|e| e.capacity_from_sweep.is_none()), "{l:#?}");
     }
 
