@@ -70,7 +70,7 @@ def one(host, check):
         return
     last = caches[-1]
     cache = last["cache"]
-    if "from the bandwidth sweep" in cache.get("provenance", "") or "from this record's bandwidth sweep" in cache.get("provenance", ""):
+    if "bandwidth sweep" in cache.get("provenance", ""):
         print(f"{host.name}: {last['name']} already has its capacity from the sweep ({cache['size_bytes']} B)")
         return
     st = steps(machine)
@@ -98,14 +98,14 @@ def one(host, check):
         f"of sysfs's capacity; line, associativity and sharing: {old_prov}"
     )
     new = re.sub(r"^size_bytes = \d+$", f"size_bytes = {size}", block, flags=re.M)
-    new = re.sub(r'^provenance = ".*"$', "provenance = " + tomllib_str(prov), new, flags=re.M)
+    new = re.sub(r'^provenance = ".*"$', "provenance = " + toml_str(prov), new, flags=re.M)
     print(f"{host.name}: {last['name']} {fmt(sysfs)} -> {size} B ({fmt(t)} step; steps {', '.join(fmt(s) for s in st)})")
     if not check:
         path.write_text(text[: tab.start()] + new + text[tab.end() :])
         tomllib.loads(path.read_text())
 
 
-def tomllib_str(s):
+def toml_str(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

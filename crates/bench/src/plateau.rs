@@ -499,6 +499,14 @@ mod tests {
         hpcscope_test_support::rel_err(a, b) < tol
     }
 
+    /// Levels 1, 2, 3 of these capacities (bytes), as sysfs gives them.
+    fn caches(bytes: [u64; 3]) -> Vec<CacheCapacity> {
+        (1..)
+            .zip(bytes)
+            .map(|(level, bytes)| CacheCapacity { level, bytes })
+            .collect()
+    }
+
     const CAPS: [f64; 3] = [48.0 * 1024.0, 2.0 * 1024.0 * 1024.0, 64.0 * 1024.0 * 1024.0];
     const BWS: [f64; 4] = [400.0, 120.0, 40.0, 15.0];
 
@@ -597,20 +605,7 @@ mod tests {
             (64_000_000, 30.0),
             (1_000_000_000, 15.0),
         ];
-        let caps = [
-            CacheCapacity {
-                level: 1,
-                bytes: 48 << 10,
-            },
-            CacheCapacity {
-                level: 2,
-                bytes: 2 << 20,
-            },
-            CacheCapacity {
-                level: 3,
-                bytes: 260 << 20,
-            },
-        ];
+        let caps = caches([48 << 10, 2 << 20, 260 << 20]);
         let l = assign_levels(&pts, &caps, &[]);
         assert_eq!(l[0].gbs, Some(400.0));
         assert_eq!(l[1].gbs, Some(120.0));
@@ -637,22 +632,7 @@ mod tests {
         ];
         let pts = sweep(&seen, &BWS, 4, 0.0, 0.02);
         let p = detect_plateaus(&pts, &PlateauParams::default());
-        let sysfs = |l3: u64| {
-            vec![
-                CacheCapacity {
-                    level: 1,
-                    bytes: 48 << 10,
-                },
-                CacheCapacity {
-                    level: 2,
-                    bytes: 2 << 20,
-                },
-                CacheCapacity {
-                    level: 3,
-                    bytes: l3,
-                },
-            ]
-        };
+        let sysfs = |l3: u64| caches([48 << 10, 2 << 20, l3]);
         let l = assign_levels(&pts, &sysfs(480 << 20), &p);
         assert!(close(l[2].gbs.unwrap(), 40.0, 0.1), "{:?}", l[2]);
         assert!(l[2].at_size.unwrap() < 80 << 20, "{:?}", l[2]);
@@ -685,20 +665,7 @@ mod tests {
     #[test]
     fn a_step_beyond_sysfs_capacity_does_not_hide_the_last_level_cache_step() {
         let bws = [300.0, 114.0, 75.0, 35.0, 30.0];
-        let sysfs = vec![
-            CacheCapacity {
-                level: 1,
-                bytes: 32 << 10,
-            },
-            CacheCapacity {
-                level: 2,
-                bytes: 1 << 20,
-            },
-            CacheCapacity {
-                level: 3,
-                bytes: 32 << 20,
-            },
-        ];
+        let sysfs = caches([32 << 10, 1 << 20, 32 << 20]);
         let mib = 1024.0 * 1024.0;
         // The sweep with its L3 step at `l3` MiB, and the levels assigned from it.
         let levels = |l3: f64| {
