@@ -4,7 +4,8 @@
 #
 #   bench/mix/engines.sh [OUTDIR]   (env: RUNS=3
 #                                    WORKLOADS="cg edge montecarlo triad_stencil eigen"
-#                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope)
+#                                    SAMPLE=8 HPCSCOPE=path/to/hpcscope
+#                                    PLACEMENTS="0 16 32 48")
 #
 # Workloads: the bundled CG, edge loop, Monte-Carlo transport and triad+stencil kernels, and
 # a real C++ code: Eigen 3.4.0's dense Cholesky and LU (bench/mix/eigen_solve.cpp, a driver
@@ -26,13 +27,22 @@
 # at most 1.5x native; full simulation at most 1.0x cachegrind; sampled at most 4x native),
 # counts only at 10 times the repetitions, split into the cost per second of native run (the
 # slope between the two lengths) and the start-up (what is left of the short run),
-# the L1 data misses of one run each: cachegrind's D1 misses, and the cascadelake-8260 L1
-# misses of mix under each engine, with their differences to cachegrind (whole program: the
-# C library's start-up and ifunc choices differ a little between valgrind's CPU, QEMU's and
-# the machine's, so a difference of the order of a start-up's misses is expected), and the
+# the L1 data misses: cachegrind's D1 misses, and the cascadelake-8260 L1 misses of mix
+# under each engine, with their differences to cachegrind (whole program: the C library's
+# start-up and ifunc choices differ a little between valgrind's CPU, QEMU's and the
+# machine's, so a difference of the order of a start-up's misses is expected), and the
 # throughput of each simulator over its mean wall time: data accesses per second, and
 # lookups per second in its cache levels (cachegrind: I refs + D refs + LL refs; mix
 # native: every level's accesses, both hierarchies, each level's own rate beside).
+#
+# Where the stack lies changes a program's L1 misses a little: triad_stencil's D1 misses
+# under cachegrind are 6,757,997 or 6,766,557 (0.13 % apart) depending on the size of the
+# environment above the stack alone, and so are the native engine's. A difference between
+# two tools run once each can be that and nothing else. So cachegrind and the native engine
+# count the misses with address-space randomization off (setarch -R) at PLACEMENTS stack
+# placements each (an environment variable of 0, 16, 32 and 48 bytes: both placements of
+# triad_stencil among them), and each tool's lowest and highest counts are compared with the
+# other's lowest and highest; the QEMU engine's count is of one run.
 #
 # Needs gcc, valgrind, hyperfine, python3, the DynamoRIO build (scripts/build-dynamorio.sh)
 # and a release build of hpcscope (built here unless HPCSCOPE is given).
@@ -44,7 +54,8 @@ sample=${SAMPLE:-8}
 workloads=${WORKLOADS:-"cg edge montecarlo triad_stencil eigen"}
 mkdir -p "$out"
 . "$here/lib.sh"
-need_tools gcc g++ valgrind hyperfine python3 apt-get bash -- gcc g++ valgrind hyperfine python3 apt bash
+need_tools gcc g++ valgrind hyperfine python3 apt-get bash setarch -- gcc g++ valgrind hyperfine python3 apt bash util-linux
+placements=${PLACEMENTS:-"0 16 32 48"}
 if [ -z "${HPCSCOPE:-}" ]; then
   cargo_release -p hpcscope
 fi
@@ -86,15 +97,25 @@ for w in $workloads; do
     echo "$w: hyperfine failed; rerun with --show-output to see why" >&2
     exit 1
   }
-  valgrind --tool=cachegrind --cache-sim=yes $d1 --cachegrind-out-file=/dev/null "$bin" $a \
-    >/dev/null 2>"$out/$w.cachegrind.txt"
+  # The misses, at each stack placement (the environment variable's length), without
+  # address-space randomization; the first placement's runs are the ones whose other
+  # figures (accesses, throughput) are printed.
+  for p in $placements; do
+    pad=$(head -c "$p" /dev/zero | tr '\0' x)
+    HPCSCOPE_BENCH_PAD=$pad setarch -R valgrind --tool=cachegrind --cache-sim=yes $d1 \
+      --cachegrind-out-file=/dev/null "$bin" $a >/dev/null 2>"$out/$w.cachegrind.$p.txt"
+    # shellcheck disable=SC2086
+    HPCSCOPE_BENCH_PAD=$pad setarch -R $mix --engine native --format json -- "$bin" $a \
+      >"$out/$w.native.$p.json" || true
+  done
+  first=${placements%% *}
   # shellcheck disable=SC2086
   env $qenv $mix --engine qemu --format json -- "$bin" $a >"$out/$w.qemu.json" || true
-  $mix --engine native --format json -- "$bin" $a >"$out/$w.native.json" || true
-  python3 - "$w" "$out/$w.times.json" "$out/$w.cachegrind.txt" "$out/$w.qemu.json" \
-    "$out/$w.native.json" <<'PY' || status=1
+  python3 - "$w" "$out/$w.times.json" "$out/$w" "$first" "$out/$w.qemu.json" $placements <<'PY' || status=1
 import json, re, sys
-w, times, cg, q, n = sys.argv[1:]
+w, times, stem, first, q = sys.argv[1:6]
+placements = sys.argv[6:]
+cg, n = f"{stem}.cachegrind.{first}.txt", f"{stem}.native.{first}.json"
 r = {x["command"]: x["mean"] for x in json.load(open(times))["results"]}
 def ratio(a, b):
     return r[a] / r[b]
@@ -116,21 +137,40 @@ if dn > 0:
     print(f"  counts only, 10x the repetitions: x{ratio('dr counts x10', 'native x10'):.2f} native "
           f"({r['native x10']:.3f} s native); per second of native run x{slope:.2f}, "
           f"start-up {start * 1000:.0f} ms")
-text = open(cg).read()
-m = re.search(r"D1\s+misses:\s+([\d,]+)", text)
-d1 = int(m.group(1).replace(",", "")) if m else None
+def d1_misses(path):
+    m = re.search(r"D1\s+misses:\s+([\d,]+)", open(path).read())
+    return int(m.group(1).replace(",", "")) if m else None
 def l1(path):
     t = open(path).read()
     v = json.loads(t[t.index("{"):])["variants"][0]
     c = next(c for c in v["caches"] if "cascade" in c["name"].lower() or "8260" in c["name"])
     lv = c["levels"][0]
     return lv["accesses"] - lv["hits"], lv["accesses"]
+text = open(cg).read()
+d1s = [d1_misses(f"{stem}.cachegrind.{p}.txt") for p in placements]
+nats = []
+for p in placements:
+    try:
+        nats.append(l1(f"{stem}.native.{p}.json")[0])
+    except (OSError, ValueError, KeyError, IndexError, StopIteration):
+        nats.append(None)
+d1 = d1s[0]
 mq, aq = l1(q)
 mn, an = l1(n)
-def diff(x):
-    return f"{(x - d1) / d1 * 100:+.3f} %" if d1 else "n/a"
-print(f"  L1 data misses: cachegrind {d1}; mix native {mn} ({diff(mn)}, {an} accesses); "
-      f"mix qemu {mq} ({diff(mq)}, {aq} accesses)")
+def diff(x, ref=d1):
+    return f"{(x - ref) / ref * 100:+.3f} %" if ref else "n/a"
+print(f"  L1 data misses, stack placements {' '.join(placements)} (bytes of environment, "
+      f"setarch -R): cachegrind {d1s}; mix native {nats}")
+if None in d1s or None in nats:
+    print("  L1 data misses: a run gave no count (see its output under the OUTDIR)")
+else:
+    lo, hi = diff(min(nats), min(d1s)), diff(max(nats), max(d1s))
+    print(f"  L1 data misses, native against cachegrind: lowest {lo}, highest {hi}; "
+          f"each tool's own spread over the placements: cachegrind "
+          f"{(max(d1s) - min(d1s)) / min(d1s) * 100:.3f} %, native "
+          f"{(max(nats) - min(nats)) / min(nats) * 100:.3f} %")
+print(f"  L1 data misses, first placement: cachegrind {d1}; mix native {mn} ({diff(mn)}, "
+      f"{an} accesses); mix qemu (one run, randomized) {mq} ({diff(mq)}, {aq} accesses)")
 # Throughput of each simulator over the wall time of its whole run (start-up included):
 # the program's data accesses per second, and lookups per second in all its cache levels
 # (cachegrind: I1, D1 and LL, each reference one L1 lookup and each L1 miss one LL lookup;
