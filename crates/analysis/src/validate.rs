@@ -31,13 +31,13 @@ use hpcscope_core::{Machine, Profile};
 use hpcscope_mix::{MixOptions, MixReport};
 use hpcscope_report::fmt::num;
 use hpcscope_report::{Section, html_table};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::workloads::{Change, PROTOCOL_BUILDS, PROTOCOL_PAIRS, Workload};
 
 /// How the native runs of a build are timed.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Timer {
     /// The bundled workloads' own result line: the CPU time of their kernel loop (`cpu_s=`).
@@ -104,7 +104,7 @@ pub struct PairSpec {
 
 /// A characterized and timed build.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Characterized {
     /// Program.
     pub group: String,
@@ -702,6 +702,109 @@ pub fn validate_pairs(
         });
     }
     Ok(out)
+}
+
+/// What a pair of a recorded validation.json names: its builds by label and its change.
+#[derive(Deserialize)]
+struct RecordedPair {
+    group: String,
+    source: String,
+    target: String,
+    change: Change,
+    calibration: bool,
+    widens: Option<bool>,
+}
+
+/// What [`replay`] reads of a recorded validation.json.
+#[derive(Deserialize)]
+struct Recorded {
+    builds: Vec<Characterized>,
+    machine: String,
+    pairs: Vec<RecordedPair>,
+}
+
+/// A validation to project again: each program's group (its builds and pairs) with its
+/// builds as they were characterized and timed, and the id of the machine it ran on.
+#[derive(Debug)]
+pub struct Replay {
+    /// The source machine's id in the recorded file.
+    pub machine: String,
+    /// Per program: its pairs and its recorded builds.
+    pub groups: Vec<(Group, Vec<Characterized>)>,
+}
+
+/// Reads a validation.json (`text`, from `origin`) to project its pairs again with the
+/// current model: the builds' profiles, access widths, timed runs and spreads as recorded,
+/// nothing built, emulated or timed.
+pub fn replay(text: &str, origin: &str) -> Result<Replay> {
+    let r: Recorded = serde_json::from_str(text).map_err(|e| {
+        hpcscope_core::InputError::new(
+            origin,
+            "",
+            format!("not a validation.json that `hpcscope validate` wrote: {e}"),
+            "give the validation.json of an earlier `hpcscope validate -o DIR` run (DIR/validation.json)",
+        )
+    })?;
+    let mut groups: Vec<(Group, Vec<Characterized>)> = Vec::new();
+    for (k, p) in r.pairs.iter().enumerate() {
+        let gi = match groups.iter().position(|(g, _)| g.name == p.group) {
+            Some(i) => i,
+            None => {
+                let builds: Vec<Characterized> = r
+                    .builds
+                    .iter()
+                    .filter(|b| b.group == p.group)
+                    .cloned()
+                    .collect();
+                let timer = builds.first().map_or(Timer::Process, |b| b.timer);
+                groups.push((
+                    Group {
+                        name: p.group.clone(),
+                        args: Vec::new(),
+                        function: None,
+                        scope: false,
+                        timer,
+                        builds: builds
+                            .iter()
+                            .map(|b| Build {
+                                label: b.label.clone(),
+                                path: PathBuf::from(&b.path),
+                            })
+                            .collect(),
+                        pairs: Vec::new(),
+                    },
+                    builds,
+                ));
+                groups.len() - 1
+            }
+        };
+        let (g, c) = &mut groups[gi];
+        let index = |label: &str| {
+            c.iter().position(|b| b.label == label).ok_or_else(|| {
+                hpcscope_core::InputError::new(
+                    origin,
+                    format!("pairs[{k}]"),
+                    format!(
+                        "the pair {} -> {} of {} names a build the file does not have ({label})",
+                        p.source, p.target, p.group
+                    ),
+                    "give the validation.json as `hpcscope validate` wrote it",
+                )
+            })
+        };
+        let (source, target) = (index(&p.source)?, index(&p.target)?);
+        g.pairs.push(PairSpec {
+            source,
+            target,
+            change: p.change,
+            calibration: p.calibration,
+            widens: p.widens,
+        });
+    }
+    Ok(Replay {
+        machine: r.machine,
+        groups,
+    })
 }
 
 /// Runs the protocol over `groups`.
@@ -1570,5 +1673,103 @@ mod tests {
         assert_eq!(kernel_value(&line(0.5), "flops"), Some(2e4));
         assert_eq!(kernel_value(&line(0.5), "cpu_s"), Some(0.5));
         assert_eq!(kernel_value("xflops=3", "flops"), None);
+    }
+
+    /// A replay projects a recorded validation's pairs again on its builds as recorded:
+    /// the same intervals and points as the run that wrote it; a pair naming a build the
+    /// file does not have is an input error at that pair.
+    #[test]
+    fn a_replay_projects_the_recorded_pairs_again() {
+        let m = hpcscope_core::library::builtin("thunderx2").unwrap();
+        let profile = Profile::from_json_str(
+            include_str!("../../../examples/scenarios/tx2-source.json"),
+            "tx2-source.json",
+        )
+        .unwrap();
+        let widths = AccessWidths {
+            parts: vec![hpcscope_core::roofline::WidthShare {
+                vector_bits: 128,
+                fraction: 1.0,
+                instructions: 1.0,
+                ..Default::default()
+            }],
+            from: "test".into(),
+            chain_other: 0.0,
+        };
+        let build = |label: &str, runs: Vec<f64>| Characterized {
+            group: "w".into(),
+            label: label.into(),
+            path: format!("/nowhere/{label}"),
+            profile: profile.clone(),
+            widths: widths.clone(),
+            gflops: runs[runs.len() / 2],
+            spread: hpcscope_core::project::Spread::from_rates(&runs),
+            runs_gflops: runs,
+            timer: Timer::KernelLine,
+        };
+        let c = vec![
+            build("a", vec![1.9, 2.0, 2.1]),
+            build("b", vec![2.3, 2.5, 2.6]),
+        ];
+        let g = Group {
+            name: "w".into(),
+            args: vec![],
+            function: None,
+            scope: false,
+            timer: Timer::KernelLine,
+            builds: vec![],
+            pairs: vec![
+                PairSpec {
+                    source: 0,
+                    target: 1,
+                    change: Change::Compiler,
+                    calibration: false,
+                    widens: None,
+                },
+                PairSpec {
+                    source: 1,
+                    target: 0,
+                    change: Change::VectorWidth,
+                    calibration: true,
+                    widens: Some(false),
+                },
+            ],
+        };
+        let cal = Calibration::bundled();
+        let first = validate_pairs(&m, &g, &c, Some(&cal)).unwrap();
+        let file = serde_json::json!({"builds": c, "machine": m.id, "pairs": first, "notes": []});
+        let r = replay(&file.to_string(), "validation.json").unwrap();
+        assert_eq!(r.machine, m.id);
+        assert_eq!(r.groups.len(), 1);
+        let (rg, rc) = &r.groups[0];
+        assert_eq!(rg.pairs.len(), 2);
+        assert_eq!((rg.pairs[1].source, rg.pairs[1].target), (1, 0));
+        assert_eq!(rg.pairs[1].change, Change::VectorWidth);
+        let again = validate_pairs(&m, rg, rc, Some(&cal)).unwrap();
+        // (JSON keeps a float to its shortest decimal form: a last bit may differ.)
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(y.abs());
+        for (a, b) in first.iter().zip(&again) {
+            assert!(close(a.interval.lo, b.interval.lo) && close(a.interval.hi, b.interval.hi));
+            let (pa, pb) = (a.point.as_ref().unwrap(), b.point.as_ref().unwrap());
+            assert!(close(pa.gflops, pb.gflops), "{pa:?} {pb:?}");
+            assert_eq!(a.validation.check.inside, b.validation.check.inside);
+            assert_eq!(
+                a.validation.inside_within_noise,
+                b.validation.inside_within_noise
+            );
+            assert_eq!(a.measured_gflops, b.measured_gflops);
+        }
+        // A pair whose build is missing.
+        let mut bad = file.clone();
+        bad["pairs"][1]["target"] = "c".into();
+        let e = replay(&bad.to_string(), "validation.json").unwrap_err();
+        let ie = e
+            .downcast_ref::<hpcscope_core::InputError>()
+            .expect("an input error");
+        assert_eq!(ie.field, "pairs[1]");
+        assert!(ie.message.contains("(c)"), "{}", ie.message);
+        // Not a validation.json.
+        let e = replay("{\"pairs\": 3}", "x.json").unwrap_err();
+        assert!(e.to_string().contains("not a validation.json"), "{e}");
     }
 }

@@ -40,6 +40,9 @@ pub struct ValidateOptions {
     pub calibration: Calibration,
     /// Fit a calibration on this run's vector-width pairs too, to be written there.
     pub calibrate: Option<PathBuf>,
+    /// Project the pairs of this earlier validation.json again with the current model:
+    /// its builds' profiles and timed runs as recorded, nothing built or timed.
+    pub replay: Option<PathBuf>,
 }
 
 /// The calibration fit asked for has no pair to fit on (the bundled protocol's gcc -O3
@@ -141,6 +144,9 @@ fn node_section(
 
 /// Runs the validation protocol; `progress` hears each step.
 pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> {
+    if let Some(path) = &o.replay {
+        return replay(o, path);
+    }
     let (ws, nws) = &o.workloads;
     let model = &o.calibration;
     let mut notes = Vec::new();
@@ -170,11 +176,96 @@ pub fn run(o: &ValidateOptions, progress: &dyn Fn(&str)) -> Result<ValidateRun> 
     )?;
     let load_after = hpcscope_host::facts::loadavg();
     notes.extend(protocol.notes.iter().cloned());
-    let s = v::summarize(&protocol.pairs);
     let (nv, warnings, threads) = node_section(o, m, nws, &mut notes, progress)?;
-    let ns = summarize_node(&nv);
     // After the node section too (load_after closes the core protocol, which a fit uses).
     let load_end = hpcscope_host::facts::loadavg();
+    finish(
+        o,
+        m,
+        Outcome {
+            protocol,
+            node: (nv, warnings, threads),
+            notes,
+            load: [load_before, load_after, load_end],
+            started,
+        },
+    )
+}
+
+/// What [`finish`] writes and prints.
+struct Outcome {
+    protocol: v::Protocol,
+    /// The node pairs, the warnings about the machine's node values, their threads.
+    node: (Vec<crate::node_validate::NodePair>, Vec<String>, u32),
+    notes: Vec<String>,
+    /// Load averages before, after the core protocol, and at the end.
+    load: [Option<[f64; 3]>; 3],
+    started: std::time::Instant,
+}
+
+/// `--replay`: the pairs of an earlier validation.json projected again with the current
+/// model (and `o.calibration`), on its builds as recorded; its node pairs are not.
+fn replay(o: &ValidateOptions, path: &std::path::Path) -> Result<ValidateRun> {
+    let started = std::time::Instant::now();
+    let origin = path.display().to_string();
+    let text = hpcscope_core::load::read(
+        path,
+        "a validation to replay",
+        "give the validation.json of an earlier `hpcscope validate -o DIR` run",
+    )?;
+    let r = v::replay(&text, &origin)?;
+    let m = &crate::host_machine::source_machine(o.machine.as_deref())?;
+    if m.id != r.machine {
+        anyhow::bail!(hpcscope_core::InputError::new(
+            origin,
+            "machine",
+            format!(
+                "its pairs were projected from machine '{}', and the source machine given is '{}'",
+                r.machine, m.id
+            ),
+            "give the machine the validation ran with (-m FILE, the same machine file)"
+        ));
+    }
+    let mut pairs = Vec::new();
+    let mut builds = Vec::new();
+    for (g, c) in &r.groups {
+        pairs.extend(v::validate_pairs(m, g, c, Some(&o.calibration))?);
+        builds.extend(c.iter().cloned());
+    }
+    let notes = vec![format!(
+        "replayed from {}: its {} pairs projected again on the builds' profiles, access widths and timed runs as recorded there (nothing built, emulated or timed); its node pairs are not",
+        path.display(),
+        pairs.len()
+    )];
+    finish(
+        o,
+        m,
+        Outcome {
+            protocol: v::Protocol {
+                builds,
+                pairs,
+                notes: Vec::new(),
+            },
+            node: (Vec::new(), Vec::new(), 0),
+            notes,
+            load: [None, None, None],
+            started,
+        },
+    )
+}
+
+/// The files and the text of a validation.
+fn finish(o: &ValidateOptions, m: &hpcscope_core::Machine, out: Outcome) -> Result<ValidateRun> {
+    let Outcome {
+        protocol,
+        node: (nv, warnings, threads),
+        notes,
+        load: [load_before, load_after, load_end],
+        started,
+    } = out;
+    let model = &o.calibration;
+    let s = v::summarize(&protocol.pairs);
+    let ns = summarize_node(&nv);
     let fitted = match &o.calibrate {
         Some(path) => {
             let prov = format!(

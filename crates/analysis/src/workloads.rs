@@ -400,7 +400,7 @@ pub const FLOAT_RECIPE: usize = 7;
 
 /// What a pair of builds changes.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Change {
     /// The vector width (gcc -O3: scalar, SSE2, AVX2).

@@ -1194,3 +1194,59 @@ fn trace_numbers_are_checked_before_tracing() {
         );
     }
 }
+
+/// `validate --replay` projects a recorded validation's pairs again without building or
+/// timing anything: the pairs and builds come back in validation.json, the text says it was
+/// replayed; a run from another machine is refused as bad input (exit 2), naming the field.
+#[test]
+fn validate_replay_projects_recorded_builds_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("examples/scenarios/tx2-source.json")).unwrap(),
+    )
+    .unwrap();
+    let build = |label: &str, runs: [f64; 3]| {
+        serde_json::json!({
+            "group": "w", "label": label, "path": format!("/nowhere/{label}"),
+            "profile": profile, "gflops": runs[1], "runs_gflops": runs, "spread": null,
+            "timer": "kernel-line",
+            "widths": {"from": "test", "parts": [{"vector_bits": 128, "fraction": 1.0, "instructions": 1.0}]}
+        })
+    };
+    let pair = |s: &str, t: &str| {
+        serde_json::json!({"group": "w", "source": s, "target": t, "change": "compiler",
+            "calibration": false, "widens": null})
+    };
+    let file = dir.path().join("validation.json");
+    let recorded = serde_json::json!({
+        "machine": "thunderx2",
+        "builds": [build("a", [1.9, 2.0, 2.1]), build("b", [2.4, 2.5, 2.6])],
+        "pairs": [pair("a", "b"), pair("b", "a")]
+    });
+    std::fs::write(&file, recorded.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = |m: &str| {
+        vec![
+            "validate".to_string(),
+            "--replay".into(),
+            file.display().to_string(),
+            "-m".into(),
+            m.into(),
+            "-o".into(),
+            out.display().to_string(),
+        ]
+    };
+    let o = bin!().args(args("thunderx2")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("replayed from"), "{}", stdout(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("validation.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["pairs"][1]["source"], "b");
+    assert_eq!(v["pairs"][1]["measured_gflops"], 2.0);
+    assert_eq!(v["builds"].as_array().unwrap().len(), 2);
+    let o = bin!().args(args("neoverse-n1")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("field `machine`"), "{}", stderr(&o));
+}
