@@ -60,15 +60,9 @@ pub struct ValidateArgs {
     /// checked with the calibration in use).
     #[arg(long, value_name = "FILE", conflicts_with = "builds")]
     pub calibrate: Option<PathBuf>,
-    /// Project the pairs of an earlier run's validation.json again with this version's model
-    /// (and --calibration): its builds' profiles and timed runs as recorded, nothing built,
-    /// emulated or timed, so that two models meet the same measurements. Give the machine
-    /// that run used (-m). Its node pairs are not projected again.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with_all = ["builds", "workloads", "threads", "function", "scope"]
-    )]
+    /// Project an earlier run's validation.json again with this model, on its builds as
+    /// recorded (nothing built or timed); give its machine (-m).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["builds", "workloads", "threads"])]
     pub replay: Option<PathBuf>,
     /// The program's arguments (with --build).
     #[arg(last = true, value_name = "ARGS")]
