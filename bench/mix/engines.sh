@@ -148,15 +148,16 @@ def l1(path):
     return lv["accesses"] - lv["hits"], lv["accesses"]
 text = open(cg).read()
 d1s = [d1_misses(f"{stem}.cachegrind.{p}.txt") for p in placements]
-nats = []
-for p in placements:
+def l1_or_none(path):
     try:
-        nats.append(l1(f"{stem}.native.{p}.json")[0])
+        return l1(path)
     except (OSError, ValueError, KeyError, IndexError, StopIteration):
-        nats.append(None)
+        return None
+native = [l1_or_none(f"{stem}.native.{p}.json") for p in placements]
+nats = [x and x[0] for x in native]
 d1 = d1s[0]
 mq, aq = l1(q)
-mn, an = l1(n)
+mn, an = native[0] or l1(n)
 def diff(x, ref=d1):
     return f"{(x - ref) / ref * 100:+.3f} %" if ref else "n/a"
 print(f"  L1 data misses, stack placements {' '.join(placements)} (bytes of environment, "

@@ -745,52 +745,51 @@ pub fn replay(text: &str, origin: &str) -> Result<Replay> {
             "give the validation.json of an earlier `hpcscope validate -o DIR` run (DIR/validation.json)",
         )
     })?;
+    // One group per program, in the order of its first build.
     let mut groups: Vec<(Group, Vec<Characterized>)> = Vec::new();
-    for (k, p) in r.pairs.iter().enumerate() {
-        let gi = match groups.iter().position(|(g, _)| g.name == p.group) {
+    for b in r.builds {
+        let gi = match groups.iter().position(|(g, _)| g.name == b.group) {
             Some(i) => i,
             None => {
-                let builds: Vec<Characterized> = r
-                    .builds
-                    .iter()
-                    .filter(|b| b.group == p.group)
-                    .cloned()
-                    .collect();
-                let timer = builds.first().map_or(Timer::Process, |b| b.timer);
-                groups.push((
-                    Group {
-                        name: p.group.clone(),
-                        args: Vec::new(),
-                        function: None,
-                        scope: false,
-                        timer,
-                        builds: builds
-                            .iter()
-                            .map(|b| Build {
-                                label: b.label.clone(),
-                                path: PathBuf::from(&b.path),
-                            })
-                            .collect(),
-                        pairs: Vec::new(),
-                    },
-                    builds,
-                ));
+                let g = Group {
+                    name: b.group.clone(),
+                    args: Vec::new(),
+                    function: None,
+                    scope: false,
+                    timer: b.timer,
+                    builds: Vec::new(),
+                    pairs: Vec::new(),
+                };
+                groups.push((g, Vec::new()));
                 groups.len() - 1
             }
         };
         let (g, c) = &mut groups[gi];
+        g.builds.push(Build {
+            label: b.label.clone(),
+            path: PathBuf::from(&b.path),
+        });
+        c.push(b);
+    }
+    for (k, p) in r.pairs.iter().enumerate() {
+        let missing = |label: &str| {
+            hpcscope_core::InputError::new(
+                origin,
+                format!("pairs[{k}]"),
+                format!(
+                    "the pair {} -> {} of {} names a build the file does not have ({label})",
+                    p.source, p.target, p.group
+                ),
+                "give the validation.json as `hpcscope validate` wrote it",
+            )
+        };
+        let Some((g, c)) = groups.iter_mut().find(|(g, _)| g.name == p.group) else {
+            bail!(missing(&p.source));
+        };
         let index = |label: &str| {
-            c.iter().position(|b| b.label == label).ok_or_else(|| {
-                hpcscope_core::InputError::new(
-                    origin,
-                    format!("pairs[{k}]"),
-                    format!(
-                        "the pair {} -> {} of {} names a build the file does not have ({label})",
-                        p.source, p.target, p.group
-                    ),
-                    "give the validation.json as `hpcscope validate` wrote it",
-                )
-            })
+            c.iter()
+                .position(|b| b.label == label)
+                .ok_or_else(|| missing(label))
         };
         let (source, target) = (index(&p.source)?, index(&p.target)?);
         g.pairs.push(PairSpec {
@@ -801,6 +800,8 @@ pub fn replay(text: &str, origin: &str) -> Result<Replay> {
             widens: p.widens,
         });
     }
+    // Programs without pairs (none in a file `validate` wrote) are left out.
+    groups.retain(|(g, _)| !g.pairs.is_empty());
     Ok(Replay {
         machine: r.machine,
         groups,
