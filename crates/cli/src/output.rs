@@ -73,13 +73,14 @@ pub fn emit_with(text: &str, output: Option<&Path>, files: &[(&Path, &str)]) -> 
 }
 
 /// Writes the files `files` together (see [`emit_with`]): all or none.
-pub fn write_files(files: &[(&Path, &str)]) -> Result<()> {
+pub fn write_files<P: AsRef<Path>, T: AsRef<str>>(files: &[(P, T)]) -> Result<()> {
     let mut set = outputs();
     for (p, t) in files {
-        set.add(p, t.as_bytes().to_vec())
+        let p = p.as_ref();
+        set.add(p, t.as_ref().as_bytes().to_vec())
             .with_context(|| format!("cannot write '{}'", p.display()))?;
     }
-    let paths: Vec<&Path> = files.iter().map(|(p, _)| *p).collect();
+    let paths: Vec<&Path> = files.iter().map(|(p, _)| p.as_ref()).collect();
     commit(set, &paths).context("cannot write the results")
 }
 

@@ -246,6 +246,69 @@ fn bad_programs_and_regions() {
 }
 
 #[test]
+fn outputs_that_cannot_take_the_profiles_are_refused_before_the_run_or_keep_the_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two machines' profiles into one file: refused before the program runs (the program
+    // here would leave a file behind).
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let o = bin!()
+        .args(["mix", "-m", "thunderx2", "-m", "a64fx", "-o"])
+        .arg(dir.path().join("p.json"))
+        .args(["--", "/bin/sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("one file takes one profile") && e.contains("give a directory"),
+        "{e}"
+    );
+    assert!(!marker.exists(), "the program ran before -o was refused");
+    // analyze: a report directory that cannot be made is said before anything runs.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = bin!()
+        .args(["analyze", "-m", "cascadelake-8260", "-o"])
+        .arg(file.join("report"))
+        .args(["--", "/bin/sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot create"));
+    assert!(
+        !marker.exists(),
+        "analyze ran the program before its -o was refused"
+    );
+    // A write that fails after the run: the counts are still printed, and the error said.
+    let Some(plugin) = ready() else { return };
+    let prog = cc(dir.path(), "triad", TRIAD, &[]);
+    let o = mix(
+        &plugin,
+        &[
+            "-m",
+            "cascadelake-8260",
+            "--native-runs",
+            "0",
+            "-o",
+            dir.path().join("missing/p.json").to_str().unwrap(),
+            "--",
+            prog.to_str().unwrap(),
+            "1000",
+            "2",
+        ],
+    );
+    // (2 or 3: bad input or the environment, as the write's error says.)
+    assert!(matches!(o.status.code(), Some(2 | 3)), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cascadelake-8260"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("NOT written") && e.contains("does not exist"),
+        "{e}"
+    );
+}
+
+#[test]
 fn missing_qemu_is_an_environment_limit() {
     let Some(plugin) = ready() else { return };
     let dir = tempfile::tempdir().unwrap();

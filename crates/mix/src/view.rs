@@ -314,6 +314,23 @@ pub fn profile_file(r: &MixReport, sve: Option<u32>, machine: &str) -> String {
     }
 }
 
+/// Whether `mix -o OUT` writes one file (`OUT` a `.json` file that is not a directory) for
+/// its `profiles` profiles (machines x vector lengths); an error when that file would have
+/// to take more than one. `mix` asks before the program runs, with the profiles it expects.
+pub fn one_file(out: &std::path::Path, profiles: usize) -> Result<bool, crate::MixError> {
+    let file = out.extension().is_some_and(|e| e == "json") && !out.is_dir();
+    if file && profiles != 1 {
+        return Err(crate::MixError::Usage {
+            message: format!(
+                "-o {}: one file takes one profile, and there are {profiles} (machines x vector lengths)",
+                out.display()
+            ),
+            fix: "give a directory with -o".into(),
+        });
+    }
+    Ok(file)
+}
+
 /// The files `mix -o OUT` writes, with their text: one profile's JSON when `out` is a
 /// `.json` file that is not a directory (an error unless there is exactly one profile);
 /// else, in the directory `out` (created here), one file per profile and `mix-report.json`.
@@ -322,16 +339,7 @@ pub fn output_files(
     out: &std::path::Path,
 ) -> Result<Vec<(std::path::PathBuf, String)>, crate::MixError> {
     let n: usize = r.variants.iter().map(|v| v.profiles.len()).sum();
-    if out.extension().is_some_and(|e| e == "json") && !out.is_dir() {
-        if n != 1 {
-            return Err(crate::MixError::Usage {
-                message: format!(
-                    "{}: {n} profiles to write (machines x vector lengths) but one file given",
-                    out.display()
-                ),
-                fix: "give a directory with -o".into(),
-            });
-        }
+    if one_file(out, n)? {
         let p = &r.variants[0].profiles[0];
         return Ok(vec![(out.to_path_buf(), p.to_json_string())]);
     }

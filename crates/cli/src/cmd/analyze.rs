@@ -100,6 +100,9 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
         .as_deref()
         .map(scenario::read_sweep_targets)
         .transpose()?;
+    // The report's directory first: a place it cannot go is said before hours of work.
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
     let source = host_machine::source_machine(a.machine.as_deref())?;
     let timeout = RunSpec::timeout_of(a.timeout).map_err(|_| {
         anyhow::anyhow!(
@@ -219,10 +222,8 @@ fn phrase(e: anyhow::Error) -> anyhow::Error {
     e
 }
 
-/// Writes result.json and report.html into the output directory.
+/// Writes result.json and report.html into the output directory (made by [`run`]).
 fn write_report(a: &AnalyzeArgs, json: &str, page: &str) -> Result<()> {
-    std::fs::create_dir_all(&a.output)
-        .with_context(|| format!("cannot create {}", a.output.display()))?;
     // Both staged first: a failure (a full disk) leaves neither half of the pair, and
     // neither replaces an input.
     let (j, h) = (a.output.join("result.json"), a.output.join("report.html"));

@@ -296,10 +296,6 @@ impl RecipeOpts {
     }
 }
 
-fn catalogue(o: &RecipeOpts) -> Result<Catalogue> {
-    Ok(o.choice().catalogue()?)
-}
-
 fn report(cat: &Catalogue, reports: &[Report], o: &OutOpts, app: &str) -> Result<()> {
     report_with(cat, reports, o, app, output::Ratios::Auto)
 }
@@ -408,7 +404,7 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode> {
 }
 
 fn cmd_import(a: &ImportArgs) -> Result<ExitCode> {
-    let cat = catalogue(&a.recipe)?;
+    let cat = a.recipe.choice().catalogue()?;
     let label = a
         .label
         .clone()

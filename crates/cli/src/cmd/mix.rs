@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use hpcscope_mix::{MixError, MixOptions, MixReport, RunSpec, SpecError, analyze};
 
-use crate::output::{Format, emit, render, write_atomic, write_files};
+use crate::output::{Format, emit, render, write_files};
 use hpcscope_core::load;
 
 /// Arguments of `mix`.
@@ -150,21 +150,17 @@ fn phrase(e: SpecError) -> anyhow::Error {
 /// Writes the profiles (and the report) under `out`, all or none.
 fn write_outputs(r: &MixReport, out: &Path) -> Result<Vec<PathBuf>> {
     let files = hpcscope_mix::view::output_files(r, out)?;
-    match files.as_slice() {
-        [(p, t)] => write_atomic(p, t)?,
-        _ => write_files(
-            &files
-                .iter()
-                .map(|(p, t)| (p.as_path(), t.as_str()))
-                .collect::<Vec<_>>(),
-        )?,
-    }
+    write_files(&files)?;
     Ok(files.into_iter().map(|(p, _)| p).collect())
 }
 
 /// Runs `mix`.
 pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let opts = options(a)?;
+    // A `.json` file takes one profile: refused before the program runs, not after.
+    if let Some(out) = &a.output {
+        hpcscope_mix::view::one_file(out, a.machine.len() * a.sve_bits.len().max(1))?;
+    }
     // (The specification is checked by the analysis, before anything runs.)
     let r = analyze(&opts).map_err(|e| match e {
         MixError::Spec(s) => phrase(s),
@@ -173,12 +169,14 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
     let pre = hpcscope_mix::view::preamble(&r);
     let mut epi = hpcscope_mix::view::notes(&r, &a.functions, matches!(a.format, Format::Table));
     let partial = r.variants.iter().any(|v| v.partial);
-    if let Some(out) = &a.output {
-        for f in write_outputs(&r, out)? {
-            epi.push(format!("wrote {}", f.display()));
+    let mut unwritten = None;
+    match a.output.as_ref().map(|out| write_outputs(&r, out)) {
+        Some(Ok(files)) => epi.extend(files.iter().map(|f| format!("wrote {}", f.display()))),
+        // A failed write still shows the counts (they took the whole run to get).
+        Some(Err(e)) => unwritten = Some(e),
+        None => {
+            epi.push("profiles not written: give -o DIR (or -o FILE.json for one profile)".into())
         }
-    } else {
-        epi.push("profiles not written: give -o DIR (or -o FILE.json for one profile)".into());
     }
     let numbers = hpcscope_mix::view::record_numbers(&r)?;
     if let Some(line) = a.record.store("mix", &a.command.join(" "), &numbers)? {
@@ -188,6 +186,9 @@ pub fn run(a: &MixArgs) -> Result<ExitCode> {
         &render(a.format, &r, &pre, &hpcscope_mix::view::summary(&r)?, &epi)?,
         None,
     )?;
+    if let Some(e) = unwritten {
+        return Err(e.context("the profiles were NOT written (the counts are above)"));
+    }
     // Partial counts (a crash, a failure, the time limit) are a finding.
     Ok(if partial {
         crate::exit::finding()
