@@ -1747,12 +1747,14 @@ mod tests {
         assert_eq!((rg.pairs[1].source, rg.pairs[1].target), (1, 0));
         assert_eq!(rg.pairs[1].change, Change::VectorWidth);
         let again = validate_pairs(&m, rg, rc, Some(&cal)).unwrap();
-        // (JSON keeps a float to its shortest decimal form: a last bit may differ.)
-        let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(y.abs());
+        // Bit for bit: serde_json reads a float back exactly (`float_roundtrip`).
         for (a, b) in first.iter().zip(&again) {
-            assert!(close(a.interval.lo, b.interval.lo) && close(a.interval.hi, b.interval.hi));
+            assert_eq!(
+                (a.interval.lo, a.interval.hi),
+                (b.interval.lo, b.interval.hi)
+            );
             let (pa, pb) = (a.point.as_ref().unwrap(), b.point.as_ref().unwrap());
-            assert!(close(pa.gflops, pb.gflops), "{pa:?} {pb:?}");
+            assert_eq!(pa.gflops, pb.gflops, "{pa:?} {pb:?}");
             assert_eq!(a.validation.check.inside, b.validation.check.inside);
             assert_eq!(
                 a.validation.inside_within_noise,
