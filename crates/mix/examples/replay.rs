@@ -11,7 +11,9 @@
 //! ```
 //!
 //! `--json FILE` first writes every counter (each machine's, all threads and per thread) to
-//! FILE as JSON, to compare two builds of the simulator count for count.
+//! FILE as JSON, to compare two builds of the simulator count for count. `--sample K`
+//! replays it through the set-sampled simulation of `mix --sample K` instead (a stream the
+//! native engine's client gated with `sample=` included), and prints its time and estimates.
 
 use std::io::Read;
 use std::time::Instant;
@@ -25,8 +27,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         None
     };
+    let sample = if args.first().map(String::as_str) == Some("--sample") && args.len() > 1 {
+        let k: u64 = args.remove(1).parse()?;
+        args.remove(0);
+        Some(hpcscope_mix::SampleSpec::sets(k)?)
+    } else {
+        None
+    };
     let Some((path, machines)) = args.split_first() else {
-        return Err("usage: replay [--json FILE] STREAM MACHINE...".into());
+        return Err("usage: replay [--json FILE] [--sample K] STREAM MACHINE...".into());
     };
     let configs = machines
         .iter()
@@ -40,6 +49,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::File::open(path)?.read_to_end(&mut bytes)?;
     let read_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
+    if let Some(spec) = sample {
+        let placement = hpcscope_cachesim::Placement::Compact;
+        let (caches, _, _) = hpcscope_mix::replay_sampled(&bytes[..], configs, &placement, spec)?;
+        println!(
+            "sampled replay: read {read_s:.3} s; decode + simulate {:.3} s",
+            t1.elapsed().as_secs_f64()
+        );
+        for c in &caches {
+            let levels: Vec<String> = c
+                .levels
+                .iter()
+                .map(|l| format!("{} {} hits / {} misses", l.name, l.hits, l.misses))
+                .collect();
+            println!("{}: {} accesses; {}", c.name, c.accesses, levels.join(", "));
+        }
+        return Ok(());
+    }
     let r =
         hpcscope_mix::replay_stream(&bytes[..], configs, &hpcscope_cachesim::Placement::Compact)?;
     let sim_s = t1.elapsed().as_secs_f64();
