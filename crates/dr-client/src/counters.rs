@@ -39,8 +39,13 @@ pub enum Slot {
     /// Iterations of loops whose chain is not counted: their exit block was built before
     /// the loop was seen, so it has no counter to give the loop's entries.
     ChainIterationsLeftOut,
+    /// Operands written through set sampling's gate, and their bytes (gated or not: the
+    /// gate's left-out counts are derived from them, see [`crate::take_left_out`]; not
+    /// reported).
+    GatedAccesses,
+    GatedBytes,
 }
-const NAMED: usize = Slot::ChainIterationsLeftOut as usize + 1;
+const NAMED: usize = Slot::GatedBytes as usize + 1;
 
 /// FP widths: scalar, 128, 256, 512 bits.
 const FP_WIDTHS: [Option<u32>; 4] = [None, Some(128), Some(256), Some(512)];

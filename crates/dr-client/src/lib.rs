@@ -239,52 +239,153 @@ fn tls_slot() -> *mut *mut u64 {
 /// drmgr's thread-local field holding each thread's number plus one.
 static THREAD_FIELD: AtomicI32 = AtomicI32::new(-1);
 
-/// drmgr's thread-local field holding each thread's count of the accesses and bytes set
-/// sampling's gate left out in its instrumented code (the third raw TLS slot holds the same
-/// pointer, for that code).
+/// drmgr's thread-local field holding each thread's [`Gate`] state (set sampling's gate).
 static SKIP_FIELD: AtomicI32 = AtomicI32::new(-1);
 
-/// Where the instrumented code finds the running thread's pair of left-out counts: the
-/// raw TLS segment and offset of the slot that points to it.
-pub(crate) fn skipped_slot() -> (dr::reg_id_t, u32) {
-    // SAFETY: set once in dr_client_main, before any block is built.
+/// A thread's accounts of set sampling's gate. The instrumented code adds nothing here:
+/// what it left out is derived when a batch is handed over, from the blocks' execution
+/// counters (each block's gated operands and their bytes, [`GATED`]) less the records
+/// the instrumented code wrote ([`take_left_out`]).
+#[repr(C)]
+struct Gate {
+    /// Accesses and bytes the clean calls' gate left out since the last batch.
+    skipped: [u64; 2],
+    /// Records (accesses, bytes) the clean calls wrote since the last batch.
+    dynamic_kept: [u64; 2],
+    /// Records (accesses, bytes) the instrumented code wrote, all batches.
+    kept: [u64; 2],
+    /// Left-out accesses and bytes reported, all batches.
+    reported: [u64; 2],
+    /// The thread's own counters and execution counters (not the scope's sink).
+    counters: *mut u64,
+    executions: *mut u64,
+}
+
+/// The running thread's [`Gate`] (thread_init made it; it lives as long as the process: a
+/// thread's last records are handed over after its exit event may have run).
+///
+/// # Safety
+/// `dc` is a thread's context, its Gate used by that thread only (or by the one running
+/// the process exit, after it).
+unsafe fn gate_state<'a>(dc: *mut c_void) -> Option<&'a mut Gate> {
+    // SAFETY: the field holds the leaked box thread_init stored for this thread.
     unsafe {
-        (
-            TLS_SEG,
-            TLS_OFFS + 2 * std::mem::size_of::<*mut u64>() as u32,
-        )
+        dr::drmgr_get_tls_field(dc, SKIP_FIELD.load(Ordering::Relaxed))
+            .cast::<Gate>()
+            .as_mut()
+    }
+}
+
+/// The blocks whose instrumented code writes records through set sampling's gate: each
+/// one's execution counter and, per execution, its gated operands and their bytes.
+struct Gated {
+    blocks: HashMap<u32, (u64, u64)>,
+    /// The most any one block has (a block running when a batch is handed over has been
+    /// counted whole but written in part).
+    most: (u64, u64),
+}
+
+static GATED: Mutex<Option<Gated>> = Mutex::new(None);
+
+/// Notes that the block counted by execution counter `id` (None: counted by adds to the
+/// counters) writes `ops` gated operands of `bytes` bytes per execution.
+fn note_gated(id: Option<u32>, ops: u64, bytes: u64) {
+    let mut g = GATED.lock().unwrap_or_else(|e| e.into_inner());
+    let g = g.get_or_insert_with(|| Gated {
+        blocks: HashMap::new(),
+        most: (0, 0),
+    });
+    g.most = (g.most.0.max(ops), g.most.1.max(bytes));
+    if let Some(id) = id {
+        g.blocks.insert(id, (ops, bytes));
     }
 }
 
 /// Adds `accesses` and `bytes` to the left-out counts of the thread of `dc` (the clean
 /// calls' records the gate leaves out).
 pub(crate) fn add_skipped(dc: *mut c_void, accesses: u64, bytes: u64) {
-    // SAFETY: as in take_skipped; `dc` is the running thread's.
-    unsafe {
-        let p = dr::drmgr_get_tls_field(dc, SKIP_FIELD.load(Ordering::Relaxed)).cast::<u64>();
-        if !p.is_null() {
-            *p += accesses;
-            *p.add(1) += bytes;
-        }
+    // SAFETY: `dc` is the running thread's.
+    if let Some(g) = unsafe { gate_state(dc) } {
+        g.skipped[0] += accesses;
+        g.skipped[1] += bytes;
     }
 }
 
-/// The accesses and bytes the gate left out in the instrumented code of the thread of
-/// `dc` since the last call, zeroed.
-pub(crate) fn take_skipped(dc: *mut c_void) -> [u64; 2] {
-    // SAFETY: drmgr's field, set by thread_init for every thread: a pair of words only
-    // that thread's code adds to, and only that thread (or the one running the process
-    // exit, after it) takes.
-    unsafe {
-        let p = dr::drmgr_get_tls_field(dc, SKIP_FIELD.load(Ordering::Relaxed)).cast::<u64>();
-        if p.is_null() {
-            return [0, 0];
-        }
-        let v = [*p, *p.add(1)];
-        *p = 0;
-        *p.add(1) = 0;
-        v
+/// Counts a record a clean call of the thread of `dc` wrote (`bytes` bytes).
+pub(crate) fn add_dynamic_kept(dc: *mut c_void, bytes: u64) {
+    // SAFETY: `dc` is the running thread's.
+    if let Some(g) = unsafe { gate_state(dc) } {
+        g.dynamic_kept[0] += 1;
+        g.dynamic_kept[1] += bytes;
     }
+}
+
+/// Forgets what the thread of `dc` wrote and left out since its last batch (records
+/// dropped before they were handed over: written outside every scope).
+pub(crate) fn forget_batch(dc: *mut c_void) {
+    // SAFETY: `dc` is the running thread's.
+    if let Some(g) = unsafe { gate_state(dc) } {
+        g.skipped = [0, 0];
+        g.dynamic_kept = [0, 0];
+    }
+}
+
+/// The accesses and bytes the gate left out in the thread of `dc` since its last batch,
+/// which holds `records` records of `bytes` bytes (before any gate or coalescing): the
+/// clean calls' count, and the instrumented code's, derived: the gated operands the
+/// thread's blocks ran, less the records written. A block that runs as the batch is handed
+/// over has been counted whole and written in part, so all but the last batch leave out
+/// the most any block has; the last (`last`, at the thread's exit) gives the rest, and the
+/// thread's sums are exact.
+pub(crate) fn take_left_out(dc: *mut c_void, records: u64, bytes: u64, last: bool) -> [u64; 2] {
+    // SAFETY: `dc` is a thread's context, its Gate used as gate_state says.
+    let Some(g) = (unsafe { gate_state(dc) }) else {
+        return [0, 0];
+    };
+    g.kept[0] += records.saturating_sub(g.dynamic_kept[0]);
+    g.kept[1] += bytes.saturating_sub(g.dynamic_kept[1]);
+    g.dynamic_kept = [0, 0];
+    let mut ran = [0u64; 2];
+    let most = {
+        let gated = GATED.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(gated) = gated.as_ref() else {
+            return std::mem::take(&mut g.skipped);
+        };
+        // SAFETY: the thread's own execution counters, MAX_BLOCKS words.
+        let execs = unsafe { std::slice::from_raw_parts(g.executions, MAX_BLOCKS) };
+        for (&id, &(ops, b)) in &gated.blocks {
+            let n = execs[id as usize];
+            ran[0] += n * ops;
+            ran[1] += n * b;
+        }
+        gated.most
+    };
+    // Blocks past the table count by adds to the counters, in each region's array.
+    let regions = REGIONS.get().map_or(0, Vec::len).max(1);
+    for r in 0..regions {
+        // SAFETY: the thread's own counters, `regions` arrays of N.
+        unsafe {
+            ran[0] += *g
+                .counters
+                .add(r * N + counters::Slot::GatedAccesses as usize);
+            ran[1] += *g.counters.add(r * N + counters::Slot::GatedBytes as usize);
+        }
+    }
+    let slack = if last { (0, 0) } else { most };
+    let out = [
+        ran[0]
+            .saturating_sub(g.kept[0])
+            .saturating_sub(slack.0)
+            .saturating_sub(g.reported[0]),
+        ran[1]
+            .saturating_sub(g.kept[1])
+            .saturating_sub(slack.1)
+            .saturating_sub(g.reported[1]),
+    ];
+    g.reported[0] += out[0];
+    g.reported[1] += out[1];
+    let skipped = std::mem::take(&mut g.skipped);
+    [out[0] + skipped[0], out[1] + skipped[1]]
 }
 
 /// The number (start order, 0 the main thread) of the thread of `drcontext`: not always
@@ -318,19 +419,21 @@ unsafe extern "C" fn thread_init(drcontext: *mut c_void) {
     let mut c = Box::new(Counters::new(regions));
     let p: *mut u64 = c.0.as_mut_ptr();
     let e: *mut u64 = c.1.as_mut_ptr();
-    // The pair lives as long as the process (a thread's last records, and its count, are
-    // handed over after its exit event may have run).
-    let skipped: *mut u64 = Box::leak(Box::new([0u64; 2])).as_mut_ptr();
+    // The gate's accounts live as long as the process (a thread's last records are handed
+    // over after its exit event may have run).
+    let gate: *mut Gate = Box::leak(Box::new(Gate {
+        skipped: [0; 2],
+        dynamic_kept: [0; 2],
+        kept: [0; 2],
+        reported: [0; 2],
+        counters: p,
+        executions: e,
+    }));
     // SAFETY: this thread's own slots.
     unsafe {
         *tls_slot() = p;
         *tls_slot().add(1) = e;
-        *tls_slot().add(2) = skipped;
-        dr::drmgr_set_tls_field(
-            drcontext,
-            SKIP_FIELD.load(Ordering::Relaxed),
-            skipped.cast(),
-        );
+        dr::drmgr_set_tls_field(drcontext, SKIP_FIELD.load(Ordering::Relaxed), gate.cast());
         dr::drmgr_set_tls_field(
             drcontext,
             THREAD_FIELD.load(Ordering::Relaxed),
@@ -368,7 +471,7 @@ unsafe extern "C" fn thread_init(drcontext: *mut c_void) {
 unsafe extern "C" fn thread_exit(drcontext: *mut c_void) {
     // The counters stay registered until the process exits; drx has written the thread's
     // last records (its exit event comes first).
-    stream::thread_ended(thread_number(drcontext));
+    stream::thread_ended(drcontext, thread_number(drcontext));
 }
 
 /// This process is a child of `fork()` (without `exec` yet): it reports nothing.
@@ -641,6 +744,25 @@ unsafe fn instrument(
                     counters::add_static(&mut statics[r * N..(r + 1) * N], info, counted);
                 }
             }
+            // The operands its code writes through set sampling's gate, per execution.
+            let mut gated = (0u64, 0u64);
+            if stream::on() {
+                let mut i = dr::instrlist_first_app(bb);
+                for (at, info) in &block {
+                    if let Some(r) = region_of(*at)
+                        && matches!(
+                            stream::plan(i, info, &classify::opcode_name(i)),
+                            stream::Plan::Inline
+                        )
+                        && let Some((ops, bytes)) = stream::gated_operands(i)
+                    {
+                        statics[r * N + counters::Slot::GatedAccesses as usize] += ops;
+                        statics[r * N + counters::Slot::GatedBytes as usize] += bytes;
+                        gated = (gated.0 + ops, gated.1 + bytes);
+                    }
+                    i = dr::instr_get_next_app(i);
+                }
+            }
             // A loop's closing block and a loop's exit get counters of their own: the loop's
             // chain counts per iteration its entries leave to the out-of-order window.
             let looped = block_chain(&block, translating);
@@ -653,7 +775,11 @@ unsafe fn instrument(
                 .collect();
             if !sparse.is_empty() {
                 reserve(&mut base);
-                match block_id(sparse.clone(), pc, own) {
+                let id = block_id(sparse.clone(), pc, own);
+                if gated.0 > 0 {
+                    note_gated(id, gated.0, gated.1);
+                }
+                match id {
                     // One add per execution: the block's counts are multiplied out at exit.
                     Some(id) => {
                         if !translating {
@@ -1119,7 +1245,7 @@ pub unsafe extern "C" fn dr_client_main(
         let mut offs: u32 = 0;
         THREAD_FIELD.store(dr::drmgr_register_tls_field(), Ordering::Relaxed);
         SKIP_FIELD.store(dr::drmgr_register_tls_field(), Ordering::Relaxed);
-        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 3, 0) == 0 {
+        if dr::dr_raw_tls_calloc(&mut seg, &mut offs, 2, 0) == 0 {
             dr::dr_abort_with_code(3);
         }
         TLS_SEG = seg;

@@ -14,9 +14,10 @@
 //! are then whole).
 //!
 //! With set sampling (`sample=`), the gate runs in the instrumented code, before a record
-//! is written ([`insert_inline`]): an access none of whose lines is in a sampled class only
-//! adds 1 and its size to the thread's count of left-out accesses and bytes (read and
-//! zeroed with each batch); a kept one is written and its buffer pointer moved on at once,
+//! is written ([`insert_inline`]): an access none of whose lines is in a sampled class is
+//! not written, and what was left out is derived with each batch from the blocks'
+//! execution counters ([`crate::take_left_out`]); a kept one is written and its buffer
+//! pointer moved on at once,
 //! so that a guard page met by a later record of the same instruction finds it handed over.
 //! The clean calls below gate their records as they write them; an operand wider than a
 //! line is written whole, and once such code exists every batch goes through
@@ -145,13 +146,14 @@ fn write_batch(dc: *mut c_void, v: &mut [u64]) {
     let mut n = v.len();
     let mut skipped = (0, 0);
     if let Some(g) = &cfg.gate {
+        let bytes = v.iter().map(|r| 1u64 << ((r >> 56) & 0xf)).sum();
+        let left_out = crate::take_left_out(dc, n as u64, bytes, false);
         let (kept, a, b) = if UNGATED.load(Ordering::Relaxed) {
             gate_in_place(v, g)
         } else {
             (n, 0, 0)
         };
-        let inline = crate::take_skipped(dc);
-        (n, skipped) = (kept, (a + inline[0], b + inline[1]));
+        (n, skipped) = (kept, (a + left_out[0], b + left_out[1]));
     }
     let n = coalesce_in_place(&mut v[..n], cfg.mask);
     if n == 0 && skipped.0 == 0 {
@@ -189,8 +191,8 @@ pub unsafe fn discard(dc: *mut c_void) {
         // SAFETY: the thread's own buffer.
         unsafe { dr::drx_buf_set_buffer_ptr(dc, buf, dr::drx_buf_get_buffer_base(dc, buf)) };
     }
-    // And the accesses its gate left out there.
-    crate::take_skipped(dc);
+    // And the accesses its clean calls wrote and left out there.
+    crate::forget_batch(dc);
 }
 
 /// Hands over the records of the thread of `dc` written so far (inside a scope, which the
@@ -220,11 +222,42 @@ pub fn thread_started(thread: u32) {
     }
 }
 
-/// A thread exits (after drx handed its last records to [`full`]).
-pub fn thread_ended(thread: u32) {
-    if on() {
-        write_words(&[end_marker(thread)]);
+/// A thread exits (after drx handed its last records to [`full`]): the rest of what its
+/// gate left out (see [`crate::take_left_out`]), then its end marker.
+pub fn thread_ended(dc: *mut c_void, thread: u32) {
+    if !on() {
+        return;
     }
+    if CONFIG.get().is_some_and(|c| c.gate.is_some()) {
+        let [a, b] = crate::take_left_out(dc, 0, 0, true);
+        if a > 0 {
+            write_words(&[
+                thread_marker(thread),
+                skip_record(a, false),
+                skip_record(b, true),
+            ]);
+        }
+    }
+    write_words(&[end_marker(thread)]);
+}
+
+/// The gated operands of an instruction written inline, and their bytes, per execution
+/// (None without set sampling's gate): what [`insert_inline`] writes through the gate, an
+/// operand wider than a line included (written whole, for the batch's gate).
+///
+/// # Safety
+/// `instr` is an instruction of the block being built.
+pub unsafe fn gated_operands(instr: *mut dr::instr_t) -> Option<(u64, u64)> {
+    CONFIG.get().and_then(|c| c.gate.as_ref())?;
+    if GATE_TABLE.load(Ordering::Relaxed).is_null() {
+        return None;
+    }
+    // SAFETY: the caller's instruction.
+    let ops = unsafe { inline_operands(instr) };
+    Some((
+        ops.len() as u64,
+        ops.iter().map(|(_, top)| 1u64 << (top & 0xf)).sum(),
+    ))
 }
 
 /// The top byte of a record of `bytes` bytes (rounded up to a power of two, at most
@@ -453,22 +486,24 @@ unsafe fn mem(base: dr::reg_id_t, index: dr::reg_id_t, disp: i32, size: u32) -> 
 }
 
 /// The records of `ops` that set sampling's gate `g` keeps (`table`: its byte per class),
-/// each written and committed on its own; the others counted as left out, in the thread's
-/// pair of [`crate::skipped_slot`] words. Per operand, in the instrumented code:
+/// each written and committed on its own. Per operand, in the instrumented code:
 ///
 /// ```text
 ///     addr  <- the operand's address
 ///     t     <- table
 ///     ptr   <- (addr >> line) & (classes - 1);  cmp byte [t + ptr], 0;  jnz keep
-///     ptr   <- ((addr + size - 1) >> line) & (classes - 1);  cmp byte [t + ptr], 0;  jnz keep
-///     ptr   <- the thread's pair;  add [ptr], 1;  add [ptr + 8], size;  jmp done
+///     ptr   <- ((addr + size - 1) >> line) & (classes - 1);  cmp byte [t + ptr], 0;  jz done
 /// keep:
 ///     ptr   <- the buffer pointer;  [ptr] <- addr, top byte;  the buffer pointer <- ptr + 8
 /// done:
 /// ```
 ///
-/// (The second test only for an access of more than one byte.) An access wider than a line
-/// is written whole, for the batch's gate.
+/// (The second test only for an access of more than one byte; with one test, `jz done`.)
+/// What it leaves out is not counted here: [`crate::take_left_out`] derives it from the
+/// blocks' execution counters when a batch is handed over (two additions to the same two
+/// words on every access left out cost a third of the gate's time on a random-access code,
+/// a chain through memory). An access wider than a line is written whole, for the batch's
+/// gate.
 unsafe fn insert_gated(
     dc: *mut c_void,
     bb: *mut dr::instrlist_t,
@@ -478,7 +513,6 @@ unsafe fn insert_gated(
     table: *mut u8,
 ) {
     let buf = BUF.load(Ordering::Relaxed);
-    let (seg, offs) = crate::skipped_slot();
     // SAFETY: drmgr's insertion phase on the block being built; the branches stay inside
     // the instrumentation of this instruction, between the registers' reservation and
     // release (drreg's spills before, restores after).
@@ -519,10 +553,9 @@ unsafe fn insert_gated(
                     ),
                 );
                 // The class of the access's first byte's line, then of its last byte's.
-                for last in [false, true] {
-                    if last && size == 1 {
-                        break;
-                    }
+                let tests = if size == 1 { 1 } else { 2 };
+                for k in 0..tests {
+                    let last = k == 1;
                     let first = if last {
                         dr::instr_create_1dst_1src(
                             dc,
@@ -561,36 +594,19 @@ unsafe fn insert_gated(
                             imm(0, dr::OPSZ_1),
                         ),
                     );
+                    // The last test skips the record when its class is not kept either;
+                    // an earlier one goes to it when its class is.
+                    let (op, to) = if k + 1 == tests {
+                        (dr::OP_jz, done)
+                    } else {
+                        (dr::OP_jnz, keep)
+                    };
                     meta(
                         bb,
                         instr,
-                        dr::instr_create_0dst_1src(
-                            dc,
-                            dr::OP_jnz as _,
-                            dr::opnd_create_instr(keep),
-                        ),
+                        dr::instr_create_0dst_1src(dc, op as _, dr::opnd_create_instr(to)),
                     );
                 }
-                // Left out: counted.
-                dr::dr_insert_read_raw_tls(dc, bb, instr, seg, offs, ptr);
-                for (disp, v) in [(0, 1i64), (8, size as i64)] {
-                    meta(
-                        bb,
-                        instr,
-                        dr::instr_create_1dst_2src(
-                            dc,
-                            dr::OP_add as _,
-                            mem(ptr, dr::DR_REG_NULL as _, disp, dr::OPSZ_8),
-                            imm(v, dr::OPSZ_4),
-                            mem(ptr, dr::DR_REG_NULL as _, disp, dr::OPSZ_8),
-                        ),
-                    );
-                }
-                meta(
-                    bb,
-                    instr,
-                    dr::instr_create_0dst_1src(dc, dr::OP_jmp as _, dr::opnd_create_instr(done)),
-                );
             }
             meta(bb, instr, keep);
             store_record(dc, bb, instr, ptr, addr, *top, 0);
@@ -703,6 +719,7 @@ impl Appender {
             *self.p = rec;
             self.p = self.p.add(1);
         }
+        crate::add_dynamic_kept(self.dc, 1 << ((rec >> 56) & 0xf));
     }
 
     /// The accesses of `[start, start + len)`, one direction (see [`pieces`]).
