@@ -179,6 +179,35 @@ fn gating_in_the_plugin_gives_the_reader_gated_result_exactly() {
     assert_eq!(sg, sa);
 }
 
+/// `workloads/src/triad_omp.c` built with OpenMP into `dir` (None after a `skipping:` line
+/// when gcc cannot build it).
+fn triad_omp(dir: &Path) -> Option<std::path::PathBuf> {
+    let bin = dir.join("triad_omp");
+    let o = Command::new("gcc")
+        .args(["-O3", "-std=gnu11", "-fopenmp", "-march=x86-64", "-o"])
+        .arg(&bin)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/src/triad_omp.c"))
+        .arg("-lm")
+        .output();
+    match o {
+        Ok(o) if o.status.success() => Some(bin),
+        o => {
+            let why = o.map_or_else(
+                |e| e.to_string(),
+                |o| String::from_utf8_lossy(&o.stderr).into_owned(),
+            );
+            eprintln!("skipping: gcc cannot build an OpenMP program: {why}");
+            None
+        }
+    }
+}
+
+/// The hit ratio of level `level` of the first machine, percent.
+fn hit_ratio(o: &Outcome, level: usize) -> f64 {
+    let l = &o.caches[0].levels[level];
+    l.hits as f64 / (l.hits + l.misses).max(1) as f64 * 100.0
+}
+
 /// Two guest threads: the gated stream carries a thread's batches with the counts of the
 /// accesses left out, which the reader's pacer counts with the run, so that the threads
 /// advance at the same rates as in the whole stream. The interleaving cannot be the
@@ -191,36 +220,20 @@ fn two_threads_gated_and_ungated_stay_close() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("triad_omp");
-    let o = Command::new("gcc")
-        .args(["-O3", "-std=gnu11", "-fopenmp", "-march=x86-64", "-o"])
-        .arg(&bin)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/src/triad_omp.c"))
-        .arg("-lm")
-        .output()
-        .unwrap();
-    if !o.status.success() {
-        eprintln!(
-            "skipping: gcc cannot build an OpenMP program: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+    let Some(bin) = triad_omp(dir.path()) else {
         return;
-    }
+    };
     let nodes = vec![
         hpcscope_mix::node(&hpcscope_core::library::builtin("cascadelake-8260").unwrap()).unwrap(),
     ];
     let qemu = QemuEngine::new("qemu-x86_64".into(), build_plugin());
     let env = [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "passive")];
-    let ratio = |o: &Outcome, level: usize| {
-        let l = &o.caches[0].levels[level];
-        l.hits as f64 / (l.hits + l.misses).max(1) as f64 * 100.0
-    };
     let (gated, all) = gated_and_whole(&qemu, &bin, &["1000000", "4"], &nodes, &env);
     for o in [&gated, &all] {
         assert_eq!(o.thread_caches[0].len(), 2);
     }
     for level in 0..3 {
-        let (g, a) = (ratio(&gated, level), ratio(&all, level));
+        let (g, a) = (hit_ratio(&gated, level), hit_ratio(&all, level));
         println!("level {level}: gated {g:.3} %, ungated {a:.3} %");
         // Measured with this build: 0.001 points apart on each level.
         assert!(
@@ -244,17 +257,9 @@ fn two_real_threads_gated_natively_account_for_every_access() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("triad_omp");
-    let o = Command::new("gcc")
-        .args(["-O3", "-std=gnu11", "-fopenmp", "-march=x86-64", "-o"])
-        .arg(&bin)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/src/triad_omp.c"))
-        .arg("-lm")
-        .output();
-    if !o.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipping: gcc cannot build an OpenMP program");
+    let Some(bin) = triad_omp(dir.path()) else {
         return;
-    }
+    };
     let nodes = vec![
         hpcscope_mix::node(&hpcscope_core::library::builtin("cascadelake-8260").unwrap()).unwrap(),
     ];
@@ -267,11 +272,7 @@ fn two_real_threads_gated_natively_account_for_every_access() {
     println!("accesses: gated {g}, whole {a}");
     assert!(g.abs_diff(a) * 2_000 <= a, "accesses: gated {g}, whole {a}");
     for level in 0..3 {
-        let ratio = |o: &Outcome| {
-            let l = &o.caches[0].levels[level];
-            l.hits as f64 / (l.hits + l.misses).max(1) as f64 * 100.0
-        };
-        let (rg, ra) = (ratio(&gated), ratio(&all));
+        let (rg, ra) = (hit_ratio(&gated, level), hit_ratio(&all, level));
         println!("level {level}: gated {rg:.3} %, whole {ra:.3} %");
         assert!(
             (rg - ra).abs() < 0.25,
